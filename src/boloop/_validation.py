@@ -1,0 +1,67 @@
+"""Input validation helpers shared by every layer (private)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from boloop.errors import InvalidInputError
+
+
+def as_points(x: Any, name: str, dim: int | None = None, allow_empty: bool = False) -> np.ndarray:
+    """Return ``x`` as a float64 array of shape (n, d), rejecting NaN/inf and wrong shapes.
+
+    A 1-D input of length ``dim`` is read as a single point when ``dim`` is given and > 1, and as
+    ``n`` one-dimensional points when ``dim`` is 1 or None.
+    """
+    try:
+        arr = np.asarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{name} must be numeric, got {type(x).__name__}") from exc
+    if arr.ndim == 0:
+        arr = arr.reshape(1, 1)
+    elif arr.ndim == 1:
+        if dim is not None and dim > 1 and arr.shape[0] == dim:
+            arr = arr.reshape(1, dim)
+        else:
+            arr = arr.reshape(-1, 1)
+    elif arr.ndim != 2:
+        raise InvalidInputError(f"{name} must have shape (n, d), got shape {arr.shape}")
+    if dim is not None and arr.shape[1] != dim:
+        raise InvalidInputError(f"{name} must have {dim} columns, got shape {arr.shape}")
+    if arr.shape[0] == 0 and not allow_empty:
+        raise InvalidInputError(f"{name} is empty")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInputError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def as_values(y: Any, name: str, n: int | None = None) -> np.ndarray:
+    """Return ``y`` as a finite float64 array of shape (n,)."""
+    try:
+        arr = np.asarray(y, dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{name} must be numeric, got {type(y).__name__}") from exc
+    if n is not None and arr.shape[0] != n:
+        raise InvalidInputError(f"{name} must have {n} values, got {arr.shape[0]}")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInputError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def as_rng(seed: Any) -> np.random.Generator:
+    """A Generator from a seed, a Generator (returned as is) or None (fresh entropy)."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(seed)
+
+
+def positive(value: Any, name: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{name} must be a number, got {value!r}") from exc
+    if not np.isfinite(v) or v <= 0:
+        raise InvalidInputError(f"{name} must be positive and finite, got {value!r}")
+    return v

@@ -1,0 +1,50 @@
+"""Exceptions raised by boloop.
+
+Every input error subclasses :class:`BoloopError` and ``ValueError``, so callers that already catch
+``ValueError`` keep working. Messages name the offending argument. A rejected input never changes
+stored or cached state.
+"""
+
+from __future__ import annotations
+
+
+class BoloopError(ValueError):
+    """Base class of all boloop input errors."""
+
+
+class InvalidInputError(BoloopError):
+    """An argument has the wrong shape, type, or a NaN/infinite value."""
+
+
+class OutOfSpaceError(BoloopError):
+    """A point lies outside the space it should belong to."""
+
+
+class UnknownIdError(BoloopError, KeyError):
+    """An id (problem, method, metric, query, study) is not known.
+
+    The message lists the valid ids where there are few enough to list.
+    """
+
+    def __str__(self) -> str:  # KeyError would otherwise quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class QueryStateError(BoloopError):
+    """An answer refers to a query that was never asked, was already answered, or is stale."""
+
+
+class AnswerTypeError(BoloopError, TypeError):
+    """An answer has the wrong type for its query (a float for a Label, a bool for a Compare...)."""
+
+
+class NotFittedError(BoloopError):
+    """A model was used before it had the data it needs."""
+
+
+class StorageError(BoloopError):
+    """The study storage is corrupt, foreign, or inconsistent with the replayed policy."""
+
+
+class UnsafeSeedError(BoloopError):
+    """A safe seed cannot be certified safe by the model."""

@@ -1,0 +1,520 @@
+"""Exact Gaussian-process regression with a Cholesky factor that grows by appends.
+
+Posterior (Rasmussen and Williams 2006, Algorithm 2.1; the papers' eq. 2.1 of Inatsu et al.,
+eq. (2a)/(2b) of COBOL, eq. (7)-(9) of M-SafeOpt), with ``r = y - m`` for prior mean ``m``::
+
+    L L^T = K + noise I            a = L^{-1} r         V = L^{-1} K(X, X*)
+    mean(X*) = m + V^T a           var(X*) = k(X*, X*) - colsum(V**2)
+
+The log marginal likelihood (R&W eq. 2.30) and its gradient (eq. 5.9) in log-hyperparameters are
+used by :meth:`ExactGP.fit` (L-BFGS-B, several starts, optional priors on hyperparameters).
+
+Shapes: training inputs (n, d), targets (n,), test inputs (m, d); means and variances (m,).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
+from scipy.optimize import minimize
+
+from boloop._validation import as_points, as_rng, as_values
+from boloop.errors import InvalidInputError
+from boloop.gp.kernels import Kernel
+
+__all__ = ["ExactGP", "LogNormalPrior", "GammaPrior", "robust_cholesky"]
+
+logger = logging.getLogger("boloop")
+
+_JITTER_LADDER = (0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-4)
+
+
+def robust_cholesky(A: np.ndarray) -> tuple[np.ndarray, float]:
+    """Lower Cholesky factor of a symmetric PSD matrix with a jitter ladder.
+
+    Tries ``A + j * mean(diag(A)) * I`` for ``j`` in (0, 1e-12, ..., 1e-4) and returns the first
+    success with the absolute jitter used. Raises ``numpy.linalg.LinAlgError`` if all fail.
+    """
+    n = A.shape[0]
+    if n == 0:
+        return np.zeros((0, 0)), 0.0
+    scale = float(np.mean(np.diag(A))) if n else 1.0
+    scale = scale if scale > 0 and math.isfinite(scale) else 1.0
+    for rel in _JITTER_LADDER:
+        jitter = rel * scale
+        try:
+            L = cholesky(A + jitter * np.eye(n), lower=True, check_finite=False)
+        except LinAlgError:
+            continue
+        if np.all(np.isfinite(L)):
+            if jitter > 0:
+                logger.debug("cholesky needed jitter %.3g", jitter)
+            return L, jitter
+    raise LinAlgError("matrix is not positive definite even with jitter")
+
+
+@dataclass(frozen=True)
+class LogNormalPrior:
+    """``log p ~ Normal(mu, sigma^2)`` for a positive hyperparameter ``p``.
+
+    Fitting works in ``theta = log p``, where this prior is a normal density (no Jacobian).
+    """
+
+    mu: float
+    sigma: float
+
+    def logpdf_theta(self, theta: float) -> tuple[float, float]:
+        z = (theta - self.mu) / self.sigma
+        return (
+            -0.5 * z * z - math.log(self.sigma) - 0.5 * math.log(2 * math.pi),
+            -z / self.sigma,
+        )
+
+
+@dataclass(frozen=True)
+class GammaPrior:
+    """``p ~ Gamma(shape, rate)`` for a positive hyperparameter ``p``, as a density in ``theta = log p``.
+
+    In theta-space the density is ``shape * theta - rate * exp(theta)`` up to a constant (the
+    Jacobian ``p`` of ``p = exp(theta)`` is included).
+    """
+
+    shape: float
+    rate: float
+
+    def logpdf_theta(self, theta: float) -> tuple[float, float]:
+        p = math.exp(theta)
+        const = self.shape * math.log(self.rate) - math.lgamma(self.shape)
+        return const + self.shape * theta - self.rate * p, self.shape - self.rate * p
+
+
+class ExactGP:
+    """Exact GP regression with Gaussian noise.
+
+    Parameters
+    ----------
+    kernel:
+        A :class:`boloop.gp.kernels.Kernel`; its log-hyperparameters are fitted by :meth:`fit`
+        except those it marks as ``fixed``.
+    noise_variance:
+        Variance of the Gaussian observation noise (the papers' ``sigma^2``, ``lambda`` or ``r``).
+    fit_noise:
+        Fit the noise variance by marginal likelihood (never below ``noise_floor``).
+    noise_floor:
+        Lower bound of the fitted noise variance.
+    mean:
+        ``"zero"`` or ``"constant"`` prior mean. A constant mean is fitted with the other
+        hyperparameters (initialised at ``mean_constant``).
+    priors:
+        Optional priors keyed by hyperparameter name: a kernel's ``theta_names`` entry
+        (``"variance"``, ``"lengthscale"`` applies to every length-scale, ``"lengthscale[1]"``), or
+        ``"noise"``; each a :class:`LogNormalPrior` or :class:`GammaPrior`.
+    """
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        noise_variance: float = 1e-6,
+        *,
+        fit_noise: bool = False,
+        noise_floor: float = 1e-10,
+        mean: str = "zero",
+        mean_constant: float = 0.0,
+        priors: Mapping[str, LogNormalPrior | GammaPrior] | None = None,
+    ) -> None:
+        if not isinstance(kernel, Kernel):
+            raise InvalidInputError(f"kernel must be a boloop Kernel, got {type(kernel).__name__}")
+        noise_variance = float(noise_variance)
+        if not math.isfinite(noise_variance) or noise_variance < 0:
+            raise InvalidInputError(f"noise_variance must be >= 0, got {noise_variance!r}")
+        if mean not in ("zero", "constant"):
+            raise InvalidInputError(f"mean must be 'zero' or 'constant', got {mean!r}")
+        if not float(noise_floor) > 0:
+            raise InvalidInputError(f"noise_floor must be positive, got {noise_floor!r}")
+        self.kernel = kernel
+        self.noise_variance = noise_variance
+        self.fit_noise = bool(fit_noise)
+        self.noise_floor = float(noise_floor)
+        self.mean = mean
+        self.mean_constant = float(mean_constant) if mean == "constant" else 0.0
+        self.priors = dict(priors or {})
+        valid = set(kernel.theta_names) | {"lengthscale", "noise"}
+        unknown = set(self.priors) - valid
+        if unknown:
+            raise InvalidInputError(f"priors name unknown hyperparameters {sorted(unknown)}")
+        self._dim: int | None = None
+        self._n = 0
+        self._X = np.zeros((0, 0))
+        self._y = np.zeros(0)
+        self._L = np.zeros((0, 0))
+        self._a = np.zeros(0)
+        self._jitter = 0.0
+        #: increases whenever the factorisation is recomputed (hyperparameters or data replaced);
+        #: caches built on this GP use it to know when an incremental update is not enough.
+        self.version = 0
+
+    # ------------------------------------------------------------------ data
+    @property
+    def n(self) -> int:
+        """Number of observations."""
+        return self._n
+
+    @property
+    def dim(self) -> int | None:
+        return self._dim
+
+    @property
+    def X(self) -> np.ndarray:
+        """Observed inputs, shape (n, d) (a read-only view)."""
+        v = self._X[: self._n]
+        v.flags.writeable = False
+        return v
+
+    @property
+    def y(self) -> np.ndarray:
+        """Observed targets, shape (n,) (a read-only view)."""
+        v = self._y[: self._n]
+        v.flags.writeable = False
+        return v
+
+    @property
+    def cholesky_factor(self) -> np.ndarray:
+        """Lower Cholesky factor of ``K + noise I`` (plus jitter), shape (n, n), read-only view."""
+        v = self._L[: self._n, : self._n]
+        v.flags.writeable = False
+        return v
+
+    @property
+    def whitened_residual(self) -> np.ndarray:
+        """``a = L^{-1} (y - m)``, shape (n,), read-only view."""
+        v = self._a[: self._n]
+        v.flags.writeable = False
+        return v
+
+    def _ensure_capacity(self, n_new: int, d: int) -> None:
+        cap = self._L.shape[0]
+        if n_new <= cap and self._X.shape[1] == d:
+            return
+        new_cap = max(16, 2 * cap, n_new)
+        L = np.zeros((new_cap, new_cap))
+        L[: self._n, : self._n] = self._L[: self._n, : self._n]
+        X = np.zeros((new_cap, d))
+        if self._n:
+            X[: self._n] = self._X[: self._n]
+        y = np.zeros(new_cap)
+        y[: self._n] = self._y[: self._n]
+        a = np.zeros(new_cap)
+        a[: self._n] = self._a[: self._n]
+        self._L, self._X, self._y, self._a = L, X, y, a
+
+    def set_data(self, X: Any, y: Any) -> ExactGP:
+        """Replace all observations and refactorise. Returns ``self``."""
+        Xa = as_points(X, "X", dim=self._dim if self._dim else None, allow_empty=True)
+        ya = as_values(y, "y", n=Xa.shape[0])
+        self._dim = Xa.shape[1]
+        self._n = 0
+        self._ensure_capacity(Xa.shape[0], Xa.shape[1])
+        self._X[: Xa.shape[0]] = Xa
+        self._y[: Xa.shape[0]] = ya
+        self._n = Xa.shape[0]
+        self._refactor()
+        return self
+
+    def _refactor(self) -> None:
+        n = self._n
+        X = self._X[:n]
+        K = self.kernel.k(X) if n else np.zeros((0, 0))
+        K[np.diag_indices_from(K)] += self.noise_variance
+        L, self._jitter = robust_cholesky(K)
+        self._L[:n, :n] = L
+        self._a[:n] = solve_triangular(L, self._y[:n] - self.mean_constant, lower=True) if n else 0
+        self.version += 1
+
+    def condition(self, x: Any, y: Any) -> ExactGP:
+        """Add observations by Cholesky appends, O(n^2) per point. Returns ``self``.
+
+        The factor rows already present do not change, which is what lets caches over fixed
+        candidate sets update in O(N n) per point (:class:`boloop.gp.cache.CandidatePosterior`).
+        """
+        if np.ndim(x) == 1 and np.ndim(y) == 0:  # one point given as a vector
+            x = np.asarray(x, dtype=np.float64).reshape(1, -1)
+        Xa = as_points(x, "x", dim=self._dim)
+        ya = as_values(y, "y", n=Xa.shape[0])
+        if self._dim is None:
+            self._dim = Xa.shape[1]
+        for xi, yi in zip(Xa, ya):
+            self._append_one(xi, float(yi))
+        return self
+
+    def _append_one(self, x: np.ndarray, y: float) -> None:
+        n = self._n
+        self._ensure_capacity(n + 1, x.shape[0])
+        x2 = x[None, :]
+        kxx = float(self.kernel.diag(x2)[0]) + self.noise_variance + self._jitter
+        if n:
+            kvec = self.kernel.k(self._X[:n], x2)[:, 0]
+            ell = solve_triangular(self._L[:n, :n], kvec, lower=True, check_finite=False)
+            d2 = kxx - float(ell @ ell)
+        else:
+            ell = np.zeros(0)
+            d2 = kxx
+        floor = 1e-12 * max(kxx, 1e-300)
+        if not d2 > floor:  # duplicates with tiny noise: keep the factor positive definite
+            d2 = max(d2, 0.0) + max(floor, 1e-10 * kxx)
+            logger.debug("cholesky append clamped a pivot to %.3g", d2)
+        d = math.sqrt(d2)
+        self._L[n, :n] = ell
+        self._L[n, n] = d
+        self._L[:n, n] = 0.0
+        self._X[n] = x
+        self._y[n] = y
+        self._a[n] = (y - self.mean_constant - float(ell @ self._a[:n])) / d
+        self._n = n + 1
+
+    # ------------------------------------------------------------------ prediction
+    def _cross_solve(self, Xs: np.ndarray) -> np.ndarray:
+        """``V = L^{-1} K(X, Xs)``, shape (n, m)."""
+        Ks = self.kernel.k(self._X[: self._n], Xs)
+        return solve_triangular(self._L[: self._n, : self._n], Ks, lower=True, check_finite=False)
+
+    def predict(
+        self, X: Any, *, full_cov: bool = False, chunk_size: int = 8192
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and variance at ``X`` (m, d); with ``full_cov`` the (m, m) covariance.
+
+        Variances are clipped at zero. Large ``X`` is processed in chunks of ``chunk_size`` rows.
+        """
+        Xs = as_points(X, "X", dim=self._dim, allow_empty=True)
+        if full_cov:
+            return self.mean_at(Xs), self.posterior_covariance(Xs, Xs)
+        m = Xs.shape[0]
+        mean = np.empty(m)
+        var = np.empty(m)
+        for start in range(0, m, chunk_size):
+            sl = slice(start, min(m, start + chunk_size))
+            kdiag = self.kernel.diag(Xs[sl])
+            if self._n:
+                V = self._cross_solve(Xs[sl])
+                mean[sl] = self.mean_constant + V.T @ self._a[: self._n]
+                var[sl] = kdiag - np.einsum("ij,ij->j", V, V)
+            else:
+                mean[sl] = self.mean_constant
+                var[sl] = kdiag
+        np.maximum(var, 0.0, out=var)
+        return mean, var
+
+    def mean_at(self, X: Any) -> np.ndarray:
+        """Posterior mean only, shape (m,)."""
+        return self.predict(X)[0]
+
+    def posterior_covariance(self, X1: Any, X2: Any) -> np.ndarray:
+        """Posterior covariance ``k_n(X1, X2)``, shape (m1, m2)."""
+        A = as_points(X1, "X1", dim=self._dim, allow_empty=True)
+        B = as_points(X2, "X2", dim=self._dim or A.shape[1], allow_empty=True)
+        prior = self.kernel.k(A, B)
+        if not self._n:
+            return prior
+        return prior - self._cross_solve(A).T @ self._cross_solve(B)
+
+    def information_gain(self) -> float:
+        """``0.5 * logdet(I + K / noise)`` of the observed points (Srinivas et al. 2010, eq. 3)."""
+        if not self._n:
+            return 0.0
+        if self.noise_variance <= 0:
+            raise InvalidInputError("information gain needs a positive noise_variance")
+        logdet = 2.0 * float(np.sum(np.log(np.diag(self._L[: self._n, : self._n]))))
+        return 0.5 * (logdet - self._n * math.log(self.noise_variance))
+
+    # ------------------------------------------------------------------ hyperparameters
+    def _pack(self) -> np.ndarray:
+        parts = [self.kernel.theta[self.kernel.free_mask]]
+        if self.fit_noise:
+            parts.append([math.log(max(self.noise_variance, self.noise_floor))])
+        if self.mean == "constant":
+            parts.append([self.mean_constant])
+        return np.concatenate(parts)
+
+    def _bounds(self) -> list[tuple[float | None, float | None]]:
+        kb = self.kernel.bounds[self.kernel.free_mask]
+        bounds: list[tuple[float | None, float | None]] = [(float(lo), float(hi)) for lo, hi in kb]
+        if self.fit_noise:
+            bounds.append((math.log(self.noise_floor), math.log(1e5)))
+        if self.mean == "constant":
+            bounds.append((None, None))
+        return bounds
+
+    def _unpack(self, p: np.ndarray) -> tuple[np.ndarray, float, float]:
+        mask = self.kernel.free_mask
+        theta = self.kernel.theta.copy()
+        k = int(mask.sum())
+        theta[mask] = p[:k]
+        i = k
+        noise = self.noise_variance
+        if self.fit_noise:
+            noise = float(np.exp(p[i]))
+            i += 1
+        const = self.mean_constant
+        if self.mean == "constant":
+            const = float(p[i])
+        return theta, noise, const
+
+    def _prior_terms(self, theta: np.ndarray, noise: float) -> tuple[float, np.ndarray]:
+        """Log prior and its gradient wrt the packed free vector."""
+        if not self.priors:
+            return 0.0, np.zeros(0)
+        mask = self.kernel.free_mask
+        names = self.kernel.theta_names
+        grad_full = np.zeros(theta.size)
+        total = 0.0
+        for i, name in enumerate(names):
+            base = name.split("[")[0]
+            prior = self.priors.get(name) or self.priors.get(base)
+            if prior is not None:
+                lp, g = prior.logpdf_theta(float(theta[i]))
+                total += lp
+                grad_full[i] = g
+        extra = []
+        if self.fit_noise:
+            prior = self.priors.get("noise")
+            if prior is not None:
+                lp, g = prior.logpdf_theta(math.log(noise))
+                total += lp
+                extra.append(g)
+            else:
+                extra.append(0.0)
+        if self.mean == "constant":
+            extra.append(0.0)
+        return total, np.concatenate([grad_full[mask], extra])
+
+    def log_marginal_likelihood(
+        self, params: np.ndarray | None = None, *, eval_gradient: bool = False
+    ) -> float | tuple[float, np.ndarray]:
+        """Log marginal likelihood (R&W eq. 2.30) at packed free parameters ``params``.
+
+        ``params`` defaults to the current hyperparameters (see :meth:`free_parameters`). With
+        ``eval_gradient`` also returns the gradient wrt ``params`` (R&W eq. 5.9). Priors, if any,
+        are not included (see :meth:`log_posterior`).
+        """
+        if not self._n:
+            raise InvalidInputError("log_marginal_likelihood needs data: call set_data first")
+        p = self._pack() if params is None else np.asarray(params, dtype=np.float64)
+        theta, noise, const = self._unpack(p)
+        kernel = self.kernel.with_theta(theta)
+        X = self._X[: self._n]
+        r = self._y[: self._n] - const
+        n = self._n
+        if eval_gradient:
+            K, dK = kernel.gradient(X)
+        else:
+            K, dK = kernel.k(X), None
+        K = K.copy()
+        K[np.diag_indices_from(K)] += noise
+        L, _ = robust_cholesky(K)
+        alpha = cho_solve((L, True), r, check_finite=False)
+        lml = (
+            -0.5 * float(r @ alpha)
+            - float(np.sum(np.log(np.diag(L))))
+            - 0.5 * n * math.log(2 * math.pi)
+        )
+        if not eval_gradient:
+            return lml
+        assert dK is not None
+        Kinv = cho_solve((L, True), np.eye(n), check_finite=False)
+        W = np.outer(alpha, alpha) - Kinv
+        grad = [0.5 * np.einsum("ij,kji->k", W, dK)] if dK.shape[0] else []
+        if self.fit_noise:
+            grad.append([0.5 * noise * float(np.trace(W))])
+        if self.mean == "constant":
+            grad.append([float(np.sum(alpha))])
+        return lml, np.concatenate(grad) if grad else np.zeros(0)
+
+    def free_parameters(self) -> np.ndarray:
+        """The packed free parameters: free kernel log-hyperparameters, log noise, mean constant."""
+        return self._pack()
+
+    def log_posterior(self, params: np.ndarray) -> tuple[float, np.ndarray]:
+        """Log marginal likelihood plus log priors, and its gradient."""
+        lml, grad = self.log_marginal_likelihood(params, eval_gradient=True)  # type: ignore[misc]
+        theta, noise, _ = self._unpack(params)
+        lp, gp = self._prior_terms(theta, noise)
+        return lml + lp, (grad + gp if gp.size else grad)
+
+    def fit(
+        self,
+        X: Any = None,
+        y: Any = None,
+        *,
+        n_restarts: int = 3,
+        seed: int | np.random.Generator | None = 0,
+        maxiter: int = 200,
+    ) -> ExactGP:
+        """Maximise the log marginal likelihood (plus log priors) with L-BFGS-B.
+
+        Starts from the current hyperparameters and ``n_restarts`` points drawn log-uniformly in
+        the bounds (scikit-learn's strategy). With ``X, y`` given, replaces the data first.
+        Returns ``self`` refactorised at the best optimum found.
+        """
+        if X is not None or y is not None:
+            if X is None or y is None:
+                raise InvalidInputError("fit needs both X and y, or neither")
+            self.set_data(X, y)
+        if not self._n:
+            raise InvalidInputError("fit needs data: pass X and y or call set_data first")
+        rng = as_rng(seed)
+        bounds = self._bounds()
+        if self.mean == "constant":
+            ym = float(np.mean(self._y[: self._n]))
+            ys = float(np.std(self._y[: self._n])) or 1.0
+            bounds[-1] = (ym - 10 * ys - 1.0, ym + 10 * ys + 1.0)
+        p0 = self._pack()
+        if self.mean == "constant" and self._n:
+            p0[-1] = float(np.mean(self._y[: self._n]))
+        starts = [np.clip(p0, [b[0] for b in bounds], [b[1] for b in bounds])]
+        lo = np.array([b[0] for b in bounds], dtype=np.float64)
+        hi = np.array([b[1] for b in bounds], dtype=np.float64)
+        for _ in range(int(n_restarts)):
+            starts.append(rng.uniform(lo, hi))
+
+        def objective(p: np.ndarray) -> tuple[float, np.ndarray]:
+            try:
+                val, grad = self.log_posterior(p)
+            except (LinAlgError, FloatingPointError, ValueError):
+                return 1e25, np.zeros_like(p)
+            if not math.isfinite(val) or not np.all(np.isfinite(grad)):
+                return 1e25, np.zeros_like(p)
+            return -val, -grad
+
+        best_p, best_val = None, math.inf
+        for start in starts:
+            if not bounds:
+                best_p, best_val = start, objective(start)[0]
+                break
+            res = minimize(
+                objective,
+                start,
+                jac=True,
+                method="L-BFGS-B",
+                bounds=bounds,
+                options={"maxiter": maxiter},
+            )
+            if res.fun < best_val:
+                best_p, best_val = res.x, float(res.fun)
+        assert best_p is not None
+        theta, noise, const = self._unpack(best_p)
+        self.kernel.theta = theta
+        self.noise_variance = noise
+        self.mean_constant = const
+        logger.debug("fitted %r noise=%.3g lml=%.4g", self.kernel, noise, -best_val)
+        self._refactor()
+        return self
+
+    def copy(self) -> ExactGP:
+        import copy
+
+        return copy.deepcopy(self)

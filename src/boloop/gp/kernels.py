@@ -1,0 +1,319 @@
+"""Covariance functions with gradients in log-hyperparameter space.
+
+Every kernel exposes ``k(X, Y)`` (also ``kernel(X, Y)``), ``diag(X)`` and ``gradient(X)``; its
+hyperparameters live in a vector ``theta`` of natural logarithms (``log variance``, then one or
+``d`` log length-scales), which is what marginal-likelihood fitting optimises.
+
+Shapes: ``X`` is (n, d), ``Y`` is (m, d); ``k(X, Y)`` is (n, m); ``diag(X)`` is (n,);
+``gradient(X)`` returns ``(K, dK)`` with ``K`` (n, n) and ``dK`` (p_free, n, n), the derivatives
+with respect to the *free* entries of ``theta`` in order.
+
+Parametrisations (Rasmussen and Williams 2006, eq. 4.9 and 4.14), with
+``r^2 = sum_j (x_j - y_j)^2 / l_j^2``:
+
+* squared exponential ``variance * exp(-r^2 / 2)``;
+* Matern ``nu = 1/2``: ``variance * exp(-r)``; ``nu = 3/2``: ``variance * (1 + sqrt3 r) exp(-sqrt3 r)``;
+  ``nu = 5/2``: ``variance * (1 + sqrt5 r + 5 r^2 / 3) exp(-sqrt5 r)``;
+* linear ``variance * x . y``.
+
+A paper's own form is expressed exactly through the constructors' alternatives, e.g. the
+level-set paper's ``s2 * exp(-|x - x'|^2 / L)`` is ``SquaredExponential.from_scale_form(s2, L)``
+(length-scale ``sqrt(L / 2)``).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from scipy.spatial.distance import cdist
+
+from boloop._validation import as_points
+from boloop.errors import InvalidInputError
+
+__all__ = ["Kernel", "StationaryKernel", "SquaredExponential", "Matern", "Linear"]
+
+# default box on log-hyperparameters during fitting (wide, as in scikit-learn)
+_LOG_BOUNDS = (math.log(1e-5), math.log(1e5))
+
+
+class Kernel(ABC):
+    """Base class: hyperparameters as natural logs in ``theta``; some may be ``fixed``.
+
+    Parameters
+    ----------
+    fixed:
+        Names of hyperparameters (``"variance"``, ``"lengthscale"``) held fixed when fitting.
+    """
+
+    def __init__(self, fixed: Iterable[str] = ()) -> None:
+        self.fixed = frozenset(fixed)
+        unknown = self.fixed - set(self.hyperparameter_groups())
+        if unknown:
+            raise InvalidInputError(
+                f"fixed names unknown hyperparameters {sorted(unknown)}; "
+                f"valid: {list(self.hyperparameter_groups())}"
+            )
+
+    # --- hyperparameter vector -------------------------------------------------------------
+    @abstractmethod
+    def hyperparameter_groups(self) -> dict[str, int]:
+        """Ordered mapping name -> number of entries of ``theta`` it occupies."""
+
+    @property
+    @abstractmethod
+    def theta(self) -> np.ndarray:
+        """All log-hyperparameters, shape (p,)."""
+
+    @theta.setter
+    @abstractmethod
+    def theta(self, value: np.ndarray) -> None: ...
+
+    @property
+    def free_mask(self) -> np.ndarray:
+        """Boolean mask over ``theta``: True where the entry is fitted."""
+        mask = []
+        for name, size in self.hyperparameter_groups().items():
+            mask.extend([name not in self.fixed] * size)
+        return np.array(mask, dtype=bool)
+
+    @property
+    def theta_names(self) -> list[str]:
+        names = []
+        for name, size in self.hyperparameter_groups().items():
+            names.extend([name] if size == 1 else [f"{name}[{i}]" for i in range(size)])
+        return names
+
+    @property
+    def bounds(self) -> np.ndarray:
+        """Bounds on ``theta`` used by fitting, shape (p, 2)."""
+        return np.tile(np.array(_LOG_BOUNDS), (self.theta.size, 1))
+
+    def clone(self) -> Kernel:
+        import copy
+
+        return copy.deepcopy(self)
+
+    def with_theta(self, theta: np.ndarray) -> Kernel:
+        other = self.clone()
+        other.theta = np.asarray(theta, dtype=np.float64)
+        return other
+
+    # --- evaluation ------------------------------------------------------------------------
+    def __call__(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
+        return self.k(X, Y)
+
+    @abstractmethod
+    def k(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
+        """Covariance matrix ``k(X, Y)``, shape (n, m); ``Y = X`` when omitted."""
+
+    @abstractmethod
+    def diag(self, X: np.ndarray) -> np.ndarray:
+        """``k(x, x)`` for every row, shape (n,)."""
+
+    @abstractmethod
+    def gradient(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(K, dK)``: ``K = k(X, X)`` and its derivatives wrt the free log-hyperparameters."""
+
+    def __repr__(self) -> str:
+        vals = ", ".join(
+            f"{n}={np.round(np.exp(v), 6)}" for n, v in zip(self.theta_names, self.theta)
+        )
+        return f"{type(self).__name__}({vals})"
+
+
+class StationaryKernel(Kernel):
+    """A kernel of the scaled distance ``r`` with output scale ``variance``.
+
+    Parameters
+    ----------
+    lengthscale:
+        A positive scalar (isotropic) or one positive value per input dimension (ARD).
+    variance:
+        Output scale ``k(x, x)``.
+    """
+
+    def __init__(
+        self,
+        lengthscale: float | Sequence[float] | np.ndarray = 1.0,
+        variance: float = 1.0,
+        fixed: Iterable[str] = (),
+    ) -> None:
+        ls = np.atleast_1d(np.asarray(lengthscale, dtype=np.float64))
+        if ls.ndim != 1 or ls.size == 0 or not np.all(np.isfinite(ls)) or np.any(ls <= 0):
+            raise InvalidInputError(f"lengthscale must be positive and finite, got {lengthscale!r}")
+        variance = float(variance)
+        if not math.isfinite(variance) or variance <= 0:
+            raise InvalidInputError(f"variance must be positive and finite, got {variance!r}")
+        self.lengthscale = ls if ls.size > 1 else float(ls[0])
+        self.variance = variance
+        super().__init__(fixed)
+
+    @property
+    def ard(self) -> bool:
+        return np.ndim(self.lengthscale) > 0
+
+    def hyperparameter_groups(self) -> dict[str, int]:
+        return {"variance": 1, "lengthscale": int(np.size(self.lengthscale))}
+
+    @property
+    def theta(self) -> np.ndarray:
+        return np.log(np.concatenate([[self.variance], np.atleast_1d(self.lengthscale)]))
+
+    @theta.setter
+    def theta(self, value: np.ndarray) -> None:
+        value = np.asarray(value, dtype=np.float64).reshape(-1)
+        if value.size != 1 + np.size(self.lengthscale):
+            raise InvalidInputError(f"theta must have {1 + np.size(self.lengthscale)} entries")
+        self.variance = float(np.exp(value[0]))
+        ls = np.exp(value[1:])
+        self.lengthscale = ls if ls.size > 1 else float(ls[0])
+
+    def _check(self, X: np.ndarray, name: str) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim == 1:
+            X = X.reshape(-1, 1) if not self.ard else X.reshape(1, -1)
+        if self.ard and X.shape[1] != np.size(self.lengthscale):
+            raise InvalidInputError(
+                f"{name} has {X.shape[1]} columns but the kernel has "
+                f"{np.size(self.lengthscale)} length-scales"
+            )
+        return X
+
+    def scaled_sqdist(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
+        """``r^2`` between rows of X and Y, shape (n, m), computed exactly (no expansion)."""
+        X = self._check(X, "X") / self.lengthscale
+        Y = X if Y is None else self._check(Y, "Y") / self.lengthscale
+        return cdist(X, Y, "sqeuclidean")
+
+    @abstractmethod
+    def k_of_r2(self, r2: np.ndarray) -> np.ndarray:
+        """The kernel as a function of ``r^2`` (including the variance)."""
+
+    @abstractmethod
+    def dk_dr2_times_r2(self, r2: np.ndarray) -> np.ndarray:
+        """``-2 r^2 dk/d(r^2)`` as a function of ``r^2``; sum of ``d k / d log l_j`` terms."""
+
+    def k(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
+        return self.k_of_r2(self.scaled_sqdist(X, Y))
+
+    def diag(self, X: np.ndarray) -> np.ndarray:
+        X = self._check(X, "X")
+        return np.full(X.shape[0], self.variance)
+
+    def gradient(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        X = self._check(X, "X")
+        r2 = self.scaled_sqdist(X)
+        K = self.k_of_r2(r2)
+        grads = []
+        if "variance" not in self.fixed:
+            grads.append(K)
+        if "lengthscale" not in self.fixed:
+            # d k / d log l_j = -2 (dk/dr2) * (x_j - y_j)^2 / l_j^2
+            with np.errstate(divide="ignore", invalid="ignore"):
+                factor = np.where(r2 > 0, self.dk_dr2_times_r2(r2) / r2, 0.0)
+            if self.ard:
+                Xs = X / self.lengthscale
+                for j in range(X.shape[1]):
+                    dj = (Xs[:, j : j + 1] - Xs[:, j : j + 1].T) ** 2
+                    grads.append(factor * dj)
+            else:
+                grads.append(factor * r2)
+        n = X.shape[0]
+        dK = np.stack(grads) if grads else np.zeros((0, n, n))
+        return K, dK
+
+
+class SquaredExponential(StationaryKernel):
+    """Squared exponential (RBF) kernel ``variance * exp(-r^2 / 2)`` (Rasmussen & Williams eq. 4.9)."""
+
+    @classmethod
+    def from_scale_form(cls, s2: float, L: float, fixed: Iterable[str] = ()) -> SquaredExponential:
+        """The form ``s2 * exp(-|x - x'|^2 / L)`` of the level-set paper (Inatsu et al., Sec. 5)."""
+        if not (float(L) > 0):
+            raise InvalidInputError(f"L must be positive, got {L!r}")
+        return cls(lengthscale=math.sqrt(float(L) / 2.0), variance=s2, fixed=fixed)
+
+    def k_of_r2(self, r2: np.ndarray) -> np.ndarray:
+        return self.variance * np.exp(-0.5 * r2)
+
+    def dk_dr2_times_r2(self, r2: np.ndarray) -> np.ndarray:
+        return self.variance * np.exp(-0.5 * r2) * r2
+
+
+class Matern(StationaryKernel):
+    """Matern kernel with ``nu`` in {1/2, 3/2, 5/2} (Rasmussen & Williams eq. 4.14, 4.17)."""
+
+    def __init__(
+        self,
+        nu: float = 2.5,
+        lengthscale: float | Sequence[float] | np.ndarray = 1.0,
+        variance: float = 1.0,
+        fixed: Iterable[str] = (),
+    ) -> None:
+        if nu not in (0.5, 1.5, 2.5):
+            raise InvalidInputError(f"nu must be one of 0.5, 1.5, 2.5, got {nu!r}")
+        self.nu = float(nu)
+        super().__init__(lengthscale=lengthscale, variance=variance, fixed=fixed)
+
+    def k_of_r2(self, r2: np.ndarray) -> np.ndarray:
+        r = np.sqrt(r2)
+        if self.nu == 0.5:
+            return self.variance * np.exp(-r)
+        if self.nu == 1.5:
+            a = math.sqrt(3.0) * r
+            return self.variance * (1.0 + a) * np.exp(-a)
+        a = math.sqrt(5.0) * r
+        return self.variance * (1.0 + a + a * a / 3.0) * np.exp(-a)
+
+    def dk_dr2_times_r2(self, r2: np.ndarray) -> np.ndarray:
+        # -2 r^2 dk/dr2 = -r dk/dr
+        r = np.sqrt(r2)
+        if self.nu == 0.5:
+            return self.variance * r * np.exp(-r)
+        if self.nu == 1.5:
+            a = math.sqrt(3.0) * r
+            return self.variance * a * a * np.exp(-a)
+        a = math.sqrt(5.0) * r
+        return self.variance * a * a * (1.0 + a) * np.exp(-a) / 3.0
+
+    def __repr__(self) -> str:
+        return super().__repr__().replace("Matern(", f"Matern(nu={self.nu}, ")
+
+
+class Linear(Kernel):
+    """Linear (dot-product) kernel ``variance * x . y``."""
+
+    def __init__(self, variance: float = 1.0, fixed: Iterable[str] = ()) -> None:
+        variance = float(variance)
+        if not math.isfinite(variance) or variance <= 0:
+            raise InvalidInputError(f"variance must be positive and finite, got {variance!r}")
+        self.variance = variance
+        super().__init__(fixed)
+
+    def hyperparameter_groups(self) -> dict[str, int]:
+        return {"variance": 1}
+
+    @property
+    def theta(self) -> np.ndarray:
+        return np.log(np.array([self.variance]))
+
+    @theta.setter
+    def theta(self, value: np.ndarray) -> None:
+        self.variance = float(np.exp(np.asarray(value, dtype=np.float64).reshape(-1)[0]))
+
+    def k(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
+        X = as_points(X, "X", allow_empty=True)
+        Y = X if Y is None else as_points(Y, "Y", dim=X.shape[1], allow_empty=True)
+        return self.variance * (X @ Y.T)
+
+    def diag(self, X: np.ndarray) -> np.ndarray:
+        X = as_points(X, "X", allow_empty=True)
+        return self.variance * np.einsum("ij,ij->i", X, X)
+
+    def gradient(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        K = self.k(X)
+        dK = K[None] if "variance" not in self.fixed else np.zeros((0,) + K.shape)
+        return K, dK

@@ -1,0 +1,330 @@
+"""The ask/tell vocabulary shared by every family.
+
+Queries (each carries an integer ``id`` issued by the policy):
+
+* :class:`Evaluate` ``(x)`` -- measure the black box at ``x``. Answer: a float, or a mapping of
+  named floats when the problem measures several quantities (``{"f": 1.2, "g": 0.3}`` for the safe
+  family; the names the query needs are in ``Evaluate.outputs``).
+* :class:`Label` ``(x)`` -- an expert accepts or rejects ``x`` before it is evaluated. Answer: a
+  bool, ``True`` for accept.
+* :class:`Compare` ``(a, b)`` -- a person says which of two options is better. Answer: the index of
+  the preferred option, ``0`` for ``a`` and ``1`` for ``b``.
+
+A :class:`Policy` asks and is told. :class:`BasePolicy` implements the bookkeeping once: query ids,
+the single open query (``ask`` returns it again until it is answered), answer validation, history,
+and the iteration count used by budgets. Nothing in a policy knows whether a person or a simulator
+answers.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
+
+from boloop._validation import as_rng
+from boloop.errors import AnswerTypeError, InvalidInputError, QueryStateError
+
+__all__ = [
+    "Query",
+    "Evaluate",
+    "Label",
+    "Compare",
+    "Answer",
+    "Policy",
+    "BasePolicy",
+    "query_from_dict",
+]
+
+Answer = float | Mapping[str, float] | bool | int
+
+
+def _vec(x: Any, name: str) -> np.ndarray:
+    arr = np.array(x, dtype=np.float64).reshape(-1)
+    if arr.size == 0 or not np.all(np.isfinite(arr)):
+        raise InvalidInputError(f"{name} must be a non-empty finite vector, got {x!r}")
+    arr.flags.writeable = False
+    return arr
+
+
+@dataclass(frozen=True, eq=False)
+class Query:
+    """Base of the three query kinds. ``id`` is unique within a policy."""
+
+    id: int
+    kind: ClassVar[str] = "query"
+
+    def validate_answer(self, answer: Any) -> Any:
+        raise NotImplementedError
+
+    def to_dict(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Query) or other.kind != self.kind:
+            return NotImplemented
+        return _dict_equal(self.to_dict(), other.to_dict())
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.id))
+
+
+@dataclass(frozen=True, eq=False)
+class Evaluate(Query):
+    """Measure the black box at ``x`` (shape (d,)).
+
+    ``index`` is the candidate's index when the space is finite. ``outputs`` names the quantities
+    the answer must contain when it is a mapping (empty: a single float).
+    """
+
+    x: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    index: int | None = None
+    outputs: tuple[str, ...] = ()
+    kind: ClassVar[str] = "evaluate"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "x", _vec(self.x, "x"))
+        object.__setattr__(self, "outputs", tuple(self.outputs))
+
+    def validate_answer(self, answer: Any) -> float | dict[str, float]:
+        if self.outputs:
+            if not isinstance(answer, Mapping):
+                raise AnswerTypeError(
+                    f"query {self.id} needs named values {list(self.outputs)}, got {answer!r}"
+                )
+            missing = [k for k in self.outputs if k not in answer]
+            if missing:
+                raise AnswerTypeError(f"query {self.id}: answer is missing {missing}")
+            extra = [k for k in answer if k not in self.outputs]
+            if extra:
+                raise AnswerTypeError(f"query {self.id}: answer has unknown names {extra}")
+            return {k: _finite_float(answer[k], f"answer[{k!r}]", self.id) for k in self.outputs}
+        if isinstance(answer, Mapping):
+            if len(answer) == 1:
+                (value,) = answer.values()
+                return _finite_float(value, "answer", self.id)
+            raise AnswerTypeError(f"query {self.id} needs a single number, got {answer!r}")
+        return _finite_float(answer, "answer", self.id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "x": self.x.tolist(),
+            "index": self.index,
+            "outputs": list(self.outputs),
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class Label(Query):
+    """Ask an expert to accept (``True``) or reject (``False``) the point ``x`` (shape (d,))."""
+
+    x: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    index: int | None = None
+    kind: ClassVar[str] = "label"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "x", _vec(self.x, "x"))
+
+    def validate_answer(self, answer: Any) -> bool:
+        if isinstance(answer, bool | np.bool_):
+            return bool(answer)
+        raise AnswerTypeError(f"query {self.id} (label) needs a bool accept/reject, got {answer!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "id": self.id, "x": self.x.tolist(), "index": self.index}
+
+
+@dataclass(frozen=True, eq=False)
+class Compare(Query):
+    """Ask which of ``a`` and ``b`` (each shape (d,)) is better. Answer 0 for ``a``, 1 for ``b``."""
+
+    a: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    b: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    a_index: int | None = None
+    b_index: int | None = None
+    kind: ClassVar[str] = "compare"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "a", _vec(self.a, "a"))
+        object.__setattr__(self, "b", _vec(self.b, "b"))
+
+    def validate_answer(self, answer: Any) -> int:
+        if isinstance(answer, bool | np.bool_) or not isinstance(answer, numbers.Integral):
+            raise AnswerTypeError(
+                f"query {self.id} (compare) needs 0 (first preferred) or 1 (second), got {answer!r}"
+            )
+        if int(answer) not in (0, 1):
+            raise AnswerTypeError(f"query {self.id} (compare) needs 0 or 1, got {answer!r}")
+        return int(answer)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "a": self.a.tolist(),
+            "b": self.b.tolist(),
+            "a_index": self.a_index,
+            "b_index": self.b_index,
+        }
+
+
+_KINDS: dict[str, type[Query]] = {"evaluate": Evaluate, "label": Label, "compare": Compare}
+
+
+def query_from_dict(d: Mapping[str, Any]) -> Query:
+    """Inverse of ``Query.to_dict`` (used by storage)."""
+    d = dict(d)
+    kind = d.pop("kind", None)
+    if kind not in _KINDS:
+        raise InvalidInputError(f"unknown query kind {kind!r}; valid: {sorted(_KINDS)}")
+    if "outputs" in d:
+        d["outputs"] = tuple(d["outputs"])
+    return _KINDS[kind](**d)
+
+
+def _finite_float(value: Any, name: str, qid: int) -> float:
+    if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
+        raise AnswerTypeError(f"query {qid}: {name} must be a number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise AnswerTypeError(f"query {qid}: {name} must be finite, got {value!r}")
+    return v
+
+
+def _dict_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_dict_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_dict_equal(x, y) for x, y in zip(a, b))
+    return bool(a == b)
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """What every policy offers. Deterministic given its seed and the answers it was told."""
+
+    def ask(self) -> Query: ...
+
+    def tell(self, query_id: int, answer: Any) -> None: ...
+
+    def recommend(self) -> Any: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
+class BasePolicy(ABC):
+    """Bookkeeping shared by all policies; subclasses implement the algorithm.
+
+    Subclasses implement :meth:`_propose` (build the next query with :meth:`_new_evaluate`,
+    :meth:`_new_label` or :meth:`_new_compare`), :meth:`_observe` (update models; it must leave the
+    policy unchanged if it raises), :meth:`recommend` and optionally :meth:`_iteration_done` and
+    :meth:`describe`.
+
+    ``iteration`` counts completed iterations the way the family's paper counts its budget (by
+    default every answered query completes one); ``simulate`` stops when it reaches the budget.
+    """
+
+    #: method id of the registry (``"randomized-straddle"``, ``"mr-lpf"``...)
+    method_id: ClassVar[str] = ""
+    #: family (``"levelset"``, ``"preference"``, ``"safe"``, ``"expert"``)
+    family: ClassVar[str] = ""
+
+    def __init__(self, seed: int | np.random.Generator | None = None) -> None:
+        self.seed = seed
+        self.rng = as_rng(seed)
+        self.iteration = 0
+        self.history: list[tuple[Query, Any]] = []
+        self._next_id = 0
+        self._pending: Query | None = None
+        self._answered: set[int] = set()
+
+    # -- the protocol ---------------------------------------------------------------------------
+    def ask(self) -> Query:
+        """The next query; the same open query again while it is unanswered."""
+        if self._pending is None:
+            self._pending = self._propose()
+        return self._pending
+
+    def tell(self, query_id: int, answer: Any) -> None:
+        """Give the answer to query ``query_id``. Raises and changes nothing on bad input."""
+        if isinstance(query_id, bool) or not isinstance(query_id, numbers.Integral):
+            raise AnswerTypeError(f"query_id must be an integer, got {query_id!r}")
+        qid = int(query_id)
+        if qid in self._answered:
+            raise QueryStateError(f"query {qid} was already answered")
+        if self._pending is None or self._pending.id != qid:
+            open_id = None if self._pending is None else self._pending.id
+            raise QueryStateError(f"query {qid} was never asked (open query: {open_id})")
+        query = self._pending
+        value = query.validate_answer(answer)
+        self._observe(query, value)  # may raise: nothing above changed state
+        self._pending = None
+        self._answered.add(qid)
+        self.history.append((query, value))
+        if self._iteration_done(query, value):
+            self.iteration += 1
+
+    @property
+    def pending(self) -> Query | None:
+        """The open query, if any."""
+        return self._pending
+
+    @abstractmethod
+    def recommend(self) -> Any:
+        """The current best point, or the estimated sets for level-set problems."""
+
+    def describe(self) -> dict[str, Any]:
+        """Introspection: counts and settings; subclasses add beta, hyperparameters..."""
+        return {
+            "method": self.method_id,
+            "family": self.family,
+            "iteration": self.iteration,
+            "queries_answered": len(self.history),
+            "open_query": None if self._pending is None else self._pending.id,
+        }
+
+    # -- for subclasses ---------------------------------------------------------------------------
+    @abstractmethod
+    def _propose(self) -> Query:
+        """Build the next query (called only when no query is open)."""
+
+    @abstractmethod
+    def _observe(self, query: Query, answer: Any) -> None:
+        """Update the models with a validated answer. Must not change state if it raises."""
+
+    def _iteration_done(self, query: Query, answer: Any) -> bool:
+        """Whether this answer completes an iteration of the paper's budget (default: yes)."""
+        return True
+
+    def _take_id(self) -> int:
+        qid = self._next_id
+        self._next_id += 1
+        return qid
+
+    def _new_evaluate(
+        self, x: Any, index: int | None = None, outputs: tuple[str, ...] = ()
+    ) -> Evaluate:
+        return Evaluate(
+            id=self._take_id(), x=x, index=None if index is None else int(index), outputs=outputs
+        )
+
+    def _new_label(self, x: Any, index: int | None = None) -> Label:
+        return Label(id=self._take_id(), x=x, index=None if index is None else int(index))
+
+    def _new_compare(
+        self, a: Any, b: Any, a_index: int | None = None, b_index: int | None = None
+    ) -> Compare:
+        return Compare(
+            id=self._take_id(),
+            a=a,
+            b=b,
+            a_index=None if a_index is None else int(a_index),
+            b_index=None if b_index is None else int(b_index),
+        )

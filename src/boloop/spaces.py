@@ -1,0 +1,319 @@
+"""Search spaces: continuous boxes, finite candidate sets, and safe spaces with a monotone axis.
+
+Scaling to the unit cube lives here. Points are float64 arrays of shape (n, d).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from boloop._validation import as_points, as_rng
+from boloop.errors import InvalidInputError, OutOfSpaceError
+
+__all__ = ["Box", "CandidateSet", "SafeSpace", "Space"]
+
+
+class Box:
+    """The box ``[lower_1, upper_1] x ... x [lower_d, upper_d]``.
+
+    Parameters
+    ----------
+    lower, upper:
+        Sequences of length d with ``lower < upper`` (finite).
+    names:
+        Optional parameter names, one per dimension.
+    """
+
+    kind = "box"
+
+    def __init__(
+        self,
+        lower: Sequence[float] | np.ndarray,
+        upper: Sequence[float] | np.ndarray,
+        names: Sequence[str] | None = None,
+    ) -> None:
+        lo = np.atleast_1d(np.asarray(lower, dtype=np.float64))
+        hi = np.atleast_1d(np.asarray(upper, dtype=np.float64))
+        if lo.ndim != 1 or lo.shape != hi.shape or lo.size == 0:
+            raise InvalidInputError(
+                f"lower and upper must be 1-D of the same length, got {lo.shape} and {hi.shape}"
+            )
+        if not (np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+            raise InvalidInputError("lower and upper must be finite")
+        if np.any(lo >= hi):
+            raise InvalidInputError(f"lower must be < upper in every dimension: {lo} vs {hi}")
+        self.lower = lo
+        self.upper = hi
+        self.names = _check_names(names, lo.size)
+
+    @classmethod
+    def unit(cls, dim: int) -> Box:
+        return cls(np.zeros(dim), np.ones(dim))
+
+    @property
+    def dim(self) -> int:
+        return int(self.lower.size)
+
+    @property
+    def bounds(self) -> np.ndarray:
+        """Shape (d, 2): one row (lower, upper) per dimension."""
+        return np.stack([self.lower, self.upper], axis=1)
+
+    @property
+    def width(self) -> np.ndarray:
+        return self.upper - self.lower
+
+    def contains(self, X: Any, atol: float = 1e-12) -> np.ndarray:
+        """Boolean (n,): which rows lie in the box (with tolerance ``atol`` times the width)."""
+        X = as_points(X, "X", dim=self.dim, allow_empty=True)
+        tol = atol * self.width
+        return np.all((X >= self.lower - tol) & (X <= self.upper + tol), axis=1)
+
+    def validate(self, X: Any, name: str = "x") -> np.ndarray:
+        """Return ``X`` as (n, d) or raise :class:`OutOfSpaceError` naming ``name``."""
+        X = as_points(X, name, dim=self.dim)
+        inside = self.contains(X)
+        if not np.all(inside):
+            bad = X[~inside][0]
+            raise OutOfSpaceError(
+                f"{name} has a point outside the box {self.bounds.tolist()}: {bad}"
+            )
+        return np.clip(X, self.lower, self.upper)
+
+    def to_unit(self, X: Any) -> np.ndarray:
+        """Map points of the box to the unit cube, (n, d) -> (n, d)."""
+        X = as_points(X, "X", dim=self.dim, allow_empty=True)
+        return (X - self.lower) / self.width
+
+    def from_unit(self, U: Any) -> np.ndarray:
+        """Map points of the unit cube to the box, (n, d) -> (n, d)."""
+        U = as_points(U, "U", dim=self.dim, allow_empty=True)
+        return self.lower + U * self.width
+
+    def sample(
+        self, n: int, seed: int | np.random.Generator | None = None, method: str = "uniform"
+    ) -> np.ndarray:
+        """``n`` points of the box, (n, d): ``"uniform"`` i.i.d. or a scrambled ``"sobol"`` sequence."""
+        if int(n) != n or n < 0:
+            raise InvalidInputError(f"n must be a non-negative integer, got {n!r}")
+        rng = as_rng(seed)
+        if method == "uniform":
+            U = rng.random((int(n), self.dim))
+        elif method == "sobol":
+            from scipy.stats import qmc
+
+            U = (
+                qmc.Sobol(self.dim, scramble=True, seed=rng).random(int(n))
+                if n
+                else np.zeros((0, self.dim))
+            )
+        else:
+            raise InvalidInputError(f"method must be 'uniform' or 'sobol', got {method!r}")
+        return self.from_unit(U)
+
+    def grid(self, n_per_dim: int | Sequence[int]) -> CandidateSet:
+        """A regular grid over the box with endpoints included."""
+        return CandidateSet.grid(self.bounds, n_per_dim, names=self.names)
+
+    def __repr__(self) -> str:
+        return f"Box(lower={self.lower.tolist()}, upper={self.upper.tolist()})"
+
+
+class CandidateSet:
+    """A finite set of candidate points, shape (N, d): a grid, a table of options, arms.
+
+    Parameters
+    ----------
+    points:
+        Array (N, d) of finite values; N >= 1.
+    names:
+        Optional column names.
+    """
+
+    kind = "candidates"
+
+    def __init__(self, points: Any, names: Sequence[str] | None = None) -> None:
+        self.points = as_points(points, "points")
+        self.points.flags.writeable = False
+        self.names = _check_names(names, self.points.shape[1])
+
+    @classmethod
+    def grid(
+        cls, bounds: Any, n_per_dim: int | Sequence[int], names: Sequence[str] | None = None
+    ) -> CandidateSet:
+        """Regular grid with endpoints included; ``bounds`` is (d, 2).
+
+        Points are ordered with the *last* coordinate varying fastest (``itertools.product``
+        order), so ``values.reshape(n_1, ..., n_d)`` recovers the grid.
+        """
+        b = np.asarray(bounds, dtype=np.float64)
+        if b.ndim != 2 or b.shape[1] != 2:
+            raise InvalidInputError(f"bounds must have shape (d, 2), got {b.shape}")
+        counts = [int(n_per_dim)] * b.shape[0] if np.isscalar(n_per_dim) else list(n_per_dim)  # type: ignore[arg-type]
+        if len(counts) != b.shape[0] or any(c < 1 for c in counts):
+            raise InvalidInputError(f"n_per_dim must be >= 1 per dimension, got {n_per_dim!r}")
+        axes = [np.linspace(lo, hi, c) for (lo, hi), c in zip(b, counts)]
+        pts = np.array(list(itertools.product(*axes)), dtype=np.float64)
+        return cls(pts, names=names)
+
+    @property
+    def n(self) -> int:
+        return int(self.points.shape[0])
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def dim(self) -> int:
+        return int(self.points.shape[1])
+
+    @property
+    def box(self) -> Box:
+        """The bounding box of the candidates (degenerate axes widened by 1)."""
+        lo = self.points.min(axis=0)
+        hi = self.points.max(axis=0)
+        hi = np.where(hi > lo, hi, lo + 1.0)
+        return Box(lo, hi, names=self.names)
+
+    def to_unit(self, X: Any | None = None) -> np.ndarray:
+        """Scale points (default: the candidates) by the bounding box to the unit cube."""
+        return self.box.to_unit(self.points if X is None else X)
+
+    def index_of(self, X: Any, atol: float = 1e-9) -> np.ndarray:
+        """Index (n,) of the candidate equal to each row of ``X``, or -1 where there is none."""
+        X = as_points(X, "X", dim=self.dim, allow_empty=True)
+        out = np.full(X.shape[0], -1, dtype=np.int64)
+        scale = atol * max(1.0, float(np.max(np.abs(self.points))))
+        for i, x in enumerate(X):
+            d = np.max(np.abs(self.points - x), axis=1)
+            j = int(np.argmin(d))
+            if d[j] <= scale:
+                out[i] = j
+        return out
+
+    def contains(self, X: Any) -> np.ndarray:
+        return self.index_of(X) >= 0
+
+    def validate(self, X: Any, name: str = "x") -> np.ndarray:
+        X = as_points(X, name, dim=self.dim)
+        idx = self.index_of(X)
+        if np.any(idx < 0):
+            raise OutOfSpaceError(f"{name} has a point that is not a candidate: {X[idx < 0][0]}")
+        return self.points[idx]
+
+    def __repr__(self) -> str:
+        return f"CandidateSet(n={self.n}, dim={self.dim})"
+
+
+class SafeSpace:
+    """Actions ``(s, x)`` on a grid, with ``s`` the monotone axis (M-SafeOpt, Sec. 2).
+
+    ``s_values`` (n_s,) are increasing with ``s_values[0]`` the safe starting level (``s = 0`` in
+    the paper); ``x_points`` (n_x, d_x). Action ``(s_j, x_i)`` has flat index ``i * n_s + j``:
+    values over actions reshape to ``(n_x, n_s)`` so that reductions over ``s`` for every ``x``
+    are one vectorised call on axis 1. :attr:`points` is (n_x * n_s, 1 + d_x), column 0 being s.
+    """
+
+    kind = "safe"
+
+    def __init__(self, s_values: Any, x_points: Any, names: Sequence[str] | None = None) -> None:
+        s = np.asarray(s_values, dtype=np.float64).reshape(-1)
+        if s.size < 1 or not np.all(np.isfinite(s)) or np.any(np.diff(s) <= 0):
+            raise InvalidInputError("s_values must be finite and strictly increasing")
+        X = as_points(x_points, "x_points")
+        self.s_values = s
+        self.x_points = X
+        self.names = _check_names(names, 1 + X.shape[1])
+        self._points: np.ndarray | None = None
+
+    @classmethod
+    def grid(
+        cls,
+        s_bounds: tuple[float, float],
+        n_s: int,
+        x_bounds: Any,
+        n_x_per_dim: int | Sequence[int],
+        names: Sequence[str] | None = None,
+    ) -> SafeSpace:
+        s = np.linspace(float(s_bounds[0]), float(s_bounds[1]), int(n_s))
+        X = CandidateSet.grid(x_bounds, n_x_per_dim).points
+        return cls(s, X, names=names)
+
+    @property
+    def n_s(self) -> int:
+        return int(self.s_values.size)
+
+    @property
+    def n_x(self) -> int:
+        return int(self.x_points.shape[0])
+
+    @property
+    def n(self) -> int:
+        return self.n_s * self.n_x
+
+    @property
+    def dim(self) -> int:
+        return 1 + int(self.x_points.shape[1])
+
+    @property
+    def points(self) -> np.ndarray:
+        """All actions, (n_x * n_s, 1 + d_x), built once on first use."""
+        if self._points is None:
+            S = np.tile(self.s_values, self.n_x)[:, None]
+            X = np.repeat(self.x_points, self.n_s, axis=0)
+            self._points = np.hstack([S, X])
+            self._points.flags.writeable = False
+        return self._points
+
+    def rows(self, x_index: np.ndarray | slice) -> np.ndarray:
+        """Actions of the given x rows only, ((k * n_s), 1 + d_x): for streaming large grids."""
+        X = self.x_points[x_index]
+        S = np.tile(self.s_values, X.shape[0])[:, None]
+        return np.hstack([S, np.repeat(X, self.n_s, axis=0)])
+
+    def flat_index(self, x_index: Any, s_index: Any) -> np.ndarray:
+        return np.asarray(x_index) * self.n_s + np.asarray(s_index)
+
+    def unflat_index(self, index: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(x_index, s_index)`` of flat action indices."""
+        return np.divmod(np.asarray(index), self.n_s)
+
+    def as_matrix(self, values: Any) -> np.ndarray:
+        """Values over actions (n,) as an (n_x, n_s) view."""
+        v = np.asarray(values)
+        if v.shape[0] != self.n:
+            raise InvalidInputError(f"values must have {self.n} entries, got {v.shape[0]}")
+        return v.reshape(self.n_x, self.n_s, *v.shape[1:])
+
+    def seeds(self) -> np.ndarray:
+        """Flat indices of the safe starting actions ``(s_values[0], x)`` for every x, (n_x,)."""
+        return np.arange(self.n_x) * self.n_s
+
+    @property
+    def box(self) -> Box:
+        lo = np.concatenate([[self.s_values[0]], self.x_points.min(axis=0)])
+        hi = np.concatenate([[self.s_values[-1]], self.x_points.max(axis=0)])
+        hi = np.where(hi > lo, hi, lo + 1.0)
+        return Box(lo, hi, names=self.names)
+
+    def contains(self, X: Any) -> np.ndarray:
+        return self.box.contains(X)
+
+    def __repr__(self) -> str:
+        return f"SafeSpace(n_s={self.n_s}, n_x={self.n_x}, d_x={self.dim - 1})"
+
+
+Space = Box | CandidateSet | SafeSpace
+
+
+def _check_names(names: Sequence[str] | None, d: int) -> list[str]:
+    if names is None:
+        return [f"x{i}" for i in range(d)]
+    names = [str(n) for n in names]
+    if len(names) != d or len(set(names)) != d:
+        raise InvalidInputError(f"names must be {d} distinct strings, got {names!r}")
+    return names
