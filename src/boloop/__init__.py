@@ -2,12 +2,33 @@
 
 Four families, one ask/tell loop: ``expert`` (COBOL), ``levelset`` (randomized straddle),
 ``preference`` (MR-LPF) and ``safe`` (M-SafeOpt). See the README and ``docs/``.
+
+``boloop.simulate``, ``boloop.make_policy`` and ``boloop.Trace`` are imported lazily on first
+use, so ``import boloop`` stays cheap.
 """
 
 import logging
+from typing import Any
 
 __version__ = "0.1.0"
 
 logging.getLogger("boloop").addHandler(logging.NullHandler())
 
-__all__ = ["__version__"]
+__all__ = ["__version__", "simulate", "make_policy", "Trace"]
+
+_LAZY = {
+    "simulate": ("boloop.simulate", "simulate"),
+    "Trace": ("boloop.simulate", "Trace"),
+    "make_policy": ("boloop.algorithms.registry", "make_policy"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        mod = importlib.import_module(module)
+        # ``boloop.simulate`` is the submodule, made callable (it forwards to the function)
+        return mod if name == "simulate" else getattr(mod, attr)
+    raise AttributeError(f"module 'boloop' has no attribute {name!r}")

@@ -1,0 +1,209 @@
+"""Trivial random policies, one per query kind, registered as ``toy-random`` in every family.
+
+They exist to exercise the loop (tests, the demo's toy rows, the README); they learn nothing. The
+families own the real ``random`` baselines of their papers (``random`` in levelset, preference
+and expert), registered under the id ``random`` in their own modules.
+
+* :class:`RandomEvaluate` (levelset, safe): evaluates a uniformly drawn point of the space (a
+  candidate, an action ``(s, x)`` of a :class:`SafeSpace`, or a uniform point of a :class:`Box`).
+* :class:`RandomCompare` (preference): duels two distinct uniformly drawn candidates.
+* :class:`RandomExpert` (expert): proposes a uniform point, asks the expert to label it, and
+  evaluates it if accepted; a rejected label ends the iteration (COBOL's budget, Algorithm 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from boloop.algorithms.registry import register_method
+from boloop.errors import InvalidInputError
+from boloop.problems.base import Problem
+from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query
+from boloop.spaces import Box, CandidateSet, SafeSpace
+
+__all__ = ["RandomEvaluate", "RandomCompare", "RandomExpert"]
+
+
+def _draw(space: Any, rng: np.random.Generator) -> tuple[np.ndarray, int | None]:
+    """A uniform point of ``space`` (shape (d,)) and its index when the space is finite."""
+    if isinstance(space, CandidateSet | SafeSpace):
+        i = int(rng.integers(space.n))
+        return np.asarray(space.points[i]), i
+    if isinstance(space, Box):
+        return space.lower + rng.random(space.dim) * (space.upper - space.lower), None
+    raise InvalidInputError(f"space must be a Box, CandidateSet or SafeSpace, got {space!r}")
+
+
+class RandomEvaluate(BasePolicy):
+    """Evaluate uniform random points. ``recommend()`` is the best evaluated point (largest
+    value, or largest ``objective`` among answers with ``safety <= threshold`` for mappings)
+    for ``maximize=True``; for a level-set problem (``threshold`` given, ``sets=True``) it is the
+    evaluated points split into ``{"upper": (k, d), "lower": (m, d)}`` by their observed values."""
+
+    method_id = "toy-random"
+
+    def __init__(
+        self,
+        space: Any,
+        seed: int | None = None,
+        *,
+        family: str = "levelset",
+        outputs: tuple[str, ...] = (),
+        threshold: float | None = None,
+        sets: bool = False,
+        maximize: bool = True,
+    ) -> None:
+        super().__init__(seed)
+        self.space = space
+        self.family = family  # type: ignore[misc]
+        self.outputs = tuple(outputs)
+        self.threshold = threshold
+        self.sets = sets
+        self.maximize = maximize
+        self.X: list[np.ndarray] = []
+        self.values: list[Any] = []
+
+    def _propose(self) -> Query:
+        x, i = _draw(self.space, self.rng)
+        return self._new_evaluate(x, i, self.outputs)
+
+    def _observe(self, query: Query, answer: Any) -> None:
+        assert isinstance(query, Evaluate)
+        self.X.append(query.x)
+        self.values.append(answer)
+
+    def recommend(self) -> Any:
+        if not self.X:
+            return None
+        if self.sets:
+            y = np.asarray(self.values, dtype=np.float64)
+            X = np.asarray(self.X)
+            upper = y >= (self.threshold if self.threshold is not None else 0.0)
+            return {"upper": X[upper], "lower": X[~upper]}
+        if isinstance(self.values[0], Mapping):
+            f_name, g_name = self.outputs[0], self.outputs[-1]
+            f = np.array([v[f_name] for v in self.values])
+            ok = np.ones(f.size, dtype=bool)
+            if self.threshold is not None and len(self.outputs) > 1:
+                ok = np.array([v[g_name] <= self.threshold for v in self.values])
+            if not ok.any():
+                return None
+            f = np.where(ok, f, -np.inf if self.maximize else np.inf)
+        else:
+            f = np.asarray(self.values, dtype=np.float64)
+        i = int(np.argmax(f) if self.maximize else np.argmin(f))
+        return self.X[i]
+
+
+class RandomCompare(BasePolicy):
+    """Duel two distinct uniform candidates. ``recommend()``: the candidate with most wins."""
+
+    method_id = "toy-random"
+    family = "preference"
+
+    def __init__(self, space: CandidateSet, seed: int | None = None) -> None:
+        super().__init__(seed)
+        if not isinstance(space, CandidateSet) or space.n < 2:
+            raise InvalidInputError("space must be a CandidateSet of at least 2 candidates")
+        self.space = space
+        self.wins = np.zeros(space.n)
+
+    def _propose(self) -> Query:
+        i, j = self.rng.choice(self.space.n, size=2, replace=False)
+        return self._new_compare(self.space.points[i], self.space.points[j], int(i), int(j))
+
+    def _observe(self, query: Query, answer: Any) -> None:
+        assert isinstance(query, Compare)
+        winner = query.a_index if answer == 0 else query.b_index
+        self.wins[winner] += 1
+
+    def recommend(self) -> np.ndarray | None:
+        if not self.history:
+            return None
+        return np.asarray(self.space.points[int(np.argmax(self.wins))])
+
+
+class RandomExpert(BasePolicy):
+    """Uniform proposals vetted by an expert: ``Label(x)``, then ``Evaluate(x)`` if accepted.
+
+    An iteration ends with an evaluation or with a rejected label (COBOL, Algorithm 1).
+    ``recommend()``: the evaluated point with the smallest observed value (minimisation).
+    """
+
+    method_id = "toy-random"
+    family = "expert"
+
+    def __init__(self, space: Any, seed: int | None = None) -> None:
+        super().__init__(seed)
+        self.space = space
+        self._accepted: Label | None = None
+        self.X: list[np.ndarray] = []
+        self.y: list[float] = []
+        self.n_rejected = 0
+
+    def _propose(self) -> Query:
+        if self._accepted is not None:
+            return self._new_evaluate(self._accepted.x, self._accepted.index)
+        x, i = _draw(self.space, self.rng)
+        return self._new_label(x, i)
+
+    def _observe(self, query: Query, answer: Any) -> None:
+        if isinstance(query, Label):
+            if answer:
+                self._accepted = query
+            else:
+                self.n_rejected += 1
+        else:
+            self._accepted = None
+            self.X.append(query.x)
+            self.y.append(float(answer))
+
+    def _iteration_done(self, query: Query, answer: Any) -> bool:
+        return isinstance(query, Evaluate) or not answer
+
+    def recommend(self) -> np.ndarray | None:
+        if not self.y:
+            return None
+        return self.X[int(np.argmin(self.y))]
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d.update(evaluations=len(self.y), rejected=self.n_rejected)
+        return d
+
+
+@register_method("toy-random", "levelset", "toy: evaluate uniform random candidates")
+def _levelset_toy_random(problem: Problem, seed: int | None = 0, **options: Any) -> BasePolicy:
+    return RandomEvaluate(
+        problem.space,
+        seed,
+        family="levelset",
+        threshold=problem.settings.get("threshold"),
+        sets=True,
+        **options,
+    )
+
+
+@register_method("toy-random", "safe", "toy: evaluate uniform random actions (ignores safety)")
+def _safe_toy_random(problem: Problem, seed: int | None = 0, **options: Any) -> BasePolicy:
+    return RandomEvaluate(
+        problem.space,
+        seed,
+        family="safe",
+        outputs=tuple(problem.settings.get("outputs", ("f", "g"))),
+        threshold=problem.settings.get("threshold"),
+        **options,
+    )
+
+
+@register_method("toy-random", "preference", "toy: duel two uniform random candidates")
+def _preference_toy_random(problem: Problem, seed: int | None = 0, **options: Any) -> BasePolicy:
+    return RandomCompare(problem.space, seed, **options)  # type: ignore[arg-type]
+
+
+@register_method("toy-random", "expert", "toy: uniform proposals, labelled, evaluated if accepted")
+def _expert_toy_random(problem: Problem, seed: int | None = 0, **options: Any) -> BasePolicy:
+    return RandomExpert(problem.space, seed, **options)
