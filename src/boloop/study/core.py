@@ -1,0 +1,831 @@
+"""Persistent studies: a policy whose every query and answer is logged, rebuilt exactly on load.
+
+A :class:`Study` pairs a policy (built by ``make_policy`` from a stored configuration) with the
+append-only event log of a :class:`~boloop.study.storage.Storage`. Every operation first catches
+up with events other processes appended, then writes its own event in one transaction. Loading
+replays the log through a fresh policy and checks that every replayed query equals the stored one;
+a mismatch raises :class:`~boloop.errors.StorageError` naming the study and the boloop versions.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import math
+import numbers
+import os
+import platform
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import boloop
+from boloop.algorithms.registry import get_method, make_policy
+from boloop.errors import (
+    BoloopError,
+    InvalidInputError,
+    QueryStateError,
+    StorageError,
+)
+from boloop.problems.base import Problem
+from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query, query_from_dict
+from boloop.spaces import Box, CandidateSet, Space
+from boloop.study.answers import answer_text, parse_answer, parse_measurement
+from boloop.study.space_file import (
+    UserExperiment,
+    build_experiment,
+    load_space_file,
+    normalise_space,
+    params_to_point,
+    point_to_params,
+)
+from boloop.study.storage import Event, SeqConflict, Storage, Transaction
+
+__all__ = ["Study", "StudyQuery", "create_study", "load_study", "list_studies"]
+
+logger = logging.getLogger("boloop")
+
+CONFIG_FORMAT = 1
+_MAX_RETRIES = 5
+
+
+# -- queries with names ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StudyQuery:
+    """A query in the user's parameter names.
+
+    ``params`` (Evaluate, Label) or ``a`` and ``b`` (Compare) map parameter names to values;
+    ``outputs`` names the values an Evaluate answer must contain (empty: one number); ``label``,
+    ``a_label``, ``b_label`` name options of a CSV table. ``query`` is the policy's query.
+    """
+
+    id: int
+    kind: str
+    query: Query
+    params: dict[str, float] | None = None
+    a: dict[str, float] | None = None
+    b: dict[str, float] | None = None
+    outputs: tuple[str, ...] = ()
+    label: str | None = None
+    a_label: str | None = None
+    b_label: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": self.id, "kind": self.kind}
+        if self.kind == "compare":
+            d["a"] = self.a
+            d["b"] = self.b
+            if self.a_label is not None:
+                d["a_label"], d["b_label"] = self.a_label, self.b_label
+        else:
+            d["params"] = self.params
+            if self.label is not None:
+                d["label"] = self.label
+        if self.kind == "evaluate":
+            d["outputs"] = list(self.outputs)
+        return d
+
+    def prompt(self) -> str:
+        """A one-paragraph description for a person."""
+
+        def fmt(p: dict[str, float] | None, lab: str | None) -> str:
+            body = ", ".join(f"{k}={v:g}" for k, v in (p or {}).items())
+            return f"{lab} ({body})" if lab else body
+
+        if self.kind == "compare":
+            return (
+                f"query {self.id}: which is better?\n  A: {fmt(self.a, self.a_label)}\n"
+                f"  B: {fmt(self.b, self.b_label)}"
+            )
+        if self.kind == "label":
+            return f"query {self.id}: accept or reject {fmt(self.params, self.label)}?"
+        what = f"the values {', '.join(self.outputs)}" if self.outputs else "the value"
+        return f"query {self.id}: measure {what} at {fmt(self.params, self.label)}"
+
+
+# -- configuration -------------------------------------------------------------------------------
+def _family_of(method: str, family: str | None) -> str:
+    """The family of ``method`` (``family`` picks one when several families have the id)."""
+    return get_method(method, family).family
+
+
+def _json_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        return json.loads(json.dumps(dict(options), allow_nan=False))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"study options must be plain JSON values (numbers, strings, booleans, lists) so the "
+            f"study can be rebuilt from storage: {exc}"
+        ) from exc
+
+
+def _space_document(space: Any) -> dict[str, Any]:
+    if isinstance(space, UserExperiment):
+        return dict(space.spec)
+    if isinstance(space, str | os.PathLike):
+        return load_space_file(space)
+    if isinstance(space, Box):
+        return normalise_space(
+            {
+                "parameters": [
+                    {"name": n, "low": float(lo), "high": float(hi)}
+                    for n, lo, hi in zip(space.names, space.lower, space.upper)
+                ]
+            }
+        )
+    if isinstance(space, CandidateSet):
+        return normalise_space(
+            {"candidates": {"columns": list(space.names), "rows": space.points.tolist()}}
+        )
+    if isinstance(space, Mapping):
+        return normalise_space(space)
+    raise InvalidInputError(
+        f"space must be a dict, a JSON/TOML/CSV file, a Box or a CandidateSet, got {type(space).__name__}"
+    )
+
+
+def _problem_from_config(config: Mapping[str, Any]) -> Problem:
+    if config.get("problem") is not None:
+        from boloop.problems import get
+
+        return get(config["problem"])
+    return build_experiment(config["space"], config["family"], name=config["name"])
+
+
+def _check_name(name: Any) -> str:
+    if not isinstance(name, str) or not name.strip() or len(name) > 255:
+        raise InvalidInputError(
+            f"name must be a non-empty string of at most 255 characters, got {name!r}"
+        )
+    if name != name.strip():
+        raise InvalidInputError(f"name must not start or end with spaces, got {name!r}")
+    return name
+
+
+# -- the study ---------------------------------------------------------------------------------------
+class Study:
+    """A persistent ask/tell loop (use :func:`create_study` / :func:`load_study`).
+
+    Attributes: ``name``, ``method``, ``family``, ``seed``, ``options``, ``problem`` (a registered
+    problem or a :class:`UserExperiment`), ``space``, ``storage_url`` and ``config`` (as stored).
+    """
+
+    def __init__(self, storage: Storage, study_id: int, name: str, events: list[Event]) -> None:
+        if not events or events[0].kind != "created":
+            raise StorageError(f"study {name!r} in {storage.url!r} has no 'created' event")
+        self._storage = storage
+        self._sid = study_id
+        self.name = name
+        self.config: dict[str, Any] = events[0].payload
+        try:
+            self.method: str = self.config["method"]
+            self.family: str = self.config["family"]
+            self.seed: int = int(self.config["seed"])
+            self.options: dict[str, Any] = dict(self.config.get("options", {}))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StorageError(
+                f"study {name!r}: stored configuration is unreadable: {exc}"
+            ) from exc
+        self.problem = _problem_from_config(self.config)
+        self.space: Space = self.problem.space
+        self._labels = getattr(self.problem, "labels", None)
+        self._events: list[Event] = []
+        self._rebuild(events)
+
+    # -- public API ---------------------------------------------------------------------------------
+    @property
+    def storage_url(self) -> str:
+        return self._storage.url
+
+    @property
+    def names(self) -> list[str]:
+        """The parameter names, in the order of the space's columns."""
+        return list(self.space.names)
+
+    @property
+    def policy(self) -> BasePolicy:
+        """The live policy (for introspection; answer through the study, not the policy)."""
+        return self._policy
+
+    @property
+    def n_answered(self) -> int:
+        """Answers and measurements in effect (withdrawn ones excluded)."""
+        return sum(1 for e in self._effective if e.kind in ("told", "added"))
+
+    def ask(self) -> StudyQuery:
+        """The open query, issuing (and logging) a new one if none is open.
+
+        A refresh never changes the question: while a query is unanswered, every process gets it
+        again.
+        """
+        for _ in range(_MAX_RETRIES):
+            self.refresh()
+            query = self._policy.ask()
+            if query.id in self._logged_open:
+                return self._wrap(query)
+            try:
+                with self._write() as tx:
+                    query = self._policy.ask()
+                    if query.id not in self._logged_open:
+                        self._append(tx, "asked", query.id, {"query": query.to_dict()})
+                return self._wrap(query)
+            except SeqConflict:
+                self._reload()
+        raise StorageError(f"study {self.name!r}: too many concurrent writers, try again")
+
+    def tell(self, query_id: int, answer: Any) -> None:
+        """Answer query ``query_id``. One answer is one transaction.
+
+        Raises :class:`QueryStateError` for a query that is unknown or already answered (also by
+        another process: of two tellers of the same query exactly one wins) and
+        :class:`AnswerTypeError` for a wrong answer; nothing is stored then.
+        """
+        if isinstance(query_id, bool) or not isinstance(query_id, numbers.Integral):
+            try:
+                query_id = int(str(query_id).strip())
+            except ValueError:
+                raise InvalidInputError(f"query_id must be an integer, got {query_id!r}") from None
+        qid = int(query_id)
+        for _ in range(_MAX_RETRIES):
+            try:
+                with self._write() as tx:
+                    self._check_open(qid)
+                    pending = self._policy.pending
+                    assert pending is not None
+                    value = parse_answer(pending, answer)
+                    if qid not in self._logged_open:  # asked through .policy directly
+                        self._append(tx, "asked", qid, {"query": pending.to_dict()})
+                    self._append(tx, "told", qid, {"answer": value}, apply=True)
+                return
+            except SeqConflict:
+                self._reload()
+        raise StorageError(f"study {self.name!r}: too many concurrent writers, try again")
+
+    def undo(self) -> dict[str, Any]:
+        """Withdraw the last answer or measurement; returns its history row.
+
+        The withdrawn query becomes the open query again. Raises :class:`QueryStateError` when
+        there is nothing to undo.
+        """
+        for _ in range(_MAX_RETRIES):
+            try:
+                with self._write() as tx:
+                    last = next(
+                        (e for e in reversed(self._effective) if e.kind in ("told", "added")), None
+                    )
+                    if last is None:
+                        raise QueryStateError(f"study {self.name!r}: there is no answer to undo")
+                    row = self._row(last)
+                    self._append(
+                        tx, "withdrawn", last.query_id, {"withdraws": last.seq}, apply=True
+                    )
+                return row
+            except SeqConflict:
+                self._reload()
+        raise StorageError(f"study {self.name!r}: too many concurrent writers, try again")
+
+    def add(self, params: Mapping[str, Any], value: Any) -> None:
+        """Record a measurement the user made on their own at ``params`` (named values).
+
+        Only for methods that take measurements outside their own queries (their policy has
+        ``add(x, value)``); the open query, if any, stays open.
+        """
+        adder = getattr(self._policy, "add", None)
+        if not callable(adder):
+            raise InvalidInputError(
+                f"method {self.method!r} does not take measurements outside its own queries; "
+                "answer its queries with tell"
+            )
+        x = params_to_point(self.space, params, "params")
+        measured = parse_measurement(value)
+        if isinstance(measured, float) and not math.isfinite(measured):
+            raise InvalidInputError(f"value must be finite, got {value!r}")
+        if isinstance(measured, dict) and not all(math.isfinite(v) for v in measured.values()):
+            raise InvalidInputError(f"value must be finite, got {value!r}")
+        for _ in range(_MAX_RETRIES):
+            try:
+                with self._write() as tx:
+                    self._append(
+                        tx, "added", None, {"x": x.tolist(), "answer": measured}, apply=True
+                    )
+                return
+            except SeqConflict:
+                self._reload()
+        raise StorageError(f"study {self.name!r}: too many concurrent writers, try again")
+
+    def recommend(self) -> Any:
+        """The policy's recommendation in parameter names (points become ``{name: value}``)."""
+        self.refresh()
+        return self._named(self._policy.recommend())
+
+    def history(self) -> list[dict[str, Any]]:
+        """Answers in effect, oldest first: rows with ``query_id, kind, source, params`` (or
+        ``a``, ``b``), ``answer``, ``answer_text``, ``asked_at``, ``told_at`` (UTC)."""
+        self.refresh()
+        return [self._row(e) for e in self._effective if e.kind in ("told", "added")]
+
+    def events(self) -> list[dict[str, Any]]:
+        """The raw log (including withdrawn answers and stale queries): one dict per event."""
+        self.refresh()
+        return [
+            {
+                "seq": e.seq,
+                "kind": e.kind,
+                "query_id": e.query_id,
+                "payload": e.payload,
+                "created_at": e.created_at,
+            }
+            for e in self._events
+        ]
+
+    def status(self, last: int = 5) -> dict[str, Any]:
+        """Counts, the open query, the current recommendation and the last ``last`` answers."""
+        self.refresh()
+        hist = self.history()
+        counts: dict[str, int] = {}
+        for row in hist:
+            counts[row["kind"] if row["source"] == "query" else "added"] = (
+                counts.get(row["kind"] if row["source"] == "query" else "added", 0) + 1
+            )
+        pending = self._policy.pending
+        try:
+            rec = self.recommend()
+        except (BoloopError, NotImplementedError) as exc:  # e.g. no data yet
+            rec = f"not available yet ({exc})"
+        return {
+            "name": self.name,
+            "method": self.method,
+            "family": self.family,
+            "seed": self.seed,
+            "storage": self.storage_url,
+            "answered": len(hist),
+            "iteration": int(self._policy.iteration),
+            "counts": counts,
+            "withdrawn": sum(1 for e in self._events if e.kind == "withdrawn"),
+            "open_query": None
+            if pending is None or pending.id not in self._logged_open
+            else self._wrap(pending).to_dict(),
+            "recommendation": rec,
+            "last_answers": hist[-last:] if last else [],
+        }
+
+    def export(self, path: str | os.PathLike[str]) -> None:
+        """Write the history to ``path``: ``.csv`` (one row per answer) or ``.json`` (config,
+        history and recommendation)."""
+        path = os.fspath(path)
+        ext = os.path.splitext(path)[1].lower()
+        if ext not in (".csv", ".json"):
+            raise InvalidInputError(f"path must end in .csv or .json, got {path!r}")
+        hist = self.history()
+        if ext == ".json":
+            try:
+                rec = self.recommend()
+            except (BoloopError, NotImplementedError):
+                rec = None
+            doc = {"study": self.config, "history": hist, "recommendation": rec}
+            with open(path, "w", encoding="utf-8") as fh:
+                json.dump(doc, fh, indent=2, default=_json_default)
+            return
+        cols, rows = self._flat_rows(hist)
+        with open(path, "w", encoding="utf-8", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=cols)
+            w.writeheader()
+            w.writerows(rows)
+
+    def refresh(self) -> None:
+        """Catch up with events other processes appended (a reading transaction)."""
+        new = self._storage.events(self._sid, after=self._seq)
+        if new:
+            self._apply_new(new)
+
+    # -- internals: the log ---------------------------------------------------------------------------
+    def _write(self) -> Any:
+        """A writing transaction that first catches up with the log."""
+        study = self
+
+        class _Ctx:
+            def __enter__(self_inner) -> Transaction:
+                self_inner.cm = study._storage.transaction(write=True)
+                tx = self_inner.cm.__enter__()
+                self_inner.mark = len(study._events)
+                try:
+                    new = tx.events(study._sid, after=study._seq)
+                    if new:
+                        study._apply_new(new)
+                except BaseException:
+                    self_inner.cm.__exit__(None, None, None)
+                    raise
+                self_inner.mark = len(study._events)
+                study._dirty = False
+                return tx
+
+            def __exit__(self_inner, et: Any, ev: Any, tb: Any) -> bool:
+                try:
+                    self_inner.cm.__exit__(et, ev, tb)
+                except BaseException:
+                    if study._dirty:
+                        study._reload()
+                    raise
+                if et is not None and study._dirty:
+                    study._reload()
+                return False
+
+        return _Ctx()
+
+    def _append(
+        self,
+        tx: Transaction,
+        kind: str,
+        query_id: int | None,
+        payload: dict[str, Any],
+        apply: bool = False,
+    ) -> None:
+        """Append an event after the last one seen; with ``apply``, also apply it to the policy
+        (inside the transaction: if the policy refuses, nothing is committed)."""
+        ev = tx.append(self._sid, self._seq + 1, kind, query_id, payload)
+        self._dirty = True
+        self._apply_new([ev])
+
+    def _reload(self) -> None:
+        """Rebuild everything from the stored log (after a failed commit or a conflict)."""
+        self._rebuild(self._storage.events(self._sid, after=-1))
+
+    def _rebuild(self, events: list[Event]) -> None:
+        """A fresh policy replaying the events in effect."""
+        self._policy = make_policy(self.method, self.problem, self.seed, **self.options)
+        self._events = []
+        self._effective: list[Event] = []
+        self._asked: dict[int, Event] = {}
+        self._logged_open: set[int] = set()
+        self._seq = -1
+        self._dirty = False
+        self._events = list(events)
+        self._seq = events[-1].seq if events else -1
+        for ev in _effective_events(events, self.name):
+            self._apply(ev)
+
+    def _apply_new(self, new: list[Event]) -> None:
+        if any(e.kind == "withdrawn" for e in new):
+            self._rebuild(self._events + new)
+            return
+        for ev in new:
+            if ev.seq != self._seq + 1:
+                raise StorageError(f"study {self.name!r}: event {ev.seq} out of order")
+            self._apply(ev)
+            self._events.append(ev)
+            self._seq = ev.seq
+
+    def _apply(self, ev: Event) -> None:
+        """Apply one event in effect to the policy, checking replayed queries."""
+        if ev.kind == "created":
+            return
+        if ev.kind == "asked":
+            stored = _decode_query(ev, self.name)
+            replayed = self._policy.ask()
+            if replayed.id != stored.id or replayed != stored:
+                raise StorageError(
+                    f"study {self.name!r}: replaying the log gives a different query at event "
+                    f"{ev.seq}: stored {stored.to_dict()}, replayed {replayed.to_dict()}. The "
+                    f"study was created with boloop {self.config.get('boloop_version')!r}; this "
+                    f"is boloop {boloop.__version__!r} (method {self.method!r}). Load it with the "
+                    "boloop version that created it."
+                )
+            self._asked[stored.id] = ev
+            self._logged_open.add(stored.id)
+        elif ev.kind == "told":
+            qid = ev.query_id
+            try:
+                self._policy.tell(qid, _decode_answer(ev.payload.get("answer")))
+            except BoloopError as exc:
+                raise StorageError(
+                    f"study {self.name!r}: the stored answer of event {ev.seq} (query {qid}) is "
+                    f"refused on replay: {exc}"
+                ) from exc
+            self._logged_open.discard(qid)  # type: ignore[arg-type]
+        elif ev.kind == "added":
+            x = np.asarray(ev.payload["x"], dtype=np.float64)
+            self._policy.add(x, _decode_answer(ev.payload["answer"]))  # type: ignore[attr-defined]
+        self._effective.append(ev)
+
+    def _check_open(self, qid: int) -> None:
+        pending = self._policy.pending
+        answered = {e.query_id for e in self._effective if e.kind == "told"}
+        if qid in answered:
+            told = next(e for e in self._effective if e.kind == "told" and e.query_id == qid)
+            raise QueryStateError(
+                f"study {self.name!r}: query {qid} was already answered at {told.created_at}"
+            )
+        if pending is None or pending.id != qid:
+            open_id = None if pending is None else pending.id
+            raise QueryStateError(
+                f"study {self.name!r}: query {qid} was never asked (open query: {open_id})"
+            )
+
+    # -- internals: names ---------------------------------------------------------------------
+    def _label(self, index: int | None) -> str | None:
+        if self._labels is None or index is None or not 0 <= index < len(self._labels):
+            return None
+        return self._labels[index]
+
+    def _wrap(self, q: Query) -> StudyQuery:
+        if isinstance(q, Compare):
+            return StudyQuery(
+                id=q.id,
+                kind=q.kind,
+                query=q,
+                a=point_to_params(self.space, q.a),
+                b=point_to_params(self.space, q.b),
+                a_label=self._label(q.a_index),
+                b_label=self._label(q.b_index),
+            )
+        assert isinstance(q, Evaluate | Label)
+        return StudyQuery(
+            id=q.id,
+            kind=q.kind,
+            query=q,
+            params=point_to_params(self.space, q.x),
+            outputs=tuple(getattr(q, "outputs", ())),
+            label=self._label(q.index),
+        )
+
+    def _row(self, ev: Event) -> dict[str, Any]:
+        answer = _decode_answer(ev.payload.get("answer"))
+        if ev.kind == "added":
+            return {
+                "query_id": None,
+                "kind": "evaluate",
+                "source": "added",
+                "params": point_to_params(self.space, ev.payload["x"]),
+                "a": None,
+                "b": None,
+                "answer": answer,
+                "answer_text": answer_text("evaluate", answer),
+                "asked_at": None,
+                "told_at": ev.created_at,
+            }
+        asked = self._asked[ev.query_id]  # type: ignore[index]
+        sq = self._wrap(_decode_query(asked, self.name))
+        row = {
+            "query_id": ev.query_id,
+            "kind": sq.kind,
+            "source": "query",
+            "params": sq.params,
+            "a": sq.a,
+            "b": sq.b,
+            "answer": answer,
+            "answer_text": answer_text(sq.kind, answer),
+            "asked_at": asked.created_at,
+            "told_at": ev.created_at,
+        }
+        for key in ("label", "a_label", "b_label"):
+            if getattr(sq, key) is not None:
+                row[key] = getattr(sq, key)
+        return row
+
+    def _flat_rows(self, hist: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+        names = self.names
+        cols = ["query_id", "kind", "source", "asked_at", "told_at"]
+        has = {k: any(r["kind"] == k for r in hist) for k in ("evaluate", "label", "compare")}
+        if has["evaluate"] or has["label"]:
+            cols += names
+            if self._labels is not None:
+                cols.append("label")
+        if has["compare"]:
+            cols += [f"a.{n}" for n in names] + [f"b.{n}" for n in names]
+            if self._labels is not None:
+                cols += ["a.label", "b.label"]
+        outputs: list[str] = []
+        for r in hist:
+            if isinstance(r["answer"], dict):
+                outputs += [k for k in r["answer"] if k not in outputs]
+        if has["evaluate"]:
+            cols += [f"value.{k}" for k in outputs] or ["value"]
+            if outputs and any(
+                not isinstance(r["answer"], dict) for r in hist if r["kind"] == "evaluate"
+            ):
+                cols.append("value")
+        if has["label"]:
+            cols.append("accepted")
+        if has["compare"]:
+            cols.append("preferred")
+        rows = []
+        for r in hist:
+            out = {k: r.get(k) for k in ("query_id", "kind", "source", "asked_at", "told_at")}
+            if r["params"] is not None:
+                out.update(r["params"])
+                if "label" in r:
+                    out["label"] = r["label"]
+            if r["a"] is not None:
+                out.update({f"a.{k}": v for k, v in r["a"].items()})
+                out.update({f"b.{k}": v for k, v in r["b"].items()})
+                if "a_label" in r:
+                    out["a.label"], out["b.label"] = r["a_label"], r["b_label"]
+            ans = r["answer"]
+            if r["kind"] == "evaluate":
+                if isinstance(ans, dict):
+                    out.update({f"value.{k}": v for k, v in ans.items()})
+                else:
+                    out["value"] = ans
+            elif r["kind"] == "label":
+                out["accepted"] = bool(ans)
+            else:
+                out["preferred"] = "a" if int(ans) == 0 else "b"
+            rows.append(out)
+        return cols, rows
+
+    def _named(self, rec: Any) -> Any:
+        d = self.space.dim
+        if isinstance(rec, Query):
+            return self._wrap(rec).to_dict()
+        if isinstance(rec, np.ndarray):
+            if rec.ndim == 1 and rec.shape[0] == d:
+                return point_to_params(self.space, rec)
+            if rec.ndim == 2 and rec.shape[1] == d:
+                return [point_to_params(self.space, r) for r in rec]
+            return rec.tolist()
+        if isinstance(rec, Mapping):
+            return {str(k): self._named(v) for k, v in rec.items()}
+        if isinstance(rec, list | tuple):
+            return [self._named(v) for v in rec]
+        if isinstance(rec, np.generic):
+            return rec.item()
+        return rec
+
+    def __repr__(self) -> str:
+        return (
+            f"Study(name={self.name!r}, method={self.method!r}, answered={self.n_answered}, "
+            f"storage={self.storage_url!r})"
+        )
+
+
+def _effective_events(events: list[Event], name: str) -> list[Event]:
+    """The events in effect: a ``withdrawn`` event removes the answer it names and every query
+    issued after that answer."""
+    stack: list[Event] = []
+    for ev in events:
+        if ev.kind != "withdrawn":
+            stack.append(ev)
+            continue
+        target = ev.payload.get("withdraws")
+        while stack and stack[-1].seq != target:
+            dropped = stack.pop()
+            if dropped.kind != "asked":
+                raise StorageError(
+                    f"study {name!r}: event {ev.seq} withdraws event {target}, which is not the "
+                    "last answer"
+                )
+        if not stack or stack[-1].kind not in ("told", "added"):
+            raise StorageError(f"study {name!r}: event {ev.seq} withdraws a missing answer")
+        stack.pop()
+    return stack
+
+
+def _decode_query(ev: Event, name: str) -> Query:
+    try:
+        return query_from_dict(ev.payload["query"])
+    except (KeyError, TypeError, BoloopError) as exc:
+        raise StorageError(
+            f"study {name!r}: event {ev.seq} holds an unreadable query: {exc}"
+        ) from exc
+
+
+def _decode_answer(value: Any) -> Any:
+    return value  # JSON keeps float, int, bool and {name: float} exactly
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return str(obj)
+
+
+# -- module functions ----------------------------------------------------------------------------
+def create_study(
+    name: str,
+    method: str,
+    space: Any = None,
+    *,
+    problem: str | Problem | None = None,
+    storage: str | None = None,
+    seed: int | None = None,
+    family: str | None = None,
+    load_if_exists: bool = False,
+    **options: Any,
+) -> Study:
+    """Create a study named ``name`` running ``method`` and store it.
+
+    Parameters
+    ----------
+    name:
+        Unique within the storage.
+    method:
+        A method id (``"randomized-straddle"``, ``"mr-lpf"``, ``"m-safeopt"``, ``"cobol"``...).
+    space:
+        The user's experiment: a space document (dict), a ``.json``/``.toml``/``.csv`` file, a
+        :class:`Box` or :class:`CandidateSet` with names; or, as a string without a file suffix,
+        a registered problem id (``"levelset/sinusoidal"``).
+    problem:
+        A registered problem id (or a problem built by ``boloop.problems.get``) instead of a space:
+        the study answers its queries by hand, with the problem's space and paper settings.
+    storage:
+        Storage URL; default ``$BOLOOP_STORAGE`` or ``sqlite:///boloop.db``.
+    seed:
+        The policy's seed; a random one is drawn and stored when None.
+    family:
+        The family, when the method id exists in several (``random``); taken from the problem
+        or from the space's ``family`` key otherwise.
+    load_if_exists:
+        Load the existing study of that name instead of failing.
+    options:
+        Method options, passed to ``make_policy``; must be plain JSON values.
+
+    Nothing is stored unless the policy can be built from this configuration.
+    """
+    name = _check_name(name)
+    method = str(method)
+    if (
+        isinstance(space, str)
+        and problem is None
+        and os.path.splitext(space)[1].lower() not in (".json", ".toml", ".csv")
+        and not os.path.exists(space)
+    ):
+        space, problem = None, space
+    if isinstance(space, Problem) and not isinstance(space, UserExperiment):
+        space, problem = None, space
+    if (space is None) == (problem is None):
+        raise InvalidInputError("give exactly one of space (your experiment) and problem (an id)")
+    if seed is None:
+        seed = secrets.randbelow(2**31)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise InvalidInputError(f"seed must be a non-negative integer, got {seed!r}")
+    store = Storage(storage, create=True)
+    if load_if_exists and name in {n for n, _ in store.study_names()}:
+        return load_study(name, storage=store.url)
+    if problem is not None:
+        from boloop.problems import get
+
+        prob = problem if isinstance(problem, Problem) else get(str(problem))
+        family = _family_of(method, prob.family)
+    else:
+        doc = _space_document(space)
+        family = _family_of(method, family or doc.get("family"))
+    config: dict[str, Any] = {
+        "format": CONFIG_FORMAT,
+        "name": name,
+        "method": method,
+        "family": family,
+        "seed": int(seed),
+        "options": _json_options(options),
+        "problem": None,
+        "space": None,
+        "boloop_version": boloop.__version__,
+        "numpy_version": np.__version__,
+        "python_version": platform.python_version(),
+    }
+    if problem is not None:
+        config["problem"] = prob.id
+    else:
+        config["space"] = doc
+    # build once before storing anything: bad methods, options or spaces fail here
+    make_policy(method, _problem_from_config(config), int(seed), **config["options"])
+    sid = store.create_study(name, config)
+    return Study(store, sid, name, store.events(sid))
+
+
+def load_study(name: str, storage: str | None = None) -> Study:
+    """Load study ``name``, replaying its log through a fresh policy.
+
+    Raises :class:`UnknownIdError` (listing the stored names) if there is no such study and
+    :class:`StorageError` if the log does not replay to the same queries.
+    """
+    store = Storage(storage, create=False)
+    sid = store.study_id(name)
+    return Study(store, sid, name, store.events(sid))
+
+
+def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
+    """The studies in a storage: ``name``, ``created_at``, ``method``, ``family``, ``answered``."""
+    store = Storage(storage, create=False)
+    out = []
+    for name, created in store.study_names():
+        sid = store.study_id(name)
+        events = store.events(sid)
+        cfg = events[0].payload if events else {}
+        answered = len([e for e in _effective_events(events, name) if e.kind in ("told", "added")])
+        out.append(
+            {
+                "name": name,
+                "created_at": created,
+                "method": cfg.get("method"),
+                "family": cfg.get("family"),
+                "problem": cfg.get("problem") or "user space",
+                "answered": answered,
+            }
+        )
+    return out

@@ -1,0 +1,430 @@
+"""A user's own experiment: named parameters from Python, a JSON/TOML file, or a CSV table.
+
+The space of a real experiment is described by a small document (a ``dict``, or a JSON/TOML
+file with the same keys):
+
+.. code-block:: toml
+
+    # continuous parameters with bounds (a Box), or a grid when "grid" is given
+    [[parameters]]
+    name = "temperature"
+    low = 20.0
+    high = 80.0
+    grid = 31            # optional: points per axis (a finite candidate grid)
+
+    [[parameters]]
+    name = "ratio"
+    low = 0.0
+    high = 1.0
+    grid = 21
+
+    # or a table of options, one row per option: numeric columns are the parameters, text
+    # columns name the option (the preference family's arms)
+    candidates = "recipes.csv"
+
+    threshold = 0.5      # level-set family: the level h of {x : f(x) > h}
+
+    # safe family (M-SafeOpt): the monotone parameter, the safety threshold h, safe starts
+    monotone = "dose"    # its lowest value is the safe starting level (Sec. 2 of the paper)
+    h = 0.9
+    safe_seeds = [{dose = 0.0, weight = 0.5}]   # optional: points known to be safe
+
+    [settings]           # anything else the method reads from problem settings
+    noise_variance = 1e-4
+
+:func:`load_space_file` turns a file into this normal form (CSV tables are read into it, so a
+study keeps its options even if the file changes later); :func:`build_experiment` makes the
+:class:`UserExperiment` problem that ``make_policy`` takes. Everything stays JSON, so a study's
+configuration is stored verbatim in its ``created`` event.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import numbers
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from boloop.errors import InvalidInputError, OutOfSpaceError
+from boloop.problems.base import Problem
+from boloop.spaces import Box, CandidateSet, SafeSpace, Space
+
+__all__ = [
+    "UserExperiment",
+    "build_experiment",
+    "load_space_file",
+    "normalise_space",
+    "read_candidates_csv",
+    "params_to_point",
+    "point_to_params",
+]
+
+SPACE_FORMAT = 1
+#: grid points per axis when a family needs a finite set and the file gives no ``grid``
+DEFAULT_GRID = {"preference": 20, "safe": 30}
+_KNOWN_KEYS = {
+    "format",
+    "family",
+    "parameters",
+    "candidates",
+    "threshold",
+    "monotone",
+    "h",
+    "safe_seeds",
+    "settings",
+    "description",
+}
+
+
+# -- reading files ---------------------------------------------------------------------------
+def load_space_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a ``.json``, ``.toml`` or ``.csv`` space file into the normal form (a JSON dict).
+
+    A CSV file alone is a table of options. Relative ``candidates`` paths in JSON/TOML are
+    resolved against the file's directory.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise InvalidInputError(f"space file {path!r} does not exist")
+    ext = os.path.splitext(path)[1].lower()
+    if ext == ".csv":
+        return normalise_space({"candidates": read_candidates_csv(path)})
+    with open(path, "rb") as fh:
+        raw = fh.read()
+    if ext == ".json":
+        try:
+            doc = json.loads(raw.decode("utf-8"))
+        except ValueError as exc:
+            raise InvalidInputError(f"space file {path!r} is not valid JSON: {exc}") from exc
+    elif ext == ".toml":
+        doc = _load_toml(raw, path)
+    else:
+        raise InvalidInputError(f"space file {path!r} must end in .json, .toml or .csv")
+    if not isinstance(doc, dict):
+        raise InvalidInputError(f"space file {path!r} must hold an object/table at the top")
+    cand = doc.get("candidates")
+    if isinstance(cand, str):
+        cpath = cand if os.path.isabs(cand) else os.path.join(os.path.dirname(path), cand)
+        doc = dict(doc)
+        doc["candidates"] = read_candidates_csv(cpath)
+    return normalise_space(doc)
+
+
+def _load_toml(raw: bytes, path: str) -> dict[str, Any]:
+    try:
+        import tomllib  # Python >= 3.11
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        try:
+            import tomli as tomllib  # type: ignore[no-redef]
+        except ModuleNotFoundError as exc:
+            raise InvalidInputError(
+                "reading TOML on Python 3.10 needs the 'tomli' package (pip install tomli), "
+                "or use a JSON space file"
+            ) from exc
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"space file {path!r} is not valid TOML: {exc}") from exc
+
+
+def read_candidates_csv(source: str | os.PathLike[str] | io.TextIOBase) -> dict[str, Any]:
+    """A CSV table of options -> ``{"columns": [...], "rows": [[...]], "labels": [...] | None}``.
+
+    The first row names the columns. Columns whose every value is a finite number are the
+    parameters; a text column (at most one) names each option.
+    """
+    if isinstance(source, io.TextIOBase):
+        text = source.read()
+        where = "CSV input"
+    else:
+        where = f"CSV file {os.fspath(source)!r}"
+        if not os.path.isfile(source):
+            raise InvalidInputError(f"{where} does not exist")
+        with open(source, encoding="utf-8-sig", newline="") as fh:
+            text = fh.read()
+    reader = csv.reader(io.StringIO(text))
+    rows = [r for r in reader if any(c.strip() for c in r)]
+    if len(rows) < 2:
+        raise InvalidInputError(f"{where} needs a header row and at least one option")
+    header = [h.strip() for h in rows[0]]
+    body = rows[1:]
+    for i, r in enumerate(body, start=2):
+        if len(r) != len(header):
+            raise InvalidInputError(
+                f"{where} row {i} has {len(r)} fields, header has {len(header)}"
+            )
+    numeric: list[int] = []
+    text_cols: list[int] = []
+    for j, name in enumerate(header):
+        if not name:
+            raise InvalidInputError(f"{where}: column {j + 1} has no name")
+        vals = [r[j].strip() for r in body]
+        try:
+            nums = [float(v) for v in vals]
+        except ValueError:
+            text_cols.append(j)
+            continue
+        if not all(math.isfinite(v) for v in nums):
+            raise InvalidInputError(f"{where}: column {name!r} has NaN or infinite values")
+        numeric.append(j)
+    if not numeric:
+        raise InvalidInputError(f"{where} has no numeric column to use as parameters")
+    if len(text_cols) > 1:
+        raise InvalidInputError(
+            f"{where} has several text columns {[header[j] for j in text_cols]}; keep one (the "
+            "option's name) and encode the others as numbers"
+        )
+    return {
+        "columns": [header[j] for j in numeric],
+        "rows": [[float(r[j]) for j in numeric] for r in body],
+        "labels": [r[text_cols[0]].strip() for r in body] if text_cols else None,
+        "label_column": header[text_cols[0]] if text_cols else None,
+    }
+
+
+# -- the normal form ---------------------------------------------------------------------------
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidInputError(f"{what} must be a number, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v):
+        raise InvalidInputError(f"{what} must be finite, got {value!r}")
+    return v
+
+
+def normalise_space(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """Check a space document and return its JSON normal form (see the module docstring)."""
+    if not isinstance(doc, Mapping):
+        raise InvalidInputError(f"space must be a mapping, got {type(doc).__name__}")
+    unknown = sorted(set(doc) - _KNOWN_KEYS)
+    if unknown:
+        raise InvalidInputError(f"space has unknown keys {unknown}; valid: {sorted(_KNOWN_KEYS)}")
+    out: dict[str, Any] = {"format": SPACE_FORMAT}
+    if doc.get("format", SPACE_FORMAT) != SPACE_FORMAT:
+        raise InvalidInputError(f"space format {doc.get('format')!r} is not supported")
+    params = doc.get("parameters")
+    cand = doc.get("candidates")
+    if (params is None) == (cand is None):
+        raise InvalidInputError("space needs exactly one of 'parameters' and 'candidates'")
+    if params is not None:
+        if not isinstance(params, Sequence) or isinstance(params, str) or not params:
+            raise InvalidInputError("space 'parameters' must be a non-empty list")
+        norm = []
+        for i, p in enumerate(params):
+            if not isinstance(p, Mapping) or "name" not in p:
+                raise InvalidInputError(f"parameters[{i}] must be a table with a 'name'")
+            extra = sorted(set(p) - {"name", "low", "high", "grid"})
+            if extra:
+                raise InvalidInputError(f"parameters[{i}] has unknown keys {extra}")
+            name = str(p["name"])
+            lo = _number(p.get("low"), f"parameters[{i}] ({name}) low")
+            hi = _number(p.get("high"), f"parameters[{i}] ({name}) high")
+            if not lo < hi:
+                raise InvalidInputError(f"parameter {name!r}: low must be < high, got {lo}, {hi}")
+            q: dict[str, Any] = {"name": name, "low": lo, "high": hi}
+            if p.get("grid") is not None:
+                g = p["grid"]
+                if isinstance(g, bool) or not isinstance(g, numbers.Integral) or g < 2:
+                    raise InvalidInputError(f"parameter {name!r}: grid must be an integer >= 2")
+                q["grid"] = int(g)
+            norm.append(q)
+        names = [q["name"] for q in norm]
+        if len(set(names)) != len(names):
+            raise InvalidInputError(f"parameter names must be distinct, got {names}")
+        out["parameters"] = norm
+    else:
+        if not isinstance(cand, Mapping) or "columns" not in cand or "rows" not in cand:
+            raise InvalidInputError(
+                "space 'candidates' must be a CSV path or {'columns': [...], 'rows': [[...]]}"
+            )
+        cols = [str(c) for c in cand["columns"]]
+        rows = [[_number(v, f"candidates row {i}") for v in r] for i, r in enumerate(cand["rows"])]
+        if not rows or any(len(r) != len(cols) for r in rows):
+            raise InvalidInputError(f"candidates rows must each have {len(cols)} values")
+        CandidateSet(rows, names=cols)  # checks names
+        labels = cand.get("labels")
+        if labels is not None and len(labels) != len(rows):
+            raise InvalidInputError("candidates labels must have one entry per row")
+        out["candidates"] = {
+            "columns": cols,
+            "rows": rows,
+            "labels": None if labels is None else [str(s) for s in labels],
+            "label_column": cand.get("label_column"),
+        }
+    names = _names(out)
+    if doc.get("family") is not None:
+        out["family"] = str(doc["family"])
+    if doc.get("description"):
+        out["description"] = str(doc["description"])
+    if doc.get("threshold") is not None:
+        out["threshold"] = _number(doc["threshold"], "threshold")
+    if doc.get("monotone") is not None:
+        mono = str(doc["monotone"])
+        if "parameters" not in out:
+            raise InvalidInputError("'monotone' needs 'parameters' (the safe space is a grid)")
+        if mono not in names:
+            raise InvalidInputError(f"monotone parameter {mono!r} is not one of {names}")
+        if len(names) < 2:
+            raise InvalidInputError(
+                "the safe family needs the monotone parameter and at least one other"
+            )
+        out["monotone"] = mono
+    if doc.get("h") is not None:
+        out["h"] = _number(doc["h"], "h")
+    if doc.get("safe_seeds") is not None:
+        seeds = doc["safe_seeds"]
+        if not isinstance(seeds, Sequence) or isinstance(seeds, str):
+            raise InvalidInputError("safe_seeds must be a list of {name: value} points")
+        out["safe_seeds"] = [
+            {
+                n: _number(s.get(n) if isinstance(s, Mapping) else None, f"safe_seeds[{i}][{n!r}]")
+                for n in names
+            }
+            for i, s in enumerate(seeds)
+        ]
+    settings = doc.get("settings") or {}
+    if not isinstance(settings, Mapping):
+        raise InvalidInputError("space 'settings' must be a table")
+    try:
+        json.dumps(settings, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"space 'settings' must be plain JSON values: {exc}") from exc
+    out["settings"] = dict(settings)
+    return out
+
+
+def _names(spec: Mapping[str, Any]) -> list[str]:
+    if "parameters" in spec:
+        return [p["name"] for p in spec["parameters"]]
+    return list(spec["candidates"]["columns"])
+
+
+# -- the problem object ----------------------------------------------------------------------------
+@dataclass
+class UserExperiment(Problem):
+    """A :class:`Problem` without oracles: a person or an instrument answers every query.
+
+    ``spec`` is the JSON normal form it was built from; ``labels`` names the options of a table.
+    """
+
+    spec: dict[str, Any] = field(default_factory=dict)
+    labels: list[str] | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.space.names)
+
+    def metric_names(self) -> list[str]:
+        return []
+
+
+def build_experiment(
+    spec: Mapping[str, Any], family: str, name: str = "experiment"
+) -> UserExperiment:
+    """The :class:`UserExperiment` of a normalised space document for ``family``.
+
+    Parameters with ``grid`` make a finite grid, otherwise a :class:`Box`; families that need
+    finite candidate sets (``preference``, ``safe``) always get a grid
+    (``grid`` points per axis, default :data:`DEFAULT_GRID`); the ``safe`` family gets a
+    :class:`SafeSpace` whose first axis is the monotone parameter. Settings: ``threshold``
+    (level-set), ``h``, ``monotone`` and ``safe_seeds`` (safe, as an (k, d) array in the space's
+    column order) plus the document's ``settings`` table.
+    """
+    spec = normalise_space(spec)
+    if spec.get("family") not in (None, family):
+        raise InvalidInputError(
+            f"the space file is for the {spec['family']!r} family, the method is {family!r}"
+        )
+    settings: dict[str, Any] = dict(spec["settings"])
+    labels = None
+    space: Space
+    if family == "safe":
+        if "monotone" not in spec or "h" not in spec:
+            raise InvalidInputError(
+                "the safe family needs 'monotone' (the monotone parameter) and 'h' (the safety "
+                "threshold) in the space"
+            )
+        params = spec["parameters"]
+        mono = next(p for p in params if p["name"] == spec["monotone"])
+        others = [p for p in params if p["name"] != spec["monotone"]]
+        g0 = DEFAULT_GRID["safe"]
+        s_values = np.linspace(mono["low"], mono["high"], mono.get("grid", g0))
+        x_bounds = [[p["low"], p["high"]] for p in others]
+        x_points = CandidateSet.grid(x_bounds, [p.get("grid", g0) for p in others]).points
+        space = SafeSpace(s_values, x_points, names=[mono["name"]] + [p["name"] for p in others])
+        # the safe policies read the safety threshold h as settings["threshold"]
+        settings["threshold"] = spec["h"]
+        settings["h"] = spec["h"]
+        settings["monotone"] = spec["monotone"]
+        settings.setdefault("outputs", ("f", "g"))
+    elif "candidates" in spec:
+        cand = spec["candidates"]
+        space = CandidateSet(cand["rows"], names=cand["columns"])
+        labels = cand["labels"]
+    else:
+        params = spec["parameters"]
+        names = [p["name"] for p in params]
+        bounds = [[p["low"], p["high"]] for p in params]
+        if family in DEFAULT_GRID or any("grid" in p for p in params):
+            g0 = DEFAULT_GRID.get(family, 20)
+            space = CandidateSet.grid(bounds, [p.get("grid", g0) for p in params], names=names)
+        else:
+            space = Box([b[0] for b in bounds], [b[1] for b in bounds], names=names)
+    if "threshold" in spec:
+        settings["threshold"] = spec["threshold"]
+    if family == "levelset" and "threshold" not in settings:
+        raise InvalidInputError("the levelset family needs 'threshold' in the space")
+    if "safe_seeds" in spec:
+        names = list(space.names)
+        settings["safe_seeds"] = np.array(
+            [[s[n] for n in names] for s in spec["safe_seeds"]], dtype=np.float64
+        )
+    return UserExperiment(
+        id=f"user/{name}",
+        family=family,
+        space=space,
+        description=spec.get("description", ""),
+        settings=settings,
+        spec=spec,
+        labels=labels,
+    )
+
+
+# -- parameter names <-> points --------------------------------------------------------------
+def point_to_params(space: Space, x: Any) -> dict[str, float]:
+    """``{name: value}`` of a point (d,) of ``space``."""
+    arr = np.asarray(x, dtype=np.float64).reshape(-1)
+    return {n: float(v) for n, v in zip(space.names, arr)}
+
+
+def params_to_point(space: Space, params: Mapping[str, Any], what: str = "params") -> np.ndarray:
+    """The point (d,) named by ``params``; raises naming unknown, missing or bad values.
+
+    The point must lie in the space's box (for finite spaces: their bounding box).
+    """
+    if not isinstance(params, Mapping):
+        raise InvalidInputError(f"{what} must map parameter names to numbers, got {params!r}")
+    names = list(space.names)
+    unknown = [k for k in params if k not in names]
+    if unknown:
+        raise InvalidInputError(
+            f"{what} has unknown parameter names {unknown}; parameters: {names}"
+        )
+    missing = [n for n in names if n not in params]
+    if missing:
+        raise InvalidInputError(f"{what} is missing parameters {missing}")
+    x = np.array([_number(params[n], f"{what}[{n!r}]") for n in names], dtype=np.float64)
+    box = space if isinstance(space, Box) else space.box
+    if not bool(box.contains(x[None, :])[0]):
+        raise OutOfSpaceError(
+            f"{what} {dict(zip(names, x.tolist()))} is outside the bounds "
+            f"{dict(zip(names, box.bounds.tolist()))}"
+        )
+    return x
