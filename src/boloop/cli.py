@@ -1,12 +1,88 @@
-"""The ``boloop`` command line."""
+"""The ``boloop`` command line.
+
+``boloop bench run|plot|summary``, ``boloop problems``, ``boloop methods``, ``boloop demo`` and,
+when :mod:`boloop.study.cli` exists, ``boloop study`` (its ``register(subparsers)`` adds the
+subparser and sets ``func``). Errors from :mod:`boloop.errors` print one line to stderr and exit
+with status 2.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import logging
 import sys
 from collections.abc import Sequence
 
 import boloop
+from boloop.errors import BoloopError
+
+
+def _cmd_bench_run(args: argparse.Namespace) -> int:
+    from boloop.bench import format_report, run_sweep
+
+    report = run_sweep(
+        args.problem,
+        args.method,
+        args.seeds,
+        args.budget,
+        args.out,
+        jobs=args.jobs,
+        force=args.force,
+        progress=None if args.quiet else sys.stderr,
+    )
+    print(format_report(report))
+    return 1 if report.failed else 0
+
+
+def _cmd_bench_plot(args: argparse.Namespace) -> int:
+    from boloop.bench import plot_results
+
+    for path in plot_results(args.dir, args.out):
+        print(path)
+    return 0
+
+
+def _cmd_bench_summary(args: argparse.Namespace) -> int:
+    from boloop.bench import summary_table
+
+    print(summary_table(args.dir), end="")
+    return 0
+
+
+def _print_entries(entries: list, what: str) -> None:  # type: ignore[type-arg]
+    if not entries:
+        print(f"no {what} registered")
+        return
+    width = max(len(e.id) for e in entries)
+    family = None
+    for e in sorted(entries, key=lambda e: (e.family, e.id)):
+        if e.family != family:
+            family = e.family
+            print(f"{family}:")
+        print(f"  {e.id:<{width}}  {e.description}")
+
+
+def _cmd_problems(args: argparse.Namespace) -> int:
+    from boloop.problems import list as list_problems
+
+    _print_entries(list_problems(args.family), "problems")
+    return 0
+
+
+def _cmd_methods(args: argparse.Namespace) -> int:
+    from boloop.algorithms import list_methods
+
+    _print_entries(list_methods(args.family), "methods")
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from boloop.bench.demo import run_demo
+
+    text = run_demo(args.out, jobs=args.jobs, force=args.force, progress=sys.stderr)
+    print(text, end="")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -15,17 +91,100 @@ def build_parser() -> argparse.ArgumentParser:
         description="Bayesian optimisation and active learning with people in the loop.",
     )
     parser.add_argument("--version", action="version", version=f"boloop {boloop.__version__}")
-    parser.add_subparsers(dest="command")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
+    sub = parser.add_subparsers(dest="command")
+
+    bench = sub.add_parser("bench", help="run, plot and summarise benchmark sweeps")
+    bsub = bench.add_subparsers(dest="bench_command")
+    bench.set_defaults(func=lambda a: (bench.print_help(), 0)[1])
+
+    run = bsub.add_parser(
+        "run",
+        help="run problems x methods x seeds into DIR/results.csv",
+        description="Run every (problem, method, seed); existing runs in DIR/results.csv are "
+        "kept and skipped unless --force, so an interrupted sweep resumes.",
+    )
+    run.add_argument(
+        "--problem",
+        nargs="+",
+        action="extend",
+        required=True,
+        metavar="ID",
+        help="problem ids (see `boloop problems`), with ?options, or path/to/file.py:factory",
+    )
+    run.add_argument(
+        "--method",
+        nargs="+",
+        action="extend",
+        required=True,
+        metavar="ID",
+        help="method ids (see `boloop methods`), with ?options",
+    )
+    run.add_argument("--seeds", default="1", help="N (seeds 0..N-1) or A-B (inclusive); default 1")
+    run.add_argument(
+        "--budget",
+        type=int,
+        default=None,
+        help="iterations per run (default: each problem's paper budget)",
+    )
+    run.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    run.add_argument(
+        "--jobs", type=int, default=None, help="worker processes (default: one per core)"
+    )
+    run.add_argument("--force", action="store_true", help="rerun runs already in the results")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(func=_cmd_bench_run)
+
+    plot = bsub.add_parser("plot", help="one PNG per problem and metric (mean ± s.e. per method)")
+    plot.add_argument("dir", metavar="DIR", help="directory with results.csv (or the file)")
+    plot.add_argument("--out", default=None, help="where to write the PNGs (default: DIR)")
+    plot.set_defaults(func=_cmd_bench_plot)
+
+    summary = bsub.add_parser("summary", help="markdown table of final metrics and s/step")
+    summary.add_argument("dir", metavar="DIR", help="directory with results.csv (or the file)")
+    summary.set_defaults(func=_cmd_bench_summary)
+
+    for name, fn, what in (
+        ("problems", _cmd_problems, "benchmark problems"),
+        ("methods", _cmd_methods, "methods"),
+    ):
+        p = sub.add_parser(name, help=f"list the registered {what} by family")
+        p.add_argument("--family", default=None, help="only this family")
+        p.set_defaults(func=fn)
+
+    demo = sub.add_parser("demo", help="a one-minute tour: one quick problem per family")
+    demo.add_argument("--out", default="out/demo", help="output directory (default out/demo)")
+    demo.add_argument("--jobs", type=int, default=None, help="worker processes")
+    demo.add_argument("--force", action="store_true", help="rerun runs already in the results")
+    demo.set_defaults(func=_cmd_demo)
+
+    try:
+        study_cli = importlib.import_module("boloop.study.cli")
+    except ImportError as exc:
+        if exc.name not in ("boloop.study", "boloop.study.cli"):
+            raise
+    else:
+        study_cli.register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.command is None:
+    if getattr(args, "verbose", False):
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    func = getattr(args, "func", None)
+    if func is None:
         parser.print_help()
         return 0
-    return 0
+    try:
+        return int(func(args) or 0)
+    except BoloopError as exc:
+        print(f"boloop: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("boloop: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

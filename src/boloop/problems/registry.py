@@ -46,10 +46,72 @@ def parse_problem_id(problem_id: str) -> tuple[str, dict[str, Any]]:
     return name, options
 
 
+def is_file_problem(problem_id: str) -> bool:
+    """Whether ``problem_id`` names a user's factory in a Python file (``path/to/file.py:name``)."""
+    name = problem_id.partition("?")[0]
+    path, sep, attr = name.rpartition(":")
+    return bool(sep) and path.endswith(".py") and attr.isidentifier()
+
+
+def _load_file_factory(name: str) -> Callable[..., Problem]:
+    """The function ``attr`` of the Python file ``path`` in ``"path.py:attr"``; the file is imported
+    once per process as a module named after its absolute path."""
+    import hashlib
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path_text, _, attr = name.rpartition(":")
+    path = Path(path_text).expanduser().resolve()
+    if not path.is_file():
+        raise InvalidInputError(f"problem file {path_text!r} does not exist")
+    module_name = "boloop_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
+    module = sys.modules.get(module_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise InvalidInputError(f"cannot import problem file {path_text!r}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[module_name]
+            raise
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        public = [n for n in vars(module) if not n.startswith("_") and callable(vars(module)[n])]
+        raise InvalidInputError(
+            f"{path_text!r} has no function {attr!r}; its functions: {', '.join(public)}"
+        )
+    return factory  # type: ignore[no-any-return]
+
+
 def get(problem_id: str, **options: Any) -> Problem:
-    """Build the problem ``problem_id`` (options after ``?`` and keyword options are merged)."""
+    """Build the problem ``problem_id`` (options after ``?`` and keyword options are merged).
+
+    ``problem_id`` is a registered id (``"levelset/toy"``) or a user's factory in a Python file,
+    ``"path/to/file.py:factory"`` (options after ``?`` are passed to it too); the factory returns a
+    :class:`Problem`, whose ``family`` selects the methods that can run on it.
+    """
     name, parsed = parse_problem_id(problem_id)
     parsed.update(options)
+    if is_file_problem(problem_id):
+        factory = _load_file_factory(name)
+        try:
+            problem = factory(**parsed)
+        except TypeError as exc:
+            raise InvalidInputError(f"bad options for problem {name!r}: {exc}") from exc
+        if not isinstance(problem, Problem):
+            raise InvalidInputError(
+                f"{name!r} must return a boloop.problems.Problem, got {type(problem).__name__}"
+            )
+        problem.id = (
+            problem_id
+            if not options
+            else name + "?" + "&".join(f"{k}={v}" for k, v in parsed.items())
+        )
+        return problem
     entry = _PROBLEMS.get(name)
     try:
         problem = entry.factory(**parsed)

@@ -1,0 +1,30 @@
+"""Sweeps over problems x methods x seeds (``boloop bench``), results tables, plots, the demo.
+
+* :func:`run_sweep` (``boloop bench run``) writes ``DIR/results.csv``, resumable.
+* :func:`plot_results` (``boloop bench plot``) and :func:`summary_table` (``boloop bench summary``).
+* :mod:`boloop.bench.demo` (``boloop demo``, ``make demo``): one quick row per family.
+"""
+
+from boloop.bench.report import aggregate, plot_results, summary_table
+from boloop.bench.runner import (
+    RESULTS_FILE,
+    RunSpec,
+    SweepReport,
+    format_report,
+    parse_seeds,
+    read_results,
+    run_sweep,
+)
+
+__all__ = [
+    "RESULTS_FILE",
+    "RunSpec",
+    "SweepReport",
+    "aggregate",
+    "format_report",
+    "parse_seeds",
+    "plot_results",
+    "read_results",
+    "run_sweep",
+    "summary_table",
+]

@@ -1,0 +1,188 @@
+"""``boloop bench plot`` and ``boloop bench summary``: read ``results.csv``, aggregate over seeds.
+
+* :func:`plot_results` writes one PNG per (problem, metric): the mean over seeds and a band of one
+  standard error (``std(ddof=1) / sqrt(n)``) per method against step. matplotlib comes from the
+  ``plot`` extra and is imported only here.
+* :func:`summary_table` gives a markdown table per problem: for every method the number of seeds,
+  each metric at the final step as ``mean ± standard error``, and the median over all steps of all
+  runs of ``ask_seconds + tell_seconds`` (seconds per step).
+
+NaN metric values (e.g. a simple regret before any recommendation exists) are left out of the mean
+and of ``n`` at that step.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+
+from boloop.bench.runner import RESULTS_FILE, Key, read_results
+from boloop.errors import InvalidInputError
+
+__all__ = ["aggregate", "final_values", "plot_results", "summary_table"]
+
+
+def _float(text: str) -> float:
+    if text == "":
+        return math.nan
+    try:
+        return float(text)
+    except ValueError:
+        return math.nan
+
+
+def _load(results: str | Path) -> tuple[list[str], dict[Key, list[dict[str, str]]]]:
+    path = Path(results)
+    if path.is_dir():
+        path = path / RESULTS_FILE
+    if not path.exists():
+        raise InvalidInputError(f"no results file at {path}; run `boloop bench run` first")
+    metrics, runs = read_results(path)
+    if not runs:
+        raise InvalidInputError(f"{path} has no rows")
+    return metrics, runs
+
+
+def _problem_metrics(
+    metrics: list[str], runs: dict[Key, list[dict[str, str]]], problem: str
+) -> list[str]:
+    """The metric columns that have a value for ``problem`` (in file order)."""
+    rows = [r for k, rs in runs.items() if k[0] == problem for r in rs]
+    return [m for m in metrics if any(r.get(m, "") != "" for r in rows)]
+
+
+def _matrix(rows_by_seed: list[list[dict[str, str]]], metric: str) -> tuple[np.ndarray, np.ndarray]:
+    """Steps (T,) and values (n_seeds, T) with NaN where a run has no such step."""
+    steps = sorted({int(r["step"]) for rows in rows_by_seed for r in rows})
+    col = {s: j for j, s in enumerate(steps)}
+    V = np.full((len(rows_by_seed), len(steps)), np.nan)
+    for i, rows in enumerate(rows_by_seed):
+        for r in rows:
+            V[i, col[int(r["step"])]] = _float(r.get(metric, ""))
+    return np.asarray(steps), V
+
+
+def _mean_se(V: np.ndarray, axis: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = np.sum(np.isfinite(V), axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        total = np.nansum(V, axis=axis)
+        mean = np.where(n > 0, total / np.maximum(n, 1), np.nan)
+        dev = np.where(np.isfinite(V), V - np.expand_dims(mean, axis), 0.0)
+        var = np.sum(dev**2, axis=axis) / np.maximum(n - 1, 1)
+        se = np.where(n > 1, np.sqrt(var / np.maximum(n, 1)), np.nan)
+    return mean, se, n
+
+
+def aggregate(
+    results: str | Path,
+) -> dict[str, dict[str, dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]]]:
+    """``{problem: {metric: {method: (steps (T,), mean (T,), se (T,), n (T,))}}}``."""
+    metrics, runs = _load(results)
+    out: dict[str, dict[str, dict[str, tuple[np.ndarray, ...]]]] = {}
+    for problem in sorted({k[0] for k in runs}):
+        out[problem] = {}
+        methods = sorted({k[1] for k in runs if k[0] == problem})
+        for metric in _problem_metrics(metrics, runs, problem):
+            out[problem][metric] = {}
+            for method in methods:
+                seeds = sorted(k for k in runs if k[0] == problem and k[1] == method)
+                steps, V = _matrix([runs[k] for k in seeds], metric)
+                mean, se, n = _mean_se(V)
+                out[problem][metric][method] = (steps, mean, se, n)
+    return out  # type: ignore[return-value]
+
+
+def final_values(runs: dict[Key, list[dict[str, str]]], key: Key, metric: str) -> float:
+    """The metric at the last step of run ``key``."""
+    last = max(runs[key], key=lambda r: int(r["step"]))
+    return _float(last.get(metric, ""))
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "x"
+
+
+def plot_results(results: str | Path, out_dir: str | Path | None = None) -> list[Path]:
+    """One PNG per (problem, metric) in ``out_dir`` (default: the results directory); returns the
+    paths written."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - depends on the installed extras
+        raise InvalidInputError("plotting needs matplotlib: pip install 'boloop[plot]'") from exc
+    res = Path(results)
+    out = Path(out_dir) if out_dir is not None else (res if res.is_dir() else res.parent)
+    out.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    for problem, by_metric in aggregate(results).items():
+        for metric, by_method in by_metric.items():
+            fig, ax = plt.subplots(figsize=(6, 4))
+            for method, (steps, mean, se, n) in by_method.items():
+                ok = np.isfinite(mean)
+                (line,) = ax.plot(steps[ok], mean[ok], label=f"{method} (n={int(n.max())})")
+                band = ok & np.isfinite(se)
+                ax.fill_between(
+                    steps[band],
+                    (mean - se)[band],
+                    (mean + se)[band],
+                    color=line.get_color(),
+                    alpha=0.2,
+                    linewidth=0,
+                )
+            ax.set_xlabel("step")
+            ax.set_ylabel(metric)
+            ax.set_title(f"{problem}: {metric} (mean ± s.e.)", fontsize=10)
+            ax.legend(fontsize=8)
+            ax.grid(alpha=0.3)
+            fig.tight_layout()
+            path = out / f"{_slug(problem)}__{_slug(metric)}.png"
+            fig.savefig(path, dpi=100)
+            plt.close(fig)
+            written.append(path)
+    return written
+
+
+def _fmt(mean: float, se: float) -> str:
+    if not math.isfinite(mean):
+        return "nan"
+    digits = 4 if abs(mean) < 1e4 else 1
+    if not math.isfinite(se):
+        return f"{mean:.{digits}g}"
+    return f"{mean:.{digits}g} ± {se:.2g}"
+
+
+def summary_table(results: str | Path) -> str:
+    """Markdown: one table per problem with final metrics (mean ± s.e. over seeds) per method and
+    the median seconds per step (ask + tell)."""
+    metrics, runs = _load(results)
+    parts: list[str] = []
+    for problem in sorted({k[0] for k in runs}):
+        cols = _problem_metrics(metrics, runs, problem)
+        header = ["method", "seeds", "steps", *[f"final {m}" for m in cols], "median s/step"]
+        lines = [
+            f"### {problem}",
+            "",
+            "| " + " | ".join(header) + " |",
+            "|" + "|".join("---" for _ in header) + "|",
+        ]
+        for method in sorted({k[1] for k in runs if k[0] == problem}):
+            keys = sorted(k for k in runs if k[0] == problem and k[1] == method)
+            cells = [method, str(len(keys))]
+            n_steps = sorted({max(int(r["step"]) for r in runs[k]) for k in keys})
+            cells.append("/".join(str(s) for s in n_steps))
+            for m in cols:
+                v = np.array([final_values(runs, k, m) for k in keys])
+                mean, se, _ = _mean_se(v[:, None])
+                cells.append(_fmt(float(mean[0]), float(se[0])))
+            secs = [
+                _float(r["ask_seconds"]) + _float(r["tell_seconds"]) for k in keys for r in runs[k]
+            ]
+            cells.append(f"{float(np.nanmedian(secs)):.2g}")
+            lines.append("| " + " | ".join(cells) + " |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"

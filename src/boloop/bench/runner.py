@@ -1,0 +1,356 @@
+"""``boloop bench run``: every (problem, method, seed) in worker processes, into ``results.csv``.
+
+``DIR/results.csv`` has one row per (problem, method, seed, step) and the columns
+``problem, method, seed, step``, then the metric columns (in the problems' order; the union when a
+sweep mixes problems with different metrics, empty where a problem has no such metric), then
+``ask_seconds, tell_seconds`` (see :meth:`boloop.simulate.Trace.step_rows`).
+
+The file is rewritten atomically (a temporary file and :func:`os.replace`) after every completed
+run, so a sweep that is interrupted keeps every run completed before the interruption, and a rerun
+skips the (problem, method, seed) already present unless ``force``. A run recorded with a different
+number of steps than the requested budget is not complete for this sweep: it is run again and its
+rows replaced.
+
+Method ids may carry options like problem ids: ``mr-lpf?beta=2`` runs ``make_policy("mr-lpf",
+problem, seed, beta=2)`` and is a distinct method in the table.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import csv
+import logging
+import math
+import os
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from boloop.errors import InvalidInputError
+from boloop.simulate import KEY_COLUMNS, TIME_COLUMNS
+
+__all__ = [
+    "parse_seeds",
+    "RunSpec",
+    "SweepReport",
+    "run_sweep",
+    "read_results",
+    "write_results",
+    "RESULTS_FILE",
+]
+
+logger = logging.getLogger("boloop")
+
+RESULTS_FILE = "results.csv"
+
+Key = tuple[str, str, int]
+
+
+def parse_seeds(text: str | int | Sequence[int]) -> list[int]:
+    """Seeds from ``"N"`` (0..N-1), ``"A-B"`` (A..B inclusive) or comma-separated such items.
+
+    ``"5-3"``, ``"0"``, negative numbers and duplicates are errors.
+    """
+    if isinstance(text, bool):
+        raise InvalidInputError(f"seeds must be 'N' or 'A-B', got {text!r}")
+    if isinstance(text, int):
+        text = str(text)
+    if not isinstance(text, str):
+        seeds = [int(s) for s in text]
+    else:
+        seeds = []
+        for item in text.split(","):
+            item = item.strip()
+            a, sep, b = item.partition("-")
+            if not (a.isdigit() and (not sep or b.isdigit())):
+                raise InvalidInputError(
+                    f"seeds must be 'N' (0..N-1) or 'A-B' (inclusive), got {text!r}"
+                )
+            if sep:
+                lo, hi = int(a), int(b)
+                if hi < lo:
+                    raise InvalidInputError(f"seed range {item!r} is empty: {hi} < {lo}")
+                seeds.extend(range(lo, hi + 1))
+            else:
+                if int(a) < 1:
+                    raise InvalidInputError(f"seeds 'N' needs N >= 1, got {item!r}")
+                seeds.extend(range(int(a)))
+    if not seeds or any(s < 0 for s in seeds):
+        raise InvalidInputError(f"seeds must be non-negative and non-empty, got {text!r}")
+    if len(set(seeds)) != len(seeds):
+        raise InvalidInputError(f"seeds {text!r} repeat a seed")
+    return seeds
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a sweep; ``budget`` None means the problem's ``settings["budget"]``."""
+
+    problem: str
+    method: str
+    seed: int
+    budget: int
+
+    @property
+    def key(self) -> Key:
+        return (self.problem, self.method, self.seed)
+
+
+@dataclass
+class SweepReport:
+    """What a sweep did: runs completed now, skipped (already present), failed (with messages)."""
+
+    path: Path
+    completed: list[Key] = field(default_factory=list)
+    skipped: list[Key] = field(default_factory=list)
+    failed: list[tuple[Key, str]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+# -- results.csv ------------------------------------------------------------------------------------
+def read_results(path: str | Path) -> tuple[list[str], dict[Key, list[dict[str, str]]]]:
+    """Metric columns and the rows (as strings) by (problem, method, seed) of a results.csv."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / RESULTS_FILE
+    if not path.exists():
+        return [], {}
+    with path.open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        header = list(reader.fieldnames or [])
+        missing = [c for c in (*KEY_COLUMNS, *TIME_COLUMNS) if c not in header]
+        if missing:
+            raise InvalidInputError(f"{path} is not a boloop results file: no columns {missing}")
+        metrics = [c for c in header if c not in KEY_COLUMNS and c not in TIME_COLUMNS]
+        runs: dict[Key, list[dict[str, str]]] = {}
+        for row in reader:
+            key = (row["problem"], row["method"], int(row["seed"]))
+            runs.setdefault(key, []).append(row)
+    return metrics, runs
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return repr(value) if math.isfinite(value) else ("nan" if value != value else repr(value))
+    return str(value)
+
+
+def write_results(
+    path: str | Path, metrics: Sequence[str], runs: dict[Key, list[dict[str, Any]]]
+) -> None:
+    """Write all runs to ``path`` atomically, sorted by problem, method, seed, step."""
+    path = Path(path)
+    header = [*KEY_COLUMNS, *metrics, *TIME_COLUMNS]
+    fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", newline="") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(header)
+            for key in sorted(runs):
+                for row in sorted(runs[key], key=lambda r: int(r["step"])):
+                    writer.writerow([_cell(row.get(c)) for c in header])
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+# -- one run (in a worker) --------------------------------------------------------------------------
+def _run_one(spec: RunSpec) -> tuple[Key, list[str], list[dict[str, Any]]]:
+    from boloop.algorithms import make_policy
+    from boloop.problems import get, parse_problem_id
+    from boloop.simulate import simulate
+
+    problem = get(spec.problem)
+    name, options = parse_problem_id(spec.method)
+    policy = make_policy(name, problem, spec.seed, **options)
+    trace = simulate(policy, problem, spec.budget, spec.seed, method=spec.method)
+    rows = trace.step_rows()
+    for r in rows:
+        r["problem"] = spec.problem  # the id as given on the command line
+    return spec.key, trace.metric_names, rows
+
+
+# -- validation in the parent -----------------------------------------------------------------------
+def plan_runs(
+    problems: Sequence[str], methods: Sequence[str], seeds: Sequence[int], budget: int | None
+) -> tuple[list[RunSpec], list[str]]:
+    """Check every id (unknown ids raise listing the valid ones), resolve budgets, and return the
+    runs and the metric columns in the problems' order."""
+    from boloop.algorithms.registry import get_method
+    from boloop.problems import get, parse_problem_id
+
+    if not problems or not methods:
+        raise InvalidInputError("give at least one --problem and one --method")
+    if budget is not None and (isinstance(budget, bool) or int(budget) != budget or budget < 1):
+        raise InvalidInputError(f"budget must be a positive integer, got {budget!r}")
+    specs: list[RunSpec] = []
+    metrics: list[str] = []
+    for pid in dict.fromkeys(problems):
+        problem = get(pid)
+        for m in problem.metric_names():
+            if m not in metrics:
+                metrics.append(m)
+        b = budget if budget is not None else problem.settings.get("budget")
+        if b is None:
+            raise InvalidInputError(f"problem {pid!r} has no default budget; give --budget")
+        for mid in dict.fromkeys(methods):
+            get_method(parse_problem_id(mid)[0], problem.family)
+            specs.extend(RunSpec(pid, mid, int(s), int(b)) for s in seeds)
+    return specs, metrics
+
+
+# -- progress ---------------------------------------------------------------------------------------
+class Progress:
+    """A plain-text progress bar on a stream (stderr): ``[#####-----] 5/10 runs  12s``."""
+
+    def __init__(self, total: int, stream: IO[str] | None = None, width: int = 30) -> None:
+        self.total = total
+        self.done = 0
+        self.failed = 0
+        self.stream = stream
+        self.width = width
+        self.t0 = time.perf_counter()
+        self.tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
+
+    def step(self, label: str = "", failed: bool = False) -> None:
+        self.done += 1
+        self.failed += failed
+        if self.stream is None:
+            return
+        frac = self.done / max(self.total, 1)
+        fill = int(round(frac * self.width))
+        bar = "#" * fill + "-" * (self.width - fill)
+        fail = f" ({self.failed} failed)" if self.failed else ""
+        text = (
+            f"[{bar}] {self.done}/{self.total} runs{fail}  "
+            f"{time.perf_counter() - self.t0:.0f}s  {label}"
+        )
+        if self.tty:
+            self.stream.write("\r" + text[:120].ljust(120))
+            if self.done == self.total:
+                self.stream.write("\n")
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+# -- the sweep --------------------------------------------------------------------------------------
+def run_sweep(
+    problems: Sequence[str],
+    methods: Sequence[str],
+    seeds: Sequence[int] | str,
+    budget: int | None,
+    out: str | Path,
+    *,
+    jobs: int | None = None,
+    force: bool = False,
+    progress: IO[str] | None = None,
+    on_complete: Callable[[Key], None] | None = None,
+) -> SweepReport:
+    """Run every (problem, method, seed) not yet in ``out/results.csv`` and add its rows.
+
+    Parameters
+    ----------
+    problems, methods:
+        Problem ids (registered or ``path/to/file.py:factory``) and method ids (with ``?options``).
+    seeds:
+        A list of seeds or a string for :func:`parse_seeds`.
+    budget:
+        Iterations per run; None uses each problem's ``settings["budget"]``.
+    jobs:
+        Worker processes (default ``os.cpu_count()``); 1 runs in this process.
+    force:
+        Run again (and replace) runs already in the file.
+    progress:
+        Stream for the progress bar (``sys.stderr`` from the CLI); None is silent.
+    on_complete:
+        Called with the key of every run after its rows were written (tests use it to interrupt).
+
+    Returns a :class:`SweepReport`; failed runs are reported there (and logged), not raised, so one
+    crashing method does not lose the rest of a sweep.
+    """
+    t0 = time.perf_counter()
+    seed_list = parse_seeds(seeds) if isinstance(seeds, str | int) else parse_seeds(list(seeds))
+    specs, metrics = plan_runs(problems, methods, seed_list, budget)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / RESULTS_FILE
+    old_metrics, runs = read_results(path)
+    all_metrics = list(old_metrics) + [m for m in metrics if m not in old_metrics]
+    report = SweepReport(path)
+
+    todo: list[RunSpec] = []
+    for spec in specs:
+        rows = runs.get(spec.key)
+        complete = rows is not None and max(int(r["step"]) for r in rows) == spec.budget
+        if complete and not force:
+            report.skipped.append(spec.key)
+        else:
+            if rows is not None:
+                logger.info("rerunning %s (recorded with a different budget or --force)", spec.key)
+            todo.append(spec)
+    bar = Progress(len(todo), progress)
+    if progress is not None and report.skipped:
+        progress.write(f"{len(report.skipped)} runs already in {path}, skipped\n")
+    if not todo:
+        write_results(path, all_metrics, runs)
+        report.seconds = time.perf_counter() - t0
+        return report
+
+    def finish(spec: RunSpec, result: Any, error: BaseException | None) -> None:
+        if error is not None:
+            msg = f"{type(error).__name__}: {error}"
+            logger.error("run %s failed: %s", spec.key, msg)
+            report.failed.append((spec.key, msg))
+            bar.step(f"{spec.method} on {spec.problem} seed {spec.seed} FAILED", failed=True)
+            return
+        key, _, rows = result
+        runs[key] = rows
+        write_results(path, all_metrics, runs)
+        report.completed.append(key)
+        bar.step(f"{spec.method} on {spec.problem} seed {spec.seed}")
+        if on_complete is not None:
+            on_complete(key)
+
+    n_jobs = (os.cpu_count() or 1) if jobs is None else int(jobs)
+    if n_jobs < 1:
+        raise InvalidInputError(f"jobs must be >= 1, got {jobs!r}")
+    if n_jobs == 1 or len(todo) == 1:
+        for spec in todo:
+            try:
+                result = _run_one(spec)
+            except Exception as exc:  # reported per run, like a crash in a worker
+                finish(spec, None, exc)
+                continue
+            finish(spec, result, None)
+    else:
+        with cf.ProcessPoolExecutor(max_workers=min(n_jobs, len(todo))) as pool:
+            futures = {pool.submit(_run_one, spec): spec for spec in todo}
+            try:
+                for fut in cf.as_completed(futures):
+                    spec = futures[fut]
+                    exc = fut.exception()
+                    finish(spec, None if exc else fut.result(), exc)
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def format_report(report: SweepReport) -> str:
+    """One line per outcome for the CLI."""
+    lines = [
+        f"{len(report.completed)} runs completed, {len(report.skipped)} skipped, "
+        f"{len(report.failed)} failed in {report.seconds:.1f}s -> {report.path}"
+    ]
+    lines += [f"FAILED {k[1]} on {k[0]} seed {k[2]}: {msg}" for k, msg in report.failed]
+    return "\n".join(lines)
