@@ -50,7 +50,7 @@ Key = tuple[str, str, int]
 
 
 def parse_seeds(text: str | int | Sequence[int]) -> list[int]:
-    """Seeds from ``"N"`` (0..N-1), ``"A-B"`` (A..B inclusive) or comma-separated such items.
+    """Seeds from ``"N"`` (0..N-1) or ``"A-B"`` (A..B inclusive), or a list of seeds.
 
     ``"5-3"``, ``"0"``, negative numbers and duplicates are errors.
     """
@@ -61,23 +61,20 @@ def parse_seeds(text: str | int | Sequence[int]) -> list[int]:
     if not isinstance(text, str):
         seeds = [int(s) for s in text]
     else:
-        seeds = []
-        for item in text.split(","):
-            item = item.strip()
-            a, sep, b = item.partition("-")
-            if not (a.isdigit() and (not sep or b.isdigit())):
-                raise InvalidInputError(
-                    f"seeds must be 'N' (0..N-1) or 'A-B' (inclusive), got {text!r}"
-                )
-            if sep:
-                lo, hi = int(a), int(b)
-                if hi < lo:
-                    raise InvalidInputError(f"seed range {item!r} is empty: {hi} < {lo}")
-                seeds.extend(range(lo, hi + 1))
-            else:
-                if int(a) < 1:
-                    raise InvalidInputError(f"seeds 'N' needs N >= 1, got {item!r}")
-                seeds.extend(range(int(a)))
+        a, sep, b = text.strip().partition("-")
+        if not (a.isdigit() and (not sep or b.isdigit())):
+            raise InvalidInputError(
+                f"seeds must be 'N' (0..N-1) or 'A-B' (inclusive), got {text!r}"
+            )
+        if sep:
+            lo, hi = int(a), int(b)
+            if hi < lo:
+                raise InvalidInputError(f"seed range {text!r} is empty: {hi} < {lo}")
+            seeds = list(range(lo, hi + 1))
+        else:
+            if int(a) < 1:
+                raise InvalidInputError(f"seeds 'N' needs N >= 1, got {text!r}")
+            seeds = list(range(int(a)))
     if not seeds or any(s < 0 for s in seeds):
         raise InvalidInputError(f"seeds must be non-negative and non-empty, got {text!r}")
     if len(set(seeds)) != len(seeds):

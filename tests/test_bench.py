@@ -1,0 +1,261 @@
+"""boloop bench: seeds parsing, the results.csv schema, resume after an interrupted sweep,
+determinism across job counts, user problem files, plots, summary and the demo table."""
+
+from __future__ import annotations
+
+import csv
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from boloop.algorithms import register_method
+from boloop.algorithms.toy import RandomEvaluate
+from boloop.bench import parse_seeds, plot_results, read_results, run_sweep, summary_table
+from boloop.bench.demo import DEMO, DemoEntry, run_demo, runnable_entries
+from boloop.errors import InvalidInputError, UnknownIdError
+from boloop.problems import get
+
+TOY_LS = "levelset/toy"
+TOY_PREF = "preference/toy"
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with (path / "results.csv").open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _strip_seconds(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    return [{k: v for k, v in r.items() if not k.endswith("_seconds")} for r in rows]
+
+
+# -- seeds -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "text, seeds",
+    [("3", [0, 1, 2]), ("1", [0]), ("2-4", [2, 3, 4]), ("5-5", [5]), ("07", list(range(7)))],
+)
+def test_parse_seeds(text: str, seeds: list[int]) -> None:
+    assert parse_seeds(text) == seeds
+
+
+@pytest.mark.parametrize("text", ["5-3", "0", "", "a", "-2", "1-", "3-x", "1,1", "2.5"])
+def test_parse_seeds_rejects(text: str) -> None:
+    with pytest.raises(InvalidInputError, match="seed"):
+        parse_seeds(text)
+
+
+# -- schema ----------------------------------------------------------------------------------------
+def test_results_csv_schema(tmp_path: Path) -> None:
+    report = run_sweep([TOY_LS, TOY_PREF], ["toy-random"], "2", 5, tmp_path, jobs=1)
+    assert len(report.completed) == 4 and not report.failed
+    with (tmp_path / "results.csv").open(newline="") as fh:
+        header = next(csv.reader(fh))
+    ls = get(TOY_LS).metric_names()
+    pref = get(TOY_PREF).metric_names()
+    assert header == [
+        "problem",
+        "method",
+        "seed",
+        "step",
+        *ls,
+        *[m for m in pref if m not in ls],
+        "ask_seconds",
+        "tell_seconds",
+    ]
+    rows = _rows(tmp_path)
+    assert len(rows) == 2 * 2 * 5
+    keys = {(r["problem"], r["method"], r["seed"], r["step"]) for r in rows}
+    assert len(keys) == len(rows)  # one row per (problem, method, seed, step)
+    for r in rows:
+        assert float(r["ask_seconds"]) >= 0 and float(r["tell_seconds"]) >= 0
+        if r["problem"] == TOY_LS:
+            assert r["regret"] == "" and r["loss"] != ""
+        else:
+            assert r["loss"] == "" and r["regret"] != ""
+
+
+# -- resume ----------------------------------------------------------------------------------------
+class _Interrupt(Exception):
+    pass
+
+
+def test_resume_after_interrupted_sweep(tmp_path: Path) -> None:
+    full = tmp_path / "full"
+    run_sweep([TOY_LS], ["toy-random"], "4", 6, full, jobs=1)
+
+    part = tmp_path / "part"
+    done: list[tuple] = []
+
+    def interrupt_after_two(key: tuple) -> None:
+        done.append(key)
+        if len(done) == 2:
+            raise _Interrupt
+
+    with pytest.raises(_Interrupt):
+        run_sweep([TOY_LS], ["toy-random"], "4", 6, part, jobs=1, on_complete=interrupt_after_two)
+    _, runs = read_results(part)
+    assert set(runs) == set(done)  # the two completed runs were written before the interruption
+
+    report = run_sweep([TOY_LS], ["toy-random"], "4", 6, part, jobs=1)
+    assert sorted(report.skipped) == sorted(done) and len(report.completed) == 2
+    assert _strip_seconds(_rows(part)) == _strip_seconds(_rows(full))
+
+    again = run_sweep([TOY_LS], ["toy-random"], "4", 6, part, jobs=1)
+    assert len(again.skipped) == 4 and not again.completed
+    forced = run_sweep([TOY_LS], ["toy-random"], "4", 6, part, jobs=1, force=True)
+    assert len(forced.completed) == 4
+    assert _strip_seconds(_rows(part)) == _strip_seconds(_rows(full))
+
+
+def test_rerun_with_other_budget_replaces_the_run(tmp_path: Path) -> None:
+    run_sweep([TOY_LS], ["toy-random"], "1", 3, tmp_path, jobs=1)
+    report = run_sweep([TOY_LS], ["toy-random"], "1", 5, tmp_path, jobs=1)
+    assert len(report.completed) == 1
+    assert [r["step"] for r in _rows(tmp_path)] == ["1", "2", "3", "4", "5"]
+
+
+def test_a_partial_results_file_without_temp_leftovers(tmp_path: Path) -> None:
+    run_sweep([TOY_LS], ["toy-random"], "2", 3, tmp_path, jobs=1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results.csv"]
+
+
+# -- determinism -----------------------------------------------------------------------------------
+def test_same_rows_serial_and_parallel(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    run_sweep([TOY_LS, "expert/toy"], ["toy-random"], "0-2", 5, a, jobs=1)
+    run_sweep([TOY_LS, "expert/toy"], ["toy-random"], "0-2", 5, b, jobs=2)
+    assert _strip_seconds(_rows(a)) == _strip_seconds(_rows(b))
+
+
+# -- bad input -------------------------------------------------------------------------------------
+def test_unknown_ids_and_bad_budget(tmp_path: Path) -> None:
+    with pytest.raises(UnknownIdError, match="levelset/toy"):
+        run_sweep(["levelset/nope"], ["toy-random"], "1", 3, tmp_path)
+    with pytest.raises(UnknownIdError, match="toy-random"):
+        run_sweep([TOY_LS], ["nope"], "1", 3, tmp_path)
+    for budget in (0, -2):
+        with pytest.raises(InvalidInputError, match="budget"):
+            run_sweep([TOY_LS], ["toy-random"], "1", budget, tmp_path)
+    with pytest.raises(InvalidInputError, match="5-3"):
+        run_sweep([TOY_LS], ["toy-random"], "5-3", 3, tmp_path)
+    with pytest.raises(InvalidInputError, match="jobs"):
+        run_sweep([TOY_LS], ["toy-random"], "2", 3, tmp_path, jobs=0)
+    assert not (tmp_path / "results.csv").exists() or _rows(tmp_path) == []
+
+
+def test_default_budget_from_problem_settings(tmp_path: Path) -> None:
+    run_sweep(["expert/toy"], ["toy-random"], "1", None, tmp_path, jobs=1)
+    assert len(_rows(tmp_path)) == get("expert/toy").settings["budget"]
+
+
+@register_method("zz-crash", "levelset", "test only: raises in its third ask")
+def _crashing(problem, seed, **options):  # type: ignore[no-untyped-def]
+    class Crash(RandomEvaluate):
+        def _propose(self):  # type: ignore[no-untyped-def]
+            if len(self.history) == 2:
+                raise RuntimeError("boom")
+            return super()._propose()
+
+    return Crash(problem.space, seed, threshold=0.25, sets=True)
+
+
+def test_failed_run_is_reported_and_others_kept(tmp_path: Path) -> None:
+    report = run_sweep([TOY_LS], ["zz-crash", "toy-random"], "1", 4, tmp_path, jobs=1)
+    assert [k[1] for k, _ in report.failed] == ["zz-crash"]
+    assert "boom" in report.failed[0][1]
+    assert {r["method"] for r in _rows(tmp_path)} == {"toy-random"}
+
+
+_SEEN_OPTIONS: list[dict] = []
+
+
+@register_method("zz-options", "levelset", "test only: records its options")
+def _with_options(problem, seed, **options):  # type: ignore[no-untyped-def]
+    _SEEN_OPTIONS.append(options)
+    return RandomEvaluate(problem.space, seed, sets=True, **options)
+
+
+def test_method_options_in_the_id(tmp_path: Path) -> None:
+    _SEEN_OPTIONS.clear()
+    report = run_sweep([TOY_LS], ["zz-options?threshold=0.9"], "1", 2, tmp_path, jobs=1)
+    assert not report.failed and _SEEN_OPTIONS == [{"threshold": 0.9}]
+    assert {r["method"] for r in _rows(tmp_path)} == {"zz-options?threshold=0.9"}
+
+
+# -- user problem files ----------------------------------------------------------------------------
+def test_problem_from_a_python_file(tmp_path: Path) -> None:
+    src = tmp_path / "my_problem.py"
+    src.write_text(
+        textwrap.dedent(
+            """
+            from boloop.problems.toy import ToyLevelSet
+
+            def make(threshold=0.0):
+                problem = ToyLevelSet(threshold=threshold)
+                problem.description = "mine"
+                return problem
+            """
+        )
+    )
+    pid = f"{src}:make?threshold=0.5"
+    problem = get(pid)
+    assert problem.id == pid and problem.settings["threshold"] == 0.5
+    out = tmp_path / "out"
+    run_sweep([pid], ["toy-random"], "2", 3, out, jobs=2)
+    rows = _rows(out)
+    assert {r["problem"] for r in rows} == {pid} and len(rows) == 6
+    with pytest.raises(InvalidInputError, match="no function 'nope'"):
+        get(f"{src}:nope")
+    with pytest.raises(InvalidInputError, match="does not exist"):
+        get(f"{tmp_path / 'missing.py'}:make")
+
+
+# -- plot and summary ------------------------------------------------------------------------------
+def test_plot_and_summary(tmp_path: Path) -> None:
+    run_sweep([TOY_LS, TOY_PREF], ["toy-random"], "3", 5, tmp_path, jobs=1)
+    paths = plot_results(tmp_path)
+    names = sorted(p.name for p in paths)
+    assert names == sorted(
+        [f"levelset_toy__{m}.png" for m in ("loss", "fscore")]
+        + [f"preference_toy__{m}.png" for m in ("regret", "cumulative_regret", "simple_regret")]
+    )
+    assert all(p.stat().st_size > 1000 and p.read_bytes()[:4] == b"\x89PNG" for p in paths)
+    table = summary_table(tmp_path)
+    assert "### levelset/toy" in table and "### preference/toy" in table
+    assert "| method | seeds | steps | final loss | final fscore | median s/step |" in table
+    line = next(x for x in table.splitlines() if x.startswith("| toy-random | 3 | 5 | "))
+    # the final loss cell is the mean ± s.e. of the three runs' step-5 values
+    _, runs = read_results(tmp_path)
+    finals = [
+        float(next(r["loss"] for r in runs[(TOY_LS, "toy-random", s)] if r["step"] == "5"))
+        for s in range(3)
+    ]
+    mean = sum(finals) / 3
+    assert line.split("|")[4].strip().startswith(f"{mean:.4g}")
+    with pytest.raises(InvalidInputError, match="no results"):
+        summary_table(tmp_path / "nothing")
+
+
+# -- demo ------------------------------------------------------------------------------------------
+def test_demo_table_has_a_row_per_family_and_toy_fallbacks() -> None:
+    real = {e.family for e in DEMO if not e.toy}
+    toys = {e.family for e in DEMO if e.toy}
+    assert real == toys == {"levelset", "preference", "safe", "expert"}
+    for entry in runnable_entries():
+        assert entry.seeds == "3"
+    families = [e.family for e in runnable_entries()]
+    assert sorted(families) == sorted(set(families))  # one row per family runs
+
+
+def test_demo_skips_missing_ids_and_runs_toys(tmp_path: Path) -> None:
+    entries = [
+        DemoEntry("levelset", "levelset/not-yet", ("toy-random",), 5),
+        DemoEntry("levelset", TOY_LS, ("toy-random",), 5, seeds="2", toy=True),
+        DemoEntry("expert", "expert/toy", ("not-yet", "toy-random"), 5, seeds="2"),
+        DemoEntry("expert", "expert/toy", ("toy-random",), 4, seeds="2", toy=True),
+    ]
+    chosen = runnable_entries(entries)
+    assert chosen == [entries[1], entries[3]]
+    text = run_demo(tmp_path, entries=entries, jobs=1)
+    assert "### levelset/toy" in text and "### expert/toy" in text
+    assert len(list(tmp_path.glob("*.png"))) == 2 + 5

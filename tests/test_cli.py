@@ -1,0 +1,129 @@
+"""The boloop command: bench run/plot/summary, problems, methods, demo, errors as one line + exit 2."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import boloop
+from boloop.algorithms import register_method
+from boloop.algorithms.toy import RandomEvaluate
+from boloop.cli import build_parser, main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_version_in_a_subprocess() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "boloop.cli", "--version"], capture_output=True, text=True
+    )
+    assert proc.returncode == 0 and proc.stdout.strip() == f"boloop {boloop.__version__}"
+
+
+def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys)
+    assert code == 0 and "bench" in out and "problems" in out
+
+
+def test_problems_and_methods_by_family(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "problems")
+    assert code == 0
+    for fam in ("levelset", "preference", "safe", "expert"):
+        assert f"{fam}:" in out and f"{fam}/toy" in out
+    code, out, _ = run(capsys, "methods", "--family", "expert")
+    assert code == 0 and out.splitlines()[0] == "expert:" and "toy-random" in out
+    assert "levelset:" not in out
+
+
+def test_bench_run_summary_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out_dir = str(tmp_path / "r")
+    argv = ["bench", "run", "--problem", "levelset/toy", "safe/toy", "--method", "toy-random"]
+    code, out, err = run(capsys, *argv, "--seeds", "2", "--budget", "4", "--out", out_dir)
+    assert code == 0 and "4 runs completed, 0 skipped, 0 failed" in out
+    assert "4/4 runs" in err  # the progress bar goes to stderr
+    with open(Path(out_dir) / "results.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 16
+    code, out, _ = run(capsys, *argv, "--seeds", "1-2", "--budget", "4", "--out", out_dir)
+    assert code == 0 and "2 runs completed, 2 skipped, 0 failed" in out
+    code, out, _ = run(capsys, "bench", "summary", out_dir)
+    assert code == 0 and "### safe/toy" in out and "final unsafe" in out
+    code, out, _ = run(capsys, "bench", "plot", out_dir, "--out", str(tmp_path / "png"))
+    assert code == 0 and len(out.split()) == 2 + 4
+    assert all(Path(p).exists() for p in out.split())
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--problem", "levelset/nope", "--method", "toy-random"], "valid ids: "),
+        (["--problem", "levelset/toy", "--method", "nope"], "toy-random"),
+        (["--problem", "levelset/toy", "--method", "toy-random", "--seeds", "5-3"], "5-3"),
+        (["--problem", "levelset/toy", "--method", "toy-random", "--budget", "0"], "budget"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    code, out, err = run(capsys, "bench", "run", *argv, "--out", str(tmp_path))
+    assert code == 2 and out == ""
+    assert err.startswith("boloop: error: ") and message in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_summary_of_missing_dir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "bench", "summary", str(tmp_path))
+    assert code == 2 and "no results file" in err
+
+
+@register_method("zz-cli-crash", "levelset", "test only: raises in its first ask")
+def _crash(problem, seed, **options):  # type: ignore[no-untyped-def]
+    class Crash(RandomEvaluate):
+        def _propose(self):  # type: ignore[no-untyped-def]
+            raise RuntimeError("boom")
+
+    return Crash(problem.space, seed)
+
+
+def test_failed_run_exits_1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(
+        capsys,
+        "bench",
+        "run",
+        "--problem",
+        "levelset/toy",
+        "--method",
+        "zz-cli-crash",
+        "--budget",
+        "4",
+        "--jobs",
+        "1",
+        "--out",
+        str(tmp_path),
+        "--quiet",
+    )
+    assert code == 1 and "FAILED zz-cli-crash on levelset/toy seed 0: RuntimeError: boom" in out
+
+
+def test_demo_command(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from boloop.bench import demo
+
+    small = [demo.DemoEntry("preference", "preference/toy", ("toy-random",), 3, "2", toy=True)]
+    monkeypatch.setattr(demo, "DEMO", small)
+    code, out, err = run(capsys, "demo", "--out", str(tmp_path), "--jobs", "1")
+    assert code == 0 and "### preference/toy" in out and "3 plots in" in out
+    assert "demo: preference/toy with toy-random" in err
+
+
+def test_study_hook_is_optional() -> None:
+    parser = build_parser()
+    names = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert {"bench", "problems", "methods", "demo"} <= set(names)
