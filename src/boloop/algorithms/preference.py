@@ -1,0 +1,651 @@
+"""Bayesian optimisation from pairwise preferences: MR-LPF, MaxMinLCB and random duels.
+
+Kayal, Vakili, Toni, Shiu, Bernacchia, "Bayesian Optimization from Human Feedback: Near-Optimal
+Regret Bounds" (ICML): MR-LPF (Algorithm 1, Section 3) with its round schedule and elimination rule
+(eq. 11-12), and the baseline MaxMinLCB of Pasztor et al. (2024), "Bandits with Preference
+Feedback: A Stackelberg Game Perspective" (Algorithm 1 there; Appendix D of the BOHF paper).
+
+Every policy works on a finite arm set (the paper's setting): a :class:`~boloop.spaces.CandidateSet`
+or an (m, d) array. A continuous :class:`~boloop.spaces.Box` is discretised by a scrambled Sobol
+sample of ``n_candidates`` points drawn from the policy's seed. Each duel is a
+:class:`~boloop.queries.Compare` query ``(a, b)``; the answer 0 means ``a`` is preferred, which is the
+paper's ``y = 1{x > x'} = 1`` for ``(x, x') = (a, b)``.
+
+Kernel hyperparameters: give a ``kernel`` (the paper's fixed setting, applied to the raw
+coordinates; the problems of :mod:`boloop.problems.preference` carry it in their ``settings``), or
+leave ``kernel=None`` for the practitioner's default: a squared-exponential kernel on the
+candidates scaled to the unit cube, whose length-scale is chosen from ``lengthscales`` by the
+Laplace approximation of the marginal likelihood (Rasmussen and Williams 2006, eq. 3.32) of all
+duels so far -- at the end of each MR-LPF round (so the kernel is fixed within a round and the
+within-round design stays independent of the labels), and for MaxMinLCB/random duels whenever the
+number of duels reaches 10, 20, 40, 80, ...
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from boloop.algorithms.registry import register_method
+from boloop.errors import InvalidInputError, QueryStateError
+from boloop.gp.kernels import Kernel, SquaredExponential
+from boloop.gp.preference import DuelCovariance, KernelLogisticDuels
+from boloop.queries import BasePolicy, Compare, Query
+from boloop.spaces import Box, CandidateSet
+
+__all__ = [
+    "MRLPF",
+    "MaxMinLCB",
+    "RandomDuels",
+    "mrlpf_round_schedule",
+    "mrlpf_theory_beta",
+    "confidence_beta",
+    "DEFAULT_LENGTHSCALES",
+]
+
+#: length-scales (unit-cube units) tried when the kernel is fitted
+DEFAULT_LENGTHSCALES = (0.05, 0.1, 0.2, 0.4, 0.8)
+#: the sigmoid's Lipschitz constant over pairs that include x = x' (L = mu'(0) = 1/4)
+SIGMOID_L = 0.25
+#: kappa_r for r >= 2 in the MR-LPF analysis (eq. 28)
+KAPPA_LATER_ROUNDS = 6.0
+
+
+def _ceil_sqrt(n: int) -> int:
+    r = math.isqrt(n)
+    return r if r * r == n else r + 1
+
+
+def mrlpf_round_schedule(T: int) -> list[int]:
+    """Round lengths of MR-LPF (Algorithm 1, Section 3), summing to exactly ``T``.
+
+    ``N_1 = ceil(sqrt(T))``, ``N_r = ceil(sqrt(N_{r-1} T))``, the last round truncated to what is
+    left of ``T``. Exact integer arithmetic: ``T = 300`` gives ``[18, 74, 149, 59]``.
+    """
+    if isinstance(T, bool) or int(T) != T or T < 1:
+        raise InvalidInputError(f"horizon T must be a positive integer, got {T!r}")
+    T = int(T)
+    rounds: list[int] = []
+    used = 0
+    prev = None
+    while used < T:
+        n = _ceil_sqrt(T) if prev is None else _ceil_sqrt(prev * T)
+        n = min(n, T - used)
+        rounds.append(n)
+        used += n
+        prev = n
+    return rounds
+
+
+def mrlpf_theory_beta(
+    B: float, kappa: float, lam: float, n_arms: int, n_rounds: int, delta: float = 0.1
+) -> list[float]:
+    """Round widths ``beta_(r)(delta) = L (B + sqrt(kappa_r / lambda log(2 R |X| / delta)))`` (eq. 14).
+
+    ``L = 1/4`` (the sigmoid's slope at 0, attained because ``x = x'`` is allowed), ``kappa_1 =
+    kappa`` (eq. 2) and ``kappa_r = 6`` for ``r >= 2`` (eq. 28). Returns one value per round.
+    """
+    for name, v in (("B", B), ("kappa", kappa), ("lam", lam)):
+        if not math.isfinite(float(v)) or float(v) <= 0:
+            raise InvalidInputError(f"{name} must be positive and finite, got {v!r}")
+    if not 0 < delta < 1:
+        raise InvalidInputError(f"delta must be in (0, 1), got {delta!r}")
+    log_term = math.log(2.0 * n_rounds * n_arms / delta)
+    out = []
+    for r in range(n_rounds):
+        kr = float(kappa) if r == 0 else KAPPA_LATER_ROUNDS
+        out.append(SIGMOID_L * (float(B) + math.sqrt(kr / float(lam) * log_term)))
+    return out
+
+
+def confidence_beta(B: float, kappa: float, lam: float, delta: float = 0.1) -> float:
+    """Width of Theorem 4.7 (eq. 17/45): ``beta(delta) = L (B + 1/2 sqrt(2 kappa / lambda log(2/delta)))``.
+
+    Valid for a fixed pair when the design is independent of the labels, with ``sigma`` computed
+    with regulariser ``rho = lambda kappa``.
+    """
+    if not 0 < delta < 1:
+        raise InvalidInputError(f"delta must be in (0, 1), got {delta!r}")
+    return SIGMOID_L * (
+        float(B) + 0.5 * math.sqrt(2.0 * float(kappa) / float(lam) * math.log(2.0 / delta))
+    )
+
+
+def _as_candidates(candidates: Any, n_candidates: int, rng: np.random.Generator) -> CandidateSet:
+    if isinstance(candidates, CandidateSet):
+        return candidates
+    if isinstance(candidates, Box):
+        if int(n_candidates) < 2:
+            raise InvalidInputError(f"n_candidates must be >= 2, got {n_candidates!r}")
+        return CandidateSet(candidates.sample(int(n_candidates), rng, method="sobol"))
+    return CandidateSet(candidates)
+
+
+def _refit_due(n: int) -> bool:
+    """Fitted-kernel refits after 10, 20, 40, 80, ... duels."""
+    return n >= 10 and n % 10 == 0 and ((n // 10) & (n // 10 - 1)) == 0
+
+
+class _DuelingPolicy(BasePolicy):
+    """Shared set-up of the preference policies (candidates, kernel, estimator, answers)."""
+
+    family = "preference"
+
+    def __init__(
+        self,
+        candidates: Any,
+        kernel: Kernel | None = None,
+        lam: float = 0.05,
+        regularizer: str = "rkhs",
+        normalize_loss: bool = False,
+        lengthscales: Sequence[float] = DEFAULT_LENGTHSCALES,
+        n_candidates: int = 256,
+        tie_break: str = "random",
+        tie_tol: float = 1e-12,
+        seed: int | np.random.Generator | None = None,
+    ) -> None:
+        super().__init__(seed)
+        self.candidates = _as_candidates(candidates, n_candidates, self.rng)
+        self.m = self.candidates.n
+        if self.m < 1:
+            raise InvalidInputError("candidates must hold at least one arm")
+        lam_f = float(lam)
+        if not math.isfinite(lam_f) or lam_f <= 0:
+            raise InvalidInputError(f"lam must be positive and finite, got {lam!r}")
+        self.lam = lam_f
+        self.regularizer = regularizer
+        self.normalize_loss = bool(normalize_loss)
+        if tie_break not in ("random", "first"):
+            raise InvalidInputError(f"tie_break must be 'random' or 'first', got {tie_break!r}")
+        self.tie_break = tie_break
+        self.tie_tol = float(tie_tol)
+        self.fit_kernel = kernel is None
+        if kernel is None:
+            ls = np.asarray(lengthscales, dtype=np.float64).reshape(-1)
+            if ls.size == 0 or not np.all(np.isfinite(ls)) or np.any(ls <= 0):
+                raise InvalidInputError(f"lengthscales must be positive, got {lengthscales!r}")
+            self.lengthscales = tuple(float(v) for v in ls)
+            self._features = self.candidates.to_unit()
+            self.kernel: Kernel = SquaredExponential(self.lengthscales[len(ls) // 2], 1.0)
+        else:
+            if not isinstance(kernel, Kernel):
+                raise InvalidInputError(f"kernel must be a boloop Kernel, got {kernel!r}")
+            self.lengthscales = ()
+            self._features = np.asarray(self.candidates.points)
+            self.kernel = kernel
+        self.K_X = self._gram(self.kernel)
+        #: every duel told so far: (i, j, y) with global arm indices, y = 1{x_i preferred}
+        self.duels: list[tuple[int, int, int]] = []
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _gram(self, kernel: Kernel) -> np.ndarray:
+        K = kernel.k(self._features, self._features)
+        return 0.5 * (K + K.T)
+
+    def _new_model(self, K: np.ndarray) -> KernelLogisticDuels:
+        return KernelLogisticDuels(
+            K, self.lam, regularizer=self.regularizer, normalize_loss=self.normalize_loss
+        )
+
+    def _pick(self, values: np.ndarray, maximise: bool = True) -> int:
+        """Index of the max (min) of a flat array; ties within ``tie_tol`` broken by the seed."""
+        v = values if maximise else -values
+        best = float(np.max(v))
+        if self.tie_break == "first":
+            return int(np.argmax(v))
+        tol = self.tie_tol * max(1.0, abs(best))
+        ties = np.flatnonzero(v >= best - tol)
+        if ties.size == 1:
+            return int(ties[0])
+        return int(ties[self.rng.integers(ties.size)])
+
+    def _compare(self, i: int, j: int) -> Compare:
+        P = self.candidates.points
+        return self._new_compare(P[i], P[j], a_index=i, b_index=j)
+
+    @staticmethod
+    def _duel_of(query: Query, answer: Any) -> tuple[int, int, int]:
+        assert isinstance(query, Compare) and query.a_index is not None
+        assert query.b_index is not None
+        return int(query.a_index), int(query.b_index), 1 - int(answer)
+
+    def _select_lengthscale(self, duels: Sequence[tuple[int, int, int]]) -> bool:
+        """Fitted mode: the length-scale of largest Laplace evidence on ``duels``; True if changed."""
+        if not self.fit_kernel or not duels:
+            return False
+        best_ls, best_ev = None, -math.inf
+        for ls in self.lengthscales:
+            kern = SquaredExponential(ls, 1.0)
+            model = KernelLogisticDuels(self._gram(kern), self.lam)
+            for i, j, y in duels:
+                model.add(i, j, y)
+            ev = model.laplace_log_evidence()
+            if ev > best_ev + 1e-9:
+                best_ls, best_ev = ls, ev
+        assert best_ls is not None
+        current = float(np.asarray(self.kernel.lengthscale))  # type: ignore[attr-defined]
+        if best_ls == current:
+            return False
+        self.kernel = SquaredExponential(best_ls, 1.0)
+        self.K_X = self._gram(self.kernel)
+        return True
+
+    def recommend(self) -> np.ndarray:
+        """The estimated best arm, (d,) (see :meth:`recommend_index`)."""
+        return np.array(self.candidates.points[self.recommend_index()])
+
+    def recommend_index(self) -> int:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d.update(
+            {
+                "n_arms": self.m,
+                "lam": self.lam,
+                "regularizer": self.regularizer,
+                "normalize_loss": self.normalize_loss,
+                "kernel": repr(self.kernel),
+                "kernel_fitted": self.fit_kernel,
+                "recommendation_index": self.recommend_index(),
+            }
+        )
+        return d
+
+
+class MRLPF(_DuelingPolicy):
+    """MR-LPF, Multi-Round Learning from Preference-based Feedback (Kayal et al., Algorithm 1).
+
+    Rounds ``r = 1..R`` of lengths :func:`mrlpf_round_schedule` (``T`` duels in all). Within round
+    ``r`` each duel is the pair of surviving arms of maximal uncertainty (eq. 11),
+    ``argmax_{x, x' in M_r} sigma_(n-1, r)(x, x')``, computed from this round's design only -- never
+    from labels -- with ties broken at random from the seed. At the end of the round the estimator
+    (eq. 7) is fitted on this round's duels only and the arms whose upper confidence bound
+    ``mu(h(x, x')) + beta_(r) sigma(x, x')`` falls below 1/2 against some surviving ``x'`` are
+    eliminated (eq. 12); the comparison of an arm with itself is skipped (it is exactly 1/2). When
+    a single arm survives it duels itself (zero regret if it is optimal; the duel is a no-op for
+    the estimator).
+
+    Parameters
+    ----------
+    candidates:
+        The arms: a CandidateSet, an (m, d) array, or a Box (discretised, see the module doc).
+    horizon:
+        ``T``, the number of duels. Asking after ``T`` duels raises :class:`QueryStateError`.
+    kernel:
+        The base kernel ``k`` (fixed, the paper's setting); ``None`` fits a length-scale.
+    lam:
+        ``lambda`` of eq. 7 (paper: 0.05).
+    beta:
+        A constant (paper's experiments: 1; Yelp: 0.1), one value per round, or ``"theory"``
+        (eq. 14 via :func:`mrlpf_theory_beta`, needs ``B`` and ``kappa``).
+    sigma_reg:
+        The regulariser ``rho`` of the uncertainty (eq. 10): ``None`` uses ``lam`` (the paper's
+        experiments), a float or one value per round, or ``"theory"`` for ``lam * kappa_r``
+        (``kappa_1 = kappa``, ``kappa_r = 6``; needs ``kappa``).
+    B, kappa, delta:
+        RKHS-norm bound, curvature constant (eq. 2) and confidence level for ``"theory"``.
+    regularizer, normalize_loss:
+        See :class:`boloop.gp.preference.KernelLogisticDuels` (default: RKHS norm, eq. 7).
+    tie_break:
+        ``"random"`` (default, from the seed) or ``"first"`` (the first maximiser in row-major
+        order, as the authors' script).
+    """
+
+    method_id = "mr-lpf"
+
+    def __init__(
+        self,
+        candidates: Any,
+        horizon: int,
+        kernel: Kernel | None = None,
+        lam: float = 0.05,
+        beta: float | str | Sequence[float] = 1.0,
+        sigma_reg: float | str | Sequence[float] | None = None,
+        B: float | None = None,
+        kappa: float | None = None,
+        delta: float = 0.1,
+        regularizer: str = "rkhs",
+        normalize_loss: bool = False,
+        lengthscales: Sequence[float] = DEFAULT_LENGTHSCALES,
+        n_candidates: int = 256,
+        tie_break: str = "random",
+        tie_tol: float = 1e-12,
+        seed: int | np.random.Generator | None = None,
+    ) -> None:
+        super().__init__(
+            candidates,
+            kernel=kernel,
+            lam=lam,
+            regularizer=regularizer,
+            normalize_loss=normalize_loss,
+            lengthscales=lengthscales,
+            n_candidates=n_candidates,
+            tie_break=tie_break,
+            tie_tol=tie_tol,
+            seed=seed,
+        )
+        self.horizon = int(horizon) if not isinstance(horizon, bool) else 0
+        self.schedule = mrlpf_round_schedule(horizon)
+        R = len(self.schedule)
+        self.betas = self._per_round(beta, "beta", R, B, kappa, delta)
+        self.sigma_regs = self._per_round_rho(sigma_reg, R, kappa)
+        #: index of the current round (0-based); equals len(schedule) when all rounds are done
+        self.round = 0
+        self.n_in_round = 0
+        #: surviving arms M_r (sorted global indices); M_history[r] is M_{r+1} of the paper
+        self.M = np.arange(self.m)
+        self.M_history: list[np.ndarray] = [self.M.copy()]
+        #: pairs (global indices) of each round, in order
+        self.round_pairs: list[list[tuple[int, int]]] = [[]]
+        self._local = {int(g): k for k, g in enumerate(self.M)}
+        self._start_round()
+        self._last_utility: np.ndarray | None = None  # on M_history[-2], from the last round end
+        self._last_M: np.ndarray | None = None
+
+    def _per_round(
+        self, beta: Any, name: str, R: int, B: float | None, kappa: float | None, delta: float
+    ) -> list[float]:
+        if isinstance(beta, str):
+            if beta != "theory":
+                raise InvalidInputError(f"{name} must be a number, a sequence or 'theory'")
+            if B is None or kappa is None:
+                raise InvalidInputError(f"{name}='theory' needs B and kappa")
+            return mrlpf_theory_beta(B, kappa, self.lam, self.m, R, delta)
+        vals = np.atleast_1d(np.asarray(beta, dtype=np.float64))
+        if vals.size == 1:
+            vals = np.repeat(vals, R)
+        if vals.size != R or not np.all(np.isfinite(vals)) or np.any(vals < 0):
+            raise InvalidInputError(f"{name} must be >= 0, one value or one per round ({R})")
+        return [float(v) for v in vals]
+
+    def _per_round_rho(self, sigma_reg: Any, R: int, kappa: float | None) -> list[float]:
+        if sigma_reg is None:
+            return [self.lam] * R
+        if isinstance(sigma_reg, str):
+            if sigma_reg != "theory" or kappa is None:
+                raise InvalidInputError("sigma_reg='theory' needs kappa (and no other string)")
+            return [self.lam * (float(kappa) if r == 0 else KAPPA_LATER_ROUNDS) for r in range(R)]
+        vals = np.atleast_1d(np.asarray(sigma_reg, dtype=np.float64))
+        if vals.size == 1:
+            vals = np.repeat(vals, R)
+        if vals.size != R or not np.all(np.isfinite(vals)) or np.any(vals <= 0):
+            raise InvalidInputError(f"sigma_reg must be > 0, one value or one per round ({R})")
+        return [float(v) for v in vals]
+
+    # -- rounds ----------------------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        """All ``T`` duels have been answered (and the final elimination has run)."""
+        return self.round >= len(self.schedule)
+
+    def _start_round(self) -> None:
+        K_M = self.K_X[np.ix_(self.M, self.M)]
+        self._cov = DuelCovariance(K_M, self.sigma_regs[self.round])
+        self._model = self._new_model(K_M)
+        self.n_in_round = 0
+
+    def _end_round(self) -> None:
+        """Fit on this round's duels and eliminate (eq. 12); start the next round."""
+        model = self._model.fit()
+        P = model.preference_matrix()
+        S = np.sqrt(self._cov.variance_matrix())
+        ucb = P + self.betas[self.round] * S
+        np.fill_diagonal(ucb, 1.0)  # x' = x is exactly 1/2 >= 1/2: skipped (pitfall P7)
+        keep = np.all(ucb >= 0.5 - 1e-12, axis=1)
+        if not np.any(keep):  # cannot happen: the argmax of the fitted utility always survives
+            keep[int(np.argmax(model.utility))] = True
+        self._last_utility = model.utility.copy()
+        self._last_M = self.M
+        self.M = self.M[keep]
+        self.M_history.append(self.M.copy())
+        self._local = {int(g): k for k, g in enumerate(self.M)}
+        self.round += 1
+        if not self.finished:
+            self._select_lengthscale(self.duels)
+            self.round_pairs.append([])
+            self._start_round()
+
+    # -- protocol ---------------------------------------------------------------------------------
+    def _propose(self) -> Query:
+        if self.finished:
+            raise QueryStateError(
+                f"MR-LPF has used its horizon of {self.horizon} duels; recommend() gives x_T"
+            )
+        if self.M.size == 1:
+            g = int(self.M[0])
+            return self._compare(g, g)
+        V = self._cov.variance_matrix()
+        np.fill_diagonal(V, -1.0)
+        flat = self._pick(V.ravel())
+        a, b = divmod(flat, self.M.size)
+        return self._compare(int(self.M[a]), int(self.M[b]))
+
+    def _observe(self, query: Query, answer: Any) -> None:
+        i, j, y = self._duel_of(query, answer)
+        li, lj = self._local[i], self._local[j]
+        self._model.add(li, lj, y)
+        self._cov.update(li, lj)
+        self.duels.append((i, j, y))
+        self.round_pairs[self.round].append((i, j))
+        self.n_in_round += 1
+        if self.n_in_round == self.schedule[self.round]:
+            self._end_round()
+
+    def recommend_index(self) -> int:
+        """``argmax_{x in M} min_{x' in M} mu(h(x, x'))`` from the last round-end fit (sec. 3.5).
+
+        The predicted maximin arm of the surviving set equals the arm of largest fitted utility in
+        it. During round 1 the fit uses round 1's duels so far (no duels: the first arm).
+        """
+        if self._last_utility is None:
+            util = self._model.fit().utility
+            return int(self.M[int(np.argmax(util))])
+        assert self._last_M is not None
+        pos = np.searchsorted(self._last_M, self.M)
+        return int(self.M[int(np.argmax(self._last_utility[pos]))])
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d.update(
+            {
+                "horizon": self.horizon,
+                "schedule": list(self.schedule),
+                "round": self.round + 1,
+                "n_in_round": self.n_in_round,
+                "n_surviving": int(self.M.size),
+                "beta": list(self.betas),
+                "sigma_reg": list(self.sigma_regs),
+            }
+        )
+        return d
+
+
+class MaxMinLCB(_DuelingPolicy):
+    """MaxMinLCB (Pasztor et al. 2024, Algorithm 1; Appendix D of Kayal et al.).
+
+    At step ``t`` the estimator (eq. 7) is fitted on all duels so far, ``sigma_t`` is eq. 10 with
+    regulariser ``sigma_reg`` (default ``lam``), ``LCB = mu(h_t) - beta sigma_t`` and
+    ``UCB = mu(h_t) + beta sigma_t``. The leader maximises its worst-case lower bound and the
+    follower is its best response:
+
+    ``x_t = argmax_{x in M_t} min_{x' in M_t} LCB(x, x')``,
+    ``x'_t = argmin_{x' in M_t} LCB(x_t, x')``,
+
+    with ``M_t = {x : UCB(x, x') >= 1/2 for all x' != x}`` recomputed from all arms each step
+    (``use_candidate_set=False``: ``M_t`` is every arm). Pairs ``x = x'`` are excluded unless
+    ``|M_t| = 1`` (``allow_self_duel=True`` includes them, as the BOHF authors' script). Ties are
+    broken at random from the seed.
+    """
+
+    method_id = "maxminlcb"
+
+    def __init__(
+        self,
+        candidates: Any,
+        kernel: Kernel | None = None,
+        lam: float = 0.05,
+        beta: float = 1.0,
+        sigma_reg: float | None = None,
+        use_candidate_set: bool = True,
+        allow_self_duel: bool = False,
+        regularizer: str = "rkhs",
+        normalize_loss: bool = False,
+        lengthscales: Sequence[float] = DEFAULT_LENGTHSCALES,
+        n_candidates: int = 256,
+        tie_break: str = "random",
+        tie_tol: float = 1e-12,
+        seed: int | np.random.Generator | None = None,
+    ) -> None:
+        super().__init__(
+            candidates,
+            kernel=kernel,
+            lam=lam,
+            regularizer=regularizer,
+            normalize_loss=normalize_loss,
+            lengthscales=lengthscales,
+            n_candidates=n_candidates,
+            tie_break=tie_break,
+            tie_tol=tie_tol,
+            seed=seed,
+        )
+        b = float(beta)
+        if not math.isfinite(b) or b < 0:
+            raise InvalidInputError(f"beta must be >= 0 and finite, got {beta!r}")
+        self.beta = b
+        self.sigma_reg = self.lam if sigma_reg is None else float(sigma_reg)
+        if not math.isfinite(self.sigma_reg) or self.sigma_reg <= 0:
+            raise InvalidInputError(f"sigma_reg must be positive, got {sigma_reg!r}")
+        self.use_candidate_set = bool(use_candidate_set)
+        self.allow_self_duel = bool(allow_self_duel)
+        self._model = self._new_model(self.K_X)
+        self._cov = DuelCovariance(self.K_X, self.sigma_reg)
+        self.n_candidates_last = self.m
+
+    def _rebuild(self) -> None:
+        self._model = self._new_model(self.K_X)
+        self._cov = DuelCovariance(self.K_X, self.sigma_reg)
+        for i, j, y in self.duels:
+            self._model.add(i, j, y)
+            self._cov.update(i, j)
+
+    def _propose(self) -> Query:
+        g = self._model.fit().utility
+        P = g[:, None] - g[None, :]
+        P = 1.0 / (1.0 + np.exp(-P))
+        S = np.sqrt(self._cov.variance_matrix())
+        if self.use_candidate_set:
+            ucb = P + self.beta * S
+            np.fill_diagonal(ucb, np.inf)
+            M = np.flatnonzero(ucb.min(axis=1) >= 0.5)
+            if M.size == 0:  # numerically impossible: argmax g has UCB >= 1/2 against all
+                M = np.array([int(np.argmax(g))])
+        else:
+            M = np.arange(self.m)
+        self.n_candidates_last = int(M.size)
+        if M.size == 1:
+            return self._compare(int(M[0]), int(M[0]))
+        lcb = (P - self.beta * S)[np.ix_(M, M)]
+        if not self.allow_self_duel:
+            np.fill_diagonal(lcb, np.inf)
+        leader = self._pick(lcb.min(axis=1))
+        row = lcb[leader]
+        follower = self._pick(row, maximise=False)
+        return self._compare(int(M[leader]), int(M[follower]))
+
+    def _observe(self, query: Query, answer: Any) -> None:
+        i, j, y = self._duel_of(query, answer)
+        self._model.add(i, j, y)
+        self._cov.update(i, j)
+        self.duels.append((i, j, y))
+        if _refit_due(len(self.duels)) and self._select_lengthscale(self.duels):
+            self._rebuild()
+
+    def recommend_index(self) -> int:
+        """The arm of largest fitted utility: the predicted maximin winner over all arms."""
+        return int(np.argmax(self._model.fit().utility))
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d.update(
+            {
+                "beta": self.beta,
+                "sigma_reg": self.sigma_reg,
+                "use_candidate_set": self.use_candidate_set,
+                "allow_self_duel": self.allow_self_duel,
+                "n_candidates_last": self.n_candidates_last,
+            }
+        )
+        return d
+
+
+class RandomDuels(_DuelingPolicy):
+    """Uniformly random duels of two distinct arms; recommends the arm of largest fitted utility
+    (eq. 7 on all duels). The baseline ``random`` of the preference family."""
+
+    method_id = "random"
+
+    def __init__(self, candidates: Any, **kwargs: Any) -> None:
+        super().__init__(candidates, **kwargs)
+        self._model = self._new_model(self.K_X)
+
+    def _propose(self) -> Query:
+        if self.m == 1:
+            return self._compare(0, 0)
+        i = int(self.rng.integers(self.m))
+        j = int(self.rng.integers(self.m - 1))
+        return self._compare(i, j + (j >= i))
+
+    def _observe(self, query: Query, answer: Any) -> None:
+        i, j, y = self._duel_of(query, answer)
+        self._model.add(i, j, y)
+        self.duels.append((i, j, y))
+        if _refit_due(len(self.duels)) and self._select_lengthscale(self.duels):
+            self._model = self._new_model(self.K_X)
+            for a, b, v in self.duels:
+                self._model.add(a, b, v)
+
+    def recommend_index(self) -> int:
+        return int(np.argmax(self._model.fit().utility))
+
+
+# -- registry ---------------------------------------------------------------------------------------
+_COMMON = ("kernel", "lam", "regularizer", "normalize_loss", "tie_break")
+
+
+def _settings(problem: Any, method: str) -> dict[str, Any]:
+    s = dict(problem.settings)
+    out = {k: s[k] for k in _COMMON if k in s}
+    beta = s.get(f"beta_{method}", s.get("beta"))
+    if beta is not None:
+        out["beta"] = beta
+    return out
+
+
+@register_method("mr-lpf", "preference", "MR-LPF (Kayal et al., Algorithm 1): multi-round duels")
+def _make_mrlpf(problem: Any, seed: int | None, **options: Any) -> MRLPF:
+    kw = _settings(problem, "mr-lpf")
+    kw["horizon"] = problem.settings.get("budget", 300)
+    for key in ("B", "kappa"):
+        if key in problem.settings:
+            kw[key] = problem.settings[key]
+    kw.update(options)
+    return MRLPF(problem.space, seed=seed, **kw)
+
+
+@register_method("maxminlcb", "preference", "MaxMinLCB (Pasztor et al. 2024): Stackelberg duels")
+def _make_maxminlcb(problem: Any, seed: int | None, **options: Any) -> MaxMinLCB:
+    kw = _settings(problem, "maxminlcb")
+    kw.update(options)
+    return MaxMinLCB(problem.space, seed=seed, **kw)
+
+
+@register_method("random", "preference", "uniformly random duels, fitted-utility recommendation")
+def _make_random(problem: Any, seed: int | None, **options: Any) -> RandomDuels:
+    kw = _settings(problem, "random")
+    kw.pop("beta", None)
+    kw.update(options)
+    return RandomDuels(problem.space, seed=seed, **kw)
