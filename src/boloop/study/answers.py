@@ -84,7 +84,11 @@ def parse_answer(query: Query, answer: Any) -> Any:
     """
     if isinstance(query, Evaluate):
         if isinstance(answer, str):
-            answer = _text_value(answer)
+            parts = answer.replace(",", " ").split()
+            if query.outputs and len(parts) == len(query.outputs) and "=" not in answer:
+                answer = dict(zip(query.outputs, (_text_value(p) for p in parts)))
+            else:
+                answer = _text_value(answer)
             if isinstance(answer, str):
                 raise AnswerTypeError(
                     f"query {query.id} needs a number"

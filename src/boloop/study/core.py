@@ -10,13 +10,18 @@ a mismatch raises :class:`~boloop.errors.StorageError` naming the study and the 
 from __future__ import annotations
 
 import csv
+import functools
+import hashlib
 import json
 import logging
 import math
 import numbers
 import os
+import pickle
 import platform
 import secrets
+import time
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -51,6 +56,31 @@ logger = logging.getLogger("boloop")
 
 CONFIG_FORMAT = 1
 _MAX_RETRIES = 5
+#: store a policy snapshot once replaying the events since the last one costs this many seconds
+SNAPSHOT_AFTER_SECONDS = 0.2
+#: snapshots larger than this (compressed) are not stored
+SNAPSHOT_MAX_BYTES = 64 * 2**20
+#: set ``BOLOOP_SNAPSHOTS=0`` to never store snapshots (every load replays the whole log)
+SNAPSHOTS_ENABLED = os.environ.get("BOLOOP_SNAPSHOTS", "1") != "0"
+
+
+@functools.lru_cache(maxsize=1)
+def _code_fingerprint() -> str:
+    """Hash of boloop's source files and the numpy version: a snapshot is only reused by the
+    exact code that wrote it (any change to an algorithm means a full, checked replay)."""
+    h = hashlib.sha256()
+    h.update(boloop.__version__.encode())
+    h.update(np.__version__.encode())
+    root = os.path.dirname(os.path.abspath(boloop.__file__))
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for fn in sorted(filenames):
+            if fn.endswith(".py"):
+                path = os.path.join(dirpath, fn)
+                h.update(os.path.relpath(path, root).encode())
+                with open(path, "rb") as fh:
+                    h.update(fh.read())
+    return h.hexdigest()
 
 
 # -- queries with names ----------------------------------------------------------------------------
@@ -174,7 +204,14 @@ class Study:
     problem or a :class:`UserExperiment`), ``space``, ``storage_url`` and ``config`` (as stored).
     """
 
-    def __init__(self, storage: Storage, study_id: int, name: str, events: list[Event]) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        study_id: int,
+        name: str,
+        events: list[Event],
+        full_replay: bool = False,
+    ) -> None:
         if not events or events[0].kind != "created":
             raise StorageError(f"study {name!r} in {storage.url!r} has no 'created' event")
         self._storage = storage
@@ -194,6 +231,7 @@ class Study:
         self.space: Space = self.problem.space
         self._labels = getattr(self.problem, "labels", None)
         self._events: list[Event] = []
+        self._full_replay = bool(full_replay)
         self._rebuild(events)
 
     # -- public API ---------------------------------------------------------------------------------
@@ -224,7 +262,9 @@ class Study:
         """
         for _ in range(_MAX_RETRIES):
             self.refresh()
+            t0 = time.perf_counter()
             query = self._policy.ask()
+            self._cost += time.perf_counter() - t0
             if query.id in self._logged_open:
                 return self._wrap(query)
             try:
@@ -232,6 +272,7 @@ class Study:
                     query = self._policy.ask()
                     if query.id not in self._logged_open:
                         self._append(tx, "asked", query.id, {"query": query.to_dict()})
+                self._maybe_snapshot()
                 return self._wrap(query)
             except SeqConflict:
                 self._reload()
@@ -259,7 +300,8 @@ class Study:
                     value = parse_answer(pending, answer)
                     if qid not in self._logged_open:  # asked through .policy directly
                         self._append(tx, "asked", qid, {"query": pending.to_dict()})
-                    self._append(tx, "told", qid, {"answer": value}, apply=True)
+                    self._append(tx, "told", qid, {"answer": value})
+                self._maybe_snapshot()
                 return
             except SeqConflict:
                 self._reload()
@@ -280,9 +322,7 @@ class Study:
                     if last is None:
                         raise QueryStateError(f"study {self.name!r}: there is no answer to undo")
                     row = self._row(last)
-                    self._append(
-                        tx, "withdrawn", last.query_id, {"withdraws": last.seq}, apply=True
-                    )
+                    self._append(tx, "withdrawn", last.query_id, {"withdraws": last.seq})
                 return row
             except SeqConflict:
                 self._reload()
@@ -294,24 +334,22 @@ class Study:
         Only for methods that take measurements outside their own queries (their policy has
         ``add(x, value)``); the open query, if any, stays open.
         """
-        adder = getattr(self._policy, "add", None)
-        if not callable(adder):
-            raise InvalidInputError(
-                f"method {self.method!r} does not take measurements outside its own queries; "
-                "answer its queries with tell"
-            )
         x = params_to_point(self.space, params, "params")
         measured = parse_measurement(value)
         if isinstance(measured, float) and not math.isfinite(measured):
             raise InvalidInputError(f"value must be finite, got {value!r}")
         if isinstance(measured, dict) and not all(math.isfinite(v) for v in measured.values()):
             raise InvalidInputError(f"value must be finite, got {value!r}")
+        if not callable(getattr(self._policy, "add", None)):
+            raise InvalidInputError(
+                f"method {self.method!r} does not take measurements outside its own queries; "
+                "answer its queries with tell"
+            )
         for _ in range(_MAX_RETRIES):
             try:
                 with self._write() as tx:
-                    self._append(
-                        tx, "added", None, {"x": x.tolist(), "answer": measured}, apply=True
-                    )
+                    self._append(tx, "added", None, {"x": x.tolist(), "answer": measured})
+                self._maybe_snapshot()
                 return
             except SeqConflict:
                 self._reload()
@@ -442,10 +480,9 @@ class Study:
         kind: str,
         query_id: int | None,
         payload: dict[str, Any],
-        apply: bool = False,
     ) -> None:
-        """Append an event after the last one seen; with ``apply``, also apply it to the policy
-        (inside the transaction: if the policy refuses, nothing is committed)."""
+        """Append an event after the last one seen and apply it to the policy, inside the
+        transaction: if the policy refuses it, nothing is committed."""
         ev = tx.append(self._sid, self._seq + 1, kind, query_id, payload)
         self._dirty = True
         self._apply_new([ev])
@@ -455,18 +492,63 @@ class Study:
         self._rebuild(self._storage.events(self._sid, after=-1))
 
     def _rebuild(self, events: list[Event]) -> None:
-        """A fresh policy replaying the events in effect."""
-        self._policy = make_policy(self.method, self.problem, self.seed, **self.options)
-        self._events = []
+        """The policy after the events in effect: from the latest valid snapshot (unless
+        ``full_replay``) plus a checked replay of the events after it, else a full replay."""
+        self._events = list(events)
+        self._seq = events[-1].seq if events else -1
         self._effective: list[Event] = []
         self._asked: dict[int, Event] = {}
         self._logged_open: set[int] = set()
-        self._seq = -1
         self._dirty = False
-        self._events = list(events)
-        self._seq = events[-1].seq if events else -1
-        for ev in _effective_events(events, self.name):
+        self._cost = 0.0
+        effective = _effective_events(events, self.name)
+        start = 0
+        policy = self._snapshot_policy(events, effective) if not self._full_replay else None
+        if policy is not None:
+            self._policy, start = policy
+        else:
+            self._policy = make_policy(self.method, self.problem, self.seed, **self.options)
+        for ev in effective[:start]:
+            self._apply(ev, replay=False)
+        for ev in effective[start:]:
             self._apply(ev)
+
+    def _snapshot_policy(
+        self, events: list[Event], effective: list[Event]
+    ) -> tuple[BasePolicy, int] | None:
+        """``(policy, number of effective events it includes)`` from a valid snapshot."""
+        try:
+            snap = self._storage.get_snapshot(self._sid)
+        except StorageError:
+            return None
+        if snap is None:
+            return None
+        seq, fingerprint, data = snap
+        if fingerprint != _code_fingerprint() or seq > self._seq:
+            return None
+        prefix = _effective_events([e for e in events if e.seq <= seq], self.name)
+        if [e.seq for e in effective[: len(prefix)]] != [e.seq for e in prefix]:
+            return None  # a later undo reached back before the snapshot
+        try:
+            policy = pickle.loads(zlib.decompress(data))
+        except Exception as exc:  # noqa: BLE001 - a cache: any failure means a full replay
+            logger.debug("study %r: snapshot at event %s unreadable: %s", self.name, seq, exc)
+            return None
+        return policy, len(prefix)
+
+    def _maybe_snapshot(self) -> None:
+        """Store a snapshot once replaying the events since the last one would cost more than
+        :data:`SNAPSHOT_AFTER_SECONDS` (policies that refit hyperparameters at every answer)."""
+        if self._cost < SNAPSHOT_AFTER_SECONDS or not SNAPSHOTS_ENABLED:
+            return
+        self._cost = 0.0
+        try:
+            data = zlib.compress(pickle.dumps(self._policy, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        except Exception as exc:  # noqa: BLE001 - unpicklable policies just replay in full
+            logger.debug("study %r: policy cannot be pickled: %s", self.name, exc)
+            return
+        if len(data) <= SNAPSHOT_MAX_BYTES:
+            self._storage.put_snapshot(self._sid, self._seq, _code_fingerprint(), data)
 
     def _apply_new(self, new: list[Event]) -> None:
         if any(e.kind == "withdrawn" for e in new):
@@ -479,36 +561,42 @@ class Study:
             self._events.append(ev)
             self._seq = ev.seq
 
-    def _apply(self, ev: Event) -> None:
-        """Apply one event in effect to the policy, checking replayed queries."""
+    def _apply(self, ev: Event, replay: bool = True) -> None:
+        """Apply one event in effect (to the policy too when ``replay``), checking replayed
+        queries against the stored ones."""
         if ev.kind == "created":
             return
+        t0 = time.perf_counter()
         if ev.kind == "asked":
             stored = _decode_query(ev, self.name)
-            replayed = self._policy.ask()
-            if replayed.id != stored.id or replayed != stored:
-                raise StorageError(
-                    f"study {self.name!r}: replaying the log gives a different query at event "
-                    f"{ev.seq}: stored {stored.to_dict()}, replayed {replayed.to_dict()}. The "
-                    f"study was created with boloop {self.config.get('boloop_version')!r}; this "
-                    f"is boloop {boloop.__version__!r} (method {self.method!r}). Load it with the "
-                    "boloop version that created it."
-                )
+            if replay:
+                replayed = self._policy.ask()
+                if replayed.id != stored.id or replayed != stored:
+                    raise StorageError(
+                        f"study {self.name!r}: replaying the log gives a different query at "
+                        f"event {ev.seq}: stored {stored.to_dict()}, replayed "
+                        f"{replayed.to_dict()}. The study was created with boloop "
+                        f"{self.config.get('boloop_version')!r}; this is boloop "
+                        f"{boloop.__version__!r} (method {self.method!r}). Load it with the "
+                        "boloop version that created it."
+                    )
             self._asked[stored.id] = ev
             self._logged_open.add(stored.id)
         elif ev.kind == "told":
             qid = ev.query_id
-            try:
-                self._policy.tell(qid, _decode_answer(ev.payload.get("answer")))
-            except BoloopError as exc:
-                raise StorageError(
-                    f"study {self.name!r}: the stored answer of event {ev.seq} (query {qid}) is "
-                    f"refused on replay: {exc}"
-                ) from exc
+            if replay:
+                try:
+                    self._policy.tell(qid, _decode_answer(ev.payload.get("answer")))
+                except BoloopError as exc:
+                    raise StorageError(
+                        f"study {self.name!r}: the stored answer of event {ev.seq} (query {qid}) "
+                        f"is refused on replay: {exc}"
+                    ) from exc
             self._logged_open.discard(qid)  # type: ignore[arg-type]
-        elif ev.kind == "added":
+        elif ev.kind == "added" and replay:
             x = np.asarray(ev.payload["x"], dtype=np.float64)
             self._policy.add(x, _decode_answer(ev.payload["answer"]))  # type: ignore[attr-defined]
+        self._cost += time.perf_counter() - t0
         self._effective.append(ev)
 
     def _check_open(self, qid: int) -> None:
@@ -793,20 +881,27 @@ def create_study(
     else:
         config["space"] = doc
     # build once before storing anything: bad methods, options or spaces fail here
-    make_policy(method, _problem_from_config(config), int(seed), **config["options"])
+    try:
+        make_policy(method, _problem_from_config(config), int(seed), **config["options"])
+    except TypeError as exc:
+        raise InvalidInputError(f"bad options for method {method!r}: {exc}") from exc
     sid = store.create_study(name, config)
     return Study(store, sid, name, store.events(sid))
 
 
-def load_study(name: str, storage: str | None = None) -> Study:
+def load_study(name: str, storage: str | None = None, *, full_replay: bool = False) -> Study:
     """Load study ``name``, replaying its log through a fresh policy.
+
+    Every replayed query is checked against the stored one. A snapshot stored by the same code
+    (see :mod:`boloop.study.storage`) stands in for the events before it unless ``full_replay``;
+    the events after it are replayed and checked.
 
     Raises :class:`UnknownIdError` (listing the stored names) if there is no such study and
     :class:`StorageError` if the log does not replay to the same queries.
     """
     store = Storage(storage, create=False)
     sid = store.study_id(name)
-    return Study(store, sid, name, store.events(sid))
+    return Study(store, sid, name, store.events(sid), full_replay=full_replay)
 
 
 def list_studies(storage: str | None = None) -> list[dict[str, Any]]:

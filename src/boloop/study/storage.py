@@ -11,6 +11,11 @@ blocks the writer. Three tables:
 ``boloop_studies``
     one row per study: ``name`` is unique, so two processes creating the same study race to one
     winner.
+``boloop_snapshots``
+    a cache beside the log: the latest pickled state of a study's policy, so that loading a study
+    whose policy refits hyperparameters on every answer does not redo every fit. Valid only for
+    the same code fingerprint and when no later ``withdrawn`` event reaches back before it;
+    otherwise the log is replayed in full. It is the only table whose rows are replaced.
 ``boloop_events``
     the log. Every event has a per-study sequence number ``seq`` (0 for ``created``) and the
     constraint ``UNIQUE(study_id, seq)``: a writer appends ``seq = last seen + 1`` in one
@@ -87,6 +92,16 @@ _events_table = sa.Table(
     sa.Column("payload", sa.Text, nullable=False),
     sa.Column("created_at", sa.String(32), nullable=False),
     sa.UniqueConstraint("study_id", "seq", name="uq_boloop_events_study_seq"),
+)
+# a cache, not part of the log: the latest pickled policy of a study (see Storage.put_snapshot)
+_snapshots_table = sa.Table(
+    "boloop_snapshots",
+    _metadata,
+    sa.Column("study_id", sa.Integer, sa.ForeignKey("boloop_studies.study_id"), primary_key=True),
+    sa.Column("seq", sa.Integer, nullable=False),
+    sa.Column("fingerprint", sa.String(64), nullable=False),
+    sa.Column("created_at", sa.String(32), nullable=False),
+    sa.Column("data", sa.LargeBinary, nullable=False),
 )
 
 
@@ -249,7 +264,7 @@ class Storage:
                 f"{rows.get('boloop_version', '?')}; this boloop reads schema version "
                 f"{SCHEMA_VERSION}"
             )
-        missing = {"boloop_studies", "boloop_events"} - tables
+        missing = {"boloop_studies", "boloop_events", "boloop_snapshots"} - tables
         if missing:
             raise StorageError(f"storage {self.url!r} is corrupt: tables {sorted(missing)} missing")
 
@@ -373,6 +388,35 @@ class Storage:
         """The events of a study with ``seq > after``, in order (a reading transaction)."""
         with self.transaction(write=False) as tx:
             return tx.events(study_id, after)
+
+    def put_snapshot(self, study_id: int, seq: int, fingerprint: str, data: bytes) -> None:
+        """Replace the study's snapshot (a cache: failures are logged, never raised)."""
+        try:
+            with self.transaction(write=True) as tx:
+                tx.conn.execute(
+                    _snapshots_table.delete().where(_snapshots_table.c.study_id == study_id)
+                )
+                tx.conn.execute(
+                    _snapshots_table.insert().values(
+                        study_id=study_id,
+                        seq=seq,
+                        fingerprint=fingerprint,
+                        created_at=now_iso(),
+                        data=data,
+                    )
+                )
+        except StorageError as exc:
+            logger.debug("snapshot of study %s at event %s not stored: %s", study_id, seq, exc)
+
+    def get_snapshot(self, study_id: int) -> tuple[int, str, bytes] | None:
+        """``(seq, fingerprint, data)`` of the study's snapshot, if any."""
+        with self.transaction(write=False) as tx:
+            row = tx.conn.execute(
+                sa.select(
+                    _snapshots_table.c.seq, _snapshots_table.c.fingerprint, _snapshots_table.c.data
+                ).where(_snapshots_table.c.study_id == study_id)
+            ).first()
+        return None if row is None else (int(row[0]), str(row[1]), bytes(row[2]))
 
     def size_bytes(self) -> int | None:
         """Size of the SQLite file plus its WAL, or None for other databases."""

@@ -1,0 +1,387 @@
+"""``boloop study ...``: the study API on the command line (Optuna's ``ask``/``tell`` CLI style).
+
+:func:`register` adds the ``study`` subcommand tree to the ``boloop`` parser; every subcommand
+sets ``func(args) -> exit code``. ``python -m boloop.study.cli`` runs the tree on its own.
+
+Exit codes: 0 success, 1 bad input or state (the message names what is wrong; nothing stored
+changes), 130 interrupted by Ctrl-C (everything answered so far is stored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from boloop.errors import BoloopError
+from boloop.study.core import Study, StudyQuery, create_study, list_studies, load_study
+
+__all__ = ["register", "main"]
+
+
+def _option(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"--option needs key=value, got {text!r}")
+    try:
+        parsed: Any = json.loads(value)
+    except ValueError:
+        low = value.strip().lower()
+        parsed = {"true": True, "false": False}.get(low, value)
+    return key.strip(), parsed
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``study`` (create, ask, tell, undo, add, status, list, export, run) to ``subparsers``."""
+    study = subparsers.add_parser(
+        "study",
+        help="persistent studies for real experiments (ask, tell, undo, run...)",
+        description="Persistent studies: every query and answer is stored; resume at any time. "
+        "Storage: --storage URL, else $BOLOOP_STORAGE, else sqlite:///boloop.db.",
+    )
+    sub = study.add_subparsers(dest="study_command", metavar="COMMAND")
+    study.set_defaults(func=lambda args: (study.print_help(), 0)[1])
+
+    def add(name: str, help: str, func: Any, needs_name: bool = True) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        if needs_name:
+            p.add_argument("name", metavar="NAME", help="study name")
+        p.add_argument(
+            "--storage",
+            default=None,
+            help="storage URL (default $BOLOOP_STORAGE or sqlite:///boloop.db)",
+        )
+        p.set_defaults(func=func)
+        return p
+
+    p = add("create", "create a study", _create)
+    p.add_argument("--method", required=True, help="method id, e.g. randomized-straddle, mr-lpf")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--problem", help="a registered problem id (answers come from you)")
+    g.add_argument("--space", help="your experiment: a .json, .toml or .csv space file")
+    p.add_argument("--seed", type=int, default=None, help="policy seed (random if omitted)")
+    p.add_argument("--family", default=None, help="family, when the method id is in several")
+    p.add_argument(
+        "--option",
+        action="append",
+        type=_option,
+        default=[],
+        metavar="KEY=VALUE",
+        help="method option (repeatable); values are read as JSON when they parse",
+    )
+
+    p = add("ask", "print the open query (the same one until it is answered)", _ask)
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = add("tell", "answer a query", _tell)
+    p.add_argument("query_id", metavar="QUERY_ID", help="the query id printed by ask")
+    p.add_argument(
+        "answer",
+        metavar="ANSWER",
+        help="a number, named numbers (f=1.2,g=0.3), accept/reject, a/b, or JSON",
+    )
+
+    add("undo", "withdraw the last answer", _undo)
+
+    p = add("add", "record a measurement you made on your own", _add)
+    p.add_argument(
+        "params", metavar="PARAMS", help="named values: temperature=35,ratio=0.4 or JSON"
+    )
+    p.add_argument("value", metavar="VALUE", help="the measured value(s)")
+
+    p = add("status", "counts, the recommendation and the last answers", _status)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--last", type=int, default=5, help="how many recent answers to show")
+
+    p = add("list", "list the studies in a storage", _list, needs_name=False)
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+    p = add("export", "write the history to CSV or JSON", _export)
+    p.add_argument("--out", required=True, help="output file (.csv or .json)")
+
+    p = add(
+        "run", "answer queries interactively at a prompt (Ctrl-C or q to stop, resume later)", _run
+    )
+    p.add_argument("--max", type=int, default=None, help="stop after this many answers")
+    return study
+
+
+# -- commands ----------------------------------------------------------------------------------
+def _guard(func: Any) -> Any:
+    def wrapped(args: argparse.Namespace) -> int:
+        try:
+            return int(func(args) or 0)
+        except BoloopError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        except KeyboardInterrupt:
+            print("\ninterrupted; everything answered so far is stored", file=sys.stderr)
+            return 130
+
+    wrapped.__name__ = func.__name__
+    return wrapped
+
+
+@_guard
+def _create(args: argparse.Namespace) -> int:
+    options = dict(args.option)
+    study = create_study(
+        args.name,
+        args.method,
+        args.space,
+        problem=args.problem,
+        storage=args.storage,
+        seed=args.seed,
+        family=args.family,
+        **options,
+    )
+    print(
+        f"created study {study.name!r}: method {study.method} ({study.family}), seed {study.seed}, "
+        f"parameters {study.names}, storage {study.storage_url}"
+    )
+    return 0
+
+
+@_guard
+def _ask(args: argparse.Namespace) -> int:
+    study = load_study(args.name, storage=args.storage)
+    q = study.ask()
+    if args.json:
+        print(json.dumps(q.to_dict()))
+    else:
+        print(q.prompt())
+        print(f"answer with: boloop study tell {_quote(study.name)} {q.id} {_answer_hint(q)}")
+    return 0
+
+
+@_guard
+def _tell(args: argparse.Namespace) -> int:
+    study = load_study(args.name, storage=args.storage)
+    study.tell(args.query_id, args.answer)
+    row = study.history()[-1]
+    print(f"stored: query {row['query_id']} -> {row['answer_text']} ({study.n_answered} answers)")
+    return 0
+
+
+@_guard
+def _undo(args: argparse.Namespace) -> int:
+    study = load_study(args.name, storage=args.storage)
+    row = study.undo()
+    what = f"query {row['query_id']}" if row["query_id"] is not None else "measurement"
+    print(f"withdrawn: {what} -> {row['answer_text']}; open query now {study.ask().id}")
+    return 0
+
+
+@_guard
+def _add(args: argparse.Namespace) -> int:
+    from boloop.study.answers import parse_measurement
+
+    study = load_study(args.name, storage=args.storage)
+    text = args.params.strip()
+    params = json.loads(text) if text.startswith("{") else parse_measurement(text, "PARAMS")
+    if not isinstance(params, dict):
+        print("error: PARAMS must be named values, e.g. temperature=35,ratio=0.4", file=sys.stderr)
+        return 1
+    study.add(params, args.value)
+    print(f"stored measurement at {params} ({study.n_answered} answers)")
+    return 0
+
+
+@_guard
+def _status(args: argparse.Namespace) -> int:
+    study = load_study(args.name, storage=args.storage)
+    st = study.status(last=args.last)
+    if args.json:
+        print(json.dumps(st, default=str))
+        return 0
+    counts = ", ".join(f"{v} {k}" for k, v in st["counts"].items()) or "none"
+    print(f"study {st['name']!r}: {st['method']} ({st['family']}), seed {st['seed']}")
+    print(f"  storage: {st['storage']}")
+    print(
+        f"  answers: {st['answered']} ({counts}); iteration {st['iteration']}; withdrawn {st['withdrawn']}"
+    )
+    oq = st["open_query"]
+    print(f"  open query: {oq['id'] if oq else 'none (run ask)'}")
+    print(f"  recommendation: {_compact(st['recommendation'])}")
+    if st["last_answers"]:
+        print("  last answers:")
+        for row in st["last_answers"]:
+            print(f"    {_row_text(row)}")
+    return 0
+
+
+@_guard
+def _list(args: argparse.Namespace) -> int:
+    rows = list_studies(args.storage)
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    if not rows:
+        print("no studies")
+        return 0
+    for r in rows:
+        print(
+            f"{r['name']}\t{r['family']}\t{r['method']}\t{r['problem']}\t{r['answered']} answers"
+            f"\tcreated {r['created_at']}"
+        )
+    return 0
+
+
+@_guard
+def _export(args: argparse.Namespace) -> int:
+    study = load_study(args.name, storage=args.storage)
+    study.export(args.out)
+    print(f"wrote {study.n_answered} answers to {args.out}")
+    return 0
+
+
+@_guard
+def _run(args: argparse.Namespace) -> int:
+    study = load_study(args.name, storage=args.storage)
+    return run_loop(study, sys.stdin, sys.stdout, max_answers=args.max)
+
+
+# -- the interactive loop -----------------------------------------------------------------------
+_HELP = "keys: u undo, r recommendation, s status, q quit (Ctrl-C also stops; resume any time)"
+
+
+def run_loop(study: Study, stdin: TextIO, stdout: TextIO, max_answers: int | None = None) -> int:
+    """Ask, read the answer at a prompt, tell, until ``q``, end of input or ``max_answers``.
+
+    Label and compare queries take single keys (``y``/``n``, ``a``/``b``; on a terminal without
+    Enter); measurements are typed numbers (``3.2``, ``f=1.2,g=0.3`` or ``1.2 0.3``). A rejected
+    answer is reported and asked again; nothing is stored for it.
+    """
+    out = stdout
+    print(
+        f"study {study.name!r} ({study.method}); {study.n_answered} answers so far. {_HELP}",
+        file=out,
+    )
+    told = 0
+    while max_answers is None or told < max_answers:
+        q = study.ask()
+        print("", file=out)
+        print(q.prompt(), file=out)
+        print(f"  [{_answer_hint(q)}] > ", end="", file=out, flush=True)
+        text = _read(stdin, single_key=q.kind in ("label", "compare"))
+        if text is None:
+            print("\nend of input; stopped (resume with: boloop study run NAME)", file=out)
+            return 0
+        key = text.strip().lower()
+        if key in ("q", "quit", "exit"):
+            print("stopped (resume with: boloop study run NAME)", file=out)
+            return 0
+        if key in ("u", "undo"):
+            try:
+                row = study.undo()
+                print(f"withdrawn: query {row['query_id']} -> {row['answer_text']}", file=out)
+                told = max(0, told - 1)
+            except BoloopError as exc:
+                print(f"error: {exc}", file=out)
+            continue
+        if key in ("r", "recommend"):
+            try:
+                print(f"recommendation: {_compact(study.recommend())}", file=out)
+            except (BoloopError, NotImplementedError) as exc:
+                print(f"no recommendation yet: {exc}", file=out)
+            continue
+        if key in ("s", "status"):
+            print(f"{study.n_answered} answers; iteration {study.policy.iteration}", file=out)
+            continue
+        if key in ("", "?", "h", "help"):
+            print(_HELP, file=out)
+            continue
+        try:
+            study.tell(q.id, text.strip())
+        except BoloopError as exc:
+            print(f"error: {exc}", file=out)
+            continue
+        told += 1
+        print(f"stored ({study.n_answered} answers)", file=out)
+    return 0
+
+
+def _read(stdin: TextIO, single_key: bool) -> str | None:
+    """One answer: a single key on an interactive terminal, else one line; None at end of input."""
+    if single_key and stdin.isatty():
+        try:
+            import termios
+            import tty
+        except ImportError:  # pragma: no cover - Windows
+            pass
+        else:
+            fd = stdin.fileno()
+            old = termios.tcgetattr(fd)
+            try:
+                tty.setcbreak(fd)
+                ch = stdin.read(1)
+            finally:
+                termios.tcsetattr(fd, termios.TCSADRAIN, old)
+            if ch in ("", "\x04"):
+                return None
+            if ch == "\x03":
+                raise KeyboardInterrupt
+            print(ch)
+            return ch
+    line = stdin.readline()
+    if line == "":
+        return None
+    return line.rstrip("\n")
+
+
+def _answer_hint(q: StudyQuery) -> str:
+    if q.kind == "label":
+        return "y accept / n reject"
+    if q.kind == "compare":
+        return "a / b"
+    if q.outputs:
+        return ",".join(f"{o}=VALUE" for o in q.outputs)
+    return "VALUE"
+
+
+def _quote(name: str) -> str:
+    return name if name.replace("-", "").replace("_", "").isalnum() else json.dumps(name)
+
+
+def _row_text(row: dict[str, Any]) -> str:
+    def fmt(p: dict[str, float] | None) -> str:
+        return ", ".join(f"{k}={v:g}" for k, v in (p or {}).items())
+
+    who = f"query {row['query_id']}" if row["query_id"] is not None else "added"
+    where = (
+        f"A({fmt(row['a'])}) vs B({fmt(row['b'])})" if row["a"] is not None else fmt(row["params"])
+    )
+    return f"{who} [{row['kind']}] {where} -> {row['answer_text']}  ({row['told_at']})"
+
+
+def _compact(obj: Any, limit: int = 6) -> str:
+    """A short text for a recommendation: long lists become their length."""
+
+    def shrink(o: Any) -> Any:
+        if isinstance(o, dict):
+            return {k: shrink(v) for k, v in o.items()}
+        if isinstance(o, list):
+            return f"<{len(o)} points>" if len(o) > limit else [shrink(v) for v in o]
+        if isinstance(o, float):
+            return float(f"{o:.6g}")
+        return o
+
+    return json.dumps(shrink(obj), default=str)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m boloop.study.cli ...`` (the same tree as ``boloop study ...``)."""
+    parser = argparse.ArgumentParser(prog="boloop")
+    subparsers = parser.add_subparsers(dest="command")
+    register(subparsers)
+    args = parser.parse_args(argv)
+    if getattr(args, "func", None) is None:
+        parser.print_help()
+        return 0
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
