@@ -223,6 +223,9 @@ class KernelLogisticDuels:
         self._Phi: np.ndarray | None = None
         self._v: np.ndarray | None = None  # rkhs parameters (m',)
         self._theta: np.ndarray | None = None  # l2_coef coefficients (p,)
+        self._hess: Any = None  # Cholesky factor of the last Newton Hessian (rkhs)
+        #: number of Hessians factorised so far (rkhs)
+        self.n_hessian = 0
         self._fitted_version = -1
         self.utility = np.zeros(self.m)
         self.gradient_norm = 0.0
@@ -346,6 +349,8 @@ class KernelLogisticDuels:
         use_laplacian = Psi.shape[0] * Phi.shape[1] > 2 * self.m * self.m
         it = 0
         gnorm = math.inf
+        prev_gnorm = math.inf
+        fresh = False
         for it in range(1, self.max_iter + 1):  # noqa: B007 - reported below
             mu = expit(u)
             grad = s * (Psi.T @ (c * mu - k)) + lam * v
@@ -353,24 +358,33 @@ class KernelLogisticDuels:
             if gnorm < self.tol:
                 it -= 1
                 break
-            w = s * c * mu * (1.0 - mu)
-            if use_laplacian:
-                # Psi^T W Psi = Phi^T L_W Phi with the weighted pair-graph Laplacian L_W (m, m)
-                m = self.m
-                flat = np.concatenate(
-                    [
-                        P[:, 0] * (m + 1),
-                        P[:, 1] * (m + 1),
-                        P[:, 0] * m + P[:, 1],
-                        P[:, 1] * m + P[:, 0],
-                    ]
-                )
-                L = np.bincount(flat, np.concatenate([w, w, -w, -w]), minlength=m * m)
-                H = Phi.T @ (L.reshape(m, m) @ Phi)
+            # a fresh Hessian at the first step of every fit; later steps of the same fit reuse it
+            # while it still halves the gradient norm per step (otherwise it is refreshed)
+            if it == 1 or self._hess is None or (not fresh and gnorm > 0.5 * prev_gnorm):
+                w = s * c * mu * (1.0 - mu)
+                if use_laplacian:
+                    # Psi^T W Psi = Phi^T L_W Phi, L_W the weighted pair-graph Laplacian (m, m)
+                    m = self.m
+                    flat = np.concatenate(
+                        [
+                            P[:, 0] * (m + 1),
+                            P[:, 1] * (m + 1),
+                            P[:, 0] * m + P[:, 1],
+                            P[:, 1] * m + P[:, 0],
+                        ]
+                    )
+                    L = np.bincount(flat, np.concatenate([w, w, -w, -w]), minlength=m * m)
+                    H = Phi.T @ (L.reshape(m, m) @ Phi)
+                else:
+                    H = Psi.T @ (w[:, None] * Psi)
+                H[np.diag_indices_from(H)] += lam
+                self._hess = cho_factor(H, lower=True, check_finite=False)
+                self.n_hessian += 1
+                fresh = True
             else:
-                H = Psi.T @ (w[:, None] * Psi)
-            H[np.diag_indices_from(H)] += lam
-            step = -cho_solve(cho_factor(H, lower=True, check_finite=False), grad)
+                fresh = False
+            prev_gnorm = gnorm
+            step = -cho_solve(self._hess, grad, check_finite=False)
             v, F, u = self._line_search(objective, v, F, grad, step)
         else:
             logger.warning("KernelLogisticDuels: Newton stopped at max_iter, |grad| = %.3g", gnorm)
