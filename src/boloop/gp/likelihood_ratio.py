@@ -1,0 +1,698 @@
+"""The likelihood-ratio confidence set of an expert's latent belief ``g`` (COBOL, Xu et al. 2024).
+
+Paper: Xu, Adachi, Jones and Osborne, "Principled Bayesian Optimisation in Collaboration with
+Human Experts", NeurIPS 2024, Sec. 3.2 (Lemma 3.2, Remarks 3.4/3.5), App. B.3 (eq. 37-39) and
+App. F (online doubling of ``B_g`` and ``alpha_1``).
+
+Model (Assumption 2.1): a label ``1`` means *reject* and ``P(1 | x) = S(g(x))`` with ``S`` the
+sigmoid; ``g`` lies in the RKHS ball ``||g||_k <= B``. With ``n`` labelled points ``X`` (n, d),
+labels ``r`` (n,) in {0, 1} and values ``Z = g(X)``, the log-likelihood is
+
+    l(Z) = sum_i r_i Z_i - log(1 + exp(Z_i))                                   (concave)
+
+(37) MLE (printed as a min; it is a max):  l* = max_Z l(Z)  s.t.  Z^T K^{-1} Z <= B^2.
+(38)/(39) for a fixed query point x, with z = g(x):
+
+    g_upper(x) = max z,  g_lower(x) = min z   s.t.  [Z; z]^T K_{n+1}^{-1} [Z; z] <= B^2,
+                                                     l(Z) >= l* - alpha_1
+
+How it is solved here (exact, no generic NLP solver):
+
+* With ``L = chol(K + jitter I)``, ``w = L^{-1} Z``, ``a(x) = L^{-1} k(X, x)`` and
+  ``s(x)^2 = k(x, x) + jitter - ||a(x)||^2``, the Schur complement gives
+  ``[Z; z]^T K_{n+1}^{-1} [Z; z] = ||w||^2 + ((z - a^T w) / s)^2``. Writing ``z = a^T w + s u``,
+  the norm constraint is ``||w||^2 + u^2 <= B^2``: closed form in the query value, and
+  ``g_upper(x) = max a^T w + s u`` over the set ``C = {(w, u): ||(w, u)|| <= B, l(L w) >= l0}``,
+  which is the same for every x. ``g_lower(x) = -(max over C of -a^T w + s u)``.
+* The MLE is a trust-region-like problem: ``w(mu) = argmax l(Lw) - mu/2 ||w||^2`` by Newton,
+  and ``mu`` by a bracketed root search of ``||w(mu)|| = B``.
+* The bounds: when the ball's own maximiser ``B (a, s) / sqrt(k(x, x))`` satisfies the likelihood
+  constraint the bound is ``B sqrt(k(x, x) + jitter)``; otherwise both constraints are active and
+  the KKT system (in ``w``, the ball multiplier ``mu`` and the likelihood multiplier ``nu``) is
+  solved by Newton's method for all candidates at once (batched (n, n) factorisations), started
+  from the MLE with multipliers from the MLE's shared Hessian. Candidates that have not converged
+  are finished by a slower, safeguarded dual method (inner Newton in ``w``, damped Newton on the
+  convex 2-D dual in ``(mu, nu)`` with backtracking), so every returned bound is a KKT point.
+
+Shapes: labelled inputs (n, d), labels (n,), candidates (m, d) -> bounds (m,).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve, solve_triangular
+from scipy.optimize import brentq
+from scipy.special import expit
+
+from boloop._validation import as_points
+from boloop.errors import InvalidInputError, NotFittedError
+from boloop.gp.exact import robust_cholesky
+from boloop.gp.kernels import Kernel
+
+__all__ = [
+    "log_likelihood",
+    "maximum_likelihood",
+    "MLEResult",
+    "support_values",
+    "relaxed_support_values",
+    "LikelihoodRatioModel",
+]
+
+logger = logging.getLogger("boloop")
+
+_S_MIN = 1e-9  # floor on s(x): the u-term then contributes at most 1e-9 * B
+
+
+def log_likelihood(Z: np.ndarray, rejected: np.ndarray) -> np.ndarray:
+    """``l(Z) = sum r Z - log(1 + e^Z)`` over the last axis; Z (..., n), rejected (n,) -> (...)."""
+    return np.sum(rejected * Z - np.logaddexp(0.0, Z), axis=-1)
+
+
+@dataclass(frozen=True)
+class MLEResult:
+    """Solution of (37): whitened values ``w`` (n,), values ``Z = L w`` (n,), ``loglik`` = l*,
+    the ball multiplier ``mu`` (0 when the norm constraint is inactive)."""
+
+    w: np.ndarray
+    Z: np.ndarray
+    loglik: float
+    mu: float
+
+
+def _newton_penalised(
+    L: np.ndarray, r: np.ndarray, mu: float, w0: np.ndarray, tol: float = 1e-11, max_iter: int = 100
+) -> np.ndarray:
+    """``argmax_w l(L w) - mu/2 ||w||^2`` by Newton with backtracking; L (n, n), r (n,) -> (n,)."""
+    w = w0.copy()
+
+    def F(v: np.ndarray) -> float:
+        return float(log_likelihood(L @ v, r)) - 0.5 * mu * float(v @ v)
+
+    f = F(w)
+    for _ in range(max_iter):
+        Z = L @ w
+        p = expit(Z)
+        grad = L.T @ (r - p) - mu * w
+        if float(np.max(np.abs(grad))) <= tol:
+            break
+        D = p * (1.0 - p)
+        H = (L.T * D) @ L
+        H[np.diag_indices_from(H)] += mu
+        try:
+            step = cho_solve(cho_factor(H, lower=True, check_finite=False), grad)
+        except np.linalg.LinAlgError:
+            step = grad / max(mu, 1e-12)
+        t = 1.0
+        while t > 1e-10:
+            w_new = w + t * step
+            f_new = F(w_new)
+            if f_new >= f - 1e-14 * max(1.0, abs(f)):
+                break
+            t *= 0.5
+        if t <= 1e-10:
+            break
+        w, f = w_new, f_new
+    return w
+
+
+def maximum_likelihood(
+    L: np.ndarray, rejected: np.ndarray, norm_bound: float, w0: np.ndarray | None = None
+) -> MLEResult:
+    """Solve (37): ``max_Z l(Z) s.t. Z^T K^{-1} Z <= B^2`` in whitened form ``Z = L w``.
+
+    ``L`` (n, n) is the lower Cholesky factor of ``K + jitter I``; ``rejected`` (n,) in {0, 1}.
+    """
+    n = L.shape[0]
+    B = float(norm_bound)
+    r = np.asarray(rejected, dtype=np.float64)
+    if n == 0:
+        return MLEResult(np.zeros(0), np.zeros(0), 0.0, 0.0)
+    w_start = np.zeros(n) if w0 is None or w0.shape != (n,) else w0.copy()
+    state = {"w": w_start}
+
+    def norm_excess(log_mu: float) -> float:
+        w = _newton_penalised(L, r, math.exp(log_mu), state["w"])
+        state["w"] = w
+        return float(np.linalg.norm(w)) - B
+
+    # ||w(mu)|| <= ||L^T (r - p)|| / mu <= ||L||_2 sqrt(n) / mu: mu_hi makes the ball inactive
+    mu_hi = float(np.linalg.norm(L, 2)) * math.sqrt(n) / B * 1.01 + 1e-12
+    lo = math.log(mu_hi) - 2.0
+    f_hi = norm_excess(math.log(mu_hi))
+    f_lo = norm_excess(lo)
+    while f_lo < 0 and lo > math.log(1e-14):
+        lo -= 3.0
+        f_lo = norm_excess(lo)
+    if f_lo < 0:  # the unpenalised maximiser lies inside the ball: the constraint is inactive
+        w = _newton_penalised(L, r, 0.0, state["w"])
+        if np.linalg.norm(w) <= B:
+            Z = L @ w
+            return MLEResult(w, Z, float(log_likelihood(Z, r)), 0.0)
+        w = state["w"]
+        Z = L @ w
+        return MLEResult(w, Z, float(log_likelihood(Z, r)), math.exp(lo))
+    hi = math.log(mu_hi)
+    if f_hi > 0:  # should not happen (bound above); widen defensively
+        while f_hi > 0 and hi < 50:
+            hi += 3.0
+            f_hi = norm_excess(hi)
+    log_mu = brentq(norm_excess, lo, hi, xtol=1e-13, rtol=1e-13, maxiter=200)
+    mu = math.exp(log_mu)
+    w = _newton_penalised(L, r, mu, state["w"])
+    # project onto the sphere to remove the root-finding residual (feasibility is exact)
+    nw = float(np.linalg.norm(w))
+    if nw > B:
+        w = w * (B / nw)
+    Z = L @ w
+    return MLEResult(w, Z, float(log_likelihood(Z, r)), mu)
+
+
+def _kkt_residuals(
+    L: np.ndarray,
+    r: np.ndarray,
+    A: np.ndarray,
+    s: np.ndarray,
+    W: np.ndarray,
+    mu: np.ndarray,
+    nu: np.ndarray,
+    ll_min: float,
+    B: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """KKT residuals of ``max a^T w + s u`` over C with ``u = s / mu`` eliminated.
+
+    Returns r_w (m, n), r_mu (m,), r_nu (m,), the sigmoid P (m, n) and h = L^T (r - P) (m, n).
+    """
+    Z = W @ L.T
+    P = expit(Z)
+    h = (r - P) @ L
+    r_w = A + nu[:, None] * h - mu[:, None] * W
+    r_mu = 0.5 * (B * B - np.einsum("ij,ij->i", W, W) - (s / mu) ** 2)
+    r_nu = log_likelihood(Z, r) - ll_min
+    return r_w, r_mu, r_nu, P, h
+
+
+def _merit(r_w: np.ndarray, r_mu: np.ndarray, r_nu: np.ndarray, B: float) -> np.ndarray:
+    """Squared KKT residual; the ball residual (units of B^2) is scaled by 1/B."""
+    return np.einsum("ij,ij->i", r_w, r_w) + (r_mu / B) ** 2 + r_nu**2
+
+
+def support_values(
+    L: np.ndarray,
+    rejected: np.ndarray,
+    mle: MLEResult,
+    ll_min: float,
+    norm_bound: float,
+    A: np.ndarray,
+    s: np.ndarray,
+    *,
+    tol: float = 1e-10,
+    max_iter: int = 60,
+) -> np.ndarray:
+    """``max a_j^T w + s_j u`` over ``C = {||(w, u)|| <= B, l(L w) >= ll_min}`` for each row j.
+
+    L (n, n); rejected (n,); A (m, n) the directions ``a``; s (m,) >= 0 -> values (m,).
+    ``g_upper(x) = support(a(x), s(x))`` and ``g_lower(x) = -support(-a(x), s(x))``.
+    """
+    A = np.asarray(A, dtype=np.float64)
+    m, n = A.shape
+    B = float(norm_bound)
+    s = np.maximum(np.asarray(s, dtype=np.float64), _S_MIN)
+    kappa = np.sqrt(np.einsum("ij,ij->i", A, A) + s * s)
+    out = B * kappa
+    if n == 0 or m == 0:
+        return out
+    r = np.asarray(rejected, dtype=np.float64)
+    # 1) the ball's maximiser satisfies the likelihood constraint: the ball alone decides
+    W_ball = (B / kappa)[:, None] * A
+    ok = log_likelihood(W_ball @ L.T, r) >= ll_min
+    todo = np.flatnonzero(~ok)
+    if todo.size == 0:
+        return out
+    # 2) both constraints active: batched Newton on the KKT system from the MLE
+    Ad, sd = A[todo], s[todo]
+    w_star = mle.w
+    p_star = expit(mle.Z)
+    H_star = (L.T * (p_star * (1 - p_star))) @ L
+    H_star[np.diag_indices_from(H_star)] += max(mle.mu, 1e-8)
+    cf = cho_factor(H_star, lower=True, check_finite=False)
+    alpha = max(mle.loglik - ll_min, 1e-12)
+    HinvA = cho_solve(cf, Ad.T).T
+    nu = np.sqrt(np.maximum(np.einsum("ij,ij->i", Ad, HinvA), 1e-16) / (2 * alpha))
+    nu = np.maximum(nu, 1e-6)
+    W = np.tile(w_star, (todo.size, 1)) + HinvA / nu[:, None]
+    # keep the start strictly inside the ball so that u = s / mu is defined
+    nrm = np.linalg.norm(W, axis=1)
+    shrink = np.minimum(1.0, 0.95 * B / np.maximum(nrm, 1e-300))
+    W *= shrink[:, None]
+    u0 = np.sqrt(np.maximum(B * B - np.einsum("ij,ij->i", W, W), 1e-16))
+    mu = np.maximum(sd / u0, nu * max(mle.mu, 1e-8))
+    done = np.zeros(todo.size, dtype=bool)
+    eye = np.eye(n)
+    outer_rows = np.einsum("mi,mj->mij", L, L).reshape(n, n * n)
+    for _ in range(max_iter):
+        act = np.flatnonzero(~done)
+        if act.size == 0:
+            break
+        Wa, mua, nua, Aa, sa = W[act], mu[act], nu[act], Ad[act], sd[act]
+        r_w, r_mu, r_nu, P, h = _kkt_residuals(L, r, Aa, sa, Wa, mua, nua, ll_min, B)
+        scale = 1.0 + np.abs(nua) + np.abs(mua)
+        conv = (
+            (np.max(np.abs(r_w), axis=1) <= tol * scale)
+            & (np.abs(r_mu) <= tol * B * B + 1e-14)
+            & (np.abs(r_nu) <= tol * (1 + abs(ll_min)))
+        )
+        done[act[conv]] = True
+        keep = ~conv
+        if not np.any(keep):
+            break
+        act = act[keep]
+        Wa, mua, nua, Aa, sa = Wa[keep], mua[keep], nua[keep], Aa[keep], sa[keep]
+        r_w, r_mu, r_nu, P, h = r_w[keep], r_mu[keep], r_nu[keep], P[keep], h[keep]
+        D = P * (1 - P)
+        # L^T diag(D_j) L for every j at once: one GEMM with the rows' outer products
+        M = (D @ outer_rows).reshape(-1, n, n) * nua[:, None, None]
+        M += mua[:, None, None] * eye
+        rhs = np.stack([r_w, Wa, h], axis=2)
+        try:
+            sol = np.linalg.solve(M, rhs)
+        except np.linalg.LinAlgError:
+            break
+        p_, q_, m_ = sol[:, :, 0], sol[:, :, 1], sol[:, :, 2]
+        wq = np.einsum("ij,ij->i", Wa, q_)
+        wm = np.einsum("ij,ij->i", Wa, m_)
+        hm = np.einsum("ij,ij->i", h, m_)
+        wp = np.einsum("ij,ij->i", Wa, p_)
+        hp = np.einsum("ij,ij->i", h, p_)
+        a11 = wq + sa * sa / mua**3
+        a12 = -wm
+        a22 = hm
+        b1 = wp - r_mu
+        b2 = -r_nu - hp
+        det = a11 * a22 - a12 * a12
+        det = np.where(np.abs(det) < 1e-300, 1e-300, det)
+        dmu = (b1 * a22 - a12 * b2) / det
+        dnu = (a11 * b2 - a12 * b1) / det
+        dW = p_ - q_ * dmu[:, None] + m_ * dnu[:, None]
+        # fraction to the boundary: mu > 0, nu > 0
+        t = np.ones(act.size)
+        neg = dmu < 0
+        t[neg] = np.minimum(t[neg], 0.9 * mua[neg] / -dmu[neg])
+        neg = dnu < 0
+        t[neg] = np.minimum(t[neg], 0.9 * nua[neg] / -dnu[neg])
+        merit0 = _merit(r_w, r_mu, r_nu, B)
+        for _bt in range(30):
+            Wn = Wa + t[:, None] * dW
+            mun = mua + t * dmu
+            nun = nua + t * dnu
+            rw2, rmu2, rnu2, _, _ = _kkt_residuals(L, r, Aa, sa, Wn, mun, nun, ll_min, B)
+            merit1 = _merit(rw2, rmu2, rnu2, B)
+            bad = ~(merit1 <= (1 - 1e-4 * t) * merit0) & (t > 1e-8)
+            if not np.any(bad):
+                break
+            t[bad] *= 0.5
+        W[act] = Wa + t[:, None] * dW
+        mu[act] = mua + t * dmu
+        nu[act] = nua + t * dnu
+    # feasibility-safe value: the u that exactly fills the ball for the current w
+    u_fill = np.sqrt(np.maximum(B * B - np.einsum("ij,ij->i", W, W), 0.0))
+    values = np.einsum("ij,ij->i", Ad, W) + sd * u_fill
+    failed = np.flatnonzero(~done)
+    for j in failed:
+        values[j] = _support_value_dual(L, r, mle, ll_min, B, Ad[j], float(sd[j]))
+    out[todo] = values
+    return out
+
+
+def relaxed_support_values(
+    mle: MLEResult, alpha: float, norm_bound: float, A: np.ndarray, s: np.ndarray
+) -> np.ndarray:
+    """Closed-form outer bound on :func:`support_values`, O(n) per direction (for screening).
+
+    ``l`` is concave, so ``l(Lw) <= l* + h*^T (w - w*)`` with ``h* = L^T grad l(Z*) = mu* w*``
+    (the MLE's KKT condition). The likelihood set therefore lies in the half-space
+    ``{w*^T w >= ||w*||^2 - alpha / mu*}``, and the support function of (ball & half-space) in the
+    direction ``c = (a, s)`` has a closed form. It is >= the exact support value: relaxed lower
+    bounds are <= g_lower and relaxed upper bounds >= g_upper. A (m, n), s (m,) -> (m,).
+    """
+    A = np.asarray(A, dtype=np.float64)
+    B = float(norm_bound)
+    s = np.asarray(s, dtype=np.float64)
+    c2 = np.einsum("ij,ij->i", A, A) + s * s
+    c_norm = np.sqrt(c2)
+    out = B * c_norm
+    w_norm = float(np.linalg.norm(mle.w)) if mle.w.size else 0.0
+    if mle.mu <= 0 or w_norm <= 0:
+        return out
+    g = mle.w / w_norm  # unit normal of the half-space (its u-component is 0)
+    beta = (w_norm**2 - alpha / mle.mu) / w_norm  # half-space: g^T v >= beta
+    if beta <= -B:
+        return out
+    if beta >= B:  # degenerate: the set is the single point B g
+        return B * (A @ g)
+    cg = A @ g
+    ball_ok = B * cg >= beta * c_norm  # the ball's maximiser B c / |c| lies in the half-space
+    c_perp = np.sqrt(np.maximum(c2 - cg * cg, 0.0))
+    cap = beta * cg + math.sqrt(max(B * B - beta * beta, 0.0)) * c_perp
+    return np.where(ball_ok, out, cap)
+
+
+def _support_value_dual(
+    L: np.ndarray,
+    r: np.ndarray,
+    mle: MLEResult,
+    ll_min: float,
+    B: float,
+    a: np.ndarray,
+    s: float,
+    max_outer: int = 200,
+) -> float:
+    """Safeguarded fallback for one direction: damped Newton on the convex dual in (mu, nu).
+
+    q(mu, nu) = max_w [a^T w - mu/2 ||w||^2 + nu (l(L w) - ll_min)] + s^2 / (2 mu) + mu B^2 / 2.
+    """
+    n = L.shape[0]
+    w = mle.w.copy()
+
+    def inner(mu: float, nu: float, w0: np.ndarray) -> tuple[np.ndarray, float]:
+        w = w0.copy()
+
+        def F(v: np.ndarray) -> float:
+            return float(a @ v - 0.5 * mu * v @ v + nu * (log_likelihood(L @ v, r) - ll_min))
+
+        f = F(w)
+        for _ in range(100):
+            p = expit(L @ w)
+            g = a + nu * (L.T @ (r - p)) - mu * w
+            if np.max(np.abs(g)) < 1e-12 * (1 + nu + mu):
+                break
+            H = nu * (L.T * (p * (1 - p))) @ L + mu * np.eye(n)
+            step = cho_solve(cho_factor(H, lower=True, check_finite=False), g)
+            t = 1.0
+            while t > 1e-12:
+                fn = F(w + t * step)
+                if fn >= f - 1e-14 * (1 + abs(f)):
+                    break
+                t *= 0.5
+            w = w + t * step
+            f = F(w)
+        return w, f + s * s / (2 * mu) + mu * B * B / 2
+
+    mu, nu = max(s / B, 1e-6), 1.0
+    w, q = inner(mu, nu, w)
+    for _ in range(max_outer):
+        p = expit(L @ w)
+        h = L.T @ (r - p)
+        H = nu * (L.T * (p * (1 - p))) @ L + mu * np.eye(n)
+        cf = cho_factor(H, lower=True, check_finite=False)
+        q_ = cho_solve(cf, w)
+        m_ = cho_solve(cf, h)
+        grad = np.array([0.5 * (B * B - w @ w - (s / mu) ** 2), log_likelihood(L @ w, r) - ll_min])
+        if abs(grad[0]) < 1e-11 * B * B and abs(grad[1]) < 1e-11 * (1 + abs(ll_min)):
+            break
+        hess = np.array([[w @ q_ + s * s / mu**3, -(w @ m_)], [-(w @ m_), h @ m_]])
+        try:
+            step = -np.linalg.solve(hess + 1e-14 * np.eye(2), grad)
+        except np.linalg.LinAlgError:
+            step = -grad
+        t = 1.0
+        for _bt in range(60):
+            mun, nun = mu + t * step[0], nu + t * step[1]
+            if mun > 0 and nun >= 0:
+                wn, qn = inner(mun, nun, w)
+                if qn <= q + 1e-13 * (1 + abs(q)):
+                    break
+            t *= 0.5
+        else:
+            break
+        mu, nu, w, q = mun, nun, wn, qn
+    u = math.sqrt(max(B * B - float(w @ w), 0.0))
+    return float(a @ w + s * u)
+
+
+class LikelihoodRatioModel:
+    """The expert's confidence set of Lemma 3.2 with online norm-bound estimation (App. F).
+
+    Parameters
+    ----------
+    kernel:
+        The kernel ``k_g`` (COBOL copies the f-GP's length-scales with output scale 1, so that
+        ``k(x, x) <= 1``, Assumption 2.5).
+    norm_bound:
+        Initial guess ``B_g`` (paper: 1).
+    alpha_coefficient:
+        ``c`` of the practical ``alpha_1 = c sqrt(n + 1)`` (reference code; paper Table 3:
+        initial value 0.01). Doubled together with ``B_g`` (App. F: alpha_1 scales with B_g).
+    jitter:
+        Added to the diagonal of every kernel matrix (1e-6 as in the reference code).
+    doubling_period:
+        Run the doubling test when the number of labels is a multiple of this (reference code: 3).
+    max_norm_bound:
+        Cap on ``B_g`` (doubling stops there).
+    adapt:
+        Whether to run the doubling test at all.
+    value_bound:
+        If given, the bounds and MLE predictions at query points are clipped to
+        ``[-value_bound, value_bound]`` (part of the reference code's box ``|g| <= 3``; the code
+        also boxes the values at the labelled points, which is not done here). ``None``: the
+        paper's problems (38)/(39) exactly.
+
+    Labels: ``rejected`` is 1 for *reject* and 0 for *accept* (the paper's convention).
+    """
+
+    def __init__(
+        self,
+        kernel: Kernel,
+        norm_bound: float = 1.0,
+        alpha_coefficient: float = 0.01,
+        *,
+        jitter: float = 1e-6,
+        doubling_period: int = 3,
+        max_norm_bound: float = 1024.0,
+        adapt: bool = True,
+        value_bound: float | None = None,
+    ) -> None:
+        if not isinstance(kernel, Kernel):
+            raise InvalidInputError(f"kernel must be a boloop Kernel, got {type(kernel).__name__}")
+        for name, v in (("norm_bound", norm_bound), ("alpha_coefficient", alpha_coefficient)):
+            if not (math.isfinite(float(v)) and float(v) > 0):
+                raise InvalidInputError(f"{name} must be positive and finite, got {v!r}")
+        if not (float(jitter) >= 0):
+            raise InvalidInputError(f"jitter must be >= 0, got {jitter!r}")
+        if int(doubling_period) < 1:
+            raise InvalidInputError(f"doubling_period must be >= 1, got {doubling_period!r}")
+        self.kernel = kernel
+        self.norm_bound = float(norm_bound)
+        self.alpha_coefficient = float(alpha_coefficient)
+        self.jitter = float(jitter)
+        self.doubling_period = int(doubling_period)
+        self.max_norm_bound = float(max_norm_bound)
+        self.adapt = bool(adapt)
+        if value_bound is not None and not float(value_bound) > 0:
+            raise InvalidInputError(f"value_bound must be positive or None, got {value_bound!r}")
+        self.value_bound = None if value_bound is None else float(value_bound)
+        self._X = np.zeros((0, 0))
+        self._r = np.zeros(0)
+        self._L = np.zeros((0, 0))
+        self._mle: MLEResult | None = None
+        self.doublings = 0
+
+    # ------------------------------------------------------------------ state
+    @property
+    def n(self) -> int:
+        return int(self._r.size)
+
+    @property
+    def X(self) -> np.ndarray:
+        """Labelled inputs, (n, d)."""
+        return self._X.copy()
+
+    @property
+    def rejected(self) -> np.ndarray:
+        """Labels, (n,): 1 reject, 0 accept."""
+        return self._r.copy()
+
+    @property
+    def alpha1(self) -> float:
+        """Practical ``alpha_1 = c sqrt(n + 1)`` (reference code; App. F)."""
+        return self.alpha_coefficient * math.sqrt(self.n + 1)
+
+    @property
+    def mle(self) -> MLEResult:
+        if self._mle is None:
+            self._mle = maximum_likelihood(self._L, self._r, self.norm_bound)
+        return self._mle
+
+    @property
+    def loglik_mle(self) -> float:
+        """``l_t(g^MLE_t)`` of (37)."""
+        return self.mle.loglik
+
+    def _factor(self) -> None:
+        n = self.n
+        if n == 0:
+            self._L = np.zeros((0, 0))
+            return
+        K = self.kernel.k(self._X)
+        K[np.diag_indices_from(K)] += self.jitter
+        self._L, _ = robust_cholesky(K)
+
+    def set_kernel(self, kernel: Kernel) -> None:
+        """Replace ``k_g`` (e.g. new length-scales copied from the f-GP); refactor and re-solve."""
+        if not isinstance(kernel, Kernel):
+            raise InvalidInputError(f"kernel must be a boloop Kernel, got {type(kernel).__name__}")
+        self.kernel = kernel
+        self._factor()
+        self._mle = None
+
+    def set_data(self, X: Any, rejected: Any, *, pretrain: bool = True) -> None:
+        """Replace all labels. With ``pretrain`` run the doubling test on every prefix (App. F,
+        "pre-training with the initial dataset"; reference code ``initial_train``)."""
+        Xa = as_points(X, "X", allow_empty=True)
+        ra = self._check_labels(rejected, Xa.shape[0])
+        if not pretrain or not self.adapt:
+            self._X, self._r = Xa, ra
+            self._factor()
+            self._mle = None
+            return
+        self._X, self._r = Xa[:0], ra[:0]
+        for i in range(Xa.shape[0]):
+            self._X, self._r = Xa[: i + 1], ra[: i + 1]
+            self._factor()
+            self._mle = None
+            self._doubling_test()
+
+    @staticmethod
+    def _check_labels(rejected: Any, n: int) -> np.ndarray:
+        r = np.asarray(rejected, dtype=np.float64).reshape(-1)
+        if r.size != n:
+            raise InvalidInputError(f"rejected must have {n} entries, got {r.size}")
+        if not np.all((r == 0) | (r == 1)):
+            raise InvalidInputError("rejected must contain only 0 (accept) and 1 (reject)")
+        return r
+
+    def add(self, x: Any, rejected: Any) -> bool:
+        """Append one label (1 reject, 0 accept); refit the MLE; maybe double ``B_g``.
+
+        Returns whether ``B_g`` was doubled. Nothing changes if the input is invalid.
+        """
+        xa = as_points(x, "x", dim=self._X.shape[1] if self.n else None)
+        if xa.shape[0] != 1:
+            raise InvalidInputError(f"x must be a single point, got shape {xa.shape}")
+        if isinstance(rejected, bool | np.bool_):
+            rejected = int(rejected)
+        ra = self._check_labels([rejected], 1)
+        self._X = np.vstack([self._X.reshape(-1, xa.shape[1]), xa])
+        self._r = np.concatenate([self._r, ra])
+        self._factor()
+        self._mle = None
+        if self.adapt and self.n % self.doubling_period == 0:
+            return self._doubling_test()
+        return False
+
+    def _doubling_test(self) -> bool:
+        """App. F: double B (and alpha_1) when l(MLE | 2B) - l(MLE | B) > alpha_1(2B)."""
+        if not self.adapt or self.norm_bound * 2 > self.max_norm_bound or self.n == 0:
+            return False
+        current = self.mle
+        doubled = maximum_likelihood(self._L, self._r, 2 * self.norm_bound, w0=current.w)
+        alpha_doubled = 2 * self.alpha_coefficient * math.sqrt(self.n + 1)
+        if doubled.loglik - current.loglik > alpha_doubled:
+            self.norm_bound *= 2
+            self.alpha_coefficient *= 2
+            self._mle = doubled
+            self.doublings += 1
+            logger.debug("B_g doubled to %g", self.norm_bound)
+            return True
+        return False
+
+    # ------------------------------------------------------------------ predictions
+    def _directions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``a(x) = L^{-1} k(X_lab, x)`` (m, n) and ``s(x)`` (m,) (Schur complement)."""
+        kxx = self.kernel.diag(X) + self.jitter
+        if self.n == 0:
+            return np.zeros((X.shape[0], 0)), np.sqrt(kxx)
+        Kc = self.kernel.k(self._X, X)
+        A = solve_triangular(self._L, Kc, lower=True, check_finite=False).T
+        s2 = kxx - np.einsum("ij,ij->i", A, A)
+        return A, np.sqrt(np.maximum(s2, 0.0))
+
+    def _points(self, X: Any) -> np.ndarray:
+        dim = self._X.shape[1] if self.n else None
+        return as_points(X, "X", dim=dim)
+
+    def mle_predict(self, X: Any) -> np.ndarray:
+        """``g^MLE(x) = k(X_lab, x)^T K^{-1} Z_MLE`` (minimum-norm interpolant), (m,)."""
+        Xa = self._points(X)
+        if self.n == 0:
+            return np.zeros(Xa.shape[0])
+        A, _ = self._directions(Xa)
+        return self._clip(A @ self.mle.w)
+
+    def _clip(self, v: np.ndarray) -> np.ndarray:
+        if self.value_bound is None:
+            return v
+        return np.clip(v, -self.value_bound, self.value_bound)
+
+    def bounds(
+        self, X: Any, *, lower: bool = True, upper: bool = True, chunk_size: int = 1024
+    ) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Pointwise bounds (39) and (38) at X (m, d): ``(g_lower, g_upper)``, each (m,) or None."""
+        Xa = self._points(X)
+        m = Xa.shape[0]
+        lo = np.empty(m) if lower else None
+        up = np.empty(m) if upper else None
+        mle = self.mle
+        ll_min = mle.loglik - self.alpha1
+        for start in range(0, m, chunk_size):
+            sl = slice(start, min(m, start + chunk_size))
+            A, s = self._directions(Xa[sl])
+            if lower and upper:
+                vals = support_values(
+                    self._L,
+                    self._r,
+                    mle,
+                    ll_min,
+                    self.norm_bound,
+                    np.vstack([-A, A]),
+                    np.concatenate([s, s]),
+                )
+                k = A.shape[0]
+                lo[sl] = -vals[:k]  # type: ignore[index]
+                up[sl] = vals[k:]  # type: ignore[index]
+            elif lower:
+                lo[sl] = -support_values(self._L, self._r, mle, ll_min, self.norm_bound, -A, s)  # type: ignore[index]
+            elif upper:
+                up[sl] = support_values(self._L, self._r, mle, ll_min, self.norm_bound, A, s)  # type: ignore[index]
+        if lo is not None:
+            lo = self._clip(lo)
+        if up is not None:
+            up = self._clip(up)
+        return lo, up
+
+    def relaxed_bounds(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Cheap outer bounds ``(lower, upper)`` with ``lower <= g_lower``, ``upper >= g_upper``
+        (see :func:`relaxed_support_values`), each (m,). Used to screen candidates."""
+        Xa = self._points(X)
+        A, s = self._directions(Xa)
+        if self.n == 0:
+            b = self.norm_bound * np.sqrt(np.einsum("ij,ij->i", A, A) + s * s)
+            return -b, b
+        mle = self.mle
+        lo = -relaxed_support_values(mle, self.alpha1, self.norm_bound, -A, s)
+        up = relaxed_support_values(mle, self.alpha1, self.norm_bound, A, s)
+        return self._clip(lo), self._clip(up)
+
+    def width(self, X: Any) -> np.ndarray:
+        """``g_upper - g_lower`` at X (m, d), (m,)."""
+        lo, up = self.bounds(X)
+        assert lo is not None and up is not None
+        return up - lo
+
+    def require_data(self) -> None:
+        if self.n == 0:
+            raise NotFittedError("the confidence set has no labels yet")
