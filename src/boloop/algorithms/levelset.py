@@ -1,0 +1,980 @@
+"""Active level-set estimation: the randomized straddle and the baselines of its paper.
+
+Paper: Inatsu, Takeno, Kutsukake, Takeuchi, "Active Learning for Level Set Estimation Using
+Randomized Straddle Algorithms" (``shared/seeds/001_...``; spec ``shared/specs/lse.md``).
+
+Every policy here estimates the sets with the posterior mean only (Definition 3.1, eq. 3.1)::
+
+    H_t = {x : mu_{t-1}(x) >= theta},      L_t = {x : mu_{t-1}(x) < theta}
+
+and differs only in the acquisition function (AF) that picks ``x_t``:
+
+==============================  =====================================================================
+policy (method id)              AF
+==============================  =====================================================================
+RandomizedStraddle              ``max{beta_t^(1/2) sigma - |mu - theta|, 0}``, ``beta_t ~ chi2(2)``
+(``randomized-straddle``)       drawn once per step, shared by every candidate (Definition 3.2,
+                                eq. 3.2, Algorithm 1)
+RandomizedStraddleMax           the same with ``beta_t = xi_t + 2 log|X|`` (finite, Definition A.1,
+(``randomized-straddle-max``)   Algorithm 2) or ``xi_t + 2 d log tau_t`` (boxes, Definition A.3,
+                                Algorithm 3); returns ``H_{T-hat}`` (eq. A.2)
+Straddle (``straddle``)         ``3 sigma - |mu - theta|`` (Bryan et al. 2005), unclipped
+LSE (``lse``)                   Gotovos et al. (2013) ambiguity ``min{ucb~ - theta, theta - lcb~}``
+                                with ``beta_t^(1/2) = sqrt(2 log(|X| pi^2 t^2 / (6 * 0.05)))``,
+                                bounds intersected over past steps on finite sets only (Sec. 5.2)
+MILE (``mile``)                 expected one-step growth of the confident upper set (Zanette et al.
+                                2019; robust MILE with epsilon = 0, gamma = -inf), finite sets only
+UncertaintySampling (``us``)    ``sigma^2``
+RandomSampling (``random``)     uniform
+==============================  =====================================================================
+
+Spaces. A :class:`boloop.spaces.CandidateSet` (finite X) is scored exactly, with the posterior
+cached on the candidates and updated in O(N n) per observation. On a :class:`boloop.spaces.Box`
+the AF is maximised over a fixed scrambled-Sobol candidate set (``n_candidates``, cached like a
+finite set) plus ``n_fresh`` uniform points drawn anew each step, and the best ``n_refine`` of them
+are refined by L-BFGS-B inside the box on the same AF (its unclipped form for the straddles). That
+is an approximation of the exact continuous argmax the theory assumes (spec P5).
+
+Steps. The paper starts from one random initial point (Sec. 5): ``n_initial`` queries are asked
+first, chosen uniformly at random, and do not count as iterations (``policy.iteration`` counts the
+T iterations of Algorithm 1). Iteration ``t`` (1-based) scores with the posterior given the initial
+points and ``t - 1`` iteration observations, so ``H_t`` is the paper's ``H_t``.
+
+Hyperparameters. With a ``kernel`` given the hyperparameters stay fixed (the paper's setting,
+zero prior mean). Without one, a squared-exponential ARD kernel with a constant mean and fitted
+noise is fitted by marginal likelihood after every ``fit_every`` observations (the default for a
+user's own problem).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import ndtr
+from scipy.stats import norm
+
+from boloop.algorithms.registry import register_method
+from boloop.confidence import GotovosLSEBeta
+from boloop.errors import InvalidInputError, NotFittedError, QueryStateError
+from boloop.gp.cache import CandidatePosterior
+from boloop.gp.exact import ExactGP, robust_cholesky
+from boloop.gp.kernels import Kernel, SquaredExponential
+from boloop.problems.base import Problem
+from boloop.queries import BasePolicy, Evaluate, Query
+from boloop.spaces import Box, CandidateSet
+
+__all__ = [
+    "classify",
+    "straddle",
+    "randomized_straddle_af",
+    "expected_pointwise_loss",
+    "expected_af_over_beta",
+    "LevelSetEstimate",
+    "LevelSetPolicy",
+    "RandomizedStraddle",
+    "RandomizedStraddleMax",
+    "Straddle",
+    "LSE",
+    "MILE",
+    "UncertaintySampling",
+    "RandomSampling",
+    "mile_acquisition",
+]
+
+logger = logging.getLogger("boloop")
+
+
+# ---------------------------------------------------------------------------------------------
+# Closed forms (shapes broadcast; mean, std (N,), threshold scalar)
+# ---------------------------------------------------------------------------------------------
+def classify(mean: np.ndarray, threshold: float) -> np.ndarray:
+    """Membership of the estimated upper set ``H_t`` (eq. 3.1): ``mean >= threshold``, bool (N,).
+
+    A point whose mean equals the threshold exactly is in ``H_t``; ``L_t`` is the complement.
+    """
+    return np.asarray(mean, dtype=np.float64) >= float(threshold)
+
+
+def straddle(mean: np.ndarray, std: np.ndarray, threshold: float, sqrt_beta: float) -> np.ndarray:
+    """The straddle heuristic ``STR = beta^(1/2) sigma - |mu - theta|`` (Sec. 2.4), (N,).
+
+    Equal to ``min{ucb - theta, theta - lcb}`` with ``ucb/lcb = mu +- beta^(1/2) sigma``.
+    """
+    return float(sqrt_beta) * np.asarray(std) - np.abs(np.asarray(mean) - float(threshold))
+
+
+def randomized_straddle_af(
+    mean: np.ndarray, std: np.ndarray, threshold: float, sqrt_beta: float
+) -> np.ndarray:
+    """The randomized straddle AF ``a = max{beta^(1/2) sigma - |mu - theta|, 0}`` (eq. 3.2), (N,)."""
+    return np.maximum(straddle(mean, std, threshold, sqrt_beta), 0.0)
+
+
+def expected_pointwise_loss(
+    mean: np.ndarray, std: np.ndarray, upper: np.ndarray, threshold: float
+) -> np.ndarray:
+    """Posterior-expected pointwise loss ``E_t[l_i(x)]`` of an estimate ``upper`` (Lemma B.2), (N,).
+
+    With ``alpha = (mu - theta) / sigma``: ``sigma [phi(alpha) - alpha (1 - Phi(alpha))]`` on
+    ``H_i`` and ``sigma [phi(-alpha) + alpha (1 - Phi(-alpha))]`` on ``L_i``; where ``sigma = 0`` the
+    limits ``max(theta - mu, 0)`` on ``H_i`` and ``max(mu - theta, 0)`` on ``L_i``.
+    """
+    mu = np.asarray(mean, dtype=np.float64)
+    sd = np.asarray(std, dtype=np.float64)
+    up = np.asarray(upper, dtype=bool)
+    diff = mu - float(threshold)
+    out = np.where(up, np.maximum(-diff, 0.0), np.maximum(diff, 0.0))
+    pos = sd > 0
+    if np.any(pos):
+        s = sd[pos]
+        a = diff[pos] / s
+        on_h = s * (norm.pdf(a) - a * norm.sf(a))
+        on_l = s * (norm.pdf(a) + a * norm.cdf(a))
+        out = out.copy()
+        out[pos] = np.where(up[pos], on_h, on_l)
+    return out
+
+
+def expected_af_over_beta(mean: np.ndarray, std: np.ndarray, threshold: float) -> np.ndarray:
+    """``E_beta[a_{t-1}(x)]`` for ``beta ~ chi2(2)`` at a fixed posterior: ``sigma sqrt(2 pi) (1 - Phi(u))``.
+
+    ``u = |mu - theta| / sigma`` (spec Sec. 2.7, derived there; 0 where ``sigma = 0``). It dominates
+    the expected loss of the current estimate, the pointwise form of the key step of Theorem 4.1.
+    """
+    sd = np.asarray(std, dtype=np.float64)
+    diff = np.abs(np.asarray(mean, dtype=np.float64) - float(threshold))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        u = np.where(sd > 0, diff / np.where(sd > 0, sd, 1.0), np.inf)
+    return np.where(sd > 0, sd * math.sqrt(2 * math.pi) * norm.sf(u), 0.0)
+
+
+def mile_acquisition(
+    mean: np.ndarray,
+    variance: np.ndarray,
+    threshold: float,
+    sqrt_beta: float,
+    noise_variance: float,
+    covariance_rows: Callable[[np.ndarray], np.ndarray],
+    *,
+    block: int = 256,
+    cutoff: float = 8.0,
+) -> tuple[np.ndarray, int]:
+    """MILE (Zanette et al. 2019): expected growth of ``S = {mu - beta^(1/2) sigma > theta}``, (N,).
+
+    For a candidate ``x*`` with ``s*^2 = sigma^2(x*) + noise`` and posterior covariance ``k(x, x*)``,
+    observing ``x*`` moves ``mu(x)`` by a normal with sd ``c = |k(x, x*)| / s*`` and leaves variance
+    ``sigma^2(x) - c^2``, so ``P(x in S after) = Phi((mu - theta - beta^(1/2) sqrt(sigma^2 - c^2)) / c)``
+    and ``a(x*) = sum_x [P(x in S after) - 1[x in S now]]`` (terms with ``c = 0`` are 0).
+
+    Because ``c <= sigma(x)``, the term of ``x`` is below ``Phi(-cutoff)`` (6e-16 for 8) in absolute
+    value whenever ``mu - theta < -cutoff sigma`` or ``mu - theta > (beta^(1/2) + cutoff) sigma``;
+    those ``x`` are skipped, so only ``N_active`` rows of the posterior covariance are formed, in
+    blocks of ``block`` rows (never an N x N matrix). ``covariance_rows(idx)`` must return the
+    posterior covariance between candidates ``idx`` (b,) and all candidates, shape (b, N).
+
+    Returns ``(a, n_active)``.
+    """
+    mu = np.asarray(mean, dtype=np.float64)
+    var = np.maximum(np.asarray(variance, dtype=np.float64), 0.0)
+    sd = np.sqrt(var)
+    m = mu - float(threshold)
+    b = float(sqrt_beta)
+    n = mu.shape[0]
+    in_s = m - b * sd > 0
+    active = np.flatnonzero((sd > 0) & (m >= -cutoff * sd) & (m <= (b + cutoff) * sd))
+    s_star = np.sqrt(var + float(noise_variance))
+    inv_s_star = np.where(s_star > 0, 1.0 / np.where(s_star > 0, s_star, 1.0), 0.0)
+    a = np.zeros(n)
+    for start in range(0, active.size, block):
+        idx = active[start : start + block]
+        C = covariance_rows(idx)  # (b, N) posterior covariance k(x, x*)
+        np.abs(C, out=C)
+        C *= inv_s_star[None, :]  # c(x, x*) = |k(x, x*)| / s*
+        z = C * C
+        np.subtract(var[idx, None], z, out=z)
+        np.maximum(z, 0.0, out=z)
+        np.sqrt(z, out=z)  # sigma(x | x*)
+        z *= -b
+        z += m[idx, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z /= C  # z = (mu - theta - beta^(1/2) sigma(x | x*)) / c, +-inf where c = 0
+        # Phi(z) is a step (z > 0) to 1e-16 when |z| >= cutoff: evaluate Phi only near 0
+        a += np.count_nonzero(z > 0, axis=0)
+        rows, cols = np.nonzero(np.abs(z) < cutoff)
+        if rows.size:
+            zz = z[rows, cols]
+            a += np.bincount(cols, weights=ndtr(zz) - (zz > 0), minlength=n)
+        a -= float(np.count_nonzero(in_s[idx]))
+    return a, int(active.size)
+
+
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True, repr=False)
+class LevelSetEstimate:
+    """Estimated sets ``(H_t, L_t)`` of eq. (3.1) (or eq. A.3 for Algorithm 3).
+
+    Attributes
+    ----------
+    threshold:
+        ``theta``.
+    iteration:
+        The ``t`` of ``H_t``: the sets come from the posterior after the initial points and
+        ``t - 1`` iterations (``t = T + 1`` means "after all data").
+    points:
+        The candidate points (N, d) for a finite space, else ``None``.
+    upper:
+        Bool mask (N,) of ``H_t`` over ``points`` (finite spaces), else ``None``.
+    classify:
+        ``classify(X) -> bool (m,)``: membership of ``H_t`` for any points X (m, d).
+    """
+
+    threshold: float
+    iteration: int
+    points: np.ndarray | None
+    upper: np.ndarray | None
+    classify: Callable[[np.ndarray], np.ndarray]
+
+    @property
+    def lower(self) -> np.ndarray | None:
+        """Bool mask (N,) of ``L_t`` (the complement of ``upper``)."""
+        return None if self.upper is None else ~self.upper
+
+    def __repr__(self) -> str:
+        size = "" if self.upper is None else f", n_upper={int(self.upper.sum())}/{self.upper.size}"
+        return f"LevelSetEstimate(iteration={self.iteration}, threshold={self.threshold:g}{size})"
+
+
+def _finite_float(value: Any, name: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{name} must be a number, got {value!r}") from exc
+    if not math.isfinite(v):
+        raise InvalidInputError(f"{name} must be finite, got {value!r}")
+    return v
+
+
+class LevelSetPolicy(BasePolicy):
+    """Shared machinery of the level-set policies: GP, candidate cache, initial design, H_t.
+
+    Parameters
+    ----------
+    space:
+        A :class:`CandidateSet` (finite X), an array (N, d) of candidates, or a :class:`Box`.
+    threshold:
+        ``theta`` (finite).
+    kernel:
+        GP covariance with *fixed* hyperparameters (the paper); ``None`` fits a squared-exponential
+        ARD kernel, a constant mean and the noise by marginal likelihood (real use).
+    noise_variance:
+        Observation-noise variance of the GP (paper: Tables 1-2). Default 1e-6 with a fixed kernel,
+        the starting value of the fit otherwise.
+    fit_hyperparameters:
+        Override: fit even with a given kernel (``True``) or never (``False``).
+    fit_every:
+        Refit after every ``fit_every`` observations (fitted mode only).
+    n_initial:
+        Number of random initial queries that do not count as iterations (paper: 1).
+    initial_points:
+        Optional fixed initial design (k, d) used instead of random points (``n_initial = k``);
+        on a finite space each point must be a candidate.
+    allow_repeats:
+        Finite spaces: ``False`` removes observed candidates (Sec. 5.3, noise-free data).
+    n_candidates, n_fresh, n_refine, refine_maxiter:
+        Boxes only: fixed Sobol candidates, fresh uniform candidates per step, L-BFGS-B restarts
+        and their iteration cap (see the module docstring).
+    seed:
+        Seed or Generator; all randomness (initial design, beta draws, tie breaks, Sobol points)
+        comes from it.
+    """
+
+    method_id: ClassVar[str] = ""
+    family: ClassVar[str] = "levelset"
+    #: whether the policy works on boxes
+    supports_box: ClassVar[bool] = True
+
+    def __init__(
+        self,
+        space: CandidateSet | Box | np.ndarray,
+        threshold: float,
+        *,
+        kernel: Kernel | None = None,
+        noise_variance: float | None = None,
+        fit_hyperparameters: bool | None = None,
+        fit_every: int = 1,
+        n_initial: int = 1,
+        initial_points: Any = None,
+        allow_repeats: bool = True,
+        n_candidates: int = 2048,
+        n_fresh: int = 256,
+        n_refine: int = 2,
+        refine_maxiter: int = 20,
+        seed: int | np.random.Generator | None = None,
+    ) -> None:
+        if isinstance(space, np.ndarray | list):
+            space = CandidateSet(space)
+        if not isinstance(space, CandidateSet | Box):
+            raise InvalidInputError(
+                f"space must be a CandidateSet, an (N, d) array or a Box, got {type(space).__name__}"
+            )
+        if isinstance(space, Box) and not self.supports_box:
+            raise InvalidInputError(
+                f"{type(self).__name__} needs a finite candidate set (space), got a Box"
+            )
+        threshold = _finite_float(threshold, "threshold")
+        if kernel is not None and not isinstance(kernel, Kernel):
+            raise InvalidInputError(f"kernel must be a boloop Kernel, got {type(kernel).__name__}")
+        for name, val, lo in (
+            ("n_initial", n_initial, 0),
+            ("fit_every", fit_every, 1),
+            ("n_candidates", n_candidates, 1),
+            ("n_fresh", n_fresh, 0),
+            ("n_refine", n_refine, 0),
+            ("refine_maxiter", refine_maxiter, 1),
+        ):
+            if isinstance(val, bool) or int(val) != val or val < lo:
+                raise InvalidInputError(f"{name} must be an integer >= {lo}, got {val!r}")
+        super().__init__(seed)
+        self.space = space
+        self.threshold = threshold
+        self.finite = isinstance(space, CandidateSet)
+        self.fit = (kernel is None) if fit_hyperparameters is None else bool(fit_hyperparameters)
+        self.fit_every = int(fit_every)
+        self.n_initial = int(n_initial)
+        self._initial_design: np.ndarray | None = None
+        self._initial_index: np.ndarray | None = None
+        if initial_points is not None:
+            design = space.validate(initial_points, "initial_points")
+            self._initial_design = design
+            self.n_initial = int(design.shape[0])
+            if isinstance(space, CandidateSet):
+                self._initial_index = space.index_of(design)
+        self.allow_repeats = bool(allow_repeats)
+        self.n_fresh = int(n_fresh)
+        self.n_refine = int(n_refine)
+        self.refine_maxiter = int(refine_maxiter)
+        dim = space.dim
+        if kernel is None:
+            width = space.box.width if self.finite else space.width  # type: ignore[union-attr]
+            kernel = SquaredExponential(lengthscale=0.2 * np.asarray(width), variance=1.0)
+        self.kernel = kernel.clone()
+        if noise_variance is None:
+            noise_variance = 1e-6 if not self.fit else 1e-2
+        noise_variance = _finite_float(noise_variance, "noise_variance")
+        if noise_variance < 0:
+            raise InvalidInputError(f"noise_variance must be >= 0, got {noise_variance!r}")
+        self.gp = ExactGP(
+            self.kernel,
+            noise_variance,
+            fit_noise=self.fit,
+            noise_floor=1e-8,
+            mean="constant" if self.fit else "zero",
+        )
+        if self.finite:
+            self.candidates = space.points  # type: ignore[union-attr]
+        else:
+            self.candidates = space.sample(int(n_candidates), seed=self.rng, method="sobol")  # type: ignore[union-attr]
+        self.cache = CandidatePosterior(self.gp, self.candidates)
+        self.N = int(self.candidates.shape[0])
+        self.observed = np.zeros(self.N, dtype=bool)  # finite: which candidates were observed
+        self.betas: list[float] = []  # sqrt_beta used at each iteration (NaN if none)
+        self._n_obs = 0
+        self._initial_ids: set[int] = set()
+        self._d = dim
+        self._last_fit_n = 0
+
+    # -- posterior access ---------------------------------------------------------------------
+    def candidate_posterior(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(mean, std)`` of the current posterior at the candidates, each (N,)."""
+        return self.cache.mean, self.cache.std
+
+    def predict(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(mean, std)`` of the current posterior at X (m, d)."""
+        mean, var = self.gp.predict(X)
+        return mean, np.sqrt(var)
+
+    def estimate(self) -> LevelSetEstimate:
+        """The sets from the current posterior (all data), eq. (3.1)."""
+        threshold = self.threshold
+        gp = self.gp
+
+        def _classify(X: np.ndarray) -> np.ndarray:
+            return classify(gp.predict(X)[0], threshold)
+
+        upper = classify(self.cache.mean, threshold) if self.finite else None
+        return LevelSetEstimate(
+            threshold,
+            self.iteration + 1,
+            self.candidates if self.finite else None,
+            upper,
+            _classify,
+        )
+
+    def recommend(self, final_update: bool = True) -> LevelSetEstimate:
+        """Estimated sets. ``final_update=True`` (default): from the posterior given all data, the
+        best estimate by Lemma B.3; ``False``: Algorithm 1's ``(H_T, L_T)``, from the posterior
+        before the last observation (finite spaces only)."""
+        if final_update or self.iteration == 0:
+            return self.estimate()
+        return self._past_estimate(self.iteration)
+
+    def _past_means(self, X: np.ndarray, upto: np.ndarray) -> np.ndarray:
+        """Posterior means after the first ``upto[k]`` observations at X (m, d): (len(upto), m).
+
+        Uses that the Cholesky factor only grows by appends with fixed hyperparameters, so
+        ``mu_j = m0 + sum_{i < j} a_i V_i`` with ``V = L^{-1} K(X_obs, X)``.
+        """
+        if self.fit:
+            raise NotFittedError(
+                "past posteriors need fixed hyperparameters (the kernel was refitted)"
+            )
+        gp = self.gp
+        out = np.empty((len(upto), X.shape[0]))
+        if gp.n == 0:
+            out[:] = gp.mean_constant
+            return out
+        V = gp._cross_solve(X)  # (n, m)
+        cum = np.cumsum(V * gp.whitened_residual[:, None], axis=0)
+        for k, j in enumerate(upto):
+            out[k] = gp.mean_constant + (cum[j - 1] if j > 0 else 0.0)
+        return out
+
+    def _obs_before_iteration(self, t: int) -> int:
+        """Number of observations the posterior of iteration ``t`` is based on."""
+        return min(self.n_initial, self._n_obs) + t - 1
+
+    def _past_estimate(self, t: int) -> LevelSetEstimate:
+        if not self.finite:
+            raise InvalidInputError("recommend(final_update=False) needs a finite candidate set")
+        j = self._obs_before_iteration(t)
+        mean = self._past_means(self.candidates, np.array([j]))[0]
+        threshold = self.threshold
+        past = self._past_means
+
+        def _classify(X: np.ndarray) -> np.ndarray:
+            return classify(past(np.asarray(X, dtype=np.float64), np.array([j]))[0], threshold)
+
+        return LevelSetEstimate(threshold, t, self.candidates, classify(mean, threshold), _classify)
+
+    # -- the loop -----------------------------------------------------------------------------
+    def _allowed(self) -> np.ndarray | None:
+        """Mask of selectable candidates, or None when all are."""
+        if self.finite and not self.allow_repeats:
+            allowed = ~self.observed
+            if not allowed.any():
+                raise QueryStateError("every candidate has been observed (allow_repeats=False)")
+            return allowed
+        return None
+
+    def _initial_query(self) -> Evaluate:
+        if self._initial_design is not None:
+            k = self._n_obs
+            idx = None if self._initial_index is None else int(self._initial_index[k])
+            q = self._new_evaluate(self._initial_design[k], index=idx)
+        else:
+            q = self._random_query()
+        self._initial_ids.add(q.id)
+        return q
+
+    def _random_query(self) -> Evaluate:
+        if self.finite:
+            allowed = self._allowed()
+            pool = np.arange(self.N) if allowed is None else np.flatnonzero(allowed)
+            i = int(self.rng.choice(pool))
+            return self._new_evaluate(self.candidates[i], index=i)
+        x = self.space.sample(1, seed=self.rng)[0]  # type: ignore[union-attr]
+        return self._new_evaluate(x)
+
+    def _propose(self) -> Query:
+        if self._n_obs < self.n_initial:
+            return self._initial_query()
+        t = self.iteration + 1
+        self._prepare_step(t)
+        if self.finite:
+            i = self._select_finite(t)
+            return self._new_evaluate(self.candidates[i], index=i)
+        return self._new_evaluate(self._select_box(t))
+
+    def _observe(self, query: Query, answer: Any) -> None:
+        assert isinstance(query, Evaluate)
+        self.gp.condition(query.x.reshape(1, -1), [float(answer)])
+        self._n_obs += 1
+        if self.finite and query.index is not None:
+            self.observed[query.index] = True
+        if self.fit and self.gp.n >= 3 and self.gp.n - self._last_fit_n >= self.fit_every:
+            try:
+                self.gp.fit(n_restarts=1, seed=int(self.rng.integers(2**31)))
+                self._last_fit_n = self.gp.n
+            except Exception as exc:  # keep the previous hyperparameters
+                logger.warning("hyperparameter fit failed, keeping the previous ones: %s", exc)
+
+    def _iteration_done(self, query: Query, answer: Any) -> bool:
+        return query.id not in self._initial_ids
+
+    # -- selection ----------------------------------------------------------------------------
+    def _prepare_step(self, t: int) -> None:
+        """Per-iteration state drawn/updated exactly once (beta draws, bound intersections)."""
+        self.betas.append(math.nan)
+
+    def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
+        """AF values (higher is better) at points with posterior ``mean, std`` (m,)."""
+        raise NotImplementedError
+
+    def _score_candidates(self, t: int) -> np.ndarray:
+        mean, std = self.candidate_posterior()
+        return self._score(mean, std, t)
+
+    def _argmax(self, scores: np.ndarray, allowed: np.ndarray | None) -> int:
+        """Argmax with uniform random tie-breaking among exact maximisers."""
+        s = scores if allowed is None else np.where(allowed, scores, -np.inf)
+        best = np.max(s)
+        ties = np.flatnonzero(s == best)
+        if ties.size == 1:
+            return int(ties[0])
+        return int(self.rng.choice(ties))
+
+    def _select_finite(self, t: int) -> int:
+        return self._argmax(self._score_candidates(t), self._allowed())
+
+    def _select_box(self, t: int) -> np.ndarray:
+        box: Box = self.space  # type: ignore[assignment]
+        mean, std = self.candidate_posterior()
+        pts = [self.candidates]
+        scores = [self._score(mean, std, t)]
+        if self.n_fresh:
+            fresh = box.sample(self.n_fresh, seed=self.rng)
+            fm, fs = self.predict(fresh)
+            pts.append(fresh)
+            scores.append(self._score(fm, fs, t))
+        P = np.concatenate(pts)
+        S = np.concatenate(scores)
+        best_i = self._argmax(S, None)
+        best_x, best_s = P[best_i], S[best_i]
+        if self.n_refine:
+            order = np.argsort(-S, kind="stable")[: self.n_refine]
+
+            def negative(x: np.ndarray) -> float:
+                m, s = self.predict(x.reshape(1, -1))
+                return -float(self._score(m, s, t)[0])
+
+            for k in order:
+                res = minimize(
+                    negative,
+                    P[k],
+                    method="L-BFGS-B",
+                    bounds=list(zip(box.lower, box.upper)),
+                    options={"maxiter": self.refine_maxiter},
+                )
+                if np.all(np.isfinite(res.x)) and -float(res.fun) > best_s:
+                    best_x, best_s = np.clip(res.x, box.lower, box.upper), -float(res.fun)
+        return np.asarray(best_x, dtype=np.float64)
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d.update(
+            {
+                "threshold": self.threshold,
+                "kernel": repr(self.kernel),
+                "noise_variance": self.gp.noise_variance,
+                "hyperparameters": "fitted" if self.fit else "fixed",
+                "space": repr(self.space),
+                "n_candidates": self.N,
+                "allow_repeats": self.allow_repeats,
+                "last_sqrt_beta": self.betas[-1] if self.betas else None,
+            }
+        )
+        return d
+
+
+# ---------------------------------------------------------------------------------------------
+class RandomizedStraddle(LevelSetPolicy):
+    """Randomized straddle, Algorithm 1 (Definition 3.2, eq. 3.2).
+
+    Each iteration draws one ``beta_t ~ chi2(2)`` (shared by every candidate) and queries
+    ``argmax_x max{beta_t^(1/2) sigma_{t-1}(x) - |mu_{t-1}(x) - theta|, 0}``.
+
+    ``tie_break``: ``"unclipped"`` (default) takes the argmax of the unclipped straddle, which is
+    always an argmax of the clipped AF (spec P4); ``"random"`` picks uniformly among the maximisers
+    of the clipped AF (all of X when it is identically 0). Remaining exact ties are broken
+    uniformly at random, never by index.
+    """
+
+    method_id: ClassVar[str] = "randomized-straddle"
+
+    def __init__(self, space: Any, threshold: float, *, tie_break: str = "unclipped", **kw: Any):
+        if tie_break not in ("unclipped", "random"):
+            raise InvalidInputError(f"tie_break must be 'unclipped' or 'random', got {tie_break!r}")
+        super().__init__(space, threshold, **kw)
+        self.tie_break = tie_break
+        self._beta_rng = np.random.default_rng(int(self.rng.integers(2**63)))
+        self.beta_draws: list[float] = []  # beta_t (squared), one per iteration
+
+    def _beta_shift(self, t: int) -> float:
+        return 0.0
+
+    def _prepare_step(self, t: int) -> None:
+        xi = float(self._beta_rng.chisquare(2.0))
+        beta = xi + self._beta_shift(t)
+        self.beta_draws.append(beta)
+        self.betas.append(math.sqrt(beta))
+
+    def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
+        g = straddle(mean, std, self.threshold, self.betas[-1])
+        if self.tie_break == "random" and self.finite:
+            return np.maximum(g, 0.0)
+        return g
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d["tie_break"] = self.tie_break
+        d["last_beta"] = self.beta_draws[-1] if self.beta_draws else None
+        return d
+
+
+class RandomizedStraddleMax(RandomizedStraddle):
+    """Randomized straddle for the max-value loss: Algorithm 2 (finite) and Algorithm 3 (boxes).
+
+    ``beta_t = xi_t + 2 log|X|`` with ``xi_t ~ chi2(2)`` (Definition A.1) on a finite set, and
+    ``beta_t = xi_t + 2 d log tau_t`` with ``tau_t = ceil(b d r t^2 (sqrt(log(a d)) + sqrt(pi)/2))``
+    (Definition A.3) on a box, where ``a, b`` are the constants of Assumption A.1 (required) and
+    ``r`` is the largest side of the box (shifted to ``[0, r]^d``). On a box the sets are
+    ``H_t = {x : mu_{t-1}([x]_t) >= theta}`` (eq. A.3) with ``[x]_t`` the nearest point (L1, ties to
+    the smaller coordinate) of the grid of ``tau_t`` cell centres per axis; it is never enumerated.
+
+    :meth:`recommend` returns ``(H_T-hat, L_T-hat)`` with ``T-hat = argmin_{i <= T} E_T[r~_i]``
+    (eq. A.2), ``E_T`` given ``D_{T-1}``, estimated from ``n_samples`` joint posterior samples on the
+    candidates (at most ``max_sample_points`` of them, a random subset beyond that).
+    """
+
+    method_id: ClassVar[str] = "randomized-straddle-max"
+
+    def __init__(
+        self,
+        space: Any,
+        threshold: float,
+        *,
+        a: float | None = None,
+        b: float | None = None,
+        n_samples: int = 1000,
+        max_sample_points: int = 3000,
+        **kw: Any,
+    ) -> None:
+        if kw.get("fit_hyperparameters") or kw.get("kernel") is None:
+            raise InvalidInputError(
+                "randomized-straddle-max needs a kernel with fixed hyperparameters (kernel=...): "
+                "T-hat compares posteriors of past iterations"
+            )
+        super().__init__(space, threshold, **kw)
+        if not self.finite:
+            if a is None or b is None:
+                raise InvalidInputError(
+                    "on a box, randomized-straddle-max needs the constants a and b of Assumption A.1"
+                )
+            a, b = _finite_float(a, "a"), _finite_float(b, "b")
+            if a <= 0 or b <= 0:
+                raise InvalidInputError(f"a and b must be positive, got a={a}, b={b}")
+            if a * self._d < 1:
+                raise InvalidInputError(f"a * d must be >= 1 (log(a d) >= 0), got a={a}")
+        self.a, self.b = a, b
+        self.n_samples = int(n_samples)
+        self.max_sample_points = int(max_sample_points)
+        self.upper_history: list[np.ndarray] = []  # finite: H_t masks, one per iteration
+        self._t_hat_cache: tuple[int, int] | None = None
+        # a separate stream for T-hat so that recommend() never shifts the policy's own draws
+        self._t_hat_seed = int(self.rng.integers(2**62))
+        if not self.finite:
+            self.max_sample_points = min(self.max_sample_points, 512)
+
+    # Algorithm 3 discretisation ---------------------------------------------------------------
+    @property
+    def r(self) -> float:
+        return float(np.max(self.space.width))  # type: ignore[union-attr]
+
+    def tau(self, t: int) -> int:
+        """``tau_t`` of Definition A.3 (grid points per axis)."""
+        d = self._d
+        assert self.a is not None and self.b is not None
+        c = math.sqrt(math.log(self.a * d)) + math.sqrt(math.pi) / 2
+        return int(math.ceil(self.b * d * self.r * t * t * c))
+
+    def round_to_grid(self, X: Any, t: int) -> np.ndarray:
+        """``[x]_t``: nearest cell centre of the ``tau_t``-per-axis grid of ``[0, r]^d`` (shifted back)."""
+        box: Box = self.space  # type: ignore[assignment]
+        X = np.asarray(X, dtype=np.float64).reshape(-1, self._d)
+        tau = self.tau(t)
+        h = self.r / tau
+        u = (X - box.lower) / h
+        # nearest centre (k + 1/2) h; at an exact tie (u integer) take the smaller one (k = u - 1)
+        k = np.clip(np.ceil(u) - 1.0, 0, tau - 1)
+        return box.lower + (k + 0.5) * h
+
+    def _beta_shift(self, t: int) -> float:
+        if self.finite:
+            return 2.0 * math.log(self.N)
+        return 2.0 * self._d * math.log(self.tau(t))
+
+    def _prepare_step(self, t: int) -> None:
+        super()._prepare_step(t)
+        if self.finite:
+            self.upper_history.append(classify(self.cache.mean, self.threshold))
+
+    # T-hat ------------------------------------------------------------------------------------
+    def _upper_at(self, P: np.ndarray, t: int) -> np.ndarray:
+        """``H_t`` membership (eq. 3.1 or A.3) of points P (m, d)."""
+        j = self._obs_before_iteration(t)
+        Q = P if self.finite else self.round_to_grid(P, t)
+        return classify(self._past_means(Q, np.array([j]))[0], self.threshold)
+
+    def expected_max_losses(self, seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Monte Carlo ``E_T[r~_i]`` for i = 1..T (T,), and the evaluation points used (m, d)."""
+        T = self.iteration
+        if T == 0:
+            raise NotFittedError("no iteration yet: nothing to choose T-hat from")
+        rng = np.random.default_rng([self._t_hat_seed, T] if seed is None else seed)
+        P_idx = np.arange(self.N)
+        if self.N > self.max_sample_points:
+            P_idx = np.sort(rng.choice(self.N, self.max_sample_points, replace=False))
+        P = self.candidates[P_idx]
+        j = self._obs_before_iteration(T)  # condition on D_{T-1}
+        gp = self.gp
+        mean = self._past_means(P, np.array([j]))[0]
+        cov = gp.kernel.k(P, P)
+        if j:
+            V = gp._cross_solve(P)[:j]
+            cov -= V.T @ V
+        L, _ = robust_cholesky(0.5 * (cov + cov.T))
+        F = mean[:, None] + L @ rng.standard_normal((P.shape[0], self.n_samples))  # (m, M)
+        dist = np.abs(F - self.threshold)
+        above = F >= self.threshold
+        out = np.empty(T)
+        for i in range(1, T + 1):
+            up = self.upper_history[i - 1][P_idx] if self.finite else self._upper_at(P, i)
+            wrong = above != up[:, None]
+            out[i - 1] = float(np.mean(np.max(np.where(wrong, dist, 0.0), axis=0)))
+        return out, P
+
+    def t_hat(self) -> int:
+        """``T-hat`` of eq. (A.2), in 1..T."""
+        T = self.iteration
+        if self._t_hat_cache is None or self._t_hat_cache[0] != T:
+            losses, _ = self.expected_max_losses()
+            self._t_hat_cache = (T, int(np.argmin(losses)) + 1)
+        return self._t_hat_cache[1]
+
+    def recommend(self, final_update: bool = False) -> LevelSetEstimate:  # type: ignore[override]
+        """``(H_T-hat, L_T-hat)`` of Algorithm 2/3; ``final_update=True`` gives the current sets."""
+        if final_update or self.iteration == 0:
+            return self.estimate()
+        t = self.t_hat()
+        threshold = self.threshold
+        upper_at = self._upper_at
+
+        def _classify(X: np.ndarray) -> np.ndarray:
+            return upper_at(np.asarray(X, dtype=np.float64).reshape(-1, self._d), t)
+
+        upper = self.upper_history[t - 1] if self.finite else None
+        return LevelSetEstimate(
+            threshold, t, self.candidates if self.finite else None, upper, _classify
+        )
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d.update({"a": self.a, "b": self.b, "n_samples": self.n_samples})
+        return d
+
+
+class Straddle(LevelSetPolicy):
+    """Straddle heuristic (Bryan et al. 2005; Sec. 2.4): ``argmax beta^(1/2) sigma - |mu - theta|``
+    with the constant ``beta^(1/2) = sqrt_beta`` (paper: 3), no clipping, no randomness."""
+
+    method_id: ClassVar[str] = "straddle"
+
+    def __init__(self, space: Any, threshold: float, *, sqrt_beta: float = 3.0, **kw: Any) -> None:
+        sqrt_beta = _finite_float(sqrt_beta, "sqrt_beta")
+        if sqrt_beta < 0:
+            raise InvalidInputError(f"sqrt_beta must be >= 0, got {sqrt_beta}")
+        super().__init__(space, threshold, **kw)
+        self.sqrt_beta = sqrt_beta
+
+    def _prepare_step(self, t: int) -> None:
+        self.betas.append(self.sqrt_beta)
+
+    def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
+        return straddle(mean, std, self.threshold, self.sqrt_beta)
+
+
+class LSE(LevelSetPolicy):
+    """LSE of Gotovos et al. (2013) as the paper runs it (Sec. 5.1-5.3).
+
+    AF ``min{ucb~_{t-1} - theta, theta - lcb~_{t-1}}`` with ``beta_t^(1/2) =
+    sqrt(2 log(|X| pi^2 t^2 / (6 delta)))`` (:class:`boloop.confidence.GotovosLSEBeta`), accuracy
+    ``epsilon = 0``, argmax over all of X. With ``intersect=True`` (default on finite sets, as the
+    paper) ``ucb~ = min_{i <= t} ucb_{i-1}`` and ``lcb~ = max_{i <= t} lcb_{i-1}``, each with its own
+    ``beta_i``; without it (boxes, as the paper) the current bounds. ``cardinality`` is the ``|X|``
+    of the formula: the number of candidates on a finite set, ``10^15`` on a box (the paper's).
+    """
+
+    method_id: ClassVar[str] = "lse"
+
+    def __init__(
+        self,
+        space: Any,
+        threshold: float,
+        *,
+        cardinality: float | None = None,
+        delta: float = 0.05,
+        intersect: bool | None = None,
+        **kw: Any,
+    ) -> None:
+        super().__init__(space, threshold, **kw)
+        if cardinality is None:
+            cardinality = float(self.N) if self.finite else 1e15
+        self.schedule = GotovosLSEBeta(cardinality, delta)
+        self.intersect = self.finite if intersect is None else bool(intersect)
+        if self.intersect and not self.finite:
+            raise InvalidInputError("intersect=True needs a finite candidate set (space)")
+        self._ucb: np.ndarray | None = None
+        self._lcb: np.ndarray | None = None
+
+    def _prepare_step(self, t: int) -> None:
+        sb = self.schedule.sqrt_beta(t)
+        self.betas.append(sb)
+        if self.intersect:
+            mean, std = self.candidate_posterior()
+            ucb, lcb = mean + sb * std, mean - sb * std
+            self._ucb = ucb if self._ucb is None else np.minimum(self._ucb, ucb)
+            self._lcb = lcb if self._lcb is None else np.maximum(self._lcb, lcb)
+
+    def _score_candidates(self, t: int) -> np.ndarray:
+        if self.intersect:
+            assert self._ucb is not None and self._lcb is not None
+            return np.minimum(self._ucb - self.threshold, self.threshold - self._lcb)
+        return super()._score_candidates(t)
+
+    def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
+        return straddle(mean, std, self.threshold, self.betas[-1])
+
+
+class MILE(LevelSetPolicy):
+    """MILE of Zanette et al. (2019) with ``beta^(1/2) = sqrt_beta`` (paper: 3), i.e. robust MILE
+    with ``epsilon = 0`` and ``gamma = -inf`` (Sec. 5.1); finite candidate sets only.
+
+    See :func:`mile_acquisition`. The posterior covariance rows come from the candidate cache
+    (``k(C_B, C) - V_B^T V`` with ``V = L^{-1} K(X, C)``), O(N_active N n) per step.
+    """
+
+    method_id: ClassVar[str] = "mile"
+    supports_box: ClassVar[bool] = False
+
+    def __init__(self, space: Any, threshold: float, *, sqrt_beta: float = 3.0, **kw: Any) -> None:
+        sqrt_beta = _finite_float(sqrt_beta, "sqrt_beta")
+        super().__init__(space, threshold, **kw)
+        self.sqrt_beta = sqrt_beta
+        self.last_active = 0
+
+    def _prepare_step(self, t: int) -> None:
+        self.betas.append(self.sqrt_beta)
+
+    def _covariance_rows(self, idx: np.ndarray) -> np.ndarray:
+        cache = self.cache
+        cache.update()
+        rows = self.gp.kernel.k(self.candidates[idx], self.candidates)
+        n = cache._n  # rows of the cached V = L^{-1} K(X, C) (private to boloop.gp.cache)
+        if n:
+            V = cache._V[:n]
+            rows -= V[:, idx].T @ V
+        return rows
+
+    def _score_candidates(self, t: int) -> np.ndarray:
+        a, self.last_active = mile_acquisition(
+            self.cache.mean,
+            self.cache.variance,
+            self.threshold,
+            self.sqrt_beta,
+            self.gp.noise_variance,
+            self._covariance_rows,
+        )
+        return a
+
+
+class UncertaintySampling(LevelSetPolicy):
+    """Uncertainty sampling: ``argmax sigma^2_{t-1}(x)`` (Sec. 5.1, "US")."""
+
+    method_id: ClassVar[str] = "us"
+
+    def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
+        return np.asarray(std) ** 2
+
+
+class RandomSampling(LevelSetPolicy):
+    """Uniform random queries (Sec. 5.1, "Random"); observed candidates are excluded when
+    ``allow_repeats=False``. Sets are still estimated with the posterior mean."""
+
+    method_id: ClassVar[str] = "random"
+
+    def _propose(self) -> Query:
+        if self._n_obs < self.n_initial:
+            return self._initial_query()
+        self.betas.append(math.nan)
+        return self._random_query()
+
+    def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
+        return np.zeros(np.shape(mean))
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry: factories read the problem's paper settings; options override them.
+# ---------------------------------------------------------------------------------------------
+_COMMON = (
+    "kernel",
+    "noise_variance",
+    "fit_hyperparameters",
+    "n_initial",
+    "initial_points",
+    "allow_repeats",
+)
+
+
+def _factory(cls: type[LevelSetPolicy], extra: tuple[str, ...] = ()) -> Callable[..., Any]:
+    def factory(problem: Problem, seed: int | None = 0, **options: Any) -> LevelSetPolicy:
+        s = problem.settings
+        if "threshold" not in s:
+            raise InvalidInputError(f"problem {problem.id!r} has no 'threshold' setting")
+        kw: dict[str, Any] = {k: s[k] for k in _COMMON if k in s}
+        for k in extra:
+            if k in s:
+                kw[k] = s[k]
+        box_opts = s.get("box_options", {})
+        if isinstance(problem.space, Box):
+            kw.update(box_opts)
+        kw.update(options)
+        return cls(problem.space, s["threshold"], seed=seed, **kw)
+
+    factory.__qualname__ = f"make_{cls.__name__}"
+    return factory
+
+
+for _cls, _desc, _extra in (
+    (RandomizedStraddle, "randomized straddle, beta ~ chi2(2) per step (Inatsu et al. Alg. 1)", ()),
+    (
+        RandomizedStraddleMax,
+        "randomized straddle for the max-value loss, returns H_T-hat (Alg. 2 / Alg. 3)",
+        ("a", "b"),
+    ),
+    (Straddle, "straddle heuristic, beta^(1/2) = 3 (Bryan et al. 2005)", ()),
+    (
+        LSE,
+        "LSE (Gotovos et al. 2013) with the theory beta, as run by Inatsu et al.",
+        ("cardinality",),
+    ),
+    (MILE, "MILE (Zanette et al. 2019), beta^(1/2) = 3, finite sets only", ()),
+    (UncertaintySampling, "uncertainty sampling: argmax posterior variance", ()),
+    (RandomSampling, "uniform random sampling", ()),
+):
+    register_method(_cls.method_id, "levelset", _desc)(_factory(_cls, _extra))
