@@ -288,8 +288,9 @@ def test_create_refuses_bad_configuration_without_storing(url):
     with pytest.raises(InvalidInputError, match="name"):
         create_study("", "toy-random", problem="levelset/toy", storage=url)
     with pytest.raises(InvalidInputError, match="family"):  # 'toy-random' is in every family
-        create_study("x", "toy-random", {"parameters": [{"name": "a", "low": 0, "high": 1}]},
-                      storage=url)
+        create_study(
+            "x", "toy-random", {"parameters": [{"name": "a", "low": 0, "high": 1}]}, storage=url
+        )
     assert _log_rows(url) == before
 
 
@@ -321,8 +322,9 @@ def test_newer_schema_version_is_refused(url):
     create_study("v", "toy-random", problem="levelset/toy", storage=url, seed=0)
     path = url.removeprefix("sqlite:///")
     con = sqlite3.connect(path)
-    con.execute("UPDATE boloop_meta SET value = ? WHERE key = 'schema_version'",
-                (str(SCHEMA_VERSION + 1),))
+    con.execute(
+        "UPDATE boloop_meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),)
+    )
     con.commit()
     con.close()
     with pytest.raises(StorageError, match="schema version"):
@@ -337,11 +339,14 @@ def test_tampered_log_is_a_clear_divergence_error(url):
     study.ask()
     path = url.removeprefix("sqlite:///")
     con = sqlite3.connect(path)
-    row = con.execute("SELECT event_id, payload FROM boloop_events WHERE kind='asked' "
-                      "ORDER BY seq DESC LIMIT 1").fetchone()
+    row = con.execute(
+        "SELECT event_id, payload FROM boloop_events WHERE kind='asked' ORDER BY seq DESC LIMIT 1"
+    ).fetchone()
     payload = json.loads(row[1])
     payload["query"]["x"] = [payload["query"]["x"][0] + 0.125]
-    con.execute("UPDATE boloop_events SET payload=? WHERE event_id=?", (json.dumps(payload), row[0]))
+    con.execute(
+        "UPDATE boloop_events SET payload=? WHERE event_id=?", (json.dumps(payload), row[0])
+    )
     con.commit()
     con.close()
     with pytest.raises(StorageError, match=r"study 'd'.*different query.*boloop"):
@@ -355,8 +360,10 @@ def test_storage_marks_wal_and_unique_sequence(url):
     try:
         assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         with pytest.raises(sqlite3.IntegrityError):
-            con.execute("INSERT INTO boloop_events (study_id, seq, kind, query_id, payload, "
-                        "created_at) VALUES (1, 0, 'told', 0, '{}', 'now')")
+            con.execute(
+                "INSERT INTO boloop_events (study_id, seq, kind, query_id, payload, "
+                "created_at) VALUES (1, 0, 'told', 0, '{}', 'now')"
+            )
     finally:
         con.close()
     assert Storage(url).study_names()[0][0] == "w"
@@ -402,7 +409,9 @@ def test_add_with_a_policy_that_takes_measurements(url, monkeypatch):
 
     seen = []
     monkeypatch.setattr(
-        RandomEvaluate, "add", lambda self, x, value: seen.append((x.tolist(), value)),
+        RandomEvaluate,
+        "add",
+        lambda self, x, value: seen.append((x.tolist(), value)),
         raising=False,
     )
     study = _user_box_study(url)
@@ -420,11 +429,17 @@ def test_add_with_a_policy_that_takes_measurements(url, monkeypatch):
 
 
 def test_space_files_json_toml_csv(tmp_path, url):
-    (tmp_path / "space.json").write_text(json.dumps({
-        "parameters": [{"name": "temperature", "low": 20, "high": 80, "grid": 7},
-                       {"name": "ratio", "low": 0, "high": 1, "grid": 5}],
-        "threshold": 0.3,
-    }))
+    (tmp_path / "space.json").write_text(
+        json.dumps(
+            {
+                "parameters": [
+                    {"name": "temperature", "low": 20, "high": 80, "grid": 7},
+                    {"name": "ratio", "low": 0, "high": 1, "grid": 5},
+                ],
+                "threshold": 0.3,
+            }
+        )
+    )
     (tmp_path / "space.toml").write_text(
         'family = "safe"\nmonotone = "dose"\nh = 0.8\n'
         '[[parameters]]\nname = "dose"\nlow = 0.0\nhigh = 1.0\ngrid = 6\n'
@@ -436,8 +451,9 @@ def test_space_files_json_toml_csv(tmp_path, url):
     (tmp_path / "pref.toml").write_text('candidates = "recipes.csv"\n')
     spec = load_space_file(tmp_path / "space.json")
     assert spec["parameters"][0]["grid"] == 7
-    lev = create_study("lev", "toy-random", str(tmp_path / "space.json"), family="levelset",
-                       storage=url, seed=0)
+    lev = create_study(
+        "lev", "toy-random", str(tmp_path / "space.json"), family="levelset", storage=url, seed=0
+    )
     assert isinstance(lev.space, CandidateSet) and lev.space.n == 35
     assert lev.problem.settings["threshold"] == 0.3
     safe = create_study("safe", "toy-random", str(tmp_path / "space.toml"), storage=url, seed=0)
@@ -446,8 +462,9 @@ def test_space_files_json_toml_csv(tmp_path, url):
     assert safe.problem.settings["threshold"] == 0.8
     q = safe.ask()
     assert q.outputs == ("f", "g") and set(q.params) == {"dose", "weight"}
-    pref = create_study("pref", "toy-random", str(tmp_path / "pref.toml"), family="preference",
-                        storage=url, seed=0)
+    pref = create_study(
+        "pref", "toy-random", str(tmp_path / "pref.toml"), family="preference", storage=url, seed=0
+    )
     qc = pref.ask()
     assert set(qc.a) == {"sugar", "flour"}
     assert {qc.a_label, qc.b_label} <= {"plain", "sweet", "rich", "light"}
@@ -455,8 +472,18 @@ def test_space_files_json_toml_csv(tmp_path, url):
     # the table is stored with the study: deleting the file does not matter
     (tmp_path / "recipes.csv").unlink()
     assert load_study("pref", storage=url).history()[0]["a_label"] == qc.a_label
-    csv_only = create_study("csv", "toy-random", str(tmp_path / "space.toml").replace(
-        "space.toml", "pref.toml"), family="preference", storage=url, seed=0) if False else None
+    csv_only = (
+        create_study(
+            "csv",
+            "toy-random",
+            str(tmp_path / "space.toml").replace("space.toml", "pref.toml"),
+            family="preference",
+            storage=url,
+            seed=0,
+        )
+        if False
+        else None
+    )
     assert csv_only is None
 
 
@@ -478,12 +505,26 @@ def test_bad_space_documents():
 
 def test_levelset_and_safe_need_their_settings(url):
     with pytest.raises(InvalidInputError, match="threshold"):
-        create_study("a", "toy-random", {"parameters": [{"name": "a", "low": 0, "high": 1}]},
-                     family="levelset", storage=url)
+        create_study(
+            "a",
+            "toy-random",
+            {"parameters": [{"name": "a", "low": 0, "high": 1}]},
+            family="levelset",
+            storage=url,
+        )
     with pytest.raises(InvalidInputError, match="monotone"):
-        create_study("a", "toy-random", {"parameters": [{"name": "a", "low": 0, "high": 1},
-                                                         {"name": "b", "low": 0, "high": 1}]},
-                     family="safe", storage=url)
+        create_study(
+            "a",
+            "toy-random",
+            {
+                "parameters": [
+                    {"name": "a", "low": 0, "high": 1},
+                    {"name": "b", "low": 0, "high": 1},
+                ]
+            },
+            family="safe",
+            storage=url,
+        )
     assert list_studies(url) == []
 
 
@@ -528,8 +569,16 @@ def test_status_and_list(url):
     assert st["last_answers"][0]["answer_text"] == "a"
     assert isinstance(st["recommendation"], dict) and "x0" in st["recommendation"]
     rows = list_studies(url)
-    assert rows == [{"name": "st", "created_at": rows[0]["created_at"], "method": "toy-random",
-                     "family": "preference", "problem": "preference/toy", "answered": 1}]
+    assert rows == [
+        {
+            "name": "st",
+            "created_at": rows[0]["created_at"],
+            "method": "toy-random",
+            "family": "preference",
+            "problem": "preference/toy",
+            "answered": 1,
+        }
+    ]
 
 
 def test_ask_is_stable_across_processes_view(url):
