@@ -1,0 +1,594 @@
+"""Safe Bayesian optimisation with a monotone safety variable: M-SafeOpt, SafeOpt-MC, PredVar.
+
+Losalka & Scarlett, "No-Regret Algorithms for Safe Bayesian Optimization with Monotonicity
+Constraints", AISTATS 2024 (spec ``shared/specs/msafeopt.md``). Actions are pairs ``(s, x)`` on a
+:class:`boloop.spaces.SafeSpace` grid; every evaluation measures the objective ``f`` (maximised)
+and the safety value ``g`` (an :class:`~boloop.queries.Evaluate` with ``outputs=("f", "g")``);
+the constraint is ``g(s, x) <= h``; ``g`` is increasing in ``s`` with a minimum growth ``L'_g``
+(eq. 5), ``f`` grows at most by ``L_f`` (eq. 4), and ``s = 0`` is safe for every ``x``.
+
+Policies
+--------
+* :class:`MSafeOpt` ``case="1"`` -- Algorithm 1 for the global safe optimum (regret ``R_T``, eq. 1),
+  with elimination (20)-(21), expanders (22), acquisition (23). ``case="2"`` -- the best safe
+  ``s`` for every ``x`` (``R'_T``, ``R^X_T``, eq. 2-3): no elimination, expanders (24).
+  ``case="3a"`` -- ``f`` and ``g`` both increasing (Sec. 2.5): elimination (21) only, every
+  surviving ``x`` expands, acquisition (25) on the boundary. ``case="3b"`` -- M-SafeUCB (Losalka &
+  Scarlett 2023), ``f = g``: only ``g`` is measured and modelled. ``acquisition="refined"`` uses
+  (36) on the expanders.
+* :class:`SafeOptMC` and :class:`PredVar` -- the baselines as the paper ran them (B.2.2).
+
+Safety comes from data, never from the prior
+--------------------------------------------
+The paper puts a zero-mean GP on ``g``; far from data ``UCB^g = beta * sigma_prior``, which is
+below ``h`` whenever ``h > beta * sigma_prior``, so unexplored points would be certified safe from
+the prior alone. Here the GP models ``g - h`` with mean zero (equivalently a prior mean ``h`` for
+``g``): an unexplored point has ``UCB^g = h + beta sigma > h`` and is never certified. The
+paper's confidence-bound algebra is unchanged (``UCB^g = h + UCB^{g-h}``).
+
+Certified points stay certified: ``g`` is monotone, so once ``(s, x)`` has been certified every
+``s' <= s`` is safe; the safe boundary of each ``x`` is the maximum over rounds of the boundary
+(14) (the paper recomputes (12) each round; with valid bounds both agree, and the union never
+shrinks when hyperparameters are refitted).
+
+Hyperparameters
+---------------
+``fit_hyperparameters=True`` (the default, and what the paper did through Trieste: Matern-5/2,
+log-normal priors, refit every round) maximises the marginal likelihood plus log priors after
+every observation. **Warning:** the guarantees (Theorems 1-3) and the safety argument assume a
+fixed kernel whose RKHS contains ``f`` and ``g`` and a valid ``beta``; hyperparameters fitted on
+the few points seen so far (e.g. a too long length-scale fitted to the smooth data near ``s = 0``)
+can make the bounds invalid and certify an unsafe point. With ``fit_hyperparameters=False`` the
+kernels given are used as they are. Problems of :mod:`boloop.problems.safe` carry both settings.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+import numpy as np
+
+from boloop._validation import as_points, as_values, positive
+from boloop.algorithms._safe_core import (
+    Bounds,
+    SafeSets,
+    Selection,
+    safe_sets,
+    select_msafeopt,
+    select_predvar,
+    select_safeopt_mc,
+)
+from boloop.algorithms.registry import register_method
+from boloop.confidence import BetaSchedule, ConstantBeta
+from boloop.errors import InvalidInputError, UnsafeSeedError
+from boloop.gp.cache import CandidatePosterior
+from boloop.gp.exact import ExactGP, LogNormalPrior
+from boloop.gp.kernels import Kernel, Matern
+from boloop.queries import BasePolicy, Evaluate, Query
+from boloop.spaces import SafeSpace
+
+__all__ = ["MSafeOpt", "SafeOptMC", "PredVar", "GridPosterior"]
+
+logger = logging.getLogger("boloop")
+
+
+class GridPosterior:
+    """Posterior mean and standard deviation of one :class:`ExactGP` over all actions of a grid.
+
+    Keeps a :class:`CandidatePosterior` (O(N n) per new observation) while its ``n x N`` matrix
+    fits in ``cache_mb`` megabytes; beyond that it streams the grid in chunks of x rows each round
+    (O(N n^2) time, O(chunk n) memory), so Hartmann-3's 421,875 actions never need several dense
+    ``n x N`` copies.
+    """
+
+    def __init__(self, gp: ExactGP, space: SafeSpace, cache_mb: float = 512.0) -> None:
+        self.gp = gp
+        self.space = space
+        self.cache_mb = float(cache_mb)
+        self._cache: CandidatePosterior | None = None
+        self._streamed: tuple[tuple[int, int], np.ndarray, np.ndarray] | None = None
+
+    def _fits(self, n: int) -> bool:
+        # the cache doubles its capacity when it grows: budget for twice the rows
+        return 2 * max(n, 16) * self.space.n * 8 / 2**20 <= self.cache_mb
+
+    def mean_std(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(mean, std)``, each (n_x, n_s)."""
+        gp, space = self.gp, self.space
+        if self._fits(gp.n):
+            if self._cache is None:
+                self._cache = CandidatePosterior(gp, space.points)
+            return space.as_matrix(self._cache.mean), space.as_matrix(self._cache.std)
+        self._cache = None  # free the n x N matrix
+        key = (gp.n, gp.version)
+        if self._streamed is None or self._streamed[0] != key:
+            mean = np.empty((space.n_x, space.n_s))
+            std = np.empty((space.n_x, space.n_s))
+            rows_per_chunk = max(1, 16384 // space.n_s)
+            for start in range(0, space.n_x, rows_per_chunk):
+                sl = slice(start, min(space.n_x, start + rows_per_chunk))
+                m, v = gp.predict(space.rows(sl))
+                mean[sl] = m.reshape(-1, space.n_s)
+                std[sl] = np.sqrt(v).reshape(-1, space.n_s)
+            self._streamed = (key, mean, std)
+        return self._streamed[1], self._streamed[2]
+
+
+def _schedule(value: float | BetaSchedule, name: str) -> BetaSchedule:
+    if isinstance(value, BetaSchedule):
+        return value
+    return ConstantBeta(sqrt_beta=positive(value, name))
+
+
+class _SafePolicy(BasePolicy):
+    """Bookkeeping shared by M-SafeOpt and the baselines: models of ``f`` and ``g - h``, seeds,
+    the certified safe boundary, recommendations.
+
+    Parameters
+    ----------
+    space:
+        The :class:`SafeSpace` grid; ``space.s_values[0]`` is the safe level ``s = 0``.
+    threshold:
+        ``h``: an action is safe iff ``g(s, x) <= h``.
+    kernel_f, kernel_g:
+        Kernels on the action ``(s, x)`` (dimension ``1 + d_x``). Default Matern-5/2 with
+        length-scale 0.2 and variance 1 (the paper's prior means, B.2.2). ``kernel_g`` models
+        ``g - h``.
+    noise_f, noise_g:
+        GP noise variances ``lambda_f, lambda_g`` (paper: 1e-5, pendulum 0.05).
+    sqrt_beta_f, sqrt_beta_g:
+        The paper's ``beta^f_t, beta^g_t`` (multipliers of the standard deviation, eq. 10-11): a
+        number (paper: 3) or a :class:`boloop.confidence.BetaSchedule`.
+    n_initial:
+        Number of seed evaluations at ``s = 0`` with x drawn uniformly from the grid rows before
+        the algorithm starts (authors' code: 2). They do not count as iterations.
+    initial_data:
+        Optional ``(points (m, 1 + d_x), f (m,), g (m,))`` already measured on grid actions. A
+        point at ``s = 0`` with ``g > h``, or at ``s > 0`` that the model cannot certify
+        (``UCB^g > h`` after conditioning), raises :class:`UnsafeSeedError`.
+    fit_hyperparameters:
+        Refit both kernels by marginal likelihood with log-normal priors after every observation
+        (see the module warning).
+    variance_prior_f, variance_prior_g, lengthscale_prior:
+        Means of the log-normal priors (standard deviation 1 in log space, B.2.2).
+    cache_mb:
+        Memory per GP for the cached grid posterior before switching to streaming.
+    keep_certified:
+        Keep every action certified in an earlier round (the union over time, valid because g is
+        monotone; default). ``False`` recomputes (12) from the current posterior each round as
+        the paper and its code do. With a beta that is not a valid bound (the paper's constant 3),
+        the union also keeps a point certified by a bound violation of one round.
+    """
+
+    family = "safe"
+    _outputs: tuple[str, ...] = ("f", "g")
+
+    def __init__(
+        self,
+        space: SafeSpace,
+        threshold: float,
+        *,
+        kernel_f: Kernel | None = None,
+        kernel_g: Kernel | None = None,
+        noise_f: float = 1e-5,
+        noise_g: float = 1e-5,
+        sqrt_beta_f: float | BetaSchedule = 3.0,
+        sqrt_beta_g: float | BetaSchedule = 3.0,
+        n_initial: int = 2,
+        initial_data: tuple[Any, Any, Any] | None = None,
+        fit_hyperparameters: bool = True,
+        variance_prior_f: float = 1.0,
+        variance_prior_g: float = 1.0,
+        lengthscale_prior: float = 0.2,
+        fit_restarts: int = 2,
+        cache_mb: float = 512.0,
+        keep_certified: bool = True,
+        seed: int | np.random.Generator | None = None,
+    ) -> None:
+        super().__init__(seed)
+        self.keep_certified = bool(keep_certified)
+        if not isinstance(space, SafeSpace):
+            raise InvalidInputError(f"space must be a SafeSpace, got {type(space).__name__}")
+        if space.n_s < 2:
+            raise InvalidInputError("space must have at least two s values")
+        h = float(threshold)
+        if not math.isfinite(h):
+            raise InvalidInputError(f"threshold must be finite, got {threshold!r}")
+        if int(n_initial) != n_initial or n_initial < 0:
+            raise InvalidInputError(f"n_initial must be a non-negative integer, got {n_initial!r}")
+        self.space = space
+        self.threshold = h
+        self.beta_f = _schedule(sqrt_beta_f, "sqrt_beta_f")
+        self.beta_g = _schedule(sqrt_beta_g, "sqrt_beta_g")
+        self.n_initial = min(int(n_initial), space.n_x)
+        self.fit_hyperparameters = bool(fit_hyperparameters)
+        self.fit_restarts = int(fit_restarts)
+        dim = space.dim
+        self.gp_f = (
+            self._make_gp(kernel_f, noise_f, "noise_f", variance_prior_f, lengthscale_prior, dim)
+            if "f" in self._outputs
+            else None
+        )
+        self.gp_g = self._make_gp(
+            kernel_g, noise_g, "noise_g", variance_prior_g, lengthscale_prior, dim
+        )
+        self.post_f = GridPosterior(self.gp_f, space, cache_mb) if self.gp_f is not None else None
+        self.post_g = GridPosterior(self.gp_g, space, cache_mb)
+        #: certified safe boundary index per x (never decreases)
+        self.certified = np.zeros(space.n_x, dtype=np.int64)
+        self._seed_rows = (
+            self.rng.choice(space.n_x, size=self.n_initial, replace=False)
+            if self.n_initial
+            else np.zeros(0, dtype=np.int64)
+        )
+        self._seeds_asked = 0
+        self._seed_ids: set[int] = set()
+        self._state_key: tuple[Any, ...] | None = None
+        self._state: tuple[Bounds, SafeSets] | None = None
+        #: the selection behind the last proposal (for tests and introspection)
+        self.last_selection: Selection | None = None
+        if initial_data is not None:
+            self._add_initial_data(initial_data)
+
+    # ------------------------------------------------------------------ models
+    @staticmethod
+    def _make_gp(
+        kernel: Kernel | None,
+        noise: float,
+        name: str,
+        var_prior: float,
+        ls_prior: float,
+        dim: int,
+    ) -> ExactGP:
+        if kernel is None:
+            kernel = Matern(2.5, lengthscale=[0.2] * dim, variance=1.0)
+        elif not isinstance(kernel, Kernel):
+            raise InvalidInputError(f"kernels must be boloop Kernels, got {type(kernel).__name__}")
+        else:
+            kernel = kernel.clone()
+        noise = float(noise)
+        if not math.isfinite(noise) or noise <= 0:
+            raise InvalidInputError(f"{name} must be positive, got {noise!r}")
+        priors = {
+            "lengthscale": LogNormalPrior(math.log(positive(ls_prior, "lengthscale_prior")), 1.0),
+            "variance": LogNormalPrior(math.log(positive(var_prior, "variance_prior")), 1.0),
+        }
+        valid = set(kernel.theta_names) | {"lengthscale"}
+        priors = {k: v for k, v in priors.items() if k in valid}
+        return ExactGP(kernel, noise, priors=priors)
+
+    def _append(self, point: np.ndarray, f: float | None, g: float) -> None:
+        if self.gp_f is not None and f is not None:
+            self.gp_f.condition(point, f)
+        self.gp_g.condition(point, g - self.threshold)
+        if self.fit_hyperparameters:
+            for gp in (self.gp_f, self.gp_g):
+                if gp is not None and gp.n >= 2:
+                    try:
+                        gp.fit(n_restarts=self.fit_restarts, seed=self.rng)
+                    except (ValueError, np.linalg.LinAlgError) as exc:  # keep the old kernel
+                        logger.warning("safe: hyperparameter fit failed (%s); kept old", exc)
+
+    def _grid_index(self, point: np.ndarray) -> tuple[int, int]:
+        space = self.space
+        d = np.max(np.abs(space.x_points - point[1:]), axis=1)
+        i = int(np.argmin(d))
+        j = int(np.argmin(np.abs(space.s_values - point[0])))
+        scale = 1e-9 * max(1.0, float(np.max(np.abs(space.x_points))))
+        if d[i] > scale or abs(space.s_values[j] - point[0]) > 1e-9 * max(
+            1.0, float(np.max(np.abs(space.s_values)))
+        ):
+            raise InvalidInputError(f"initial_data has a point that is not a grid action: {point}")
+        return i, j
+
+    def _add_initial_data(self, data: tuple[Any, Any, Any]) -> None:
+        try:
+            P, yf, yg = data
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError("initial_data must be (points, f, g)") from exc
+        P = as_points(P, "initial_data points", dim=self.space.dim)
+        yf = as_values(yf, "initial_data f", n=P.shape[0])
+        yg = as_values(yg, "initial_data g", n=P.shape[0])
+        idx = [self._grid_index(p) for p in P]
+        h = self.threshold
+        for (i, j), g in zip(idx, yg):
+            if g > h:
+                raise UnsafeSeedError(
+                    f"initial_data: the point (s={self.space.s_values[j]}, x={self.space.x_points[i]})"
+                    f" has measured g = {g} > h = {h}"
+                )
+        for p, f, g in zip(P, yf, yg):
+            self._append(p, float(f), float(g))
+        b = self._bounds(1)
+        for i, j in idx:
+            if j > 0 and not b.ucb_g[i, j] <= h:
+                raise UnsafeSeedError(
+                    f"initial_data: the model cannot certify the seed point "
+                    f"(s={self.space.s_values[j]}, x={self.space.x_points[i]}) as safe "
+                    f"(UCB^g = {b.ucb_g[i, j]:.4g} > h = {h}); give seeds at s = 0 or more data"
+                )
+            self.certified[i] = max(self.certified[i], j)
+
+    def _bounds(self, t: int) -> Bounds:
+        mg, sg = self.post_g.mean_std()
+        mg = mg + self.threshold
+        bg = self.beta_g.sqrt_beta(t, rng=self.rng)
+        if self.post_f is None:  # case 3b: f = g
+            return Bounds(mg, sg, mg, sg, bg, bg)
+        mf, sf = self.post_f.mean_std()
+        bf = self.beta_f.sqrt_beta(t, rng=self.rng)
+        return Bounds(mf, sf, mg, sg, bf, bg)
+
+    # ------------------------------------------------------------------ per-round sets
+    def _constants(self) -> tuple[float, float]:
+        return 1.0, 1.0
+
+    def state(self) -> tuple[Bounds, SafeSets]:
+        """Bounds and sets of Algorithm 1 for the current posterior (cached per data version)."""
+        t = self.iteration + 1
+        key = (
+            t,
+            self.gp_g.n,
+            self.gp_g.version,
+            None if self.gp_f is None else (self.gp_f.n, self.gp_f.version),
+        )
+        if self._state_key != key or self._state is None:
+            b = self._bounds(t)
+            L_f, L_g = self._constants()
+            prev = self.certified if self.keep_certified else None
+            sets = safe_sets(b, self.space.s_values, self.threshold, L_f, L_g, prev)
+            self.certified = np.maximum(self.certified, sets.boundary)
+            self._state, self._state_key = (b, sets), key
+        return self._state
+
+    def _select(self, b: Bounds, sets: SafeSets) -> Selection:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ BasePolicy
+    def _propose(self) -> Query:
+        space = self.space
+        if self._seeds_asked < self.n_initial:
+            i = int(self._seed_rows[self._seeds_asked])
+            self._seeds_asked += 1
+            q = self._new_evaluate(space.rows(slice(i, i + 1))[0], i * space.n_s, self._outputs)
+            self._seed_ids.add(q.id)
+            return q
+        b, sets = self.state()
+        sel = self._select(b, sets)
+        if sel.s_index > sets.boundary[sel.x_index]:  # pragma: no cover - guarded by construction
+            raise AssertionError("selected an action outside the certified safe set")
+        self.last_selection = sel
+        flat = sel.x_index * space.n_s + sel.s_index
+        point = np.concatenate([[space.s_values[sel.s_index]], space.x_points[sel.x_index]])
+        return self._new_evaluate(point, flat, self._outputs)
+
+    def _observe(self, query: Query, answer: Any) -> None:
+        if not isinstance(query, Evaluate):  # pragma: no cover - only Evaluate is asked
+            raise InvalidInputError("safe policies only ask Evaluate queries")
+        g = float(answer["g"])
+        f = float(answer["f"]) if "f" in answer else None
+        if g > self.threshold:
+            logger.warning(
+                "safe: measured g = %.4g > h = %.4g at %s (bounds invalid or noisy g)",
+                g,
+                self.threshold,
+                query.x,
+            )
+        self._append(query.x, f, g)
+
+    def _iteration_done(self, query: Query, answer: Any) -> bool:
+        return query.id not in self._seed_ids
+
+    def recommend(self) -> dict[str, Any]:
+        """The certified-safe recommendation.
+
+        ``point``/``index``: the action of the certified safe set with the largest ``LCB^f``
+        (Case 1; pessimistic, spec Sec. 3). ``best_s``/``best_s_index`` (n_x,): for every x the
+        safe UCB^f maximiser ``s_hat_t^{(x)}`` (eq. 16; the Case 2 output evaluated by ``R^X``).
+        ``boundary_s`` (n_x,): the certified safe boundary ``s_t^{(x)}``.
+        """
+        b, sets = self.state()
+        space = self.space
+        lcb = np.where(sets.prefix, b.lcb_f, -np.inf)
+        flat = int(np.argmax(lcb))
+        i, j = divmod(flat, space.n_s)
+        best = self._best_index(b, sets)
+        return {
+            "point": np.concatenate([[space.s_values[j]], space.x_points[i]]),
+            "index": flat,
+            "best_s_index": best,
+            "best_s": space.s_values[best],
+            "boundary_s": space.s_values[sets.boundary],
+        }
+
+    def _best_index(self, b: Bounds, sets: SafeSets) -> np.ndarray:
+        return sets.best
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        t = self.iteration + 1
+        d.update(
+            threshold=self.threshold,
+            sqrt_beta_f=self.beta_f.sqrt_beta(t) if not self.beta_f.random else repr(self.beta_f),
+            sqrt_beta_g=self.beta_g.sqrt_beta(t) if not self.beta_g.random else repr(self.beta_g),
+            kernel_f=None if self.gp_f is None else repr(self.gp_f.kernel),
+            kernel_g=repr(self.gp_g.kernel) + " (models g - h)",
+            fit_hyperparameters=self.fit_hyperparameters,
+            n_initial=self.n_initial,
+            certified_fraction=float(np.mean((self.certified + 1) / self.space.n_s)),
+        )
+        return d
+
+
+class MSafeOpt(_SafePolicy):
+    """M-SafeOpt (Losalka & Scarlett 2024, Algorithm 1), Cases 1, 2 and 3.
+
+    Parameters (besides those of the shared base, see :class:`_SafePolicy`)
+    ----------
+    L_f:
+        Maximum growth of ``f`` in ``s`` (eq. 4). Not needed for ``case="3b"``.
+    L_g_prime:
+        Minimum growth ``L'_g > 0`` of ``g`` in ``s`` (eq. 5). Not needed for ``case="3b"``.
+    case:
+        ``"1"`` global safe optimum; ``"2"`` best safe s for every x; ``"3a"`` f and g increasing;
+        ``"3b"`` M-SafeUCB (f = g, only ``g`` measured).
+    acquisition:
+        ``"default"`` (23) as in the theorems and experiments, or ``"refined"`` (36).
+    """
+
+    def __init__(
+        self,
+        space: SafeSpace,
+        threshold: float,
+        *,
+        L_f: float | None = None,
+        L_g_prime: float | None = None,
+        case: str | int = "1",
+        acquisition: str = "default",
+        **kwargs: Any,
+    ) -> None:
+        case = str(case)
+        if case not in ("1", "2", "3a", "3b"):
+            raise InvalidInputError(f"case must be 1, 2, '3a' or '3b', got {case!r}")
+        if acquisition not in ("default", "refined"):
+            raise InvalidInputError(
+                f"acquisition must be 'default' or 'refined', got {acquisition!r}"
+            )
+        self.case = case
+        self.acquisition = acquisition
+        if case == "3b":
+            self._outputs = ("g",)
+            self.L_f = 1.0 if L_f is None else positive(L_f, "L_f")
+            self.L_g_prime = 1.0 if L_g_prime is None else positive(L_g_prime, "L_g_prime")
+        else:
+            if L_f is None or L_g_prime is None:
+                raise InvalidInputError("M-SafeOpt needs L_f and L_g_prime (eq. 4-5)")
+            self.L_f = positive(L_f, "L_f")
+            self.L_g_prime = positive(L_g_prime, "L_g_prime")
+        super().__init__(space, threshold, **kwargs)
+
+    @property
+    def method_id(self) -> str:  # type: ignore[override]
+        return {"1": "m-safeopt", "2": "m-safeopt-x", "3a": "m-safeopt-3a", "3b": "m-safeucb"}[
+            self.case
+        ]
+
+    def _constants(self) -> tuple[float, float]:
+        return self.L_f, self.L_g_prime
+
+    def _select(self, b: Bounds, sets: SafeSets) -> Selection:
+        return select_msafeopt(
+            b, sets, self.case, self.L_f, self.L_g_prime, self.acquisition == "refined"
+        )
+
+    def _best_index(self, b: Bounds, sets: SafeSets) -> np.ndarray:
+        if self.case == "3b":  # the safe maximiser of an increasing function is the boundary
+            return sets.boundary
+        return sets.best
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d.update(
+            case=self.case, acquisition=self.acquisition, L_f=self.L_f, L_g_prime=self.L_g_prime
+        )
+        return d
+
+
+class SafeOptMC(_SafePolicy):
+    """SafeOpt-MC (Berkenkamp et al. 2021) as run in the paper (B.2.2, spec 4.1): expanders are the
+    safe-boundary actions of the x not yet fully safe, maximisers SafeOpt's
+    ``{UCB^f > maxLCB_t}`` within the safe set, acquisition the largest confidence width of f and
+    g. Uses no ``L_f``, ``L'_g`` (they only enter through nothing but the shared ``s_bar``, unused)."""
+
+    method_id = "safeopt-mc"
+
+    def _select(self, b: Bounds, sets: SafeSets) -> Selection:
+        return select_safeopt_mc(b, sets)
+
+
+class PredVar(_SafePolicy):
+    """PredVar (Schreiter et al. 2015) extended to f and g as in the paper (B.2.2): the action of
+    the safe set with the largest confidence width ``max{beta^f sigma^f, beta^g sigma^g}``."""
+
+    method_id = "predvar"
+
+    def _select(self, b: Bounds, sets: SafeSets) -> Selection:
+        return select_predvar(b, sets)
+
+
+# ---------------------------------------------------------------------- registry
+_COMMON_KEYS = (
+    "kernel_f",
+    "kernel_g",
+    "noise_f",
+    "noise_g",
+    "sqrt_beta_f",
+    "sqrt_beta_g",
+    "n_initial",
+    "fit_hyperparameters",
+    "variance_prior_f",
+    "variance_prior_g",
+    "lengthscale_prior",
+    "keep_certified",
+)
+
+
+def _settings(problem: Any, options: dict[str, Any]) -> dict[str, Any]:
+    s = problem.settings
+    kw = {k: s[k] for k in _COMMON_KEYS if k in s}
+    kw.update({k: v for k, v in options.items() if k in _COMMON_KEYS or k == "cache_mb"})
+    return kw
+
+
+def _msafeopt_factory(case: str) -> Any:
+    def factory(problem: Any, seed: Any, **options: Any) -> MSafeOpt:
+        s = problem.settings
+        c = float(options.pop("misspecification", 1.0))
+        kw = _settings(problem, options)
+        return MSafeOpt(
+            problem.space,
+            options.get("threshold", s["threshold"]),
+            L_f=float(options.get("L_f", s.get("L_f", 1.0))) * c,
+            L_g_prime=float(options.get("L_g_prime", s.get("L_g_prime", 1.0))) / c,
+            case=options.get("case", case),
+            acquisition=options.get("acquisition", "default"),
+            seed=seed,
+            **kw,
+        )
+
+    return factory
+
+
+register_method(
+    "m-safeopt", "safe", "M-SafeOpt Case 1: global safe optimum (Losalka & Scarlett 2024, Alg. 1)"
+)(_msafeopt_factory("1"))
+register_method(
+    "m-safeopt-x", "safe", "M-SafeOpt Case 2: best safe s for every x (Losalka & Scarlett 2024)"
+)(_msafeopt_factory("2"))
+register_method(
+    "m-safeucb", "safe", "M-SafeOpt Case 3b = M-SafeUCB: f = g increasing (Losalka & Scarlett 2023)"
+)(_msafeopt_factory("3b"))
+
+
+@register_method("safeopt-mc", "safe", "SafeOpt-MC as run in Losalka & Scarlett 2024 (B.2.2)")
+def _safeopt_mc(problem: Any, seed: Any, **options: Any) -> SafeOptMC:
+    options.pop("misspecification", None)
+    return SafeOptMC(
+        problem.space,
+        options.get("threshold", problem.settings["threshold"]),
+        seed=seed,
+        **_settings(problem, options),
+    )
+
+
+@register_method("predvar", "safe", "PredVar for f and g as run in Losalka & Scarlett 2024 (B.2.2)")
+def _predvar(problem: Any, seed: Any, **options: Any) -> PredVar:
+    options.pop("misspecification", None)
+    return PredVar(
+        problem.space,
+        options.get("threshold", problem.settings["threshold"]),
+        seed=seed,
+        **_settings(problem, options),
+    )
