@@ -401,3 +401,24 @@ def test_msafeopt_beats_baselines_on_clinical_trial():
         means[method] = float(np.mean(vals))
     assert means["m-safeopt"] < means["safeopt-mc"], means
     assert means["m-safeopt"] < means["predvar"], means
+
+
+def test_metrics_and_tracker_bookkeeping():
+    """R_T, R'_T, R^X_T are the sums of r_t, r'_t, r^X_t over the non-seed rounds (eq. 1-3);
+    r'_t <= r_t; the metric functions are registered under the safe family."""
+    from boloop.metrics import get_metric
+    from boloop.metrics.safe import regret_x
+
+    assert get_metric("regret_x", family="safe") is regret_x
+    F = np.array([[0.0, 1.0, 3.0], [0.5, 2.0, 0.0]])
+    G = np.array([[0.0, 0.5, 2.0], [0.0, 0.1, 0.2]])
+    f_opt, row = safe_optima(F, G, 1.0)
+    assert f_opt == 2.0 and list(row) == [1.0, 2.0]
+    assert regret_x(F, row, [0, 1]) == 1.0
+    trace = simulate("m-safeopt", "safe/clinical-trial?n=30", 10, seed=2)
+    recs = trace.records
+    for name in ("regret", "regret_prime", "regret_x"):
+        total = sum(r["metrics"][name] for r in recs[2:])  # the 2 seeds add no regret
+        assert recs[-1]["metrics"]["cumulative_" + name] == pytest.approx(total)
+    assert all(r["metrics"]["regret_prime"] <= r["metrics"]["regret"] + 1e-12 for r in recs)
+    assert len(trace.step_rows()) == 10

@@ -154,9 +154,10 @@ def growth_constants(F: np.ndarray, G: np.ndarray, s_values: np.ndarray) -> tupl
 
 
 def safe_optima(F: np.ndarray, G: np.ndarray, h: float) -> tuple[float, np.ndarray]:
-    """``(f*, f*(x))``: the grid's global safe optimum and per-x safe optimum, (n_x,)."""
-    row = np.max(np.where(G <= h, F, -np.inf), axis=1)
-    return float(np.max(row)), row
+    """``(f*, f*(x))``: see :func:`boloop.metrics.safe.safe_optima`."""
+    from boloop.metrics.safe import safe_optima as _so
+
+    return _so(F, G, h)
 
 
 # ---------------------------------------------------------------------- the problem class
@@ -229,13 +230,16 @@ class SafeTracker(MetricTracker):
         if query.index is None:  # type: ignore[attr-defined]
             raise InvalidInputError("safe metrics need grid actions (query.index)")
         i, j = divmod(int(query.index), sp.n_s)  # type: ignore[attr-defined]
-        self.unsafe += int(self.G[i, j] > self.h)
+        from boloop.metrics.safe import is_unsafe
+
+        self.unsafe += is_unsafe(self.G[i, j], self.h)
         seed = hasattr(policy, "_seed_ids") and query.id in policy._seed_ids
         r = 0.0 if seed else self.f_opt - self.F[i, j]
         rp = 0.0 if seed else self.f_opt_x[i] - self.F[i, j]
-        rows = np.arange(sp.n_x)
+        from boloop.metrics.safe import regret_x
+
         rec = policy.recommend()
-        rx = float(np.max(self.f_opt_x - self.F[rows, np.asarray(rec["best_s_index"])]))
+        rx = regret_x(self.F, self.f_opt_x, rec["best_s_index"])
         ri, rj = divmod(int(rec["index"]), sp.n_s)
         out = {
             "regret": r,
