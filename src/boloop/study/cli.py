@@ -3,7 +3,7 @@
 :func:`register` adds the ``study`` subcommand tree to the ``boloop`` parser; every subcommand
 sets ``func(args) -> exit code``. ``python -m boloop.study.cli`` runs the tree on its own.
 
-Exit codes: 0 success, 1 bad input or state (the message names what is wrong; nothing stored
+Exit codes (those of ``boloop``): 0 success, 2 bad input or state (the message names what is wrong; nothing stored
 changes), 130 interrupted by Ctrl-C (everything answered so far is stored).
 """
 
@@ -114,8 +114,8 @@ def _guard(func: Any) -> Any:
         try:
             return int(func(args) or 0)
         except BoloopError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
+            print(f"boloop: error: {exc}", file=sys.stderr)
+            return 2
         except KeyboardInterrupt:
             print("\ninterrupted; everything answered so far is stored", file=sys.stderr)
             return 130
@@ -182,8 +182,11 @@ def _add(args: argparse.Namespace) -> int:
     text = args.params.strip()
     params = json.loads(text) if text.startswith("{") else parse_measurement(text, "PARAMS")
     if not isinstance(params, dict):
-        print("error: PARAMS must be named values, e.g. temperature=35,ratio=0.4", file=sys.stderr)
-        return 1
+        print(
+            "boloop: error: PARAMS must be named values, e.g. temperature=35,ratio=0.4",
+            file=sys.stderr,
+        )
+        return 2
     study.add(params, args.value)
     print(f"stored measurement at {params} ({study.n_answered} answers)")
     return 0

@@ -1,0 +1,269 @@
+"""``boloop study ...`` (issue 8): the CLI gives the same queries as ``simulate`` for every
+family, the interactive ``run`` loop reads answers from stdin and survives Ctrl-C, and bad input
+exits with status 2 and a message while the stored log stays unchanged."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from boloop.cli import main
+from boloop.simulate import simulate
+from boloop.study import load_study
+from test_study import PAIRS, _require, _without_metrics
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _as_text(kind: str, answer) -> str:
+    """An answer as a person types it on the command line."""
+    if kind == "label":
+        return "accept" if answer else "reject"
+    if kind == "compare":
+        return "a" if answer == 0 else "b"
+    if isinstance(answer, dict):
+        return ",".join(f"{k}={v!r}" for k, v in answer.items())
+    return repr(float(answer))
+
+
+@pytest.mark.parametrize("problem_id,method", PAIRS)
+def test_cli_gives_the_simulate_queries(tmp_path, capsys, problem_id, method):
+    """Every CLI call loads the study afresh, so this also checks a reload at every step."""
+    _require(problem_id, method)
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    trace = simulate(method, _without_metrics(problem_id), 4, seed=7)
+    code, out, err = _cli(
+        capsys,
+        "study",
+        "create",
+        "exp",
+        "--method",
+        method,
+        "--problem",
+        problem_id,
+        "--seed",
+        "7",
+        "--storage",
+        url,
+    )
+    assert code == 0, err
+    for rec in trace.records:
+        code, out, err = _cli(capsys, "study", "ask", "exp", "--json", "--storage", url)
+        assert code == 0, err
+        q = json.loads(out)
+        assert q["id"] == rec["query"] and q["kind"] == rec["kind"]
+        names = list(q["a"] if q["kind"] == "compare" else q["params"])
+        pts = (
+            [[q["a"][n] for n in names], [q["b"][n] for n in names]]
+            if q["kind"] == "compare"
+            else [[q["params"][n] for n in names]]
+        )
+        np.testing.assert_array_equal(np.array(pts), np.array(rec["points"]))
+        code, out, err = _cli(
+            capsys,
+            "study",
+            "tell",
+            "exp",
+            str(q["id"]),
+            _as_text(rec["kind"], rec["answer"]),
+            "--storage",
+            url,
+        )
+        assert code == 0, err
+    study = load_study("exp", storage=url)
+    assert [r["answer"] for r in study.history()] == [r["answer"] for r in trace.records]
+
+
+def test_cli_bad_input_exits_2_and_changes_nothing(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    assert (
+        _cli(
+            capsys,
+            "study",
+            "create",
+            "b",
+            "--method",
+            "toy-random",
+            "--problem",
+            "safe/toy",
+            "--seed",
+            "0",
+            "--storage",
+            url,
+        )[0]
+        == 0
+    )
+    code, out, _ = _cli(capsys, "study", "ask", "b", "--json", "--storage", url)
+    qid = json.loads(out)["id"]
+    con = sqlite3.connect(url.removeprefix("sqlite:///"))
+    before = con.execute("SELECT * FROM boloop_events").fetchall()
+    for argv, match in [
+        (("tell", "b", str(qid), "f=1,g=nan"), "finite"),
+        (("tell", "b", str(qid), "1.0"), "needs"),
+        (("tell", "b", str(qid), "f=1"), "missing"),
+        (("tell", "b", str(qid + 5), "f=1,g=2"), "never asked"),
+        (("tell", "b", "x", "f=1,g=2"), "query_id"),
+        (("undo", "b"), "no answer to undo"),
+        (("create", "b", "--method", "toy-random", "--problem", "safe/toy"), "already exists"),
+        (("ask", "nope"), "no study named"),
+        (("add", "b", "x0=0.5,x1=0.5", "1.0"), "does not take measurements"),
+    ]:
+        code, out, err = _cli(capsys, "study", *argv, "--storage", url)
+        assert code == 2 and match in err, (argv, err)
+    assert con.execute("SELECT * FROM boloop_events").fetchall() == before
+    con.close()
+
+
+def test_cli_status_list_undo_export(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    space = tmp_path / "space.json"
+    space.write_text(
+        json.dumps(
+            {
+                "family": "expert",
+                "parameters": [
+                    {"name": "temperature", "low": 20, "high": 80},
+                    {"name": "ratio", "low": 0, "high": 1},
+                ],
+            }
+        )
+    )
+    code, out, err = _cli(
+        capsys,
+        "study",
+        "create",
+        "e",
+        "--method",
+        "toy-random",
+        "--space",
+        str(space),
+        "--seed",
+        "1",
+        "--storage",
+        url,
+    )
+    assert code == 0 and "temperature" in out, err
+    code, out, _ = _cli(capsys, "study", "ask", "e", "--storage", url)
+    assert "accept or reject" in out and "temperature=" in out
+    assert _cli(capsys, "study", "tell", "e", "0", "accept", "--storage", url)[0] == 0
+    code, out, _ = _cli(capsys, "study", "ask", "e", "--json", "--storage", url)
+    assert json.loads(out)["kind"] == "evaluate"  # the accepted point is measured next
+    assert _cli(capsys, "study", "tell", "e", "1", "12.5", "--storage", url)[0] == 0
+    code, out, _ = _cli(capsys, "study", "status", "e", "--storage", url)
+    assert code == 0 and "answers: 2" in out and "recommendation" in out and "-> 12.5" in out
+    code, out, _ = _cli(capsys, "study", "status", "e", "--json", "--storage", url)
+    st = json.loads(out)
+    assert st["counts"] == {"label": 1, "evaluate": 1}
+    assert set(st["recommendation"]) == {"temperature", "ratio"}
+    code, out, _ = _cli(capsys, "study", "list", "--storage", url)
+    assert out.startswith("e\texpert\ttoy-random")
+    code, out, _ = _cli(capsys, "study", "undo", "e", "--storage", url)
+    assert code == 0 and "withdrawn: query 1" in out
+    out_csv = tmp_path / "e.csv"
+    code, out, _ = _cli(capsys, "study", "export", "e", "--out", str(out_csv), "--storage", url)
+    assert code == 0 and "1 answers" in out
+    lines = out_csv.read_text().splitlines()
+    assert lines[0].startswith("query_id,kind,source,asked_at,told_at,temperature,ratio")
+    assert len(lines) == 2
+
+
+def _spawn_run(url: str, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "boloop.cli", "study", "run", "p", "--storage", url, *extra],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_run_reads_keys_from_stdin_and_survives_ctrl_c(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'run.db'}"
+    assert (
+        _cli(
+            capsys,
+            "study",
+            "create",
+            "p",
+            "--method",
+            "toy-random",
+            "--problem",
+            "preference/toy",
+            "--seed",
+            "0",
+            "--storage",
+            url,
+        )[0]
+        == 0
+    )
+    # typed keys: a, b, an invalid key (asked again, nothing stored), undo, b, quit
+    proc = _spawn_run(url)
+    out, err = proc.communicate("a\nb\nz\nu\nb\nq\n", timeout=120)
+    assert proc.returncode == 0, err
+    assert "which is better?" in out and "needs a or b" in out and "withdrawn: query 1" in out
+    study = load_study("p", storage=url)
+    assert [r["answer"] for r in study.history()] == [0, 1]
+    # Ctrl-C while waiting at the prompt: clean exit 130, no traceback, nothing lost
+    proc = _spawn_run(url)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("a\n")
+    proc.stdin.flush()
+    deadline = time.time() + 60
+    while load_study("p", storage=url).n_answered < 3 and time.time() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.3)  # at the next prompt
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and "interrupted" in err
+    study = load_study("p", storage=url)
+    assert [r["answer"] for r in study.history()] == [0, 1, 0]
+    # resume: the same open query is asked, and --max stops after that many answers
+    open_id = study.ask().id
+    proc = _spawn_run(url, "--max", "2")
+    out, err = proc.communicate("b\nb\n", timeout=120)
+    assert proc.returncode == 0, err
+    assert f"query {open_id}:" in out
+    assert [r["answer"] for r in load_study("p", storage=url).history()] == [0, 1, 0, 1, 1]
+
+
+def test_run_label_and_measurement_prompts(tmp_path, capsys):
+    url = f"sqlite:///{tmp_path / 'run.db'}"
+    assert (
+        _cli(
+            capsys,
+            "study",
+            "create",
+            "p",
+            "--method",
+            "toy-random",
+            "--problem",
+            "expert/toy",
+            "--seed",
+            "2",
+            "--storage",
+            url,
+        )[0]
+        == 0
+    )
+    proc = _spawn_run(url)
+    out, err = proc.communicate("y\nnan\n3.25\nn\n", timeout=120)  # end of input stops cleanly
+    assert proc.returncode == 0, err
+    assert "must be finite" in out and "end of input" in out
+    hist = load_study("p", storage=url).history()
+    assert [(r["kind"], r["answer"]) for r in hist] == [
+        ("label", True),
+        ("evaluate", 3.25),
+        ("label", False),
+    ]
