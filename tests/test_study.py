@@ -400,8 +400,43 @@ def test_add_measurements_validates_names_and_bounds(url):
     assert _log_rows(url) == before
 
 
-class _Adder:
-    """A toy-random levelset policy that also takes the user's own measurements."""
+@pytest.mark.parametrize(
+    "problem_id,method,x,value",
+    [
+        ("levelset/toy", "randomized-straddle", {"x0": 0.5}, 0.9),
+        ("safe/toy", "m-safeopt", {"x0": 0.0, "x1": 0.3}, {"f": 0.1, "g": 0.2}),
+        ("levelset/toy", "toy-random", {"x0": 0.5}, 0.9),
+    ],
+)
+def test_add_a_measurement_replays(url, problem_id, method, x, value):
+    """A measurement the user made on their own enters the model, is replayed on load (the next
+    query is unchanged) and can be undone; the open query stays open."""
+    _require(problem_id, method)
+    problem, rng = get(problem_id), oracle_rng(0)
+    opts = {"fit_hyperparameters": False} if method == "m-safeopt" else {}
+    study = create_study("add", method, problem=problem_id, storage=url, seed=0, **opts)
+    q0 = study.ask()
+    study.add(x, value)
+    assert study.ask().query == q0.query
+    study.tell(q0.id, problem.answer(q0.query, rng))
+    q1 = study.ask()
+    assert load_study("add", storage=url).ask().query == q1.query
+    assert load_study("add", storage=url, full_replay=True).ask().query == q1.query
+    rows = study.history()
+    assert [r["source"] for r in rows] == ["added", "query"] and rows[0]["params"] == x
+    if hasattr(study.policy, "gp"):
+        assert study.policy.gp.n == 2
+    study.undo()
+    study.undo()
+    assert study.n_answered == 0 and study.ask().query == q0.query
+
+
+def test_add_refused_for_comparisons(url):
+    study = create_study("p", "toy-random", problem="preference/toy", storage=url, seed=0)
+    before = _log_rows(url)
+    with pytest.raises(InvalidInputError, match="does not take measurements"):
+        study.add({"x0": 0.5}, 1.0)
+    assert _log_rows(url) == before
 
 
 def test_add_with_a_policy_that_takes_measurements(url, monkeypatch):

@@ -10,6 +10,7 @@ a mismatch raises :class:`~boloop.errors.StorageError` naming the study and the 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import hashlib
 import json
@@ -38,7 +39,7 @@ from boloop.errors import (
 )
 from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query, query_from_dict
-from boloop.spaces import Box, CandidateSet, Space
+from boloop.spaces import Box, CandidateSet, SafeSpace, Space
 from boloop.study.answers import answer_text, parse_answer, parse_measurement
 from boloop.study.space_file import (
     UserExperiment,
@@ -55,6 +56,9 @@ __all__ = ["Study", "StudyQuery", "create_study", "load_study", "list_studies"]
 logger = logging.getLogger("boloop")
 
 CONFIG_FORMAT = 1
+#: families whose policies take a measurement they did not ask for through ``_observe`` (read
+#: from their code: levelset and safe ``_observe`` use only the query's point, index, answer)
+_ADD_BY_OBSERVE = frozenset({"levelset", "safe"})
 _MAX_RETRIES = 5
 #: store a policy snapshot once replaying the events since the last one costs this many seconds
 SNAPSHOT_AFTER_SECONDS = 0.2
@@ -340,11 +344,12 @@ class Study:
             raise InvalidInputError(f"value must be finite, got {value!r}")
         if isinstance(measured, dict) and not all(math.isfinite(v) for v in measured.values()):
             raise InvalidInputError(f"value must be finite, got {value!r}")
-        if not callable(getattr(self._policy, "add", None)):
+        if not callable(getattr(self._policy, "add", None)) and self.family not in _ADD_BY_OBSERVE:
             raise InvalidInputError(
                 f"method {self.method!r} does not take measurements outside its own queries; "
                 "answer its queries with tell"
             )
+        self._measurement_query(x).validate_answer(measured)  # names and finiteness, as tell
         for _ in range(_MAX_RETRIES):
             try:
                 with self._write() as tx:
@@ -594,10 +599,27 @@ class Study:
                     ) from exc
             self._logged_open.discard(qid)  # type: ignore[arg-type]
         elif ev.kind == "added" and replay:
-            x = np.asarray(ev.payload["x"], dtype=np.float64)
-            self._policy.add(x, _decode_answer(ev.payload["answer"]))  # type: ignore[attr-defined]
+            self._add_to_policy(np.asarray(ev.payload["x"], dtype=np.float64), ev.payload["answer"])
         self._cost += time.perf_counter() - t0
         self._effective.append(ev)
+
+    def _measurement_query(self, x: np.ndarray) -> Evaluate:
+        """The Evaluate query a measurement at ``x`` answers (id < 0: never issued)."""
+        outputs = self.problem.settings.get("outputs", ("f", "g") if self.family == "safe" else ())
+        n_added = sum(1 for e in self._effective if e.kind == "added")
+        return Evaluate(id=-1 - n_added, x=x, index=_index_in(self.space, x), outputs=outputs)
+
+    def _add_to_policy(self, x: np.ndarray, value: Any) -> None:
+        """Give the policy a measurement it did not ask for: through its ``add(x, value)`` if
+        it has one, else (levelset and safe families, whose ``_observe`` reads only the query's
+        point and index) through ``_observe`` with a never-issued Evaluate query; the open query,
+        the history and the iteration count are untouched."""
+        adder = getattr(self._policy, "add", None)
+        if callable(adder):
+            adder(x, value)
+            return
+        query = self._measurement_query(x)
+        self._policy._observe(query, query.validate_answer(value))
 
     def _check_open(self, qid: int) -> None:
         pending = self._policy.pending
@@ -727,6 +749,23 @@ class Study:
 
     def _named(self, rec: Any) -> Any:
         d = self.space.dim
+        if hasattr(rec, "upper") and hasattr(rec, "threshold") and hasattr(rec, "points"):
+            # a level-set estimate (H_t, L_t): the points of the estimated upper set
+            out: dict[str, Any] = {"threshold": float(rec.threshold)}
+            if getattr(rec, "iteration", None) is not None:
+                out["iteration"] = int(rec.iteration)
+            if rec.points is not None and rec.upper is not None:
+                upper = np.asarray(rec.upper, dtype=bool)
+                out["n_upper"] = int(upper.sum())
+                out["n_candidates"] = int(upper.size)
+                out["upper"] = [point_to_params(self.space, p) for p in rec.points[upper]]
+            return out
+        if dataclasses.is_dataclass(rec) and not isinstance(rec, type):
+            return {
+                f.name: self._named(getattr(rec, f.name))
+                for f in dataclasses.fields(rec)
+                if not callable(getattr(rec, f.name))
+            }
         if isinstance(rec, Query):
             return self._wrap(rec).to_dict()
         if isinstance(rec, np.ndarray):
@@ -748,6 +787,20 @@ class Study:
             f"Study(name={self.name!r}, method={self.method!r}, answered={self.n_answered}, "
             f"storage={self.storage_url!r})"
         )
+
+
+def _index_in(space: Space, x: np.ndarray) -> int | None:
+    """Index of ``x`` in a finite space (flat action index for a SafeSpace), else None."""
+    if isinstance(space, CandidateSet):
+        i = int(space.index_of(x[None, :])[0])
+        return i if i >= 0 else None
+    if isinstance(space, SafeSpace):
+        js = np.flatnonzero(np.isclose(space.s_values, x[0], rtol=0, atol=1e-9))
+        d = np.max(np.abs(space.x_points - x[1:]), axis=1)
+        i = int(np.argmin(d))
+        if js.size and d[i] <= 1e-9:
+            return int(space.flat_index(i, int(js[0])))
+    return None
 
 
 def _effective_events(events: list[Event], name: str) -> list[Event]:
