@@ -15,8 +15,10 @@ query kinds and metric columns of its family (DESIGN.md), and oracles defined he
 * ``safe/toy`` -- actions ``(s, x)``, s in 6 levels of [0, 1], x in 11 grid points of [0, 1];
   objective ``f = s - (x - 0.6)^2`` (maximised), safety ``g = s (0.5 + x)`` increasing in s, safe
   when ``g <= h = 0.8``; noisy answers ``{"f": ..., "g": ...}``. Metrics ``regret``
-  (``f*`` over the safe actions minus ``f(s_t, x_t)``), ``cumulative_regret``, ``simple_regret``
-  of ``policy.recommend()`` (NaN when there is none), ``unsafe`` (cumulative count of evaluations
+  (``f*`` over the safe actions minus ``f(s_t, x_t)``; negative for an unsafe action better than
+  the safe optimum, which only a policy ignoring safety evaluates), ``cumulative_regret``,
+  ``simple_regret``
+  of ``policy.recommend()`` (or its ``"point"``; NaN when there is none), ``unsafe`` (cumulative count of evaluations
   with true ``g > h``).
 * ``expert/toy`` -- minimise ``f(x) = |x - (0.7, 0.3)|^2`` on [0, 1]^2 with noisy evaluations; a
   synthetic expert accepts ``x`` when ``|x - (0.6, 0.4)|^2 <= 0.15`` (a belief that is close to the
@@ -29,6 +31,7 @@ query kinds and metric columns of its family (DESIGN.md), and oracles defined he
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -41,6 +44,16 @@ from boloop.queries import Compare, Evaluate, Label, Query
 from boloop.spaces import Box, CandidateSet, SafeSpace
 
 __all__ = ["ToyLevelSet", "ToyPreference", "ToySafe", "ToyExpert"]
+
+
+def recommended_point(rec: Any) -> np.ndarray | None:
+    """The point of a ``policy.recommend()`` result: an array, or a mapping with a ``"point"``
+    entry (the safe family's recommendations); None when there is no recommendation yet."""
+    if isinstance(rec, Mapping):
+        rec = rec.get("point")
+    if rec is None:
+        return None
+    return np.asarray(rec, dtype=np.float64).reshape(1, -1)
 
 
 def _sigmoid(z: Any) -> Any:
@@ -151,10 +164,10 @@ class _PreferenceTracker(MetricTracker):
         assert isinstance(query, Compare)
         fa, fb = p.value(np.vstack([query.a, query.b]))
         r = float(_sigmoid(p.f_max - fa) + _sigmoid(p.f_max - fb) - 1.0)
-        rec = policy.recommend()
+        rec = recommended_point(policy.recommend())
         simple = math.nan
         if rec is not None:
-            simple = float(_sigmoid(p.f_max - p.value(np.asarray(rec).reshape(1, -1))[0]) - 0.5)
+            simple = float(_sigmoid(p.f_max - p.value(rec)[0]) - 0.5)
         return {"regret": r, "cumulative_regret": self.cum.add(r), "simple_regret": simple}
 
 
@@ -175,10 +188,16 @@ class ToySafe(Problem):
             space=space,
             description="f = s - (x-0.6)^2, safety g = s (0.5 + x) <= 0.8, monotone in s",
             settings={
-                "kernel_f": SquaredExponential(lengthscale=[0.5, 0.3], variance=1.0),
-                "kernel_g": SquaredExponential(lengthscale=[0.5, 0.3], variance=1.0),
-                "noise_variance": float(noise_std) ** 2,
+                # chosen so that M-SafeOpt / SafeOpt-MC leave s = 0 within a few steps
+                "kernel_f": SquaredExponential(lengthscale=[1.0, 0.3], variance=0.5),
+                "kernel_g": SquaredExponential(lengthscale=[2.0, 1.0], variance=1.0),
+                "noise_f": float(noise_std) ** 2,
+                "noise_g": float(noise_std) ** 2,
                 "threshold": float(threshold),
+                # growth constants (M-SafeOpt eqs. 4-5): df/ds = 1, dg/ds = 0.5 + x >= 0.5
+                "L_f": 1.0,
+                "L_g_prime": 0.5,
+                "n_initial": 2,
                 "outputs": ("f", "g"),
                 "budget": 30,
             },
@@ -218,10 +237,10 @@ class _SafeTracker(MetricTracker):
         r = p.f_opt - float(v["f"][0])
         if float(v["g"][0]) > p.settings["threshold"]:
             self.unsafe += 1
-        rec = policy.recommend()
+        rec = recommended_point(policy.recommend())
         simple = math.nan
         if rec is not None:
-            simple = p.f_opt - float(p.value(np.asarray(rec).reshape(1, -1))["f"][0])
+            simple = p.f_opt - float(p.value(rec)["f"][0])
         return {
             "regret": r,
             "cumulative_regret": self.cum.add(r),
