@@ -560,6 +560,22 @@ def test_levelset_and_safe_need_their_settings(url):
             family="safe",
             storage=url,
         )
+    with pytest.raises(InvalidInputError, match="lowest value"):
+        create_study(
+            "a",
+            "toy-random",
+            {
+                "parameters": [
+                    {"name": "dose", "low": 0, "high": 1, "grid": 5},
+                    {"name": "b", "low": 0, "high": 1, "grid": 3},
+                ],
+                "monotone": "dose",
+                "h": 1.0,
+                "safe_seeds": [{"dose": 0.5, "b": 0.0}],
+            },
+            family="safe",
+            storage=url,
+        )
     assert list_studies(url) == []
 
 

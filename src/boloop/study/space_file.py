@@ -25,9 +25,9 @@ file with the same keys):
     threshold = 0.5      # level-set family: the level h of {x : f(x) > h}
 
     # safe family (M-SafeOpt): the monotone parameter, the safety threshold h, safe starts
-    monotone = "dose"    # its lowest value is the safe starting level (Sec. 2 of the paper)
-    h = 0.9
-    safe_seeds = [{dose = 0.0, weight = 0.5}]   # optional: points known to be safe
+    monotone = "dose"    # its lowest value is the safe starting level (Sec. 2 of the paper):
+    h = 0.9              # (dose_min, x) must be safe (g <= h) for every x
+    safe_seeds = [{dose = 0.0, weight = 0.5}]   # optional: must lie at the lowest dose
 
     [settings]           # anything else the method reads from problem settings
     noise_variance = 1e-4
@@ -382,6 +382,16 @@ def build_experiment(
     if family == "levelset" and "threshold" not in settings:
         raise InvalidInputError("the levelset family needs 'threshold' in the space")
     if "safe_seeds" in spec:
+        if family == "safe":
+            lowest = float(space.s_values[0])  # type: ignore[union-attr]
+            above = [s for s in spec["safe_seeds"] if s[spec["monotone"]] != lowest]
+            if above:
+                raise InvalidInputError(
+                    f"safe_seeds {above} are not at the lowest value {lowest:g} of the monotone "
+                    f"parameter {spec['monotone']!r}: M-SafeOpt (Sec. 2) starts from the lowest "
+                    "level, which must be safe for every other parameter value, and takes no "
+                    "other safe starting points"
+                )
         names = list(space.names)
         settings["safe_seeds"] = np.array(
             [[s[n] for n in names] for s in spec["safe_seeds"]], dtype=np.float64
