@@ -1,0 +1,854 @@
+"""Bayesian optimisation with an expert's accept/reject labels: COBOL, COBOHL and baselines.
+
+Paper: Xu, Adachi, Jones and Osborne, "Principled Bayesian Optimisation in Collaboration with
+Human Experts", NeurIPS 2024 (arXiv 2410.10452). Spec: ``shared/specs/cobol.md``.
+
+The paper *minimises* f. Labels: the query vocabulary answers a :class:`~boloop.queries.Label`
+with ``True`` for *accept*; internally the paper's convention is used, ``1 = reject`` with
+``P(1 | x) = S(g(x))`` (Assumption 2.1), so small ``g`` means the expert likes ``x``.
+
+Policies (method ids of DESIGN.md):
+
+* :class:`COBOL` (``cobol``) -- Algorithm 1: expert-augmented LCB ``x^c`` by the primal-dual
+  problem (5)/(6), vanilla LCB ``x^u`` (line 5), the no-harm test (line 6), the handover test
+  ``g_upper - g_lower > g_thr`` (line 8); an accepted label is followed by the evaluation of
+  ``x^c`` in the same iteration, a reject consumes the iteration (lines 11-12).
+* :class:`COBOHL` (``cobohl``) -- Algorithm 2 (App. E): LCB constrained to ``g_lower <= 0``; if
+  the expert is asked, the iteration ends without an evaluation whatever the answer.
+* :class:`GPLCB` (``gp-lcb``) -- vanilla GP-LCB (the paper's "vanilla LCB").
+* :class:`RandomSearch` (``random``) and :class:`ExpertSampling` (``expert-sampling``: uniform
+  proposals that the expert accepts or rejects; an accepted one is evaluated, Sec. 5, Fig. 4).
+
+Common protocol (Sec. 5): inputs scaled to the unit cube, outputs standardised every iteration,
+ARD squared-exponential kernel for f with output scale 1 and noise ``r = 1e-4`` (Table 3), its
+length-scales fitted by marginal likelihood (Gamma(3, 6) prior, BoTorch's default) and copied to
+``k_g``; ``beta_f`` from Lemma 3.1 with ``B_f = 1``, ``sigma = r``, ``delta = 0.01`` and the
+information gain of the observed points. Every policy starts with the same 3 uniformly random
+evaluations for a given seed; the label-using ones first ask 10 labels at uniform points.
+Initial queries do not count as iterations.
+
+Continuous boxes: each iteration scores a fresh scrambled Sobol set (plus the data points and the
+previous ``x^c``) and refines the best few by shrinking Gaussian perturbations. Finite candidate
+sets (:class:`~boloop.spaces.CandidateSet`) are scored exhaustively.
+
+Each iteration of COBOL/COBOHL records its outcome in ``outcomes``: ``"vanilla"`` (x^u evaluated),
+``"unasked"`` (x^c evaluated without asking), ``"accept"`` (asked, accepted, evaluated) or
+``"reject"`` (asked, rejected, no evaluation) -- the four outcomes of the spec's bookkeeping test.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from boloop.algorithms.registry import register_method
+from boloop.errors import InvalidInputError
+from boloop.gp.exact import ExactGP, GammaPrior
+from boloop.gp.kernels import SquaredExponential
+from boloop.gp.likelihood_ratio import LikelihoodRatioModel
+from boloop.problems.base import Problem
+from boloop.queries import BasePolicy, Evaluate, Label, Query
+from boloop.spaces import Box, CandidateSet
+
+__all__ = ["COBOL", "COBOHL", "GPLCB", "RandomSearch", "ExpertSampling", "ExpertPolicy"]
+
+logger = logging.getLogger("boloop")
+
+_BIG = 1e6  # penalty offset for infeasible points in the constrained variant
+
+
+def _number(value: Any, name: str, *, low: float | None = None, allow_inf: bool = False) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{name} must be a number, got {value!r}") from exc
+    if math.isnan(v) or (math.isinf(v) and not allow_inf):
+        raise InvalidInputError(f"{name} must be finite, got {value!r}")
+    if low is not None and v < low:
+        raise InvalidInputError(f"{name} must be >= {low}, got {value!r}")
+    return v
+
+
+def _count(value: Any, name: str, low: int = 0) -> int:
+    if isinstance(value, bool) or int(value) != value or int(value) < low:
+        raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+class ExpertPolicy(BasePolicy):
+    """Shared machinery of the expert family: initial design, scaling, the f-GP, candidates.
+
+    Parameters
+    ----------
+    space:
+        A :class:`~boloop.spaces.Box` or a :class:`~boloop.spaces.CandidateSet`.
+    seed:
+        Seed or Generator; all randomness comes from it.
+    n_initial:
+        Initial uniformly random evaluations (paper: 3).
+    n_initial_labels:
+        Initial labels at uniform points, for the policies that use labels (paper: 10).
+    fit_hyperparameters:
+        Fit the f-kernel length-scales by marginal likelihood every time f data arrive (paper);
+        otherwise keep ``lengthscale``.
+    lengthscale:
+        Initial (or fixed) length-scale(s) in unit-cube coordinates.
+    noise_variance:
+        GP noise ``r`` on standardised outputs (Table 3: 1e-4).
+    beta:
+        A fixed ``beta_f`` (the multiplier of the std); ``None``: Lemma 3.1 with ``B_f``,
+        ``sigma = sqrt(noise_variance)`` is not used -- the paper sets ``sigma = r`` -- and
+        ``delta``.
+    n_candidates:
+        Sobol points scored per iteration on a box.
+    """
+
+    family = "expert"
+    uses_labels = False
+
+    def __init__(
+        self,
+        space: Box | CandidateSet,
+        seed: int | np.random.Generator | None = 0,
+        *,
+        n_initial: int = 3,
+        n_initial_labels: int = 10,
+        fit_hyperparameters: bool = True,
+        lengthscale: float | Any = 0.3,
+        noise_variance: float = 1e-4,
+        beta: float | None = None,
+        B_f: float = 1.0,
+        delta: float = 0.01,
+        n_candidates: int = 512,
+        n_restarts: int = 1,
+    ) -> None:
+        super().__init__(seed)
+        if not isinstance(space, Box | CandidateSet):
+            raise InvalidInputError(
+                f"space must be a Box or a CandidateSet, got {type(space).__name__}"
+            )
+        self.space = space
+        self.dim = space.dim
+        self._finite = isinstance(space, CandidateSet)
+        self._box = space.box if isinstance(space, CandidateSet) else space
+        self.n_initial = _count(n_initial, "n_initial", 1)
+        self.n_initial_labels = _count(n_initial_labels, "n_initial_labels", 0)
+        self.fit_hyperparameters = bool(fit_hyperparameters)
+        self.noise_variance = _number(noise_variance, "noise_variance", low=1e-12)
+        self.beta_fixed = None if beta is None else _number(beta, "beta", low=0.0)
+        self.B_f = _number(B_f, "B_f", low=0.0)
+        self.delta = _number(delta, "delta", low=1e-12)
+        self.n_candidates = _count(n_candidates, "n_candidates", 1)
+        self.n_restarts = _count(n_restarts, "n_restarts", 0)
+        ls = np.broadcast_to(np.asarray(lengthscale, dtype=np.float64), (self.dim,)).copy()
+        if np.any(ls <= 0) or not np.all(np.isfinite(ls)):
+            raise InvalidInputError(f"lengthscale must be positive, got {lengthscale!r}")
+        priors = {"lengthscale": GammaPrior(3.0, 6.0)} if self.fit_hyperparameters else None
+        self.gp = ExactGP(
+            SquaredExponential(lengthscale=ls, variance=1.0, fixed=("variance",)),
+            noise_variance=self.noise_variance,
+            priors=priors,
+        )
+        # data in unit-cube coordinates; y raw
+        self.X_f = np.zeros((0, self.dim))
+        self.y_f = np.zeros(0)
+        self.X_g = np.zeros((0, self.dim))
+        self.rejected = np.zeros(0)
+        self._gp_stale = True
+        self._y_mean, self._y_std = 0.0, 1.0
+        # the shared initial design: drawn first so every method gets the same points per seed
+        self._init_f = self._sample_unit(self.n_initial)
+        self._init_g = (
+            self._sample_unit(self.n_initial_labels)
+            if self.uses_labels
+            else (np.zeros((0, self.dim)), None)
+        )
+        self.initial_query_ids: set[int] = set()
+        self.outcomes: list[str] = []
+        self.n_evaluations = 0  # |Q^f| after the initial design
+        self.n_expert_queries = 0  # |Q^g| after the initial design
+
+    # ------------------------------------------------------------------ space helpers
+    def _sample_unit(self, k: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """``k`` uniform points in unit coordinates (and their indices on a finite set)."""
+        if self._finite:
+            assert isinstance(self.space, CandidateSet)
+            idx = self.rng.integers(0, self.space.n, size=k)
+            return self.space.to_unit()[idx], idx
+        return self.rng.random((k, self.dim)), None
+
+    def _to_unit(self, x: np.ndarray) -> np.ndarray:
+        return np.clip(self._box.to_unit(np.asarray(x, dtype=np.float64).reshape(1, -1)), 0, 1)
+
+    def _from_unit(self, u: np.ndarray) -> np.ndarray:
+        return self._box.from_unit(np.asarray(u, dtype=np.float64).reshape(1, -1))[0]
+
+    def _candidates(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """Candidate points in unit coordinates (m, d) and their indices on a finite set."""
+        if self._finite:
+            assert isinstance(self.space, CandidateSet)
+            return self.space.to_unit(), np.arange(self.space.n)
+        from scipy.stats import qmc
+
+        m = 1 << max(1, int(math.ceil(math.log2(self.n_candidates))))
+        U = qmc.Sobol(self.dim, scramble=True, seed=self.rng).random(m)[: self.n_candidates]
+        extra = [self.X_f] if self.X_f.size else []
+        return np.vstack([U, *extra]), None
+
+    def _ask_unit(self, u: np.ndarray, index: int | None, kind: str) -> Query:
+        if self._finite:
+            assert isinstance(self.space, CandidateSet) and index is not None
+            x = self.space.points[int(index)]
+        else:
+            x = self._from_unit(u)
+        if kind == "label":
+            return self._new_label(x, index)
+        return self._new_evaluate(x, index)
+
+    def _nearest_index(self, u: np.ndarray) -> int | None:
+        if not self._finite:
+            return None
+        assert isinstance(self.space, CandidateSet)
+        return int(np.argmin(np.sum((self.space.to_unit() - u) ** 2, axis=1)))
+
+    # ------------------------------------------------------------------ f model
+    def _sync_gp(self) -> None:
+        """Standardise y and (re)fit the GP if f data changed (Sec. 5: every iteration)."""
+        if not self._gp_stale:
+            return
+        y = self.y_f
+        self._y_mean = float(np.mean(y))
+        sd = float(np.std(y))
+        self._y_std = sd if sd > 0 else 1.0
+        ys = (y - self._y_mean) / self._y_std
+        self.gp.set_data(self.X_f, ys)
+        if self.fit_hyperparameters and self.gp.n >= 2:
+            seed = int(self.rng.integers(2**31))
+            try:
+                self.gp.fit(n_restarts=self.n_restarts, seed=seed)
+            except Exception as exc:  # keep the previous hyperparameters
+                logger.debug("GP fit failed (%s); keeping hyperparameters", exc)
+                self.gp.set_data(self.X_f, ys)
+        self._gp_stale = False
+        self._on_gp_refit()
+
+    def _on_gp_refit(self) -> None:
+        """Hook: COBOL copies the length-scales to k_g."""
+
+    @property
+    def beta_f(self) -> float:
+        """``beta_f`` of Lemma 3.1: ``B_f + sigma sqrt(2 (gamma + 1 + ln(2/delta)))`` with
+        ``sigma = r`` (Table 3) and ``gamma`` the information gain of the observed points."""
+        if self.beta_fixed is not None:
+            return self.beta_fixed
+        try:
+            gamma = self.gp.information_gain() if self.gp.n else 0.0
+            val = self.B_f + self.noise_variance * math.sqrt(
+                2 * (gamma + 1 + math.log(2 / self.delta))
+            )
+        except Exception:
+            return 1.0
+        return val if math.isfinite(val) and val >= 0 else 1.0
+
+    def _f_bounds(self, U: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(f_lower, f_upper, std)`` at U (m, d) in standardised units (eq. 2a/2b, Lemma 3.1)."""
+        mean, var = self.gp.predict(U)
+        std = np.sqrt(var)
+        b = self.beta_f
+        return mean - b * std, mean + b * std, std
+
+    def _minimise(
+        self,
+        score: Callable[[np.ndarray], np.ndarray],
+        U: np.ndarray,
+        idx: np.ndarray | None,
+        *,
+        values: np.ndarray | None = None,
+        n_keep: int = 3,
+        radii: tuple[float, ...] = (0.05, 0.015, 0.004),
+        n_local: int = 24,
+    ) -> tuple[np.ndarray, int | None, float]:
+        """Minimise ``score`` (batched, (m, d) -> (m,)) over candidates, then refine locally."""
+        vals = score(U) if values is None else values
+        i = int(np.argmin(vals))
+        if idx is not None:
+            return U[i], int(idx[i]), float(vals[i])
+        pool_U, pool_v = U, vals
+        for radius in radii:
+            order = np.argsort(pool_v)[:n_keep]
+            centres = pool_U[order]
+            local = centres[:, None, :] + radius * self.rng.standard_normal(
+                (centres.shape[0], n_local, self.dim)
+            )
+            local = np.clip(local.reshape(-1, self.dim), 0.0, 1.0)
+            lv = score(local)
+            pool_U = np.vstack([centres, local])
+            pool_v = np.concatenate([pool_v[order], lv])
+        i = int(np.argmin(pool_v))
+        return pool_U[i], None, float(pool_v[i])
+
+    # ------------------------------------------------------------------ BasePolicy
+    def _propose(self) -> Query:
+        n_lab_init = self._init_g[0].shape[0]
+        if self.uses_labels and self._n_init_labels_done() < n_lab_init:
+            k = self._n_init_labels_done()
+            U, idx = self._init_g
+            q = self._ask_unit(U[k], None if idx is None else int(idx[k]), "label")
+            self.initial_query_ids.add(q.id)
+            return q
+        if self._n_init_evals_done() < self.n_initial:
+            k = self._n_init_evals_done()
+            U, idx = self._init_f
+            q = self._ask_unit(U[k], None if idx is None else int(idx[k]), "evaluate")
+            self.initial_query_ids.add(q.id)
+            return q
+        return self._bo_propose()
+
+    def _n_init_labels_done(self) -> int:
+        return min(self.X_g.shape[0], self._init_g[0].shape[0])
+
+    def _n_init_evals_done(self) -> int:
+        return min(self.X_f.shape[0], self.n_initial)
+
+    def _observe(self, query: Query, answer: Any) -> None:
+        u = self._to_unit(query.x)  # type: ignore[attr-defined]
+        if isinstance(query, Evaluate):
+            self.X_f = np.vstack([self.X_f, u])
+            self.y_f = np.concatenate([self.y_f, [float(answer)]])
+            self._gp_stale = True
+            if query.id not in self.initial_query_ids:
+                self.n_evaluations += 1
+            self._after_evaluation(query)
+        elif isinstance(query, Label):
+            rejected = 0.0 if bool(answer) else 1.0
+            self._add_label(u, rejected, initial=query.id in self.initial_query_ids)
+            self.X_g = np.vstack([self.X_g, u])
+            self.rejected = np.concatenate([self.rejected, [rejected]])
+            if query.id not in self.initial_query_ids:
+                self.n_expert_queries += 1
+            self._after_label(query, bool(answer))
+        else:  # pragma: no cover - expert policies never ask Compare
+            raise InvalidInputError(f"unexpected query kind {query.kind}")
+
+    def _add_label(self, u: np.ndarray, rejected: float, initial: bool) -> None:
+        """Hook: update the expert model (must not change state if it raises)."""
+
+    def _after_evaluation(self, query: Evaluate) -> None:
+        """Hook after an evaluation is stored."""
+
+    def _after_label(self, query: Label, accepted: bool) -> None:
+        """Hook after a label is stored."""
+
+    def _iteration_done(self, query: Query, answer: Any) -> bool:
+        if query.id in self.initial_query_ids:
+            return False
+        return True
+
+    def _bo_propose(self) -> Query:
+        raise NotImplementedError
+
+    def recommend(self) -> np.ndarray | None:
+        """The evaluated point with the lowest posterior mean (original coordinates), or None."""
+        if not self.X_f.shape[0]:
+            return None
+        self._sync_gp()
+        mean, _ = self.gp.predict(self.X_f)
+        i = int(np.argmin(mean))
+        return self._from_unit(self.X_f[i])
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d.update(
+            {
+                "evaluations": self.n_evaluations,
+                "expert_queries": self.n_expert_queries,
+                "beta_f": self.beta_f,
+                "lengthscale": np.atleast_1d(self.gp.kernel.lengthscale).tolist(),
+                "outcomes": {k: self.outcomes.count(k) for k in sorted(set(self.outcomes))},
+            }
+        )
+        return d
+
+
+class RandomSearch(ExpertPolicy):
+    """Uniformly random evaluations after the shared initial design (Sec. 5 baseline)."""
+
+    method_id = "random"
+
+    def _bo_propose(self) -> Query:
+        U, idx = self._sample_unit(1)
+        return self._ask_unit(U[0], None if idx is None else int(idx[0]), "evaluate")
+
+    def recommend(self) -> np.ndarray | None:
+        if not self.X_f.shape[0]:
+            return None
+        return self._from_unit(self.X_f[int(np.argmin(self.y_f))])
+
+
+class ExpertSampling(ExpertPolicy):
+    """Rejection sampling from the expert (Sec. 5.3): uniform proposals; the expert's accepted
+    proposals are evaluated. A rejected proposal does not consume the budget (the budget counts
+    samples from the expert's belief, i.e. evaluations); after ``max_rejections`` rejections in a
+    row the next proposal is evaluated without asking (a safety cap, logged in ``outcomes``)."""
+
+    method_id = "expert-sampling"
+    uses_labels = False  # the initial labels of COBOL are not needed here
+
+    def __init__(
+        self, space: Box | CandidateSet, seed: Any = 0, *, max_rejections: int = 200, **kwargs: Any
+    ) -> None:
+        super().__init__(space, seed, **kwargs)
+        self.max_rejections = _count(max_rejections, "max_rejections", 1)
+        self._accepted: tuple[np.ndarray, int | None] | None = None
+        self._streak = 0
+
+    def _bo_propose(self) -> Query:
+        if self._accepted is not None:
+            u, index = self._accepted
+            self._accepted = None
+            return self._ask_unit(u, index, "evaluate")
+        U, idx = self._sample_unit(1)
+        index = None if idx is None else int(idx[0])
+        if self._streak >= self.max_rejections:
+            self._streak = 0
+            self.outcomes.append("cap")
+            return self._ask_unit(U[0], index, "evaluate")
+        return self._ask_unit(U[0], index, "label")
+
+    def _after_label(self, query: Label, accepted: bool) -> None:
+        if accepted:
+            self._streak = 0
+            self._accepted = (self._to_unit(query.x)[0], query.index)
+            self.outcomes.append("accept")
+        else:
+            self._streak += 1
+            self.outcomes.append("reject")
+
+    def _iteration_done(self, query: Query, answer: Any) -> bool:
+        if query.id in self.initial_query_ids:
+            return False
+        return isinstance(query, Evaluate)
+
+    def recommend(self) -> np.ndarray | None:
+        if not self.X_f.shape[0]:
+            return None
+        return self._from_unit(self.X_f[int(np.argmin(self.y_f))])
+
+
+class GPLCB(ExpertPolicy):
+    """Vanilla GP-LCB: ``x_t = argmin mu - beta_f sigma`` (line 5 of Algorithm 1 alone)."""
+
+    method_id = "gp-lcb"
+
+    def _bo_propose(self) -> Query:
+        self._sync_gp()
+        U, idx = self._candidates()
+
+        def score(V: np.ndarray) -> np.ndarray:
+            return self._f_bounds(V)[0]
+
+        u, index, _ = self._minimise(score, U, idx)
+        self.outcomes.append("vanilla")
+        return self._ask_unit(u, index, "evaluate")
+
+
+class COBOL(ExpertPolicy):
+    """COBOL, Algorithm 1 of Xu et al. (NeurIPS 2024).
+
+    Parameters (besides :class:`ExpertPolicy`'s)
+    ----------
+    eta:
+        Trust weight of the no-harm test (line 6), ``eta >= 1``; paper default 3.
+    lambda0:
+        Initial primal-dual weight ``lambda_0`` (paper default 1). Ignored if not
+        ``primal_dual``.
+    g_thr:
+        Handover threshold on ``g_upper - g_lower`` in logit units (line 8); main text 0.1
+        (Table 3 says 1e-5, the reference code 0.08; see the spec).
+    zeta:
+        Dual step size of eq. (5) (Table 3: 0.02).
+    primal_dual:
+        ``True``: x^c minimises ``f_lower + lambda g_lower`` (eq. 5/6) and lambda follows
+        ``lambda <- max(0, lambda + zeta g_lower(x^c))``. ``False``: the constrained variant
+        ``min f_lower s.t. g_lower <= 0`` (what the paper calls ``lambda_0 = 0``, Fig. 3).
+    norm_bound, alpha_coefficient, doubling_period, max_norm_bound, adapt_norm_bound:
+        The expert's confidence set (:class:`~boloop.gp.likelihood_ratio.LikelihoodRatioModel`):
+        initial ``B_g`` (1), ``alpha_1 = c sqrt(n + 1)`` with ``c = 0.01``, doubling test every 3
+        labels and on every prefix of the initial labels (App. F).
+    no_harm:
+        ``"paper"`` (line 6: ``f_lower(x^c) <= min f_upper`` and ``sigma(x^u) <= eta sigma(x^c)``)
+        or ``"code"`` (the reference code's ``judge``: vanilla if ``min f_upper < f_lower(x^c) +
+        lambda z*`` or (``sigma(argmin f_upper) > eta sigma(x^c)`` and the two LCB values differ
+        by more than 1e-5)).
+    label_window:
+        Keep only the last ``label_window`` labels in the confidence set (Fig. 7 windowing);
+        ``None`` keeps all.
+    g_value_bound:
+        Clip the expert bounds at query points to ``[-3, 3]`` (default, the reference code's
+        box; it sets the scale of the dual update: without it ``g_lower`` is about ``-B_g`` in
+        unexplored regions and lambda collapses to 0 within two iterations once ``B_g`` has
+        doubled to 16-32). ``None``: problems (38)/(39) exactly as printed.
+    budget:
+        How ``iteration`` counts (what a simulation budget means): ``"iterations"`` (paper,
+        Algorithm 1: a rejected proposal consumes an iteration) or ``"evaluations"`` (the
+        reference code's loop: only f-evaluations count, rejections are free).
+    candidate:
+        ``"primal-dual"`` (default) or ``"pinpoint"`` (Fig. 6a: x^c is a sample from the expert's
+        belief, drawn by asking labels at uniform points until one is accepted; those labels do
+        not count as iterations).
+    """
+
+    method_id = "cobol"
+    uses_labels = True
+
+    def __init__(
+        self,
+        space: Box | CandidateSet,
+        seed: Any = 0,
+        *,
+        eta: float = 3.0,
+        lambda0: float = 1.0,
+        g_thr: float = 0.1,
+        zeta: float = 0.02,
+        primal_dual: bool = True,
+        norm_bound: float = 1.0,
+        alpha_coefficient: float = 0.01,
+        doubling_period: int = 3,
+        max_norm_bound: float = 1024.0,
+        adapt_norm_bound: bool = True,
+        no_harm: str = "paper",
+        label_window: int | None = None,
+        candidate: str = "primal-dual",
+        g_value_bound: float | None = 3.0,
+        budget: str = "iterations",
+        max_pinpoint_labels: int = 200,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(space, seed, **kwargs)
+        self.eta = _number(eta, "eta", low=1.0, allow_inf=True)
+        self.lam = _number(lambda0, "lambda0", low=0.0)
+        self.lambda0 = self.lam
+        self.g_thr = _number(g_thr, "g_thr", low=0.0, allow_inf=True)
+        self.zeta = _number(zeta, "zeta", low=0.0)
+        self.primal_dual = bool(primal_dual)
+        if no_harm not in ("paper", "code"):
+            raise InvalidInputError(f"no_harm must be 'paper' or 'code', got {no_harm!r}")
+        self.no_harm = no_harm
+        if candidate not in ("primal-dual", "pinpoint"):
+            raise InvalidInputError(
+                f"candidate must be 'primal-dual' or 'pinpoint', got {candidate!r}"
+            )
+        self.candidate = candidate
+        if budget not in ("iterations", "evaluations"):
+            raise InvalidInputError(f"budget must be 'iterations' or 'evaluations', got {budget!r}")
+        self.budget = budget
+        self.max_pinpoint_labels = _count(max_pinpoint_labels, "max_pinpoint_labels", 1)
+        self.label_window = (
+            None if label_window is None else _count(label_window, "label_window", 1)
+        )
+        self.expert = LikelihoodRatioModel(
+            SquaredExponential(lengthscale=self.gp.kernel.lengthscale, variance=1.0),
+            norm_bound=norm_bound,
+            alpha_coefficient=alpha_coefficient,
+            doubling_period=doubling_period,
+            max_norm_bound=max_norm_bound,
+            adapt=adapt_norm_bound,
+            value_bound=g_value_bound,
+        )
+        self._pending_eval: tuple[np.ndarray, int | None] | None = None
+        self._pinpoint_streak = 0  # -1: an accepted pinpoint is waiting
+        self._pinpoint_accepted: tuple[np.ndarray, int | None] = (np.zeros(self.dim), None)
+        self.lambda_history: list[float] = [self.lam]
+        #: (lambda before, g_lower(x^c), lambda after) of every dual update
+        self.dual_history: list[tuple[float, float, float]] = []
+        self.last_decision: dict[str, Any] = {}
+
+    # -- expert model -------------------------------------------------------------------------
+    def _label_data(self, X: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.label_window is not None and X.shape[0] > self.label_window:
+            return X[-self.label_window :], r[-self.label_window :]
+        return X, r
+
+    def _add_label(self, u: np.ndarray, rejected: float, initial: bool) -> None:
+        import copy
+
+        snapshot = copy.deepcopy(self.expert)
+        try:
+            self._add_label_unsafe(u, rejected, initial)
+        except Exception:
+            self.expert = snapshot  # a failed update leaves the policy unchanged
+            raise
+
+    def _add_label_unsafe(self, u: np.ndarray, rejected: float, initial: bool) -> None:
+        X = np.vstack([self.X_g, u])
+        r = np.concatenate([self.rejected, [rejected]])
+        n_init = self._init_g[0].shape[0]
+        if initial:
+            if X.shape[0] == n_init:  # initial labels complete: pre-train (App. F)
+                self.expert.set_data(*self._label_data(X, r), pretrain=True)
+            return
+        if self.label_window is not None:
+            self.expert.set_data(*self._label_data(X, r), pretrain=False)
+            return
+        self.expert.add(u, rejected)
+
+    def _on_gp_refit(self) -> None:
+        ls = self.gp.kernel.lengthscale
+        current = np.atleast_1d(self.expert.kernel.lengthscale)
+        if not np.array_equal(np.atleast_1d(ls), current):
+            self.expert.set_kernel(SquaredExponential(lengthscale=ls, variance=1.0))
+
+    # -- Algorithm 1 --------------------------------------------------------------------------
+    def _expert_candidate(
+        self, U: np.ndarray, idx: np.ndarray | None, f_low_fn: Callable[[np.ndarray], np.ndarray]
+    ) -> tuple[np.ndarray, int | None]:
+        """x^c by (5)/(6) (primal-dual) or the constrained variant, exact over the candidates.
+
+        Candidates are screened with ``g_lower`` in [relaxed lower bound, MLE prediction]; the
+        exact bound (39) is computed only where the candidate could be the minimiser.
+        """
+        lam = self.lam
+        primal_dual = self.primal_dual
+
+        def phi(f_low: np.ndarray, g_low: np.ndarray) -> np.ndarray:
+            if primal_dual:
+                return f_low + lam * g_low
+            return np.where(g_low <= 0, f_low, _BIG + g_low)
+
+        def score(V: np.ndarray) -> np.ndarray:
+            f_low = f_low_fn(V)
+            g_hi = self.expert.mle_predict(V)  # >= g_lower
+            g_lo_rel, _ = self.expert.relaxed_bounds(V)  # <= g_lower
+            if primal_dual and lam == 0.0:
+                return f_low
+            lb, ub = phi(f_low, g_lo_rel), phi(f_low, g_hi)
+            need = np.flatnonzero(lb <= np.min(ub))
+            out = lb.copy()
+            if need.size:
+                g_exact, _ = self.expert.bounds(V[need], upper=False)
+                assert g_exact is not None
+                out[need] = phi(f_low[need], g_exact)
+            return out
+
+        u, index, _ = self._minimise(score, U, idx)
+        return u, index
+
+    def _bo_propose(self) -> Query:
+        if self._pending_eval is not None:  # accepted label: evaluate x^c in the same iteration
+            u, index = self._pending_eval
+            self._pending_eval = None
+            return self._ask_unit(u, index, "evaluate")
+        self._sync_gp()
+        if self.candidate == "pinpoint" and not self._pinpoint_ready():
+            U, idx = self._sample_unit(1)
+            return self._ask_unit(U[0], None if idx is None else int(idx[0]), "label")
+        U, idx = self._candidates()
+
+        def f_low_fn(V: np.ndarray) -> np.ndarray:
+            return self._f_bounds(V)[0]
+
+        def f_up_fn(V: np.ndarray) -> np.ndarray:
+            return self._f_bounds(V)[1]
+
+        # line 5: vanilla LCB
+        u_u, i_u, flow_u = self._minimise(f_low_fn, U, idx)
+        # line 4: expert-augmented LCB
+        if self.candidate == "pinpoint":
+            u_c, i_c = self._pinpoint_point()
+        else:
+            u_c, i_c = self._expert_candidate(U, idx, f_low_fn)
+        pts = np.vstack([u_u, u_c])
+        g_low_c, g_up_c = self.expert.bounds(u_c[None, :])
+        assert g_low_c is not None and g_up_c is not None
+        z_star = float(g_low_c[0])
+        width = float(g_up_c[0] - g_low_c[0])
+        lam_used = self.lam
+        if self.primal_dual and self.candidate == "primal-dual":  # dual update of eq. (5)
+            self.lam = max(0.0, self.lam + self.zeta * z_star)
+            self.lambda_history.append(self.lam)
+            self.dual_history.append((lam_used, z_star, self.lam))
+        # min f_upper over candidates, data and the two points (never overestimated)
+        U_up = np.vstack([U, self.X_f, pts])
+        idx_up = (
+            None
+            if idx is None
+            else np.concatenate([idx, [self._nearest_index(x) for x in self.X_f], [i_u, i_c]])
+        )
+        u_ucb, _, min_f_up = self._minimise(f_up_fn, U_up, idx_up)
+        f_low_pts, _, std_pts = self._f_bounds(np.vstack([pts, u_ucb]))
+        flow_c = float(f_low_pts[1])
+        if self.no_harm == "paper":
+            passes = flow_c <= min_f_up and std_pts[0] <= self.eta * std_pts[1]
+        else:  # reference code's judge
+            mixed = flow_c + lam_used * z_star
+            const1 = min_f_up < mixed
+            const2 = std_pts[2] > self.eta * std_pts[1]
+            const3 = abs(mixed - flow_u) > 1e-5
+            passes = not (const1 or (const2 and const3))
+        self.last_decision = {
+            "x_u": u_u,
+            "x_c": u_c,
+            "f_lower_xc": flow_c,
+            "f_lower_xu": flow_u,
+            "min_f_upper": min_f_up,
+            "std_xu": float(std_pts[0]),
+            "std_xc": float(std_pts[1]),
+            "g_lower_xc": z_star,
+            "g_width_xc": width,
+            "lambda": lam_used,
+            "passes_no_harm": bool(passes),
+        }
+        if self.candidate == "pinpoint":
+            if passes:
+                self.outcomes.append("unasked")
+                return self._ask_unit(u_c, i_c, "evaluate")
+            self.outcomes.append("vanilla")
+            return self._ask_unit(u_u, i_u, "evaluate")
+        if not passes:
+            self.outcomes.append("vanilla")
+            return self._ask_unit(u_u, i_u, "evaluate")
+        if width > self.g_thr:  # line 8: the expert is still unsure there -> ask
+            return self._ask_unit(u_c, i_c, "label")
+        self.outcomes.append("unasked")
+        return self._ask_unit(u_c, i_c, "evaluate")
+
+    # pinpoint (Fig. 6a): rejection sampling from the expert through labels
+    def _pinpoint_ready(self) -> bool:
+        return self._pinpoint_streak < 0
+
+    def _pinpoint_point(self) -> tuple[np.ndarray, int | None]:
+        u, index = self._pinpoint_accepted
+        self._pinpoint_streak = 0
+        return u, index
+
+    def _after_label(self, query: Label, accepted: bool) -> None:
+        if query.id in self.initial_query_ids:
+            return
+        if self.candidate == "pinpoint":
+            if accepted or self._pinpoint_streak + 1 >= self.max_pinpoint_labels:
+                self._pinpoint_accepted = (self._to_unit(query.x)[0], query.index)
+                self._pinpoint_streak = -1
+            else:
+                self._pinpoint_streak += 1
+            return
+        if accepted:
+            self.outcomes.append("accept")
+            self._pending_eval = (self._to_unit(query.x)[0], query.index)
+        else:
+            self.outcomes.append("reject")
+
+    def _iteration_done(self, query: Query, answer: Any) -> bool:
+        if query.id in self.initial_query_ids:
+            return False
+        if isinstance(query, Label):
+            if self.candidate == "pinpoint" or self.budget == "evaluations":
+                return False
+            return not bool(answer)  # a reject consumes the iteration; accept -> evaluation
+        return True
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d.update(
+            {
+                "lambda": self.lam,
+                "norm_bound": self.expert.norm_bound,
+                "alpha1": self.expert.alpha1,
+                "eta": self.eta,
+                "g_thr": self.g_thr,
+                "labels": self.expert.n,
+            }
+        )
+        return d
+
+
+class COBOHL(COBOL):
+    """COBOHL, Algorithm 2 (App. E): assumes a helpful expert.
+
+    ``x_t = argmin f_lower s.t. g_lower <= 0`` (falls back to ``argmin g_lower`` when no candidate
+    is feasible: the penalised score of the constrained variant); if ``g_upper - g_lower > g_thr``
+    at ``x_t`` the expert is asked and the iteration ends without an evaluation, whatever the
+    label; otherwise ``f(x_t)`` is evaluated. No no-harm test and no eta.
+    """
+
+    method_id = "cobohl"
+
+    def __init__(self, space: Box | CandidateSet, seed: Any = 0, **kwargs: Any) -> None:
+        kwargs["primal_dual"] = False
+        kwargs.setdefault("eta", 1.0)
+        super().__init__(space, seed, **kwargs)
+
+    def _bo_propose(self) -> Query:
+        self._sync_gp()
+        U, idx = self._candidates()
+
+        def f_low_fn(V: np.ndarray) -> np.ndarray:
+            return self._f_bounds(V)[0]
+
+        u, index = self._expert_candidate(U, idx, f_low_fn)
+        lo, up = self.expert.bounds(u[None, :])
+        assert lo is not None and up is not None
+        width = float(up[0] - lo[0])
+        self.last_decision = {"x": u, "g_lower": float(lo[0]), "g_width": width}
+        if width > self.g_thr:
+            return self._ask_unit(u, index, "label")
+        self.outcomes.append("unasked")
+        return self._ask_unit(u, index, "evaluate")
+
+    def _after_label(self, query: Label, accepted: bool) -> None:
+        if query.id in self.initial_query_ids:
+            return
+        self.outcomes.append("accept" if accepted else "reject")
+
+    def _iteration_done(self, query: Query, answer: Any) -> bool:
+        if query.id in self.initial_query_ids:
+            return False
+        return self.budget == "iterations" or isinstance(query, Evaluate)
+
+
+# ---------------------------------------------------------------------------------- registry
+_POLICY_KEYS = (
+    "n_initial",
+    "n_initial_labels",
+    "fit_hyperparameters",
+    "lengthscale",
+    "noise_variance",
+    "beta",
+    "n_candidates",
+)
+
+
+def _settings(
+    problem: Problem, options: dict[str, Any], allowed: tuple[str, ...]
+) -> dict[str, Any]:
+    kw = {k: problem.settings[k] for k in allowed if k in problem.settings}
+    kw.update(options)
+    return kw
+
+
+@register_method("cobol", "expert", "COBOL (Xu et al. 2024, Alg. 1): expert-augmented LCB")
+def _cobol(problem: Problem, seed: Any = 0, **options: Any) -> COBOL:
+    return COBOL(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
+
+
+@register_method("cobohl", "expert", "COBOHL (Xu et al. 2024, Alg. 2): expert-constrained LCB")
+def _cobohl(problem: Problem, seed: Any = 0, **options: Any) -> COBOHL:
+    return COBOHL(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
+
+
+@register_method("gp-lcb", "expert", "vanilla GP-LCB (minimisation), the paper's baseline")
+def _gplcb(problem: Problem, seed: Any = 0, **options: Any) -> GPLCB:
+    return GPLCB(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
+
+
+@register_method("expert-sampling", "expert", "rejection sampling from the expert's labels")
+def _expert_sampling(problem: Problem, seed: Any = 0, **options: Any) -> ExpertSampling:
+    return ExpertSampling(problem.space, seed, **_settings(problem, options, ("n_initial",)))  # type: ignore[arg-type]
+
+
+@register_method("random", "expert", "uniformly random evaluations")
+def _random(problem: Problem, seed: Any = 0, **options: Any) -> RandomSearch:
+    return RandomSearch(problem.space, seed, **_settings(problem, options, ("n_initial",)))  # type: ignore[arg-type]

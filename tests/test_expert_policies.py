@@ -1,0 +1,208 @@
+"""COBOL, COBOHL and the baselines of the expert family: bookkeeping, bad input, problems."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from boloop.algorithms import make_policy
+from boloop.algorithms.expert import COBOHL, COBOL, GPLCB, ExpertSampling, RandomSearch
+from boloop.errors import AnswerTypeError, InvalidInputError, QueryStateError
+from boloop.problems import get
+from boloop.queries import Evaluate, Label
+from boloop.simulate import simulate
+from boloop.spaces import Box, CandidateSet
+
+FAST = {"n_candidates": 128}
+
+
+def _sphere(x):
+    return float(np.sum((np.asarray(x) - 0.3) ** 2))
+
+
+def _run(policy, expert, iterations, f=_sphere, max_queries=2000):
+    """Drive a policy by hand; ``expert(x) -> bool`` (True = accept)."""
+    n = 0
+    while policy.iteration < iterations:
+        q = policy.ask()
+        if isinstance(q, Label):
+            policy.tell(q.id, bool(expert(q.x)))
+        else:
+            policy.tell(q.id, f(q.x))
+        n += 1
+        assert n < max_queries
+    return policy
+
+
+def test_bookkeeping_four_outcomes():
+    """Each iteration is exactly one of: vanilla, unasked x^c, accept + evaluation, reject.
+    |Q^f| + #rejects = T; the GP data grow only on evaluations."""
+    box = Box([0, 0], [1, 1])
+    pol = COBOL(box, seed=3, **FAST)
+    rng = np.random.default_rng(0)
+    T = 12
+    n_f_before = []
+    while pol.iteration < T:
+        q = pol.ask()
+        n_f_before.append(pol.X_f.shape[0])
+        if isinstance(q, Label):
+            pol.tell(q.id, bool(rng.random() < 0.5))
+        else:
+            pol.tell(q.id, _sphere(q.x))
+    assert len(pol.outcomes) == T
+    assert set(pol.outcomes) <= {"vanilla", "unasked", "accept", "reject"}
+    rejects = pol.outcomes.count("reject")
+    assert pol.n_evaluations + rejects == T
+    assert pol.n_evaluations == T - rejects
+    asked = pol.outcomes.count("accept") + rejects
+    assert pol.n_expert_queries == asked
+    assert pol.X_f.shape[0] == pol.n_initial + pol.n_evaluations
+    # every step of Q^g is answered by a label, every step of Q^f by an evaluation
+    kinds = [type(q).__name__ for q, _ in pol.history if q.id not in pol.initial_query_ids]
+    assert kinds.count("Evaluate") == pol.n_evaluations
+    assert kinds.count("Label") == asked
+
+
+def test_lambda_never_negative_and_moves_with_g_lower():
+    """lambda >= 0 always (the clip of eq. 5), and lambda rises iff g_lower(x^c) > 0."""
+    pol = COBOL(Box([0, 0], [1, 1]), seed=1, lambda0=0.05, zeta=0.5, **FAST)
+    rng = np.random.default_rng(1)
+    _run(pol, lambda x: bool(rng.random() < 0.3), 10)
+    assert all(lam >= 0 for lam in pol.lambda_history)
+    assert len(pol.dual_history) >= 10
+    clipped = 0
+    for before, z, after in pol.dual_history:
+        assert after == pytest.approx(max(0.0, before + 0.5 * z))
+        assert (after > before) == (z > 0)
+        clipped += before + 0.5 * z < 0
+    assert clipped > 0  # the clip was exercised (the reference code forgets it)
+
+
+def test_g_thr_infinite_never_asks_and_always_accept_evaluates():
+    box = Box([0, 0], [1, 1])
+    pol = _run(COBOL(box, seed=0, g_thr=math.inf, **FAST), lambda x: True, 6)
+    assert pol.n_expert_queries == 0
+    assert set(pol.outcomes) <= {"vanilla", "unasked"}
+    pol = _run(COBOL(box, seed=0, **FAST), lambda x: True, 6)
+    assert pol.n_evaluations == 6
+    assert "reject" not in pol.outcomes
+
+
+def test_cobohl_label_consumes_the_iteration():
+    pol = _run(COBOHL(Box([0, 0], [1, 1]), seed=2, **FAST), lambda x: True, 8)
+    asked = pol.outcomes.count("accept") + pol.outcomes.count("reject")
+    assert pol.n_evaluations + asked == 8
+
+
+def test_bad_input_is_rejected_and_changes_nothing():
+    pol = COBOL(Box([0, 0], [1, 1]), seed=0, **FAST)
+    q = pol.ask()
+    assert isinstance(q, Label)  # the initial labels come first
+    n_hist = len(pol.history)
+    with pytest.raises(AnswerTypeError):
+        pol.tell(q.id, 1)  # not a bool
+    with pytest.raises(AnswerTypeError):
+        pol.tell(q.id, "yes")
+    with pytest.raises(QueryStateError):
+        pol.tell(q.id + 7, True)  # a point that was never proposed
+    assert len(pol.history) == n_hist and pol.X_g.shape[0] == 0 and pol.pending is q
+    pol.tell(q.id, True)
+    with pytest.raises(QueryStateError):
+        pol.tell(q.id, False)  # already answered
+    # an evaluation before the expert answered the pending label: there is no such query
+    _run(pol, lambda x: False, 1)
+    while True:
+        q = pol.ask()
+        if isinstance(q, Label) and q.id not in pol.initial_query_ids:
+            break
+        pol.tell(q.id, True if isinstance(q, Label) else _sphere(q.x))
+    n_f = pol.X_f.shape[0]
+    with pytest.raises(QueryStateError):
+        pol.tell(q.id + 1, 0.5)
+    with pytest.raises(AnswerTypeError):
+        pol.tell(q.id, 0.5)  # a number for a label
+    assert pol.X_f.shape[0] == n_f and pol.pending is q
+    with pytest.raises(InvalidInputError):
+        COBOL(Box([0, 0], [1, 1]), eta=0.5)
+    with pytest.raises(InvalidInputError):
+        COBOL(Box([0, 0], [1, 1]), no_harm="other")
+
+
+def test_same_seed_same_trace_and_shared_initial_design():
+    p = get("expert/ackley4", a=2)
+    t1 = simulate(make_policy("cobol", p, 4, **FAST), p, 3, seed=4)
+    t2 = simulate(make_policy("cobol", p, 4, **FAST), p, 3, seed=4)
+    key = [(r["kind"], r["points"], r["answer"]) for r in t1.records]
+    assert key == [(r["kind"], r["points"], r["answer"]) for r in t2.records]
+    first = {}
+    for m in ("cobol", "gp-lcb", "random", "expert-sampling", "cobohl"):
+        pol = make_policy(m, p, 9)
+        first[m] = pol._init_f[0]
+    for m in first:
+        np.testing.assert_array_equal(first[m], first["cobol"])
+
+
+def test_baselines_and_finite_candidate_sets():
+    box = Box([0, 0], [1, 1])
+    pol = _run(GPLCB(box, seed=0, **FAST), lambda x: True, 5)
+    assert pol.n_evaluations == 5 and pol.n_expert_queries == 0
+    pol = _run(RandomSearch(box, seed=0), lambda x: True, 5)
+    assert pol.n_evaluations == 5
+    pol = _run(ExpertSampling(box, seed=0), lambda x: x[0] < 0.5, 5)
+    assert pol.n_evaluations == 5
+    assert all(
+        q.x[0] < 0.5
+        for q, _ in pol.history
+        if isinstance(q, Evaluate) and q.id not in pol.initial_query_ids
+    )
+    cs = CandidateSet.grid([[0, 1], [0, 1]], 9)
+    pol = _run(COBOL(cs, seed=0), lambda x: x[0] < 0.6, 6)
+    for q, _ in pol.history:
+        assert q.index is not None
+        np.testing.assert_array_equal(cs.points[q.index], q.x)
+    assert pol.recommend() is not None
+
+
+def test_problems_registry_and_expert_models():
+    p = get("expert/ackley4?a=-2")
+    assert p.a == -2 and p.family == "expert"
+    assert p.value(p.x_opt[None])[0] == pytest.approx(p.f_opt, abs=1e-9)
+    # no benchmark has its optimum at the centre of its box
+    for name in ("ackley4", "holder2", "rastrigin2", "michalewicz5", "rosenbrock3"):
+        q = get(f"expert/{name}")
+        centre = 0.5 * (q.space.lower + q.space.upper)
+        assert np.linalg.norm(q.x_opt - centre) > 0.05 * np.linalg.norm(q.space.width)
+        assert q.value(q.x_opt[None])[0] == pytest.approx(q.f_opt, abs=1e-3)
+        assert q.rho(np.array([q.f_min]))[0] == pytest.approx(-3)
+    # a = -2: the expert rejects x* with probability S(6)
+    assert p.reject_probability(p.x_opt[None])[0] == pytest.approx(1 / (1 + math.exp(-6)))
+    q = get("expert/ackley4")
+    assert q.reject_probability(q.x_opt[None])[0] == pytest.approx(0.0474, abs=1e-3)
+    strong, wrong = get("expert/ackley4?expert=mvn-strong"), get("expert/ackley4?expert=mvn-wrong")
+    assert strong.reject_probability(strong.x_opt[None])[0] == pytest.approx(0.0)
+    assert wrong.reject_probability(wrong.x_opt[None])[0] > 0.9
+    tv = get("expert/ackley4?expert=time-varying&alpha_lr=5")
+    tv.new_tracker()
+    assert tv.accuracy() == 0.0
+    with pytest.raises(InvalidInputError):
+        get("expert/ackley4?expert=psychic")
+    for task in ("li-standard", "li-ma", "polymer", "ionic-liquid"):
+        b = get(f"expert/battery-{task}")
+        assert "STAND-IN" in b.description
+        assert b.noise_std == 1.0
+        X = b.space.sample(50, seed=0)
+        assert np.all(np.isfinite(b.value(X)))
+        assert np.all(b.value(X) >= b.f_opt - 1e-6)
+
+
+def test_tracker_counts_bo_phase_only():
+    p = get("expert/holder2", a=1)
+    tr = simulate(make_policy("expert-sampling", p, 0), p, 4, seed=0)
+    final = tr.final_metrics
+    assert final["evaluations"] == 4
+    assert final["simple_regret"] >= 0
+    labels = sum(1 for r in tr.records if r["kind"] == "label")
+    assert final["expert_queries"] == labels
+    assert final["cumulative_regret"] >= final["simple_regret"]
