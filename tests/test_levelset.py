@@ -31,7 +31,7 @@ from boloop.algorithms.levelset import (
 )
 from boloop.errors import InvalidInputError
 from boloop.gp import ExactGP
-from boloop.gp.kernels import SquaredExponential
+from boloop.gp.kernels import Matern, SquaredExponential
 from boloop.metrics.levelset import fscore, level_set_loss, max_value_loss
 from boloop.problems import get
 from boloop.problems.levelset import (
@@ -541,3 +541,26 @@ def test_random_and_us_policies_registered():
     assert isinstance(make_policy("random", prob, seed=0), RandomSampling)
     assert isinstance(make_policy("us", prob, seed=0), UncertaintySampling)
     assert isinstance(make_policy("mile", prob, seed=0), MILE)
+
+
+@pytest.mark.parametrize("kernel", [SquaredExponential([0.7, 1.3]), Matern(1.5, 0.9, 2.0)])
+def test_box_refinement_gradient_matches_finite_differences(kernel):
+    box = Box([-2.0, -2.0], [2.0, 2.0])
+    pol = Straddle(box, 0.2, kernel=kernel, noise_variance=1e-3, n_candidates=32, seed=0)
+    X = box.sample(9, seed=1)
+    pol.gp.set_data(X, np.sin(X[:, 0]) + X[:, 1])
+    pol.betas.append(3.0)
+    gp = pol.gp
+    alpha = np.linalg.solve(gp.cholesky_factor.T, gp.whitened_residual)
+    x = np.array([0.31, -0.47])
+    m, s, dm, ds = pol._posterior_with_gradient(x, alpha)
+    pm, ps = pol.predict(x.reshape(1, -1))
+    assert m == pytest.approx(pm[0], rel=1e-9) and s == pytest.approx(ps[0], rel=1e-9)
+    h = 1e-6
+    for j in range(2):
+        e = np.zeros(2)
+        e[j] = h
+        (mp,), (sp,) = pol.predict((x + e).reshape(1, -1))
+        (mm,), (sm,) = pol.predict((x - e).reshape(1, -1))
+        assert dm[j] == pytest.approx((mp - mm) / (2 * h), rel=1e-5, abs=1e-7)
+        assert ds[j] == pytest.approx((sp - sm) / (2 * h), rel=1e-5, abs=1e-7)

@@ -55,6 +55,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from scipy.linalg import solve_triangular
 from scipy.optimize import minimize
 from scipy.special import ndtr
 from scipy.stats import norm
@@ -64,7 +65,7 @@ from boloop.confidence import GotovosLSEBeta
 from boloop.errors import InvalidInputError, NotFittedError, QueryStateError
 from boloop.gp.cache import CandidatePosterior
 from boloop.gp.exact import ExactGP, robust_cholesky
-from boloop.gp.kernels import Kernel, SquaredExponential
+from boloop.gp.kernels import Kernel, SquaredExponential, StationaryKernel
 from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Evaluate, Query
 from boloop.spaces import Box, CandidateSet
@@ -314,7 +315,7 @@ class LevelSetPolicy(BasePolicy):
         n_candidates: int = 2048,
         n_fresh: int = 256,
         n_refine: int = 2,
-        refine_maxiter: int = 20,
+        refine_maxiter: int = 10,
         seed: int | np.random.Generator | None = None,
     ) -> None:
         if isinstance(space, np.ndarray | list):
@@ -558,22 +559,80 @@ class LevelSetPolicy(BasePolicy):
         best_x, best_s = P[best_i], S[best_i]
         if self.n_refine:
             order = np.argsort(-S, kind="stable")[: self.n_refine]
+            analytic = isinstance(self.kernel, StationaryKernel)
+            if analytic:
+                gp = self.gp
+                alpha = (
+                    solve_triangular(
+                        gp.cholesky_factor, gp.whitened_residual, lower=True, trans="T"
+                    )
+                    if gp.n
+                    else np.zeros(0)
+                )
 
-            def negative(x: np.ndarray) -> float:
-                m, s = self.predict(x.reshape(1, -1))
-                return -float(self._score(m, s, t)[0])
+            def negative(x: np.ndarray) -> Any:
+                if not analytic:
+                    m, s = self.predict(x.reshape(1, -1))
+                    return -float(self._score(m, s, t)[0])
+                m, s, dm, ds = self._posterior_with_gradient(x, alpha)
+                val, grad = self._score_and_gradient(m, s, dm, ds, t)
+                return -val, -grad
 
             for k in order:
                 res = minimize(
                     negative,
                     P[k],
+                    jac=analytic,
                     method="L-BFGS-B",
                     bounds=list(zip(box.lower, box.upper)),
                     options={"maxiter": self.refine_maxiter},
                 )
-                if np.all(np.isfinite(res.x)) and -float(res.fun) > best_s:
-                    best_x, best_s = np.clip(res.x, box.lower, box.upper), -float(res.fun)
+                x_new = np.clip(res.x, box.lower, box.upper)
+                if np.all(np.isfinite(x_new)):
+                    m_new, s_new = self.predict(x_new.reshape(1, -1))
+                    val = float(self._score(m_new, s_new, t)[0])
+                    if val > best_s:
+                        best_x, best_s = x_new, val
         return np.asarray(best_x, dtype=np.float64)
+
+    def _posterior_with_gradient(
+        self, x: np.ndarray, alpha: np.ndarray
+    ) -> tuple[float, float, np.ndarray, np.ndarray]:
+        """Posterior ``mean, std`` at one point x (d,) and their gradients (d,) (stationary kernels).
+
+        ``d mean = J^T alpha`` and ``d var = -2 J^T L^{-T} L^{-1} k(X, x)`` with ``J = dk(x, X)/dx``
+        (n, d) and ``alpha = L^{-T} a``; ``alpha`` is passed in (computed once per step).
+        """
+        gp = self.gp
+        kern: StationaryKernel = self.kernel  # type: ignore[assignment]
+        kxx = float(kern.variance)
+        d = x.shape[0]
+        if gp.n == 0:
+            return gp.mean_constant, math.sqrt(kxx), np.zeros(d), np.zeros(d)
+        ls2 = np.asarray(kern.lengthscale, dtype=np.float64) ** 2
+        diff = x[None, :] - gp.X  # (n, d)
+        r2 = np.sum(diff * diff / ls2, axis=1)
+        kx = kern.k_of_r2(r2)
+        r2c = np.maximum(r2, 1e-20)
+        ratio = kern.dk_dr2_times_r2(r2c) / r2c  # -2 dk/dr2
+        J = -(ratio[:, None] * diff) / ls2  # dk(x, x_i)/dx
+        L = gp.cholesky_factor
+        v = solve_triangular(L, kx, lower=True, check_finite=False)
+        mean = gp.mean_constant + float(v @ gp.whitened_residual)
+        var = kxx - float(v @ v)
+        w = solve_triangular(L, v, lower=True, trans="T", check_finite=False)
+        dmean = J.T @ alpha
+        std = math.sqrt(max(var, 0.0))
+        dstd = (-(J.T @ w) / std) if std > 1e-300 else np.zeros(d)
+        return mean, std, dmean, dstd
+
+    def _score_and_gradient(
+        self, mean: float, std: float, dmean: np.ndarray, dstd: np.ndarray, t: int
+    ) -> tuple[float, np.ndarray]:
+        """AF value and gradient at one point (boxes); default: the straddle with ``betas[-1]``."""
+        sb = self.betas[-1]
+        sign = 1.0 if mean >= self.threshold else -1.0
+        return sb * std - abs(mean - self.threshold), sb * dstd - sign * dmean
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()
@@ -910,6 +969,11 @@ class UncertaintySampling(LevelSetPolicy):
 
     def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
         return np.asarray(std) ** 2
+
+    def _score_and_gradient(
+        self, mean: float, std: float, dmean: np.ndarray, dstd: np.ndarray, t: int
+    ) -> tuple[float, np.ndarray]:
+        return std * std, 2.0 * std * dstd
 
 
 class RandomSampling(LevelSetPolicy):

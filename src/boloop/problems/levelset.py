@@ -466,9 +466,9 @@ def sphere5(
     n_eval: int = 100_000,
     instance_seed: int | None = None,
     budget: int = 500,
-    n_candidates: int = 2048,
-    n_fresh: int = 256,
-    n_refine: int = 2,
+    n_candidates: int = 1024,
+    n_fresh: int = 128,
+    n_refine: int = 1,
 ) -> LevelSetProblem:
     return _box5(
         "levelset/sphere5",
@@ -491,9 +491,9 @@ def rosenbrock5(
     n_eval: int = 100_000,
     instance_seed: int | None = None,
     budget: int = 500,
-    n_candidates: int = 2048,
-    n_fresh: int = 256,
-    n_refine: int = 2,
+    n_candidates: int = 1024,
+    n_fresh: int = 128,
+    n_refine: int = 1,
 ) -> LevelSetProblem:
     return _box5(
         "levelset/rosenbrock5",
@@ -517,9 +517,9 @@ def styblinski_tang5(
     n_eval: int = 100_000,
     instance_seed: int | None = None,
     budget: int = 500,
-    n_candidates: int = 2048,
-    n_fresh: int = 256,
-    n_refine: int = 2,
+    n_candidates: int = 1024,
+    n_fresh: int = 128,
+    n_refine: int = 1,
 ) -> LevelSetProblem:
     return _box5(
         "levelset/styblinski-tang5",
