@@ -3,8 +3,8 @@
 Four families, one ask/tell loop: ``expert`` (COBOL), ``levelset`` (randomized straddle),
 ``preference`` (MR-LPF) and ``safe`` (M-SafeOpt). See the README and ``docs/``.
 
-``boloop.simulate``, ``boloop.make_policy`` and ``boloop.Trace`` are imported lazily on first
-use, so ``import boloop`` stays cheap.
+``boloop.simulate``, ``boloop.make_policy``, ``boloop.Trace`` and the subpackages
+(``boloop.problems``...) are imported lazily on first use, so ``import boloop`` stays cheap.
 """
 
 import logging
@@ -22,6 +22,21 @@ _LAZY = {
     "make_policy": ("boloop.algorithms.registry", "make_policy"),
 }
 
+#: subpackages reachable as attributes without an explicit import (``boloop.problems.get``)
+_SUBMODULES = frozenset(
+    {
+        "algorithms",
+        "bench",
+        "confidence",
+        "errors",
+        "gp",
+        "metrics",
+        "problems",
+        "queries",
+        "spaces",
+    }
+)
+
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
@@ -31,4 +46,8 @@ def __getattr__(name: str) -> Any:
         mod = importlib.import_module(module)
         # ``boloop.simulate`` is the submodule, made callable (it forwards to the function)
         return mod if name == "simulate" else getattr(mod, attr)
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"boloop.{name}")
     raise AttributeError(f"module 'boloop' has no attribute {name!r}")
