@@ -40,21 +40,12 @@ class Bounds:
     beta_f: float
     beta_g: float
 
-    @property
-    def ucb_f(self) -> np.ndarray:
-        return self.mean_f + self.beta_f * self.std_f
-
-    @property
-    def lcb_f(self) -> np.ndarray:
-        return self.mean_f - self.beta_f * self.std_f
-
-    @property
-    def ucb_g(self) -> np.ndarray:
-        return self.mean_g + self.beta_g * self.std_g
-
-    @property
-    def lcb_g(self) -> np.ndarray:
-        return self.mean_g - self.beta_g * self.std_g
+    def __post_init__(self) -> None:
+        # computed once: the set computations read each of them several times
+        self.ucb_f = self.mean_f + self.beta_f * self.std_f
+        self.lcb_f = self.mean_f - self.beta_f * self.std_f
+        self.ucb_g = self.mean_g + self.beta_g * self.std_g
+        self.lcb_g = self.mean_g - self.beta_g * self.std_g
 
 
 @dataclass

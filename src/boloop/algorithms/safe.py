@@ -183,7 +183,7 @@ class _SafePolicy(BasePolicy):
         variance_prior_g: float = 1.0,
         lengthscale_prior: float = 0.2,
         fit_restarts: int = 2,
-        cache_mb: float = 512.0,
+        cache_mb: float = 768.0,
         keep_certified: bool = True,
         seed: int | np.random.Generator | None = None,
     ) -> None:
