@@ -563,6 +563,8 @@ class COBOL(ExpertPolicy):
         self._pinpoint_streak = 0  # -1: an accepted pinpoint is waiting
         self._pinpoint_accepted: tuple[np.ndarray, int | None] = (np.zeros(self.dim), None)
         self.lambda_history: list[float] = [self.lam]
+        #: g_upper - g_lower at x^c of every solve of (6) (the handover test's quantity)
+        self.width_history: list[float] = []
         #: (lambda before, g_lower(x^c), lambda after) of every dual update
         self.dual_history: list[tuple[float, float, float]] = []
         self.last_decision: dict[str, Any] = {}
@@ -689,6 +691,7 @@ class COBOL(ExpertPolicy):
             const2 = std_pts[2] > self.eta * std_pts[1]
             const3 = abs(mixed - flow_u) > 1e-5
             passes = not (const1 or (const2 and const3))
+        self.width_history.append(width)
         self.last_decision = {
             "x_u": u_u,
             "x_c": u_c,
