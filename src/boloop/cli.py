@@ -96,7 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="run, plot and summarise benchmark sweeps")
     bsub = bench.add_subparsers(dest="bench_command")
-    bench.set_defaults(func=lambda a: (bench.print_help(), 0)[1])
+
+    def _bench_help(args: argparse.Namespace) -> int:
+        bench.print_help()
+        return 0
+
+    bench.set_defaults(func=_bench_help)
 
     run = bsub.add_parser(
         "run",

@@ -156,7 +156,7 @@ class RandomExpert(BasePolicy):
                 self._accepted = query
             else:
                 self.n_rejected += 1
-        else:
+        elif isinstance(query, Evaluate):
             self._accepted = None
             self.X.append(query.x)
             self.y.append(float(answer))

@@ -333,8 +333,8 @@ def run_sweep(
             try:
                 for fut in cf.as_completed(futures):
                     spec = futures[fut]
-                    exc = fut.exception()
-                    finish(spec, None if exc else fut.result(), exc)
+                    error = fut.exception()
+                    finish(spec, None if error else fut.result(), error)
             except BaseException:
                 for f in futures:
                     f.cancel()

@@ -102,6 +102,7 @@ class _LevelSetTracker(MetricTracker):
         self.problem = problem
         s = problem.settings
         self.gp = ExactGP(s["kernel"].clone(), noise_variance=max(s["noise_variance"], 1e-8))
+        assert isinstance(problem.space, CandidateSet)
         self.cache = CandidatePosterior(self.gp, problem.space.points)
 
     def update(self, policy: Any, query: Query, answer: Any) -> dict[str, float]:
@@ -308,7 +309,7 @@ class _ExpertTracker(MetricTracker):
         if isinstance(query, Label):
             self.labels += 1
             self.last_regret = 0.0  # a new iteration starts with a label; no evaluation yet
-        else:
+        elif isinstance(query, Evaluate):
             self.evaluations += 1
             self.last_regret = float(p.value(query.x[None, :])[0]) - p.f_opt
             self.cum.add(self.last_regret)
