@@ -8,7 +8,15 @@ import numpy as np
 import pytest
 
 from boloop.algorithms import make_policy
-from boloop.algorithms.expert import COBOHL, COBOL, GPLCB, ExpertSampling, RandomSearch
+from boloop.algorithms.expert import (
+    COBOHL,
+    COBOL,
+    GPLCB,
+    AlternatingExpert,
+    ExpertSampling,
+    HumanIntervention,
+    RandomSearch,
+)
 from boloop.errors import AnswerTypeError, InvalidInputError, QueryStateError
 from boloop.problems import get
 from boloop.queries import Evaluate, Label
@@ -157,6 +165,13 @@ def test_baselines_and_finite_candidate_sets():
         for q, _ in pol.history
         if isinstance(q, Evaluate) and q.id not in pol.initial_query_ids
     )
+    for cls in (HumanIntervention, AlternatingExpert):
+        pol = _run(cls(box, seed=0, **FAST), lambda x: x[0] < 0.5, 6)
+        assert pol.n_evaluations == 6
+        evaluated = [q for q, _ in pol.history if isinstance(q, Evaluate)]
+        labelled = {tuple(q.x): a for q, a in pol.history if isinstance(q, Label)}
+        # every evaluated point the expert was asked about was accepted (the pick or the LCB)
+        assert all(labelled.get(tuple(q.x), True) for q in evaluated)
     cs = CandidateSet.grid([[0, 1], [0, 1]], 9)
     pol = _run(COBOL(cs, seed=0), lambda x: x[0] < 0.6, 6)
     for q, _ in pol.history:

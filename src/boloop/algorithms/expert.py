@@ -54,7 +54,16 @@ from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Evaluate, Label, Query
 from boloop.spaces import Box, CandidateSet
 
-__all__ = ["COBOL", "COBOHL", "GPLCB", "RandomSearch", "ExpertSampling", "ExpertPolicy"]
+__all__ = [
+    "COBOL",
+    "COBOHL",
+    "GPLCB",
+    "RandomSearch",
+    "ExpertSampling",
+    "HumanIntervention",
+    "AlternatingExpert",
+    "ExpertPolicy",
+]
 
 logger = logging.getLogger("boloop")
 
@@ -456,6 +465,107 @@ class GPLCB(ExpertPolicy):
         return self._ask_unit(u, index, "evaluate")
 
 
+class _Pinpointing(GPLCB):
+    """GP-LCB plus a simulated pinpointing expert: the expert "names" a point, simulated by
+    asking labels at uniform points until one is accepted (at most ``max_pinpoint_labels``;
+    then the last proposal is used). Label queries do not count as iterations; every
+    evaluation does."""
+
+    def __init__(
+        self,
+        space: Box | CandidateSet,
+        seed: Any = 0,
+        *,
+        max_pinpoint_labels: int = 200,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(space, seed, **kwargs)
+        self.max_pinpoint_labels = _count(max_pinpoint_labels, "max_pinpoint_labels", 1)
+        self._pin_streak = 0
+        self._pin_active = False
+        self._to_evaluate: tuple[np.ndarray, int | None] | None = None
+
+    def _pinpoint_label(self) -> Query:
+        self._pin_active = True
+        U, idx = self._sample_unit(1)
+        return self._ask_unit(U[0], None if idx is None else int(idx[0]), "label")
+
+    def _after_label(self, query: Label, accepted: bool) -> None:
+        if query.id in self.initial_query_ids:
+            return
+        u = (self._to_unit(query.x)[0], query.index)
+        if not self._pin_active:  # the expert judged the LCB proposal
+            if accepted:
+                self.outcomes.append("accept")
+                self._to_evaluate = u
+            else:
+                self.outcomes.append("intervene")
+                self._pin_streak = 0
+                self._pin_active = True
+            return
+        self._pin_streak += 1
+        if accepted or self._pin_streak >= self.max_pinpoint_labels:
+            self._to_evaluate = u
+            self._pin_active = False
+            self._pin_streak = 0
+
+    def _iteration_done(self, query: Query, answer: Any) -> bool:
+        return query.id not in self.initial_query_ids and isinstance(query, Evaluate)
+
+    def _next(self) -> Query | None:
+        if self._to_evaluate is not None:
+            u, index = self._to_evaluate
+            self._to_evaluate = None
+            return self._ask_unit(u, index, "evaluate")
+        if self._pin_active:
+            return self._pinpoint_label()
+        return None
+
+
+class HumanIntervention(_Pinpointing):
+    """Simulated AV et al. (NeurIPS 2022) "human as constraint" baseline of the human study
+    (COBOL Sec. 5, App. J.3): the expert judges every vanilla-LCB proposal; if they reject it
+    they intervene with their own pick (rejection-sampled from their belief), which BO must
+    evaluate. High trust in the expert; the spec gives no more detail."""
+
+    method_id = "av-2022"
+    uses_labels = False
+
+    def _bo_propose(self) -> Query:
+        nxt = self._next()
+        if nxt is not None:
+            return nxt
+        self._sync_gp()
+        U, idx = self._candidates()
+        u, index, _ = self._minimise(lambda V: self._f_bounds(V)[0], U, idx)
+        return self._ask_unit(u, index, "label")
+
+
+class AlternatingExpert(_Pinpointing):
+    """Simulated Khoshvishkaie et al. (ECML 2023) baseline: the evaluation budget is split
+    equally and alternately between the expert's own picks (rejection-sampled from their belief)
+    and vanilla LCB. Low trust; the quality of the expert's input is ignored."""
+
+    method_id = "khoshvishkaie-2023"
+    uses_labels = False
+
+    def _bo_propose(self) -> Query:
+        nxt = self._next()
+        if nxt is not None:
+            return nxt
+        if self.n_evaluations % 2 == 0:
+            self._pin_streak = 0
+            return self._pinpoint_label()
+        self.outcomes.append("vanilla")
+        return GPLCB._bo_propose(self)
+
+    def _after_label(self, query: Label, accepted: bool) -> None:
+        if query.id in self.initial_query_ids:
+            return
+        self._pin_active = True
+        super()._after_label(query, accepted)
+
+
 class COBOL(ExpertPolicy):
     """COBOL, Algorithm 1 of Xu et al. (NeurIPS 2024).
 
@@ -850,6 +960,18 @@ def _gplcb(problem: Problem, seed: Any = 0, **options: Any) -> GPLCB:
 @register_method("expert-sampling", "expert", "rejection sampling from the expert's labels")
 def _expert_sampling(problem: Problem, seed: Any = 0, **options: Any) -> ExpertSampling:
     return ExpertSampling(problem.space, seed, **_settings(problem, options, ("n_initial",)))  # type: ignore[arg-type]
+
+
+@register_method("av-2022", "expert", "simulated AV et al. 2022: expert vetoes LCB and picks")
+def _av(problem: Problem, seed: Any = 0, **options: Any) -> HumanIntervention:
+    return HumanIntervention(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
+
+
+@register_method(
+    "khoshvishkaie-2023", "expert", "simulated Khoshvishkaie et al. 2023: alternate expert/LCB"
+)
+def _alternating(problem: Problem, seed: Any = 0, **options: Any) -> AlternatingExpert:
+    return AlternatingExpert(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
 
 
 @register_method("random", "expert", "uniformly random evaluations")
