@@ -152,7 +152,9 @@ def _ask(args: argparse.Namespace) -> int:
         print(json.dumps(q.to_dict()))
     else:
         print(q.prompt())
-        print(f"answer with: boloop study tell {_quote(study.name)} {q.id} {_answer_hint(q)}")
+        print(
+            f"answer with: boloop study tell {_quote(study.name)} {q.id} {_answer_hint(q, False)}"
+        )
     return 0
 
 
@@ -334,11 +336,12 @@ def _read(stdin: TextIO, single_key: bool) -> str | None:
     return line.rstrip("\n")
 
 
-def _answer_hint(q: StudyQuery) -> str:
+def _answer_hint(q: StudyQuery, keys: bool = True) -> str:
+    """What to type: keys at the interactive prompt, else the ANSWER of ``boloop study tell``."""
     if q.kind == "label":
-        return "y accept / n reject"
+        return "y accept / n reject" if keys else "accept|reject"
     if q.kind == "compare":
-        return "a / b"
+        return "a / b" if keys else "a|b"
     if q.outputs:
         return ",".join(f"{o}=VALUE" for o in q.outputs)
     return "VALUE"
