@@ -25,7 +25,7 @@ import time
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -466,7 +466,7 @@ class Study:
                 study._dirty = False
                 return tx
 
-            def __exit__(self_inner, et: Any, ev: Any, tb: Any) -> bool:
+            def __exit__(self_inner, et: Any, ev: Any, tb: Any) -> Literal[False]:
                 try:
                     self_inner.cm.__exit__(et, ev, tb)
                 except BaseException:
@@ -589,6 +589,8 @@ class Study:
             self._logged_open.add(stored.id)
         elif ev.kind == "told":
             qid = ev.query_id
+            if qid is None:
+                raise StorageError(f"study {self.name!r}: event {ev.seq} answers no query id")
             if replay:
                 try:
                     self._policy.tell(qid, _decode_answer(ev.payload.get("answer")))

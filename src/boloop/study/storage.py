@@ -212,19 +212,19 @@ class Storage:
         if self._sqlite_path is not None and not os.path.exists(self._sqlite_path):
             if not create:
                 self.exists = False
-                self.engine = None
+                self.engine: Engine | None = None
                 return
             parent = os.path.dirname(os.path.abspath(self._sqlite_path))
             if not os.path.isdir(parent):
                 raise StorageError(f"storage {self.url!r}: directory {parent!r} does not exist")
         try:
-            self.engine: Engine | None = _engine_for(self.url)
+            self.engine = _engine_for(self.url)
             self._open(create)
         except StorageError:
             raise
         except SQLAlchemyError as exc:
             raise StorageError(
-                f"storage {self.url!r} cannot be opened as a boloop database: {exc.orig or exc}"
+                f"storage {self.url!r} cannot be opened as a boloop database: {getattr(exc, 'orig', None) or exc}"
             ) from exc
 
     # -- opening ------------------------------------------------------------------------------
@@ -345,7 +345,9 @@ class Storage:
         try:
             with self._write_connection() as conn, conn.begin():
                 result = conn.execute(_studies_table.insert().values(name=name, created_at=created))
-                sid = int(result.inserted_primary_key[0])
+                key = result.inserted_primary_key
+                assert key is not None
+                sid = int(key[0])
                 conn.execute(
                     _events_table.insert().values(
                         study_id=sid,
@@ -379,10 +381,12 @@ class Storage:
                     yield Transaction(conn, self.url)
         except IntegrityError as exc:
             raise SeqConflict(
-                f"storage {self.url!r}: another process wrote to the study first ({exc.orig})"
+                f"storage {self.url!r}: another process wrote to the study first ({getattr(exc, 'orig', None) or exc})"
             ) from exc
         except SQLAlchemyError as exc:
-            raise StorageError(f"storage {self.url!r}: {exc.orig or exc}") from exc
+            raise StorageError(
+                f"storage {self.url!r}: {getattr(exc, 'orig', None) or exc}"
+            ) from exc
 
     def events(self, study_id: int, after: int = -1) -> list[Event]:
         """The events of a study with ``seq > after``, in order (a reading transaction)."""
