@@ -259,3 +259,67 @@ def test_demo_skips_missing_ids_and_runs_toys(tmp_path: Path) -> None:
     text = run_demo(tmp_path, entries=entries, jobs=1)
     assert "### levelset/toy" in text and "### expert/toy" in text
     assert len(list(tmp_path.glob("*.png"))) == 2 + 5
+
+
+def test_row_cut_short_by_a_kill_is_rerun(tmp_path: Path) -> None:
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    run_sweep([TOY_LS], ["toy-random"], "3", 5, full, jobs=1)
+    run_sweep([TOY_LS], ["toy-random"], "3", 5, cut, jobs=1)
+    text = (cut / "results.csv").read_text()
+    (cut / "results.csv").write_text(text[: len(text) - 25])  # the last row is cut in the middle
+    _, runs = read_results(cut)
+    assert sum(len(r) for r in runs.values()) == 3 * 5 - 1
+    report = run_sweep([TOY_LS], ["toy-random"], "3", 5, cut, jobs=1)
+    assert report.completed == [(TOY_LS, "toy-random", 2)] and len(report.skipped) == 2
+    assert _strip_seconds(_rows(cut)) == _strip_seconds(_rows(full))
+
+
+_SLOW_PROBLEM = """
+import time
+from boloop.problems.toy import ToyPreference
+
+class Slow(ToyPreference):
+    def compare(self, query, rng):
+        time.sleep(0.03)
+        return super().compare(query, rng)
+
+def make():
+    return Slow()
+"""
+
+
+def test_resume_after_the_process_is_killed(tmp_path: Path) -> None:
+    """A real `boloop bench run` killed with SIGKILL after its first completed run; the rerun
+    completes the sweep and the rows equal those of an uninterrupted sweep."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    src = tmp_path / "slow.py"
+    src.write_text(_SLOW_PROBLEM)
+    pid = f"{src}:make"
+    argv = [sys.executable, "-m", "boloop.cli", "bench", "run", "--problem", pid]
+    argv += ["--method", "toy-random", "--seeds", "4", "--budget", "10", "--jobs", "1"]
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([*argv, "--out", str(out), "--quiet"], stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            if (out / "results.csv").exists():
+                _, runs = read_results(out)
+                if runs:
+                    break
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    _, runs = read_results(out)
+    assert 1 <= len(runs) < 4  # killed part-way
+    done_before = set(runs)
+    report = run_sweep([pid], ["toy-random"], "4", 10, out, jobs=1)
+    assert set(report.skipped) == done_before and len(report.completed) == 4 - len(done_before)
+    full = tmp_path / "full"
+    run_sweep([pid], ["toy-random"], "4", 10, full, jobs=1)
+    assert _strip_seconds(_rows(out)) == _strip_seconds(_rows(full))

@@ -5,11 +5,13 @@
 sweep mixes problems with different metrics, empty where a problem has no such metric), then
 ``ask_seconds, tell_seconds`` (see :meth:`boloop.simulate.Trace.step_rows`).
 
-The file is rewritten atomically (a temporary file and :func:`os.replace`) after every completed
-run, so a sweep that is interrupted keeps every run completed before the interruption, and a rerun
-skips the (problem, method, seed) already present unless ``force``. A run recorded with a different
-number of steps than the requested budget is not complete for this sweep: it is run again and its
-rows replaced.
+At the start of a sweep the file is rewritten atomically (a temporary file and :func:`os.replace`)
+with every complete run already in it; each run is appended (one write, flushed) as soon as it
+completes, and the file is rewritten sorted at the end. A sweep that is interrupted therefore keeps
+every run completed before the interruption, and a rerun skips the (problem, method, seed) already
+present unless ``force``. A run whose rows are not exactly steps 1..budget (recorded with another
+budget, or cut short by a kill during its append) is not complete for this sweep: it is run again
+and its rows replaced. Two sweeps must not write to the same directory at the same time.
 
 Method ids may carry options like problem ids: ``mr-lpf?beta=2`` runs ``make_policy("mr-lpf",
 problem, seed, beta=2)`` and is a distinct method in the table.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import csv
+import io
 import logging
 import math
 import os
@@ -124,9 +127,21 @@ def read_results(path: str | Path) -> tuple[list[str], dict[Key, list[dict[str, 
         metrics = [c for c in header if c not in KEY_COLUMNS and c not in TIME_COLUMNS]
         runs: dict[Key, list[dict[str, str]]] = {}
         for row in reader:
-            key = (row["problem"], row["method"], int(row["seed"]))
+            # a row cut short by an interrupted append has missing (None) or extra fields
+            if None in row or None in row.values():
+                continue
+            try:
+                key = (row["problem"], row["method"], int(row["seed"]))
+                int(row["step"])
+            except ValueError:
+                continue
             runs.setdefault(key, []).append(row)
     return metrics, runs
+
+
+def is_complete(rows: Sequence[dict[str, Any]] | None, budget: int) -> bool:
+    """Whether the rows of one run are exactly steps 1..budget."""
+    return rows is not None and sorted(int(r["step"]) for r in rows) == list(range(1, budget + 1))
 
 
 def _cell(value: Any) -> str:
@@ -135,6 +150,20 @@ def _cell(value: Any) -> str:
     if isinstance(value, float):
         return repr(value) if math.isfinite(value) else ("nan" if value != value else repr(value))
     return str(value)
+
+
+def append_results(path: str | Path, metrics: Sequence[str], rows: list[dict[str, Any]]) -> None:
+    """Append the rows of one run to ``path`` in one write, flushed to disk. The file must exist
+    with the header ``problem, method, seed, step, *metrics, ask_seconds, tell_seconds``."""
+    header = [*KEY_COLUMNS, *metrics, *TIME_COLUMNS]
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    for row in sorted(rows, key=lambda r: int(r["step"])):
+        writer.writerow([_cell(row.get(c)) for c in header])
+    with open(path, "a", newline="") as fh:
+        fh.write(buf.getvalue())
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 def write_results(
@@ -283,21 +312,27 @@ def run_sweep(
     all_metrics = list(old_metrics) + [m for m in metrics if m not in old_metrics]
     report = SweepReport(path)
 
+    n_jobs = (os.cpu_count() or 1) if jobs is None else int(jobs)
+    if n_jobs < 1:
+        raise InvalidInputError(f"jobs must be >= 1, got {jobs!r}")
+
     todo: list[RunSpec] = []
     for spec in specs:
         rows = runs.get(spec.key)
-        complete = rows is not None and max(int(r["step"]) for r in rows) == spec.budget
-        if complete and not force:
+        if is_complete(rows, spec.budget) and not force:
             report.skipped.append(spec.key)
         else:
             if rows is not None:
-                logger.info("rerunning %s (recorded with a different budget or --force)", spec.key)
+                logger.info("rerunning %s (incomplete, other budget, or --force)", spec.key)
+                del runs[spec.key]
             todo.append(spec)
+    # a clean file (header with every metric column, no rows of runs about to be redone, no row
+    # cut short by an interruption) to which each completed run is then appended
+    write_results(path, all_metrics, runs)
     bar = Progress(len(todo), progress)
     if progress is not None and report.skipped:
         progress.write(f"{len(report.skipped)} runs already in {path}, skipped\n")
     if not todo:
-        write_results(path, all_metrics, runs)
         report.seconds = time.perf_counter() - t0
         return report
 
@@ -310,15 +345,12 @@ def run_sweep(
             return
         key, _, rows = result
         runs[key] = rows
-        write_results(path, all_metrics, runs)
+        append_results(path, all_metrics, rows)
         report.completed.append(key)
         bar.step(f"{spec.method} on {spec.problem} seed {spec.seed}")
         if on_complete is not None:
             on_complete(key)
 
-    n_jobs = (os.cpu_count() or 1) if jobs is None else int(jobs)
-    if n_jobs < 1:
-        raise InvalidInputError(f"jobs must be >= 1, got {jobs!r}")
     if n_jobs == 1 or len(todo) == 1:
         for spec in todo:
             try:
@@ -339,6 +371,7 @@ def run_sweep(
                 for f in futures:
                     f.cancel()
                 raise
+    write_results(path, all_metrics, runs)  # sorted by problem, method, seed, step
     report.seconds = time.perf_counter() - t0
     return report
 
