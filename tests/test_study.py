@@ -14,6 +14,8 @@ import sqlite3
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from boloop.algorithms import list_methods
 from boloop.errors import (
@@ -645,3 +647,47 @@ def test_ask_is_stable_across_processes_view(url):
     assert a.ask().query == b.ask().query
     kinds = [r[2] for r in _log_rows(url)]
     assert kinds == ["created", "asked", "told", "asked"]  # the second ask was not logged twice
+
+
+# -- random operation sequences -----------------------------------------------------------------------
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ops=st.lists(
+        st.sampled_from(["tell", "tell", "tell", "undo", "add", "reload", "ask"]),
+        min_size=1,
+        max_size=25,
+    )
+)
+def test_random_operation_sequences_replay_exactly(tmp_path_factory, ops):
+    """Any interleaving of ask, tell, undo, add and reload: the live study, a reload and a full
+    replay agree on the history and the next query, and the history matches a plain model of the
+    operations (a stack of answers)."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('ops') / 's.db'}"
+    study = create_study("ops", "toy-random", problem="levelset/toy", storage=url, seed=4)
+    model: list[tuple] = []  # (source, value)
+    for k, op in enumerate(ops):
+        if op == "tell":
+            q = study.ask()
+            study.tell(q.id, float(k))
+            model.append(("query", float(k)))
+        elif op == "undo":
+            if model:
+                study.undo()
+                model.pop()
+            else:
+                with pytest.raises(QueryStateError):
+                    study.undo()
+        elif op == "add":
+            study.add({"x0": 0.25}, float(-k))
+            model.append(("added", float(-k)))
+        elif op == "ask":
+            study.ask()
+        else:
+            study = load_study("ops", storage=url)
+        assert [(r["source"], r["answer"]) for r in study.history()] == model
+    nxt = study.ask().query
+    for other in (load_study("ops", storage=url), load_study("ops", storage=url, full_replay=True)):
+        assert other.ask().query == nxt
+        assert [(r["source"], r["answer"]) for r in other.history()] == model
