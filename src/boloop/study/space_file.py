@@ -125,7 +125,7 @@ def _load_toml(raw: bytes, path: str) -> dict[str, Any]:
             import tomli as tomllib  # type: ignore[no-redef]
         except ModuleNotFoundError as exc:
             raise InvalidInputError(
-                "reading TOML on Python 3.10 needs the 'tomli' package (pip install tomli), "
+                "reading TOML on Python 3.10 needs the 'tomli' package (pip install 'boloop[toml]'), "
                 "or use a JSON space file"
             ) from exc
     try:
