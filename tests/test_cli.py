@@ -41,6 +41,8 @@ def test_problems_and_methods_by_family(capsys: pytest.CaptureFixture[str]) -> N
     code, out, _ = run(capsys, "methods", "--family", "expert")
     assert code == 0 and out.splitlines()[0] == "expert:" and "toy-random" in out
     assert "levelset:" not in out
+    code, out, _ = run(capsys, "metrics", "--family", "common")
+    assert code == 0 and "f1_score" in out and "simple_regret" in out
 
 
 def test_bench_run_summary_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

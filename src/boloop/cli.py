@@ -1,6 +1,7 @@
 """The ``boloop`` command line.
 
-``boloop bench run|plot|summary``, ``boloop problems``, ``boloop methods``, ``boloop demo`` and,
+``boloop bench run|plot|summary``, ``boloop problems``, ``boloop methods``, ``boloop metrics``,
+``boloop demo`` and,
 when :mod:`boloop.study.cli` exists, ``boloop study`` (its ``register(subparsers)`` adds the
 subparser and sets ``func``). Errors from :mod:`boloop.errors` print one line to stderr and exit
 with status 2.
@@ -74,6 +75,13 @@ def _cmd_methods(args: argparse.Namespace) -> int:
     from boloop.algorithms import list_methods
 
     _print_entries(list_methods(args.family), "methods")
+    return 0
+
+
+def _cmd_metrics(args: argparse.Namespace) -> int:
+    from boloop.metrics import list_metrics
+
+    _print_entries(list_metrics(args.family), "metrics")
     return 0
 
 
@@ -152,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, fn, what in (
         ("problems", _cmd_problems, "benchmark problems"),
         ("methods", _cmd_methods, "methods"),
+        ("metrics", _cmd_metrics, "metric functions"),
     ):
         p = sub.add_parser(name, help=f"list the registered {what} by family")
         p.add_argument("--family", default=None, help="only this family")
@@ -190,6 +199,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("boloop: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `boloop methods | head`: the reader left; stay quiet
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
