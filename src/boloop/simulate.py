@@ -21,6 +21,10 @@ paper counts its budget (:meth:`boloop.queries.BasePolicy._iteration_done`):
   accepted ``Label`` is followed by an ``Evaluate`` of the same point and the pair is one
   iteration, a rejected ``Label`` consumes the iteration without an evaluation.
 
+Queries a policy does not count (an initial design evaluated before the first iteration, the
+initial labels of COBOHL) belong to the step in progress, normally step 1: ``Trace.step_rows`` has
+exactly the steps ``1..budget`` whatever the number of queries.
+
 Steps and records
 -----------------
 Every answered query is one *record* of the trace: its step (the 1-based iteration it belongs to),
