@@ -24,8 +24,10 @@ import csv
 import io
 import logging
 import math
+import multiprocessing as mp
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -188,15 +190,42 @@ def write_results(
 
 
 # -- one run (in a worker) --------------------------------------------------------------------------
-def _run_one(spec: RunSpec) -> tuple[Key, list[str], list[dict[str, Any]]]:
+#: in a worker process: the queue for (key, step) progress messages (set by the pool initializer)
+_PROGRESS_QUEUE: Any = None
+
+
+def _init_worker(queue: Any) -> None:
+    global _PROGRESS_QUEUE
+    _PROGRESS_QUEUE = queue
+
+
+def _run_one(
+    spec: RunSpec, report_step: Callable[[Key, int], None] | None = None
+) -> tuple[Key, list[str], list[dict[str, Any]]]:
     from boloop.algorithms import make_policy
     from boloop.problems import get, parse_problem_id
     from boloop.simulate import simulate
 
+    if report_step is None and _PROGRESS_QUEUE is not None:
+        queue = _PROGRESS_QUEUE
+        report_step = lambda key, step: queue.put((key, step))  # noqa: E731
+    on_record = None
+    if report_step is not None:
+        last = [0.0]
+        callback = report_step
+
+        def on_record(record: dict[str, Any]) -> None:  # at most 5 messages a second
+            now = time.perf_counter()
+            if now - last[0] >= 0.2:
+                last[0] = now
+                callback(spec.key, int(record["step"]))
+
     problem = get(spec.problem)
     name, options = parse_problem_id(spec.method)
     policy = make_policy(name, problem, spec.seed, **options)
-    trace = simulate(policy, problem, spec.budget, spec.seed, method=spec.method)
+    trace = simulate(
+        policy, problem, spec.budget, spec.seed, method=spec.method, on_record=on_record
+    )
     rows = trace.step_rows()
     for r in rows:
         r["problem"] = spec.problem  # the id as given on the command line
@@ -234,36 +263,63 @@ def plan_runs(
 
 # -- progress ---------------------------------------------------------------------------------------
 class Progress:
-    """A plain-text progress bar on a stream (stderr): ``[#####-----] 5/10 runs  12s``."""
+    """A plain-text progress bar on a stream (stderr): ``[#####-----] 5.4/10 runs  12s  ~10s left``.
+
+    On a terminal the bar is redrawn in place and moves with the steps of the runs in progress; on
+    other streams (logs, CI) one line is written per finished run. Thread-safe.
+    """
 
     def __init__(self, total: int, stream: IO[str] | None = None, width: int = 30) -> None:
         self.total = total
         self.done = 0
         self.failed = 0
+        self.partial: dict[Key, float] = {}
         self.stream = stream
         self.width = width
         self.t0 = time.perf_counter()
         self.tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
+        self._lock = threading.Lock()
+        self._last_draw = 0.0
+        self._finished: set[Key] = set()
 
-    def step(self, label: str = "", failed: bool = False) -> None:
-        self.done += 1
-        self.failed += failed
-        if self.stream is None:
+    def advance(self, key: Key, fraction: float) -> None:
+        """A run in progress reached ``fraction`` of its budget."""
+        with self._lock:
+            if key in self._finished:  # a late message from a run already counted
+                return
+            self.partial[key] = min(max(fraction, 0.0), 1.0)
+            if self.tty and time.perf_counter() - self._last_draw > 0.2:
+                self._draw("")
+
+    def step(self, key: Key | None = None, label: str = "", failed: bool = False) -> None:
+        """A run finished (or failed)."""
+        with self._lock:
+            self.done += 1
+            self.failed += failed
+            if key is not None:
+                self.partial.pop(key, None)
+                self._finished.add(key)
+            self._draw(label, final=True)
+
+    def _draw(self, label: str, final: bool = False) -> None:
+        if self.stream is None or (not self.tty and not final):
             return
-        frac = self.done / max(self.total, 1)
-        fill = int(round(frac * self.width))
+        self._last_draw = time.perf_counter()
+        progress = self.done + sum(self.partial.values())
+        frac = progress / max(self.total, 1)
+        fill = int(frac * self.width)
         bar = "#" * fill + "-" * (self.width - fill)
         fail = f" ({self.failed} failed)" if self.failed else ""
-        text = (
-            f"[{bar}] {self.done}/{self.total} runs{fail}  "
-            f"{time.perf_counter() - self.t0:.0f}s  {label}"
-        )
+        elapsed = time.perf_counter() - self.t0
+        left = f"  ~{elapsed / frac * (1 - frac):.0f}s left" if 0 < frac < 1 else ""
+        count = f"{progress:.1f}" if self.tty and progress != self.done else str(self.done)
+        text = f"[{bar}] {count}/{self.total} runs{fail}  {elapsed:.0f}s{left}  {label}"
         if self.tty:
             self.stream.write("\r" + text[:120].ljust(120))
             if self.done == self.total:
                 self.stream.write("\n")
         else:
-            self.stream.write(text + "\n")
+            self.stream.write(text.rstrip() + "\n")
         self.stream.flush()
 
 
@@ -341,36 +397,70 @@ def run_sweep(
             msg = f"{type(error).__name__}: {error}"
             logger.error("run %s failed: %s", spec.key, msg)
             report.failed.append((spec.key, msg))
-            bar.step(f"{spec.method} on {spec.problem} seed {spec.seed} FAILED", failed=True)
+            bar.step(spec.key, f"{spec.method} on {spec.problem} seed {spec.seed} FAILED", True)
             return
         key, _, rows = result
         runs[key] = rows
         append_results(path, all_metrics, rows)
         report.completed.append(key)
-        bar.step(f"{spec.method} on {spec.problem} seed {spec.seed}")
+        bar.step(spec.key, f"{spec.method} on {spec.problem} seed {spec.seed}")
         if on_complete is not None:
             on_complete(key)
+
+    budgets = {spec.key: spec.budget for spec in todo}
+
+    def report_step(key: Key, step: int) -> None:
+        bar.advance(key, step / budgets[key])
 
     if n_jobs == 1 or len(todo) == 1:
         for spec in todo:
             try:
-                result = _run_one(spec)
+                result = _run_one(spec, report_step if progress is not None else None)
             except Exception as exc:  # reported per run, like a crash in a worker
                 finish(spec, None, exc)
                 continue
             finish(spec, result, None)
     else:
-        with cf.ProcessPoolExecutor(max_workers=min(n_jobs, len(todo))) as pool:
-            futures = {pool.submit(_run_one, spec): spec for spec in todo}
-            try:
-                for fut in cf.as_completed(futures):
-                    spec = futures[fut]
-                    error = fut.exception()
-                    finish(spec, None if error else fut.result(), error)
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
+        ctx = mp.get_context()
+        queue = ctx.Queue() if progress is not None else None
+        stop = threading.Event()
+
+        def drain() -> None:  # progress messages from the workers, until the sweep ends
+            while not stop.is_set():
+                try:
+                    key, step = queue.get(timeout=0.1)  # type: ignore[union-attr]
+                except (EOFError, OSError, ValueError):
+                    return
+                except Exception:  # queue.Empty
+                    continue
+                report_step(key, step)
+
+        reader = threading.Thread(target=drain, daemon=True) if queue is not None else None
+        if reader is not None:
+            reader.start()
+        try:
+            with cf.ProcessPoolExecutor(
+                max_workers=min(n_jobs, len(todo)),
+                mp_context=ctx,
+                initializer=_init_worker,
+                initargs=(queue,),
+            ) as pool:
+                futures = {pool.submit(_run_one, spec): spec for spec in todo}
+                try:
+                    for fut in cf.as_completed(futures):
+                        spec = futures[fut]
+                        error = fut.exception()
+                        finish(spec, None if error else fut.result(), error)
+                except BaseException:
+                    for f in futures:
+                        f.cancel()
+                    raise
+        finally:
+            stop.set()
+            if reader is not None:
+                reader.join(timeout=1.0)
+            if queue is not None:
+                queue.close()
     write_results(path, all_metrics, runs)  # sorted by problem, method, seed, step
     report.seconds = time.perf_counter() - t0
     return report
