@@ -323,3 +323,29 @@ def test_resume_after_the_process_is_killed(tmp_path: Path) -> None:
     full = tmp_path / "full"
     run_sweep([pid], ["toy-random"], "4", 10, full, jobs=1)
     assert _strip_seconds(_rows(out)) == _strip_seconds(_rows(full))
+
+
+def test_progress_bar(tmp_path: Path) -> None:
+    import io
+
+    from boloop.bench.runner import Progress
+
+    class FakeTTY(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    log = io.StringIO()
+    run_sweep([TOY_LS], ["toy-random"], "3", 4, tmp_path / "a", jobs=1, progress=log)
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 3 and lines[-1].startswith("[" + "#" * 30 + "] 3/3 runs")
+
+    tty = FakeTTY()
+    bar = Progress(2, tty, width=10)
+    bar.advance(("p", "m", 0), 0.5)
+    bar._last_draw = 0.0
+    bar.advance(("p", "m", 1), 0.5)
+    assert "[#####-----] 1.0/2 runs" in tty.getvalue()
+    bar.step(("p", "m", 0))
+    bar.advance(("p", "m", 0), 0.9)  # a late message of a finished run is ignored
+    bar.step(("p", "m", 1))
+    assert tty.getvalue().endswith("\n") and "[##########] 2/2 runs" in tty.getvalue()
