@@ -29,7 +29,7 @@ from boloop.algorithms.levelset import (
     randomized_straddle_af,
     straddle,
 )
-from boloop.errors import InvalidInputError
+from boloop.errors import InvalidInputError, OutOfSpaceError, QueryStateError
 from boloop.gp import ExactGP
 from boloop.gp.kernels import Matern, SquaredExponential
 from boloop.metrics.levelset import fscore, level_set_loss, max_value_loss
@@ -564,3 +564,25 @@ def test_box_refinement_gradient_matches_finite_differences(kernel):
         (mm,), (sm,) = pol.predict((x - e).reshape(1, -1))
         assert dm[j] == pytest.approx((mp - mm) / (2 * h), rel=1e-5, abs=1e-7)
         assert ds[j] == pytest.approx((sp - sm) / (2 * h), rel=1e-5, abs=1e-7)
+
+
+def test_add_observations_preloads_data_without_iterations():
+    prob = get("levelset/sinusoidal")
+    pol = make_policy("randomized-straddle-max", prob, seed=0, n_samples=20)
+    X = prob.space.points[[5, 700, 1800]]
+    pol.add_observations(X, prob.value(X))
+    assert pol.gp.n == 3 and pol.iteration == 0 and pol.observed.sum() == 3
+    q = pol.ask()  # the initial design is already covered: the first query is iteration 1
+    assert q.id not in pol._initial_ids
+    with pytest.raises(QueryStateError):
+        pol.add_observations(X[:1], [0.0])
+    pol.tell(q.id, 0.5)
+    assert pol.iteration == 1 and pol._obs_before_iteration(1) == 3
+    with pytest.raises(InvalidInputError):
+        pol.add_observations(X[:1], [np.nan])
+    with pytest.raises(OutOfSpaceError):
+        pol.add_observations([[0.123, 0.456]], [1.0])
+    assert pol.gp.n == 4
+    pol2 = make_policy("random", prob, seed=0)
+    _run(pol2, prob.value, 3, np.random.default_rng(0), prob.noise_sd)
+    assert pol2.recommend(final_update=False).iteration == 3

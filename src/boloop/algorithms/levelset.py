@@ -386,6 +386,7 @@ class LevelSetPolicy(BasePolicy):
         self.observed = np.zeros(self.N, dtype=bool)  # finite: which candidates were observed
         self.betas: list[float] = []  # sqrt_beta used at each iteration (NaN if none)
         self._n_obs = 0
+        self._n_at_iteration: list[int] = []  # observations behind the posterior of iteration t
         self._initial_ids: set[int] = set()
         self._d = dim
         self._last_fit_n = 0
@@ -447,8 +448,8 @@ class LevelSetPolicy(BasePolicy):
         return out
 
     def _obs_before_iteration(self, t: int) -> int:
-        """Number of observations the posterior of iteration ``t`` is based on."""
-        return min(self.n_initial, self._n_obs) + t - 1
+        """Number of observations the posterior of iteration ``t`` (1-based) was based on."""
+        return self._n_at_iteration[t - 1]
 
     def _past_estimate(self, t: int) -> LevelSetEstimate:
         if not self.finite:
@@ -496,6 +497,7 @@ class LevelSetPolicy(BasePolicy):
         if self._n_obs < self.n_initial:
             return self._initial_query()
         t = self.iteration + 1
+        self._n_at_iteration.append(self.gp.n)
         self._prepare_step(t)
         if self.finite:
             i = self._select_finite(t)
@@ -513,6 +515,30 @@ class LevelSetPolicy(BasePolicy):
                 self.gp.fit(n_restarts=1, seed=int(self.rng.integers(2**31)))
                 self._last_fit_n = self.gp.n
             except Exception as exc:  # keep the previous hyperparameters
+                logger.warning("hyperparameter fit failed, keeping the previous ones: %s", exc)
+
+    def add_observations(self, X: Any, y: Any) -> None:
+        """Pre-load data (earlier experiments): X (k, d) in the space, y (k,) finite.
+
+        They condition the GP like answers but are not iterations; they count toward the initial
+        design (spec P2). Not allowed while a query is open. Raises and changes nothing on bad input.
+        """
+        if self.pending is not None:
+            raise QueryStateError("answer the open query before adding observations")
+        Xa = self.space.validate(X, "X")
+        ya = np.asarray(y, dtype=np.float64).reshape(-1)
+        if ya.shape[0] != Xa.shape[0] or not np.all(np.isfinite(ya)):
+            raise InvalidInputError(f"y must hold {Xa.shape[0]} finite values")
+        idx = self.space.index_of(Xa) if self.finite else None  # type: ignore[union-attr]
+        self.gp.condition(Xa, ya)
+        self._n_obs += Xa.shape[0]
+        if idx is not None:
+            self.observed[idx[idx >= 0]] = True
+        if self.fit and self.gp.n >= 3:
+            try:
+                self.gp.fit(n_restarts=1, seed=int(self.rng.integers(2**31)))
+                self._last_fit_n = self.gp.n
+            except Exception as exc:
                 logger.warning("hyperparameter fit failed, keeping the previous ones: %s", exc)
 
     def _iteration_done(self, query: Query, answer: Any) -> bool:
@@ -985,6 +1011,7 @@ class RandomSampling(LevelSetPolicy):
     def _propose(self) -> Query:
         if self._n_obs < self.n_initial:
             return self._initial_query()
+        self._n_at_iteration.append(self.gp.n)
         self.betas.append(math.nan)
         return self._random_query()
 
