@@ -781,3 +781,45 @@ def test_main_methods_on_user_spaces(url, family, method, space):
     rec = study.recommend()
     assert rec is None or isinstance(rec, dict)
     json.dumps(study.status(), default=str)
+
+
+def test_snapshots_are_used_checked_and_optional(url, monkeypatch):
+    """With snapshots forced after every operation: a load replays nothing before the snapshot,
+    agrees with a full replay, ignores a snapshot an undo reached behind, and falls back to a
+    full replay for a snapshot of other code or unreadable data."""
+    from boloop.algorithms.toy import RandomEvaluate
+    from boloop.study import core
+
+    monkeypatch.setattr(core, "SNAPSHOT_AFTER_SECONDS", 0.0)
+    monkeypatch.setattr(core, "SNAPSHOT_COST_FACTOR", 0.0)
+    study = create_study("snap", "toy-random", problem="levelset/toy", storage=url, seed=1)
+    for k in range(5):
+        q = study.ask()
+        study.tell(q.id, float(k))
+    nxt = study.ask().query
+    calls = []
+    orig = RandomEvaluate._observe
+    monkeypatch.setattr(
+        RandomEvaluate, "_observe", lambda self, q, a: (calls.append(q.id), orig(self, q, a))[1]
+    )
+    assert load_study("snap", storage=url).ask().query == nxt
+    assert calls == []  # everything came from the snapshot
+    assert load_study("snap", storage=url, full_replay=True).ask().query == nxt
+    assert calls == [0, 1, 2, 3, 4]
+    path = url.removeprefix("sqlite:///")
+    con = sqlite3.connect(path)
+    assert con.execute("SELECT COUNT(*) FROM boloop_snapshots").fetchone()[0] == 1
+    # an undo written by a process that stores no snapshot: the snapshot is behind the undo
+    monkeypatch.setattr(core, "SNAPSHOTS_ENABLED", False)
+    load_study("snap", storage=url).undo()
+    calls.clear()
+    reloaded = load_study("snap", storage=url)
+    assert calls == [0, 1, 2, 3]  # full replay: the snapshot included the withdrawn answer
+    assert reloaded.n_answered == 4
+    for field, value in (("fingerprint", "other code"), ("data", b"not a pickle")):
+        con.execute(f"UPDATE boloop_snapshots SET {field} = ?", (value,))
+        con.commit()
+        calls.clear()
+        assert load_study("snap", storage=url).ask().query == reloaded.ask().query
+        assert calls == [0, 1, 2, 3]
+    con.close()

@@ -62,6 +62,8 @@ _ADD_BY_OBSERVE = frozenset({"levelset", "safe"})
 _MAX_RETRIES = 5
 #: store a policy snapshot once replaying the events since the last one costs this many seconds
 SNAPSHOT_AFTER_SECONDS = 0.2
+#: ... and costs this many times what writing the last snapshot took
+SNAPSHOT_COST_FACTOR = 2.0
 #: snapshots larger than this (compressed) are not stored
 SNAPSHOT_MAX_BYTES = 64 * 2**20
 #: set ``BOLOOP_SNAPSHOTS=0`` to never store snapshots (every load replays the whole log)
@@ -236,6 +238,8 @@ class Study:
         self._labels = getattr(self.problem, "labels", None)
         self._events: list[Event] = []
         self._full_replay = bool(full_replay)
+        self._snapshot_off = False
+        self._snapshot_cost = 0.0
         self._rebuild(events)
 
     # -- public API ---------------------------------------------------------------------------------
@@ -543,17 +547,26 @@ class Study:
 
     def _maybe_snapshot(self) -> None:
         """Store a snapshot once replaying the events since the last one would cost more than
-        :data:`SNAPSHOT_AFTER_SECONDS` (policies that refit hyperparameters at every answer)."""
-        if self._cost < SNAPSHOT_AFTER_SECONDS or not SNAPSHOTS_ENABLED:
+        :data:`SNAPSHOT_AFTER_SECONDS` (policies that refit hyperparameters at every answer) and
+        more than twice what the last snapshot cost to write (large policies snapshot rarely)."""
+        if not SNAPSHOTS_ENABLED or self._snapshot_off:
+            return
+        if self._cost < max(SNAPSHOT_AFTER_SECONDS, SNAPSHOT_COST_FACTOR * self._snapshot_cost):
             return
         self._cost = 0.0
+        t0 = time.perf_counter()
         try:
             data = zlib.compress(pickle.dumps(self._policy, protocol=pickle.HIGHEST_PROTOCOL), 1)
         except Exception as exc:  # noqa: BLE001 - unpicklable policies just replay in full
             logger.debug("study %r: policy cannot be pickled: %s", self.name, exc)
+            self._snapshot_off = True
             return
-        if len(data) <= SNAPSHOT_MAX_BYTES:
-            self._storage.put_snapshot(self._sid, self._seq, _code_fingerprint(), data)
+        if len(data) > SNAPSHOT_MAX_BYTES:
+            logger.debug("study %r: snapshot of %d bytes not stored", self.name, len(data))
+            self._snapshot_off = True
+            return
+        self._storage.put_snapshot(self._sid, self._seq, _code_fingerprint(), data)
+        self._snapshot_cost = time.perf_counter() - t0
 
     def _apply_new(self, new: list[Event]) -> None:
         if any(e.kind == "withdrawn" for e in new):
