@@ -1,0 +1,95 @@
+"""Speed of one level-set step (ask + tell), the targets of issue 4.
+
+* 2,500-point grid (``levelset/himmelblau``), n = 300 observations: every method but MILE
+  (target <= 5 ms), MILE (target <= 100 ms; the number of "active" rows it formed is printed).
+* 5-D box (``levelset/rosenbrock5``), n = 500 observations, 100,000 evaluation points: the policy
+  step alone and the step plus the metric update on the 100,000 points (target <= 150 ms).
+
+Observations are pre-loaded at random points (``add_observations``), then ``--repeats`` steps are
+timed and the median is reported (n grows by one per repeat). Run with one thread::
+
+    OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/levelset_speed.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import numpy as np
+
+from boloop.algorithms import make_policy
+from boloop.problems import get
+
+
+def _preload(policy, problem, n: int, rng: np.random.Generator) -> None:
+    if problem.space.kind == "candidates":
+        X = problem.space.points[rng.choice(problem.space.n, n, replace=True)]
+    else:
+        X = problem.space.sample(n, seed=rng)
+    y = problem.value(X) + problem.noise_sd * rng.standard_normal(n)
+    policy.add_observations(X, y)
+
+
+def time_steps(policy, problem, repeats: int, tracker=None) -> tuple[float, float | None]:
+    rng = np.random.default_rng(123)
+    step, with_metrics = [], []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        q = policy.ask()
+        policy.tell(q.id, problem.observe(q, rng))
+        t1 = time.perf_counter()
+        if tracker is not None:
+            tracker.update(policy, q, None)
+            with_metrics.append(time.perf_counter() - t0)
+        step.append(t1 - t0)
+    return float(np.median(step)), (float(np.median(with_metrics)) if tracker else None)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--n-grid", type=int, default=300)
+    ap.add_argument("--n-box", type=int, default=500)
+    args = ap.parse_args()
+    print(f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}  load={os.getloadavg()[0]:.1f}")
+
+    grid = get("levelset/himmelblau")
+    print(f"\n2,500-point grid, n = {args.n_grid}: median ask+tell over {args.repeats} steps")
+    for m in (
+        "randomized-straddle",
+        "straddle",
+        "lse",
+        "us",
+        "random",
+        "randomized-straddle-max",
+        "mile",
+    ):
+        pol = make_policy(m, grid, seed=0)
+        _preload(pol, grid, args.n_grid, np.random.default_rng(0))
+        med, _ = time_steps(pol, grid, args.repeats)
+        extra = f"  active rows {pol.last_active}/2500" if m == "mile" else ""
+        target = 100 if m == "mile" else 5
+        print(f"  {m:26s} {1e3 * med:8.2f} ms   (target <= {target} ms){extra}")
+
+    box = get("levelset/rosenbrock5")  # 100,000 evaluation points
+    tracker = box.new_tracker()
+    box.draw_instance(0)
+    print(
+        f"\n5-D box, n = {args.n_box}, 100,000 evaluation points: median over {args.repeats} steps"
+    )
+    for m in ("randomized-straddle", "straddle", "lse", "us", "random"):
+        pol = make_policy(m, box, seed=0)
+        _preload(pol, box, args.n_box, np.random.default_rng(0))
+        tracker = box.new_tracker()
+        box._stale = False  # keep the drawn evaluation set
+        med, med_m = time_steps(pol, box, args.repeats, tracker)
+        print(
+            f"  {m:26s} step {1e3 * med:8.2f} ms   step + metrics {1e3 * med_m:8.2f} ms"
+            "   (target <= 150 ms)"
+        )
+
+
+if __name__ == "__main__":
+    main()
