@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from boloop.algorithms import list_methods
+from boloop.algorithms import list_methods, make_policy
 from boloop.errors import (
     AnswerTypeError,
     BoloopError,
@@ -412,14 +412,13 @@ def test_add_measurements_validates_names_and_bounds(url):
 )
 def test_add_a_measurement_replays(url, problem_id, method, x, value):
     """A measurement the user made on their own enters the model, is replayed on load (the next
-    query is unchanged) and can be undone; the open query stays open."""
+    query is unchanged) and can be undone."""
     _require(problem_id, method)
     problem, rng = get(problem_id), oracle_rng(0)
-    opts = {"fit_hyperparameters": False} if method == "m-safeopt" else {}
+    opts = {"fit_hyperparameters": False} if method != "toy-random" else {}
     study = create_study("add", method, problem=problem_id, storage=url, seed=0, **opts)
-    q0 = study.ask()
     study.add(x, value)
-    assert study.ask().query == q0.query
+    q0 = study.ask()
     study.tell(q0.id, problem.answer(q0.query, rng))
     q1 = study.ask()
     assert load_study("add", storage=url).ask().query == q1.query
@@ -428,9 +427,20 @@ def test_add_a_measurement_replays(url, problem_id, method, x, value):
     assert [r["source"] for r in rows] == ["added", "query"] and rows[0]["params"] == x
     if hasattr(study.policy, "gp"):
         assert study.policy.gp.n == 2
+    if hasattr(study.policy, "add_observations"):
+        # levelset (spec P2): no pre-loaded data while a query is open; nothing stored then
+        before = _log_rows(url)
+        with pytest.raises(QueryStateError, match="open query"):
+            study.add(x, value)
+        assert _log_rows(url) == before
+    else:
+        study.add(x, value)  # the open query stays open
+        assert study.ask().query == q1.query
+        study.undo()
     study.undo()
     study.undo()
-    assert study.n_answered == 0 and study.ask().query == q0.query
+    fresh = make_policy(method, get(problem_id), 0, **opts).ask()
+    assert study.n_answered == 0 and study.ask().query == fresh
 
 
 def test_add_refused_for_comparisons(url):

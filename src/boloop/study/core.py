@@ -348,7 +348,11 @@ class Study:
             raise InvalidInputError(f"value must be finite, got {value!r}")
         if isinstance(measured, dict) and not all(math.isfinite(v) for v in measured.values()):
             raise InvalidInputError(f"value must be finite, got {value!r}")
-        if not callable(getattr(self._policy, "add", None)) and self.family not in _ADD_BY_OBSERVE:
+        if (
+            not callable(getattr(self._policy, "add", None))
+            and not callable(getattr(self._policy, "add_observations", None))
+            and self.family not in _ADD_BY_OBSERVE
+        ):
             raise InvalidInputError(
                 f"method {self.method!r} does not take measurements outside its own queries; "
                 "answer its queries with tell"
@@ -625,13 +629,19 @@ class Study:
         return Evaluate(id=-1 - n_added, x=x, index=_index_in(self.space, x), outputs=outputs)
 
     def _add_to_policy(self, x: np.ndarray, value: Any) -> None:
-        """Give the policy a measurement it did not ask for: through its ``add(x, value)`` if
-        it has one, else (levelset and safe families, whose ``_observe`` reads only the query's
-        point and index) through ``_observe`` with a never-issued Evaluate query; the open query,
-        the history and the iteration count are untouched."""
+        """Give the policy a measurement it did not ask for: through its ``add(x, value)`` or
+        ``add_observations(X, y)`` if it has one, else (levelset and safe families, whose
+        ``_observe`` reads only the query's point and index) through ``_observe`` with a
+        never-issued Evaluate query; the history and the iteration count are untouched."""
         adder = getattr(self._policy, "add", None)
         if callable(adder):
             adder(x, value)
+            return
+        bulk = getattr(self._policy, "add_observations", None)
+        if callable(bulk) and not isinstance(value, Mapping):
+            bulk(
+                x[None, :], [float(value)]
+            )  # e.g. levelset (spec P2): refuses while a query is open
             return
         query = self._measurement_query(x)
         self._policy._observe(query, query.validate_answer(value))
