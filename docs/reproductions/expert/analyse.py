@@ -1,0 +1,109 @@
+"""Tables and plots of the expert-family reproduction from ``boloop bench`` results.
+
+Usage: ``.venv/bin/python docs/reproductions/expert/analyse.py out/expert`` -- reads every
+``out/expert/<study>/results.csv``, writes ``docs/reproductions/expert/<study>_*.png`` and
+``docs/reproductions/expert/summary.csv`` (mean and standard error over seeds at selected steps)
+and prints markdown tables.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+METRICS = ("simple_regret", "cumulative_regret", "expert_queries")
+
+
+def load(path: Path) -> dict[tuple[str, str], np.ndarray]:
+    """{(problem, method): array (n_seeds, T, 3)} of the METRICS per step."""
+    runs: dict[tuple[str, str, str], list[dict[str, str]]] = defaultdict(list)
+    with open(path) as fh:
+        for row in csv.DictReader(fh):
+            runs[(row["problem"], row["method"], row["seed"])].append(row)
+    grouped: dict[tuple[str, str], list[np.ndarray]] = defaultdict(list)
+    for (problem, method, _seed), rows in runs.items():
+        rows.sort(key=lambda r: int(r["step"]))
+        grouped[(problem, method)].append(
+            np.array([[float(r[m]) for m in METRICS] for r in rows], dtype=float)
+        )
+    out = {}
+    for key, arrs in grouped.items():
+        T = min(a.shape[0] for a in arrs)
+        out[key] = np.stack([a[:T] for a in arrs])
+    return out
+
+
+def mean_se(v: np.ndarray) -> tuple[float, float]:
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return math.nan, math.nan
+    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else 0.0
+
+
+def label(problem: str, method: str) -> str:
+    opts = problem.split("?", 1)[1] if "?" in problem else ""
+    m = method.replace("?budget=evaluations", "").replace("budget=evaluations&", "")
+    m = m.replace("&budget=evaluations", "")
+    return f"{m} [{opts}]" if opts else m
+
+
+def plot_study(name: str, data: dict[tuple[str, str], np.ndarray]) -> Path:
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    for (problem, method), arr in sorted(data.items()):
+        steps = np.arange(1, arr.shape[1] + 1)
+        for j, ax in enumerate(axes):
+            m = np.nanmean(arr[:, :, j], axis=0)
+            se = np.nanstd(arr[:, :, j], axis=0, ddof=1) / math.sqrt(arr.shape[0])
+            ax.plot(steps, m, label=label(problem, method))
+            ax.fill_between(steps, m - se, m + se, alpha=0.15)
+    for ax, metric in zip(axes, METRICS):
+        ax.set_xlabel("iteration (= f-evaluation for budget=evaluations runs)")
+        ax.set_title(metric)
+    axes[0].set_yscale("log")
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"{name}: mean +- 1 s.e. over seeds")
+    fig.tight_layout()
+    path = HERE / f"{name}.png"
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+    return path
+
+
+def main(root: str) -> None:
+    rows = []
+    for results in sorted(Path(root).glob("*/results.csv")):
+        name = results.parent.name
+        data = load(results)
+        plot_study(name, data)
+        print(f"\n### {name}\n")
+        print("| problem | method | seeds | SR@10 | SR@20 | SR@end | R@end | Q^g@half | Q^g@end |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for (problem, method), arr in sorted(data.items()):
+            T = arr.shape[1]
+            cells = []
+            for step, j in ((10, 0), (20, 0), (T, 0), (T, 1), (T // 2, 2), (T, 2)):
+                if step > T:
+                    cells.append("-")
+                    continue
+                m, se = mean_se(arr[:, step - 1, j])
+                cells.append(f"{m:.3g} ± {se:.2g}")
+                rows.append([name, problem, method, arr.shape[0], step, METRICS[j], m, se])
+            print(f"| {problem} | {method} | {arr.shape[0]} | " + " | ".join(cells) + " |")
+    with open(HERE / "summary.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["study", "problem", "method", "seeds", "step", "metric", "mean", "se"])
+        w.writerows(rows)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "out/expert")
