@@ -588,10 +588,10 @@ class LevelSetPolicy(BasePolicy):
             analytic = isinstance(self.kernel, StationaryKernel)
             if analytic:
                 gp = self.gp
+                # one Fortran-ordered copy of the factor per step (the GP's is a strided view)
+                LF = np.asfortranarray(gp.cholesky_factor)
                 alpha = (
-                    solve_triangular(
-                        gp.cholesky_factor, gp.whitened_residual, lower=True, trans="T"
-                    )
+                    solve_triangular(LF, gp.whitened_residual, lower=True, trans="T")
                     if gp.n
                     else np.zeros(0)
                 )
@@ -600,7 +600,7 @@ class LevelSetPolicy(BasePolicy):
                 if not analytic:
                     m, s = self.predict(x.reshape(1, -1))
                     return -float(self._score(m, s, t)[0])
-                m, s, dm, ds = self._posterior_with_gradient(x, alpha)
+                m, s, dm, ds = self._posterior_with_gradient(x, alpha, LF)
                 val, grad = self._score_and_gradient(m, s, dm, ds, t)
                 return -val, -grad
 
@@ -611,7 +611,7 @@ class LevelSetPolicy(BasePolicy):
                     jac=analytic,
                     method="L-BFGS-B",
                     bounds=list(zip(box.lower, box.upper)),
-                    options={"maxiter": self.refine_maxiter},
+                    options={"maxiter": self.refine_maxiter, "maxfun": 3 * self.refine_maxiter},
                 )
                 x_new = np.clip(res.x, box.lower, box.upper)
                 if np.all(np.isfinite(x_new)):
@@ -622,7 +622,7 @@ class LevelSetPolicy(BasePolicy):
         return np.asarray(best_x, dtype=np.float64)
 
     def _posterior_with_gradient(
-        self, x: np.ndarray, alpha: np.ndarray
+        self, x: np.ndarray, alpha: np.ndarray, L: np.ndarray | None = None
     ) -> tuple[float, float, np.ndarray, np.ndarray]:
         """Posterior ``mean, std`` at one point x (d,) and their gradients (d,) (stationary kernels).
 
@@ -642,7 +642,8 @@ class LevelSetPolicy(BasePolicy):
         r2c = np.maximum(r2, 1e-20)
         ratio = kern.dk_dr2_times_r2(r2c) / r2c  # -2 dk/dr2
         J = -(ratio[:, None] * diff) / ls2  # dk(x, x_i)/dx
-        L = gp.cholesky_factor
+        if L is None:
+            L = gp.cholesky_factor
         v = solve_triangular(L, kx, lower=True, check_finite=False)
         mean = gp.mean_constant + float(v @ gp.whitened_residual)
         var = kxx - float(v @ v)
