@@ -499,6 +499,10 @@ def test_bad_input(tmp_path):
         RandomizedStraddle(GRID1, float("nan"), kernel=SquaredExponential(0.2))
     with pytest.raises(InvalidInputError, match="threshold"):
         get("levelset/sinusoidal?threshold=nan")
+    with pytest.raises(InvalidInputError, match="levelset/himmelblau"):
+        get("levelset/himmelblau?n_per_dim=0")
+    with pytest.raises(InvalidInputError, match="n_eval"):
+        get("levelset/sphere5?n_eval=0")
     with pytest.raises(InvalidInputError):
         RandomizedStraddle(np.zeros((0, 2)), 0.0)
     with pytest.raises(InvalidInputError):

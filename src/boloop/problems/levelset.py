@@ -304,8 +304,12 @@ def _settings(
     return s
 
 
-def _grid(bounds: list[tuple[float, float]], n: int) -> CandidateSet:
-    return CandidateSet.grid(np.asarray(bounds, dtype=np.float64), n)
+def _grid(bounds: list[tuple[float, float]], n: Any, problem_id: str) -> CandidateSet:
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 2:
+        raise InvalidInputError(
+            f"problem {problem_id}: n_per_dim must be an integer >= 2, got {n!r}"
+        )
+    return CandidateSet.grid(np.asarray(bounds, dtype=np.float64), int(n))
 
 
 def _check_threshold(threshold: Any, problem_id: str) -> float:
@@ -330,7 +334,7 @@ def gp_sample(
     threshold: float = 0.5, n_per_dim: int = 50, instance_seed: int | None = None, budget: int = 300
 ) -> LevelSetProblem:
     th = _check_threshold(threshold, "levelset/gp-sample")
-    space = _grid([(-5.0, 5.0), (-5.0, 5.0)], int(n_per_dim))
+    space = _grid([(-5.0, 5.0), (-5.0, 5.0)], n_per_dim, "levelset/gp-sample")
     prior = SquaredExponential.from_scale_form(1.0, 2.0)
     factor: list[np.ndarray] = []  # the Cholesky factor, computed once and shared by all draws
 
@@ -376,7 +380,7 @@ def sinusoidal(threshold: float = 1.0, n_per_dim: int = 50, budget: int = 300) -
     return LevelSetProblem(
         id="levelset/sinusoidal",
         family="levelset",
-        space=_grid([(0.0, 1.0), (0.0, 2.0)], int(n_per_dim)),
+        space=_grid([(0.0, 1.0), (0.0, 2.0)], n_per_dim, "levelset/sinusoidal"),
         description="sinusoidal, sigma_f^2 = e^2, L = 2e^-3, noise e^-2, theta = 1 (Table 1)",
         settings=_settings(
             SquaredExponential.from_scale_form(math.exp(2), 2 * math.exp(-3)),
@@ -396,7 +400,7 @@ def himmelblau(threshold: float = 0.0, n_per_dim: int = 50, budget: int = 300) -
     return LevelSetProblem(
         id="levelset/himmelblau",
         family="levelset",
-        space=_grid([(-5.0, 5.0), (-5.0, 5.0)], int(n_per_dim)),
+        space=_grid([(-5.0, 5.0), (-5.0, 5.0)], n_per_dim, "levelset/himmelblau"),
         description="shifted negative Himmelblau, sigma_f^2 = e^8, L = 2, noise e^4, theta = 0 (Table 1)",
         settings=_settings(
             SquaredExponential.from_scale_form(math.exp(8), 2.0), math.exp(4), th, budget
