@@ -221,3 +221,23 @@ def test_tracker_counts_bo_phase_only():
     labels = sum(1 for r in tr.records if r["kind"] == "label")
     assert final["expert_queries"] == labels
     assert final["cumulative_regret"] >= final["simple_regret"]
+
+
+@pytest.mark.parametrize("primal_dual", [True, False])
+def test_screened_expert_candidate_is_the_exact_minimiser(primal_dual):
+    """x^c from the screened branch and bound equals the brute-force argmin over candidates of
+    f_lower + lambda g_lower (primal-dual) or of the constrained score."""
+    cs = CandidateSet.grid([[0, 1], [0, 1]], 15)
+    pol = COBOL(cs, seed=5, lambda0=1.0, primal_dual=primal_dual, norm_bound=2.0)
+    rng = np.random.default_rng(5)
+    _run(pol, lambda x: bool(rng.random() < 0.5), 4)
+    pol._sync_gp()
+    U, idx = pol._candidates()
+    f_low = pol._f_bounds(U)[0]
+    g_low, _ = pol.expert.bounds(U, upper=False)
+    if primal_dual:
+        brute = f_low + pol.lam * g_low
+    else:
+        brute = np.where(g_low <= 0, f_low, 1e6 + g_low)
+    _, index = pol._expert_candidate(U, idx, lambda V: pol._f_bounds(V)[0])
+    assert brute[index] == pytest.approx(brute.min(), abs=1e-9)

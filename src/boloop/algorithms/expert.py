@@ -672,6 +672,8 @@ class COBOL(ExpertPolicy):
         self._pending_eval: tuple[np.ndarray, int | None] | None = None
         self._pinpoint_streak = 0  # -1: an accepted pinpoint is waiting
         self._pinpoint_accepted: tuple[np.ndarray, int | None] = (np.zeros(self.dim), None)
+        #: exact bounds are computed in batches of this size during screening
+        self.screen_batch = 32
         self.lambda_history: list[float] = [self.lam]
         #: g_upper - g_lower at x^c of every solve of (6) (the handover test's quantity)
         self.width_history: list[float] = []
@@ -738,12 +740,20 @@ class COBOL(ExpertPolicy):
             if primal_dual and lam == 0.0:
                 return f_low
             lb, ub = phi(f_low, g_lo_rel), phi(f_low, g_hi)
-            need = np.flatnonzero(lb <= np.min(ub))
+            # branch and bound: exact values, in order of the lower bounds, only while a
+            # candidate's lower bound can still beat the best value known (a valid upper bound)
+            threshold = float(np.min(ub))
             out = lb.copy()
-            if need.size:
-                g_exact, _ = self.expert.bounds(V[need], upper=False)
+            order = np.argsort(lb, kind="stable")
+            start = 0
+            while start < order.size and lb[order[start]] <= threshold:
+                batch = order[start : start + self.screen_batch]
+                batch = batch[lb[batch] <= threshold]
+                g_exact, _ = self.expert.bounds(V[batch], upper=False)
                 assert g_exact is not None
-                out[need] = phi(f_low[need], g_exact)
+                out[batch] = phi(f_low[batch], g_exact)
+                threshold = min(threshold, float(np.min(out[batch])))
+                start += self.screen_batch
             return out
 
         u, index, _ = self._minimise(score, U, idx)
