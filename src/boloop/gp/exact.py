@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_solve, cholesky, solve_triangular
+from scipy.linalg import LinAlgError, cho_solve, cholesky, lapack, solve_triangular
 from scipy.optimize import minimize
 
 from boloop._validation import as_points, as_rng, as_values
@@ -49,7 +49,8 @@ def robust_cholesky(A: np.ndarray) -> tuple[np.ndarray, float]:
     for rel in _JITTER_LADDER:
         jitter = rel * scale
         try:
-            L = cholesky(A + jitter * np.eye(n), lower=True, check_finite=False)
+            B = A if jitter == 0 else A + jitter * np.eye(n)
+            L = cholesky(B, lower=True, check_finite=False)
         except LinAlgError:
             continue
         if np.all(np.isfinite(L)):
@@ -57,6 +58,23 @@ def robust_cholesky(A: np.ndarray) -> tuple[np.ndarray, float]:
                 logger.debug("cholesky needed jitter %.3g", jitter)
             return L, jitter
     raise LinAlgError("matrix is not positive definite even with jitter")
+
+
+def _doubled_lower_inverse(L: np.ndarray) -> np.ndarray:
+    """``2 tril(A^{-1}) - diag(A^{-1})`` for ``A = L L^T`` (LAPACK potri), (n, n).
+
+    For any symmetric ``S``, ``sum(result * S) = tr(A^{-1} S)`` and ``trace(result) =
+    trace(A^{-1})``. Only for the trace terms of likelihood gradients (R&W eq. 5.9); linear
+    systems are always solved with the factor.
+    """
+    inv, info = lapack.dpotri(L, lower=1)
+    if info != 0:  # pragma: no cover - a valid factor never fails
+        inv = cho_solve((L, True), np.eye(L.shape[0]), check_finite=False)
+    inv = np.tril(inv) if info != 0 or L[0, -1] != 0 else inv  # potri leaves L's upper part
+    d = np.diag(inv).copy()
+    inv *= 2.0
+    inv[np.diag_indices_from(inv)] = d
+    return inv
 
 
 @dataclass(frozen=True)
@@ -278,13 +296,25 @@ class ExactGP:
         self._n = n + 1
 
     # ------------------------------------------------------------------ prediction
-    def _cross_solve(self, Xs: np.ndarray) -> np.ndarray:
-        """``V = L^{-1} K(X, Xs)``, shape (n, m)."""
-        Ks = self.kernel.k(self._X[: self._n], Xs)
-        return solve_triangular(self._L[: self._n, : self._n], Ks, lower=True, check_finite=False)
+    def _cross_solve(self, Xs: np.ndarray, L: np.ndarray | None = None) -> np.ndarray:
+        """``V = L^{-1} K(X, Xs)``, shape (n, m) (Fortran-ordered).
+
+        ``K(Xs, X)`` is computed as an (m, n) C-ordered array whose transpose is the (n, m)
+        Fortran-ordered right-hand side LAPACK wants, so the solve works in place without a copy.
+        ``L`` optionally passes the factor already in Fortran order (for repeated chunks).
+        """
+        n = self._n
+        KsT = self.kernel.k(Xs, self._X[:n]).T
+        if L is None:
+            L = self._L[:n, :n]
+        return solve_triangular(L, KsT, lower=True, check_finite=False, overwrite_b=True)
+
+    def _factor_fortran(self) -> np.ndarray:
+        """The current factor as a Fortran-ordered (n, n) copy, for repeated triangular solves."""
+        return np.asfortranarray(self._L[: self._n, : self._n])
 
     def predict(
-        self, X: Any, *, full_cov: bool = False, chunk_size: int = 8192
+        self, X: Any, *, full_cov: bool = False, chunk_size: int = 2048
     ) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and variance at ``X`` (m, d); with ``full_cov`` the (m, m) covariance.
 
@@ -296,13 +326,15 @@ class ExactGP:
         m = Xs.shape[0]
         mean = np.empty(m)
         var = np.empty(m)
-        for start in range(0, m, chunk_size):
+        L = self._factor_fortran() if self._n else None
+        a = self._a[: self._n]
+        for start in range(0, m, max(1, int(chunk_size))):
             sl = slice(start, min(m, start + chunk_size))
             kdiag = self.kernel.diag(Xs[sl])
             if self._n:
-                V = self._cross_solve(Xs[sl])
-                mean[sl] = self.mean_constant + V.T @ self._a[: self._n]
-                var[sl] = kdiag - np.einsum("ij,ij->j", V, V)
+                VT = self._cross_solve(Xs[sl], L).T  # (m_chunk, n), C-ordered
+                mean[sl] = self.mean_constant + VT @ a
+                var[sl] = kdiag - np.einsum("ij,ij->i", VT, VT)
             else:
                 mean[sl] = self.mean_constant
                 var[sl] = kdiag
@@ -410,10 +442,10 @@ class ExactGP:
         r = self._y[: self._n] - const
         n = self._n
         if eval_gradient:
-            K, dK = kernel.gradient(X)
+            K, state = kernel._gram_for_gradient(X)
+            K = K.copy()  # the state may hold K itself
         else:
-            K, dK = kernel.k(X), None
-        K = K.copy()
+            K, state = kernel.k(X), None
         K[np.diag_indices_from(K)] += noise
         L, _ = robust_cholesky(K)
         alpha = cho_solve((L, True), r, check_finite=False)
@@ -424,10 +456,14 @@ class ExactGP:
         )
         if not eval_gradient:
             return lml
-        assert dK is not None
-        Kinv = cho_solve((L, True), np.eye(n), check_finite=False)
-        W = np.outer(alpha, alpha) - Kinv
-        grad = [0.5 * np.einsum("ij,kji->k", W, dK)] if dK.shape[0] else []
+        # R&W eq. 5.9: d lml / d theta_k = 0.5 tr((alpha alpha^T - K^{-1}) dK_k). The trace terms
+        # need K^{-1} itself (not a solve); LAPACK potri forms it from the factor in n^3/3 flops.
+        # With dK_k symmetric, sum(W * dK_k) only needs K^{-1}'s lower triangle counted twice off
+        # the diagonal: W = alpha alpha^T - (2 tril(K^{-1}) - diag(K^{-1})) gives the same traces.
+        W = np.outer(alpha, alpha)
+        W -= _doubled_lower_inverse(L)
+        # tr(W dK_k) = sum(W * dK_k) as dK_k is symmetric; kernels compute it without dK
+        grad = [0.5 * kernel._gradient_traces(state, W)]
         if self.fit_noise:
             grad.append([0.5 * noise * float(np.trace(W))])
         if self.mean == "constant":

@@ -117,6 +117,23 @@ class Kernel(ABC):
     def gradient(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(K, dK)``: ``K = k(X, X)`` and its derivatives wrt the free log-hyperparameters."""
 
+    # --- fast likelihood gradients (used by ExactGP; results equal ``gradient``'s) -----------
+    def _gram_for_gradient(self, X: np.ndarray) -> tuple[np.ndarray, object]:
+        """``(K, state)``: ``K = k(X, X)`` (n, n) plus whatever :meth:`_gradient_traces` needs."""
+        K, dK = self.gradient(X)
+        return K, dK
+
+    def _gradient_traces(self, state: object, W: np.ndarray) -> np.ndarray:
+        """``sum(W * dK_k)`` for every free log-hyperparameter ``k``, shape (p_free,).
+
+        ``W`` is (n, n) (not necessarily symmetric); ``dK_k`` are the symmetric derivatives of
+        :meth:`gradient`. The default forms them; stationary kernels avoid that.
+        """
+        dK = np.asarray(state)
+        if dK.shape[0] == 0:
+            return np.zeros(0)
+        return dK.reshape(dK.shape[0], -1) @ W.reshape(-1)
+
     def __repr__(self) -> str:
         vals = ", ".join(
             f"{n}={np.round(np.exp(v), 6)}" for n, v in zip(self.theta_names, self.theta)
@@ -185,7 +202,13 @@ class StationaryKernel(Kernel):
     def scaled_sqdist(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
         """``r^2`` between rows of X and Y, shape (n, m), computed exactly (no expansion)."""
         X = self._check(X, "X") / self.lengthscale
-        Y = X if Y is None else self._check(Y, "Y") / self.lengthscale
+        if Y is None:
+            return cdist(X, X, "sqeuclidean")
+        Y = self._check(Y, "Y") / self.lengthscale
+        if Y.shape[1] != X.shape[1]:
+            raise InvalidInputError(
+                f"Y has {Y.shape[1]} columns but X has {X.shape[1]}; they must match"
+            )
         return cdist(X, Y, "sqeuclidean")
 
     @abstractmethod
@@ -196,8 +219,19 @@ class StationaryKernel(Kernel):
     def dk_dr2_times_r2(self, r2: np.ndarray) -> np.ndarray:
         """``-2 r^2 dk/d(r^2)`` as a function of ``r^2``; sum of ``d k / d log l_j`` terms."""
 
+    def _k_of_r2_inplace(self, r2: np.ndarray) -> np.ndarray:
+        """``k_of_r2(r2)`` that may overwrite (and return) its argument; subclasses speed it up."""
+        return self.k_of_r2(r2)
+
+    def _k_and_slope(self, r2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(k(r2), -2 dk/d(r^2))``; the slope is 0 where ``r2 = 0`` for kernels not
+        differentiable there (it only ever multiplies squared coordinate differences, 0 there)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slope = np.where(r2 > 0, self.dk_dr2_times_r2(r2) / r2, 0.0)
+        return self.k_of_r2(r2), slope
+
     def k(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
-        return self.k_of_r2(self.scaled_sqdist(X, Y))
+        return self._k_of_r2_inplace(self.scaled_sqdist(X, Y))
 
     def diag(self, X: np.ndarray) -> np.ndarray:
         X = self._check(X, "X")
@@ -206,24 +240,58 @@ class StationaryKernel(Kernel):
     def gradient(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         X = self._check(X, "X")
         r2 = self.scaled_sqdist(X)
-        K = self.k_of_r2(r2)
-        grads = []
-        if "variance" not in self.fixed:
-            grads.append(K)
-        if "lengthscale" not in self.fixed:
-            # d k / d log l_j = -2 (dk/dr2) * (x_j - y_j)^2 / l_j^2
-            with np.errstate(divide="ignore", invalid="ignore"):
-                factor = np.where(r2 > 0, self.dk_dr2_times_r2(r2) / r2, 0.0)
-            if self.ard:
-                Xs = X / self.lengthscale
-                for j in range(X.shape[1]):
-                    dj = (Xs[:, j : j + 1] - Xs[:, j : j + 1].T) ** 2
-                    grads.append(factor * dj)
-            else:
-                grads.append(factor * r2)
         n = X.shape[0]
-        dK = np.stack(grads) if grads else np.zeros((0, n, n))
+        fit_var = "variance" not in self.fixed
+        fit_ls = "lengthscale" not in self.fixed
+        if not fit_ls:
+            K = self._k_of_r2_inplace(r2)
+            return K, (K[None].copy() if fit_var else np.zeros((0, n, n)))
+        K, slope = self._k_and_slope(r2)
+        p = int(fit_var) + (X.shape[1] if self.ard else 1)
+        dK = np.empty((p, n, n))
+        i = 0
+        if fit_var:
+            dK[0] = K
+            i = 1
+        # d k / d log l_j = -2 (dk/dr2) * (x_j - y_j)^2 / l_j^2   (slope = -2 dk/dr2)
+        if self.ard:
+            Xs = X / self.lengthscale
+            for j in range(X.shape[1]):
+                out = dK[i + j]
+                np.subtract.outer(Xs[:, j], Xs[:, j], out=out)
+                np.square(out, out=out)
+                out *= slope
+        else:
+            np.multiply(slope, r2, out=dK[i])
         return K, dK
+
+    def _gram_for_gradient(self, X: np.ndarray) -> tuple[np.ndarray, object]:
+        X = self._check(X, "X")
+        Xs = X / self.lengthscale
+        r2 = cdist(Xs, Xs, "sqeuclidean")
+        if "lengthscale" in self.fixed:
+            K = self._k_of_r2_inplace(r2)
+            return K, (Xs, None, None, K)
+        K, slope = self._k_and_slope(r2)
+        return K, (Xs, r2, slope, K)
+
+    def _gradient_traces(self, state: object, W: np.ndarray) -> np.ndarray:
+        """Traces without forming ``dK``: with ``S = W * slope`` (slope ``= -2 dk/dr2``),
+        ``sum(W * dK_{log l_j}) = sum_ik S_ik (x_ij - x_kj)^2 / l_j^2``
+        ``= (rowsum(S) + colsum(S)) . z_j^2 - 2 z_j^T S z_j`` with ``z_j`` the centred scaled
+        coordinate: O(n^2 d) work and no (d, n, n) array."""
+        Xs, r2, slope, K = state  # type: ignore[misc]
+        out = [float(np.vdot(W, K))] if "variance" not in self.fixed else []
+        if slope is None:  # length-scales fixed: only the variance, whose derivative is K
+            return np.asarray(out, dtype=np.float64)
+        S = W * slope
+        if self.ard:
+            Z = Xs - Xs.mean(axis=0)
+            sums = S.sum(axis=1) + S.sum(axis=0)
+            out.extend(sums @ (Z * Z) - 2.0 * np.einsum("ij,ij->j", Z, S @ Z))
+        else:
+            out.append(float(np.vdot(S, r2)))
+        return np.asarray(out, dtype=np.float64)
 
 
 class SquaredExponential(StationaryKernel):
@@ -241,6 +309,16 @@ class SquaredExponential(StationaryKernel):
 
     def dk_dr2_times_r2(self, r2: np.ndarray) -> np.ndarray:
         return self.variance * np.exp(-0.5 * r2) * r2
+
+    def _k_of_r2_inplace(self, r2: np.ndarray) -> np.ndarray:
+        r2 *= -0.5
+        np.exp(r2, out=r2)
+        r2 *= self.variance
+        return r2
+
+    def _k_and_slope(self, r2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        K = self.k_of_r2(r2)
+        return K, K  # -2 dk/dr2 = variance * exp(-r2 / 2) = k
 
 
 class Matern(StationaryKernel):
@@ -278,6 +356,59 @@ class Matern(StationaryKernel):
             return self.variance * a * a * np.exp(-a)
         a = math.sqrt(5.0) * r
         return self.variance * a * a * (1.0 + a) * np.exp(-a) / 3.0
+
+    def _k_of_r2_inplace(self, r2: np.ndarray) -> np.ndarray:
+        a = np.sqrt(r2, out=r2)  # r, then a = sqrt(2 nu) r
+        if self.nu == 0.5:
+            np.negative(a, out=a)
+            np.exp(a, out=a)
+            a *= self.variance
+            return a
+        a *= math.sqrt(3.0) if self.nu == 1.5 else math.sqrt(5.0)
+        e = np.negative(a)
+        np.exp(e, out=e)
+        e *= self.variance
+        if self.nu == 1.5:  # (1 + a) e
+            a += 1.0
+            a *= e
+            return a
+        # (1 + a + a^2 / 3) e = (1 + a (1 + a / 3)) e
+        poly = a * (1.0 / 3.0)
+        poly += 1.0
+        poly *= a
+        poly += 1.0
+        poly *= e
+        return poly
+
+    def _k_and_slope(self, r2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        # slope = -2 dk/d(r^2) = -(dk/dr) / r
+        r = np.sqrt(r2)
+        if self.nu == 0.5:  # k = v e^{-r}; slope = v e^{-r} / r (0 at r = 0, see base class)
+            K = np.exp(-r)
+            K *= self.variance
+            with np.errstate(divide="ignore", invalid="ignore"):
+                slope = np.where(r > 0, K / r, 0.0)
+            return K, slope
+        c = math.sqrt(3.0) if self.nu == 1.5 else math.sqrt(5.0)
+        a = r
+        a *= c
+        e = np.negative(a)
+        np.exp(e, out=e)
+        e *= self.variance
+        if self.nu == 1.5:  # k = v (1 + a) e^{-a}; slope = 3 v e^{-a}
+            K = (1.0 + a) * e
+            e *= 3.0
+            return K, e
+        # k = v (1 + a + a^2/3) e^{-a}; slope = (5/3) v (1 + a) e^{-a}
+        K = a * (1.0 / 3.0)
+        K += 1.0
+        K *= a
+        K += 1.0
+        K *= e
+        a += 1.0
+        a *= e
+        a *= 5.0 / 3.0
+        return K, a
 
     def __repr__(self) -> str:
         return super().__repr__().replace("Matern(", f"Matern(nu={self.nu}, ")
