@@ -590,3 +590,21 @@ def test_add_observations_preloads_data_without_iterations():
     pol2 = make_policy("random", prob, seed=0)
     _run(pol2, prob.value, 3, np.random.default_rng(0), prob.noise_sd)
     assert pol2.recommend(final_update=False).iteration == 3
+
+
+def test_mile_dense_downdate_equals_blocked_rows():
+    """The rank-one downdated covariance (N <= max_dense) equals the blocked recompute."""
+    prob = get("levelset/sinusoidal?n_per_dim=12")
+    dense = make_policy("mile", prob, seed=0)
+    blocked = make_policy("mile", prob, seed=0, max_dense=10)
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        qd, qb = dense.ask(), blocked.ask()
+        assert qd.index == qb.index
+        y = prob.observe(qd, rng)
+        dense.tell(qd.id, y)
+        blocked.tell(qb.id, y)
+    idx = np.arange(0, 144, 7)
+    np.testing.assert_allclose(
+        dense._covariance_rows(idx), blocked._covariance_rows(idx), atol=1e-9
+    )

@@ -951,29 +951,67 @@ class MILE(LevelSetPolicy):
     """MILE of Zanette et al. (2019) with ``beta^(1/2) = sqrt_beta`` (paper: 3), i.e. robust MILE
     with ``epsilon = 0`` and ``gamma = -inf`` (Sec. 5.1); finite candidate sets only.
 
-    See :func:`mile_acquisition`. The posterior covariance rows come from the candidate cache
-    (``k(C_B, C) - V_B^T V`` with ``V = L^{-1} K(X, C)``), O(N_active N n) per step.
+    See :func:`mile_acquisition`. The posterior covariance rows ``k(C_B, C) - V_B^T V``, with
+    ``V = L^{-1} K(X, C)`` from the candidate cache, are formed in blocks, O(N_active N n) per step.
+    When ``N <= max_dense`` (default 3000: 72 MB) the posterior covariance over the candidates is
+    instead kept and downdated by one rank-one term ``v_i v_i^T`` per observation, O(N^2) per step;
+    for larger N no N x N matrix is ever held.
     """
 
     method_id: ClassVar[str] = "mile"
     supports_box: ClassVar[bool] = False
 
-    def __init__(self, space: Any, threshold: float, *, sqrt_beta: float = 3.0, **kw: Any) -> None:
+    def __init__(
+        self,
+        space: Any,
+        threshold: float,
+        *,
+        sqrt_beta: float = 3.0,
+        max_dense: int = 3000,
+        **kw: Any,
+    ) -> None:
         sqrt_beta = _finite_float(sqrt_beta, "sqrt_beta")
         super().__init__(space, threshold, **kw)
         self.sqrt_beta = sqrt_beta
+        self.max_dense = int(max_dense)
         self.last_active = 0
+        self._sigma: np.ndarray | None = None  # dense posterior covariance (N <= max_dense)
+        self._sigma_n = 0
+        self._sigma_version = -1
 
     def _prepare_step(self, t: int) -> None:
         self.betas.append(self.sqrt_beta)
 
-    def _covariance_rows(self, idx: np.ndarray) -> np.ndarray:
+    def _cached_V(self) -> np.ndarray:
         cache = self.cache
         cache.update()
+        # rows of the cached V = L^{-1} K(X, C) (private to boloop.gp.cache)
+        return cache._V[: cache._n]
+
+    def _sync_dense(self) -> np.ndarray:
+        V = self._cached_V()
+        n = V.shape[0]
+        if self._sigma is None or self.gp.version != self._sigma_version or n < self._sigma_n:
+            self._sigma = self.gp.kernel.k(self.candidates)
+            self._sigma_n, self._sigma_version = 0, self.gp.version
+        S = self._sigma
+        W = V[self._sigma_n : n]  # rows not yet subtracted: S -= W^T W, in row blocks
+        if W.shape[0]:
+            for start in range(0, self.N, 512):
+                blk = slice(start, start + 512)
+                if W.shape[0] == 1:
+                    S[blk] -= np.multiply.outer(W[0, blk], W[0])
+                else:
+                    S[blk] -= W[:, blk].T @ W
+        self._sigma_n = n
+        return S
+
+    def _covariance_rows(self, idx: np.ndarray) -> np.ndarray:
+        if self.N <= self.max_dense:
+            return self._sync_dense()[idx]  # a copy (fancy indexing)
         rows = self.gp.kernel.k(self.candidates[idx], self.candidates)
-        n = cache._n  # rows of the cached V = L^{-1} K(X, C) (private to boloop.gp.cache)
-        if n:
-            V = cache._V[:n]
+        V = self._cached_V()
+        if V.shape[0]:
             rows -= V[:, idx].T @ V
         return rows
 
