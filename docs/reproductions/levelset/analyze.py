@@ -119,6 +119,21 @@ def main() -> None:
         )
         for r in summary_rows:
             w.writerow([*r[:4], *(f"{v:.6g}" for v in r[4:])])
+    # markdown table of the final step of every (problem, method)
+    final: dict[str, int] = {}
+    for r in summary_rows:
+        final[r[0]] = max(final.get(r[0], 0), int(r[2]))
+    lines = [
+        "| problem | method | seeds | T | loss r_T (mean +- s.e.) | F-score (mean +- s.e.) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in summary_rows:
+        if int(r[2]) == final[r[0]]:
+            lines.append(
+                f"| {r[0]} | {r[1]} | {r[3]} | {r[2]} | {r[4]:.4g} +- {r[5]:.2g} | "
+                f"{r[6]:.4f} +- {r[7]:.4f} |"
+            )
+    (out / "table.md").write_text("\n".join(lines) + "\n")
     with open(out / "comparisons.csv", "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["problem", "other", "step", "metric", "proposed_minus_other", "se", "z"])
