@@ -352,7 +352,7 @@ def test_gp_sample_is_redrawn_per_run_and_shared_across_methods():
 # ---------------------------------------------------------------------------------------------
 def test_mile_matches_naive_formula_and_lookahead_monte_carlo():
     """The pruned, blocked MILE equals the unpruned formula (1e-9) and a Monte Carlo one-step
-    look-ahead of |S| (4,000 draws of y*: s.e. < 0.05 points; tolerance 0.25)."""
+    look-ahead of |S| (2,000 draws of y*: s.e. < 0.07 points; tolerance 0.25)."""
     grid = CandidateSet.grid(np.array([[0.0, 1.0]]), 30)
     kern = SquaredExponential(0.15, 1.0)
     gp = ExactGP(kern, 0.05)
@@ -374,9 +374,9 @@ def test_mile_matches_naive_formula_and_lookahead_monte_carlo():
     np.testing.assert_allclose(a, naive, atol=1e-9)
     assert 0 < n_active <= 30
     rng = np.random.default_rng(0)
-    for j in (3, 15, 27):
+    for j in (3, 15):
         counts = []
-        for _ in range(4000):
+        for _ in range(2000):
             y = rng.normal(mean[j], s_star[j])
             g2 = ExactGP(kern, 0.05).set_data(np.vstack([X, P[j : j + 1]]), np.r_[gp.y, y])
             m2, v2 = g2.predict(P)
