@@ -53,6 +53,12 @@ MAIN_PAIRS = [
     ("expert/toy", "cobol"),
 ]
 PAIRS = TOY_PAIRS + MAIN_PAIRS
+#: options keeping the main methods' tests short: COBOL's initial design is smaller than its
+#: default (10 labels, 3 evaluations); hyperparameters are still fitted at every answer, so the
+#: replay of the fits is checked too
+FAST_OPTIONS: dict[str, dict] = {"cobol": {"n_initial_labels": 3, "n_initial": 2}}
+#: budgets (iterations) of the replay tests
+BUDGETS = {"m-safeopt": 3, "cobol": 3}
 
 
 def _require(problem_id: str, method: str) -> None:
@@ -103,9 +109,10 @@ def test_study_replays_simulate_and_reload_at_every_step(url, problem_id, method
     """Same seed and answers as ``simulate`` -> the same queries; a fresh ``load_study`` after
     every answer asks exactly the query the live study asks next."""
     _require(problem_id, method)
-    budget = 6
-    trace = simulate(method, _without_metrics(problem_id), budget, seed=5)
-    study = create_study("s", method, problem=problem_id, storage=url, seed=5)
+    budget = BUDGETS.get(method, 6)
+    opts = FAST_OPTIONS.get(method, {})
+    trace = simulate(method, _without_metrics(problem_id), budget, seed=5, **opts)
+    study = create_study("s", method, problem=problem_id, storage=url, seed=5, **opts)
     for rec in trace.records:
         q = study.ask()
         assert q.id == rec["query"]
@@ -128,7 +135,9 @@ def test_undo_restores_the_same_open_query(url, problem_id, method):
     _require(problem_id, method)
     problem = get(problem_id)
     rng = oracle_rng(1)
-    study = create_study("u", method, problem=problem_id, storage=url, seed=1)
+    study = create_study(
+        "u", method, problem=problem_id, storage=url, seed=1, **FAST_OPTIONS.get(method, {})
+    )
     for _ in range(3):
         q = study.ask()
         study.tell(q.id, problem.answer(q.query, rng))
@@ -722,6 +731,7 @@ USER_SPACES = [
                 {"name": "ratio", "low": 0.0, "high": 1.0},
             ],
             "threshold": 0.5,
+            "settings": {"fit_hyperparameters": False},
         },
     ),
     (
