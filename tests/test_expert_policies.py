@@ -241,3 +241,23 @@ def test_screened_expert_candidate_is_the_exact_minimiser(primal_dual):
         brute = np.where(g_low <= 0, f_low, 1e6 + g_low)
     _, index = pol._expert_candidate(U, idx, lambda V: pol._f_bounds(V)[0])
     assert brute[index] == pytest.approx(brute.min(), abs=1e-9)
+
+
+def test_reject_streak_guard():
+    """lambda_0 = 0 (x^c = x^u) and an expert who rejects everything: with max_reject_streak = 2
+    no more than 2 rejects occur in a row (the guard evaluates x^u next); without the guard the
+    same rejected point keeps coming back."""
+
+    def longest_reject_run(outcomes):
+        best = cur = 0
+        for o in outcomes:
+            cur = cur + 1 if o == "reject" else 0
+            best = max(best, cur)
+        return best
+
+    box = Box([0, 0], [1, 1])
+    pol = _run(COBOL(box, seed=0, lambda0=0.0, max_reject_streak=2, **FAST), lambda x: False, 9)
+    assert longest_reject_run(pol.outcomes) <= 2 and pol.guarded >= 1
+    assert pol.n_evaluations == pol.outcomes.count("vanilla") + pol.outcomes.count("unasked")
+    pol = _run(COBOL(box, seed=0, lambda0=0.0, **FAST), lambda x: False, 9)
+    assert pol.guarded == 0 and longest_reject_run(pol.outcomes) > 2

@@ -606,6 +606,12 @@ class COBOL(ExpertPolicy):
         How ``iteration`` counts (what a simulation budget means): ``"iterations"`` (paper,
         Algorithm 1: a rejected proposal consumes an iteration) or ``"evaluations"`` (the
         reference code's loop: only f-evaluations count, rejections are free).
+    max_reject_streak:
+        Guard against reject streaks (spec pitfall 9; not in the paper): after this many
+        rejections in a row the next iteration evaluates the vanilla LCB point x^u without
+        asking (counted as a ``"vanilla"`` outcome and in ``guarded``). ``None`` (default): no
+        guard -- with a wide confidence set and lambda = 0, Algorithm 1 re-proposes the same
+        rejected x^c = x^u until the width at it falls below ``g_thr``.
     candidate:
         ``"primal-dual"`` (default) or ``"pinpoint"`` (Fig. 6a: x^c is a sample from the expert's
         belief, drawn by asking labels at uniform points until one is accepted; those labels do
@@ -635,6 +641,7 @@ class COBOL(ExpertPolicy):
         candidate: str = "primal-dual",
         g_value_bound: float | None = 3.0,
         budget: str = "iterations",
+        max_reject_streak: int | None = None,
         max_pinpoint_labels: int = 200,
         **kwargs: Any,
     ) -> None:
@@ -656,6 +663,12 @@ class COBOL(ExpertPolicy):
         if budget not in ("iterations", "evaluations"):
             raise InvalidInputError(f"budget must be 'iterations' or 'evaluations', got {budget!r}")
         self.budget = budget
+        self.max_reject_streak = (
+            None if max_reject_streak is None else _count(max_reject_streak, "max_reject_streak", 1)
+        )
+        self._reject_streak = 0
+        #: iterations where the reject-streak guard evaluated x^u without solving (6)
+        self.guarded = 0
         self.max_pinpoint_labels = _count(max_pinpoint_labels, "max_pinpoint_labels", 1)
         self.label_window = (
             None if label_window is None else _count(label_window, "label_window", 1)
@@ -765,6 +778,12 @@ class COBOL(ExpertPolicy):
             self._pending_eval = None
             return self._ask_unit(u, index, "evaluate")
         self._sync_gp()
+        if self.max_reject_streak is not None and self._reject_streak >= self.max_reject_streak:
+            U, idx = self._candidates()
+            u_u, i_u, _ = self._minimise(lambda V: self._f_bounds(V)[0], U, idx)
+            self.guarded += 1
+            self.outcomes.append("vanilla")
+            return self._ask_unit(u_u, i_u, "evaluate")
         if self.candidate == "pinpoint" and not self._pinpoint_ready():
             U, idx = self._sample_unit(1)
             return self._ask_unit(U[0], None if idx is None else int(idx[0]), "label")
@@ -839,6 +858,9 @@ class COBOL(ExpertPolicy):
         self.outcomes.append("unasked")
         return self._ask_unit(u_c, i_c, "evaluate")
 
+    def _after_evaluation(self, query: Evaluate) -> None:
+        self._reject_streak = 0
+
     # pinpoint (Fig. 6a): rejection sampling from the expert through labels
     def _pinpoint_ready(self) -> bool:
         return self._pinpoint_streak < 0
@@ -863,6 +885,7 @@ class COBOL(ExpertPolicy):
             self._pending_eval = (self._to_unit(query.x)[0], query.index)
         else:
             self.outcomes.append("reject")
+            self._reject_streak += 1
 
     def _iteration_done(self, query: Query, answer: Any) -> bool:
         if query.id in self.initial_query_ids:
