@@ -29,6 +29,7 @@ import os
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -355,8 +356,8 @@ def run_sweep(
     on_complete:
         Called with the key of every run after its rows were written (tests use it to interrupt).
 
-    Returns a :class:`SweepReport`; failed runs are reported there (and logged), not raised, so one
-    crashing method does not lose the rest of a sweep.
+    Returns a :class:`SweepReport`; failed runs are reported there (and logged with their traceback:
+    ``boloop -v bench run``), not raised, so one crashing method does not lose the rest of a sweep.
     """
     t0 = time.perf_counter()
     seed_list = parse_seeds(seeds) if isinstance(seeds, str | int) else parse_seeds(list(seeds))
@@ -395,7 +396,8 @@ def run_sweep(
     def finish(spec: RunSpec, result: Any, error: BaseException | None) -> None:
         if error is not None:
             msg = f"{type(error).__name__}: {error}"
-            logger.error("run %s failed: %s", spec.key, msg)
+            detail = "".join(traceback.format_exception(error))  # includes a worker's traceback
+            logger.error("run %s failed: %s\n%s", spec.key, msg, detail)
             report.failed.append((spec.key, msg))
             bar.step(spec.key, f"{spec.method} on {spec.problem} seed {spec.seed} FAILED", True)
             return
