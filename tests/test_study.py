@@ -843,3 +843,21 @@ def test_snapshots_are_used_checked_and_optional(url, monkeypatch):
         assert load_study("snap", storage=url).ask().query == reloaded.ask().query
         assert calls == [0, 1, 2, 3]
     con.close()
+
+
+def test_default_storage_env_and_relative_paths(tmp_path, monkeypatch):
+    """``$BOLOOP_STORAGE`` overrides ``sqlite:///boloop.db``; a relative file is pinned to the
+    directory current when the study was opened; ``sqlite:///:memory:`` works in-process."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BOLOOP_STORAGE", raising=False)
+    study = create_study("d", "toy-random", problem="levelset/toy", seed=0)
+    assert (tmp_path / "boloop.db").exists()
+    assert study.storage_url == f"sqlite:///{tmp_path / 'boloop.db'}"
+    monkeypatch.setenv("BOLOOP_STORAGE", "sqlite:///other.db")
+    create_study("e", "toy-random", problem="levelset/toy", seed=0)
+    assert [r["name"] for r in list_studies()] == ["e"]
+    assert [r["name"] for r in list_studies("boloop.db")] == ["d"]
+    mem = create_study("m", "toy-random", problem="levelset/toy", storage="sqlite:///:memory:")
+    q = mem.ask()
+    mem.tell(q.id, 0.5)
+    assert load_study("m", storage="sqlite:///:memory:").n_answered == 1

@@ -108,13 +108,19 @@ _snapshots_table = sa.Table(
 def resolve_storage(storage: str | None) -> str:
     """The storage URL: ``storage`` if given, else ``$BOLOOP_STORAGE``, else ``sqlite:///boloop.db``.
 
-    A bare file path (no ``://``) is read as a SQLite file.
+    A bare file path (no ``://``) is read as a SQLite file; relative SQLite paths are made
+    absolute (against the current directory).
     """
     url = storage or os.environ.get("BOLOOP_STORAGE") or DEFAULT_STORAGE
     if not isinstance(url, str):
         raise InvalidInputError(f"storage must be a URL string, got {storage!r}")
     if "://" not in url:
         url = "sqlite:///" + url
+    prefix, sep, rest = url.partition(":///")
+    if sep and prefix.startswith("sqlite") and rest and not rest.startswith((":memory:", "file:")):
+        path, q, query = rest.partition("?")
+        if not os.path.isabs(path):  # pin relative files to the current directory now
+            url = f"{prefix}:///{os.path.abspath(path)}{q}{query}"
     return url
 
 
