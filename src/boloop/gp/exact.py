@@ -232,26 +232,54 @@ class ExactGP:
         self._L, self._X, self._y, self._a = L, X, y, a
 
     def set_data(self, X: Any, y: Any) -> ExactGP:
-        """Replace all observations and refactorise. Returns ``self``."""
+        """Replace all observations and refactorise. Returns ``self``.
+
+        Transactional: on any error (bad input, a kernel that rejects X, a failed factorisation)
+        the GP keeps its previous data, factor and version.
+        """
         Xa = as_points(X, "X", dim=self._dim if self._dim else None, allow_empty=True)
         ya = as_values(y, "y", n=Xa.shape[0])
+        self._check_kernel_accepts(Xa, "X")
+        L, jitter, a = self._factorise(Xa, ya)
+        n = Xa.shape[0]
         self._dim = Xa.shape[1]
         self._n = 0
-        self._ensure_capacity(Xa.shape[0], Xa.shape[1])
-        self._X[: Xa.shape[0]] = Xa
-        self._y[: Xa.shape[0]] = ya
-        self._n = Xa.shape[0]
-        self._refactor()
+        self._ensure_capacity(n, Xa.shape[1])
+        self._X[:n] = Xa
+        self._y[:n] = ya
+        self._L[:n, :n] = L
+        self._a[:n] = a
+        self._jitter = jitter
+        self._n = n
+        self.version += 1
         return self
+
+    def _check_kernel_accepts(self, Xa: np.ndarray, name: str) -> None:
+        """Raise :class:`InvalidInputError` naming ``name`` if the kernel rejects these points."""
+        if Xa.shape[0] == 0:
+            return
+        try:
+            self.kernel.diag(Xa[:1])
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{name}: {exc}") from exc
+
+    def _factorise(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
+        """``(L, jitter, a)`` for inputs (n, d) and targets (n,) without changing any state."""
+        n = X.shape[0]
+        if not n:
+            return np.zeros((0, 0)), 0.0, np.zeros(0)
+        K = self.kernel.k(X)
+        K[np.diag_indices_from(K)] += self.noise_variance
+        L, jitter = robust_cholesky(K)
+        a = solve_triangular(L, y - self.mean_constant, lower=True, check_finite=False)
+        return L, jitter, a
 
     def _refactor(self) -> None:
         n = self._n
-        X = self._X[:n]
-        K = self.kernel.k(X) if n else np.zeros((0, 0))
-        K[np.diag_indices_from(K)] += self.noise_variance
-        L, self._jitter = robust_cholesky(K)
+        L, jitter, a = self._factorise(self._X[:n], self._y[:n])
         self._L[:n, :n] = L
-        self._a[:n] = solve_triangular(L, self._y[:n] - self.mean_constant, lower=True) if n else 0
+        self._a[:n] = a
+        self._jitter = jitter
         self.version += 1
 
     def condition(self, x: Any, y: Any) -> ExactGP:
@@ -264,6 +292,7 @@ class ExactGP:
             x = np.asarray(x, dtype=np.float64).reshape(1, -1)
         Xa = as_points(x, "x", dim=self._dim)
         ya = as_values(y, "y", n=Xa.shape[0])
+        self._check_kernel_accepts(Xa, "x")
         if self._dim is None:
             self._dim = Xa.shape[1]
         for xi, yi in zip(Xa, ya):
