@@ -104,13 +104,19 @@ class Box:
         if method == "uniform":
             U = rng.random((int(n), self.dim))
         elif method == "sobol":
+            import warnings
+
             from scipy.stats import qmc
 
-            U = (
-                qmc.Sobol(self.dim, scramble=True, seed=rng).random(int(n))
-                if n
-                else np.zeros((0, self.dim))
-            )
+            with warnings.catch_warnings():
+                # scipy warns when n is not a power of 2 (the first n points of the sequence are
+                # still returned, with weaker balance); that is the documented behaviour here
+                warnings.filterwarnings("ignore", message=".*balance properties of Sobol")
+                U = (
+                    qmc.Sobol(self.dim, scramble=True, seed=rng).random(int(n))
+                    if n
+                    else np.zeros((0, self.dim))
+                )
         else:
             raise InvalidInputError(f"method must be 'uniform' or 'sobol', got {method!r}")
         return self.from_unit(U)
