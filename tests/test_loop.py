@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import boloop
 from boloop import problems
@@ -27,6 +29,7 @@ from boloop.metrics.common import (
     simple_regret,
 )
 from boloop.problems import Problem
+from boloop.queries import BasePolicy
 from boloop.simulate import Trace, oracle_rng, simulate
 from boloop.spaces import Box
 
@@ -277,3 +280,51 @@ def test_levelset_toy_loss_reaches_small_values() -> None:
     assert trace.final_metrics["fscore"] >= 0.85
     first = trace.records[0]["metrics"]["loss"]
     assert first > trace.final_metrics["loss"]
+
+
+class _Patterned(BasePolicy):
+    """Evaluate queries; whether an answer completes an iteration follows a given pattern."""
+
+    method_id = "patterned"
+    family = "levelset"
+
+    def __init__(self, space: object, pattern: list[bool]) -> None:
+        super().__init__(0)
+        self.space = space
+        self.pattern = pattern
+
+    def _propose(self):  # type: ignore[no-untyped-def]
+        i = int(self.rng.integers(self.space.n))  # type: ignore[attr-defined]
+        return self._new_evaluate(self.space.points[i], i)  # type: ignore[attr-defined]
+
+    def _observe(self, query, answer):  # type: ignore[no-untyped-def]
+        pass
+
+    def _iteration_done(self, query, answer):  # type: ignore[no-untyped-def]
+        return self.pattern[len(self.history) - 1]
+
+    def recommend(self):  # type: ignore[no-untyped-def]
+        return None
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.booleans(), min_size=1, max_size=25), st.integers(1, 6))
+def test_step_rows_follow_the_iteration_count(pattern: list[bool], budget: int) -> None:
+    """Any pattern of counted/uncounted queries: records carry the 1-based iteration in progress,
+    step rows are exactly 1..budget, each with the metrics of its last query and the seconds of
+    all its queries."""
+    pattern = pattern + [True] * budget  # enough counted answers to finish
+    problem = problems.get("levelset/toy")
+    policy = _Patterned(problem.space, pattern)
+    trace = simulate(policy, problem, budget, seed=0)
+    expected_steps, it = [], 0
+    for done in pattern[: len(trace.records)]:
+        expected_steps.append(it + 1)
+        it += done
+    assert [r["step"] for r in trace.records] == expected_steps and it == budget
+    rows = trace.step_rows()
+    assert [r["step"] for r in rows] == list(range(1, budget + 1))
+    for row in rows:
+        recs = [r for r in trace.records if r["step"] == row["step"]]
+        assert row["loss"] == recs[-1]["metrics"]["loss"]
+        assert math.isclose(row["ask_seconds"], sum(r["ask_seconds"] for r in recs))
