@@ -861,3 +861,33 @@ def test_default_storage_env_and_relative_paths(tmp_path, monkeypatch):
     q = mem.ask()
     mem.tell(q.id, 0.5)
     assert load_study("m", storage="sqlite:///:memory:").n_answered == 1
+
+
+def test_unique_sequence_decides_a_race_without_locks(url, monkeypatch):
+    """On a server database two writers can both read the same last event before either
+    commits; the UNIQUE(study_id, seq) constraint then makes the second insert fail. Simulated
+    here by hiding the other writer's event from one catch-up read: the loser reloads, sees the
+    answer and reports it; the log holds one answer."""
+    from boloop.study import storage as storage_mod
+
+    a = create_study("race", "toy-random", problem="levelset/toy", storage=url, seed=0)
+    b = load_study("race", storage=url)
+    q = a.ask()
+    assert b.ask().query == q.query
+    b.tell(q.id, 1.0)
+    real = storage_mod.Transaction.events
+    hidden = {"n": 1}
+
+    def stale(self, study_id, after=-1):
+        if hidden["n"]:
+            hidden["n"] -= 1
+            return []  # as if b's commit were not visible yet
+        return real(self, study_id, after)
+
+    monkeypatch.setattr(storage_mod.Transaction, "events", stale)
+    with pytest.raises(QueryStateError, match="already answered"):
+        a.tell(q.id, 2.0)
+    assert hidden["n"] == 0
+    rows = [r for r in _log_rows(url) if r[2] == "told"]
+    assert len(rows) == 1 and json.loads(rows[0][4]) == {"answer": 1.0}
+    assert a.history()[0]["answer"] == 1.0
