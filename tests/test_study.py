@@ -524,7 +524,11 @@ def test_space_files_json_toml_csv(tmp_path, url):
     qc = pref.ask()
     assert set(qc.a) == {"sugar", "flour"}
     assert {qc.a_label, qc.b_label} <= {"plain", "sweet", "rich", "light"}
-    pref.tell(qc.id, "a")
+    other = ({"plain", "sweet", "rich", "light"} - {qc.a_label, qc.b_label}).pop()
+    with pytest.raises(AnswerTypeError):  # an option that is not in this duel
+        pref.tell(qc.id, other)
+    pref.tell(qc.id, qc.a_label.upper())  # the option's name works like "a"
+    assert pref.history()[0]["answer"] == 0
     # the table is stored with the study: deleting the file does not matter
     (tmp_path / "recipes.csv").unlink()
     assert load_study("pref", storage=url).history()[0]["a_label"] == qc.a_label

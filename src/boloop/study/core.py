@@ -305,7 +305,7 @@ class Study:
                     self._check_open(qid)
                     pending = self._policy.pending
                     assert pending is not None
-                    value = parse_answer(pending, answer)
+                    value = parse_answer(pending, self._by_label(pending, answer))
                     if qid not in self._logged_open:  # asked through .policy directly
                         self._append(tx, "asked", qid, {"query": pending.to_dict()})
                     self._append(tx, "told", qid, {"answer": value})
@@ -621,6 +621,17 @@ class Study:
             self._add_to_policy(np.asarray(ev.payload["x"], dtype=np.float64), ev.payload["answer"])
         self._cost += time.perf_counter() - t0
         self._effective.append(ev)
+
+    def _by_label(self, query: Query, answer: Any) -> Any:
+        """A compare answered with an option's name (a text column of the table) -> 0 or 1."""
+        if not isinstance(query, Compare) or not isinstance(answer, str) or self._labels is None:
+            return answer
+        key = answer.strip().lower()
+        if key in ("a", "b", "0", "1"):
+            return answer
+        names = [self._label(query.a_index), self._label(query.b_index)]
+        hits = [i for i, n in enumerate(names) if n is not None and n.strip().lower() == key]
+        return hits[0] if len(hits) == 1 else answer
 
     def _measurement_query(self, x: np.ndarray) -> Evaluate:
         """The Evaluate query a measurement at ``x`` answers (id < 0: never issued)."""
