@@ -28,7 +28,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from scipy.spatial.distance import cdist
+from scipy.spatial.distance import cdist, pdist, squareform
 
 from boloop._validation import as_points
 from boloop.errors import InvalidInputError
@@ -266,13 +266,20 @@ class StationaryKernel(Kernel):
         return K, dK
 
     def _gram_for_gradient(self, X: np.ndarray) -> tuple[np.ndarray, object]:
+        # the kernel and its slope are evaluated on the n (n - 1) / 2 distinct pairs only
+        # (condensed form), then expanded; k(x, x) = variance for every stationary kernel here
         X = self._check(X, "X")
         Xs = X / self.lengthscale
-        r2 = cdist(Xs, Xs, "sqeuclidean")
+        r2c = pdist(Xs, "sqeuclidean")
         if "lengthscale" in self.fixed:
-            K = self._k_of_r2_inplace(r2)
+            K = squareform(self._k_of_r2_inplace(r2c))
+            np.fill_diagonal(K, self.variance)
             return K, (Xs, None, None, K)
-        K, slope = self._k_and_slope(r2)
+        Kc, slope_c = self._k_and_slope(r2c)
+        K = squareform(Kc)
+        np.fill_diagonal(K, self.variance)
+        slope = squareform(slope_c)  # its diagonal only ever multiplies zero distances
+        r2 = None if self.ard else squareform(r2c)
         return K, (Xs, r2, slope, K)
 
     def _gradient_traces(self, state: object, W: np.ndarray) -> np.ndarray:
