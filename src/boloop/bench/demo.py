@@ -44,7 +44,13 @@ DEMO: list[DemoEntry] = [
     DemoEntry("levelset", "levelset/sinusoidal", ("randomized-straddle", "straddle"), 30),
     DemoEntry("preference", "preference/rkhs-se?budget=100", ("mr-lpf", "maxminlcb"), 100),
     DemoEntry("safe", "safe/clinical-trial", ("m-safeopt", "safeopt-mc"), 30),
-    DemoEntry("expert", "expert/ackley4", ("cobol", "gp-lcb"), 20),
+    # expert: COBOL with the reference code's budget (rejected proposals are free), a = 1
+    DemoEntry(
+        "expert",
+        "expert/ackley4",
+        ("cobol?budget=evaluations&max_reject_streak=10", "gp-lcb"),
+        20,
+    ),
     # fallbacks while a family's row cannot run
     DemoEntry("levelset", "levelset/toy", ("toy-random",), 30, toy=True),
     DemoEntry("preference", "preference/toy", ("toy-random",), 40, toy=True),
