@@ -252,7 +252,6 @@ def support_values(
     u0 = np.sqrt(np.maximum(B * B - np.einsum("ij,ij->i", W, W), 1e-16))
     mu = np.maximum(sd / u0, nu * max(mle.mu, 1e-8))
     done = np.zeros(todo.size, dtype=bool)
-    eye = np.eye(n)
     outer_rows = np.einsum("mi,mj->mij", L, L).reshape(n, n * n)
     for _ in range(max_iter):
         act = np.flatnonzero(~done)
@@ -275,8 +274,9 @@ def support_values(
         r_w, r_mu, r_nu, P, h = r_w[keep], r_mu[keep], r_nu[keep], P[keep], h[keep]
         D = P * (1 - P)
         # L^T diag(D_j) L for every j at once: one GEMM with the rows' outer products
-        M = (D @ outer_rows).reshape(-1, n, n) * nua[:, None, None]
-        M += mua[:, None, None] * eye
+        Mflat = (D * nua[:, None]) @ outer_rows  # (m, n*n): nu_j L^T diag(D_j) L
+        Mflat[:, :: n + 1] += mua[:, None]  # + mu_j I on the diagonals, in place
+        M = Mflat.reshape(-1, n, n)
         rhs = np.stack([r_w, Wa, h], axis=2)
         try:
             sol = np.linalg.solve(M, rhs)
