@@ -248,6 +248,12 @@ class ExpertPolicy(BasePolicy):
     def _on_gp_refit(self) -> None:
         """Hook: COBOL copies the length-scales to k_g."""
 
+    def _lengthscale(self) -> np.ndarray:
+        """The f-kernel's length-scales (d,) in unit-cube coordinates."""
+        k = self.gp.kernel
+        assert isinstance(k, SquaredExponential)
+        return np.atleast_1d(np.asarray(k.lengthscale, dtype=np.float64)).copy()
+
     @property
     def beta_f(self) -> float:
         """``beta_f`` of Lemma 3.1: ``B_f + sigma sqrt(2 (gamma + 1 + ln(2/delta)))`` with
@@ -376,7 +382,7 @@ class ExpertPolicy(BasePolicy):
                 "evaluations": self.n_evaluations,
                 "expert_queries": self.n_expert_queries,
                 "beta_f": self.beta_f,
-                "lengthscale": np.atleast_1d(self.gp.kernel.lengthscale).tolist(),
+                "lengthscale": self._lengthscale().tolist(),
                 "outcomes": {k: self.outcomes.count(k) for k in sorted(set(self.outcomes))},
             }
         )
@@ -674,7 +680,7 @@ class COBOL(ExpertPolicy):
             None if label_window is None else _count(label_window, "label_window", 1)
         )
         self.expert = LikelihoodRatioModel(
-            SquaredExponential(lengthscale=self.gp.kernel.lengthscale, variance=1.0),
+            SquaredExponential(lengthscale=self._lengthscale(), variance=1.0),
             norm_bound=norm_bound,
             alpha_coefficient=alpha_coefficient,
             doubling_period=doubling_period,
@@ -724,9 +730,10 @@ class COBOL(ExpertPolicy):
         self.expert.add(u, rejected)
 
     def _on_gp_refit(self) -> None:
-        ls = self.gp.kernel.lengthscale
-        current = np.atleast_1d(self.expert.kernel.lengthscale)
-        if not np.array_equal(np.atleast_1d(ls), current):
+        ls = self._lengthscale()
+        kg = self.expert.kernel
+        current = np.atleast_1d(kg.lengthscale) if isinstance(kg, SquaredExponential) else None
+        if current is None or not np.array_equal(ls, current):
             self.expert.set_kernel(SquaredExponential(lengthscale=ls, variance=1.0))
 
     # -- Algorithm 1 --------------------------------------------------------------------------
