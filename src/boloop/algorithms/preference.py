@@ -19,6 +19,19 @@ Laplace approximation of the marginal likelihood (Rasmussen and Williams 2006, e
 duels so far -- at the end of each MR-LPF round (so the kernel is fixed within a round and the
 within-round design stays independent of the labels), and for MaxMinLCB/random duels whenever the
 number of duels reaches 10, 20, 40, 80, ...
+
+Example (a person answers; 0 means the first option is preferred)::
+
+    import numpy as np
+    from boloop.algorithms.preference import MRLPF
+
+    recipes = np.random.default_rng(0).random((60, 3))      # 60 options, 3 features each
+    policy = MRLPF(recipes, horizon=100, seed=0)              # length-scale fitted per round
+    for _ in range(100):
+        q = policy.ask()                                      # Compare(a, b, a_index, b_index)
+        policy.tell(q.id, 0 if taste(q.a) > taste(q.b) else 1)
+    best = policy.recommend()                                 # (3,) the estimated best option
+    policy.M                                                  # the arms still plausible
 """
 
 from __future__ import annotations
