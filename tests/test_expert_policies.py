@@ -261,3 +261,19 @@ def test_reject_streak_guard():
     assert pol.n_evaluations == pol.outcomes.count("vanilla") + pol.outcomes.count("unasked")
     pol = _run(COBOL(box, seed=0, lambda0=0.0, **FAST), lambda x: False, 9)
     assert pol.guarded == 0 and longest_reject_run(pol.outcomes) > 2
+
+
+def test_battery_user_data_loader(tmp_path):
+    rng = np.random.default_rng(0)
+    X = np.column_stack([rng.uniform(0, 2, 20), rng.random(20), rng.random(20)])
+    kappa = np.exp(1.0 - (X[:, 0] - 1.2) ** 2)
+    path = tmp_path / "my.csv"
+    np.savetxt(path, np.column_stack([X, kappa]), delimiter=",", header="m,r_dmc,r_ma,kappa")
+    p = get("expert/battery-li-ma", path=str(path))
+    assert "user data" in p.description
+    # the GP fit recovers the optimum's molarity roughly
+    assert abs(p.x_opt[0] - 1.2) < 0.3
+    bad = tmp_path / "bad.csv"
+    bad.write_text("a,b\n1,2\n")
+    with pytest.raises(InvalidInputError):
+        get("expert/battery-li-ma", path=str(bad))

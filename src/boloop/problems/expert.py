@@ -48,7 +48,10 @@ public, so ``expert/battery-*`` are **clearly labelled stand-ins** with the docu
 bounds and functional forms (Casteel-Amis conductivity for the two liquid electrolytes; smooth
 surfaces with the qualitative shapes the paper reports for the polymer and ionic-liquid tasks),
 ``f = -log(conductivity)``, Gaussian noise of variance 1 as in the paper, and a stand-in expert
-whose belief is the experts' documented prior (see :data:`BATTERY_TASKS`).
+whose belief is the experts' documented prior (see :data:`BATTERY_TASKS`). With your own
+measurements, ``expert/battery-li-ma?path=my.csv`` (header + 4 columns: the task's three inputs
+and the conductivity in mS/cm) replaces the stand-in objective by ``-(GP mean of log
+conductivity)`` fitted to the file (:func:`load_conductivity_csv`); the expert stays the stand-in.
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ from boloop.problems.registry import register
 from boloop.queries import Evaluate, Label, Query
 from boloop.spaces import Box
 
-__all__ = ["ExpertProblem", "BATTERY_TASKS", "EXPERT_MODELS"]
+__all__ = ["ExpertProblem", "BATTERY_TASKS", "EXPERT_MODELS", "load_conductivity_csv"]
 
 EXPERT_MODELS = ("synthetic", "mvn-strong", "mvn-weak", "mvn-wrong", "time-varying")
 _METRICS = ["regret", "cumulative_regret", "simple_regret", "expert_queries", "evaluations"]
@@ -475,9 +478,51 @@ BATTERY_TASKS: dict[str, BatteryTask] = {
 }
 
 
-def _battery_factory(task: BatteryTask) -> Callable[..., ExpertProblem]:
-    def factory(**options: Any) -> ExpertProblem:
+def load_conductivity_csv(path: str, box: Box) -> Callable[[np.ndarray], np.ndarray]:
+    """The user's own data for a battery task: a CSV with a header and four columns, the three
+    inputs of the task (in its units) and the ionic conductivity in mS/cm (> 0), one row per
+    measured electrolyte. Returns ``f(X) = -(posterior mean of a GP fitted to log
+    conductivity)``, the paper's "GP fit" objective (App. J.3), as a function (n, 3) -> (n,)."""
+    from boloop.gp.exact import ExactGP
+    from boloop.gp.kernels import SquaredExponential
+
+    try:
+        data = np.loadtxt(path, delimiter=",", skiprows=1, dtype=np.float64, ndmin=2)
+    except (OSError, ValueError) as exc:
+        raise InvalidInputError(f"path: cannot read {path!r} as a 4-column CSV: {exc}") from exc
+    if data.shape[1] != 4 or data.shape[0] < 3:
+        raise InvalidInputError(f"path: need >= 3 rows of 4 columns, got shape {data.shape}")
+    if np.any(data[:, 3] <= 0) or not np.all(np.isfinite(data)):
+        raise InvalidInputError("path: conductivities must be positive and finite")
+    U = box.to_unit(data[:, :3])
+    y = np.log(data[:, 3])
+    gp = ExactGP(
+        SquaredExponential(lengthscale=[0.3] * 3, variance=float(np.var(y)) or 1.0),
+        noise_variance=1e-3,
+        mean="constant",
+        mean_constant=float(np.mean(y)),
+    )
+    gp.fit(U, y, n_restarts=3, seed=0)
+
+    def f(X: np.ndarray) -> np.ndarray:
+        return -gp.predict(box.to_unit(np.asarray(X, dtype=np.float64).reshape(-1, 3)))[0]
+
+    return f
+
+
+def _battery_factory(stand_in: BatteryTask) -> Callable[..., ExpertProblem]:
+    def factory(path: str | None = None, **options: Any) -> ExpertProblem:
+        task = stand_in
         box = Box(task.lower, task.upper)
+        if path is not None:  # the user's own measurements replace the stand-in objective
+            task = BatteryTask(
+                task.name,
+                load_conductivity_csv(str(path), box),
+                task.lower,
+                task.upper,
+                task.belief,
+                f"{task.name}: GP fit to {path} (user data)",
+            )
         options.setdefault("noise_std", 1.0)
         lo, hi = _estimate_range(task.f, box)
         blo, bhi = _estimate_range(task.belief, box)
