@@ -60,17 +60,19 @@ def robust_cholesky(A: np.ndarray) -> tuple[np.ndarray, float]:
     raise LinAlgError("matrix is not positive definite even with jitter")
 
 
-def _doubled_lower_inverse(L: np.ndarray) -> np.ndarray:
+def _doubled_lower_inverse(L: np.ndarray, overwrite: bool = False) -> np.ndarray:
     """``2 tril(A^{-1}) - diag(A^{-1})`` for ``A = L L^T`` (LAPACK potri), (n, n).
 
     For any symmetric ``S``, ``sum(result * S) = tr(A^{-1} S)`` and ``trace(result) =
     trace(A^{-1})``. Only for the trace terms of likelihood gradients (R&W eq. 5.9); linear
     systems are always solved with the factor.
     """
-    inv, info = lapack.dpotri(L, lower=1)
+    upper_zero = L.shape[0] < 2 or L[0, -1] == 0
+    inv, info = lapack.dpotri(L, lower=1, overwrite_c=int(overwrite and upper_zero))
     if info != 0:  # pragma: no cover - a valid factor never fails
         inv = cho_solve((L, True), np.eye(L.shape[0]), check_finite=False)
-    inv = np.tril(inv) if info != 0 or L[0, -1] != 0 else inv  # potri leaves L's upper part
+    if info != 0 or not upper_zero:  # potri leaves the upper part of its input as it was
+        inv = np.tril(inv)
     d = np.diag(inv).copy()
     inv *= 2.0
     inv[np.diag_indices_from(inv)] = d
@@ -476,7 +478,12 @@ class ExactGP:
         else:
             K, state = kernel.k(X), None
         K[np.diag_indices_from(K)] += noise
-        L, _ = robust_cholesky(K)
+        # K is a private copy: factorise it in place, with the jitter ladder only on failure
+        L, info = lapack.dpotrf(K, lower=1, clean=1, overwrite_a=1)
+        if info != 0 or not np.isfinite(L[-1, -1]):
+            K = kernel.k(X)
+            K[np.diag_indices_from(K)] += noise
+            L, _ = robust_cholesky(K)
         alpha = cho_solve((L, True), r, check_finite=False)
         lml = (
             -0.5 * float(r @ alpha)
@@ -490,7 +497,7 @@ class ExactGP:
         # With dK_k symmetric, sum(W * dK_k) only needs K^{-1}'s lower triangle counted twice off
         # the diagonal: W = alpha alpha^T - (2 tril(K^{-1}) - diag(K^{-1})) gives the same traces.
         W = np.outer(alpha, alpha)
-        W -= _doubled_lower_inverse(L)
+        W -= _doubled_lower_inverse(L, overwrite=True)  # L is not used after this
         # tr(W dK_k) = sum(W * dK_k) as dK_k is symmetric; kernels compute it without dK
         grad = [0.5 * kernel._gradient_traces(state, W)]
         if self.fit_noise:
