@@ -34,7 +34,14 @@ def load(path: Path) -> dict[tuple[str, str], np.ndarray]:
     for (problem, method, _seed), rows in runs.items():
         rows.sort(key=lambda r: int(r["step"]))
         grouped[(problem, method)].append(
-            np.array([[float(r[m]) for m in METRICS] for r in rows], dtype=float)
+            np.array(
+                [
+                    [float(r[m]) for m in METRICS]
+                    + [float(r["ask_seconds"]) + float(r["tell_seconds"])]
+                    for r in rows
+                ],
+                dtype=float,
+            )
         )
     out = {}
     for key, arrs in grouped.items():
@@ -61,7 +68,7 @@ def plot_study(name: str, data: dict[tuple[str, str], np.ndarray]) -> Path:
     fig, axes = plt.subplots(1, 3, figsize=(15, 4))
     for (problem, method), arr in sorted(data.items()):
         steps = np.arange(1, arr.shape[1] + 1)
-        for j, ax in enumerate(axes):
+        for j, ax in enumerate(axes):  # the three METRICS (column 3 is seconds)
             m = np.nanmean(arr[:, :, j], axis=0)
             se = np.nanstd(arr[:, :, j], axis=0, ddof=1) / math.sqrt(arr.shape[0])
             ax.plot(steps, m, label=label(problem, method))
@@ -79,15 +86,41 @@ def plot_study(name: str, data: dict[tuple[str, str], np.ndarray]) -> Path:
     return path
 
 
+def plot_by_problem(name: str, data: dict[tuple[str, str], np.ndarray]) -> None:
+    for problem in sorted({p for p, _ in data}):
+        plot_study(
+            f"{name}_{problem.split('/')[-1].split('?')[0]}",
+            {k: v for k, v in data.items() if k[0] == problem},
+        )
+
+
 def main(root: str) -> None:
     rows = []
+    reference: dict[tuple[str, str], np.ndarray] = {}
+    ref_file = Path(root) / "fig3_iter" / "results.csv"
+    if ref_file.exists():  # GP-LCB on Ackley-4D is the reference of every Fig. 3 variant
+        reference = {k: v for k, v in load(ref_file).items() if k[1] == "gp-lcb"}
     for results in sorted(Path(root).glob("*/results.csv")):
         name = results.parent.name
         data = load(results)
-        plot_study(name, data)
+        if name.startswith("fig3") or name in ("fig6", "fig7", "handover"):
+            for k, v in reference.items():
+                data.setdefault(k, v)
+        fig4 = Path(root) / "fig4" / "results.csv"
+        if name == "fig4_evals" and fig4.exists():  # the baselines never pay for rejections
+            for k, v in load(fig4).items():
+                if k[1] != "cobol":
+                    data.setdefault(k, v)
+        if name.startswith("fig4") or name == "battery":
+            plot_by_problem(name, data)
+        else:
+            plot_study(name, data)
         print(f"\n### {name}\n")
-        print("| problem | method | seeds | SR@10 | SR@20 | SR@end | R@end | Q^g@half | Q^g@end |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print(
+            "| problem | method | seeds | SR@10 | SR@20 | SR@end | R@end | Q^g@half | Q^g@end "
+            "| median s/iteration |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for (problem, method), arr in sorted(data.items()):
             T = arr.shape[1]
             cells = []
@@ -98,6 +131,7 @@ def main(root: str) -> None:
                 m, se = mean_se(arr[:, step - 1, j])
                 cells.append(f"{m:.3g} ± {se:.2g}")
                 rows.append([name, problem, method, arr.shape[0], step, METRICS[j], m, se])
+            cells.append(f"{float(np.median(arr[:, :, 3])):.3g}")
             print(f"| {problem} | {method} | {arr.shape[0]} | " + " | ".join(cells) + " |")
     with open(HERE / "summary.csv", "w", newline="") as fh:
         w = csv.writer(fh)
