@@ -178,6 +178,8 @@ def test_cli_status_list_undo_export(tmp_path, capsys):
     assert set(st["recommendation"]) == {"temperature", "ratio"}
     code, out, _ = _cli(capsys, "study", "list", "--storage", url)
     assert out.startswith("e\texpert\ttoy-random")
+    code, out, _ = _cli(capsys, "study", "verify", "e", "--storage", url)
+    assert code == 0 and out.startswith("ok: study 'e' replays") and "2 answers" in out
     code, out, _ = _cli(capsys, "study", "undo", "e", "--storage", url)
     assert code == 0 and "withdrawn: query 1" in out
     out_csv = tmp_path / "e.csv"

@@ -34,7 +34,8 @@ def _option(text: str) -> tuple[str, Any]:
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``study`` (create, ask, tell, undo, add, status, list, export, run) to ``subparsers``."""
+    """Add ``study`` (create, ask, tell, undo, add, status, verify, list, export, run) to
+    ``subparsers``."""
     study = subparsers.add_parser(
         "study",
         help="persistent studies for real experiments (ask, tell, undo, run...)",
@@ -94,6 +95,8 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     p = add("status", "counts, the recommendation and the last answers", _status)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--last", type=int, default=5, help="how many recent answers to show")
+
+    add("verify", "replay the whole log through a fresh policy (no snapshot) and check it", _verify)
 
     p = add("list", "list the studies in a storage", _list, needs_name=False)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -214,6 +217,20 @@ def _status(args: argparse.Namespace) -> int:
         print("  last answers:")
         for row in st["last_answers"]:
             print(f"    {_row_text(row)}")
+    return 0
+
+
+@_guard
+def _verify(args: argparse.Namespace) -> int:
+    import time
+
+    t0 = time.perf_counter()
+    study = load_study(args.name, storage=args.storage, full_replay=True)
+    n_asked = sum(1 for e in study.events() if e["kind"] == "asked")
+    print(
+        f"ok: study {study.name!r} replays to the stored queries ({study.n_answered} answers in "
+        f"effect, {n_asked} queries issued, {time.perf_counter() - t0:.1f} s)"
+    )
     return 0
 
 
