@@ -379,9 +379,11 @@ def test_recommendation_is_certified_and_streaming_matches_cache():
     policy = make_policy("m-safeopt-x", prob, 3)
     _run(policy, prob, 10)
     rec = policy.recommend()
+    _, sets = policy.state()  # the current safe set: the union so far plus (12) now
+    assert np.all(sets.boundary >= policy.certified)
     i, j = divmod(rec["index"], prob.space.n_s)
-    assert j <= policy.certified[i]
-    assert np.all(rec["best_s_index"] <= policy.certified)
+    assert j <= sets.boundary[i]
+    assert np.all(rec["best_s_index"] <= sets.boundary)
     cached = policy.post_g.mean_std()
     streamed = GridPosterior(policy.gp_g, prob.space, cache_mb=0.0).mean_std()
     np.testing.assert_allclose(streamed[0], cached[0], atol=1e-9)
@@ -432,3 +434,22 @@ def test_metrics_and_tracker_bookkeeping():
         assert recs[-1]["metrics"]["cumulative_" + name] == pytest.approx(total)
     assert all(r["metrics"]["regret_prime"] <= r["metrics"]["regret"] + 1e-12 for r in recs)
     assert len(trace.step_rows()) == 10
+
+
+def test_recommend_has_no_side_effects():
+    """Calling recommend() between steps (as the metric tracker does) does not change the
+    trajectory: certification is committed only when a query is proposed."""
+    prob = problems.get("safe/clinical-trial?n=40")
+    seqs = []
+    for call_recommend in (False, True):
+        policy = make_policy("m-safeopt", prob, 5)
+        rng = np.random.default_rng(0)
+        seq = []
+        while policy.iteration < 15:
+            q = policy.ask()
+            policy.tell(q.id, prob.answer(q, rng))
+            if call_recommend:
+                policy.recommend()
+            seq.append(q.index)
+        seqs.append(seq)
+    assert seqs[0] == seqs[1]

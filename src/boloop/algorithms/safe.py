@@ -326,7 +326,10 @@ class _SafePolicy(BasePolicy):
         return 1.0, 1.0
 
     def state(self) -> tuple[Bounds, SafeSets]:
-        """Bounds and sets of Algorithm 1 for the current posterior (cached per data version)."""
+        """Bounds and sets of Algorithm 1 for the current posterior (cached per data version).
+
+        No side effects: the certified boundary is extended only when a query is proposed, so
+        calling :meth:`recommend` between steps never changes the trajectory."""
         t = self.iteration + 1
         key = (
             t,
@@ -339,7 +342,6 @@ class _SafePolicy(BasePolicy):
             L_f, L_g = self._constants()
             prev = self.certified if self.keep_certified else None
             sets = safe_sets(b, self.space.s_values, self.threshold, L_f, L_g, prev)
-            self.certified = np.maximum(self.certified, sets.boundary)
             self._state, self._state_key = (b, sets), key
         return self._state
 
@@ -356,6 +358,8 @@ class _SafePolicy(BasePolicy):
             self._seed_ids.add(q.id)
             return q
         b, sets = self.state()
+        # the union over time (keep_certified): commit this round's certification
+        self.certified = np.maximum(self.certified, sets.boundary)
         sel = self._select(b, sets)
         if sel.s_index > sets.boundary[sel.x_index]:  # pragma: no cover - guarded by construction
             raise AssertionError("selected an action outside the certified safe set")
