@@ -310,6 +310,9 @@ def test_prediction_chunking_is_exact() -> None:
     m2, v2 = gp.predict(Xs, chunk_size=100_000)
     assert np.allclose(m1, m2, rtol=1e-12, atol=1e-12)
     assert np.allclose(v1, v2, rtol=1e-12, atol=1e-12)
+    m3, v3 = gp.predict(Xs, chunk_size=0)  # a non-positive chunk size means one row at a time
+    assert np.allclose(m3, m2, rtol=1e-12, atol=1e-12)
+    assert np.allclose(v3, v2, rtol=1e-12, atol=1e-12)
 
 
 def test_empty_gp_predicts_the_prior() -> None:

@@ -359,8 +359,9 @@ class ExactGP:
         var = np.empty(m)
         L = self._factor_fortran() if self._n else None
         a = self._a[: self._n]
-        for start in range(0, m, max(1, int(chunk_size))):
-            sl = slice(start, min(m, start + chunk_size))
+        step = max(1, int(chunk_size))
+        for start in range(0, m, step):
+            sl = slice(start, min(m, start + step))
             kdiag = self.kernel.diag(Xs[sl])
             if self._n:
                 VT = self._cross_solve(Xs[sl], L).T  # (m_chunk, n), C-ordered
