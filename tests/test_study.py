@@ -675,7 +675,12 @@ def test_ask_is_stable_across_processes_view(url):
 # -- random operation sequences -----------------------------------------------------------------------
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@pytest.mark.parametrize("snapshots", [False, True])
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(
     ops=st.lists(
         st.sampled_from(["tell", "tell", "tell", "undo", "add", "reload", "ask"]),
@@ -683,10 +688,16 @@ def test_ask_is_stable_across_processes_view(url):
         max_size=25,
     )
 )
-def test_random_operation_sequences_replay_exactly(tmp_path_factory, ops):
+def test_random_operation_sequences_replay_exactly(tmp_path_factory, monkeypatch, snapshots, ops):
     """Any interleaving of ask, tell, undo, add and reload: the live study, a reload and a full
     replay agree on the history and the next query, and the history matches a plain model of the
-    operations (a stack of answers)."""
+    operations (a stack of answers). With ``snapshots``, a snapshot is stored after every write,
+    so loads start from snapshots that later undos may have invalidated."""
+    from boloop.study import core
+
+    if snapshots:
+        monkeypatch.setattr(core, "SNAPSHOT_AFTER_SECONDS", 0.0)
+        monkeypatch.setattr(core, "SNAPSHOT_COST_FACTOR", 0.0)
     url = f"sqlite:///{tmp_path_factory.mktemp('ops') / 's.db'}"
     study = create_study("ops", "toy-random", problem="levelset/toy", storage=url, seed=4)
     model: list[tuple] = []  # (source, value)
