@@ -328,3 +328,23 @@ def test_step_rows_follow_the_iteration_count(pattern: list[bool], budget: int) 
         recs = [r for r in trace.records if r["step"] == row["step"]]
         assert row["loss"] == recs[-1]["metrics"]["loss"]
         assert math.isclose(row["ask_seconds"], sum(r["ask_seconds"] for r in recs))
+
+
+def test_a_module_that_fails_to_import_fails_every_lookup(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from boloop._registry import Registry
+
+    pkg = tmp_path / "zz_fake_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a_good.py").write_text(
+        "from tests_reg import REG\nREG.register('fam/good', 'fam', 'ok')(lambda: 1)\n"
+    )
+    (pkg / "b_bad.py").write_text("raise ValueError('broken module')\n")
+    reg = Registry("problem", "zz_fake_pkg")
+    import types
+
+    monkeypatch.setitem(__import__("sys").modules, "tests_reg", types.SimpleNamespace(REG=reg))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for _ in range(2):  # the second lookup fails the same way instead of seeing half a registry
+        with pytest.raises(ValueError, match="broken module"):
+            reg.get("fam/good")

@@ -40,11 +40,16 @@ class Registry:
     def discover(self) -> None:
         if self._discovered:
             return
-        self._discovered = True
-        pkg = importlib.import_module(self.package)
-        for info in pkgutil.iter_modules(pkg.__path__):
-            if not info.name.startswith("_"):
-                importlib.import_module(f"{self.package}.{info.name}")
+        self._discovered = True  # set first: a module may look itself up while it is imported
+        try:
+            pkg = importlib.import_module(self.package)
+            for info in pkgutil.iter_modules(pkg.__path__):
+                if not info.name.startswith("_"):
+                    importlib.import_module(f"{self.package}.{info.name}")
+        except BaseException:
+            # a module that fails to import fails every lookup (not a silently partial registry)
+            self._discovered = False
+            raise
 
     def get(self, id: str) -> Entry:
         self.discover()

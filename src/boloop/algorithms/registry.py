@@ -54,11 +54,16 @@ class _MethodRegistry:
     def discover(self) -> None:
         if self._discovered:
             return
-        self._discovered = True
-        pkg = importlib.import_module(_PACKAGE)
-        for info in pkgutil.iter_modules(pkg.__path__):
-            if not info.name.startswith("_") and info.name != "registry":
-                importlib.import_module(f"{_PACKAGE}.{info.name}")
+        self._discovered = True  # set first: a module may look itself up while it is imported
+        try:
+            pkg = importlib.import_module(_PACKAGE)
+            for info in pkgutil.iter_modules(pkg.__path__):
+                if not info.name.startswith("_") and info.name != "registry":
+                    importlib.import_module(f"{_PACKAGE}.{info.name}")
+        except BaseException:
+            # a module that fails to import fails every lookup (not a silently partial registry)
+            self._discovered = False
+            raise
 
     def get(self, method_id: str, family: str | None = None) -> Entry:
         self.discover()

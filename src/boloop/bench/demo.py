@@ -76,7 +76,12 @@ def _available(entry: DemoEntry) -> bool:
 def runnable_entries(entries: list[DemoEntry] | None = None) -> list[DemoEntry]:
     """The entries that can run now: real rows whose ids are registered, and the toy row of every
     family without one."""
+    from boloop.algorithms import list_methods
+    from boloop.problems import list as list_problems
+
     entries = DEMO if entries is None else entries
+    list_problems()  # a family module that fails to import is an error here, not a skipped row
+    list_methods()
     real = [e for e in entries if not e.toy and _available(e)]
     covered = {e.family for e in real}
     toys = [e for e in entries if e.toy and e.family not in covered and _available(e)]

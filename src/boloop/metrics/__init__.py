@@ -51,11 +51,15 @@ def _discover() -> None:
     global _discovered
     if _discovered:
         return
-    _discovered = True
-    pkg = importlib.import_module(__name__)
-    for info in pkgutil.iter_modules(pkg.__path__):
-        if not info.name.startswith("_"):
-            importlib.import_module(f"{__name__}.{info.name}")
+    _discovered = True  # set first: a module may look itself up while it is imported
+    try:
+        pkg = importlib.import_module(__name__)
+        for info in pkgutil.iter_modules(pkg.__path__):
+            if not info.name.startswith("_"):
+                importlib.import_module(f"{__name__}.{info.name}")
+    except BaseException:
+        _discovered = False  # a failing module fails every lookup, not a partial registry
+        raise
 
 
 def get_metric(metric_id: str, family: str | None = None) -> Callable[..., Any]:
