@@ -274,3 +274,53 @@ def test_run_label_and_measurement_prompts(tmp_path, capsys):
         ("evaluate", 3.25),
         ("label", False),
     ]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_run_takes_single_keys_on_a_terminal(tmp_path, capsys):
+    """On a terminal, label and compare answers are single key presses (no Enter)."""
+    import os
+    import pty
+
+    url = f"sqlite:///{tmp_path / 'tty.db'}"
+    code, _, err = _cli(
+        capsys,
+        "study",
+        "create",
+        "p",
+        "--method",
+        "toy-random",
+        "--problem",
+        "preference/toy",
+        "--seed",
+        "0",
+        "--storage",
+        url,
+    )
+    assert code == 0, err
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "boloop.cli", "study", "run", "p", "--storage", url],
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    os.close(slave)
+    try:
+        for key, expected in ((b"b", [1]), (b"a", [1, 0])):
+            os.write(master, key)
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                if [r["answer"] for r in load_study("p", storage=url).history()] == expected:
+                    break
+                time.sleep(0.05)
+            assert [r["answer"] for r in load_study("p", storage=url).history()] == expected
+        os.write(master, b"q")
+        out, err = proc.communicate(timeout=60)
+    finally:
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err
+    assert "stopped" in out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
@@ -337,8 +338,8 @@ def _read(stdin: TextIO, single_key: bool) -> str | None:
             fd = stdin.fileno()
             old = termios.tcgetattr(fd)
             try:
-                tty.setcbreak(fd)
-                ch = stdin.read(1)
+                tty.setcbreak(fd, termios.TCSANOW)  # TCSAFLUSH would drop keys typed early
+                ch = os.read(fd, 1).decode(errors="replace")
             finally:
                 termios.tcsetattr(fd, termios.TCSADRAIN, old)
             if ch in ("", "\x04"):
