@@ -516,6 +516,15 @@ def test_space_files_json_toml_csv(tmp_path, url):
     assert isinstance(safe.space, SafeSpace)
     assert safe.names == ["dose", "weight"] and safe.space.n_s == 6 and safe.space.n_x == 11
     assert safe.problem.settings["threshold"] == 0.8
+    box = create_study(
+        "box-pref",
+        "toy-random",
+        {"parameters": [{"name": "u", "low": 0, "high": 1}]},
+        family="preference",
+        storage=url,
+        seed=0,
+    )
+    assert box.config["space"]["parameters"][0]["grid"] == 20  # defaults are stored
     q = safe.ask()
     assert q.outputs == ("f", "g") and set(q.params) == {"dose", "weight"}
     pref = create_study(

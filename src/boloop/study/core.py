@@ -47,6 +47,7 @@ from boloop.study.space_file import (
     load_space_file,
     normalise_space,
     params_to_point,
+    pin_defaults,
     point_to_params,
 )
 from boloop.study.storage import Event, SeqConflict, Storage, Transaction
@@ -968,7 +969,7 @@ def create_study(
     if problem is not None:
         config["problem"] = prob.id
     else:
-        config["space"] = doc
+        config["space"] = pin_defaults(doc, family)
     # build once before storing anything: bad methods, options or spaces fail here
     try:
         make_policy(method, _problem_from_config(config), int(seed), **config["options"])

@@ -59,6 +59,7 @@ from boloop.spaces import Box, CandidateSet, SafeSpace, Space
 __all__ = [
     "UserExperiment",
     "build_experiment",
+    "pin_defaults",
     "load_space_file",
     "normalise_space",
     "read_candidates_csv",
@@ -323,6 +324,19 @@ class UserExperiment(Problem):
 
     def metric_names(self) -> list[str]:
         return []
+
+
+def pin_defaults(spec: Mapping[str, Any], family: str) -> dict[str, Any]:
+    """``spec`` with the default grid sizes written in, so that a stored study never depends
+    on this module's defaults (a later boloop with other defaults replays it unchanged)."""
+    out = normalise_space(spec)
+    params = out.get("parameters")
+    if params is None:
+        return out
+    if family == "safe" or family in DEFAULT_GRID or any("grid" in p for p in params):
+        g0 = DEFAULT_GRID.get(family, 20)
+        out["parameters"] = [{**p, "grid": p.get("grid", g0)} for p in params]
+    return out
 
 
 def build_experiment(
