@@ -211,6 +211,8 @@ def test_candidate_cache_rejects_bad_candidates(fitted_gp) -> None:
         CandidatePosterior(gp, [[0.1, np.nan]])
     with pytest.raises(InvalidInputError, match="candidates"):
         CandidatePosterior(gp, [[0.1, 0.2, 0.3]])
+    with pytest.raises(InvalidInputError, match="chunk_size"):
+        CandidatePosterior(gp, [[0.1, 0.2]], chunk_size=0)
 
 
 def test_points_outside_a_space() -> None:

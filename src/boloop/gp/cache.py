@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from boloop._validation import as_points
+from boloop.errors import InvalidInputError
 from boloop.gp.exact import ExactGP
 
 __all__ = ["CandidatePosterior"]
@@ -33,6 +34,8 @@ class CandidatePosterior:
     """
 
     def __init__(self, gp: ExactGP, candidates: Any, chunk_size: int = 8192) -> None:
+        if int(chunk_size) < 1:
+            raise InvalidInputError(f"chunk_size must be >= 1, got {chunk_size!r}")
         self.gp = gp
         self.candidates = as_points(candidates, "candidates", dim=gp.dim)
         self.chunk_size = int(chunk_size)
@@ -61,9 +64,10 @@ class CandidatePosterior:
         self._prior_var = gp.kernel.diag(self.candidates)
         self._grow(n)
         if n:
+            L = gp._factor_fortran()
             for start in range(0, self.N, self.chunk_size):
                 sl = slice(start, min(self.N, start + self.chunk_size))
-                self._V[:n, sl] = gp._cross_solve(self.candidates[sl])
+                self._V[:n, sl] = gp._cross_solve(self.candidates[sl], L)
             V = self._V[:n]
             self._mean = gp.mean_constant + V.T @ gp.whitened_residual
             self._var = self._prior_var - np.einsum("ij,ij->j", V, V)
