@@ -82,8 +82,10 @@ def main() -> None:
     registered = {(e.family, e.id) for e in list_methods()}
     tmp = tempfile.mkdtemp(prefix="boloop-study-speed-")
     print(f"answers={args.answers} repeats={args.repeats} (medians; machine shared, see caveat)")
-    print("| family | method | fill s | load+ask s (snapshot) | load+ask s (full replay) "
-          "| log KB | file KB |")
+    print(
+        "| family | method | fill s | load+ask s (snapshot) | load+ask s (full replay) "
+        "| log KB | file KB |"
+    )
     print("|---|---|---|---|---|---|---|")
     for problem_id, method, options in CASES:
         family = problem_id.split("/")[0]
@@ -99,8 +101,11 @@ def main() -> None:
             snap = _load_ask(url, "s", args.repeats, full=False)
             full = _load_ask(url, "s", 1, full=True)  # once: minutes for methods that refit
             log, size = _sizes(path)
-            print(f"| {family} | {m} | {fill:.1f} | {snap:.3f} | {full:.3f} | {log / 1024:.0f} "
-                  f"| {size / 1024:.0f} |", flush=True)
+            print(
+                f"| {family} | {m} | {fill:.1f} | {snap:.3f} | {full:.3f} | {log / 1024:.0f} "
+                f"| {size / 1024:.0f} |",
+                flush=True,
+            )
     print()
     print(f"log of a {args.log_answers}-answer study (toy-random, toy problem of each family):")
     for problem_id, _, _ in CASES:
