@@ -182,3 +182,11 @@ def test_fast_gradient_traces_equal_dense_traces(kernel) -> None:
     assert fast.shape == dense.shape == (int(kernel.free_mask.sum()),)
     scale = max([1.0] + list(np.abs(dense)))
     assert np.allclose(fast, dense, rtol=1e-10, atol=1e-10 * scale)
+
+
+def test_with_theta_does_not_share_state() -> None:
+    k = Matern(2.5, [0.5, 0.7], 1.3)
+    k2 = k.with_theta(np.log([2.0, 0.1, 0.2]))
+    k2.lengthscale[0] = 99.0  # mutate the copy's array in place
+    assert np.array_equal(k.lengthscale, [0.5, 0.7]) and k.variance == 1.3
+    assert k2.nu == 2.5 and isinstance(k2, Matern)

@@ -172,6 +172,14 @@ class StationaryKernel(Kernel):
     def ard(self) -> bool:
         return np.ndim(self.lengthscale) > 0
 
+    def with_theta(self, theta: np.ndarray) -> Kernel:
+        # a shallow copy suffices: the theta setter replaces (never mutates) both hyperparameters
+        import copy
+
+        other = copy.copy(self)
+        other.theta = np.asarray(theta, dtype=np.float64)
+        return other
+
     def hyperparameter_groups(self) -> dict[str, int]:
         return {"variance": 1, "lengthscale": int(np.size(self.lengthscale))}
 
