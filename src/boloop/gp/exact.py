@@ -502,9 +502,9 @@ class ExactGP:
         # tr(W dK_k) = sum(W * dK_k) as dK_k is symmetric; kernels compute it without dK
         grad = [0.5 * kernel._gradient_traces(state, W)]
         if self.fit_noise:
-            grad.append([0.5 * noise * float(np.trace(W))])
+            grad.append(np.array([0.5 * noise * float(np.trace(W))]))
         if self.mean == "constant":
-            grad.append([float(np.sum(alpha))])
+            grad.append(np.array([float(np.sum(alpha))]))
         return lml, np.concatenate(grad) if grad else np.zeros(0)
 
     def free_parameters(self) -> np.ndarray:
@@ -548,9 +548,9 @@ class ExactGP:
         p0 = self._pack()
         if self.mean == "constant" and self._n:
             p0[-1] = float(np.mean(self._y[: self._n]))
-        starts = [np.clip(p0, [b[0] for b in bounds], [b[1] for b in bounds])]
         lo = np.array([b[0] for b in bounds], dtype=np.float64)
         hi = np.array([b[1] for b in bounds], dtype=np.float64)
+        starts = [np.clip(p0, lo, hi)]
         for _ in range(int(n_restarts)):
             starts.append(rng.uniform(lo, hi))
 

@@ -295,6 +295,10 @@ class StationaryKernel(Kernel):
         ``sum(W * dK_{log l_j}) = sum_ik S_ik (x_ij - x_kj)^2 / l_j^2``
         ``= (rowsum(S) + colsum(S)) . z_j^2 - 2 z_j^T S z_j`` with ``z_j`` the centred scaled
         coordinate: O(n^2 d) work and no (d, n, n) array."""
+        Xs: np.ndarray
+        r2: np.ndarray | None
+        slope: np.ndarray | None
+        K: np.ndarray
         Xs, r2, slope, K = state  # type: ignore[misc]
         out = [float(np.vdot(W, K))] if "variance" not in self.fixed else []
         if slope is None:  # length-scales fixed: only the variance, whose derivative is K
