@@ -27,6 +27,7 @@ import numpy as np  # noqa: E402
 from boloop.algorithms.preference import mrlpf_round_schedule  # noqa: E402
 
 COLORS = {"mr-lpf": "tab:blue", "maxminlcb": "tab:orange", "random": "tab:gray"}
+EXTRA = ["tab:green", "tab:purple", "tab:red", "tab:brown", "tab:olive", "tab:cyan"]
 
 
 def load(dirs: list[str]) -> dict[tuple[str, str], dict[int, dict[str, np.ndarray]]]:
@@ -71,6 +72,8 @@ def main() -> None:
         sched = mrlpf_round_schedule(T)
         edges = np.cumsum([0] + sched)
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.6))
+        others = iter(EXTRA)
+        colors = {m: COLORS.get(m) or next(others, None) for m in methods}
         for m in methods:
             runs = [r for r in data[(g, m)].values() if len(r["regret"]) >= T]
             reg = np.stack([r["regret"][:T] for r in runs])
@@ -94,8 +97,8 @@ def main() -> None:
             for ax, y in ((axes[0], reg), (axes[1], cum)):
                 mu = y.mean(axis=0)
                 se = y.std(axis=0, ddof=1) / np.sqrt(y.shape[0])
-                ax.plot(t, mu, color=COLORS.get(m), label=f"{m} ({len(runs)} runs)", lw=1.2)
-                ax.fill_between(t, mu - se, mu + se, color=COLORS.get(m), alpha=0.25, lw=0)
+                ax.plot(t, mu, color=colors[m], label=f"{m} ({len(runs)} runs)", lw=1.2)
+                ax.fill_between(t, mu - se, mu + se, color=colors[m], alpha=0.25, lw=0)
         for e in edges[1:-1]:
             axes[0].axvline(e, color="k", ls=":", lw=0.8)
         axes[0].set(xlabel="t", ylabel="average per-step regret r_t", title=g)
