@@ -106,21 +106,27 @@ class PreferenceProblem(Problem):
         self.kappa = float(1.0 / (expit(h_max) * (1.0 - expit(h_max))))
 
     @property
+    def arms(self) -> CandidateSet:
+        """The arm set (the problem's space)."""
+        assert isinstance(self.space, CandidateSet)
+        return self.space
+
+    @property
     def optimal_indices(self) -> np.ndarray:
         return np.flatnonzero(self.utility == self.f_max)
 
     def _index(self, x: np.ndarray, index: int | None) -> int:
         if index is not None:
-            if not 0 <= int(index) < self.space.n:
-                raise InvalidInputError(f"arm index {index} outside [0, {self.space.n})")
+            if not 0 <= int(index) < self.arms.n:
+                raise InvalidInputError(f"arm index {index} outside [0, {self.arms.n})")
             return int(index)
-        found = int(self.space.index_of(np.asarray(x).reshape(1, -1))[0])
+        found = int(self.arms.index_of(np.asarray(x).reshape(1, -1))[0])
         if found < 0:
             raise InvalidInputError(f"{x} is not an arm of {self.id}")
         return found
 
     def value(self, X: np.ndarray) -> np.ndarray:
-        idx = self.space.index_of(X)
+        idx = self.arms.index_of(X)
         if np.any(idx < 0):
             raise InvalidInputError(f"X has points that are not arms of {self.id}")
         return self.utility[idx]
