@@ -42,7 +42,7 @@ class DemoEntry:
 #: One row per family (append or tune your own family's row), then the toy fallbacks.
 DEMO: list[DemoEntry] = [
     DemoEntry("levelset", "levelset/sinusoidal", ("randomized-straddle", "straddle"), 30),
-    DemoEntry("preference", "preference/rkhs-se?budget=100", ("mr-lpf", "maxminlcb"), 100),
+    DemoEntry("preference", "preference/rkhs-se", ("mr-lpf", "maxminlcb"), 300),
     DemoEntry("safe", "safe/clinical-trial", ("m-safeopt", "safeopt-mc"), 30),
     # expert: COBOL with the reference code's budget (rejected proposals are free), a = 1
     DemoEntry(
