@@ -27,8 +27,8 @@ information gain of the observed points. Every policy starts with the same 3 uni
 evaluations for a given seed; the label-using ones first ask 10 labels at uniform points.
 Initial queries do not count as iterations.
 
-Continuous boxes: each iteration scores a fresh scrambled Sobol set (plus the data points and the
-previous ``x^c``) and refines the best few by shrinking Gaussian perturbations. Finite candidate
+Continuous boxes: each iteration scores a fresh scrambled Sobol set (plus the evaluated points)
+and refines the best few by shrinking Gaussian perturbations. Finite candidate
 sets (:class:`~boloop.spaces.CandidateSet`) are scored exhaustively.
 
 Each iteration of COBOL/COBOHL records its outcome in ``outcomes``: ``"vanilla"`` (x^u evaluated),
