@@ -304,3 +304,22 @@ def test_mrlpf_simple_regret_below_random_duels():
             last[method].append(np.mean([r["regret"] for r in rows[-59:]]))
     assert np.mean(sr["mr-lpf"]) + 0.02 < np.mean(sr["random"])
     assert np.mean(last["mr-lpf"]) < 0.1 < np.mean(last["random"])
+
+
+@pytest.mark.parametrize("m", [1, 2, 3])
+def test_tiny_arm_sets_and_horizons(m):
+    """One, two or three arms and horizons 1-5: every policy asks, is told and recommends."""
+    X = np.linspace(0, 1, m)[:, None]
+    rng = np.random.default_rng(0)
+    for T in (1, 2, 3, 5):
+        for pol in (
+            MRLPF(X, horizon=T, seed=0),
+            MRLPF(X, horizon=T, kernel=SquaredExponential(0.1), seed=0),
+            MaxMinLCB(X, seed=0),
+            RandomDuels(X, seed=0),
+        ):
+            for _ in range(T):
+                q = pol.ask()
+                assert q.a_index != q.b_index or m == 1 or not isinstance(pol, RandomDuels)
+                pol.tell(q.id, int(rng.integers(2)))
+            assert 0 <= pol.recommend_index() < m
