@@ -323,3 +323,12 @@ def test_tiny_arm_sets_and_horizons(m):
                 assert q.a_index != q.b_index or m == 1 or not isinstance(pol, RandomDuels)
                 pol.tell(q.id, int(rng.integers(2)))
             assert 0 <= pol.recommend_index() < m
+
+
+def test_kernel_fit_option_through_the_registry():
+    p = get("preference/rkhs-se")
+    pol = make_policy("mr-lpf", p, seed=0, kernel="fit")
+    assert pol.fit_kernel and pol.lengthscales
+    assert not make_policy("maxminlcb", p, seed=0).fit_kernel
+    with pytest.raises(InvalidInputError):
+        make_policy("random", p, seed=0, kernel="rbf")

@@ -638,6 +638,19 @@ def _settings(problem: Any, method: str) -> dict[str, Any]:
     return out
 
 
+def _options(kw: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """Merge user options over the problem's settings; ``kernel="fit"`` (or ``"none"``) drops the
+    problem's fixed kernel so the length-scale is fitted (``mr-lpf?kernel=fit`` on the CLI)."""
+    kw = {**kw, **options}
+    if isinstance(kw.get("kernel"), str):
+        if kw["kernel"].lower() not in ("fit", "none"):
+            raise InvalidInputError(
+                f"kernel option must be a Kernel or 'fit', got {kw['kernel']!r}"
+            )
+        kw["kernel"] = None
+    return kw
+
+
 @register_method("mr-lpf", "preference", "MR-LPF (Kayal et al., Algorithm 1): multi-round duels")
 def _make_mrlpf(problem: Any, seed: int | None, **options: Any) -> MRLPF:
     kw = _settings(problem, "mr-lpf")
@@ -645,20 +658,17 @@ def _make_mrlpf(problem: Any, seed: int | None, **options: Any) -> MRLPF:
     for key in ("B", "kappa"):
         if key in problem.settings:
             kw[key] = problem.settings[key]
-    kw.update(options)
-    return MRLPF(problem.space, seed=seed, **kw)
+    return MRLPF(problem.space, seed=seed, **_options(kw, options))
 
 
 @register_method("maxminlcb", "preference", "MaxMinLCB (Pasztor et al. 2024): Stackelberg duels")
 def _make_maxminlcb(problem: Any, seed: int | None, **options: Any) -> MaxMinLCB:
     kw = _settings(problem, "maxminlcb")
-    kw.update(options)
-    return MaxMinLCB(problem.space, seed=seed, **kw)
+    return MaxMinLCB(problem.space, seed=seed, **_options(kw, options))
 
 
 @register_method("random", "preference", "uniformly random duels, fitted-utility recommendation")
 def _make_random(problem: Any, seed: int | None, **options: Any) -> RandomDuels:
     kw = _settings(problem, "random")
     kw.pop("beta", None)
-    kw.update(options)
-    return RandomDuels(problem.space, seed=seed, **kw)
+    return RandomDuels(problem.space, seed=seed, **_options(kw, options))
