@@ -221,3 +221,21 @@ def test_points_outside_a_space() -> None:
         box.validate([[0.5, 1.5]], "x_next")
     with pytest.raises(BoloopError):
         box.validate([[-0.1, 0.5]])
+
+
+def test_failed_refactorisation_in_fit_restores_hyperparameters(fitted_gp, monkeypatch) -> None:
+    """If the final factorisation of fit() fails, the GP keeps its previous hyperparameters,
+    data and factor (the error propagates)."""
+    import boloop.gp.exact as exact
+
+    gp, _ = fitted_gp
+    gp.fit_noise = True
+    snap = _snapshot(gp)
+
+    def broken(A):
+        raise np.linalg.LinAlgError("forced failure")
+
+    monkeypatch.setattr(exact, "robust_cholesky", broken)
+    with pytest.raises(np.linalg.LinAlgError):
+        gp.fit(n_restarts=0)
+    _assert_unchanged(gp, snap)

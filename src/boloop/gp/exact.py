@@ -580,11 +580,16 @@ class ExactGP:
                 best_p, best_val = res.x, float(res.fun)
         assert best_p is not None
         theta, noise, const = self._unpack(best_p)
+        previous = (self.kernel.theta.copy(), self.noise_variance, self.mean_constant)
         self.kernel.theta = theta
         self.noise_variance = noise
         self.mean_constant = const
+        try:
+            self._refactor()  # factorises before writing anything
+        except Exception:
+            self.kernel.theta, self.noise_variance, self.mean_constant = previous
+            raise
         logger.debug("fitted %r noise=%.3g lml=%.4g", self.kernel, noise, -best_val)
-        self._refactor()
         return self
 
     def copy(self) -> ExactGP:
