@@ -59,8 +59,8 @@ def mean_se(v: np.ndarray) -> tuple[float, float]:
 
 def label(problem: str, method: str) -> str:
     opts = problem.split("?", 1)[1] if "?" in problem else ""
-    m = method.replace("?budget=evaluations", "").replace("budget=evaluations&", "")
-    m = m.replace("&budget=evaluations", "")
+    m = method.replace("budget=evaluations&", "[evals]").replace("?budget=evaluations", "[evals]")
+    m = m.replace("&budget=evaluations", "[evals]").replace("?[evals]", "[evals]?")
     return f"{m} [{opts}]" if opts else m
 
 
@@ -74,7 +74,7 @@ def plot_study(name: str, data: dict[tuple[str, str], np.ndarray]) -> Path:
             ax.plot(steps, m, label=label(problem, method))
             ax.fill_between(steps, m - se, m + se, alpha=0.15)
     for ax, metric in zip(axes, METRICS):
-        ax.set_xlabel("iteration (= f-evaluation for budget=evaluations runs)")
+        ax.set_xlabel("iteration ([evals] runs: f-evaluation)")
         ax.set_title(metric)
     axes[0].set_yscale("log")
     axes[0].legend(fontsize=7)
