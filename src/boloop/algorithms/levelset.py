@@ -600,8 +600,8 @@ class LevelSetPolicy(BasePolicy):
                 if not analytic:
                     m, s = self.predict(x.reshape(1, -1))
                     return -float(self._score(m, s, t)[0])
-                m, s, dm, ds = self._posterior_with_gradient(x, alpha, LF)
-                val, grad = self._score_and_gradient(m, s, dm, ds, t)
+                mu, sd, dmu, dsd = self._posterior_with_gradient(x, alpha, LF)
+                val, grad = self._score_and_gradient(mu, sd, dmu, dsd, t)
                 return -val, -grad
 
             for k in order:
@@ -1084,6 +1084,10 @@ def _factory(cls: type[LevelSetPolicy], extra: tuple[str, ...] = ()) -> Callable
         if isinstance(problem.space, Box):
             kw.update(box_opts)
         kw.update(options)
+        if not isinstance(problem.space, CandidateSet | Box):
+            raise InvalidInputError(
+                f"problem {problem.id!r}: level-set methods need a CandidateSet or a Box space"
+            )
         return cls(problem.space, s["threshold"], seed=seed, **kw)
 
     factory.__qualname__ = f"make_{cls.__name__}"
