@@ -78,14 +78,17 @@ EXPERT_MODELS = ("synthetic", "mvn-strong", "mvn-weak", "mvn-wrong", "time-varyi
 _METRICS = ["regret", "cumulative_regret", "simple_regret", "expert_queries", "evaluations"]
 
 
-def _estimate_range(f: Callable[[np.ndarray], np.ndarray], box: Box) -> tuple[float, float]:
-    """Min and max of f over a fixed scrambled Sobol sample (2^14) plus the box corners."""
+def _estimate_range(
+    f: Callable[[np.ndarray], np.ndarray], box: Box, upper_quantile: float = 1.0
+) -> tuple[float, float]:
+    """Min and max (or the ``upper_quantile`` quantile) of f over a fixed scrambled Sobol sample
+    (2^14) plus the box corners."""
     from scipy.stats import qmc
 
     U = qmc.Sobol(box.dim, scramble=True, seed=12345).random(1 << 14)
     corners = np.array(np.meshgrid(*[[0.0, 1.0]] * box.dim)).reshape(box.dim, -1).T
     v = f(box.from_unit(np.vstack([U, corners])))
-    return float(np.min(v)), float(np.max(v))
+    return float(np.min(v)), float(np.quantile(v, upper_quantile))
 
 
 class ExpertProblem(Problem):
@@ -524,8 +527,10 @@ def _battery_factory(stand_in: BatteryTask) -> Callable[..., ExpertProblem]:
                 f"{task.name}: GP fit to {path} (user data)",
             )
         options.setdefault("noise_std", 1.0)
-        lo, hi = _estimate_range(task.f, box)
-        blo, bhi = _estimate_range(task.belief, box)
+        # rho's range: min and 95th percentile (the liquid stand-ins' -log(kappa) blows up at
+        # zero salt; with the maximum the expert would accept almost everything)
+        lo, hi = _estimate_range(task.f, box, 0.95)
+        blo, bhi = _estimate_range(task.belief, box, 0.95)
         # the optimum: best of the Sobol sample refined by Nelder-Mead from it
         from scipy.optimize import minimize
         from scipy.stats import qmc
