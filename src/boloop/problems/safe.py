@@ -287,7 +287,7 @@ def reference_kernels(problem: SafeProblem, n: int = 60, seed: int = 1) -> tuple
     from boloop.gp.exact import ExactGP, LogNormalPrior
 
     F, G = problem.truth()
-    sp = problem.space
+    sp: SafeSpace = problem.space  # type: ignore[assignment]
     idx = as_rng(seed).choice(sp.n, n, replace=False)
     X = sp.points[idx]
     out = []
