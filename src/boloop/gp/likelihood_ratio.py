@@ -447,7 +447,13 @@ def _model_start(
     nu = np.maximum(nu, 1e-6)
     mu = np.maximum(s / B, nu * mu_star)
     mu, nu, y = _model_dual(c, s, g, y0, sig, l0, ll_min, B, mu, nu)
-    return mu, np.maximum(nu, 1e-12), y @ V.T
+    W = y @ V.T
+    bad = ~(np.isfinite(mu) & (mu > 0) & np.isfinite(nu) & np.all(np.isfinite(W), axis=1))
+    if np.any(bad):  # defensive: a plain interior start (the Newton method then does the work)
+        W[bad] = 0.95 * mle.w
+        mu[bad] = s[bad] / math.sqrt(max(B * B - 0.9025 * float(mle.w @ mle.w), 1e-300))
+        nu[bad] = 1.0
+    return mu, np.maximum(nu, 1e-12), W
 
 
 def relaxed_support_values(
