@@ -29,8 +29,13 @@ How it is solved here (exact, no generic NLP solver):
 * The bounds: when the ball's own maximiser ``B (a, s) / sqrt(k(x, x))`` satisfies the likelihood
   constraint the bound is ``B sqrt(k(x, x) + jitter)``; otherwise both constraints are active and
   the KKT system (in ``w``, the ball multiplier ``mu`` and the likelihood multiplier ``nu``) is
-  solved by Newton's method for all candidates at once (batched (n, n) factorisations), started
-  from the MLE with multipliers from the MLE's shared Hessian. Candidates that have not converged
+  solved by Newton's method for all candidates at once, started from the exact solution of a
+  quadratic model of the problem (likelihood expanded at the MLE; separable in the eigenbasis of
+  the MLE's Hessian, which all candidates share). Each Newton system
+  ``(mu I + nu L^T D L) x = b`` is solved by Woodbury through ``G = mu I + S K S``
+  (``S = sqrt(nu D)``), formed elementwise and factored with LAPACK ``dposv`` row by row; the
+  line search re-evaluates only the rows whose step is not yet accepted and its residuals are
+  reused by the next iteration. Candidates that have not converged
   are finished by a slower, safeguarded dual method (inner Newton in ``w``, damped Newton on the
   convex 2-D dual in ``(mu, nu)`` with backtracking), so every returned bound is a KKT point.
 
@@ -46,6 +51,7 @@ from typing import Any
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
+from scipy.linalg.lapack import dposv as _dposv
 from scipy.optimize import brentq
 from scipy.special import expit
 
@@ -202,6 +208,30 @@ def _merit(r_w: np.ndarray, r_mu: np.ndarray, r_nu: np.ndarray, B: float) -> np.
     return np.einsum("ij,ij->i", r_w, r_w) + (r_mu / B) ** 2 + r_nu**2
 
 
+def _solve_spd_rows(K: np.ndarray, S: np.ndarray, mu: np.ndarray, rhs: np.ndarray) -> bool:
+    """Solve ``(mu_j I + diag(S_j) K diag(S_j)) x = b`` for every row j in place.
+
+    K (n, n) SPD; S (m, n); mu (m,) > 0; rhs (m, k, n) holds the k right-hand sides of row j
+    (overwritten by the solutions). The matrices are formed elementwise in cache-sized blocks and
+    factored one by one with LAPACK ``dposv`` (a Python loop over a C routine is cheaper here than
+    NumPy's batched LU for n ~ 50). Returns False if some matrix is not numerically SPD.
+    """
+    m, _, n = rhs.shape
+    for b0 in range(0, m, _NEWTON_BLOCK):
+        Sb = S[b0 : b0 + _NEWTON_BLOCK]
+        G = K[None, :, :] * Sb[:, :, None]
+        G *= Sb[:, None, :]
+        G.reshape(G.shape[0], -1)[:, :: n + 1] += mu[b0 : b0 + _NEWTON_BLOCK, None]
+        for i in range(G.shape[0]):
+            # G[i] is symmetric, so its transpose is the same matrix in Fortran order (no copy);
+            # rhs[b0 + i].T is the Fortran-ordered (n, k) right-hand side, solved in place
+            _, x, info = _dposv(G[i].T, rhs[b0 + i].T, lower=1, overwrite_a=1, overwrite_b=1)
+            if info != 0:
+                return False
+            rhs[b0 + i] = x.T
+    return True
+
+
 def support_values(
     L: np.ndarray,
     rejected: np.ndarray,
@@ -266,25 +296,16 @@ def support_values(
         # Woodbury M_j^{-1} b = (b - U_j G_j^{-1} U_j^T b) / mu_j with G_j = mu_j I + S_j K S_j,
         # whose entries are formed elementwise (O(n^2) per row instead of a 2 n^3 product)
         Sn = np.sqrt(P * (1 - P) * nua[:, None])
-        rhs = np.empty((act.size, n, 3))
-        rhs[:, :, 0], rhs[:, :, 1], rhs[:, :, 2] = r_w @ L.T, Wa @ L.T, h @ L.T
-        rhs *= Sn[:, :, None]
-        try:
-            # in blocks of rows, so that the (block, n, n) matrices stay in cache
-            for b0 in range(0, act.size, _NEWTON_BLOCK):
-                bl = slice(b0, b0 + _NEWTON_BLOCK)
-                Sb = Sn[bl]
-                G = K_lab[None, :, :] * Sb[:, :, None]
-                G *= Sb[:, None, :]
-                G.reshape(G.shape[0], -1)[:, :: n + 1] += mua[bl, None]
-                rhs[bl] = np.linalg.solve(G, rhs[bl])
-        except np.linalg.LinAlgError:
+        rhs = np.empty((act.size, 3, n))  # row j: the three right-hand sides S_j L b
+        rhs[:, 0], rhs[:, 1], rhs[:, 2] = r_w @ L.T, Wa @ L.T, h @ L.T
+        rhs *= Sn[:, None, :]
+        if not _solve_spd_rows(K_lab, Sn, mua, rhs):
             break
-        rhs *= Sn[:, :, None]
+        rhs *= Sn[:, None, :]
         inv_mu = 1.0 / mua[:, None]
-        p_ = (r_w - rhs[:, :, 0] @ L) * inv_mu
-        q_ = (Wa - rhs[:, :, 1] @ L) * inv_mu
-        m_ = (h - rhs[:, :, 2] @ L) * inv_mu
+        p_ = (r_w - rhs[:, 0] @ L) * inv_mu
+        q_ = (Wa - rhs[:, 1] @ L) * inv_mu
+        m_ = (h - rhs[:, 2] @ L) * inv_mu
         wq = np.einsum("ij,ij->i", Wa, q_)
         wm = np.einsum("ij,ij->i", Wa, m_)
         hm = np.einsum("ij,ij->i", h, m_)
