@@ -349,3 +349,19 @@ def test_progress_bar(tmp_path: Path) -> None:
     bar.advance(("p", "m", 0), 0.9)  # a late message of a finished run is ignored
     bar.step(("p", "m", 1))
     assert tty.getvalue().endswith("\n") and "[##########] 2/2 runs" in tty.getvalue()
+
+
+def test_sweep_budget_is_the_horizon_of_mr_lpf():
+    """MR-LPF plans its rounds for T duels: a sweep with --budget T must run it with horizon T."""
+    from boloop.algorithms import make_policy
+    from boloop.bench.runner import RunSpec, _run_one
+    from boloop.problems import get
+    from boloop.simulate import simulate
+
+    _, _, rows = _run_one(RunSpec(problem="preference/toy", method="mr-lpf", seed=0, budget=12))
+    problem = get("preference/toy")
+    explicit = make_policy("mr-lpf", problem, 0, horizon=12)
+    assert explicit.schedule == [4, 7, 1]
+    expected = simulate(explicit, problem, 12, 0).step_rows()
+    assert [r["regret"] for r in rows] == [r["regret"] for r in expected]
+    assert [int(r["step"]) for r in rows] == list(range(1, 13))

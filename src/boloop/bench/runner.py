@@ -222,6 +222,8 @@ def _run_one(
                 callback(spec.key, int(record["step"]))
 
     problem = get(spec.problem)
+    # the sweep's budget is the run's horizon: methods that plan for T (MR-LPF's rounds) read it
+    problem.settings = {**problem.settings, "budget": spec.budget}
     name, options = parse_problem_id(spec.method)
     policy = make_policy(name, problem, spec.seed, **options)
     trace = simulate(
