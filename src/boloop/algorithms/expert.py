@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from boloop.algorithms.registry import register_method
-from boloop.errors import InvalidInputError
+from boloop.errors import InvalidInputError, QueryStateError
 from boloop.gp.exact import ExactGP, GammaPrior
 from boloop.gp.kernels import SquaredExponential
 from boloop.gp.likelihood_ratio import LikelihoodRatioModel
@@ -348,6 +348,36 @@ class ExpertPolicy(BasePolicy):
             self._after_label(query, bool(answer))
         else:  # pragma: no cover - expert policies never ask Compare
             raise InvalidInputError(f"unexpected query kind {query.kind}")
+
+    def add_observations(self, X: Any, y: Any) -> None:
+        """Add evaluations of f the user made on their own: X (k, d) in the space, y (k,) finite.
+
+        They update the f-model exactly as answered :class:`~boloop.queries.Evaluate` queries at
+        the same points would (appended to the data, outputs re-standardised and the GP refitted
+        at the next proposal) and, like the initial design, they fill the initial-evaluation
+        slots that are still open (the policy then skips that many of its initial points). They
+        are not iterations and not BO-phase evaluations: ``iteration``, ``n_evaluations``,
+        ``outcomes`` and the expert dialogue (reject streaks, a pending accepted point) are
+        untouched -- the metric tracker counts such points in the simple regret only, as it does
+        the initial design. Labels cannot be added this way (they are expert answers, not f).
+
+        Raises :class:`~boloop.errors.QueryStateError` while a query is open (answer it first)
+        and :class:`~boloop.errors.InvalidInputError` /
+        :class:`~boloop.errors.OutOfSpaceError` on bad input; nothing changes then.
+        """
+        if self.pending is not None:
+            raise QueryStateError("answer the open query before adding observations")
+        Xa = self.space.validate(X, "X")
+        try:
+            ya = np.asarray(y, dtype=np.float64).reshape(-1)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"y must be numbers, got {y!r}") from exc
+        if ya.shape[0] != Xa.shape[0] or not np.all(np.isfinite(ya)):
+            raise InvalidInputError(f"y must hold {Xa.shape[0]} finite values, got {y!r}")
+        U = np.clip(self._box.to_unit(Xa), 0.0, 1.0)
+        self.X_f = np.vstack([self.X_f, U])
+        self.y_f = np.concatenate([self.y_f, ya])
+        self._gp_stale = True
 
     def _add_label(self, u: np.ndarray, rejected: float, initial: bool) -> None:
         """Hook: update the expert model (must not change state if it raises)."""
