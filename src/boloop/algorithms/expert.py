@@ -16,6 +16,9 @@ Policies (method ids of DESIGN.md):
 * :class:`COBOHL` (``cobohl``) -- Algorithm 2 (App. E): LCB constrained to ``g_lower <= 0``; if
   the expert is asked, the iteration ends without an evaluation whatever the answer.
 * :class:`GPLCB` (``gp-lcb``) -- vanilla GP-LCB (the paper's "vanilla LCB").
+* :class:`HumanIntervention` (``av-2022``), :class:`AlternatingExpert` (``khoshvishkaie-2023``)
+  and :class:`CollaborativeCompare` (``adachi-2024``): simulated versions of the human study's
+  baselines (Sec. 5, App. J.3), as far as the paper describes them.
 * :class:`RandomSearch` (``random``) and :class:`ExpertSampling` (``expert-sampling``: uniform
   proposals that the expert accepts or rejects; an accepted one is evaluated, Sec. 5, Fig. 4).
 
@@ -51,7 +54,7 @@ from boloop.gp.exact import ExactGP, GammaPrior
 from boloop.gp.kernels import SquaredExponential
 from boloop.gp.likelihood_ratio import LikelihoodRatioModel
 from boloop.problems.base import Problem
-from boloop.queries import BasePolicy, Evaluate, Label, Query
+from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query
 from boloop.spaces import Box, CandidateSet
 
 __all__ = [
@@ -62,6 +65,7 @@ __all__ = [
     "ExpertSampling",
     "HumanIntervention",
     "AlternatingExpert",
+    "CollaborativeCompare",
     "ExpertPolicy",
 ]
 
@@ -346,7 +350,7 @@ class ExpertPolicy(BasePolicy):
             if query.id not in self.initial_query_ids:
                 self.n_expert_queries += 1
             self._after_label(query, bool(answer))
-        else:  # pragma: no cover - expert policies never ask Compare
+        else:  # pragma: no cover - only adachi-2024 asks Compare, and handles it itself
             raise InvalidInputError(f"unexpected query kind {query.kind}")
 
     def add_observations(self, X: Any, y: Any) -> None:
@@ -992,6 +996,123 @@ class COBOHL(COBOL):
         return self.budget == "iterations" or isinstance(query, Evaluate)
 
 
+class CollaborativeCompare(COBOL):
+    """Simulated Adachi et al. (AISTATS 2024, "Looping in the human", CoExBO) baseline of the
+    human study (COBOL Sec. 5, App. J.3; spec sec. 5.4): BO proposes two candidates, the human
+    picks one, and a hand-tuned discounting function decays the trust in the human's belief
+    until the two candidates coincide.
+
+    Each BO iteration (after the shared initial design: 3 evaluations and 10 labels):
+
+    1. ``x^u = argmin f_lower`` (vanilla LCB, as line 5 of COBOL's Algorithm 1);
+    2. ``x^c = argmin f_lower + w_t g^MLE`` -- the LCB reweighted by the policy's model of the
+       expert's belief, ``g^MLE`` the likelihood-ratio MLE (logit of the reject probability,
+       clipped to ``[-3, 3]`` as in COBOL) fitted to the 10 initial labels, with trust
+       ``w_t = w0 gamma^t`` (``t`` = completed BO iterations);
+    3. ``Compare(a=x^u, b=x^c)``: the human picks one (0: the LCB point, 1: the belief point);
+    4. ``Evaluate`` the chosen point. One iteration = compare + evaluate.
+
+    When ``w_t < w_min`` (trust exhausted) ``x^c := x^u``, and whenever the two candidates are
+    the same point the comparison is skipped and the point is evaluated directly (outcome
+    ``"coincide"``); otherwise the outcome is ``"lcb"`` or ``"belief"`` after the human's pick.
+
+    **Inferred, not from the papers** (the COBOL paper and the spec give no formula): the
+    additive form ``f_lower + w g`` (COBOL's primal-dual mixing with a fixed schedule instead
+    of a data-driven lambda), the exponential discount ``w_t = w0 gamma^t`` with defaults
+    ``w0 = 1`` (COBOL's lambda_0) and ``gamma = 0.9``, ``w_min = 1e-3``, and a belief model
+    that is fitted once to the pre-elicited initial labels and is not updated by the human's
+    picks (CoExBO learns a preference GP from the picks; that is not simulated here). The
+    human's pick is answered by the problem's ``compare`` oracle (see
+    :meth:`boloop.problems.expert.ExpertProblem.compare`).
+    """
+
+    method_id = "adachi-2024"
+
+    def __init__(
+        self,
+        space: Box | CandidateSet,
+        seed: Any = 0,
+        *,
+        w0: float = 1.0,
+        gamma: float = 0.9,
+        w_min: float = 1e-3,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(space, seed, **kwargs)
+        self.w0 = _number(w0, "w0", low=0.0)
+        self.gamma = _number(gamma, "gamma", low=0.0)
+        if self.gamma > 1.0:
+            raise InvalidInputError(f"gamma must be in [0, 1], got {gamma!r}")
+        self.w_min = _number(w_min, "w_min", low=0.0)
+        #: trust weight w_t used at every BO iteration
+        self.trust_history: list[float] = []
+        self._chosen: tuple[np.ndarray, int | None] | None = None
+
+    def trust(self, t: int | None = None) -> float:
+        """The discount ``w_t = w0 gamma^t`` (t: completed BO iterations; default now)."""
+        t = self.iteration if t is None else int(t)
+        return self.w0 * self.gamma**t
+
+    def _bo_propose(self) -> Query:
+        if self._chosen is not None:  # the human picked: evaluate it (same iteration)
+            u, index = self._chosen
+            self._chosen = None
+            return self._ask_unit(u, index, "evaluate")
+        self._sync_gp()
+        U, idx = self._candidates()
+        w = self.trust()
+        self.trust_history.append(w)
+
+        def f_low(V: np.ndarray) -> np.ndarray:
+            return self._f_bounds(V)[0]
+
+        u_u, i_u, _ = self._minimise(f_low, U, idx)
+        if w < self.w_min:
+            u_c, i_c = u_u, i_u
+        else:
+
+            def mixed(V: np.ndarray) -> np.ndarray:
+                return f_low(V) + w * self.expert.mle_predict(V)
+
+            u_c, i_c, _ = self._minimise(mixed, U, idx)
+        same = (i_u == i_c) if self._finite else bool(np.array_equal(u_u, u_c))
+        self.last_decision = {"x_u": u_u, "x_c": u_c, "trust": w, "coincide": same}
+        if same:
+            self.outcomes.append("coincide")
+            return self._ask_unit(u_u, i_u, "evaluate")
+        if self._finite:
+            assert isinstance(self.space, CandidateSet) and i_u is not None and i_c is not None
+            a, b = self.space.points[int(i_u)], self.space.points[int(i_c)]
+        else:
+            a, b = self._from_unit(u_u), self._from_unit(u_c)
+        return self._new_compare(a, b, i_u, i_c)
+
+    def _observe(self, query: Query, answer: Any) -> None:
+        if isinstance(query, Compare):
+            pick = query.b if int(answer) == 1 else query.a
+            index = query.b_index if int(answer) == 1 else query.a_index
+            self._chosen = (self._to_unit(pick)[0], index)
+            self.outcomes.append("belief" if int(answer) == 1 else "lcb")
+            self.n_expert_queries += 1
+            return
+        super()._observe(query, answer)
+
+    def _after_label(self, query: Label, accepted: bool) -> None:
+        """Only the initial labels are asked; they feed the belief model (``_add_label``)."""
+
+    def _iteration_done(self, query: Query, answer: Any) -> bool:
+        if query.id in self.initial_query_ids:
+            return False
+        return isinstance(query, Evaluate)
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        for key in ("lambda", "eta", "g_thr"):  # COBOL's, unused here
+            d.pop(key, None)
+        d.update({"trust": self.trust(), "gamma": self.gamma, "w0": self.w0})
+        return d
+
+
 # ---------------------------------------------------------------------------------- registry
 _POLICY_KEYS = (
     "n_initial",
@@ -1047,3 +1168,12 @@ def _alternating(problem: Problem, seed: Any = 0, **options: Any) -> Alternating
 @register_method("random", "expert", "uniformly random evaluations")
 def _random(problem: Problem, seed: Any = 0, **options: Any) -> RandomSearch:
     return RandomSearch(problem.space, seed, **_settings(problem, options, ("n_initial",)))  # type: ignore[arg-type]
+
+
+@register_method(
+    "adachi-2024",
+    "expert",
+    "simulated Adachi et al. 2024: human picks LCB or belief-weighted LCB, trust decays",
+)
+def _adachi(problem: Problem, seed: Any = 0, **options: Any) -> CollaborativeCompare:
+    return CollaborativeCompare(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]

@@ -33,6 +33,8 @@ Experts (option ``expert=``):
 * ``"synthetic"`` (default; Example 2.2): ``P(reject | x) = S(a rho(f(x)))`` with
   ``rho(v) = 6 (v - fmin) / (fmax - fmin) - 3`` and accuracy ``a`` (option ``a``, default 1;
   the paper uses a in {2, 1, 0, -1, -2}).
+  Compare queries (the simulated Adachi et al. 2024 baseline) are answered from the same model:
+  see :meth:`ExpertProblem.compare` (option ``compare_mode``); they count as expert queries.
 * ``"mvn-strong"``, ``"mvn-weak"``, ``"mvn-wrong"`` (Fig. 6b, piBO's belief form): ``P(accept | x)
   = N(x; m, I) / N(m; m, I) = exp(-|x - m|^2 / 2)`` in the problem's coordinates (Sigma = I as in
   the paper), with m = x* (strong), the midpoint of x* and the box corner farthest from it (weak),
@@ -69,7 +71,7 @@ from boloop.metrics.common import RunningBest, RunningSum
 from boloop.problems import functions as F
 from boloop.problems.base import MetricTracker, Problem
 from boloop.problems.registry import register
-from boloop.queries import Evaluate, Label, Query
+from boloop.queries import Compare, Evaluate, Label, Query
 from boloop.spaces import Box
 
 __all__ = ["ExpertProblem", "BATTERY_TASKS", "EXPERT_MODELS", "load_conductivity_csv"]
@@ -134,7 +136,13 @@ class ExpertProblem(Problem):
         belief: Callable[[np.ndarray], np.ndarray] | None = None,
         description: str = "",
         budget: int = 50,
+        compare_mode: str = "bernoulli",
     ) -> None:
+        if compare_mode not in ("bernoulli", "deterministic"):
+            raise InvalidInputError(
+                f"compare_mode must be 'bernoulli' or 'deterministic', got {compare_mode!r}"
+            )
+        self.compare_mode = compare_mode
         if expert not in EXPERT_MODELS:
             raise InvalidInputError(f"expert must be one of {EXPERT_MODELS}, got {expert!r}")
         try:
@@ -211,6 +219,22 @@ class ExpertProblem(Problem):
         p_reject = float(self.reject_probability(query.x[None, :])[0])
         return bool(rng.random() >= p_reject)
 
+    def compare(self, query: Compare, rng: np.random.Generator) -> int:
+        """The synthetic expert's pick between ``query.a`` (answer 0) and ``query.b`` (1), for
+        the simulated Adachi et al. 2024 baseline (an inferred model; the papers give none).
+
+        With ``p_a, p_b`` the expert's acceptance probabilities (``1 - reject_probability``):
+        ``compare_mode="bernoulli"`` (default) answers 1 with probability
+        ``(1 + p_b - p_a) / 2`` (a Bernoulli draw of the difference: indifferent when the two
+        are equally acceptable, sure when one is always accepted and the other always
+        rejected); ``"deterministic"`` answers 1 iff ``p_b > p_a`` (ties pick ``a``).
+        """
+        p_acc = 1.0 - self.reject_probability(np.vstack([query.a, query.b]))
+        if self.compare_mode == "deterministic":
+            return int(p_acc[1] > p_acc[0])
+        p_b = 0.5 * (1.0 + float(p_acc[1] - p_acc[0]))
+        return int(rng.random() < p_b)
+
     # -- metrics --------------------------------------------------------------------------------
     def metric_names(self) -> list[str]:
         return list(_METRICS)
@@ -234,7 +258,7 @@ class ExpertTracker(MetricTracker):
         p = self.problem
         initial = query.id in getattr(policy, "initial_query_ids", ())
         regret = 0.0
-        if isinstance(query, Label):
+        if isinstance(query, Label | Compare):  # a comparison is an expert query too
             if not initial:
                 self.labels += 1
         elif isinstance(query, Evaluate):
