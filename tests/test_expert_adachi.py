@@ -131,3 +131,23 @@ def test_labels_are_only_initial():
     pol, _ = _run("expert/holder2?a=2", 3, 0)
     assert sum(isinstance(q, Label) for q, _ in pol.history) == 10
     assert pol.n_expert_queries == sum(isinstance(q, Compare) for q, _ in pol.history)
+
+
+def test_study_round_trip(tmp_path):
+    """An ``adachi-2024`` study answered through ``boloop.study`` (labels, evaluations and
+    comparisons) reloads to the same open query."""
+    from boloop.simulate import oracle_rng
+    from boloop.study import create_study, load_study
+
+    url = f"sqlite:///{tmp_path / 'studies.db'}"
+    prob, rng = get("expert/holder2?a=2"), oracle_rng(0)
+    study = create_study("c", "adachi-2024", problem="expert/holder2?a=2", storage=url, seed=0)
+    kinds = []
+    for _ in range(17):  # 10 labels, 3 evaluations, then compare/evaluate pairs
+        q = study.ask()
+        kinds.append(q.kind)
+        study.tell(q.id, prob.answer(q.query, rng))
+    assert "compare" in kinds
+    q = study.ask()
+    assert load_study("c", storage=url).ask().query == q.query
+    assert load_study("c", storage=url, full_replay=True).ask().query == q.query
