@@ -362,8 +362,9 @@ class ExpertPolicy(BasePolicy):
         slots that are still open (the policy then skips that many of its initial points). They
         are not iterations and not BO-phase evaluations: ``iteration``, ``n_evaluations``,
         ``outcomes`` and the expert dialogue (reject streaks, a pending accepted point) are
-        untouched -- the metric tracker counts such points in the simple regret only, as it does
-        the initial design. Labels cannot be added this way (they are expert answers, not f).
+        untouched (a simulation's metric tracker never sees them: they are the user's points, not
+        the policy's, so they enter no regret). Labels cannot be added this way (they are expert
+        answers, not f).
 
         Raises :class:`~boloop.errors.QueryStateError` while a query is open (answer it first)
         and :class:`~boloop.errors.InvalidInputError` /
