@@ -25,7 +25,7 @@ class Registry:
     def __init__(self, what: str, package: str) -> None:
         self.what = what
         self.package = package
-        self._entries: dict[str, Entry] = {}
+        self._entries: dict[Any, Entry] = {}
         self._discovered = False
 
     def register(
@@ -44,7 +44,7 @@ class Registry:
         try:
             pkg = importlib.import_module(self.package)
             for info in pkgutil.iter_modules(pkg.__path__):
-                if not info.name.startswith("_"):
+                if not info.name.startswith("_") and info.name != "registry":
                     importlib.import_module(f"{self.package}.{info.name}")
         except BaseException:
             # a module that fails to import fails every lookup (not a silently partial registry)

@@ -8,12 +8,10 @@ the entry registered for ``problem.family``.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
 from typing import Any
 
-from boloop._registry import Entry
+from boloop._registry import Entry, Registry
 from boloop.errors import InvalidInputError, UnknownIdError
 from boloop.problems.base import Problem
 from boloop.queries import BasePolicy
@@ -23,12 +21,11 @@ __all__ = ["register_method", "make_policy", "list_methods", "get_method"]
 _PACKAGE = "boloop.algorithms"
 
 
-class _MethodRegistry:
+class _MethodRegistry(Registry):
     """Entries keyed by ``(family, id)``; the modules of ``boloop.algorithms`` are imported once."""
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[str, str], Entry] = {}
-        self._discovered = False
+        super().__init__("method", _PACKAGE)
 
     def register(
         self, method_id: str, family: str, description: str
@@ -50,20 +47,6 @@ class _MethodRegistry:
             return factory
 
         return deco
-
-    def discover(self) -> None:
-        if self._discovered:
-            return
-        self._discovered = True  # set first: a module may look itself up while it is imported
-        try:
-            pkg = importlib.import_module(_PACKAGE)
-            for info in pkgutil.iter_modules(pkg.__path__):
-                if not info.name.startswith("_") and info.name != "registry":
-                    importlib.import_module(f"{_PACKAGE}.{info.name}")
-        except BaseException:
-            # a module that fails to import fails every lookup (not a silently partial registry)
-            self._discovered = False
-            raise
 
     def get(self, method_id: str, family: str | None = None) -> Entry:
         self.discover()
@@ -92,10 +75,6 @@ class _MethodRegistry:
         raise InvalidInputError(
             f"method id {method_id!r} exists in several families ({', '.join(fams)}); pass family="
         )
-
-    def entries(self, family: str | None = None) -> list[Entry]:
-        self.discover()
-        return [e for _, e in sorted(self._entries.items()) if family in (None, e.family)]
 
 
 def _qualname(factory: Callable[..., Any]) -> str:
