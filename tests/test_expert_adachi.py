@@ -151,3 +151,18 @@ def test_study_round_trip(tmp_path):
     q = study.ask()
     assert load_study("c", storage=url).ask().query == q.query
     assert load_study("c", storage=url, full_replay=True).ask().query == q.query
+
+
+def test_adachi_runs_on_the_expert_toy_and_counts_compares_as_expert_queries():
+    """expert/toy answers Compare (the option nearer its belief centre), so every expert-family
+    method runs on it; a compare is an expert query in the toy's metric as in the papers' ones."""
+    import boloop
+    from boloop.problems import get
+
+    problem = get("expert/toy")
+    policy = boloop.make_policy("adachi-2024", problem, seed=0)
+    trace = boloop.simulate(policy, problem, 8, 0)
+    kinds = [q.kind for q, _ in policy.history]
+    assert "compare" in kinds
+    asked_expert = sum(k in ("label", "compare") for k in kinds)
+    assert trace.step_rows()[-1]["expert_queries"] == asked_expert

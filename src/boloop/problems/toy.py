@@ -288,6 +288,12 @@ class ToyExpert(Problem):
     def label(self, query: Label, rng: np.random.Generator) -> bool:
         return bool(np.sum((query.x - self.expert_centre) ** 2) <= self.radius2)
 
+    def compare(self, query: Compare, rng: np.random.Generator) -> int:
+        """The toy expert prefers the option nearer its belief centre (ties: ``a``)."""
+        da = float(np.sum((query.a - self.expert_centre) ** 2))
+        db = float(np.sum((query.b - self.expert_centre) ** 2))
+        return int(db < da)
+
     def metric_names(self) -> list[str]:
         return ["regret", "cumulative_regret", "simple_regret", "expert_queries", "evaluations"]
 
@@ -306,7 +312,7 @@ class _ExpertTracker(MetricTracker):
 
     def update(self, policy: Any, query: Query, answer: Any) -> dict[str, float]:
         p = self.problem
-        if isinstance(query, Label):
+        if isinstance(query, Label | Compare):  # both ask the expert
             self.labels += 1
             self.last_regret = 0.0  # a new iteration starts with a label; no evaluation yet
         elif isinstance(query, Evaluate):
