@@ -197,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"boloop: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("boloop: interrupted", file=sys.stderr)
+        print(getattr(args, "interrupt_message", "boloop: interrupted"), file=sys.stderr)
         return 130
     except BrokenPipeError:  # `boloop methods | head`: the reader left; stay quiet
         import os

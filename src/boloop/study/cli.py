@@ -55,7 +55,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
             default=None,
             help="storage URL (default $BOLOOP_STORAGE or sqlite:///boloop.db)",
         )
-        p.set_defaults(func=func)
+        p.set_defaults(func=func, interrupt_message=_INTERRUPTED)
         return p
 
     p = add("create", "create a study", _create)
@@ -113,22 +113,10 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
 
 # -- commands ----------------------------------------------------------------------------------
-def _guard(func: Any) -> Any:
-    def wrapped(args: argparse.Namespace) -> int:
-        try:
-            return int(func(args) or 0)
-        except BoloopError as exc:
-            print(f"boloop: error: {exc}", file=sys.stderr)
-            return 2
-        except KeyboardInterrupt:
-            print("\ninterrupted; everything answered so far is stored", file=sys.stderr)
-            return 130
-
-    wrapped.__name__ = func.__name__
-    return wrapped
+# boloop.cli.main turns a BoloopError into exit 2 and Ctrl-C into exit 130 with this message
+_INTERRUPTED = "\ninterrupted; everything answered so far is stored"
 
 
-@_guard
 def _create(args: argparse.Namespace) -> int:
     options = dict(args.option)
     study = create_study(
@@ -148,7 +136,6 @@ def _create(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guard
 def _ask(args: argparse.Namespace) -> int:
     study = load_study(args.name, storage=args.storage)
     q = study.ask()
@@ -162,7 +149,6 @@ def _ask(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guard
 def _tell(args: argparse.Namespace) -> int:
     study = load_study(args.name, storage=args.storage)
     study.tell(args.query_id, args.answer)
@@ -171,7 +157,6 @@ def _tell(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guard
 def _undo(args: argparse.Namespace) -> int:
     study = load_study(args.name, storage=args.storage)
     row = study.undo()
@@ -180,7 +165,6 @@ def _undo(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guard
 def _add(args: argparse.Namespace) -> int:
     from boloop.study.answers import parse_measurement
 
@@ -198,7 +182,6 @@ def _add(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guard
 def _status(args: argparse.Namespace) -> int:
     study = load_study(args.name, storage=args.storage)
     st = study.status(last=args.last)
@@ -221,7 +204,6 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guard
 def _verify(args: argparse.Namespace) -> int:
     import time
 
@@ -235,7 +217,6 @@ def _verify(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guard
 def _list(args: argparse.Namespace) -> int:
     rows = list_studies(args.storage)
     if args.json:
@@ -252,7 +233,6 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guard
 def _export(args: argparse.Namespace) -> int:
     study = load_study(args.name, storage=args.storage)
     study.export(args.out)
@@ -260,7 +240,6 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guard
 def _run(args: argparse.Namespace) -> int:
     study = load_study(args.name, storage=args.storage)
     return run_loop(study, sys.stdin, sys.stdout, max_answers=args.max)
@@ -396,15 +375,10 @@ def _compact(obj: Any, limit: int = 6) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m boloop.study.cli ...`` (the same tree as ``boloop study ...``)."""
-    parser = argparse.ArgumentParser(prog="boloop")
-    subparsers = parser.add_subparsers(dest="command")
-    register(subparsers)
-    args = parser.parse_args(argv)
-    if getattr(args, "func", None) is None:
-        parser.print_help()
-        return 0
-    return int(args.func(args))
+    """``python -m boloop.study.cli ...``: the same as ``boloop study ...``."""
+    from boloop.cli import main as boloop_main
+
+    return boloop_main(["study", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":
