@@ -146,3 +146,24 @@ def test_cache_variance_nonnegative_with_duplicates_and_tiny_noise() -> None:
         assert np.all(np.isfinite(v)) and np.all(v >= 0)
         assert np.all(np.isfinite(cache.mean))
     assert np.all(cache.variance[[0, 1, 2, 5]] < 1e-6)
+
+
+def test_whitened_cross_covariance_gives_the_posterior_covariance():
+    """k(C, C) - V^T V from the public accessor equals ExactGP.posterior_covariance, and the view
+    cannot be written through."""
+    import pytest
+
+    from boloop.gp import CandidatePosterior, ExactGP, SquaredExponential
+
+    rng = np.random.default_rng(3)
+    gp = ExactGP(SquaredExponential(0.4), 1e-3).set_data(rng.random((12, 2)), rng.random(12))
+    C = rng.random((30, 2))
+    cache = CandidatePosterior(gp, C)
+    gp.condition(rng.random(2), 0.5)
+    V = cache.whitened_cross_covariance
+    assert V.shape == (13, 30)
+    np.testing.assert_allclose(
+        gp.kernel.k(C) - V.T @ V, gp.posterior_covariance(C, C), rtol=1e-9, atol=1e-12
+    )
+    with pytest.raises(ValueError):
+        V[0, 0] = 1.0

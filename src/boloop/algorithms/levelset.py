@@ -983,10 +983,7 @@ class MILE(LevelSetPolicy):
         self.betas.append(self.sqrt_beta)
 
     def _cached_V(self) -> np.ndarray:
-        cache = self.cache
-        cache.update()
-        # rows of the cached V = L^{-1} K(X, C) (private to boloop.gp.cache)
-        return cache._V[: cache._n]
+        return self.cache.whitened_cross_covariance
 
     def _sync_dense(self) -> np.ndarray:
         V = self._cached_V()

@@ -115,6 +115,17 @@ class CandidatePosterior:
     def std(self) -> np.ndarray:
         return np.sqrt(self.variance)
 
+    @property
+    def whitened_cross_covariance(self) -> np.ndarray:
+        """``V = L^{-1} K(X, C)``, shape (n, N), synced; a read-only view of the cache's rows.
+
+        The posterior covariance between candidates i and j is ``k(c_i, c_j) - V[:, i] @ V[:, j]``.
+        """
+        self.update()
+        v = self._V[: self._n]
+        v.flags.writeable = False
+        return v
+
     def covariance_with(self, index: int) -> np.ndarray:
         """Posterior covariance between candidate ``index`` and every candidate, shape (N,)."""
         self.update()
