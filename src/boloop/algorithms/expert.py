@@ -280,6 +280,14 @@ class ExpertPolicy(BasePolicy):
         b = self.beta_f
         return mean - b * std, mean + b * std, std
 
+    def _f_lower(self, U: np.ndarray) -> np.ndarray:
+        """LCB of f at unit-cube points U (n, d), shape (n,): the vanilla GP-LCB score."""
+        return self._f_bounds(U)[0]
+
+    def _f_upper(self, U: np.ndarray) -> np.ndarray:
+        """UCB of f at unit-cube points U (n, d), shape (n,)."""
+        return self._f_bounds(U)[1]
+
     def _minimise(
         self,
         score: Callable[[np.ndarray], np.ndarray],
@@ -497,11 +505,7 @@ class GPLCB(ExpertPolicy):
     def _bo_propose(self) -> Query:
         self._sync_gp()
         U, idx = self._candidates()
-
-        def score(V: np.ndarray) -> np.ndarray:
-            return self._f_bounds(V)[0]
-
-        u, index, _ = self._minimise(score, U, idx)
+        u, index, _ = self._minimise(self._f_lower, U, idx)
         self.outcomes.append("vanilla")
         return self._ask_unit(u, index, "evaluate")
 
@@ -578,7 +582,7 @@ class HumanIntervention(_Pinpointing):
             return nxt
         self._sync_gp()
         U, idx = self._candidates()
-        u, index, _ = self._minimise(lambda V: self._f_bounds(V)[0], U, idx)
+        u, index, _ = self._minimise(self._f_lower, U, idx)
         return self._ask_unit(u, index, "label")
 
 
@@ -822,7 +826,7 @@ class COBOL(ExpertPolicy):
         self._sync_gp()
         if self.max_reject_streak is not None and self._reject_streak >= self.max_reject_streak:
             U, idx = self._candidates()
-            u_u, i_u, _ = self._minimise(lambda V: self._f_bounds(V)[0], U, idx)
+            u_u, i_u, _ = self._minimise(self._f_lower, U, idx)
             self.guarded += 1
             self.outcomes.append("vanilla")
             return self._ask_unit(u_u, i_u, "evaluate")
@@ -831,19 +835,13 @@ class COBOL(ExpertPolicy):
             return self._ask_unit(U[0], None if idx is None else int(idx[0]), "label")
         U, idx = self._candidates()
 
-        def f_low_fn(V: np.ndarray) -> np.ndarray:
-            return self._f_bounds(V)[0]
-
-        def f_up_fn(V: np.ndarray) -> np.ndarray:
-            return self._f_bounds(V)[1]
-
         # line 5: vanilla LCB
-        u_u, i_u, flow_u = self._minimise(f_low_fn, U, idx)
+        u_u, i_u, flow_u = self._minimise(self._f_lower, U, idx)
         # line 4: expert-augmented LCB
         if self.candidate == "pinpoint":
             u_c, i_c = self._pinpoint_point()
         else:
-            u_c, i_c = self._expert_candidate(U, idx, f_low_fn)
+            u_c, i_c = self._expert_candidate(U, idx, self._f_lower)
         pts = np.vstack([u_u, u_c])
         g_low_c, g_up_c = self.expert.bounds(u_c[None, :])
         assert g_low_c is not None and g_up_c is not None
@@ -861,7 +859,7 @@ class COBOL(ExpertPolicy):
             if idx is None
             else np.concatenate([idx, [self._nearest_index(x) for x in self.X_f], [i_u, i_c]])
         )
-        u_ucb, _, min_f_up = self._minimise(f_up_fn, U_up, idx_up)
+        u_ucb, _, min_f_up = self._minimise(self._f_upper, U_up, idx_up)
         f_low_pts, _, std_pts = self._f_bounds(np.vstack([pts, u_ucb]))
         flow_c = float(f_low_pts[1])
         if self.no_harm == "paper":
@@ -972,11 +970,7 @@ class COBOHL(COBOL):
     def _bo_propose(self) -> Query:
         self._sync_gp()
         U, idx = self._candidates()
-
-        def f_low_fn(V: np.ndarray) -> np.ndarray:
-            return self._f_bounds(V)[0]
-
-        u, index = self._expert_candidate(U, idx, f_low_fn)
+        u, index = self._expert_candidate(U, idx, self._f_lower)
         lo, up = self.expert.bounds(u[None, :])
         assert lo is not None and up is not None
         width = float(up[0] - lo[0])
@@ -1063,17 +1057,13 @@ class CollaborativeCompare(COBOL):
         U, idx = self._candidates()
         w = self.trust()
         self.trust_history.append(w)
-
-        def f_low(V: np.ndarray) -> np.ndarray:
-            return self._f_bounds(V)[0]
-
-        u_u, i_u, _ = self._minimise(f_low, U, idx)
+        u_u, i_u, _ = self._minimise(self._f_lower, U, idx)
         if w < self.w_min:
             u_c, i_c = u_u, i_u
         else:
 
             def mixed(V: np.ndarray) -> np.ndarray:
-                return f_low(V) + w * self.expert.mle_predict(V)
+                return self._f_lower(V) + w * self.expert.mle_predict(V)
 
             u_c, i_c, _ = self._minimise(mixed, U, idx)
         same = (i_u == i_c) if self._finite else bool(np.array_equal(u_u, u_c))
