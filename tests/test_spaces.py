@@ -212,3 +212,19 @@ def test_every_space_error_is_a_value_error() -> None:
         Box([1.0], [0.0])
     with pytest.raises(BoloopError):
         Box([0.0], [1.0]).validate([[2.0]])
+
+
+def test_safe_space_map_rows_equals_a_whole_grid_evaluation():
+    """map_rows streams x rows in chunks (here 7 actions at most, so chunks of 1 x row) and returns
+    the same (n_x, n_s) matrices as evaluating every action at once."""
+    from boloop.spaces import SafeSpace
+
+    space = SafeSpace.grid((0.0, 1.0), 4, [[0.0, 2.0], [-1.0, 1.0]], 3)
+
+    def fn(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return P[:, 0] + P[:, 1] ** 2, P[:, 0] * P[:, 2]
+
+    a, b = space.map_rows(fn, max_points=7)
+    whole_a, whole_b = fn(space.points)
+    np.testing.assert_array_equal(a, space.as_matrix(whole_a))
+    np.testing.assert_array_equal(b, space.as_matrix(whole_b))

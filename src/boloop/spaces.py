@@ -6,7 +6,7 @@ Scaling to the unit cube lives here. Points are float64 arrays of shape (n, d).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -280,6 +280,26 @@ class SafeSpace:
         X = self.x_points[x_index]
         S = np.tile(self.s_values, X.shape[0])[:, None]
         return np.hstack([S, np.repeat(X, self.n_s, axis=0)])
+
+    def map_rows(
+        self, fn: Callable[[np.ndarray], tuple[np.ndarray, ...]], max_points: int = 65536
+    ) -> tuple[np.ndarray, ...]:
+        """Apply ``fn`` to the actions in x-row chunks of at most ``max_points`` actions.
+
+        ``fn`` takes actions (k, 1 + d_x) and returns a tuple of arrays of shape (k,); the result is
+        the tuple of (n_x, n_s) matrices, without ever holding all actions at once.
+        """
+        rows_per_chunk = max(1, int(max_points) // self.n_s)
+        out: list[np.ndarray] | None = None
+        for start in range(0, self.n_x, rows_per_chunk):
+            sl = slice(start, min(self.n_x, start + rows_per_chunk))
+            parts = fn(self.rows(sl))
+            if out is None:
+                out = [np.empty((self.n_x, self.n_s)) for _ in parts]
+            for o, part in zip(out, parts):
+                o[sl] = np.asarray(part).reshape(-1, self.n_s)
+        assert out is not None
+        return tuple(out)
 
     def flat_index(self, x_index: Any, s_index: Any) -> np.ndarray:
         return np.asarray(x_index) * self.n_s + np.asarray(s_index)

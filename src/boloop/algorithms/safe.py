@@ -104,14 +104,12 @@ class GridPosterior:
         self._cache = None  # free the n x N matrix
         key = (gp.n, gp.version)
         if self._streamed is None or self._streamed[0] != key:
-            mean = np.empty((space.n_x, space.n_s))
-            std = np.empty((space.n_x, space.n_s))
-            rows_per_chunk = max(1, 16384 // space.n_s)
-            for start in range(0, space.n_x, rows_per_chunk):
-                sl = slice(start, min(space.n_x, start + rows_per_chunk))
-                m, v = gp.predict(space.rows(sl))
-                mean[sl] = m.reshape(-1, space.n_s)
-                std[sl] = np.sqrt(v).reshape(-1, space.n_s)
+
+            def mean_std(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                m, v = gp.predict(P)
+                return m, np.sqrt(v)
+
+            mean, std = space.map_rows(mean_std, max_points=16384)
             self._streamed = (key, mean, std)
         return self._streamed[1], self._streamed[2]
 

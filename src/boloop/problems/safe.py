@@ -182,14 +182,7 @@ class SafeProblem(Problem):
         """Noiseless ``(F, G)`` on the grid, each (n_x, n_s), computed once in x-row chunks."""
         if self._truth is None:
             sp: SafeSpace = self.space  # type: ignore[assignment]
-            F = np.empty((sp.n_x, sp.n_s))
-            G = np.empty((sp.n_x, sp.n_s))
-            step = max(1, 65536 // sp.n_s)
-            for a in range(0, sp.n_x, step):
-                sl = slice(a, min(sp.n_x, a + step))
-                f, g = self.functions(sp.rows(sl))
-                F[sl] = f.reshape(-1, sp.n_s)
-                G[sl] = g.reshape(-1, sp.n_s)
+            F, G = sp.map_rows(self.functions, max_points=65536)
             self._truth = (F, G)
         return self._truth
 
