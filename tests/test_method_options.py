@@ -171,3 +171,61 @@ def test_study_create_refuses_unknown_and_mistyped_options(
     assert f"option '{name}' of method '{method}' ({family}) must be" in res.stderr
     listed = _boloop("study", "list", "--storage", url, "--json", cwd=tmp_path)
     assert '"s"' not in listed.stdout  # nothing stored
+
+
+# -- PolicySpec: policies are built from a spec, never from a problem ------------------------------
+def test_build_policy_from_a_spec_matches_make_policy_on_the_problem() -> None:
+    from boloop.algorithms.registry import build_policy
+    from boloop.queries import PolicySpec
+
+    problem = get("levelset/toy")
+    spec = PolicySpec(
+        method="straddle",
+        family="levelset",
+        space=problem.space,
+        settings={"threshold": problem.settings["threshold"], "kernel": problem.settings["kernel"]},
+        seed=3,
+        options={"sqrt_beta": 2.0},
+    )
+    a = build_policy(spec)
+    b = make_policy("straddle", problem, 3, sqrt_beta=2.0)
+    for _ in range(4):
+        qa, qb = a.ask(), b.ask()
+        assert qa == qb
+        y = float(problem.value(qa.x[None, :])[0])
+        a.tell(qa.id, y)
+        b.tell(qb.id, y)
+    assert a.recommend().upper.tolist() == b.recommend().upper.tolist()
+
+
+def test_build_policy_validates_options_of_the_spec() -> None:
+    from boloop.algorithms.registry import build_policy
+
+    spec = get("preference/toy").policy_spec("mr-lpf", 0, lamda=0.1)
+    with pytest.raises(OptionError, match="did you mean 'lam'"):
+        build_policy(spec)
+
+
+def test_algorithms_never_import_problems() -> None:
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "src" / "boloop" / "algorithms"
+    offenders = []
+    for path in root.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            offenders += [f"{path.name}: {n}" for n in names if n.startswith("boloop.problems")]
+    assert not offenders
+
+
+def test_problem_settings_name_no_method() -> None:
+    from boloop.problems import list as list_problems
+
+    methods = {e.id for e in list_methods()} - {"random"}
+    for entry in list_problems():
+        keys = get(entry.id).settings
+        assert not [k for k in keys if any(m in k for m in methods)], entry.id

@@ -10,6 +10,10 @@ Queries (each carries an integer ``id`` issued by the policy):
 * :class:`Compare` ``(a, b)`` -- a person says which of two options is better. Answer: the index of
   the preferred option, ``0`` for ``a`` and ``1`` for ``b``.
 
+A policy is built from a :class:`PolicySpec` (method id, family, space, settings, seed, options)
+by :func:`boloop.algorithms.registry.build_policy`; simulations, the bench and studies make the
+spec, so a policy never sees the benchmark problem (its true function) it may be run against.
+
 A :class:`Policy` asks and is told. :class:`BasePolicy` implements the bookkeeping once: query ids,
 the single open query (``ask`` returns it again until it is answered), answer validation, history,
 and the iteration count used by budgets. Nothing in a policy knows whether a person or a simulator
@@ -37,6 +41,7 @@ __all__ = [
     "Compare",
     "Answer",
     "Policy",
+    "PolicySpec",
     "BasePolicy",
     "query_from_dict",
 ]
@@ -204,6 +209,40 @@ def _dict_equal(a: Any, b: Any) -> bool:
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(_dict_equal(x, y) for x, y in zip(a, b))
     return bool(a == b)
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """Everything a policy is built from, and nothing else.
+
+    Attributes
+    ----------
+    method:
+        Registry id of the method (``"randomized-straddle"``, ``"mr-lpf"``...).
+    family:
+        ``"levelset"``, ``"preference"``, ``"safe"`` or ``"expert"``: selects the method's entry.
+    space:
+        The :class:`boloop.spaces.Box`, :class:`CandidateSet` or :class:`SafeSpace` to search.
+    settings:
+        Named settings the methods read as defaults (``threshold``, ``kernel``,
+        ``noise_variance``, ``budget``, ``n_initial``...): a paper's settings for a benchmark
+        problem, a user's for a study. Plain names, never a method id.
+    seed:
+        The policy's seed (an int, a Generator or ``None``).
+    options:
+        Method options; validated against the method's table (:class:`OptionError` otherwise)
+        and given precedence over ``settings``.
+    source:
+        Where the settings came from (a problem id, a space file), for messages only.
+    """
+
+    method: str
+    family: str
+    space: Any
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    seed: Any = 0
+    options: Mapping[str, Any] = field(default_factory=dict)
+    source: str = ""
 
 
 @runtime_checkable

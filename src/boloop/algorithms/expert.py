@@ -53,8 +53,7 @@ from boloop.errors import InvalidInputError, QueryStateError
 from boloop.gp.exact import ExactGP, GammaPrior
 from boloop.gp.kernels import SquaredExponential
 from boloop.gp.likelihood_ratio import LikelihoodRatioModel
-from boloop.problems.base import Problem
-from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query
+from boloop.queries import BasePolicy, Compare, Evaluate, Label, PolicySpec, Query
 from boloop.spaces import Box, CandidateSet
 
 __all__ = [
@@ -1117,7 +1116,7 @@ _POLICY_KEYS = (
 
 
 def _settings(
-    problem: Problem, options: dict[str, Any], allowed: tuple[str, ...]
+    problem: PolicySpec, options: dict[str, Any], allowed: tuple[str, ...]
 ) -> dict[str, Any]:
     kw = {k: problem.settings[k] for k in allowed if k in problem.settings}
     kw.update(options)
@@ -1167,7 +1166,7 @@ _DOCS = {
     "COBOL (Xu et al. 2024, Alg. 1): expert-augmented LCB",
     options=options_from(COBOL, _DOCS),
 )
-def _cobol(problem: Problem, seed: Any = 0, **options: Any) -> COBOL:
+def _cobol(problem: PolicySpec, seed: Any = 0, **options: Any) -> COBOL:
     return COBOL(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
 
 
@@ -1177,7 +1176,7 @@ def _cobol(problem: Problem, seed: Any = 0, **options: Any) -> COBOL:
     "COBOHL (Xu et al. 2024, Alg. 2): expert-constrained LCB",
     options=options_from(COBOHL, _DOCS),
 )
-def _cobohl(problem: Problem, seed: Any = 0, **options: Any) -> COBOHL:
+def _cobohl(problem: PolicySpec, seed: Any = 0, **options: Any) -> COBOHL:
     return COBOHL(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
 
 
@@ -1187,7 +1186,7 @@ def _cobohl(problem: Problem, seed: Any = 0, **options: Any) -> COBOHL:
     "vanilla GP-LCB (minimisation), the paper's baseline",
     options=options_from(GPLCB, _DOCS),
 )
-def _gplcb(problem: Problem, seed: Any = 0, **options: Any) -> GPLCB:
+def _gplcb(problem: PolicySpec, seed: Any = 0, **options: Any) -> GPLCB:
     return GPLCB(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
 
 
@@ -1197,7 +1196,7 @@ def _gplcb(problem: Problem, seed: Any = 0, **options: Any) -> GPLCB:
     "rejection sampling from the expert's labels",
     options=options_from(ExpertSampling, _DOCS),
 )
-def _expert_sampling(problem: Problem, seed: Any = 0, **options: Any) -> ExpertSampling:
+def _expert_sampling(problem: PolicySpec, seed: Any = 0, **options: Any) -> ExpertSampling:
     return ExpertSampling(problem.space, seed, **_settings(problem, options, ("n_initial",)))  # type: ignore[arg-type]
 
 
@@ -1207,7 +1206,7 @@ def _expert_sampling(problem: Problem, seed: Any = 0, **options: Any) -> ExpertS
     "simulated AV et al. 2022: expert vetoes LCB and picks",
     options=options_from(HumanIntervention, _DOCS),
 )
-def _av(problem: Problem, seed: Any = 0, **options: Any) -> HumanIntervention:
+def _av(problem: PolicySpec, seed: Any = 0, **options: Any) -> HumanIntervention:
     return HumanIntervention(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
 
 
@@ -1217,14 +1216,14 @@ def _av(problem: Problem, seed: Any = 0, **options: Any) -> HumanIntervention:
     "simulated Khoshvishkaie et al. 2023: alternate expert/LCB",
     options=options_from(AlternatingExpert, _DOCS),
 )
-def _alternating(problem: Problem, seed: Any = 0, **options: Any) -> AlternatingExpert:
+def _alternating(problem: PolicySpec, seed: Any = 0, **options: Any) -> AlternatingExpert:
     return AlternatingExpert(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
 
 
 @register_method(
     "random", "expert", "uniformly random evaluations", options=options_from(RandomSearch, _DOCS)
 )
-def _random(problem: Problem, seed: Any = 0, **options: Any) -> RandomSearch:
+def _random(problem: PolicySpec, seed: Any = 0, **options: Any) -> RandomSearch:
     return RandomSearch(problem.space, seed, **_settings(problem, options, ("n_initial",)))  # type: ignore[arg-type]
 
 
@@ -1234,5 +1233,5 @@ def _random(problem: Problem, seed: Any = 0, **options: Any) -> RandomSearch:
     "simulated Adachi et al. 2024: human picks LCB or belief-weighted LCB, trust decays",
     options=options_from(CollaborativeCompare, _DOCS),
 )
-def _adachi(problem: Problem, seed: Any = 0, **options: Any) -> CollaborativeCompare:
+def _adachi(problem: PolicySpec, seed: Any = 0, **options: Any) -> CollaborativeCompare:
     return CollaborativeCompare(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]

@@ -66,8 +66,7 @@ from boloop.errors import InvalidInputError, NotFittedError, QueryStateError
 from boloop.gp.cache import CandidatePosterior
 from boloop.gp.exact import ExactGP, robust_cholesky
 from boloop.gp.kernels import Kernel, SquaredExponential, StationaryKernel
-from boloop.problems.base import Problem
-from boloop.queries import BasePolicy, Evaluate, Query
+from boloop.queries import BasePolicy, Evaluate, PolicySpec, Query
 from boloop.spaces import Box, CandidateSet
 
 __all__ = [
@@ -1069,10 +1068,10 @@ _COMMON = (
 
 
 def _factory(cls: type[LevelSetPolicy], extra: tuple[str, ...] = ()) -> Callable[..., Any]:
-    def factory(problem: Problem, seed: int | None = 0, **options: Any) -> LevelSetPolicy:
+    def factory(problem: PolicySpec, seed: int | None = 0, **options: Any) -> LevelSetPolicy:
         s = problem.settings
         if "threshold" not in s:
-            raise InvalidInputError(f"problem {problem.id!r} has no 'threshold' setting")
+            raise InvalidInputError(f"{problem.source or 'the settings'}: no 'threshold' setting")
         kw: dict[str, Any] = {k: s[k] for k in _COMMON if k in s}
         for k in extra:
             if k in s:
@@ -1083,7 +1082,7 @@ def _factory(cls: type[LevelSetPolicy], extra: tuple[str, ...] = ()) -> Callable
         kw.update(options)
         if not isinstance(problem.space, CandidateSet | Box):
             raise InvalidInputError(
-                f"problem {problem.id!r}: level-set methods need a CandidateSet or a Box space"
+                f"{problem.source or 'space'}: level-set methods need a CandidateSet or a Box space"
             )
         return cls(problem.space, s["threshold"], seed=seed, **kw)
 

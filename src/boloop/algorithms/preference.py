@@ -629,10 +629,14 @@ class RandomDuels(_DuelingPolicy):
 _COMMON = ("kernel", "lam", "regularizer", "normalize_loss", "tie_break")
 
 
-def _settings(problem: Any, method: str) -> dict[str, Any]:
+def _settings(problem: Any, beta_key: str) -> dict[str, Any]:
+    """Settings shared by the family, and ``beta`` from ``settings[beta_key]`` (else ``beta``):
+    ``beta_batch`` multiplies the width of a per-round fit (MR-LPF), ``beta_sequential`` that of
+    the fit updated after every duel (MaxMinLCB); a problem may give both when its paper tunes
+    them apart (Yelp: 0.1 and 2.0)."""
     s = dict(problem.settings)
     out = {k: s[k] for k in _COMMON if k in s}
-    beta = s.get(f"beta_{method}", s.get("beta"))
+    beta = s.get(beta_key, s.get("beta"))
     if beta is not None:
         out["beta"] = beta
     return out
@@ -681,7 +685,7 @@ _KERNEL_OR_FIT = {"kernel": "Kernel | str | None"}
     options=options_from(MRLPF, _DOCS, skip=("candidates", "seed"), types=_KERNEL_OR_FIT),
 )
 def _make_mrlpf(problem: Any, seed: int | None, **options: Any) -> MRLPF:
-    kw = _settings(problem, "mr-lpf")
+    kw = _settings(problem, "beta_batch")
     kw["horizon"] = problem.settings.get("budget", 300)
     for key in ("B", "kappa"):
         if key in problem.settings:
@@ -696,7 +700,7 @@ def _make_mrlpf(problem: Any, seed: int | None, **options: Any) -> MRLPF:
     options=options_from(MaxMinLCB, _DOCS, skip=("candidates", "seed"), types=_KERNEL_OR_FIT),
 )
 def _make_maxminlcb(problem: Any, seed: int | None, **options: Any) -> MaxMinLCB:
-    kw = _settings(problem, "maxminlcb")
+    kw = _settings(problem, "beta_sequential")
     return MaxMinLCB(problem.space, seed=seed, **_options(kw, options))
 
 
@@ -707,6 +711,6 @@ def _make_maxminlcb(problem: Any, seed: int | None, **options: Any) -> MaxMinLCB
     options=options_from(RandomDuels, _DOCS, skip=("candidates", "seed"), types=_KERNEL_OR_FIT),
 )
 def _make_random(problem: Any, seed: int | None, **options: Any) -> RandomDuels:
-    kw = _settings(problem, "random")
+    kw = _settings(problem, "beta")
     kw.pop("beta", None)
     return RandomDuels(problem.space, seed=seed, **_options(kw, options))

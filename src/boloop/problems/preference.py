@@ -496,8 +496,8 @@ def yelp_problem(
         settings={
             "kernel": SquaredExponential(lengthscale, 1.0),
             "lam": float(lam),
-            "beta_mr-lpf": float(beta_mrlpf),
-            "beta_maxminlcb": float(beta_maxminlcb),
+            "beta_batch": float(beta_mrlpf),  # MR-LPF's per-round fits (Sec. 5)
+            "beta_sequential": float(beta_maxminlcb),  # MaxMinLCB's per-duel fit
             "beta": float(beta_mrlpf),
             "budget": int(budget),
             "synthetic": synthetic,
