@@ -466,9 +466,8 @@ def test_add_with_a_policy_that_takes_measurements(url, monkeypatch):
     seen = []
     monkeypatch.setattr(
         RandomEvaluate,
-        "add",
-        lambda self, x, value: seen.append((x.tolist(), value)),
-        raising=False,
+        "observe",
+        lambda self, X, values: seen.append((X[0].tolist(), values[0])),
     )
     study = _user_box_study(url)
     q = study.ask()

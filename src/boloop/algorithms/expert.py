@@ -121,6 +121,7 @@ class ExpertPolicy(BasePolicy):
 
     family = "expert"
     uses_labels = False
+    accepts_measurements = True  # observe(points, values) -> add_observations
 
     def __init__(
         self,
@@ -323,13 +324,17 @@ class ExpertPolicy(BasePolicy):
         if self.uses_labels and self._n_init_labels_done() < n_lab_init:
             k = self._n_init_labels_done()
             U, idx = self._init_g
-            q = self._ask_unit(U[k], None if idx is None else int(idx[k]), "label")
+            q = self._mark_initial(
+                self._ask_unit(U[k], None if idx is None else int(idx[k]), "label")
+            )
             self.initial_query_ids.add(q.id)
             return q
         if self._n_init_evals_done() < self.n_initial:
             k = self._n_init_evals_done()
             U, idx = self._init_f
-            q = self._ask_unit(U[k], None if idx is None else int(idx[k]), "evaluate")
+            q = self._mark_initial(
+                self._ask_unit(U[k], None if idx is None else int(idx[k]), "evaluate")
+            )
             self.initial_query_ids.add(q.id)
             return q
         return self._bo_propose()
@@ -359,6 +364,9 @@ class ExpertPolicy(BasePolicy):
             self._after_label(query, bool(answer))
         else:  # pragma: no cover - only adachi-2024 asks Compare, and handles it itself
             raise InvalidInputError(f"unexpected query kind {query.kind}")
+
+    def _add_measurements(self, X: np.ndarray, values: list[Any]) -> None:
+        self.add_observations(X, values)  # the contract's observe(points, values)
 
     def add_observations(self, X: Any, y: Any) -> None:
         """Add evaluations of f the user made on their own: X (k, d) in the space, y (k,) finite.

@@ -296,6 +296,7 @@ class LevelSetPolicy(BasePolicy):
 
     method_id: ClassVar[str] = ""
     family: ClassVar[str] = "levelset"
+    accepts_measurements: ClassVar[bool] = True  # observe(points, values) -> add_observations
     #: whether the policy works on boxes
     supports_box: ClassVar[bool] = True
 
@@ -481,7 +482,7 @@ class LevelSetPolicy(BasePolicy):
         else:
             q = self._random_query()
         self._initial_ids.add(q.id)
-        return q
+        return self._mark_initial(q)
 
     def _random_query(self) -> Evaluate:
         if self.finite:
@@ -515,6 +516,9 @@ class LevelSetPolicy(BasePolicy):
                 self._last_fit_n = self.gp.n
             except Exception as exc:  # keep the previous hyperparameters
                 logger.warning("hyperparameter fit failed, keeping the previous ones: %s", exc)
+
+    def _add_measurements(self, X: np.ndarray, values: list[Any]) -> None:
+        self.add_observations(X, values)  # the contract's observe(points, values)
 
     def add_observations(self, X: Any, y: Any) -> None:
         """Pre-load data (earlier experiments): X (k, d) in the space, y (k,) finite.

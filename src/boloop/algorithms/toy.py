@@ -65,6 +65,13 @@ class RandomEvaluate(BasePolicy):
         self.X: list[np.ndarray] = []
         self.values: list[Any] = []
 
+    #: a user's own measurements join the evaluated points (:meth:`observe`)
+    accepts_measurements = True
+
+    @property
+    def measurement_outputs(self) -> tuple[str, ...]:
+        return self.outputs
+
     def _propose(self) -> Query:
         x, i = _draw(self.space, self.rng)
         return self._new_evaluate(x, i, self.outputs)

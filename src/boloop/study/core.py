@@ -57,9 +57,6 @@ __all__ = ["Study", "StudyQuery", "create_study", "load_study", "list_studies"]
 logger = logging.getLogger("boloop")
 
 CONFIG_FORMAT = 1
-#: families whose policies take a measurement they did not ask for through ``_observe`` (read
-#: from their code: levelset and safe ``_observe`` use only the query's point, index, answer)
-_ADD_BY_OBSERVE = frozenset({"levelset", "safe"})
 _MAX_RETRIES = 5
 #: store a policy snapshot once replaying the events since the last one costs this many seconds
 SNAPSHOT_AFTER_SECONDS = 0.2
@@ -349,16 +346,8 @@ class Study:
             raise InvalidInputError(f"value must be finite, got {value!r}")
         if isinstance(measured, dict) and not all(math.isfinite(v) for v in measured.values()):
             raise InvalidInputError(f"value must be finite, got {value!r}")
-        if (
-            not callable(getattr(self._policy, "add", None))
-            and not callable(getattr(self._policy, "add_observations", None))
-            and self.family not in _ADD_BY_OBSERVE
-        ):
-            raise InvalidInputError(
-                f"method {self.method!r} does not take measurements outside its own queries; "
-                "answer its queries with tell"
-            )
-        self._measurement_query(x).validate_answer(measured)  # names and finiteness, as tell
+        # refuses a method that takes no measurements; names and finiteness as tell (nothing stored)
+        self._policy.check_measurements(x[None, :], [measured])
         for _ in range(_MAX_RETRIES):
             try:
                 with self._write() as tx:
@@ -634,29 +623,10 @@ class Study:
         hits = [i for i, n in enumerate(names) if n is not None and n.strip().lower() == key]
         return hits[0] if len(hits) == 1 else answer
 
-    def _measurement_query(self, x: np.ndarray) -> Evaluate:
-        """The Evaluate query a measurement at ``x`` answers (id < 0: never issued)."""
-        outputs = self.problem.settings.get("outputs", ("f", "g") if self.family == "safe" else ())
-        n_added = sum(1 for e in self._effective if e.kind == "added")
-        return Evaluate(id=-1 - n_added, x=x, index=_index_in(self.space, x), outputs=outputs)
-
     def _add_to_policy(self, x: np.ndarray, value: Any) -> None:
-        """Give the policy a measurement it did not ask for: through its ``add(x, value)`` or
-        ``add_observations(X, y)`` if it has one, else (levelset and safe families, whose
-        ``_observe`` reads only the query's point and index) through ``_observe`` with a
-        never-issued Evaluate query; the history and the iteration count are untouched."""
-        adder = getattr(self._policy, "add", None)
-        if callable(adder):
-            adder(x, value)
-            return
-        bulk = getattr(self._policy, "add_observations", None)
-        if callable(bulk) and not isinstance(value, Mapping):
-            bulk(
-                x[None, :], [float(value)]
-            )  # e.g. levelset (spec P2): refuses while a query is open
-            return
-        query = self._measurement_query(x)
-        self._policy._observe(query, query.validate_answer(value))
+        """Give the policy a measurement it did not ask for (the contract's ``observe``): the
+        history and the iteration count are untouched."""
+        self._policy.observe(x[None, :], [value])
 
     def _check_open(self, qid: int) -> None:
         pending = self._policy.pending
