@@ -304,3 +304,11 @@ def test_observe_refuses_bad_input_and_preferences() -> None:
     assert not pref.accepts_measurements
     with pytest.raises(InvalidInputError, match="does not take measurements"):
         pref.observe([get("preference/toy").space.points[0]], [1.0])
+
+
+def test_methods_command_lists_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    from boloop.cli import main
+
+    assert main(["methods", "--family", "safe", "--options"]) == 0
+    out = capsys.readouterr().out
+    assert "safe m-safeopt:" in out and "  sqrt_beta_f (float | BetaSchedule, default 3.0): " in out

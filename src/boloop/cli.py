@@ -74,7 +74,13 @@ def _cmd_problems(args: argparse.Namespace) -> int:
 def _cmd_methods(args: argparse.Namespace) -> int:
     from boloop.algorithms import list_methods
 
-    _print_entries(list_methods(args.family), "methods")
+    entries = list_methods(args.family)
+    _print_entries(entries, "methods")
+    if getattr(args, "options", False):  # the method table: every option, type, default, doc
+        for e in entries:
+            print(f"\n{e.family} {e.id}:" + ("" if e.options else " (no options)"))
+            for o in e.options:
+                print(f"  {o.name} ({o.type}, default {o.default!r}): {o.doc}")
     return 0
 
 
@@ -164,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         p = sub.add_parser(name, help=f"list the registered {what} by family")
         p.add_argument("--family", default=None, help="only this family")
+        if name == "methods":
+            p.add_argument("--options", action="store_true", help="also list every option")
         p.set_defaults(func=fn)
 
     demo = sub.add_parser("demo", help="a one-minute tour: one quick problem per family")

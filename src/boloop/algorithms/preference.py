@@ -660,8 +660,8 @@ def _options(kw: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
 _DOCS = {
     "kernel": "fixed kernel (paper); 'fit' or None selects the length-scale from the duels",
     "lam": "regularisation lambda of the kernel logistic loss (eq. 7)",
-    "beta": "confidence multiplier of sigma: a float, one per round, or 'theory' (MR-LPF)",
-    "sigma_reg": "regulariser of the uncertainty sigma_t (default lam); a float, list or 'theory'",
+    "beta": "confidence multiplier of sigma (MR-LPF also: one per round, or 'theory')",
+    "sigma_reg": "regulariser of sigma_t (default lam; MR-LPF also: one per round, or 'theory')",
     "B": "RKHS-norm bound in the theory beta",
     "kappa": "curvature constant (eq. 2) in the theory beta",
     "delta": "confidence level of the theory beta",
