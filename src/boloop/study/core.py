@@ -9,6 +9,7 @@ a mismatch raises :class:`~boloop.errors.StorageError` naming the study and the 
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import functools
@@ -23,9 +24,9 @@ import platform
 import secrets
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -444,38 +445,39 @@ class Study:
             self._apply_new(new)
 
     # -- internals: the log ---------------------------------------------------------------------------
-    def _write(self) -> Any:
-        """A writing transaction that first catches up with the log."""
-        study = self
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[Transaction]:
+        """A writing transaction that first catches up with the log; when the transaction or the
+        body fails after events were applied to the policy, the study reloads from storage."""
+        cm = self._storage.transaction(write=True)
+        tx = cm.__enter__()
+        try:
+            new = tx.events(self._sid, after=self._seq)
+            if new:
+                self._apply_new(new)
+        except BaseException:
+            cm.__exit__(None, None, None)
+            raise
+        self._dirty = False
+        try:
+            yield tx
+        except BaseException as exc:
+            self._end_write(cm, exc)
+            raise
+        self._end_write(cm, None)
 
-        class _Ctx:
-            def __enter__(self_inner) -> Transaction:
-                self_inner.cm = study._storage.transaction(write=True)
-                tx = self_inner.cm.__enter__()
-                self_inner.mark = len(study._events)
-                try:
-                    new = tx.events(study._sid, after=study._seq)
-                    if new:
-                        study._apply_new(new)
-                except BaseException:
-                    self_inner.cm.__exit__(None, None, None)
-                    raise
-                self_inner.mark = len(study._events)
-                study._dirty = False
-                return tx
-
-            def __exit__(self_inner, et: Any, ev: Any, tb: Any) -> Literal[False]:
-                try:
-                    self_inner.cm.__exit__(et, ev, tb)
-                except BaseException:
-                    if study._dirty:
-                        study._reload()
-                    raise
-                if et is not None and study._dirty:
-                    study._reload()
-                return False
-
-        return _Ctx()
+    def _end_write(self, cm: Any, exc: BaseException | None) -> None:
+        try:
+            if exc is None:
+                cm.__exit__(None, None, None)
+            else:
+                cm.__exit__(type(exc), exc, exc.__traceback__)
+        except BaseException:
+            if self._dirty:
+                self._reload()
+            raise
+        if exc is not None and self._dirty:
+            self._reload()
 
     def _append(
         self,
