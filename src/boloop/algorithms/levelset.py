@@ -317,7 +317,8 @@ class LevelSetPolicy(BasePolicy):
         :class:`~boloop.gp.hyperparameters.HyperparameterLearning`, ``"learned"`` (its defaults,
         also what ``None`` means) or ``"plain"`` (unguarded maximum likelihood, with a warning).
     fit_every:
-        Refit after every ``fit_every`` observations (fitted mode only).
+        Refit at most every ``fit_every`` observations (fitted mode only), on the mechanism's
+        schedule (:meth:`HyperparameterLearning.due`).
     n_initial:
         Number of initial queries that do not count as iterations. Default: 1 random point with
         fixed hyperparameters (the paper); with learned ones, a space-filling design of
@@ -463,6 +464,12 @@ class LevelSetPolicy(BasePolicy):
         self._d = dim
         self._last_fit_n = 0
 
+    @property
+    def initial_design(self) -> np.ndarray | None:
+        """The planned initial design (k, d) (given or space-filling), or ``None`` when the
+        initial points are drawn at random one by one (read-only copy)."""
+        return None if self._initial_design is None else self._initial_design.copy()
+
     # -- posterior access ---------------------------------------------------------------------
     def candidate_posterior(self) -> tuple[np.ndarray, np.ndarray]:
         """``(mean, std)`` of the current posterior at the candidates, each (N,)."""
@@ -582,7 +589,12 @@ class LevelSetPolicy(BasePolicy):
         self._n_obs += 1
         if self.finite and query.index is not None:
             self.observed[query.index] = True
-        if self.fit and self.gp.n - self._last_fit_n >= self.fit_every:
+        if (
+            self.fit
+            and self.gp.n - self._last_fit_n >= self.fit_every
+            and self.learning is not None
+            and self.learning.due(self.gp.n, self._last_fit_n, self._d)
+        ):
             self._refit()
 
     def _refit(self) -> None:

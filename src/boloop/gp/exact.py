@@ -542,6 +542,7 @@ class ExactGP:
         maxiter: int = 200,
         bounds: Mapping[str, tuple[float, float]] | None = None,
         starts: Any = None,
+        ftol: float | None = None,
     ) -> ExactGP:
         """Maximise the log marginal likelihood (plus log priors) with L-BFGS-B.
 
@@ -550,7 +551,8 @@ class ExactGP:
         (see :meth:`free_parameters`) when given. ``bounds`` optionally narrows the box of a
         hyperparameter, keyed like ``priors`` (``"variance"``, ``"lengthscale"``,
         ``"lengthscale[1]"``, ``"noise"``), as ``(low, high)`` in natural units. With ``X, y``
-        given, replaces the data first. Returns ``self`` refactorised at the best optimum found.
+        given, replaces the data first. ``ftol`` is L-BFGS-B's relative tolerance on the objective
+        (scipy's default when ``None``). Returns ``self`` refactorised at the best optimum found.
         """
         if X is not None or y is not None:
             if X is None or y is None:
@@ -598,7 +600,7 @@ class ExactGP:
                 jac=True,
                 method="L-BFGS-B",
                 bounds=bounds,
-                options={"maxiter": maxiter},
+                options={"maxiter": maxiter, **({} if ftol is None else {"ftol": float(ftol)})},
             )
             if res.fun < best_val:
                 best_p, best_val = res.x, float(res.fun)

@@ -186,8 +186,15 @@ class HyperparameterLearning:
         See ``n_restarts``.
     maxiter:
         L-BFGS-B iterations per start.
+    ftol:
+        L-BFGS-B's relative tolerance on the log posterior (hyperparameters need no more).
     min_points:
         No fit below this many observations (the starting hyperparameters are used).
+    refit_growth:
+        Refit schedule (:meth:`due`): after every observation while ``n <= 2 n0``, then whenever
+        the data have grown by this fraction since the last fit (0: after every observation).
+        Between refits the GP is conditioned on new data with fixed hyperparameters (a Cholesky
+        append), which is what makes a step cheap.
     warn:
         Log a warning whenever an unguarded fit is used (set by :meth:`plain`).
     """
@@ -204,7 +211,9 @@ class HyperparameterLearning:
     n_restarts: int = 2
     restart_every: int = 10
     maxiter: int = 100
+    ftol: float | None = 1e-6
     min_points: int = 2
+    refit_growth: float = 0.1
     warn: bool = False
 
     def __post_init__(self) -> None:
@@ -215,6 +224,8 @@ class HyperparameterLearning:
             raise InvalidInputError(f"noise_floor must be positive, got {self.noise_floor}")
         if self.shrink is not None and not self.shrink > 0:
             raise InvalidInputError(f"shrink must be positive or None, got {self.shrink}")
+        if not (self.refit_growth >= 0 and math.isfinite(self.refit_growth)):
+            raise InvalidInputError(f"refit_growth must be >= 0, got {self.refit_growth}")
         if not 0 < self.conservative_level < 1:
             raise InvalidInputError("conservative_level must be in (0, 1)")
         for name in ("n_restarts", "restart_every", "maxiter", "min_points"):
@@ -236,7 +247,9 @@ class HyperparameterLearning:
             n_restarts=1,
             restart_every=1,
             maxiter=200,
+            ftol=None,
             min_points=3,
+            refit_growth=0.0,
             warn=True,
         )
 
@@ -329,6 +342,14 @@ class HyperparameterLearning:
         return out
 
     # ------------------------------------------------------------------ fitting
+    def due(self, n: int, last_fit_n: int, dim: int) -> bool:
+        """Whether to refit with ``n`` observations when the last fit saw ``last_fit_n``."""
+        if n < self.min_points or n <= last_fit_n:
+            return False
+        if n <= 2 * initial_design_size(dim) or last_fit_n < self.min_points:
+            return True
+        return n - last_fit_n >= max(1.0, self.refit_growth * last_fit_n)
+
     def fit(
         self,
         gp: ExactGP,
@@ -372,6 +393,7 @@ class HyperparameterLearning:
                 n_restarts=self.n_restarts if restart else 0,
                 seed=int(gen.integers(2**31)),
                 maxiter=self.maxiter,
+                ftol=self.ftol,
                 bounds=bounds,
                 starts=starts,
             )
