@@ -66,7 +66,14 @@ class BoTorchStraddle(BasePolicy):
     method_id = "botorch-straddle"
     family = "levelset"
 
-    def __init__(self, space: CandidateSet, threshold: float, initial: np.ndarray, seed: int):
+    def __init__(
+        self,
+        space: CandidateSet,
+        threshold: float,
+        initial: np.ndarray,
+        seed: int,
+        allow_repeats: bool = True,
+    ):
         import torch
 
         super().__init__(seed)
@@ -76,7 +83,8 @@ class BoTorchStraddle(BasePolicy):
         self.space = space
         self.threshold = float(threshold)
         self.initial = np.asarray(initial, dtype=np.float64)
-        self.allow_repeats = True
+        self.allow_repeats = bool(allow_repeats)
+        self.observed = np.zeros(space.points.shape[0], dtype=bool)
         self._X: list[np.ndarray] = []
         self._y: list[float] = []
         self._initial_ids: set[int] = set()
@@ -94,6 +102,8 @@ class BoTorchStraddle(BasePolicy):
             self._initial_ids.add(q.id)
             return q
         acq = 1.96 * self._sd - np.abs(self.cache.mean - self.threshold)
+        if not self.allow_repeats:
+            acq = np.where(self.observed, -np.inf, acq)
         best = np.flatnonzero(acq == acq.max())
         i = int(best[0] if best.size == 1 else self.rng.choice(best))
         return self._new_evaluate(self.candidates[i], index=i)
@@ -106,6 +116,8 @@ class BoTorchStraddle(BasePolicy):
         from botorch.models.transforms import Normalize, Standardize
         from gpytorch.mlls import ExactMarginalLogLikelihood
 
+        if query.index is not None:
+            self.observed[query.index] = True
         self._X.append(np.asarray(query.x, dtype=np.float64))
         self._y.append(float(answer))
         X = torch.tensor(np.array(self._X), dtype=torch.float64)
@@ -144,7 +156,11 @@ def _run(kind: str, pid: str, seed: int, steps: int) -> dict[str, Any]:
     else:
         ours = make_policy("randomized-straddle", problem, seed, kernel=None)
         policy = BoTorchStraddle(
-            problem.space, problem.settings["threshold"], ours.initial_design, seed
+            problem.space,
+            problem.settings["threshold"],
+            ours.initial_design,
+            seed,
+            allow_repeats=problem.settings.get("allow_repeats", True),
         )
     t0 = time.perf_counter()
     trace = simulate(policy, problem, steps, seed, method=kind)

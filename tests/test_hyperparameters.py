@@ -239,3 +239,21 @@ def test_learned_default_honours_seeds():
     assert pa == [r["points"] for r in b.rows()]
     assert [r["answer"] for r in a.rows()] == [r["answer"] for r in b.rows()]
     assert pa != [r["points"] for r in c.rows()]
+
+
+def test_given_start_is_kept_and_topped_up_to_a_space_filling_design():
+    grid = CandidateSet.grid(np.array([[-10.0, 10.0]]), 401)
+    pol = RandomizedStraddle(grid, 3.0, initial_points=[[-5.0]], seed=1)
+    design = pol.initial_design
+    assert design.shape == (5, 1) and design[0, 0] == -5.0
+    assert len(np.unique(design[:, 0])) == 5
+    asked = []
+    for _ in range(5):
+        q = pol.ask()
+        asked.append(float(q.x[0]))
+        pol.tell(q.id, 0.0)
+    assert asked == design[:, 0].tolist() and pol.iteration == 0
+    fixed = RandomizedStraddle(
+        grid, 3.0, kernel=SquaredExponential(1.0), initial_points=[[-5.0]], seed=1
+    )
+    assert fixed.n_initial == 1  # the paper's setting is left alone

@@ -429,27 +429,8 @@ class LevelSetPolicy(BasePolicy):
             noise_floor=1e-8,
             mean="constant" if self.fit else "zero",
         )
-        if (
-            learning is not None
-            and learning.initial_design
-            and self._initial_design is None
-            and self.n_initial > 1
-        ):
-            # a space-filling initial design (the mechanism's), drawn from the policy's seed
-            design_seed = int(self.rng.integers(2**63))
-            box = space.box if isinstance(space, CandidateSet) else space
-            if isinstance(space, CandidateSet):
-                k = min(self.n_initial, space.points.shape[0])
-                idx = space_filling_design(
-                    box.lower, box.upper, k, design_seed, candidates=space.points
-                )
-                self._initial_index = idx
-                self._initial_design = space.points[idx]
-            else:
-                self._initial_design = space_filling_design(
-                    box.lower, box.upper, self.n_initial, design_seed
-                )
-            self.n_initial = int(self._initial_design.shape[0])
+        if learning is not None and learning.initial_design:
+            self._space_filling_start(space, learning.initial_design_size(space.dim))
         if self.finite:
             self.candidates = space.points  # type: ignore[union-attr]
         else:
@@ -463,6 +444,35 @@ class LevelSetPolicy(BasePolicy):
         self._initial_ids: set[int] = set()
         self._d = dim
         self._last_fit_n = 0
+
+    def _space_filling_start(self, space: CandidateSet | Box, n0: int) -> None:
+        """The mechanism's initial design: ``n0`` scrambled-Sobol points (distinct candidates on a
+        finite set), drawn from the policy's seed; a given design smaller than ``n0`` is kept
+        and topped up to ``n0``."""
+        given = self._initial_design
+        k = 0 if given is None else given.shape[0]
+        if given is None and self.n_initial <= 1:
+            return
+        n_new = (self.n_initial if given is None else n0) - k
+        if n_new <= 0:
+            return
+        design_seed = int(self.rng.integers(2**63))
+        if isinstance(space, CandidateSet):
+            n_new = min(n_new, space.points.shape[0] - k)
+            exclude = np.zeros(space.points.shape[0], dtype=bool)
+            if self._initial_index is not None:
+                exclude[self._initial_index[self._initial_index >= 0]] = True
+            box = space.box
+            idx = space_filling_design(
+                box.lower, box.upper, n_new, design_seed, candidates=space.points, exclude=exclude
+            )
+            old = np.zeros(0, dtype=np.intp) if self._initial_index is None else self._initial_index
+            self._initial_index = np.concatenate([old, idx])
+            new_points = space.points[idx]
+        else:
+            new_points = space_filling_design(space.lower, space.upper, n_new, design_seed)
+        self._initial_design = new_points if given is None else np.vstack([given, new_points])
+        self.n_initial = int(self._initial_design.shape[0])
 
     @property
     def initial_design(self) -> np.ndarray | None:
