@@ -191,6 +191,10 @@ def test_paper_settings_stay_fixed_and_learning_is_reachable_from_make_policy():
     assert learned.n_initial == initial_design_size(2)
     assert learned.initial_design.shape == (5, 2)
     assert learned.gp.noise_variance != prob.settings["noise_variance"]  # not the paper's
+    for opts in ({"kernel": "None"}, {"fit_hyperparameters": True}, {"hyperparameters": "learned"}):
+        pol = make_policy("randomized-straddle", prob, 0, **opts)  # bench ids give strings
+        assert pol.describe()["hyperparameter_learning"] == "learned", opts
+        assert not np.allclose(pol.kernel.theta, prob.settings["kernel"].theta)  # not the paper's
 
 
 def _user_problem(seed_fn: int = 0) -> LevelSetProblem:

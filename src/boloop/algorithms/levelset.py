@@ -1166,6 +1166,9 @@ _COMMON = (
 )
 
 
+_NONE = ("none", "null")
+
+
 def _learns(options: dict[str, Any]) -> bool:
     """Whether method options ask to learn the hyperparameters of a problem that has a kernel."""
     if "fit_hyperparameters" in options:
@@ -1185,12 +1188,15 @@ def _factory(cls: type[LevelSetPolicy], extra: tuple[str, ...] = ()) -> Callable
         box_opts = s.get("box_options", {})
         if isinstance(problem.space, Box):
             kw.update(box_opts)
+        if isinstance(options.get("kernel"), str) and options["kernel"].lower() in _NONE:
+            options = {**options, "kernel": None}  # "kernel=None" in a bench method id
         kw.update(options)
         if s.get("kernel") is not None and _learns(options):
             # a run that learns hyperparameters on a paper problem does it as a user would: the
-            # paper's noise variance and one-point start are not known either (unless given)
+            # paper's kernel, noise variance and one-point start are not known either (unless
+            # given); a start the problem prescribes (initial_points) is kept and topped up
             kw["fit_hyperparameters"] = options.get("fit_hyperparameters", True)
-            for k in ("noise_variance", "n_initial"):
+            for k in ("kernel", "noise_variance", "n_initial"):
                 if k not in options:
                     kw.pop(k, None)
         if not isinstance(problem.space, CandidateSet | Box):
