@@ -1212,11 +1212,12 @@ def _factory(cls: type[LevelSetPolicy], extra: tuple[str, ...] = ()) -> Callable
 #: one-line docs of the level-set options (the method table; types and defaults are read from the
 #: constructors, see :func:`boloop.algorithms.registry.options_from`)
 _DOCS = {
-    "kernel": "GP covariance with fixed hyperparameters (paper); None fits an SE-ARD kernel",
+    "kernel": "GP covariance with fixed hyperparameters (paper); None learns an SE-ARD kernel",
     "noise_variance": "observation-noise variance (Tables 1-2); start of the fit when fitted",
     "fit_hyperparameters": "fit even with a given kernel (True) or never (False)",
-    "fit_every": "refit after every fit_every observations (fitted mode only)",
-    "n_initial": "random initial queries that do not count as iterations (paper: 1)",
+    "hyperparameters": "when fitted: 'learned' (priors, design; default) or 'plain' (unguarded ML)",
+    "fit_every": "refit at most every fit_every observations (fitted mode only)",
+    "n_initial": "initial queries, not iterations (paper: 1; learned: max(5, 2d) space-filling)",
     "initial_points": "fixed initial design (k, d) instead of random points",
     "allow_repeats": "finite spaces: False removes observed candidates (Sec. 5.3)",
     "n_candidates": "boxes: fixed Sobol candidates",
@@ -1256,5 +1257,11 @@ for _cls, _desc, _extra in (
         _cls.method_id,
         "levelset",
         _desc,
-        options=options_from(_cls, _DOCS, skip=("space", "threshold", "seed")),
+        # the factory also takes kernel="None" (a bench id or --option string): learn it
+        options=options_from(
+            _cls,
+            _DOCS,
+            skip=("space", "threshold", "seed"),
+            types={"kernel": "Kernel | str | None"},
+        ),
     )(_factory(_cls, _extra))
