@@ -426,7 +426,8 @@ class MRLPF(_DuelingPolicy):
     def _propose(self) -> Query:
         if self.finished:
             raise QueryStateError(
-                f"MR-LPF has used its horizon of {self.horizon} duels; recommend() gives x_T"
+                f"MR-LPF has used all {self.horizon} duels of its horizon T and asks no more; "
+                "its recommendation (the best option it found) is final"
             )
         if self.M.size == 1:
             g = int(self.M[0])
@@ -630,7 +631,7 @@ _COMMON = ("kernel", "lam", "regularizer", "normalize_loss", "tie_break")
 
 
 def _settings(problem: Any, method: str) -> dict[str, Any]:
-    s = dict(problem.settings)
+    s = problem.settings  # read, not copied: studies check which settings a method reads
     out = {k: s[k] for k in _COMMON if k in s}
     beta = s.get(f"beta_{method}", s.get("beta"))
     if beta is not None:

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from boloop.errors import BoloopError
+from boloop.errors import BoloopError, InvalidInputError
 from boloop.study.core import Study, StudyQuery, create_study, list_studies, load_study
 
 __all__ = ["register", "main"]
@@ -170,19 +170,22 @@ def _add(args: argparse.Namespace) -> int:
 
     study = load_study(args.name, storage=args.storage)
     text = args.params.strip()
-    params = json.loads(text) if text.startswith("{") else parse_measurement(text, "PARAMS")
+    try:
+        params = json.loads(text) if text.startswith("{") else parse_measurement(text, "PARAMS")
+    except ValueError as exc:  # bad JSON; BoloopErrors are ValueErrors too
+        raise InvalidInputError(f"cannot read PARAMS {text!r}: {exc}") from exc
     if not isinstance(params, dict):
-        print(
-            "boloop: error: PARAMS must be named values, e.g. temperature=35,ratio=0.4",
-            file=sys.stderr,
+        raise InvalidInputError(
+            f"PARAMS must be named values, e.g. temperature=35,ratio=0.4, got {text!r}"
         )
-        return 2
     study.add(params, args.value)
     print(f"stored measurement at {params} ({study.n_answered} answers)")
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
+    if args.last < 0:
+        raise InvalidInputError(f"--last must be 0 or more answers, got {args.last}")
     study = load_study(args.name, storage=args.storage)
     st = study.status(last=args.last)
     if args.json:
@@ -241,6 +244,8 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.max is not None and args.max < 1:
+        raise InvalidInputError(f"--max must be a positive number of answers, got {args.max}")
     study = load_study(args.name, storage=args.storage)
     return run_loop(study, sys.stdin, sys.stdout, max_answers=args.max)
 
@@ -256,6 +261,10 @@ def run_loop(study: Study, stdin: TextIO, stdout: TextIO, max_answers: int | Non
     Enter); measurements are typed numbers (``3.2``, ``f=1.2,g=0.3`` or ``1.2 0.3``). A rejected
     answer is reported and asked again; nothing is stored for it.
     """
+    if max_answers is not None and (
+        isinstance(max_answers, bool) or not isinstance(max_answers, int) or max_answers < 1
+    ):
+        raise InvalidInputError(f"--max must be a positive number of answers, got {max_answers!r}")
     out = stdout
     print(
         f"study {study.name!r} ({study.method}); {study.n_answered} answers so far. {_HELP}",

@@ -44,6 +44,7 @@ from boloop.study.answers import answer_text, parse_answer, parse_measurement
 from boloop.study.space_file import (
     UserExperiment,
     build_experiment,
+    check_family_keys,
     load_space_file,
     normalise_space,
     params_to_point,
@@ -396,6 +397,8 @@ class Study:
 
     def status(self, last: int = 5) -> dict[str, Any]:
         """Counts, the open query, the current recommendation and the last ``last`` answers."""
+        if isinstance(last, bool) or not isinstance(last, numbers.Integral) or last < 0:
+            raise InvalidInputError(f"last must be a non-negative integer, got {last!r}")
         self.refresh()
         hist = self.history()
         counts: dict[str, int] = {}
@@ -432,7 +435,16 @@ class Study:
         ext = os.path.splitext(path)[1].lower()
         if ext not in (".csv", ".json"):
             raise InvalidInputError(f"path must end in .csv or .json, got {path!r}")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise InvalidInputError(f"cannot write {path!r}: the directory {folder!r} does not exist")
         hist = self.history()
+        try:
+            self._write_export(path, ext, hist)
+        except OSError as exc:
+            raise InvalidInputError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
+
+    def _write_export(self, path: str, ext: str, hist: list[dict[str, Any]]) -> None:
         if ext == ".json":
             try:
                 rec = self.recommend()
@@ -667,10 +679,12 @@ class Study:
                 f"study {self.name!r}: query {qid} was already answered at {told.created_at}"
             )
         if pending is None or pending.id != qid:
-            open_id = None if pending is None else pending.id
-            raise QueryStateError(
-                f"study {self.name!r}: query {qid} was never asked (open query: {open_id})"
+            now = (
+                "no query is open (ask issues the next one)"
+                if pending is None
+                else f"the open query is {pending.id}"
             )
+            raise QueryStateError(f"study {self.name!r}: query {qid} was never asked; {now}")
 
     # -- internals: names ---------------------------------------------------------------------
     def _label(self, index: int | None) -> str | None:
@@ -942,9 +956,11 @@ def create_study(
         seed = secrets.randbelow(2**31)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise InvalidInputError(f"seed must be a non-negative integer, got {seed!r}")
-    store = Storage(storage, create=True)
-    if load_if_exists and name in {n for n, _ in store.study_names()}:
-        return load_study(name, storage=store.url)
+    store = None
+    if load_if_exists:
+        store = Storage(storage, create=True)
+        if name in {n for n, _ in store.study_names()}:
+            return load_study(name, storage=store.url)
     if problem is not None:
         from boloop.problems import get
 
@@ -970,13 +986,78 @@ def create_study(
         config["problem"] = prob.id
     else:
         config["space"] = pin_defaults(doc, family)
-    # build once before storing anything: bad methods, options or spaces fail here
-    try:
-        make_policy(method, _problem_from_config(config), int(seed), **config["options"])
-    except TypeError as exc:
-        raise InvalidInputError(f"bad options for method {method!r}: {exc}") from exc
+        check_family_keys(config["space"], family, method)
+    _check_buildable(method, config)  # before the storage: a refused study creates nothing
+    if store is None:
+        store = Storage(storage, create=True)
     sid = store.create_study(name, config)
     return Study(store, sid, name, store.events(sid))
+
+
+class _ReadTracker(dict):  # type: ignore[type-arg]
+    """A problem's settings that remember which keys a method factory looked up."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: Any) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(key)  # type: ignore[arg-type]
+        return super().__contains__(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+
+def _builds_without(method: str, config: Mapping[str, Any], key: str) -> bool:
+    """Whether the policy builds once option ``key`` is left out (to name a bad option)."""
+    options = {k: v for k, v in config["options"].items() if k != key}
+    try:
+        make_policy(method, _problem_from_config(config), int(config["seed"]), **options)
+    except (TypeError, ValueError, KeyError):
+        return False
+    return True
+
+
+def _check_buildable(method: str, config: Mapping[str, Any]) -> None:
+    """Build the policy once from ``config`` before anything is stored.
+
+    A bad option value (``horizon="abc"``), a missing setting or a ``[settings]`` key of the
+    space file that the method never reads is an :class:`InvalidInputError` naming it.
+    """
+    problem = _problem_from_config(config)
+    tracker = _ReadTracker(problem.settings)
+    problem.settings = tracker
+    options = config["options"]
+    try:
+        make_policy(method, problem, int(config["seed"]), **options)
+    except BoloopError:
+        raise
+    except (TypeError, ValueError, KeyError) as exc:
+        reason = f"missing setting {exc}" if isinstance(exc, KeyError) else str(exc)
+        culprits = [k for k in options if _builds_without(method, config, k)]
+        if len(culprits) == 1:
+            k = culprits[0]
+            raise InvalidInputError(
+                f"option {k}={options[k]!r} is not valid for method {method!r}: {reason}"
+            ) from exc
+        shown = ", ".join(f"{k}={v!r}" for k, v in options.items()) or "none"
+        raise InvalidInputError(
+            f"method {method!r} cannot be built with options ({shown}): {reason}"
+        ) from exc
+    user_settings = set((config.get("space") or {}).get("settings") or {})
+    unread = sorted(user_settings - tracker.read)
+    if unread:
+        known = sorted(k for k in tracker.read if isinstance(k, str))
+        raise InvalidInputError(
+            f"the space's [settings] has {unread}, which method {method!r} does not read "
+            f"(a typo?); the settings it reads: {', '.join(known) or 'none'}"
+        )
 
 
 def load_study(name: str, storage: str | None = None, *, full_replay: bool = False) -> Study:
