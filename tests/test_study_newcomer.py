@@ -176,3 +176,101 @@ def test_api_refuses_the_same_bad_values(lab):
         run_loop(study, None, None, max_answers=0)  # type: ignore[arg-type]
     with pytest.raises(AnswerTypeError):
         study.tell(study.ask().id, "maybe")
+
+
+# -- 2. one status vocabulary ---------------------------------------------------------------------
+def test_status_names_every_count_the_horizon_default_and_summarises_sets(tmp_path):
+    recipes = tmp_path / "recipes.csv"
+    recipes.write_text("name,sugar,flour\nplain,0.1,0.5\nsweet,0.9,0.5\nrich,0.5,0.9\n")
+    res = _boloop(tmp_path, "study", "create", "cake", "--method", "mr-lpf", "--space",
+                  str(recipes), "--seed", "0")  # fmt: skip
+    assert res.returncode == 0 and "T = 300" in res.stdout and "--option horizon=T" in res.stdout
+    q = json.loads(_boloop(tmp_path, "study", "ask", "cake", "--json").stdout)
+    assert _boloop(tmp_path, "study", "tell", "cake", str(q["id"]), "b").returncode == 0
+    out = _boloop(tmp_path, "study", "status", "cake").stdout
+    assert "answers:        1 in effect (1 duel)" in out
+    assert "T = 300 duels (the default" in out and "299 left" in out
+    assert out.count("iteration") == 1  # one iteration number, on its own line
+    assert "iteration:      1 (mr-lpf's own count" in out
+    names = {"plain", "sweet", "rich"}
+    rec = out.split("recommendation:")[1].splitlines()[1].strip()
+    assert rec.split(" (")[0] in names and "sugar=" in rec  # the option's name and values
+    assert "<" not in out and "None" not in out and "x_T" not in out
+    st = json.loads(_boloop(tmp_path, "study", "status", "cake", "--json").stdout)
+    assert st["counts"] == {"duels": 1} and st["horizon"]["source"] == "default"
+    assert st["recommendation_label"] in names and st["settings"]["horizon"] == 300
+
+
+def test_status_of_a_level_set_and_an_expert_study(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    from boloop.problems import get
+    from boloop.simulate import oracle_rng
+
+    for name, method, pid, n in (("ls", "randomized-straddle", "levelset/toy", 6),
+                                 ("ex", "cobol", "expert/toy", 12)):  # fmt: skip
+        opts = {"fit_hyperparameters": False} if method == "cobol" else {}
+        study = create_study(name, method, problem=pid, storage=url, seed=0, **opts)
+        problem, rng = get(pid), oracle_rng(0)
+        for _ in range(n):
+            q = study.ask()
+            study.tell(q.id, problem.answer(q.query, rng))
+    out = _boloop(tmp_path, "study", "status", "ls").stdout
+    assert "answers:        6 in effect (6 evaluations)" in out
+    assert "candidates estimated above the threshold 0.25" in out
+    assert "bounding box x0 in [" in out and "<" not in out
+    assert out.count("iteration") == 2  # the line and its label, no second number elsewhere
+    st = json.loads(_boloop(tmp_path, "study", "status", "ex", "--json").stdout)
+    c = st["counts"]
+    assert c["labels"] + c["evaluations"] == st["answered"] == 12 and c["labels"] >= 10
+    assert "evaluations" not in st["settings"] and "labels" not in st["settings"]
+    assert st["options"] == {"fit_hyperparameters": False} and st["horizon"] is None
+
+
+# -- 3. one answer grammar ------------------------------------------------------------------------
+def test_answer_grammar_table_matches_the_docs():
+    from boloop.study.answers import DUEL_WORDS, LABEL_WORDS, parse_duel, parse_label
+
+    docs = (Path(__file__).parents[1] / "docs" / "studies.md").read_text()
+    for value, words in LABEL_WORDS.items():
+        for w in words:
+            assert parse_label(w) is value and parse_label(f" {w.upper()} ") is value
+            assert f"`{w}`" in docs
+    for value, words in DUEL_WORDS.items():
+        for w in words:
+            assert parse_duel(w) == value and parse_duel(w.title()) == value
+            assert f"`{w}`" in docs
+    assert parse_duel("0") is None and parse_label("maybe") is None and parse_duel("c") is None
+
+
+def test_labels_and_duels_take_the_same_words_on_the_command_line(tmp_path):
+    space = _write(tmp_path / "s.json", {"family": "expert",
+                   "parameters": [{"name": "t", "low": 0, "high": 1}]})  # fmt: skip
+    assert _boloop(tmp_path, "study", "create", "e", "--method", "toy-random", "--space", space,
+                   "--seed", "1").returncode == 0  # fmt: skip
+    assert _boloop(tmp_path, "study", "ask", "e").returncode == 0
+    res = _boloop(tmp_path, "study", "tell", "e", "0", "1")  # a label answered 1 = accept
+    assert res.returncode == 0 and "-> accept" in res.stdout
+    assert _boloop(tmp_path, "study", "create", "p", "--method", "toy-random", "--problem",
+                   "preference/toy", "--seed", "1").returncode == 0  # fmt: skip
+    for answer, shown in (("2", "b"), ("LEFT", "a"), ("B", "b")):
+        q = json.loads(_boloop(tmp_path, "study", "ask", "p", "--json").stdout)
+        res = _boloop(tmp_path, "study", "tell", "p", str(q["id"]), answer)
+        assert res.returncode == 0 and f"-> {shown}" in res.stdout, res.stderr
+    q = json.loads(_boloop(tmp_path, "study", "ask", "p", "--json").stdout)
+    before = _events(tmp_path)
+    _refused(_boloop(tmp_path, "study", "tell", "p", str(q["id"]), "0"), "1 = A and 2 = B")
+    assert _events(tmp_path) == before
+
+
+def test_run_marks_the_kind_of_answer_shows_progress_and_the_real_resume_command(tmp_path):
+    space = _write(tmp_path / "s.json", {"family": "expert",
+                   "parameters": [{"name": "t", "low": 0, "high": 1}]})  # fmt: skip
+    assert _boloop(tmp_path, "study", "create", "my study", "--method", "toy-random", "--space",
+                   space, "--seed", "1").returncode == 0  # fmt: skip
+    res = _boloop(tmp_path, "study", "run", "my study", stdin="y\n0.5\nq\n")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert out.index("-- LABEL") < out.index("-- MEASURE") < out.rindex("-- LABEL")
+    assert "progress: 1 answer (0 evaluations, 1 label); iteration" in out
+    assert "progress: 2 answers (1 evaluation, 1 label)" in out
+    assert 'resume with: boloop study run "my study"' in out and "NAME" not in out

@@ -40,7 +40,7 @@ from boloop.errors import (
 from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query, query_from_dict
 from boloop.spaces import Box, CandidateSet, SafeSpace, Space
-from boloop.study.answers import answer_text, parse_answer, parse_measurement
+from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_measurement
 from boloop.study.space_file import (
     UserExperiment,
     build_experiment,
@@ -202,6 +202,46 @@ def _check_name(name: Any) -> str:
     if name != name.strip():
         raise InvalidInputError(f"name must not start or end with spaces, got {name!r}")
     return name
+
+
+#: the status vocabulary: what an answer to each query kind is called
+_COUNT_NAME = {"evaluate": "evaluations", "label": "labels", "compare": "duels"}
+#: ``describe()`` keys a status leaves out of the method's settings: the study shows them once
+_NOT_SETTINGS = (
+    "method",
+    "family",
+    "iteration",
+    "queries_answered",
+    "open_query",
+    "evaluations",
+    "labels",
+    "duels",
+    "expert_queries",
+    "recommendation_index",
+)
+#: the counts a family always shows (zero included)
+_FAMILY_COUNTS = {
+    "levelset": ("evaluations",),
+    "preference": ("duels",),
+    "safe": ("evaluations",),
+    "expert": ("labels", "evaluations"),
+}
+#: what ``policy.iteration`` counts, family by family (read from each family's policies)
+_ITERATION_MEANING = {
+    "levelset": "the paper's t: one per answered query after the random starting points; "
+    "measurements you add are not iterations",
+    "preference": "the paper's t: one per duel",
+    "safe": "the paper's t: one per evaluation after the initial safe-seed evaluations",
+    "expert": "the paper's t: one per proposal (the expert's label, then its evaluation if the "
+    "method asks for one); the initial labels and evaluations are not iterations",
+}
+#: what the recommendation is, family by family
+_RECOMMENDATION_MEANING = {
+    "levelset": "the estimated set where the value is above the threshold",
+    "preference": "the option the method currently believes best",
+    "safe": "the best action the model certifies as safe",
+    "expert": "the measured point with the lowest predicted value (the expert family minimises)",
+}
 
 
 # -- the study ---------------------------------------------------------------------------------------
@@ -396,37 +436,84 @@ class Study:
         ]
 
     def status(self, last: int = 5) -> dict[str, Any]:
-        """Counts, the open query, the current recommendation and the last ``last`` answers."""
+        """Where the study stands, in one vocabulary (``docs/studies.md``, "status").
+
+        ``answered``: answers in effect; ``counts``: ``evaluations`` (measured values, including
+        ``added`` measurements), ``labels`` (accept/reject) and ``duels`` (which of two);
+        ``withdrawn``; ``iteration`` and ``iteration_meaning``: the method's own count as its
+        paper defines it; ``options``: the options given at creation; ``horizon`` (methods that
+        plan for a number of answers, MR-LPF's T: ``value``, ``source``, ``left``);
+        ``settings``: the method's settings in effect (its ``describe()``, defaults included);
+        ``open_query``, ``recommendation`` (in parameter names), ``recommendation_meaning``,
+        ``last_answers`` (the last ``last`` history rows).
+        """
         if isinstance(last, bool) or not isinstance(last, numbers.Integral) or last < 0:
             raise InvalidInputError(f"last must be a non-negative integer, got {last!r}")
         self.refresh()
-        hist = self.history()
-        counts: dict[str, int] = {}
-        for row in hist:
-            counts[row["kind"] if row["source"] == "query" else "added"] = (
-                counts.get(row["kind"] if row["source"] == "query" else "added", 0) + 1
-            )
+        counts = {"evaluations": 0, "labels": 0, "duels": 0, "added": 0}
+        for ev in self._effective:
+            if ev.kind == "added":
+                counts["evaluations"] += 1
+                counts["added"] += 1
+            elif ev.kind == "told":
+                kind = self._asked[ev.query_id].payload["query"]["kind"]  # type: ignore[index]
+                counts[_COUNT_NAME[kind]] += 1
+        answers = [e for e in self._effective if e.kind in ("told", "added")]
         pending = self._policy.pending
         try:
             rec = self.recommend()
         except (BoloopError, NotImplementedError) as exc:  # e.g. no data yet
             rec = f"not available yet ({exc})"
+        policy = self._policy
+        try:
+            described = dict(policy.describe())
+        except Exception:  # noqa: BLE001 - introspection only; a status must always print
+            described = {}
+        # the study's counts and iteration are shown once, in the study's vocabulary
+        for key in _NOT_SETTINGS:
+            described.pop(key, None)
+        rec_label = None
+        if self._labels is not None and isinstance(rec, dict) and set(rec) == set(self.names):
+            try:
+                rec_label = self._label(_index_in(self.space, params_to_point(self.space, rec)))
+            except BoloopError:
+                rec_label = None
         return {
             "name": self.name,
             "method": self.method,
             "family": self.family,
             "seed": self.seed,
             "storage": self.storage_url,
-            "answered": len(hist),
-            "iteration": int(self._policy.iteration),
-            "counts": counts,
+            "answered": len(answers),
+            "counts": {k: v for k, v in counts.items() if v or k in _FAMILY_COUNTS[self.family]},
             "withdrawn": sum(1 for e in self._events if e.kind == "withdrawn"),
+            "iteration": int(policy.iteration),
+            "iteration_meaning": _ITERATION_MEANING.get(self.family, "the method's own count"),
+            "options": dict(self.options),
+            "horizon": self._horizon(),
+            "settings": json.loads(json.dumps(described, default=_json_default)),
             "open_query": None
             if pending is None or pending.id not in self._logged_open
             else self._wrap(pending).to_dict(),
             "recommendation": rec,
-            "last_answers": hist[-last:] if last else [],
+            "recommendation_label": rec_label,
+            "recommendation_meaning": _RECOMMENDATION_MEANING.get(self.family, ""),
+            "last_answers": [self._row(e) for e in answers[-last:]] if last else [],
         }
+
+    def _horizon(self) -> dict[str, Any] | None:
+        """The planned number of answers of methods that plan for one (MR-LPF's T), where it
+        came from (``option``, ``settings``, ``default``) and how many are left."""
+        T = getattr(self._policy, "horizon", None)
+        if T is None or isinstance(T, bool) or not isinstance(T, numbers.Integral):
+            return None
+        if "horizon" in self.options:
+            source = "option"
+        elif "budget" in self.problem.settings:
+            source = "settings"
+        else:
+            source = "default"
+        return {"value": int(T), "source": source, "left": max(0, int(T) - self._policy.iteration)}
 
     def export(self, path: str | os.PathLike[str]) -> None:
         """Write the history to ``path``: ``.csv`` (one row per answer) or ``.json`` (config,
@@ -437,7 +524,9 @@ class Study:
             raise InvalidInputError(f"path must end in .csv or .json, got {path!r}")
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
-            raise InvalidInputError(f"cannot write {path!r}: the directory {folder!r} does not exist")
+            raise InvalidInputError(
+                f"cannot write {path!r}: the directory {folder!r} does not exist"
+            )
         hist = self.history()
         try:
             self._write_export(path, ext, hist)
@@ -640,8 +729,8 @@ class Study:
         if not isinstance(query, Compare) or not isinstance(answer, str) or self._labels is None:
             return answer
         key = answer.strip().lower()
-        if key in ("a", "b", "0", "1"):
-            return answer
+        if parse_duel(key) is not None:
+            return answer  # the grammar's words win over option names
         names = [self._label(query.a_index), self._label(query.b_index)]
         hits = [i for i, n in enumerate(names) if n is not None and n.strip().lower() == key]
         return hits[0] if len(hits) == 1 else answer
@@ -802,9 +891,8 @@ class Study:
         d = self.space.dim
         if hasattr(rec, "upper") and hasattr(rec, "threshold") and hasattr(rec, "points"):
             # a level-set estimate (H_t, L_t): the points of the estimated upper set
+            # (the estimate's own t is left out: status shows the study's one iteration count)
             out: dict[str, Any] = {"threshold": float(rec.threshold)}
-            if getattr(rec, "iteration", None) is not None:
-                out["iteration"] = int(rec.iteration)
             if rec.points is not None and rec.upper is not None:
                 upper = np.asarray(rec.upper, dtype=bool)
                 out["n_upper"] = int(upper.sum())

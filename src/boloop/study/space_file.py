@@ -354,7 +354,11 @@ def check_family_keys(spec: Mapping[str, Any], family: str, method: str) -> None
     would ignore them silently, and the person meant another method or another file."""
     for key, (owner, meaning) in _FAMILY_KEYS.items():
         if key in spec and spec[key] is not None and family != owner:
-            hint = " (the safe family's limit is 'h')" if key == "threshold" and family == "safe" else ""
+            hint = (
+                " (the safe family's limit is 'h')"
+                if key == "threshold" and family == "safe"
+                else ""
+            )
             raise InvalidInputError(
                 f"the space has {key!r} ({meaning}), which only {owner} methods use; method "
                 f"{method!r} is of the {family} family and would ignore it{hint}: remove it from "
