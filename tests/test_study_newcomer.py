@@ -274,3 +274,28 @@ def test_run_marks_the_kind_of_answer_shows_progress_and_the_real_resume_command
     assert "progress: 1 answer (0 evaluations, 1 label); iteration" in out
     assert "progress: 2 answers (1 evaluation, 1 label)" in out
     assert 'resume with: boloop study run "my study"' in out and "NAME" not in out
+
+
+# -- 4. pictures ----------------------------------------------------------------------------------
+def test_plot_writes_the_web_pages_pictures_as_one_svg_or_an_html_page(lab):
+    import xml.etree.ElementTree as ET
+
+    from boloop.study import load_study
+    from boloop.study.pictures import pictures
+
+    res = _boloop(lab, "study", "plot", "cake")
+    assert res.returncode == 0 and "wrote cake.svg" in res.stdout, res.stderr
+    root = ET.fromstring((lab / "cake.svg").read_text())
+    inner = [el for el in root if el.tag.endswith("svg")]
+    assert len(inner) == 2 and float(root.get("height")) == sum(
+        float(el.get("height")) for el in inner
+    )
+    pics = pictures(load_study("cake", storage=f"sqlite:///{lab / 'lab.db'}"))
+    labels = [ET.fromstring(svg).get("aria-label") for svg in pics.values()]
+    assert [el.get("aria-label") for el in inner] == labels  # the same functions as the web
+    res = _boloop(lab, "study", "plot", "cake", "--out", "page.html")
+    assert res.returncode == 0 and (lab / "page.html").read_text().count("<svg") >= 2
+    before = sorted(p.name for p in lab.iterdir())
+    _refused(_boloop(lab, "study", "plot", "cake", "--out", "p.png"), ".svg or .html")
+    _refused(_boloop(lab, "study", "plot", "cake", "--out", "no/p.svg"), "does not exist")
+    assert sorted(p.name for p in lab.iterdir()) == before

@@ -35,7 +35,7 @@ def _option(text: str) -> tuple[str, Any]:
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``study`` (create, ask, tell, undo, add, status, verify, list, export, run) to
+    """Add ``study`` (create, ask, tell, undo, add, status, verify, list, export, plot, run) to
     ``subparsers``."""
     study = subparsers.add_parser(
         "study",
@@ -104,6 +104,14 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 
     p = add("export", "write the history to CSV or JSON", _export)
     p.add_argument("--out", required=True, help="output file (.csv or .json)")
+
+    p = add("plot", "draw the study's progress and model pictures (SVG or an HTML page)", _plot)
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE",
+        help="FILE.svg (both pictures, one above the other) or FILE.html; default NAME.svg",
+    )
 
     p = add(
         "run", "answer queries interactively at a prompt (Ctrl-C or q to stop, resume later)", _run
@@ -361,6 +369,58 @@ def _export(args: argparse.Namespace) -> int:
     study.export(args.out)
     print(f"wrote {study.n_answered} answers to {args.out}")
     return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    out = args.out
+    if out is None:
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in args.name)
+        out = f"{safe.strip('.') or 'study'}.svg"
+    ext = os.path.splitext(out)[1].lower()
+    if ext not in (".svg", ".html"):
+        raise InvalidInputError(f"--out must end in .svg or .html, got {out!r}")
+    folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        raise InvalidInputError(f"cannot write {out!r}: the directory {folder!r} does not exist")
+    study = load_study(args.name, storage=args.storage)
+    text = plot_document(study, html=ext == ".html")
+    try:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write {out!r}: {exc.strerror or exc}") from exc
+    print(f"wrote {out}: progress and model of study {study.name!r} ({study.n_answered} answers)")
+    return 0
+
+
+def plot_document(study: Study, html: bool = False) -> str:
+    """The study's pictures (:func:`boloop.study.pictures.pictures`, the web page's) as one SVG,
+    progress above model, or as a small self-contained HTML page."""
+    import re
+    from xml.sax.saxutils import escape
+
+    from boloop.study.pictures import pictures
+
+    pics = pictures(study)
+    title = f"study {study.name} ({study.method}, {study.n_answered} answers)"
+    if html:
+        body = "\n".join(f"<figure>{svg}</figure>" for svg in pics.values())
+        return (
+            '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{escape(title)}</title></head>"
+            f'<body style="font-family:sans-serif"><h1>{escape(title)}</h1>\n{body}\n</body></html>\n'
+        )
+    parts, y, width = [], 0.0, 0.0
+    for svg in pics.values():
+        m = re.match(r'<svg[^>]*\swidth="([\d.]+)"[^>]*\sheight="([\d.]+)"', svg)
+        w, h = (float(m.group(1)), float(m.group(2))) if m else (560.0, 240.0)
+        parts.append(svg.replace("<svg ", f'<svg x="0" y="{y:.0f}" ', 1))
+        y += h
+        width = max(width, w)
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{y:.0f}" '
+        f'viewBox="0 0 {width:.0f} {y:.0f}"><title>{escape(title)}</title>{"".join(parts)}</svg>\n'
+    )
 
 
 def _run(args: argparse.Namespace) -> int:
