@@ -299,3 +299,64 @@ def test_plot_writes_the_web_pages_pictures_as_one_svg_or_an_html_page(lab):
     _refused(_boloop(lab, "study", "plot", "cake", "--out", "p.png"), ".svg or .html")
     _refused(_boloop(lab, "study", "plot", "cake", "--out", "no/p.svg"), "does not exist")
     assert sorted(p.name for p in lab.iterdir()) == before
+
+
+# -- 5. quick calls (behaviour only; the latency is in benchmarks/cli_latency.py) ------------------
+def _python(cwd: Path, code: str, **env: str) -> str:
+    base = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        env={**base, "BOLOOP_STORAGE": f"sqlite:///{cwd / 'lab.db'}", **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def test_the_parser_and_version_import_no_numpy_or_database(tmp_path):
+    out = _python(
+        tmp_path,
+        "import sys\nfrom boloop.cli import build_parser\nbuild_parser().parse_args(['study', "
+        "'ask', 'x'])\nprint(sorted(m for m in ('numpy', 'sqlalchemy', 'scipy', "
+        "'boloop.study.core') if m in sys.modules))",
+    )
+    assert out.strip() == "[]"
+
+
+def test_study_calls_use_one_blas_thread_unless_the_user_says_otherwise(tmp_path):
+    code = (
+        "import os\nfrom boloop.cli import main\nmain(['study', 'list'])\n"
+        "print(os.environ['OPENBLAS_NUM_THREADS'], os.environ['OMP_NUM_THREADS'])"
+    )
+    assert _python(tmp_path, code).split()[-2:] == ["1", "1"]
+    assert _python(tmp_path, code, OMP_NUM_THREADS="3").split()[-2:] == ["1", "3"]
+
+
+def test_a_long_study_loads_from_a_snapshot_without_other_families(tmp_path):
+    """A cheap policy with many answers gets a snapshot, and a command-line call loads from it:
+    neither the other families' algorithms nor scipy.stats are imported; verify still replays
+    the whole log."""
+    from boloop.problems import get
+    from boloop.simulate import oracle_rng
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("pr", "mr-lpf", problem="preference/toy", storage=url, seed=0, horizon=500)
+    problem, rng = get("preference/toy"), oracle_rng(0)
+    for _ in range(150):
+        q = study.ask()
+        study.tell(q.id, problem.answer(q.query, rng))
+    with sqlite3.connect(tmp_path / "lab.db") as con:
+        assert con.execute("SELECT COUNT(*) FROM boloop_snapshots").fetchone()[0] == 1
+    out = _python(
+        tmp_path,
+        "import sys\nfrom boloop.cli import main\nmain(['study', 'ask', 'pr', '--json'])\n"
+        "print(sorted(m for m in ('boloop.algorithms.safe', 'boloop.algorithms.levelset', "
+        "'boloop.algorithms.expert', 'boloop.problems.safe', 'scipy.stats') if m in sys.modules))",
+    )
+    assert json.loads(out.splitlines()[0])["id"] == 150
+    assert out.splitlines()[-1] == "[]"
+    res = _boloop(tmp_path, "study", "verify", "pr")
+    assert res.returncode == 0 and "150 answers" in res.stdout

@@ -14,10 +14,20 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from boloop.errors import BoloopError, InvalidInputError
-from boloop.study.core import Study, StudyQuery, create_study, list_studies, load_study
+
+if TYPE_CHECKING:  # the study machinery (numpy, SQLAlchemy, the policies) loads on first use,
+    # so `boloop --version`, `boloop --help` and argument errors stay instant
+    from boloop.study.core import Study, StudyQuery
+
+
+def load_study(name: str, storage: str | None = None, *, full_replay: bool = False) -> Study:
+    from boloop.study.core import load_study as load
+
+    return load(name, storage=storage, full_replay=full_replay)
+
 
 __all__ = ["register", "main"]
 
@@ -127,6 +137,8 @@ _INTERRUPTED = "\ninterrupted; everything answered so far is stored"
 
 def _create(args: argparse.Namespace) -> int:
     options = dict(args.option)
+    from boloop.study.core import create_study
+
     study = create_study(
         args.name,
         args.method,
@@ -166,7 +178,7 @@ def _ask(args: argparse.Namespace) -> int:
 def _tell(args: argparse.Namespace) -> int:
     study = load_study(args.name, storage=args.storage)
     study.tell(args.query_id, args.answer)
-    row = study.history()[-1]
+    row = study.history(last=1)[-1]
     print(
         f"stored: query {row['query_id']} -> {row['answer_text']} "
         f"({_n(study.n_answered, 'answer')})"
@@ -349,6 +361,8 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from boloop.study.core import list_studies
+
     rows = list_studies(args.storage)
     if args.json:
         print(json.dumps(rows))

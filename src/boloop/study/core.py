@@ -63,7 +63,9 @@ CONFIG_FORMAT = 1
 _ADD_BY_OBSERVE = frozenset({"levelset", "safe"})
 _MAX_RETRIES = 5
 #: store a policy snapshot once replaying the events since the last one costs this many seconds
-SNAPSHOT_AFTER_SECONDS = 0.2
+#: (a command-line call loads the study afresh: a 300-answer replay of even a cheap policy costs
+#: tens of milliseconds, a snapshot a few)
+SNAPSHOT_AFTER_SECONDS = 0.02
 #: ... and costs this many times what writing the last snapshot took
 SNAPSHOT_COST_FACTOR = 2.0
 #: snapshots larger than this (compressed) are not stored
@@ -275,9 +277,9 @@ class Study:
             raise StorageError(
                 f"study {name!r}: stored configuration is unreadable: {exc}"
             ) from exc
-        self.problem = _problem_from_config(self.config)
-        self.space: Space = self.problem.space
-        self._labels = getattr(self.problem, "labels", None)
+        # the problem comes from a valid snapshot if there is one (no registry lookup, no
+        # imports of other families), else it is built from the configuration in _rebuild
+        self.problem: Problem | UserExperiment = None  # type: ignore[assignment]
         self._events: list[Event] = []
         self._full_replay = bool(full_replay)
         self._snapshot_off = False
@@ -415,11 +417,19 @@ class Study:
         self.refresh()
         return self._named(self._policy.recommend())
 
-    def history(self) -> list[dict[str, Any]]:
+    def history(self, last: int | None = None) -> list[dict[str, Any]]:
         """Answers in effect, oldest first: rows with ``query_id, kind, source, params`` (or
-        ``a``, ``b``), ``answer``, ``answer_text``, ``asked_at``, ``told_at`` (UTC)."""
+        ``a``, ``b``), ``answer``, ``answer_text``, ``asked_at``, ``told_at`` (UTC); only the
+        ``last`` ones if given."""
+        if last is not None and (
+            isinstance(last, bool) or not isinstance(last, numbers.Integral) or last < 0
+        ):
+            raise InvalidInputError(f"last must be a non-negative integer, got {last!r}")
         self.refresh()
-        return [self._row(e) for e in self._effective if e.kind in ("told", "added")]
+        answers = [e for e in self._effective if e.kind in ("told", "added")]
+        if last is not None:
+            answers = answers[len(answers) - last :] if last else []
+        return [self._row(e) for e in answers]
 
     def events(self) -> list[dict[str, Any]]:
         """The raw log (including withdrawn answers and stale queries): one dict per event."""
@@ -622,6 +632,7 @@ class Study:
         if policy is not None:
             self._policy, start = policy
         else:
+            self._set_problem(None)
             self._policy = make_policy(self.method, self.problem, self.seed, **self.options)
         for ev in effective[:start]:
             self._apply(ev, replay=False)
@@ -644,12 +655,27 @@ class Study:
         prefix = _effective_events([e for e in events if e.seq <= seq], self.name)
         if [e.seq for e in effective[: len(prefix)]] != [e.seq for e in prefix]:
             return None  # a later undo reached back before the snapshot
+        t0 = time.perf_counter()
         try:
-            policy = pickle.loads(zlib.decompress(data))
+            saved = pickle.loads(zlib.decompress(data))
         except Exception as exc:  # noqa: BLE001 - a cache: any failure means a full replay
             logger.debug("study %r: snapshot at event %s unreadable: %s", self.name, seq, exc)
             return None
-        return policy, len(prefix)
+        # what loading it cost approximates what writing the next one will cost
+        self._snapshot_cost = max(self._snapshot_cost, time.perf_counter() - t0)
+        if isinstance(saved, dict) and "policy" in saved:  # {"policy", "problem"}
+            self._set_problem(saved.get("problem"))
+            return saved["policy"], len(prefix)
+        self._set_problem(None)  # an older snapshot: the policy alone
+        return saved, len(prefix)
+
+    def _set_problem(self, problem: Problem | None) -> None:
+        """The study's problem: ``problem`` (from a snapshot) or, if none is set yet, the one the
+        configuration builds."""
+        if self.problem is None:
+            self.problem = problem if problem is not None else _problem_from_config(self.config)
+        self.space: Space = self.problem.space
+        self._labels = getattr(self.problem, "labels", None)
 
     def _maybe_snapshot(self) -> None:
         """Store a snapshot once replaying the events since the last one would cost more than
@@ -662,7 +688,12 @@ class Study:
         self._cost = 0.0
         t0 = time.perf_counter()
         try:
-            data = zlib.compress(pickle.dumps(self._policy, protocol=pickle.HIGHEST_PROTOCOL), 1)
+            try:  # with the problem, so a load needs no registry lookup
+                saved: Any = {"policy": self._policy, "problem": self.problem}
+                raw = pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # noqa: BLE001 - e.g. a problem from a user's file: policy alone
+                raw = pickle.dumps(self._policy, protocol=pickle.HIGHEST_PROTOCOL)
+            data = zlib.compress(raw, 1)
         except Exception as exc:  # noqa: BLE001 - unpicklable policies just replay in full
             logger.debug("study %r: policy cannot be pickled: %s", self.name, exc)
             self._snapshot_off = True
