@@ -619,21 +619,6 @@ def _row_text(row: dict[str, Any]) -> str:
     return f"{who} {where} -> {row['answer_text']}  ({row['told_at']})"
 
 
-def _compact(obj: Any, limit: int = 6) -> str:
-    """A short text for a recommendation: long lists become their length."""
-
-    def shrink(o: Any) -> Any:
-        if isinstance(o, dict):
-            return {k: shrink(v) for k, v in o.items()}
-        if isinstance(o, list):
-            return f"<{len(o)} points>" if len(o) > limit else [shrink(v) for v in o]
-        if isinstance(o, float):
-            return float(f"{o:.6g}")
-        return o
-
-    return json.dumps(shrink(obj), default=str)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m boloop.study.cli ...``: the same as ``boloop study ...``."""
     from boloop.cli import main as boloop_main
