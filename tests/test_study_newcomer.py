@@ -360,3 +360,24 @@ def test_a_long_study_loads_from_a_snapshot_without_other_families(tmp_path):
     assert out.splitlines()[-1] == "[]"
     res = _boloop(tmp_path, "study", "verify", "pr")
     assert res.returncode == 0 and "150 answers" in res.stdout
+
+
+@pytest.mark.parametrize(
+    "method,space",
+    [
+        ("randomized-straddle", {"threshold": 0.5, "settings": {"noise_variance": 0.01}}),
+        ("mr-lpf", {"settings": {"lam": 0.1, "budget": 30}}),
+        ("cobol", {"settings": {"noise_variance": 0.01, "n_initial_labels": 4}}),
+        ("m-safeopt", {"monotone": "t", "h": 0.9, "settings": {"noise_f": 1e-4, "L_f": 2.0}}),
+    ],
+)
+def test_every_family_accepts_the_settings_it_reads(tmp_path, method, space):
+    params = [{"name": "t", "low": 0, "high": 1, "grid": 5}, {"name": "u", "low": 0, "high": 1}]
+    doc = {**space, "parameters": params}
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    create_study("ok", method, doc, storage=url, seed=0)
+    bad = {**doc, "settings": {**doc["settings"], "noise_varience": 0.1}}
+    with pytest.raises(InvalidInputError, match="noise_varience") as err:
+        create_study("bad", method, bad, storage=url, seed=0)
+    for key in doc["settings"]:
+        assert key in str(err.value).split("the settings it reads:")[1]
