@@ -381,3 +381,32 @@ def test_every_family_accepts_the_settings_it_reads(tmp_path, method, space):
         create_study("bad", method, bad, storage=url, seed=0)
     for key in doc["settings"]:
         assert key in str(err.value).split("the settings it reads:")[1]
+
+
+@pytest.mark.parametrize(
+    "method,problem_id,options",
+    [
+        ("cobol", "expert/toy", {"n_initial_labels": 3, "n_initial": 2}),
+        ("randomized-straddle", "levelset/toy", {}),
+        ("mr-lpf", "preference/toy", {}),
+    ],
+)
+def test_status_after_every_answer_leaves_the_queries_of_a_replay(
+    tmp_path, method, problem_id, options
+):
+    """``study run`` prints a status line after every answer: computing it (recommendation,
+    settings) must not change the next query, or the log would not replay."""
+    from boloop.problems import get
+    from boloop.simulate import oracle_rng
+    from boloop.study import load_study
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("s", method, problem=problem_id, storage=url, seed=3, **options)
+    problem, rng = get(problem_id), oracle_rng(0)
+    for _ in range(8):
+        q = study.ask()
+        study.tell(q.id, problem.answer(q.query, rng))
+        study.status(last=1)
+    study.ask()
+    replayed = load_study("s", storage=url, full_replay=True)  # raises if a query differs
+    assert replayed.n_answered == 8

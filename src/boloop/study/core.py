@@ -9,6 +9,7 @@ a mismatch raises :class:`~boloop.errors.StorageError` naming the study and the 
 
 from __future__ import annotations
 
+import copy
 import csv
 import dataclasses
 import functools
@@ -413,9 +414,14 @@ class Study:
         raise StorageError(f"study {self.name!r}: too many concurrent writers, try again")
 
     def recommend(self) -> Any:
-        """The policy's recommendation in parameter names (points become ``{name: value}``)."""
+        """The policy's recommendation in parameter names (points become ``{name: value}``).
+
+        Computed on a copy of the policy: some policies fit their models lazily inside
+        ``recommend`` and draw random numbers for it (the expert family), so calling it on the
+        live policy would make the next query differ from a replay of the log.
+        """
         self.refresh()
-        return self._named(self._policy.recommend())
+        return self._named(copy.deepcopy(self._policy).recommend())
 
     def history(self, last: int | None = None) -> list[dict[str, Any]]:
         """Answers in effect, oldest first: rows with ``query_id, kind, source, params`` (or
@@ -470,13 +476,15 @@ class Study:
                 counts[_COUNT_NAME[kind]] += 1
         answers = [e for e in self._effective if e.kind in ("told", "added")]
         pending = self._policy.pending
+        policy = self._policy
+        # recommend() and describe() on a copy: lazy fits may draw random numbers (see recommend)
+        twin = copy.deepcopy(policy)
         try:
-            rec = self.recommend()
+            rec = self._named(twin.recommend())
         except (BoloopError, NotImplementedError) as exc:  # e.g. no data yet
             rec = f"not available yet ({exc})"
-        policy = self._policy
         try:
-            described = dict(policy.describe())
+            described = dict(twin.describe())
         except Exception:  # noqa: BLE001 - introspection only; a status must always print
             described = {}
         # the study's counts and iteration are shown once, in the study's vocabulary
