@@ -57,7 +57,7 @@ def test_bad_create_inputs_are_refused_before_anything_is_stored(tmp_path):
     cases = [
         (
             ("--problem", "preference/toy", "--option", "horizon=abc"),
-            ("horizon='abc'", "mr-lpf"),
+            ("horizon", "'abc'", "mr-lpf"),
             "mr-lpf",
         ),
         (
