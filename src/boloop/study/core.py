@@ -698,10 +698,12 @@ class Study:
         try:
             try:  # with the problem, so a load needs no registry lookup
                 saved: Any = {"policy": self._policy, "problem": self.problem}
-                raw = pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL)
-            except Exception:  # noqa: BLE001 - e.g. a problem from a user's file: policy alone
+                data = zlib.compress(pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL), 1)
+                if len(data) > SNAPSHOT_MAX_BYTES:
+                    raise ValueError("too large with the problem's data")
+            except Exception:  # noqa: BLE001 - a problem from a user's file, a large data set
                 raw = pickle.dumps(self._policy, protocol=pickle.HIGHEST_PROTOCOL)
-            data = zlib.compress(raw, 1)
+                data = zlib.compress(raw, 1)
         except Exception as exc:  # noqa: BLE001 - unpicklable policies just replay in full
             logger.debug("study %r: policy cannot be pickled: %s", self.name, exc)
             self._snapshot_off = True
