@@ -649,7 +649,7 @@ def test_status_and_list(url):
     q = study.ask()
     study.tell(q.id, "a")
     st = study.status()
-    assert st["answered"] == 1 and st["counts"] == {"compare": 1}
+    assert st["answered"] == 1 and st["counts"] == {"duels": 1}
     assert st["last_answers"][0]["answer_text"] == "a"
     assert isinstance(st["recommendation"], dict) and "x0" in st["recommendation"]
     rows = list_studies(url)

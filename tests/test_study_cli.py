@@ -173,10 +173,11 @@ def test_cli_status_list_undo_export(tmp_path, capsys):
     assert json.loads(out)["kind"] == "evaluate"  # the accepted point is measured next
     assert _cli(capsys, "study", "tell", "e", "1", "12.5", "--storage", url)[0] == 0
     code, out, _ = _cli(capsys, "study", "status", "e", "--storage", url)
-    assert code == 0 and "answers: 2" in out and "recommendation" in out and "-> 12.5" in out
+    assert code == 0 and "answers:        2 in effect" in out and "-> 12.5" in out
+    assert "recommendation:" in out
     code, out, _ = _cli(capsys, "study", "status", "e", "--json", "--storage", url)
     st = json.loads(out)
-    assert st["counts"] == {"label": 1, "evaluate": 1}
+    assert st["counts"] == {"labels": 1, "evaluations": 1}
     assert set(st["recommendation"]) == {"temperature", "ratio"}
     code, out, _ = _cli(capsys, "study", "list", "--storage", url)
     assert out.startswith("e\texpert\ttoy-random")
@@ -275,7 +276,9 @@ def test_run_reads_keys_from_stdin_and_survives_ctrl_c(tmp_path, capsys):
     proc.wait(timeout=60)
     out, err = reader.finish(), proc.stderr.read()
     assert proc.returncode == 130, (out, err)
-    assert "which is better?" in out and "needs a or b" in out and "withdrawn: query 1" in out
+    assert (
+        "which is better?" in out and "is a duel: answer a/1" in out and "withdrawn: query 1" in out
+    )
     assert "Traceback" not in err and "interrupted" in err
     study = load_study("p", storage=url)
     assert [r["answer"] for r in study.history()] == [0, 1, 0]

@@ -426,7 +426,8 @@ class MRLPF(_DuelingPolicy):
     def _propose(self) -> Query:
         if self.finished:
             raise QueryStateError(
-                f"MR-LPF has used its horizon of {self.horizon} duels; recommend() gives x_T"
+                f"MR-LPF has used all {self.horizon} duels of its horizon T and asks no more; "
+                "its recommendation (the best option it found) is final"
             )
         if self.M.size == 1:
             g = int(self.M[0])
@@ -634,7 +635,7 @@ def _settings(problem: Any, beta_key: str) -> dict[str, Any]:
     ``beta_batch`` multiplies the width of a per-round fit (MR-LPF), ``beta_sequential`` that of
     the fit updated after every duel (MaxMinLCB); a problem may give both when its paper tunes
     them apart (Yelp: 0.1 and 2.0)."""
-    s = dict(problem.settings)
+    s = problem.settings  # read, not copied: studies check which settings a method reads
     out = {k: s[k] for k in _COMMON if k in s}
     beta = s.get(beta_key, s.get("beta"))
     if beta is not None:
