@@ -83,6 +83,7 @@ from boloop.algorithms.registry import Option, options_from, register_method
 from boloop.confidence import BetaSchedule, ConstantBeta
 from boloop.errors import InvalidInputError, UnsafeSeedError
 from boloop.gp.cache import CandidatePosterior
+from boloop.gp.conservative import axiswise_conservative
 from boloop.gp.exact import ExactGP, LogNormalPrior
 from boloop.gp.hyperparameters import HyperparameterLearning, space_filling_design
 from boloop.gp.kernels import Kernel, Matern
@@ -406,7 +407,11 @@ class _SafePolicy(BasePolicy):
         shape = self._shape_g
         if cautious.fit(shape, self.width, X=gp_g.X, y=gp_g.y, rng=self.rng).refitted:
             self._last_fit_n["g"] = gp_g.n
-            cautious.conservative(shape)
+            # the worst case axis by axis (gp/conservative.py), never below a fifth of the box
+            # (the paper's prior mean, B.2.2) where the data do not pin the length-scale shorter
+            ls = np.atleast_1d(shape.kernel.lengthscale)
+            floor = np.minimum(ls, 0.2 * self.width) if ls.size == self.width.size else ls
+            axiswise_conservative(shape, floor, level=cautious.conservative_level)
             # the zero-mean model's amplitude must also explain the data's distance from h: the
             # variance is at least the second moment of g - h (a zero-mean process with the
             # shape's variance alone would call that offset impossible and revert too fast)
