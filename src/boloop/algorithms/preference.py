@@ -847,7 +847,12 @@ def _make_random(problem: Any, seed: int | None, **options: Any) -> RandomDuels:
     "EUBO (Lin et al. 2022): duels of largest expected best utility, Laplace posterior",
     options=options_from(
         EUBO,
-        {**_DOCS, "variances": "output variances tried when fitted"},
+        {
+            **_DOCS,
+            "variances": "output variances averaged over when fitted (the smallest is a floor)",
+            "min_weight": "models of smaller evidence weight are dropped",
+            "max_models": "models kept and updated between refits",
+        },
         skip=("candidates", "seed"),
         types=_KERNEL_OR_FIT,
     ),
