@@ -78,9 +78,17 @@ def answer_for(q: Any) -> Any:
     return "a" if f_value(q.a) >= f_value(q.b) else "b"
 
 
-def make_study(name: str, url: str, answers: int = 0, key: str | None = None) -> Study:
+#: options that make a study's steps fast (fixed kernel hyperparameters): for the browser tests,
+#: which test the page, not the method
+FAST = {"lev1": {"fit_hyperparameters": False}, "safe": {"fit_hyperparameters": False}}
+
+
+def make_study(
+    name: str, url: str, answers: int = 0, key: str | None = None, fast: bool = False
+) -> Study:
     method, space = SPACES[key or name]
-    study = create_study(name, method, space, storage=url, seed=3)
+    options = FAST.get(key or name, {}) if fast else {}
+    study = create_study(name, method, space, storage=url, seed=3, **options)
     for _ in range(answers):
         q = study.ask()
         study.tell(q.id, answer_for(q))

@@ -88,3 +88,21 @@ def test_safe_marks_measurements_against_h(url):
     assert svg.count("g=") == len(g)
     model = model_svg(study)
     assert "certified safe" in model
+
+
+@pytest.mark.parametrize("name", sorted(SPACES))
+def test_drawing_and_recommending_never_change_the_next_query(url, name):
+    """Pictures and status between answers leave the live policy as a replay of the log has it
+    (the expert family fits lazily inside recommend, drawing random numbers)."""
+    from boloop.study import load_study
+    from study_samples import answer_for
+
+    study = make_study(name, url, answers=1)
+    for _ in range(4):
+        pictures(study)
+        study.status()
+        q = study.ask()
+        study.tell(q.id, answer_for(q))
+    live = study.ask()
+    replayed = load_study(name, storage=url, full_replay=True).ask()
+    assert replayed.query == live.query

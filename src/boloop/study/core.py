@@ -9,6 +9,7 @@ a mismatch raises :class:`~boloop.errors.StorageError` naming the study and the 
 
 from __future__ import annotations
 
+import copy
 import csv
 import dataclasses
 import functools
@@ -377,9 +378,14 @@ class Study:
         raise StorageError(f"study {self.name!r}: too many concurrent writers, try again")
 
     def recommend(self) -> Any:
-        """The policy's recommendation in parameter names (points become ``{name: value}``)."""
+        """The policy's recommendation in parameter names (points become ``{name: value}``).
+
+        Computed on a copy of the policy: some policies fit their models lazily inside
+        ``recommend`` and draw random numbers for it (the expert family), so calling it on the
+        live policy would make the next query differ from a replay of the log.
+        """
         self.refresh()
-        return self._named(self._policy.recommend())
+        return self._named(copy.deepcopy(self._policy).recommend())
 
     def history(self) -> list[dict[str, Any]]:
         """Answers in effect, oldest first: rows with ``query_id, kind, source, params`` (or

@@ -25,6 +25,7 @@ Every text is XML-escaped, so a parameter named ``<script>`` is drawn as text.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -303,9 +304,19 @@ def _settings(study: Any) -> dict[str, Any]:
     return dict(getattr(study.problem, "settings", {}) or {})
 
 
-def _raw_recommendation(study: Any) -> Any:
+def _policy_copy(study: Any) -> Any:
+    """A copy of the study's live policy to draw from.
+
+    Some policies fit their models lazily inside ``recommend`` and draw random numbers for it
+    (the expert family's ``_sync_gp``): calling it on the live policy would change the random
+    stream and make the live study's next query differ from a replay of its log. Pictures
+    never touch the live policy."""
+    return copy.deepcopy(study.policy)
+
+
+def _raw_recommendation(policy: Any) -> Any:
     try:
-        return study.policy.recommend()
+        return policy.recommend()
     except Exception:  # noqa: BLE001 - a picture never fails because there is no data yet
         return None
 
@@ -469,9 +480,11 @@ def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str
 
 
 # -- the model ----------------------------------------------------------------------------------
-def _predictor(study: Any) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
+def _predictor(
+    study: Any, policy: Any
+) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
     """The policy's public ``predict(X) -> (mean, std)`` (original coordinates), if any."""
-    pred = getattr(study.policy, "predict", None)
+    pred = getattr(policy, "predict", None)
     if not callable(pred):
         return None
 
@@ -536,15 +549,16 @@ def model_svg(study: Any) -> str:
     label = f"model of study {study.name}"
     space = study.space
     hist = study.history()
-    rec = _raw_recommendation(study)
+    policy = _policy_copy(study)
+    rec = _raw_recommendation(policy)
     if isinstance(space, SafeSpace):
-        return _model_safe(study, hist, label)
+        return _model_safe(study, policy, hist, rec, label)
     if study.family == "preference" or (hist and all(r["kind"] == "compare" for r in hist)):
         return _model_preference(study, hist, rec, label)
     if not hist:
         return _message("no answers yet: the model is the prior", label)
     d = space.dim
-    pred = _predictor(study)
+    pred = _predictor(study, policy)
     threshold = _settings(study).get("threshold") if study.family == "levelset" else None
     X, answers = _evaluations(study, hist)
     y = np.array([_scalar(a) for a in answers])
@@ -878,14 +892,14 @@ def _model_preference(study: Any, hist: list[dict[str, Any]], rec: Any, label: s
     return _document([p.svg(), *body, foot], height, label)
 
 
-def _model_safe(study: Any, hist: list[dict[str, Any]], label: str) -> str:
+def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, label: str) -> str:
     space: SafeSpace = study.space
     names = study.names
     settings = _settings(study)
     h = float(settings.get("h", settings.get("threshold", math.nan)))
     X, answers = _evaluations(study, hist)
     g = np.array([_scalar(a, "g") for a in answers])
-    state = getattr(study.policy, "state", None)
+    state = getattr(policy, "state", None)
     bounds = sets = None
     if callable(state) and hist:
         try:
@@ -939,7 +953,6 @@ def _model_safe(study: Any, hist: list[dict[str, Any]], label: str) -> str:
         for (s, x), gv in zip(X, g):
             p.dot(x, s, _GREEN if gv <= h else _RED, title=f"g={_fmt(gv)} (h={_fmt(h)})")
         items += [(_GREEN, "measured g <= h"), (_RED, "measured g > h")]
-        rec = _raw_recommendation(study)
         rpt = _rec_point(study, rec)
         if rpt is not None:
             p.star(float(rpt[1]), float(rpt[0]), "recommendation")

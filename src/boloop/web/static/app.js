@@ -65,12 +65,14 @@
 
   // -- live refresh: poll the study's state; reload when someone else answered
   if (root) {
-    var url = root.getAttribute("data-state-url");
     var version = root.getAttribute("data-version");
     var ms = parseInt(root.getAttribute("data-poll-ms"), 10);
     var live = document.getElementById("live");
     var submitting = false;
-    if (form) { form.addEventListener("submit", function () { submitting = true; }); }
+    // any form being sent (answer, undo) navigates by itself: stop reloading under it
+    document.addEventListener("submit", function (ev) {
+      if (!ev.defaultPrevented) { submitting = true; }
+    });
     function untouched() {
       if (!form) { return true; }
       var inputs = form.querySelectorAll("input:not([type=hidden])");
@@ -81,7 +83,7 @@
     }
     function poll() {
       if (submitting) { return; }
-      fetch(url, { credentials: "same-origin", cache: "no-store" })
+      fetch(root.getAttribute("data-state-url"), { credentials: "same-origin", cache: "no-store" })
         .then(function (r) { return r.ok ? r.json() : null; })
         .then(function (s) {
           if (!s || String(s.version) === version) { return; }
