@@ -40,8 +40,8 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-from boloop.study import load_study  # noqa: E402
-from study_samples import answer_for, make_study  # noqa: E402
+from boloop.study import create_study, load_study  # noqa: E402
+from study_samples import SPACES, answer_for, make_study, write_photo_table  # noqa: E402
 
 #: one worker runs them all, in order (one server, two browsers; undo follows the answers)
 pytestmark = pytest.mark.xdist_group("browser")
@@ -71,7 +71,10 @@ def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("serve")
     url = f"sqlite:///{tmp / 'lab.db'}"
     for name in FAMILIES.values():
-        make_study(name, url, fast=True)
+        if name != "pref":
+            make_study(name, url, fast=True)
+    # the preference options have photos: a CSV table with a photo column, PNGs beside it
+    create_study("pref", SPACES["pref"][0], write_photo_table(tmp), storage=url, seed=3)
     make_study("race", url, key="pref")
     make_study("undo", url, answers=3, key="lev1", fast=True)
     port = _free_port()
@@ -219,13 +222,20 @@ def test_ten_answers_by_click_and_key_are_stored_exactly(server, browser, shots,
             assert "must be a number" in err
             study.refresh()
             assert study.n_answered == len(expected)
+        if q.kind != "compare" or q.a_label != q.b_label:  # docs: a duel of two options
+            browser.save_screenshot(str(shots / f"web-{family}.png"))
         value = _answer(browser, q, by_key=k % 2 == 1)
         expected.append((q.id, value))
         _wait_for_new_query(browser, q.id)
+    if family == "preference":  # the options' photos are shown, served from the study
+        loaded = browser.execute_script(
+            "return Array.from(document.querySelectorAll('.media img'))"
+            ".map(function (i) { return i.complete && i.naturalWidth; });"
+        )
+        assert loaded == [96, 96]
     hist = study.history()
     got = [(r["query_id"], r["answer"]) for r in hist]
     assert got == expected
-    browser.save_screenshot(str(shots / f"web-{family}.png"))
 
 
 def test_undo_in_the_browser(server, browser):
@@ -305,3 +315,27 @@ def _alert(d):
         return d.switch_to.alert
     except Exception:  # noqa: BLE001 - no alert open
         return None
+
+
+def test_api_docs_render_offline(server, browser, shots):
+    """Swagger UI from the package's own copy (no CDN) renders every API operation."""
+    base, _ = server
+    browser.get(f"{base}/docs")
+    text = _wait(
+        browser,
+        lambda d: (
+            "/api/studies/{name}/tell" in d.find_element(By.TAG_NAME, "body").text
+            and d.find_element(By.TAG_NAME, "body").text
+        ),
+    )
+    for op in (
+        "/api/studies/{name}/ask",
+        "/api/studies/{name}/undo",
+        "/api/studies/{name}/history",
+    ):
+        assert op in text
+    requested = browser.execute_script(
+        "return performance.getEntriesByType('resource').map(function (e) { return e.name; });"
+    )
+    assert requested and all(u.startswith(base) for u in requested), requested
+    browser.save_screenshot(str(shots / "web-docs.png"))

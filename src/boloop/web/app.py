@@ -30,9 +30,10 @@ from typing import Any
 from urllib.parse import quote
 
 import numpy as np
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.security import HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, PackageLoader, select_autoescape
 from pydantic import BaseModel, Field
@@ -170,6 +171,9 @@ def create_app(
         redoc_url=None,
         openapi_url="/openapi.json",
     )
+    # the Swagger UI shipped by swagger-ui-bundle (4.x) reads OpenAPI 3.0 documents only; the
+    # API's schemas are plain enough to be read as 3.0 (``note`` is the only nullable field)
+    app.openapi_version = "3.0.3"
     app.state.storage_url = pool.url
     app.state.pool = pool
     env = Environment(
@@ -489,17 +493,20 @@ def create_app(
         )
 
     # -- the JSON API --------------------------------------------------------------------------
-    @app.get("/api/studies", tags=["studies"], summary="List the studies")
+    # documents the bearer token (Swagger UI's "Authorize"); the middleware enforces it
+    api = {"tags": ["studies"], "dependencies": [Depends(HTTPBearer(auto_error=False))]}
+
+    @app.get("/api/studies", **api, summary="List the studies")
     def api_list() -> JSONResponse:
         return _json(study_rows())
 
-    @app.get("/api/studies/{name}", tags=["studies"], summary="Status of a study")
+    @app.get("/api/studies/{name}", **api, summary="Status of a study")
     def api_status(name: str) -> JSONResponse:
         return _json(api_call(name, lambda s: s.status()))
 
     @app.post(
         "/api/studies/{name}/ask",
-        tags=["studies"],
+        **api,
         summary="The open query (the same one again while it is unanswered)",
     )
     def api_ask(name: str) -> JSONResponse:
@@ -507,7 +514,7 @@ def create_app(
 
     @app.post(
         "/api/studies/{name}/tell",
-        tags=["studies"],
+        **api,
         summary="Answer the open query",
         responses={
             400: {"description": "bad answer: nothing stored"},
@@ -521,11 +528,11 @@ def create_app(
 
         return _json(api_call(name, tell))
 
-    @app.post("/api/studies/{name}/undo", tags=["studies"], summary="Withdraw the last answer")
+    @app.post("/api/studies/{name}/undo", **api, summary="Withdraw the last answer")
     def api_undo(name: str) -> JSONResponse:
         return _json(api_call(name, lambda s: {"withdrawn": s.undo()}))
 
-    @app.get("/api/studies/{name}/history", tags=["studies"], summary="Answers in effect")
+    @app.get("/api/studies/{name}/history", **api, summary="Answers in effect")
     def api_history(name: str) -> JSONResponse:
         return _json(api_call(name, lambda s: s.history()))
 
