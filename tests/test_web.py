@@ -511,3 +511,62 @@ def test_bind_rules():
     assert check_bind("0.0.0.0", TOKEN) == (TOKEN, False)
     with pytest.raises(InvalidInputError, match="at least 8"):
         check_bind("0.0.0.0", "short")
+
+
+def test_serve_on_the_network_generates_prints_and_requires_a_token(tmp_path):
+    """``boloop serve --host 0.0.0.0`` without a token: one is generated and printed, and the
+    API refuses calls without it."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.error
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"sqlite:///{tmp_path / 'net.db'}"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "boloop.cli",
+            "serve",
+            "--storage",
+            url,
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(port),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = []
+        while len(lines) < 3:
+            line = proc.stderr.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+        assert "needs this token" in lines[1]
+        token = lines[2].strip()
+        assert len(token) >= 32
+        base = f"http://127.0.0.1:{port}/api/studies"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(base, timeout=2)
+                raise AssertionError("the API answered without a token")
+            except urllib.error.HTTPError as exc:
+                assert exc.code == 401
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+        req = urllib.request.Request(base, headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req, timeout=5) as r:
+            assert r.status == 200 and json.loads(r.read()) == []
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
