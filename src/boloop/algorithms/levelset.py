@@ -60,7 +60,7 @@ from scipy.optimize import minimize
 from scipy.special import ndtr
 from scipy.stats import norm
 
-from boloop.algorithms.registry import register_method
+from boloop.algorithms.registry import options_from, register_method
 from boloop.confidence import GotovosLSEBeta
 from boloop.errors import InvalidInputError, NotFittedError, QueryStateError
 from boloop.gp.cache import CandidatePosterior
@@ -1091,6 +1091,32 @@ def _factory(cls: type[LevelSetPolicy], extra: tuple[str, ...] = ()) -> Callable
     return factory
 
 
+#: one-line docs of the level-set options (the method table; types and defaults are read from the
+#: constructors, see :func:`boloop.algorithms.registry.options_from`)
+_DOCS = {
+    "kernel": "GP covariance with fixed hyperparameters (paper); None fits an SE-ARD kernel",
+    "noise_variance": "observation-noise variance (Tables 1-2); start of the fit when fitted",
+    "fit_hyperparameters": "fit even with a given kernel (True) or never (False)",
+    "fit_every": "refit after every fit_every observations (fitted mode only)",
+    "n_initial": "random initial queries that do not count as iterations (paper: 1)",
+    "initial_points": "fixed initial design (k, d) instead of random points",
+    "allow_repeats": "finite spaces: False removes observed candidates (Sec. 5.3)",
+    "n_candidates": "boxes: fixed Sobol candidates",
+    "n_fresh": "boxes: fresh uniform candidates per step",
+    "n_refine": "boxes: L-BFGS-B restarts from the best candidates",
+    "refine_maxiter": "boxes: iteration cap of each L-BFGS-B restart",
+    "tie_break": "'unclipped' (argmax of the unclipped straddle) or 'random' among maximisers",
+    "a": "lower end of the max-value loss's range of f (Alg. 2); None: from the data",
+    "b": "upper end of the max-value loss's range of f (Alg. 2); None: from the data",
+    "n_samples": "joint posterior samples estimating E_T[r~_i] for the returned set (eq. A.2)",
+    "max_sample_points": "candidates sampled at most (a random subset beyond)",
+    "sqrt_beta": "beta^(1/2), the multiplier of the posterior std",
+    "cardinality": "|X| in the LSE beta (default: candidates on a finite set, 1e15 on a box)",
+    "delta": "failure probability in the LSE beta",
+    "intersect": "intersect the confidence intervals over time (default: on finite sets)",
+    "max_dense": "keep the dense candidate covariance up to this many candidates",
+}
+
 for _cls, _desc, _extra in (
     (RandomizedStraddle, "randomized straddle, beta ~ chi2(2) per step (Inatsu et al. Alg. 1)", ()),
     (
@@ -1108,4 +1134,9 @@ for _cls, _desc, _extra in (
     (UncertaintySampling, "uncertainty sampling: argmax posterior variance", ()),
     (RandomSampling, "uniform random sampling", ()),
 ):
-    register_method(_cls.method_id, "levelset", _desc)(_factory(_cls, _extra))
+    register_method(
+        _cls.method_id,
+        "levelset",
+        _desc,
+        options=options_from(_cls, _DOCS, skip=("space", "threshold", "seed")),
+    )(_factory(_cls, _extra))

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from boloop.algorithms.registry import register_method
+from boloop.algorithms.registry import Option, register_method
 from boloop.errors import InvalidInputError
 from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query
@@ -175,7 +175,16 @@ class RandomExpert(BasePolicy):
         return d
 
 
-@register_method("toy-random", "levelset", "toy: evaluate uniform random candidates")
+_MAXIMIZE = Option("maximize", "bool", True, "recommend the largest (True) or smallest value")
+_OUTPUTS = Option("outputs", "tuple[str, ...]", (), "names of the measured values (empty: one)")
+
+
+@register_method(
+    "toy-random",
+    "levelset",
+    "toy: evaluate uniform random candidates",
+    options=(_MAXIMIZE, _OUTPUTS),
+)
 def _levelset_toy_random(problem: Problem, seed: int | None = 0, **options: Any) -> BasePolicy:
     return RandomEvaluate(
         problem.space,
@@ -187,7 +196,12 @@ def _levelset_toy_random(problem: Problem, seed: int | None = 0, **options: Any)
     )
 
 
-@register_method("toy-random", "safe", "toy: evaluate uniform random actions (ignores safety)")
+@register_method(
+    "toy-random",
+    "safe",
+    "toy: evaluate uniform random actions (ignores safety)",
+    options=(_MAXIMIZE, Option("sets", "bool", False, "recommend observed upper/lower sets")),
+)
 def _safe_toy_random(problem: Problem, seed: int | None = 0, **options: Any) -> BasePolicy:
     return RandomEvaluate(
         problem.space,
