@@ -1030,14 +1030,19 @@ def load_study(name: str, storage: str | None = None, *, full_replay: bool = Fal
 
 
 def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
-    """The studies in a storage: ``name``, ``created_at``, ``method``, ``family``, ``answered``."""
+    """The studies in a storage: ``name``, ``created_at``, ``method``, ``family``, ``answered``,
+    ``open_query`` (the id of the query asked and not answered, or None) and ``last_activity``
+    (the time of the last event), read from the log without replaying it."""
     store = Storage(storage, create=False)
     out = []
     for name, created in store.study_names():
         sid = store.study_id(name)
         events = store.events(sid)
         cfg = events[0].payload if events else {}
-        answered = len([e for e in _effective_events(events, name) if e.kind in ("told", "added")])
+        effective = _effective_events(events, name)
+        answered = len([e for e in effective if e.kind in ("told", "added")])
+        told = {e.query_id for e in effective if e.kind == "told"}
+        asked = [e.query_id for e in effective if e.kind == "asked" and e.query_id not in told]
         out.append(
             {
                 "name": name,
@@ -1046,6 +1051,8 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
                 "family": cfg.get("family"),
                 "problem": cfg.get("problem") or "user space",
                 "answered": answered,
+                "open_query": asked[-1] if asked else None,
+                "last_activity": events[-1].created_at if events else created,
             }
         )
     return out

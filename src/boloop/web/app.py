@@ -328,15 +328,8 @@ def create_app(
 
     # -- pages -------------------------------------------------------------------------------
     def study_rows() -> list[dict[str, Any]]:
-        rows = []
-        for row in list_studies(pool.url):
-            info = dict(row)
-            try:
-                info.update(pool.run(row["name"], _summary))
-            except BoloopError as exc:
-                info.update(open_query=None, last_activity=None, error=str(exc))
-            rows.append(info)
-        return rows
+        # from the logs, without loading (replaying) every study
+        return list_studies(pool.url)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index(request: Request, created: str | None = None) -> HTMLResponse:
@@ -573,12 +566,6 @@ def _swagger_dir() -> str | None:
 def _open_id(study: Study) -> int | None:
     pending = study.policy.pending
     return None if pending is None else int(pending.id)
-
-
-def _summary(study: Study) -> dict[str, Any]:
-    study.refresh()
-    events = study.events()
-    return {"open_query": _open_id(study), "last_activity": events[-1]["created_at"]}
 
 
 def _state(study: Study) -> dict[str, Any]:
