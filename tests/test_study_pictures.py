@@ -106,3 +106,28 @@ def test_drawing_and_recommending_never_change_the_next_query(url, name):
     live = study.ask()
     replayed = load_study(name, storage=url, full_replay=True).ask()
     assert replayed.query == live.query
+
+
+@pytest.mark.parametrize("grid,outline", [(6, False), (25, True)])
+def test_safe_with_several_x_parameters_draws_the_certified_level_per_setting(url, grid, outline):
+    space = {
+        "monotone": "dose",
+        "h": 0.9,
+        "parameters": [
+            {"name": "dose", "low": 0, "high": 1, "grid": 5},
+            {"name": "u", "low": 0, "high": 1, "grid": grid},
+            {"name": "v", "low": 0, "high": 1, "grid": 20},
+        ],
+    }
+    study = create_study(
+        "multi", "m-safeopt", space, storage=url, seed=0, fit_hyperparameters=False
+    )
+    for _ in range(3):
+        q = study.ask()
+        study.tell(q.id, {"f": q.params["u"], "g": 0.1 + 0.2 * q.params["dose"]})
+    svg = model_svg(study)
+    texts = _texts(svg)
+    assert f"certified safe dose for each of the {grid * 20} settings of u, v" in texts
+    n_cells = svg.count("safe up to dose=")
+    assert n_cells == (0 if outline else grid * 20)
+    assert len(svg) < 200_000

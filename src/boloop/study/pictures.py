@@ -44,6 +44,8 @@ _MARGIN = (56, 16, 30, 40)  # left, right, top, bottom
 _RAMP = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
 _BLUE, _ORANGE, _GREY, _RED, _GREEN = "#3b6fb6", "#e07b28", "#9a9a9a", "#c0392b", "#2e8b57"
 _MAX_SLICES = 6
+#: beyond this many cells a picture draws an outline instead (keeps the SVG small)
+_MAX_CELLS = 400
 
 
 def _esc(text: Any) -> str:
@@ -794,8 +796,9 @@ def _model_slices(
             float(m[int(np.argmin(np.abs(xs - centre[j])))]) if m is not None else ylim[1] * 0.95,
         )
         body.append(p.svg())
+    through = "the recommendation" if rpt is not None else "the lowest measured point"
     head = (
-        '<text x="8" y="14" font-weight="bold">slices through the recommendation'
+        f'<text x="8" y="14" font-weight="bold">slices through {through} (star)'
         + (" (more dimensions not shown)" if d > _MAX_SLICES else "")
         + "</text>"
     )
@@ -974,15 +977,31 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
         names[0],
     )
     p.axes(xticks=False)
-    for k, i in enumerate(order):
-        p.cell(
-            k + 0.5,
-            (s_vals[0] + level[i]) / 2,
-            1.0,
-            level[i] - s_vals[0] + ds,
-            "#a8dbb5",
-            title=", ".join(f"{n}={_fmt(v)}" for n, v in zip(names[1:], xp[i]))
-            + f": safe up to {names[0]}={_fmt(level[i])}",
+    if len(order) <= _MAX_CELLS:
+        for k, i in enumerate(order):
+            p.cell(
+                k + 0.5,
+                (s_vals[0] + level[i]) / 2,
+                1.0,
+                level[i] - s_vals[0] + ds,
+                "#a8dbb5",
+                title=", ".join(f"{n}={_fmt(v)}" for n, v in zip(names[1:], xp[i]))
+                + f": safe up to {names[0]}={_fmt(level[i])}",
+            )
+    else:  # many settings: the sorted levels as one filled step curve (the picture stays small)
+        lv = level[order]
+        # sorted levels: one corner pair per change of level (at most one per grid level)
+        starts = np.flatnonzero(np.r_[True, lv[1:] != lv[:-1]])
+        ends = np.r_[starts[1:], lv.size]
+        base = s_vals[0] - ds / 2
+        pts = [f"{p.sx(0):.1f},{p.sy(base):.1f}"]
+        for a0, a1 in zip(starts, ends):
+            top = p.sy(lv[a0] + ds / 2)
+            pts += [f"{p.sx(a0):.1f},{top:.1f}", f"{p.sx(a1):.1f},{top:.1f}"]
+        pts.append(f"{p.sx(lv.size):.1f},{p.sy(base):.1f}")
+        p.parts.append(
+            f'<polygon points="{" ".join(pts)}" fill="#a8dbb5" stroke="#2e8b57" '
+            f'stroke-width="0.8"><title>{_esc(f"{lv.size} settings")}</title></polygon>'
         )
     return _document([p.svg()], PANEL_H + 10, label)
 

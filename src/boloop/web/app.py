@@ -15,6 +15,7 @@ text; uploads are limited in size.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import math
@@ -23,7 +24,6 @@ import secrets
 import shutil
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -297,7 +297,7 @@ def create_app(
         if token is None:
             return RedirectResponse(nxt, status_code=303)
         if not _same(str(form.get("token", "")).strip(), token):
-            time.sleep(0.2)  # slows down guessing a little
+            await asyncio.sleep(0.2)  # slows down guessing a little
             return render(request, "login.html", 401, next=nxt, error="wrong token")
         resp = RedirectResponse(nxt, status_code=303)
         resp.set_cookie(SESSION_COOKIE, session or "", httponly=True, samesite="strict", path="/")
