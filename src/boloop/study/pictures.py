@@ -668,13 +668,14 @@ def _model_2d(
         G0, G1 = np.meshgrid(g0, g1, indexing="ij")
         P = np.column_stack([G0.ravel(), G1.ravel()])
         mean, std = pred(P)
+        tips = P.shape[0] <= _MAX_CELLS  # hover texts only while the picture stays small
         if threshold is not None:
             h = float(threshold)
             p.title = f"level set classes at threshold {_fmt(h)}"
             upper = _classes(rec, P, mean, h)
             for (u, v), m, s, up in zip(P, mean, std, upper):
                 c = _class_colour(bool(up), abs(m - h) < 2 * s)
-                p.cell(u, v, d0, d1, c, title=f"mean {_fmt(m)}, std {_fmt(s)}")
+                p.cell(u, v, d0, d1, c, title=f"mean {_fmt(m)}, std {_fmt(s)}" if tips else "")
             items += _CLASS_ITEMS
         else:
             lo, hi = _range(mean, 0.0)
@@ -686,7 +687,7 @@ def _model_2d(
                     d0,
                     d1,
                     _colour((m - lo) / (hi - lo)),
-                    title=f"mean {_fmt(m)}, std {_fmt(s)}",
+                    title=f"mean {_fmt(m)}, std {_fmt(s)}" if tips else "",
                 )
     p.axes()
     ylo, yhi = _range(y, 0.0) if y.size else (0.0, 1.0)
