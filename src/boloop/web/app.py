@@ -393,6 +393,8 @@ def create_app(
             ctx = pool.run(name, _page_context)
         except UnknownIdError as exc:
             raise HTTPException(404, str(exc)) from exc
+        except BoloopError as exc:  # e.g. a log that does not replay (StorageError)
+            raise HTTPException(500, str(exc)) from exc
         return render(
             request,
             "study.html",
