@@ -32,7 +32,7 @@ families call instead. Its parts, each from the literature:
   data) over the hyperparameters the data cannot rule out. For families whose promise is safety.
 
 Refits are warm-started from the previous optimum; a few restarts drawn from the priors are added
-while the data are few and then each time the data have doubled.
+at the first fit and then each time the data have doubled.
 
 :meth:`HyperparameterLearning.plain` is the unguarded maximum-likelihood refit (no priors, wide
 bounds, no initial design), only for an explicit request; it logs a warning when used.
@@ -180,9 +180,9 @@ class HyperparameterLearning:
     conservative_level:
         Level of the likelihood-ratio set of :meth:`conservative`.
     n_restarts:
-        Extra starts drawn from the priors, used while ``n <= 2 n0`` and at the first refit after
-        ``n`` passes a power of two (16, 32, 64, ...); other refits only warm-start from the
-        previous optimum.
+        Extra starts drawn from the priors, used at the first fit (``last_fit_n < n0``) and at
+        the first refit after ``n`` passes a power of two (8, 16, 32, ...); other refits only
+        warm-start from the previous optimum.
     maxiter:
         L-BFGS-B iterations per start.
     ftol:
@@ -340,8 +340,14 @@ class HyperparameterLearning:
 
     # ------------------------------------------------------------------ fitting
     def due(self, n: int, last_fit_n: int, dim: int) -> bool:
-        """Whether to refit with ``n`` observations when the last fit saw ``last_fit_n``."""
+        """Whether to refit with ``n`` observations when the last fit saw ``last_fit_n``.
+
+        Not while a space-filling initial design is still being answered (its points do not
+        depend on the model), then after every answer while ``n <= 2 n0``, then on growth.
+        """
         if n < self.min_points or n <= last_fit_n:
+            return False
+        if self.initial_design and n < initial_design_size(dim):
             return False
         if n <= 2 * initial_design_size(dim) or last_fit_n < self.min_points:
             return True
@@ -385,7 +391,7 @@ class HyperparameterLearning:
         bounds = self.bounds_for(gp, width)
         n0 = initial_design_size(int(np.size(width)))
         restart = self.n_restarts > 0 and (
-            n <= 2 * n0 or n.bit_length() > max(int(last_fit_n), 0).bit_length()
+            int(last_fit_n) < n0 or n.bit_length() > max(int(last_fit_n), 0).bit_length()
         )
         starts = None
         if priors and restart:
