@@ -171,3 +171,144 @@ def test_study_create_refuses_unknown_and_mistyped_options(
     assert f"option '{name}' of method '{method}' ({family}) must be" in res.stderr
     listed = _boloop("study", "list", "--storage", url, "--json", cwd=tmp_path)
     assert '"s"' not in listed.stdout  # nothing stored
+
+
+# -- PolicySpec: policies are built from a spec, never from a problem ------------------------------
+def test_build_policy_from_a_spec_matches_make_policy_on_the_problem() -> None:
+    from boloop.algorithms.registry import build_policy
+    from boloop.queries import PolicySpec
+
+    problem = get("levelset/toy")
+    spec = PolicySpec(
+        method="straddle",
+        family="levelset",
+        space=problem.space,
+        settings={"threshold": problem.settings["threshold"], "kernel": problem.settings["kernel"]},
+        seed=3,
+        options={"sqrt_beta": 2.0},
+    )
+    a = build_policy(spec)
+    b = make_policy("straddle", problem, 3, sqrt_beta=2.0)
+    for _ in range(4):
+        qa, qb = a.ask(), b.ask()
+        assert qa == qb
+        y = float(problem.value(qa.x[None, :])[0])
+        a.tell(qa.id, y)
+        b.tell(qb.id, y)
+    assert a.recommend().upper.tolist() == b.recommend().upper.tolist()
+
+
+def test_build_policy_validates_options_of_the_spec() -> None:
+    from boloop.algorithms.registry import build_policy
+
+    spec = get("preference/toy").policy_spec("mr-lpf", 0, lamda=0.1)
+    with pytest.raises(OptionError, match="did you mean 'lam'"):
+        build_policy(spec)
+
+
+def test_algorithms_never_import_problems() -> None:
+    import ast
+
+    root = Path(__file__).resolve().parents[1] / "src" / "boloop" / "algorithms"
+    offenders = []
+    for path in root.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            offenders += [f"{path.name}: {n}" for n in names if n.startswith("boloop.problems")]
+    assert not offenders
+
+
+def test_problem_settings_name_no_method() -> None:
+    from boloop.problems import list as list_problems
+
+    methods = {e.id for e in list_methods()} - {"random"}
+    for entry in list_problems():
+        keys = get(entry.id).settings
+        assert not [k for k in keys if any(m in k for m in methods)], entry.id
+
+
+# -- the contract: Query.initial and observe(points, values) ---------------------------------------
+@pytest.mark.parametrize(
+    ("problem_id", "method", "n_initial"),
+    [
+        ("levelset/sinusoidal", "straddle", 1),
+        ("safe/toy", "m-safeopt", None),
+        ("expert/toy", "cobol", 3),
+    ],
+)
+def test_initial_design_queries_are_flagged(problem_id: str, method: str, n_initial) -> None:
+    from boloop.simulate import oracle_rng
+
+    problem = get(problem_id)
+    policy = make_policy(method, problem, 0)
+    rng = oracle_rng(0)
+    flags = []
+    while policy.iteration < 3:
+        q = policy.ask()
+        flags.append(q.initial)
+        policy.tell(q.id, problem.answer(q, rng))
+    n_flagged = sum(flags)
+    assert n_flagged >= 1 and flags[:n_flagged] == [True] * n_flagged  # the design comes first
+    assert not any(flags[n_flagged:])
+    if n_initial is not None and method != "cobol":
+        assert n_flagged == n_initial
+
+
+def test_initial_flag_round_trips_and_is_not_part_of_equality() -> None:
+    from boloop.queries import Evaluate, query_from_dict
+
+    q = Evaluate(id=3, x=[0.5], initial=True)
+    assert q.to_dict()["initial"] is True and query_from_dict(q.to_dict()).initial is True
+    assert "initial" not in Evaluate(id=3, x=[0.5]).to_dict()
+    assert q == Evaluate(id=3, x=[0.5])  # a query stored before the flag still replays
+
+
+@pytest.mark.parametrize(
+    ("problem_id", "method", "value"),
+    [
+        ("levelset/toy", "straddle", 0.3),
+        ("safe/toy", "m-safeopt", {"f": 0.1, "g": -0.5}),
+        ("expert/toy", "gp-lcb", 1.0),
+    ],
+)
+def test_observe_adds_a_users_measurement_without_an_iteration(problem_id, method, value) -> None:
+    problem = get(problem_id)
+    policy = make_policy(method, problem, 0)
+    x = (
+        problem.policy_spec(method).space.sample(1, seed=1)[0]
+        if hasattr(problem.space, "sample")
+        else problem.space.points[0]
+    )
+    policy.observe([x], [value])
+    assert policy.iteration == 0 and policy.history == [] and policy.pending is None
+    assert policy.ask().id == 0  # no query id was used
+
+
+def test_observe_refuses_bad_input_and_preferences() -> None:
+    from boloop.errors import AnswerTypeError
+
+    policy = make_policy("straddle", get("levelset/toy"), 0)
+    x = get("levelset/toy").space.points[0]
+    with pytest.raises(InvalidInputError, match="2 values"):
+        policy.observe([x], [1.0, 2.0])
+    with pytest.raises(AnswerTypeError):
+        policy.observe([x], [float("nan")])
+    safe = make_policy("m-safeopt", get("safe/toy"), 0)
+    with pytest.raises(AnswerTypeError, match="missing"):
+        safe.observe([get("safe/toy").space.points[0]], [{"f": 1.0}])
+    pref = make_policy("mr-lpf", get("preference/toy"), 0)
+    assert not pref.accepts_measurements
+    with pytest.raises(InvalidInputError, match="does not take measurements"):
+        pref.observe([get("preference/toy").space.points[0]], [1.0])
+
+
+def test_methods_command_lists_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    from boloop.cli import main
+
+    assert main(["methods", "--family", "safe", "--options"]) == 0
+    out = capsys.readouterr().out
+    assert "safe m-safeopt:" in out and "  sqrt_beta_f (float | BetaSchedule, default 3.0): " in out

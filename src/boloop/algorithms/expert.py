@@ -53,8 +53,7 @@ from boloop.errors import InvalidInputError, QueryStateError
 from boloop.gp.exact import ExactGP, GammaPrior
 from boloop.gp.kernels import SquaredExponential
 from boloop.gp.likelihood_ratio import LikelihoodRatioModel
-from boloop.problems.base import Problem
-from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query
+from boloop.queries import BasePolicy, Compare, Evaluate, Label, PolicySpec, Query
 from boloop.spaces import Box, CandidateSet
 
 __all__ = [
@@ -122,6 +121,7 @@ class ExpertPolicy(BasePolicy):
 
     family = "expert"
     uses_labels = False
+    accepts_measurements = True  # observe(points, values) -> add_observations
 
     def __init__(
         self,
@@ -324,13 +324,17 @@ class ExpertPolicy(BasePolicy):
         if self.uses_labels and self._n_init_labels_done() < n_lab_init:
             k = self._n_init_labels_done()
             U, idx = self._init_g
-            q = self._ask_unit(U[k], None if idx is None else int(idx[k]), "label")
+            q = self._mark_initial(
+                self._ask_unit(U[k], None if idx is None else int(idx[k]), "label")
+            )
             self.initial_query_ids.add(q.id)
             return q
         if self._n_init_evals_done() < self.n_initial:
             k = self._n_init_evals_done()
             U, idx = self._init_f
-            q = self._ask_unit(U[k], None if idx is None else int(idx[k]), "evaluate")
+            q = self._mark_initial(
+                self._ask_unit(U[k], None if idx is None else int(idx[k]), "evaluate")
+            )
             self.initial_query_ids.add(q.id)
             return q
         return self._bo_propose()
@@ -360,6 +364,9 @@ class ExpertPolicy(BasePolicy):
             self._after_label(query, bool(answer))
         else:  # pragma: no cover - only adachi-2024 asks Compare, and handles it itself
             raise InvalidInputError(f"unexpected query kind {query.kind}")
+
+    def _add_measurements(self, X: np.ndarray, values: list[Any]) -> None:
+        self.add_observations(X, values)  # the contract's observe(points, values)
 
     def add_observations(self, X: Any, y: Any) -> None:
         """Add evaluations of f the user made on their own: X (k, d) in the space, y (k,) finite.
@@ -1117,7 +1124,7 @@ _POLICY_KEYS = (
 
 
 def _settings(
-    problem: Problem, options: dict[str, Any], allowed: tuple[str, ...]
+    problem: PolicySpec, options: dict[str, Any], allowed: tuple[str, ...]
 ) -> dict[str, Any]:
     kw = {k: problem.settings[k] for k in allowed if k in problem.settings}
     kw.update(options)
@@ -1167,7 +1174,7 @@ _DOCS = {
     "COBOL (Xu et al. 2024, Alg. 1): expert-augmented LCB",
     options=options_from(COBOL, _DOCS),
 )
-def _cobol(problem: Problem, seed: Any = 0, **options: Any) -> COBOL:
+def _cobol(problem: PolicySpec, seed: Any = 0, **options: Any) -> COBOL:
     return COBOL(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
 
 
@@ -1177,7 +1184,7 @@ def _cobol(problem: Problem, seed: Any = 0, **options: Any) -> COBOL:
     "COBOHL (Xu et al. 2024, Alg. 2): expert-constrained LCB",
     options=options_from(COBOHL, _DOCS),
 )
-def _cobohl(problem: Problem, seed: Any = 0, **options: Any) -> COBOHL:
+def _cobohl(problem: PolicySpec, seed: Any = 0, **options: Any) -> COBOHL:
     return COBOHL(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
 
 
@@ -1187,7 +1194,7 @@ def _cobohl(problem: Problem, seed: Any = 0, **options: Any) -> COBOHL:
     "vanilla GP-LCB (minimisation), the paper's baseline",
     options=options_from(GPLCB, _DOCS),
 )
-def _gplcb(problem: Problem, seed: Any = 0, **options: Any) -> GPLCB:
+def _gplcb(problem: PolicySpec, seed: Any = 0, **options: Any) -> GPLCB:
     return GPLCB(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
 
 
@@ -1197,7 +1204,7 @@ def _gplcb(problem: Problem, seed: Any = 0, **options: Any) -> GPLCB:
     "rejection sampling from the expert's labels",
     options=options_from(ExpertSampling, _DOCS),
 )
-def _expert_sampling(problem: Problem, seed: Any = 0, **options: Any) -> ExpertSampling:
+def _expert_sampling(problem: PolicySpec, seed: Any = 0, **options: Any) -> ExpertSampling:
     return ExpertSampling(problem.space, seed, **_settings(problem, options, ("n_initial",)))  # type: ignore[arg-type]
 
 
@@ -1207,7 +1214,7 @@ def _expert_sampling(problem: Problem, seed: Any = 0, **options: Any) -> ExpertS
     "simulated AV et al. 2022: expert vetoes LCB and picks",
     options=options_from(HumanIntervention, _DOCS),
 )
-def _av(problem: Problem, seed: Any = 0, **options: Any) -> HumanIntervention:
+def _av(problem: PolicySpec, seed: Any = 0, **options: Any) -> HumanIntervention:
     return HumanIntervention(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
 
 
@@ -1217,14 +1224,14 @@ def _av(problem: Problem, seed: Any = 0, **options: Any) -> HumanIntervention:
     "simulated Khoshvishkaie et al. 2023: alternate expert/LCB",
     options=options_from(AlternatingExpert, _DOCS),
 )
-def _alternating(problem: Problem, seed: Any = 0, **options: Any) -> AlternatingExpert:
+def _alternating(problem: PolicySpec, seed: Any = 0, **options: Any) -> AlternatingExpert:
     return AlternatingExpert(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
 
 
 @register_method(
     "random", "expert", "uniformly random evaluations", options=options_from(RandomSearch, _DOCS)
 )
-def _random(problem: Problem, seed: Any = 0, **options: Any) -> RandomSearch:
+def _random(problem: PolicySpec, seed: Any = 0, **options: Any) -> RandomSearch:
     return RandomSearch(problem.space, seed, **_settings(problem, options, ("n_initial",)))  # type: ignore[arg-type]
 
 
@@ -1234,5 +1241,5 @@ def _random(problem: Problem, seed: Any = 0, **options: Any) -> RandomSearch:
     "simulated Adachi et al. 2024: human picks LCB or belief-weighted LCB, trust decays",
     options=options_from(CollaborativeCompare, _DOCS),
 )
-def _adachi(problem: Problem, seed: Any = 0, **options: Any) -> CollaborativeCompare:
+def _adachi(problem: PolicySpec, seed: Any = 0, **options: Any) -> CollaborativeCompare:
     return CollaborativeCompare(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]

@@ -62,7 +62,6 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.optimize import minimize
 from scipy.special import ndtr
-from scipy.stats import norm
 
 from boloop.algorithms.registry import options_from, register_method
 from boloop.confidence import GotovosLSEBeta
@@ -71,8 +70,7 @@ from boloop.gp.cache import CandidatePosterior
 from boloop.gp.exact import ExactGP, robust_cholesky
 from boloop.gp.hyperparameters import HyperparameterLearning, default_kernel, space_filling_design
 from boloop.gp.kernels import Kernel, SquaredExponential, StationaryKernel
-from boloop.problems.base import Problem
-from boloop.queries import BasePolicy, Evaluate, Query
+from boloop.queries import BasePolicy, Evaluate, PolicySpec, Query
 from boloop.spaces import Box, CandidateSet
 
 __all__ = [
@@ -99,6 +97,12 @@ logger = logging.getLogger("boloop")
 # ---------------------------------------------------------------------------------------------
 # Closed forms (shapes broadcast; mean, std (N,), threshold scalar)
 # ---------------------------------------------------------------------------------------------
+
+def _norm_pdf(x: np.ndarray) -> np.ndarray:
+    """Standard normal density, the expression of ``scipy.stats.norm.pdf`` (bit for bit), without
+    importing ``scipy.stats`` (a third of a command-line call's start-up)."""
+    return np.exp(-(x**2) / 2.0) / math.sqrt(2 * math.pi)
+
 def classify(mean: np.ndarray, threshold: float) -> np.ndarray:
     """Membership of the estimated upper set ``H_t`` (eq. 3.1): ``mean >= threshold``, bool (N,).
 
@@ -140,8 +144,8 @@ def expected_pointwise_loss(
     if np.any(pos):
         s = sd[pos]
         a = diff[pos] / s
-        on_h = s * (norm.pdf(a) - a * norm.sf(a))
-        on_l = s * (norm.pdf(a) + a * norm.cdf(a))
+        on_h = s * (_norm_pdf(a) - a * ndtr(-a))
+        on_l = s * (_norm_pdf(a) + a * ndtr(a))
         out = out.copy()
         out[pos] = np.where(up[pos], on_h, on_l)
     return out
@@ -157,7 +161,7 @@ def expected_af_over_beta(mean: np.ndarray, std: np.ndarray, threshold: float) -
     diff = np.abs(np.asarray(mean, dtype=np.float64) - float(threshold))
     with np.errstate(divide="ignore", invalid="ignore"):
         u = np.where(sd > 0, diff / np.where(sd > 0, sd, 1.0), np.inf)
-    return np.where(sd > 0, sd * math.sqrt(2 * math.pi) * norm.sf(u), 0.0)
+    return np.where(sd > 0, sd * math.sqrt(2 * math.pi) * ndtr(-u), 0.0)
 
 
 def mile_acquisition(
@@ -338,6 +342,7 @@ class LevelSetPolicy(BasePolicy):
 
     method_id: ClassVar[str] = ""
     family: ClassVar[str] = "levelset"
+    accepts_measurements: ClassVar[bool] = True  # observe(points, values) -> add_observations
     #: whether the policy works on boxes
     supports_box: ClassVar[bool] = True
 
@@ -571,7 +576,7 @@ class LevelSetPolicy(BasePolicy):
         else:
             q = self._random_query()
         self._initial_ids.add(q.id)
-        return q
+        return self._mark_initial(q)
 
     def _random_query(self) -> Evaluate:
         if self.finite:
@@ -613,6 +618,9 @@ class LevelSetPolicy(BasePolicy):
         report = self.learning.fit(self.gp, self._width, rng=self.rng, last_fit_n=self._last_fit_n)
         if report.refitted:
             self._last_fit_n = self.gp.n
+
+    def _add_measurements(self, X: np.ndarray, values: list[Any]) -> None:
+        self.add_observations(X, values)  # the contract's observe(points, values)
 
     def add_observations(self, X: Any, y: Any) -> None:
         """Pre-load data (earlier experiments): X (k, d) in the space, y (k,) finite.
@@ -1177,10 +1185,10 @@ def _learns(options: dict[str, Any]) -> bool:
 
 
 def _factory(cls: type[LevelSetPolicy], extra: tuple[str, ...] = ()) -> Callable[..., Any]:
-    def factory(problem: Problem, seed: int | None = 0, **options: Any) -> LevelSetPolicy:
+    def factory(problem: PolicySpec, seed: int | None = 0, **options: Any) -> LevelSetPolicy:
         s = problem.settings
         if "threshold" not in s:
-            raise InvalidInputError(f"problem {problem.id!r} has no 'threshold' setting")
+            raise InvalidInputError(f"{problem.source or 'the settings'}: no 'threshold' setting")
         kw: dict[str, Any] = {k: s[k] for k in _COMMON if k in s}
         for k in extra:
             if k in s:
@@ -1201,7 +1209,7 @@ def _factory(cls: type[LevelSetPolicy], extra: tuple[str, ...] = ()) -> Callable
                     kw.pop(k, None)
         if not isinstance(problem.space, CandidateSet | Box):
             raise InvalidInputError(
-                f"problem {problem.id!r}: level-set methods need a CandidateSet or a Box space"
+                f"{problem.source or 'space'}: level-set methods need a CandidateSet or a Box space"
             )
         return cls(problem.space, s["threshold"], seed=seed, **kw)
 

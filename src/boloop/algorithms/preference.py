@@ -426,7 +426,8 @@ class MRLPF(_DuelingPolicy):
     def _propose(self) -> Query:
         if self.finished:
             raise QueryStateError(
-                f"MR-LPF has used its horizon of {self.horizon} duels; recommend() gives x_T"
+                f"MR-LPF has used all {self.horizon} duels of its horizon T and asks no more; "
+                "its recommendation (the best option it found) is final"
             )
         if self.M.size == 1:
             g = int(self.M[0])
@@ -629,10 +630,14 @@ class RandomDuels(_DuelingPolicy):
 _COMMON = ("kernel", "lam", "regularizer", "normalize_loss", "tie_break")
 
 
-def _settings(problem: Any, method: str) -> dict[str, Any]:
-    s = dict(problem.settings)
+def _settings(problem: Any, beta_key: str) -> dict[str, Any]:
+    """Settings shared by the family, and ``beta`` from ``settings[beta_key]`` (else ``beta``):
+    ``beta_batch`` multiplies the width of a per-round fit (MR-LPF), ``beta_sequential`` that of
+    the fit updated after every duel (MaxMinLCB); a problem may give both when its paper tunes
+    them apart (Yelp: 0.1 and 2.0)."""
+    s = problem.settings  # read, not copied: studies check which settings a method reads
     out = {k: s[k] for k in _COMMON if k in s}
-    beta = s.get(f"beta_{method}", s.get("beta"))
+    beta = s.get(beta_key, s.get("beta"))
     if beta is not None:
         out["beta"] = beta
     return out
@@ -656,8 +661,8 @@ def _options(kw: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
 _DOCS = {
     "kernel": "fixed kernel (paper); 'fit' or None selects the length-scale from the duels",
     "lam": "regularisation lambda of the kernel logistic loss (eq. 7)",
-    "beta": "confidence multiplier of sigma: a float, one per round, or 'theory' (MR-LPF)",
-    "sigma_reg": "regulariser of the uncertainty sigma_t (default lam); a float, list or 'theory'",
+    "beta": "confidence multiplier of sigma (MR-LPF also: one per round, or 'theory')",
+    "sigma_reg": "regulariser of sigma_t (default lam; MR-LPF also: one per round, or 'theory')",
     "B": "RKHS-norm bound in the theory beta",
     "kappa": "curvature constant (eq. 2) in the theory beta",
     "delta": "confidence level of the theory beta",
@@ -681,7 +686,7 @@ _KERNEL_OR_FIT = {"kernel": "Kernel | str | None"}
     options=options_from(MRLPF, _DOCS, skip=("candidates", "seed"), types=_KERNEL_OR_FIT),
 )
 def _make_mrlpf(problem: Any, seed: int | None, **options: Any) -> MRLPF:
-    kw = _settings(problem, "mr-lpf")
+    kw = _settings(problem, "beta_batch")
     kw["horizon"] = problem.settings.get("budget", 300)
     for key in ("B", "kappa"):
         if key in problem.settings:
@@ -696,7 +701,7 @@ def _make_mrlpf(problem: Any, seed: int | None, **options: Any) -> MRLPF:
     options=options_from(MaxMinLCB, _DOCS, skip=("candidates", "seed"), types=_KERNEL_OR_FIT),
 )
 def _make_maxminlcb(problem: Any, seed: int | None, **options: Any) -> MaxMinLCB:
-    kw = _settings(problem, "maxminlcb")
+    kw = _settings(problem, "beta_sequential")
     return MaxMinLCB(problem.space, seed=seed, **_options(kw, options))
 
 
@@ -707,6 +712,6 @@ def _make_maxminlcb(problem: Any, seed: int | None, **options: Any) -> MaxMinLCB
     options=options_from(RandomDuels, _DOCS, skip=("candidates", "seed"), types=_KERNEL_OR_FIT),
 )
 def _make_random(problem: Any, seed: int | None, **options: Any) -> RandomDuels:
-    kw = _settings(problem, "random")
+    kw = _settings(problem, "beta")
     kw.pop("beta", None)
     return RandomDuels(problem.space, seed=seed, **_options(kw, options))

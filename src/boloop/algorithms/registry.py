@@ -1,5 +1,8 @@
-"""The method registry: ``make_policy(method_id, problem, seed, **options)`` builds any method
-with the problem's paper settings, so the CLI, the bench and studies need no per-method code.
+"""The method registry: ``build_policy(spec)`` builds any method from a
+:class:`boloop.queries.PolicySpec` (method id, family, space, settings, seed, options), and
+``make_policy(method_id, problem, seed, **options)`` does so with a problem's settings, so the
+CLI, the bench and studies need no per-method code. Nothing here imports ``boloop.problems``:
+a policy is built from the spec alone and never sees a true function.
 
 The method table
 ----------------
@@ -23,18 +26,19 @@ import inspect
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
 from boloop._registry import Entry, Registry
 from boloop.errors import InvalidInputError, OptionError, UnknownIdError
-from boloop.problems.base import Problem
-from boloop.queries import BasePolicy
+from boloop.queries import BasePolicy, PolicySpec
 
 __all__ = [
     "register_method",
     "make_policy",
+    "build_policy",
     "list_methods",
     "get_method",
     "check_options",
@@ -278,20 +282,44 @@ def get_method(method_id: str, family: str | None = None) -> MethodEntry:
     return _METHODS.get(method_id, family)
 
 
-def make_policy(
-    method_id: str, problem: Problem, seed: int | None = 0, **options: Any
-) -> BasePolicy:
-    """Build method ``method_id`` for ``problem`` with the problem's paper settings.
+def build_policy(spec: PolicySpec) -> BasePolicy:
+    """Build the policy ``spec`` describes: the entry of ``(spec.family, spec.method)`` gets the
+    spec (its ``space`` and ``settings``), ``spec.seed`` and ``spec.options``.
 
-    The entry is looked up for ``problem.family``. Raises :class:`boloop.errors.UnknownIdError`
-    (listing the valid ids of the family) for an unknown method, and
-    :class:`boloop.errors.InvalidInputError` when the method exists only for other families, and
-    :class:`boloop.errors.OptionError` for an option the method's table does not declare or a
-    value of the wrong type (before anything is built).
+    Raises :class:`boloop.errors.UnknownIdError` (listing the valid ids of the family) for an
+    unknown method, :class:`boloop.errors.InvalidInputError` when the method exists only for other
+    families, and :class:`boloop.errors.OptionError` for an option the method's table does not
+    declare or a value of the wrong type (before anything is built).
     """
-    entry = _METHODS.get(method_id, problem.family)
-    entry.check_options(options)
-    return entry.factory(problem, seed, **options)
+    if not isinstance(spec, PolicySpec):
+        raise InvalidInputError(f"build_policy needs a PolicySpec, got {type(spec).__name__}")
+    entry = _METHODS.get(spec.method, spec.family)
+    entry.check_options(spec.options)
+    return entry.factory(spec, spec.seed, **spec.options)
+
+
+def make_policy(method_id: str, problem: Any, seed: Any = 0, **options: Any) -> BasePolicy:
+    """Build method ``method_id`` with the ``family``, ``space`` and ``settings`` of ``problem``
+    (a :class:`boloop.problems.Problem`, or anything with those three attributes) and ``seed``;
+    ``options`` override the settings. Equivalent to :func:`build_policy` on the
+    :class:`PolicySpec` made from them; raises the same errors."""
+    try:
+        family, space, settings = problem.family, problem.space, problem.settings
+    except AttributeError as exc:
+        raise InvalidInputError(
+            f"make_policy needs a problem with family, space and settings, got {problem!r}"
+        ) from exc
+    spec = PolicySpec(
+        method=method_id,
+        family=family,
+        space=space,
+        # a read-only view, not a copy: a study checks which settings a method reads
+        settings=MappingProxyType(settings),
+        seed=seed,
+        options=dict(options),
+        source=str(getattr(problem, "id", "")),
+    )
+    return build_policy(spec)
 
 
 def list_methods(family: str | None = None) -> list[MethodEntry]:

@@ -162,6 +162,11 @@ class _SafePolicy(BasePolicy):
 
     family = "safe"
     _outputs: tuple[str, ...] = ("f", "g")
+    accepts_measurements = True  # observe(points, values): through _observe, as an answer
+
+    @property
+    def measurement_outputs(self) -> tuple[str, ...]:
+        return self._outputs
 
     def __init__(
         self,
@@ -352,7 +357,9 @@ class _SafePolicy(BasePolicy):
         if self._seeds_asked < self.n_initial:
             i = int(self._seed_rows[self._seeds_asked])
             self._seeds_asked += 1
-            q = self._new_evaluate(space.rows(slice(i, i + 1))[0], i * space.n_s, self._outputs)
+            q = self._mark_initial(
+                self._new_evaluate(space.rows(slice(i, i + 1))[0], i * space.n_s, self._outputs)
+            )
             self._seed_ids.add(q.id)
             return q
         b, sets = self.state()
