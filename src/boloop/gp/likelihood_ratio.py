@@ -377,7 +377,11 @@ def _support_values(
     # residuals, sigmoid and h at the current iterate of every row (kept from the line search)
     R_w, R_mu, R_nu, P_all, h_all = _kkt_residuals(L, r, Ad, sd, W, mu, nu, ll_min, B)
     # (P_all holds the curvature D of the likelihood at each iterate)
-    for _ in range(max_iter):
+    # with a box, a direction whose optimum sits at the barrier's edge makes Newton stall: such
+    # rows are finished (conservatively, see below) after fewer iterations than converging
+    # ones ever need (about 10)
+    n_iter = max_iter if r.box is None else min(max_iter, 25)
+    for _ in range(n_iter):
         act = np.flatnonzero(~done)
         if act.size == 0:
             break
@@ -431,6 +435,12 @@ def _support_values(
         t[neg] = np.minimum(t[neg], 0.9 * mua[neg] / -dmu[neg])
         neg = dnu < 0
         t[neg] = np.minimum(t[neg], 0.9 * nua[neg] / -dnu[neg])
+        if r.box is not None:  # and |Z_i| < box (the barrier's domain)
+            Za, dZ = Wa @ L.T, dW @ L.T
+            room = np.where(dZ > 0, r.box - Za, r.box + Za)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                frac = np.where(np.abs(dZ) > 0, room / np.abs(dZ), np.inf)
+            t = np.minimum(t, 0.99 * np.min(frac, axis=1))
         merit0 = _merit(r_w, r_mu, r_nu, B)
         pend = np.arange(act.size)  # rows whose step length is not accepted yet
         for _bt in range(30):
@@ -464,6 +474,14 @@ def _support_values(
     u_fill = np.sqrt(np.maximum(B * B - np.einsum("ij,ij->i", W, W), 0.0))
     values = np.einsum("ij,ij->i", Ad, W) + sd * u_fill
     failed = np.flatnonzero(~done)
+    if r.box is not None and failed.size:
+        # the box binds sharply at these directions (the barrier's edge) and Newton stalls:
+        # take the support value of the same set without the box -- a superset, so the bound is
+        # conservative (never tighter than the boxed one); then clipped like every bound
+        values[failed] = _support_values(
+            L, r.r, mle, ll_min, B, Ad[failed], sd[failed], tol=tol, max_iter=max_iter
+        )
+        failed = failed[:0]
     for j in failed:
         values[j] = _support_value_dual(L, r, mle, ll_min, B, Ad[j], float(sd[j]))
     out[todo] = values
