@@ -61,7 +61,7 @@ def run_one(args: tuple[str, str, int, int]) -> dict:
     policy = make_policy(method, problem, seed)
     t0 = time.perf_counter()
     trace = simulate(policy, problem, n_evals, seed=seed)
-    history = [(q, a) for q, a in policy.history if q.id not in policy.initial_query_ids]
+    history = [(q, a) for q, a in policy.history if not q.initial]
     longest, final = _reject_runs(history)
     return {
         "problem": problem_id,

@@ -61,7 +61,7 @@ def run(seed: int, T: int) -> tuple[list[float], list[float]]:
         policy.tell(q.id, answer)
         w += time.perf_counter() - t
         c += time.process_time() - p
-        if q.id in policy.initial_query_ids:
+        if q.initial:
             w = c = 0.0
         elif policy.iteration > before:
             wall.append(w)

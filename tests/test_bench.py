@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from boloop.algorithms import register_method
+from boloop.algorithms.registry import Option
 from boloop.algorithms.toy import RandomEvaluate
 from boloop.bench import parse_seeds, plot_results, read_results, run_sweep, summary_table
 from boloop.bench.demo import DEMO, DemoEntry, run_demo, runnable_entries
@@ -169,7 +170,12 @@ def test_failed_run_is_reported_and_others_kept(tmp_path: Path) -> None:
 _SEEN_OPTIONS: list[dict] = []
 
 
-@register_method("zz-options", "levelset", "test only: records its options")
+@register_method(
+    "zz-options",
+    "levelset",
+    "test only: records its options",
+    options=(Option("threshold", "float", None, "test only"),),
+)
 def _with_options(problem, seed, **options):  # type: ignore[no-untyped-def]
     _SEEN_OPTIONS.append(options)
     return RandomEvaluate(problem.space, seed, sets=True, **options)

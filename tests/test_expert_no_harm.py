@@ -43,7 +43,7 @@ def _ackley2(a: float) -> ExpertProblem:
 def _final_reject_run(policy) -> int:
     run = 0
     for q, answer in policy.history:
-        if q.id in policy.initial_query_ids:
+        if q.initial:
             continue
         run = run + 1 if isinstance(q, Label) and not answer else 0
     return run
@@ -52,7 +52,7 @@ def _final_reject_run(policy) -> int:
 def _longest_reject_run(policy) -> int:
     run = best = 0
     for q, answer in policy.history:
-        if q.id in policy.initial_query_ids:
+        if q.initial:
             continue
         run = run + 1 if isinstance(q, Label) and not answer else 0
         best = max(best, run)
@@ -94,7 +94,7 @@ def test_a_rejected_proposal_is_never_proposed_again_unchanged(seed, answers, co
     last_was_reject = False
     while pol.iteration < 6:
         q = pol.ask()
-        bo = q.id not in pol.initial_query_ids
+        bo = not q.initial
         if bo:
             assert not any(np.array_equal(q.x, r) for r in rejected)
             if last_was_reject:
@@ -143,20 +143,20 @@ def test_initial_data_through_the_api():
     assert pol.expert.n == 10
     np.testing.assert_allclose(pol.expert.rejected, [0.0 if a else 1.0 for a in acc])
     q = pol.ask()
-    assert q.id not in pol.initial_query_ids  # nothing left of the initial design
+    assert not q.initial  # nothing left of the initial design
     # fewer given than the design asks for: the policy asks the rest
     part = COBOL(box, 0, initial_labels=(XL[:4], acc[:4]), **FAST)
     n_init_labels = 0
     while True:
         q = part.ask()
-        if q.id not in part.initial_query_ids:
+        if not q.initial:
             break
         n_init_labels += isinstance(q, Label)
         part.tell(q.id, True if isinstance(q, Label) else 1.0)
     assert n_init_labels == 6 and part.expert.n == 10
     # GP-LCB takes measurements
     lcb = GPLCB(box, 0, initial_observations=(XO, yo), **FAST)
-    assert lcb.X_f.shape[0] == 3 and lcb.ask().id not in lcb.initial_query_ids
+    assert lcb.X_f.shape[0] == 3 and not lcb.ask().initial
 
 
 @pytest.mark.parametrize(

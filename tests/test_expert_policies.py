@@ -68,7 +68,7 @@ def test_bookkeeping_four_outcomes():
     assert pol.n_expert_queries == asked
     assert pol.X_f.shape[0] == pol.n_initial + pol.n_evaluations
     # every step of Q^g is answered by a label, every step of Q^f by an evaluation
-    kinds = [type(q).__name__ for q, _ in pol.history if q.id not in pol.initial_query_ids]
+    kinds = [type(q).__name__ for q, _ in pol.history if not q.initial]
     assert kinds.count("Evaluate") == pol.n_evaluations
     assert kinds.count("Label") == asked
 
@@ -123,7 +123,7 @@ def test_bad_input_is_rejected_and_changes_nothing():
     _run(pol, lambda x: False, 1)
     while True:
         q = pol.ask()
-        if isinstance(q, Label) and q.id not in pol.initial_query_ids:
+        if isinstance(q, Label) and not q.initial:
             break
         pol.tell(q.id, True if isinstance(q, Label) else _sphere(q.x))
     n_f = pol.X_f.shape[0]
@@ -160,11 +160,7 @@ def test_baselines_and_finite_candidate_sets():
     assert pol.n_evaluations == 5
     pol = _run(ExpertSampling(box, seed=0), lambda x: x[0] < 0.5, 5)
     assert pol.n_evaluations == 5
-    assert all(
-        q.x[0] < 0.5
-        for q, _ in pol.history
-        if isinstance(q, Evaluate) and q.id not in pol.initial_query_ids
-    )
+    assert all(q.x[0] < 0.5 for q, _ in pol.history if isinstance(q, Evaluate) and not q.initial)
     for cls in (HumanIntervention, AlternatingExpert):
         pol = _run(cls(box, seed=0, **FAST), lambda x: x[0] < 0.5, 6)
         assert pol.n_evaluations == 6

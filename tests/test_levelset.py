@@ -577,7 +577,7 @@ def test_add_observations_preloads_data_without_iterations():
     pol.add_observations(X, prob.value(X))
     assert pol.gp.n == 3 and pol.iteration == 0 and pol.observed.sum() == 3
     q = pol.ask()  # the initial design is already covered: the first query is iteration 1
-    assert q.id not in pol._initial_ids
+    assert not q.initial
     with pytest.raises(QueryStateError):
         pol.add_observations(X[:1], [0.0])
     pol.tell(q.id, 0.5)

@@ -139,7 +139,7 @@ def test_yelp_standin_shape_and_pipeline():
     p = get("preference/yelp?user=4")
     assert p.space.n == 275 and p.settings["synthetic"] is True
     assert "SYNTHETIC" in p.description
-    assert p.settings["beta_mr-lpf"] == 0.1 and p.settings["beta_maxminlcb"] == 2.0
+    assert p.settings["beta_batch"] == 0.1 and p.settings["beta_sequential"] == 2.0
     with pytest.raises(InvalidInputError):
         get("preference/yelp?user=20")
 

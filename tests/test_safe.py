@@ -41,7 +41,7 @@ def _run(policy, problem, steps, rng=None, check=None):
         i, j = divmod(q.index, n_s)
         # the proposal lies in the certified safe set (prefix up to the boundary)
         assert j <= policy.certified[i]
-        if check is not None and policy.last_selection is not None and q.id not in policy._seed_ids:
+        if check is not None and policy.last_selection is not None and not q.initial:
             check(policy, i, j)
         policy.tell(q.id, problem.answer(q, rng))
         out.append((i, j))
@@ -262,7 +262,7 @@ def test_case3b_is_m_safeucb():
         while policy.iteration < 12:
             q = policy.ask()
             assert q.outputs == ("g",)
-            if q.id not in policy._seed_ids:
+            if not q.initial:
                 b, sets = policy.state()
                 rows = np.arange(prob.space.n_x)
                 width = 3.0 * b.std_g[rows, sets.boundary]

@@ -466,9 +466,8 @@ def test_add_with_a_policy_that_takes_measurements(url, monkeypatch):
     seen = []
     monkeypatch.setattr(
         RandomEvaluate,
-        "add",
-        lambda self, x, value: seen.append((x.tolist(), value)),
-        raising=False,
+        "observe",
+        lambda self, X, values: seen.append((X[0].tolist(), values[0])),
     )
     study = _user_box_study(url)
     q = study.ask()
@@ -650,7 +649,7 @@ def test_status_and_list(url):
     q = study.ask()
     study.tell(q.id, "a")
     st = study.status()
-    assert st["answered"] == 1 and st["counts"] == {"compare": 1}
+    assert st["answered"] == 1 and st["counts"] == {"duels": 1}
     assert st["last_answers"][0]["answer_text"] == "a"
     assert isinstance(st["recommendation"], dict) and "x0" in st["recommendation"]
     rows = list_studies(url)

@@ -9,7 +9,9 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -171,10 +173,11 @@ def test_cli_status_list_undo_export(tmp_path, capsys):
     assert json.loads(out)["kind"] == "evaluate"  # the accepted point is measured next
     assert _cli(capsys, "study", "tell", "e", "1", "12.5", "--storage", url)[0] == 0
     code, out, _ = _cli(capsys, "study", "status", "e", "--storage", url)
-    assert code == 0 and "answers: 2" in out and "recommendation" in out and "-> 12.5" in out
+    assert code == 0 and "answers:        2 in effect" in out and "-> 12.5" in out
+    assert "recommendation:" in out
     code, out, _ = _cli(capsys, "study", "status", "e", "--json", "--storage", url)
     st = json.loads(out)
-    assert st["counts"] == {"label": 1, "evaluate": 1}
+    assert st["counts"] == {"labels": 1, "evaluations": 1}
     assert set(st["recommendation"]) == {"temperature", "ratio"}
     code, out, _ = _cli(capsys, "study", "list", "--storage", url)
     assert out.startswith("e\texpert\ttoy-random")
@@ -200,6 +203,48 @@ def _spawn_run(url: str, *extra: str) -> subprocess.Popen:
     )
 
 
+class _PipeReader:
+    """Collects a child's stdout in a thread so the test can wait for a prompt to appear."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.chunks: list[str] = []
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        self.thread = threading.Thread(target=self._pump, daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        while True:
+            ch = self.stream.read(1)
+            with self.changed:
+                if not ch:
+                    self.chunks.append("")
+                    self.changed.notify_all()
+                    return
+                self.chunks.append(ch)
+                self.changed.notify_all()
+
+    @property
+    def text(self) -> str:
+        with self.lock:
+            return "".join(self.chunks)
+
+    def wait_for(self, done: Any, timeout: float = 120.0) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: done("".join(self.chunks)), timeout=timeout)
+
+    def finish(self) -> str:
+        self.thread.join(timeout=60)
+        return self.text
+
+
+def _at_prompt_after(text: str, marker: str) -> bool:
+    """Whether ``text`` shows ``marker`` and, after it, the next query's prompt ``[...] > ``."""
+    _, seen, rest = text.partition(marker)
+    return bool(seen) and "query" in rest and rest.rstrip(" ").endswith("] >")
+
+
 def test_run_reads_keys_from_stdin_and_survives_ctrl_c(tmp_path, capsys):
     url = f"sqlite:///{tmp_path / 'run.db'}"
     code, _, err = _cli(
@@ -220,19 +265,20 @@ def test_run_reads_keys_from_stdin_and_survives_ctrl_c(tmp_path, capsys):
     # typed keys: a, b, an invalid key (asked again, nothing stored), undo, b, a; then Ctrl-C
     # while the loop waits at the next prompt: clean exit 130, no traceback, nothing lost
     proc = _spawn_run(url)
-    assert proc.stdin is not None
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    reader = _PipeReader(proc.stdout)
     proc.stdin.write("a\nb\nz\nu\nb\na\n")
     proc.stdin.flush()
-    deadline = time.time() + 90
-    while time.time() < deadline:
-        if [r["answer"] for r in load_study("p", storage=url).history()] == [0, 1, 0]:
-            break
-        time.sleep(0.05)
-    time.sleep(0.5)  # at the next prompt
+    # synchronise on the pipe, not on time: the third answer is stored and the loop has printed
+    # the prompt of query 3 (flushed before it reads the next key)
+    assert reader.wait_for(lambda text: _at_prompt_after(text, "stored (3 answers)")), reader.text
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=60)
+    proc.wait(timeout=60)
+    out, err = reader.finish(), proc.stderr.read()
     assert proc.returncode == 130, (out, err)
-    assert "which is better?" in out and "needs a or b" in out and "withdrawn: query 1" in out
+    assert (
+        "which is better?" in out and "is a duel: answer a/1" in out and "withdrawn: query 1" in out
+    )
     assert "Traceback" not in err and "interrupted" in err
     study = load_study("p", storage=url)
     assert [r["answer"] for r in study.history()] == [0, 1, 0]

@@ -14,12 +14,14 @@ __version__ = "0.1.0"
 
 logging.getLogger("boloop").addHandler(logging.NullHandler())
 
-__all__ = ["__version__", "simulate", "make_policy", "Trace"]
+__all__ = ["__version__", "simulate", "make_policy", "build_policy", "PolicySpec", "Trace"]
 
 _LAZY = {
     "simulate": ("boloop.simulate", "simulate"),
     "Trace": ("boloop.simulate", "Trace"),
     "make_policy": ("boloop.algorithms.registry", "make_policy"),
+    "build_policy": ("boloop.algorithms.registry", "build_policy"),
+    "PolicySpec": ("boloop.queries", "PolicySpec"),
 }
 
 #: subpackages reachable as attributes without an explicit import (``boloop.problems.get``)

@@ -74,7 +74,13 @@ def _cmd_problems(args: argparse.Namespace) -> int:
 def _cmd_methods(args: argparse.Namespace) -> int:
     from boloop.algorithms import list_methods
 
-    _print_entries(list_methods(args.family), "methods")
+    entries = list_methods(args.family)
+    _print_entries(entries, "methods")
+    if getattr(args, "options", False):  # the method table: every option, type, default, doc
+        for e in entries:
+            print(f"\n{e.family} {e.id}:" + ("" if e.options else " (no options)"))
+            for o in e.options:
+                print(f"  {o.name} ({o.type}, default {o.default!r}): {o.doc}")
     return 0
 
 
@@ -164,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
     ):
         p = sub.add_parser(name, help=f"list the registered {what} by family")
         p.add_argument("--family", default=None, help="only this family")
+        if name == "methods":
+            p.add_argument("--options", action="store_true", help="also list every option")
         p.set_defaults(func=fn)
 
     demo = sub.add_parser("demo", help="a one-minute tour: one quick problem per family")
@@ -182,9 +190,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: BLAS/OpenMP thread variables a ``boloop study`` call sets to 1 unless the user set them
+BLAS_THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
+
+
+def limit_blas_threads() -> None:
+    """One BLAS thread for the small matrices of a study step, unless the environment says
+    otherwise (each variable the user set is kept). Must run before numpy is imported: a
+    threaded BLAS under CPU load from other processes turns a 20 ms step into seconds."""
+    import os
+
+    if "numpy" in sys.modules:  # too late to matter; never half-apply
+        return
+    for name in BLAS_THREAD_VARIABLES:
+        os.environ.setdefault(name, "1")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if getattr(args, "command", None) == "study":
+        limit_blas_threads()
     if getattr(args, "verbose", False):
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     func = getattr(args, "func", None)

@@ -16,6 +16,14 @@ class InvalidInputError(BoloopError):
     """An argument has the wrong shape, type, or a NaN/infinite value."""
 
 
+class OptionError(InvalidInputError):
+    """A method option is unknown or has the wrong type.
+
+    Raised alike by ``make_policy``, ``boloop study create --option`` and bench method ids
+    (``mr-lpf?lam=0.1``); the message names the method's valid options with their types.
+    """
+
+
 class OutOfSpaceError(BoloopError):
     """A point lies outside the space it should belong to."""
 

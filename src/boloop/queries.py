@@ -10,6 +10,10 @@ Queries (each carries an integer ``id`` issued by the policy):
 * :class:`Compare` ``(a, b)`` -- a person says which of two options is better. Answer: the index of
   the preferred option, ``0`` for ``a`` and ``1`` for ``b``.
 
+A policy is built from a :class:`PolicySpec` (method id, family, space, settings, seed, options)
+by :func:`boloop.algorithms.registry.build_policy`; simulations, the bench and studies make the
+spec, so a policy never sees the benchmark problem (its true function) it may be run against.
+
 A :class:`Policy` asks and is told. :class:`BasePolicy` implements the bookkeeping once: query ids,
 the single open query (``ask`` returns it again until it is answered), answer validation, history,
 and the iteration count used by budgets. Nothing in a policy knows whether a person or a simulator
@@ -18,17 +22,18 @@ answers.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from boloop._validation import as_rng
-from boloop.errors import AnswerTypeError, InvalidInputError, QueryStateError
+from boloop.errors import AnswerTypeError, InvalidInputError, OutOfSpaceError, QueryStateError
 
 __all__ = [
     "Query",
@@ -37,11 +42,13 @@ __all__ = [
     "Compare",
     "Answer",
     "Policy",
+    "PolicySpec",
     "BasePolicy",
     "query_from_dict",
 ]
 
 Answer = float | Mapping[str, float] | bool | int
+_Q = TypeVar("_Q", bound="Query")
 
 
 def _vec(x: Any, name: str) -> np.ndarray:
@@ -54,9 +61,15 @@ def _vec(x: Any, name: str) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Query:
-    """Base of the three query kinds. ``id`` is unique within a policy."""
+    """Base of the three query kinds. ``id`` is unique within a policy.
+
+    ``initial`` is ``True`` for a query of the policy's initial design (the random or seed
+    evaluations, the initial labels) that the paper does not count as an iteration and that no
+    regret includes; metric trackers read it here instead of each family's bookkeeping.
+    """
 
     id: int
+    initial: bool = field(default=False, kw_only=True)
     kind: ClassVar[str] = "query"
 
     def validate_answer(self, answer: Any) -> Any:
@@ -65,10 +78,20 @@ class Query:
     def to_dict(self) -> dict[str, Any]:
         raise NotImplementedError
 
+    def _with_initial(self, d: dict[str, Any]) -> dict[str, Any]:
+        if self.initial:
+            d["initial"] = True
+        return d
+
     def __eq__(self, other: object) -> bool:
+        """Same kind, id and points (``initial`` is bookkeeping, not part of the question, so a
+        query stored before the flag existed still equals its replay)."""
         if not isinstance(other, Query) or other.kind != self.kind:
             return NotImplemented
-        return _dict_equal(self.to_dict(), other.to_dict())
+        a, b = self.to_dict(), other.to_dict()
+        a.pop("initial", None)
+        b.pop("initial", None)
+        return _dict_equal(a, b)
 
     def __hash__(self) -> int:
         return hash((self.kind, self.id))
@@ -112,13 +135,15 @@ class Evaluate(Query):
         return _finite_float(answer, "answer", self.id)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "id": self.id,
-            "x": self.x.tolist(),
-            "index": self.index,
-            "outputs": list(self.outputs),
-        }
+        return self._with_initial(
+            {
+                "kind": self.kind,
+                "id": self.id,
+                "x": self.x.tolist(),
+                "index": self.index,
+                "outputs": list(self.outputs),
+            }
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -138,7 +163,9 @@ class Label(Query):
         raise AnswerTypeError(f"query {self.id} (label) needs a bool accept/reject, got {answer!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "id": self.id, "x": self.x.tolist(), "index": self.index}
+        return self._with_initial(
+            {"kind": self.kind, "id": self.id, "x": self.x.tolist(), "index": self.index}
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -165,14 +192,16 @@ class Compare(Query):
         return int(answer)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "id": self.id,
-            "a": self.a.tolist(),
-            "b": self.b.tolist(),
-            "a_index": self.a_index,
-            "b_index": self.b_index,
-        }
+        return self._with_initial(
+            {
+                "kind": self.kind,
+                "id": self.id,
+                "a": self.a.tolist(),
+                "b": self.b.tolist(),
+                "a_index": self.a_index,
+                "b_index": self.b_index,
+            }
+        )
 
 
 _KINDS: dict[str, type[Query]] = {"evaluate": Evaluate, "label": Label, "compare": Compare}
@@ -206,6 +235,40 @@ def _dict_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+@dataclass(frozen=True)
+class PolicySpec:
+    """Everything a policy is built from, and nothing else.
+
+    Attributes
+    ----------
+    method:
+        Registry id of the method (``"randomized-straddle"``, ``"mr-lpf"``...).
+    family:
+        ``"levelset"``, ``"preference"``, ``"safe"`` or ``"expert"``: selects the method's entry.
+    space:
+        The :class:`boloop.spaces.Box`, :class:`CandidateSet` or :class:`SafeSpace` to search.
+    settings:
+        Named settings the methods read as defaults (``threshold``, ``kernel``,
+        ``noise_variance``, ``budget``, ``n_initial``...): a paper's settings for a benchmark
+        problem, a user's for a study. Plain names, never a method id.
+    seed:
+        The policy's seed (an int, a Generator or ``None``).
+    options:
+        Method options; validated against the method's table (:class:`OptionError` otherwise)
+        and given precedence over ``settings``.
+    source:
+        Where the settings came from (a problem id, a space file), for messages only.
+    """
+
+    method: str
+    family: str
+    space: Any
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    seed: Any = 0
+    options: Mapping[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+
 @runtime_checkable
 class Policy(Protocol):
     """What every policy offers. Deterministic given its seed and the answers it was told."""
@@ -235,6 +298,8 @@ class BasePolicy(ABC):
     method_id: ClassVar[str] = ""
     #: family (``"levelset"``, ``"preference"``, ``"safe"``, ``"expert"``)
     family: ClassVar[str] = ""
+    #: whether :meth:`observe` takes measurements the user made on their own
+    accepts_measurements: ClassVar[bool] = False
 
     def __init__(self, seed: int | np.random.Generator | None = None) -> None:
         self.seed = seed
@@ -272,6 +337,54 @@ class BasePolicy(ABC):
             self.iteration += 1
 
     @property
+    def measurement_outputs(self) -> tuple[str, ...]:
+        """Names of the values one measurement holds (the ``outputs`` of the policy's Evaluate
+        queries, ``("f", "g")`` in the safe family); empty: a single float."""
+        return ()
+
+    def check_measurements(self, points: Any, values: Any) -> tuple[np.ndarray, list[Any]]:
+        """Validate measurements for :meth:`observe` without changing anything: ``points`` (k, d)
+        (or one point (d,)), ``values`` k answers as :meth:`tell` takes them for an Evaluate
+        query. Returns the points (k, d) and the validated values. Raises
+        :class:`~boloop.errors.InvalidInputError` (this method takes no measurements, shapes),
+        :class:`~boloop.errors.OutOfSpaceError`, :class:`~boloop.errors.AnswerTypeError`."""
+        if not self.accepts_measurements:
+            raise InvalidInputError(
+                f"method {self.method_id!r} does not take measurements outside its own queries; "
+                "answer its queries with tell"
+            )
+        X = np.array(points, dtype=np.float64, ndmin=2)
+        if X.ndim != 2 or X.shape[0] == 0:
+            raise InvalidInputError(f"points must be (k, d) with k >= 1, got shape {X.shape}")
+        vals = [values] if isinstance(values, Mapping) or np.ndim(values) == 0 else list(values)
+        if len(vals) != X.shape[0]:
+            raise InvalidInputError(f"{X.shape[0]} points but {len(vals)} values")
+        space = getattr(self, "space", None)
+        if space is not None and hasattr(space, "contains"):
+            inside = np.asarray(space.contains(X), dtype=bool)
+            if not np.all(inside):
+                raise OutOfSpaceError(
+                    f"points {np.flatnonzero(~inside).tolist()} are outside the space"
+                )
+        outputs = self.measurement_outputs
+        checked = [
+            Evaluate(id=-1, x=x, outputs=outputs).validate_answer(v) for x, v in zip(X, vals)
+        ]
+        return X, checked
+
+    def observe(self, points: Any, values: Any) -> None:
+        """Add measurements the user made on their own (earlier experiments, a point they chose):
+        ``points`` (k, d) and ``values`` as :meth:`check_measurements` takes them.
+
+        They update the models as answered Evaluate queries at the same points would, but they
+        are not the policy's queries: no iteration, no history entry, no query id, and a metric
+        tracker never sees them. Policies with ``accepts_measurements = False`` (preferences,
+        whose data are duels) refuse. Bad input raises and changes nothing.
+        """
+        X, checked = self.check_measurements(points, values)
+        self._add_measurements(X, checked)
+
+    @property
     def pending(self) -> Query | None:
         """The open query, if any."""
         return self._pending
@@ -302,6 +415,18 @@ class BasePolicy(ABC):
     def _iteration_done(self, query: Query, answer: Any) -> bool:
         """Whether this answer completes an iteration of the paper's budget (default: yes)."""
         return True
+
+    def _add_measurements(self, X: np.ndarray, values: list[Any]) -> None:
+        """Update the models with validated measurements (:meth:`observe`). Default, for families
+        whose :meth:`_observe` reads only an Evaluate's point and answer: one Evaluate per point
+        that was never issued (id -1, never in the history)."""
+        for x, v in zip(X, values):
+            self._observe(Evaluate(id=-1, x=x, outputs=self.measurement_outputs), v)
+
+    @staticmethod
+    def _mark_initial(query: _Q) -> _Q:
+        """``query`` flagged as part of the initial design (:attr:`Query.initial`)."""
+        return dataclasses.replace(query, initial=True)
 
     def _take_id(self) -> int:
         qid = self._next_id

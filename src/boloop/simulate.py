@@ -245,8 +245,8 @@ def simulate(
     Parameters
     ----------
     policy:
-        A policy object, or a method id (built with ``make_policy(policy, problem, seed,
-        **policy_options)``).
+        A policy object, or a method id (built by ``build_policy(problem.policy_spec(policy,
+        seed, **policy_options))``: the policy sees the problem's space and settings only).
     problem:
         A :class:`Problem` or a problem id (``"levelset/toy"``).
     budget:
@@ -275,10 +275,10 @@ def simulate(
 
         problem = get(problem)
     if isinstance(policy, str):
-        from boloop.algorithms import make_policy
+        from boloop.algorithms.registry import build_policy
 
         method = method or policy
-        policy = make_policy(policy, problem, seed, **policy_options)
+        policy = build_policy(problem.policy_spec(policy, seed, **policy_options))
     elif policy_options:
         raise InvalidInputError(
             f"policy options {sorted(policy_options)} need a method id, not a policy object"

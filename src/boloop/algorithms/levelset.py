@@ -41,9 +41,13 @@ T iterations of Algorithm 1). Iteration ``t`` (1-based) scores with the posterio
 points and ``t - 1`` iteration observations, so ``H_t`` is the paper's ``H_t``.
 
 Hyperparameters. With a ``kernel`` given the hyperparameters stay fixed (the paper's setting,
-zero prior mean). Without one, a squared-exponential ARD kernel with a constant mean and fitted
-noise is fitted by marginal likelihood after every ``fit_every`` observations (the default for a
-user's own problem).
+zero prior mean). Without one (the default for a user's own problem) a squared-exponential ARD
+kernel with a constant mean and fitted noise is learned with the shared mechanism
+:class:`boloop.gp.hyperparameters.HyperparameterLearning`: priors scaled to the space and the data
+(MAP), a space-filling initial design of ``max(5, 2 d)`` points, refitted after every ``fit_every``
+observations. ``hyperparameters="plain"`` is the unguarded maximum-likelihood refit from one
+random point (logged as a warning): it can become confidently wrong and stop exploring
+(``docs/hyperparameters.md``).
 """
 
 from __future__ import annotations
@@ -58,16 +62,15 @@ import numpy as np
 from scipy.linalg import solve_triangular
 from scipy.optimize import minimize
 from scipy.special import ndtr
-from scipy.stats import norm
 
-from boloop.algorithms.registry import register_method
+from boloop.algorithms.registry import options_from, register_method
 from boloop.confidence import GotovosLSEBeta
 from boloop.errors import InvalidInputError, NotFittedError, QueryStateError
 from boloop.gp.cache import CandidatePosterior
 from boloop.gp.exact import ExactGP, robust_cholesky
+from boloop.gp.hyperparameters import HyperparameterLearning, default_kernel, space_filling_design
 from boloop.gp.kernels import Kernel, SquaredExponential, StationaryKernel
-from boloop.problems.base import Problem
-from boloop.queries import BasePolicy, Evaluate, Query
+from boloop.queries import BasePolicy, Evaluate, PolicySpec, Query
 from boloop.spaces import Box, CandidateSet
 
 __all__ = [
@@ -94,6 +97,12 @@ logger = logging.getLogger("boloop")
 # ---------------------------------------------------------------------------------------------
 # Closed forms (shapes broadcast; mean, std (N,), threshold scalar)
 # ---------------------------------------------------------------------------------------------
+
+def _norm_pdf(x: np.ndarray) -> np.ndarray:
+    """Standard normal density, the expression of ``scipy.stats.norm.pdf`` (bit for bit), without
+    importing ``scipy.stats`` (a third of a command-line call's start-up)."""
+    return np.exp(-(x**2) / 2.0) / math.sqrt(2 * math.pi)
+
 def classify(mean: np.ndarray, threshold: float) -> np.ndarray:
     """Membership of the estimated upper set ``H_t`` (eq. 3.1): ``mean >= threshold``, bool (N,).
 
@@ -135,8 +144,8 @@ def expected_pointwise_loss(
     if np.any(pos):
         s = sd[pos]
         a = diff[pos] / s
-        on_h = s * (norm.pdf(a) - a * norm.sf(a))
-        on_l = s * (norm.pdf(a) + a * norm.cdf(a))
+        on_h = s * (_norm_pdf(a) - a * ndtr(-a))
+        on_l = s * (_norm_pdf(a) + a * ndtr(a))
         out = out.copy()
         out[pos] = np.where(up[pos], on_h, on_l)
     return out
@@ -152,7 +161,7 @@ def expected_af_over_beta(mean: np.ndarray, std: np.ndarray, threshold: float) -
     diff = np.abs(np.asarray(mean, dtype=np.float64) - float(threshold))
     with np.errstate(divide="ignore", invalid="ignore"):
         u = np.where(sd > 0, diff / np.where(sd > 0, sd, 1.0), np.inf)
-    return np.where(sd > 0, sd * math.sqrt(2 * math.pi) * norm.sf(u), 0.0)
+    return np.where(sd > 0, sd * math.sqrt(2 * math.pi) * ndtr(-u), 0.0)
 
 
 def mile_acquisition(
@@ -251,6 +260,34 @@ class LevelSetEstimate:
         return f"LevelSetEstimate(iteration={self.iteration}, threshold={self.threshold:g}{size})"
 
 
+def _resolve_learning(
+    hyperparameters: HyperparameterLearning | str | None, fit: bool
+) -> HyperparameterLearning | None:
+    """The mechanism for fitted hyperparameters (None when they are fixed)."""
+    if hyperparameters is not None and not isinstance(hyperparameters, HyperparameterLearning):
+        if hyperparameters not in ("learned", "plain"):
+            raise InvalidInputError(
+                "hyperparameters must be 'learned', 'plain' or a HyperparameterLearning, "
+                f"got {hyperparameters!r}"
+            )
+    if not fit:
+        if hyperparameters is not None:
+            raise InvalidInputError(
+                "hyperparameters= only applies when they are fitted (kernel=None or "
+                "fit_hyperparameters=True)"
+            )
+        return None
+    if isinstance(hyperparameters, HyperparameterLearning):
+        return hyperparameters
+    if hyperparameters == "plain":
+        logger.warning(
+            "level-set policy: plain maximum-likelihood hyperparameters requested (no priors, "
+            "one random initial point); the model can become confidently wrong and stop exploring"
+        )
+        return HyperparameterLearning.plain()
+    return HyperparameterLearning()
+
+
 def _finite_float(value: Any, name: str) -> float:
     try:
         v = float(value)
@@ -277,11 +314,19 @@ class LevelSetPolicy(BasePolicy):
         Observation-noise variance of the GP (paper: Tables 1-2). Default 1e-6 with a fixed kernel,
         the starting value of the fit otherwise.
     fit_hyperparameters:
-        Override: fit even with a given kernel (``True``) or never (``False``).
+        Override: fit even with a given kernel (``True``, the kernel is the starting point) or
+        never (``False``).
+    hyperparameters:
+        How hyperparameters are learned when they are fitted: a
+        :class:`~boloop.gp.hyperparameters.HyperparameterLearning`, ``"learned"`` (its defaults,
+        also what ``None`` means) or ``"plain"`` (unguarded maximum likelihood, with a warning).
     fit_every:
-        Refit after every ``fit_every`` observations (fitted mode only).
+        Refit at most every ``fit_every`` observations (fitted mode only), on the mechanism's
+        schedule (:meth:`HyperparameterLearning.due`).
     n_initial:
-        Number of random initial queries that do not count as iterations (paper: 1).
+        Number of initial queries that do not count as iterations. Default: 1 random point with
+        fixed hyperparameters (the paper); with learned ones, a space-filling design of
+        ``max(5, 2 d)`` points (:func:`boloop.gp.hyperparameters.initial_design_size`).
     initial_points:
         Optional fixed initial design (k, d) used instead of random points (``n_initial = k``);
         on a finite space each point must be a candidate.
@@ -297,6 +342,7 @@ class LevelSetPolicy(BasePolicy):
 
     method_id: ClassVar[str] = ""
     family: ClassVar[str] = "levelset"
+    accepts_measurements: ClassVar[bool] = True  # observe(points, values) -> add_observations
     #: whether the policy works on boxes
     supports_box: ClassVar[bool] = True
 
@@ -308,8 +354,9 @@ class LevelSetPolicy(BasePolicy):
         kernel: Kernel | None = None,
         noise_variance: float | None = None,
         fit_hyperparameters: bool | None = None,
+        hyperparameters: HyperparameterLearning | str | None = None,
         fit_every: int = 1,
-        n_initial: int = 1,
+        n_initial: int | None = None,
         initial_points: Any = None,
         allow_repeats: bool = True,
         n_candidates: int = 2048,
@@ -331,6 +378,10 @@ class LevelSetPolicy(BasePolicy):
         threshold = _finite_float(threshold, "threshold")
         if kernel is not None and not isinstance(kernel, Kernel):
             raise InvalidInputError(f"kernel must be a boloop Kernel, got {type(kernel).__name__}")
+        fit = (kernel is None) if fit_hyperparameters is None else bool(fit_hyperparameters)
+        learning = _resolve_learning(hyperparameters, fit)
+        if n_initial is None:
+            n_initial = learning.initial_design_size(space.dim) if learning is not None else 1
         for name, val, lo in (
             ("n_initial", n_initial, 0),
             ("fit_every", fit_every, 1),
@@ -345,7 +396,9 @@ class LevelSetPolicy(BasePolicy):
         self.space = space
         self.threshold = threshold
         self.finite = isinstance(space, CandidateSet)
-        self.fit = (kernel is None) if fit_hyperparameters is None else bool(fit_hyperparameters)
+        self.fit = fit
+        #: the hyperparameter mechanism (None with fixed hyperparameters)
+        self.learning = learning
         self.fit_every = int(fit_every)
         self.n_initial = int(n_initial)
         self._initial_design: np.ndarray | None = None
@@ -361,9 +414,13 @@ class LevelSetPolicy(BasePolicy):
         self.n_refine = int(n_refine)
         self.refine_maxiter = int(refine_maxiter)
         dim = space.dim
+        width = space.box.width if self.finite else space.width  # type: ignore[union-attr]
+        self._width = np.asarray(width, dtype=np.float64)
         if kernel is None:
-            width = space.box.width if self.finite else space.width  # type: ignore[union-attr]
-            kernel = SquaredExponential(lengthscale=0.2 * np.asarray(width), variance=1.0)
+            if learning is not None and learning.priors:
+                kernel = default_kernel(self._width)
+            else:
+                kernel = SquaredExponential(lengthscale=0.2 * np.asarray(width), variance=1.0)
         self.kernel = kernel.clone()
         if noise_variance is None:
             noise_variance = 1e-6 if not self.fit else 1e-2
@@ -377,6 +434,8 @@ class LevelSetPolicy(BasePolicy):
             noise_floor=1e-8,
             mean="constant" if self.fit else "zero",
         )
+        if learning is not None and learning.initial_design:
+            self._space_filling_start(space, learning.initial_design_size(space.dim))
         if self.finite:
             self.candidates = space.points  # type: ignore[union-attr]
         else:
@@ -390,6 +449,41 @@ class LevelSetPolicy(BasePolicy):
         self._initial_ids: set[int] = set()
         self._d = dim
         self._last_fit_n = 0
+
+    def _space_filling_start(self, space: CandidateSet | Box, n0: int) -> None:
+        """The mechanism's initial design: ``n0`` scrambled-Sobol points (distinct candidates on a
+        finite set), drawn from the policy's seed; a given design smaller than ``n0`` is kept
+        and topped up to ``n0``."""
+        given = self._initial_design
+        k = 0 if given is None else given.shape[0]
+        if given is None and self.n_initial <= 1:
+            return
+        n_new = (self.n_initial if given is None else n0) - k
+        if n_new <= 0:
+            return
+        design_seed = int(self.rng.integers(2**63))
+        if isinstance(space, CandidateSet):
+            n_new = min(n_new, space.points.shape[0] - k)
+            exclude = np.zeros(space.points.shape[0], dtype=bool)
+            if self._initial_index is not None:
+                exclude[self._initial_index[self._initial_index >= 0]] = True
+            box = space.box
+            idx = space_filling_design(
+                box.lower, box.upper, n_new, design_seed, candidates=space.points, exclude=exclude
+            )
+            old = np.zeros(0, dtype=np.intp) if self._initial_index is None else self._initial_index
+            self._initial_index = np.concatenate([old, idx])
+            new_points = space.points[idx]
+        else:
+            new_points = space_filling_design(space.lower, space.upper, n_new, design_seed)
+        self._initial_design = new_points if given is None else np.vstack([given, new_points])
+        self.n_initial = int(self._initial_design.shape[0])
+
+    @property
+    def initial_design(self) -> np.ndarray | None:
+        """The planned initial design (k, d) (given or space-filling), or ``None`` when the
+        initial points are drawn at random one by one (read-only copy)."""
+        return None if self._initial_design is None else self._initial_design.copy()
 
     # -- posterior access ---------------------------------------------------------------------
     def candidate_posterior(self) -> tuple[np.ndarray, np.ndarray]:
@@ -482,7 +576,7 @@ class LevelSetPolicy(BasePolicy):
         else:
             q = self._random_query()
         self._initial_ids.add(q.id)
-        return q
+        return self._mark_initial(q)
 
     def _random_query(self) -> Evaluate:
         if self.finite:
@@ -510,12 +604,23 @@ class LevelSetPolicy(BasePolicy):
         self._n_obs += 1
         if self.finite and query.index is not None:
             self.observed[query.index] = True
-        if self.fit and self.gp.n >= 3 and self.gp.n - self._last_fit_n >= self.fit_every:
-            try:
-                self.gp.fit(n_restarts=1, seed=int(self.rng.integers(2**31)))
-                self._last_fit_n = self.gp.n
-            except Exception as exc:  # keep the previous hyperparameters
-                logger.warning("hyperparameter fit failed, keeping the previous ones: %s", exc)
+        if (
+            self.fit
+            and self.gp.n - self._last_fit_n >= self.fit_every
+            and self.learning is not None
+            and self.learning.due(self.gp.n, self._last_fit_n, self._d)
+        ):
+            self._refit()
+
+    def _refit(self) -> None:
+        """Refit the hyperparameters with the mechanism (keeps the old ones if the fit fails)."""
+        assert self.learning is not None
+        report = self.learning.fit(self.gp, self._width, rng=self.rng)
+        if report.refitted:
+            self._last_fit_n = self.gp.n
+
+    def _add_measurements(self, X: np.ndarray, values: list[Any]) -> None:
+        self.add_observations(X, values)  # the contract's observe(points, values)
 
     def add_observations(self, X: Any, y: Any) -> None:
         """Pre-load data (earlier experiments): X (k, d) in the space, y (k,) finite.
@@ -534,12 +639,8 @@ class LevelSetPolicy(BasePolicy):
         self._n_obs += Xa.shape[0]
         if idx is not None:
             self.observed[idx[idx >= 0]] = True
-        if self.fit and self.gp.n >= 3:
-            try:
-                self.gp.fit(n_restarts=1, seed=int(self.rng.integers(2**31)))
-                self._last_fit_n = self.gp.n
-            except Exception as exc:
-                logger.warning("hyperparameter fit failed, keeping the previous ones: %s", exc)
+        if self.fit:
+            self._refit()
 
     def _iteration_done(self, query: Query, answer: Any) -> bool:
         return query.id not in self._initial_ids
@@ -669,6 +770,11 @@ class LevelSetPolicy(BasePolicy):
                 "kernel": repr(self.kernel),
                 "noise_variance": self.gp.noise_variance,
                 "hyperparameters": "fitted" if self.fit else "fixed",
+                "hyperparameter_learning": (
+                    None
+                    if self.learning is None
+                    else ("plain" if not self.learning.priors else "learned")
+                ),
                 "space": repr(self.space),
                 "n_candidates": self.N,
                 "allow_repeats": self.allow_repeats,
@@ -1068,11 +1174,21 @@ _COMMON = (
 )
 
 
+_NONE = ("none", "null")
+
+
+def _learns(options: dict[str, Any]) -> bool:
+    """Whether method options ask to learn the hyperparameters of a problem that has a kernel."""
+    if "fit_hyperparameters" in options:
+        return bool(options["fit_hyperparameters"])
+    return ("kernel" in options and options["kernel"] is None) or "hyperparameters" in options
+
+
 def _factory(cls: type[LevelSetPolicy], extra: tuple[str, ...] = ()) -> Callable[..., Any]:
-    def factory(problem: Problem, seed: int | None = 0, **options: Any) -> LevelSetPolicy:
+    def factory(problem: PolicySpec, seed: int | None = 0, **options: Any) -> LevelSetPolicy:
         s = problem.settings
         if "threshold" not in s:
-            raise InvalidInputError(f"problem {problem.id!r} has no 'threshold' setting")
+            raise InvalidInputError(f"{problem.source or 'the settings'}: no 'threshold' setting")
         kw: dict[str, Any] = {k: s[k] for k in _COMMON if k in s}
         for k in extra:
             if k in s:
@@ -1080,16 +1196,53 @@ def _factory(cls: type[LevelSetPolicy], extra: tuple[str, ...] = ()) -> Callable
         box_opts = s.get("box_options", {})
         if isinstance(problem.space, Box):
             kw.update(box_opts)
+        if isinstance(options.get("kernel"), str) and options["kernel"].lower() in _NONE:
+            options = {**options, "kernel": None}  # "kernel=None" in a bench method id
         kw.update(options)
+        if s.get("kernel") is not None and _learns(options):
+            # a run that learns hyperparameters on a paper problem does it as a user would: the
+            # paper's kernel, noise variance and one-point start are not known either (unless
+            # given); a start the problem prescribes (initial_points) is kept and topped up
+            kw["fit_hyperparameters"] = options.get("fit_hyperparameters", True)
+            for k in ("kernel", "noise_variance", "n_initial"):
+                if k not in options:
+                    kw.pop(k, None)
         if not isinstance(problem.space, CandidateSet | Box):
             raise InvalidInputError(
-                f"problem {problem.id!r}: level-set methods need a CandidateSet or a Box space"
+                f"{problem.source or 'space'}: level-set methods need a CandidateSet or a Box space"
             )
         return cls(problem.space, s["threshold"], seed=seed, **kw)
 
     factory.__qualname__ = f"make_{cls.__name__}"
     return factory
 
+
+#: one-line docs of the level-set options (the method table; types and defaults are read from the
+#: constructors, see :func:`boloop.algorithms.registry.options_from`)
+_DOCS = {
+    "kernel": "GP covariance with fixed hyperparameters (paper); None learns an SE-ARD kernel",
+    "noise_variance": "observation-noise variance (Tables 1-2); start of the fit when fitted",
+    "fit_hyperparameters": "fit even with a given kernel (True) or never (False)",
+    "hyperparameters": "when fitted: 'learned' (priors, design; default) or 'plain' (unguarded ML)",
+    "fit_every": "refit at most every fit_every observations (fitted mode only)",
+    "n_initial": "initial queries, not iterations (paper: 1; learned: max(5, 2d) space-filling)",
+    "initial_points": "fixed initial design (k, d) instead of random points",
+    "allow_repeats": "finite spaces: False removes observed candidates (Sec. 5.3)",
+    "n_candidates": "boxes: fixed Sobol candidates",
+    "n_fresh": "boxes: fresh uniform candidates per step",
+    "n_refine": "boxes: L-BFGS-B restarts from the best candidates",
+    "refine_maxiter": "boxes: iteration cap of each L-BFGS-B restart",
+    "tie_break": "'unclipped' (argmax of the unclipped straddle) or 'random' among maximisers",
+    "a": "lower end of the max-value loss's range of f (Alg. 2); None: from the data",
+    "b": "upper end of the max-value loss's range of f (Alg. 2); None: from the data",
+    "n_samples": "joint posterior samples estimating E_T[r~_i] for the returned set (eq. A.2)",
+    "max_sample_points": "candidates sampled at most (a random subset beyond)",
+    "sqrt_beta": "beta^(1/2), the multiplier of the posterior std",
+    "cardinality": "|X| in the LSE beta (default: candidates on a finite set, 1e15 on a box)",
+    "delta": "failure probability in the LSE beta",
+    "intersect": "intersect the confidence intervals over time (default: on finite sets)",
+    "max_dense": "keep the dense candidate covariance up to this many candidates",
+}
 
 for _cls, _desc, _extra in (
     (RandomizedStraddle, "randomized straddle, beta ~ chi2(2) per step (Inatsu et al. Alg. 1)", ()),
@@ -1108,4 +1261,15 @@ for _cls, _desc, _extra in (
     (UncertaintySampling, "uncertainty sampling: argmax posterior variance", ()),
     (RandomSampling, "uniform random sampling", ()),
 ):
-    register_method(_cls.method_id, "levelset", _desc)(_factory(_cls, _extra))
+    register_method(
+        _cls.method_id,
+        "levelset",
+        _desc,
+        # the factory also takes kernel="None" (a bench id or --option string): learn it
+        options=options_from(
+            _cls,
+            _DOCS,
+            skip=("space", "threshold", "seed"),
+            types={"kernel": "Kernel | str | None"},
+        ),
+    )(_factory(_cls, _extra))

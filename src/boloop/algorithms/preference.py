@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from boloop.algorithms.registry import register_method
+from boloop.algorithms.registry import options_from, register_method
 from boloop.errors import InvalidInputError, QueryStateError
 from boloop.gp.kernels import Kernel, SquaredExponential
 from boloop.gp.preference import DuelCovariance, KernelLogisticDuels
@@ -426,7 +426,8 @@ class MRLPF(_DuelingPolicy):
     def _propose(self) -> Query:
         if self.finished:
             raise QueryStateError(
-                f"MR-LPF has used its horizon of {self.horizon} duels; recommend() gives x_T"
+                f"MR-LPF has used all {self.horizon} duels of its horizon T and asks no more; "
+                "its recommendation (the best option it found) is final"
             )
         if self.M.size == 1:
             g = int(self.M[0])
@@ -629,10 +630,14 @@ class RandomDuels(_DuelingPolicy):
 _COMMON = ("kernel", "lam", "regularizer", "normalize_loss", "tie_break")
 
 
-def _settings(problem: Any, method: str) -> dict[str, Any]:
-    s = dict(problem.settings)
+def _settings(problem: Any, beta_key: str) -> dict[str, Any]:
+    """Settings shared by the family, and ``beta`` from ``settings[beta_key]`` (else ``beta``):
+    ``beta_batch`` multiplies the width of a per-round fit (MR-LPF), ``beta_sequential`` that of
+    the fit updated after every duel (MaxMinLCB); a problem may give both when its paper tunes
+    them apart (Yelp: 0.1 and 2.0)."""
+    s = problem.settings  # read, not copied: studies check which settings a method reads
     out = {k: s[k] for k in _COMMON if k in s}
-    beta = s.get(f"beta_{method}", s.get("beta"))
+    beta = s.get(beta_key, s.get("beta"))
     if beta is not None:
         out["beta"] = beta
     return out
@@ -651,9 +656,37 @@ def _options(kw: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
     return kw
 
 
-@register_method("mr-lpf", "preference", "MR-LPF (Kayal et al., Algorithm 1): multi-round duels")
+#: one-line docs of the preference options (the method table; types and defaults are read from
+#: the constructors, see :func:`boloop.algorithms.registry.options_from`)
+_DOCS = {
+    "kernel": "fixed kernel (paper); 'fit' or None selects the length-scale from the duels",
+    "lam": "regularisation lambda of the kernel logistic loss (eq. 7)",
+    "beta": "confidence multiplier of sigma (MR-LPF also: one per round, or 'theory')",
+    "sigma_reg": "regulariser of sigma_t (default lam; MR-LPF also: one per round, or 'theory')",
+    "B": "RKHS-norm bound in the theory beta",
+    "kappa": "curvature constant (eq. 2) in the theory beta",
+    "delta": "confidence level of the theory beta",
+    "regularizer": "'rkhs' (eq. 7) or another penalty of KernelLogisticDuels",
+    "normalize_loss": "divide the logistic loss by the number of duels",
+    "lengthscales": "length-scales (unit-cube units) tried when the kernel is fitted",
+    "n_candidates": "boxes: Sobol candidates standing for the continuous space",
+    "tie_break": "'random' (from the seed) or 'first' maximiser in row-major order",
+    "tie_tol": "scores within this tolerance of the best are ties",
+    "horizon": "T, the number of duels MR-LPF plans its rounds for (default: the budget)",
+    "use_candidate_set": "restrict duels to the plausible maximisers M_t (False: every arm)",
+    "allow_self_duel": "allow pairs x = x' (the BOHF authors' script)",
+}
+_KERNEL_OR_FIT = {"kernel": "Kernel | str | None"}
+
+
+@register_method(
+    "mr-lpf",
+    "preference",
+    "MR-LPF (Kayal et al., Algorithm 1): multi-round duels",
+    options=options_from(MRLPF, _DOCS, skip=("candidates", "seed"), types=_KERNEL_OR_FIT),
+)
 def _make_mrlpf(problem: Any, seed: int | None, **options: Any) -> MRLPF:
-    kw = _settings(problem, "mr-lpf")
+    kw = _settings(problem, "beta_batch")
     kw["horizon"] = problem.settings.get("budget", 300)
     for key in ("B", "kappa"):
         if key in problem.settings:
@@ -661,14 +694,24 @@ def _make_mrlpf(problem: Any, seed: int | None, **options: Any) -> MRLPF:
     return MRLPF(problem.space, seed=seed, **_options(kw, options))
 
 
-@register_method("maxminlcb", "preference", "MaxMinLCB (Pasztor et al. 2024): Stackelberg duels")
+@register_method(
+    "maxminlcb",
+    "preference",
+    "MaxMinLCB (Pasztor et al. 2024): Stackelberg duels",
+    options=options_from(MaxMinLCB, _DOCS, skip=("candidates", "seed"), types=_KERNEL_OR_FIT),
+)
 def _make_maxminlcb(problem: Any, seed: int | None, **options: Any) -> MaxMinLCB:
-    kw = _settings(problem, "maxminlcb")
+    kw = _settings(problem, "beta_sequential")
     return MaxMinLCB(problem.space, seed=seed, **_options(kw, options))
 
 
-@register_method("random", "preference", "uniformly random duels, fitted-utility recommendation")
+@register_method(
+    "random",
+    "preference",
+    "uniformly random duels, fitted-utility recommendation",
+    options=options_from(RandomDuels, _DOCS, skip=("candidates", "seed"), types=_KERNEL_OR_FIT),
+)
 def _make_random(problem: Any, seed: int | None, **options: Any) -> RandomDuels:
-    kw = _settings(problem, "random")
+    kw = _settings(problem, "beta")
     kw.pop("beta", None)
     return RandomDuels(problem.space, seed=seed, **_options(kw, options))

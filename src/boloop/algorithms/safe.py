@@ -60,7 +60,7 @@ from boloop.algorithms._safe_core import (
     select_predvar,
     select_safeopt_mc,
 )
-from boloop.algorithms.registry import register_method
+from boloop.algorithms.registry import Option, options_from, register_method
 from boloop.confidence import BetaSchedule, ConstantBeta
 from boloop.errors import InvalidInputError, UnsafeSeedError
 from boloop.gp.cache import CandidatePosterior
@@ -162,6 +162,11 @@ class _SafePolicy(BasePolicy):
 
     family = "safe"
     _outputs: tuple[str, ...] = ("f", "g")
+    accepts_measurements = True  # observe(points, values): through _observe, as an answer
+
+    @property
+    def measurement_outputs(self) -> tuple[str, ...]:
+        return self._outputs
 
     def __init__(
         self,
@@ -352,7 +357,9 @@ class _SafePolicy(BasePolicy):
         if self._seeds_asked < self.n_initial:
             i = int(self._seed_rows[self._seeds_asked])
             self._seeds_asked += 1
-            q = self._new_evaluate(space.rows(slice(i, i + 1))[0], i * space.n_s, self._outputs)
+            q = self._mark_initial(
+                self._new_evaluate(space.rows(slice(i, i + 1))[0], i * space.n_s, self._outputs)
+            )
             self._seed_ids.add(q.id)
             return q
         b, sets = self.state()
@@ -544,6 +551,41 @@ def _settings(problem: Any, options: dict[str, Any]) -> dict[str, Any]:
     return kw
 
 
+#: one-line docs of the safe options (the method table; types and defaults are read from the
+#: constructors, see :func:`boloop.algorithms.registry.options_from`)
+_DOCS = {
+    "kernel_f": "kernel of the objective f (fixed hyperparameters; None: fitted)",
+    "kernel_g": "kernel of the safety function g (fixed hyperparameters; None: fitted)",
+    "noise_f": "noise variance of f",
+    "noise_g": "noise variance of g",
+    "sqrt_beta_f": "beta^(1/2) of f's confidence bounds (a number or a BetaSchedule)",
+    "sqrt_beta_g": "beta^(1/2) of g's confidence bounds (a number or a BetaSchedule)",
+    "n_initial": "evaluations at the safe seeds before the first iteration",
+    "fit_hyperparameters": "refit the kernels' hyperparameters online (paper)",
+    "variance_prior_f": "prior scale of f's output variance when fitted",
+    "variance_prior_g": "prior scale of g's output variance when fitted",
+    "lengthscale_prior": "prior scale of the length-scales when fitted",
+    "keep_certified": "actions once certified safe stay in the safe set",
+    "cache_mb": "memory for the cached cross-covariances before the grid is streamed",
+}
+_THRESHOLD = Option("threshold", "float", None, "safety limit h (default: the problem's)")
+_MISSPECIFICATION = Option(
+    "misspecification", "float", 1.0, "c: L_f times c and L'_g over c (Fig. 4); not used here"
+)
+_SAFE_OPTIONS = (
+    *options_from(MSafeOpt, _DOCS, only=(*_COMMON_KEYS, "cache_mb")),
+    _THRESHOLD,
+)
+_MSAFEOPT_OPTIONS = (
+    *_SAFE_OPTIONS,
+    Option("L_f", "float", 1.0, "Lipschitz constant of f in s (default: the problem's)"),
+    Option("L_g_prime", "float", 1.0, "lower bound L'_g of g's slope in s (the problem's)"),
+    Option("case", "str | int", None, "'1', '2' or '3b' (default: the method id's case)"),
+    Option("acquisition", "str", "default", "the case's acquisition rule ('default')"),
+    Option("misspecification", "float", 1.0, "c: use L_f times c and L'_g over c (Fig. 4)"),
+)
+
+
 def _msafeopt_factory(case: str) -> Any:
     def factory(problem: Any, seed: Any, **options: Any) -> MSafeOpt:
         s = problem.settings
@@ -564,17 +606,31 @@ def _msafeopt_factory(case: str) -> Any:
 
 
 register_method(
-    "m-safeopt", "safe", "M-SafeOpt Case 1: global safe optimum (Losalka & Scarlett 2024, Alg. 1)"
+    "m-safeopt",
+    "safe",
+    "M-SafeOpt Case 1: global safe optimum (Losalka & Scarlett 2024, Alg. 1)",
+    options=_MSAFEOPT_OPTIONS,
 )(_msafeopt_factory("1"))
 register_method(
-    "m-safeopt-x", "safe", "M-SafeOpt Case 2: best safe s for every x (Losalka & Scarlett 2024)"
+    "m-safeopt-x",
+    "safe",
+    "M-SafeOpt Case 2: best safe s for every x (Losalka & Scarlett 2024)",
+    options=_MSAFEOPT_OPTIONS,
 )(_msafeopt_factory("2"))
 register_method(
-    "m-safeucb", "safe", "M-SafeOpt Case 3b = M-SafeUCB: f = g increasing (Losalka & Scarlett 2023)"
+    "m-safeucb",
+    "safe",
+    "M-SafeOpt Case 3b = M-SafeUCB: f = g increasing (Losalka & Scarlett 2023)",
+    options=_MSAFEOPT_OPTIONS,
 )(_msafeopt_factory("3b"))
 
 
-@register_method("safeopt-mc", "safe", "SafeOpt-MC as run in Losalka & Scarlett 2024 (B.2.2)")
+@register_method(
+    "safeopt-mc",
+    "safe",
+    "SafeOpt-MC as run in Losalka & Scarlett 2024 (B.2.2)",
+    options=(*_SAFE_OPTIONS, _MISSPECIFICATION),
+)
 def _safeopt_mc(problem: Any, seed: Any, **options: Any) -> SafeOptMC:
     options.pop("misspecification", None)
     return SafeOptMC(
@@ -585,7 +641,12 @@ def _safeopt_mc(problem: Any, seed: Any, **options: Any) -> SafeOptMC:
     )
 
 
-@register_method("predvar", "safe", "PredVar for f and g as run in Losalka & Scarlett 2024 (B.2.2)")
+@register_method(
+    "predvar",
+    "safe",
+    "PredVar for f and g as run in Losalka & Scarlett 2024 (B.2.2)",
+    options=(*_SAFE_OPTIONS, _MISSPECIFICATION),
+)
 def _predvar(problem: Any, seed: Any, **options: Any) -> PredVar:
     options.pop("misspecification", None)
     return PredVar(

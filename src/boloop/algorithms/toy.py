@@ -18,10 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from boloop.algorithms.registry import register_method
+from boloop.algorithms.registry import Option, register_method
 from boloop.errors import InvalidInputError
-from boloop.problems.base import Problem
-from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query
+from boloop.queries import BasePolicy, Compare, Evaluate, Label, PolicySpec, Query
 from boloop.spaces import Box, CandidateSet, SafeSpace
 
 __all__ = ["RandomEvaluate", "RandomCompare", "RandomExpert"]
@@ -65,6 +64,13 @@ class RandomEvaluate(BasePolicy):
         self.maximize = maximize
         self.X: list[np.ndarray] = []
         self.values: list[Any] = []
+
+    #: a user's own measurements join the evaluated points (:meth:`observe`)
+    accepts_measurements = True
+
+    @property
+    def measurement_outputs(self) -> tuple[str, ...]:
+        return self.outputs
 
     def _propose(self) -> Query:
         x, i = _draw(self.space, self.rng)
@@ -175,8 +181,17 @@ class RandomExpert(BasePolicy):
         return d
 
 
-@register_method("toy-random", "levelset", "toy: evaluate uniform random candidates")
-def _levelset_toy_random(problem: Problem, seed: int | None = 0, **options: Any) -> BasePolicy:
+_MAXIMIZE = Option("maximize", "bool", True, "recommend the largest (True) or smallest value")
+_OUTPUTS = Option("outputs", "tuple[str, ...]", (), "names of the measured values (empty: one)")
+
+
+@register_method(
+    "toy-random",
+    "levelset",
+    "toy: evaluate uniform random candidates",
+    options=(_MAXIMIZE, _OUTPUTS),
+)
+def _levelset_toy_random(problem: PolicySpec, seed: int | None = 0, **options: Any) -> BasePolicy:
     return RandomEvaluate(
         problem.space,
         seed,
@@ -187,8 +202,13 @@ def _levelset_toy_random(problem: Problem, seed: int | None = 0, **options: Any)
     )
 
 
-@register_method("toy-random", "safe", "toy: evaluate uniform random actions (ignores safety)")
-def _safe_toy_random(problem: Problem, seed: int | None = 0, **options: Any) -> BasePolicy:
+@register_method(
+    "toy-random",
+    "safe",
+    "toy: evaluate uniform random actions (ignores safety)",
+    options=(_MAXIMIZE, Option("sets", "bool", False, "recommend observed upper/lower sets")),
+)
+def _safe_toy_random(problem: PolicySpec, seed: int | None = 0, **options: Any) -> BasePolicy:
     return RandomEvaluate(
         problem.space,
         seed,
@@ -200,10 +220,10 @@ def _safe_toy_random(problem: Problem, seed: int | None = 0, **options: Any) -> 
 
 
 @register_method("toy-random", "preference", "toy: duel two uniform random candidates")
-def _preference_toy_random(problem: Problem, seed: int | None = 0, **options: Any) -> BasePolicy:
+def _preference_toy_random(problem: PolicySpec, seed: int | None = 0, **options: Any) -> BasePolicy:
     return RandomCompare(problem.space, seed, **options)  # type: ignore[arg-type]
 
 
 @register_method("toy-random", "expert", "toy: uniform proposals, labelled, evaluated if accepted")
-def _expert_toy_random(problem: Problem, seed: int | None = 0, **options: Any) -> BasePolicy:
+def _expert_toy_random(problem: PolicySpec, seed: int | None = 0, **options: Any) -> BasePolicy:
     return RandomExpert(problem.space, seed, **options)

@@ -259,7 +259,8 @@ def plan_runs(
         if b is None:
             raise InvalidInputError(f"problem {pid!r} has no default budget; give --budget")
         for mid in dict.fromkeys(methods):
-            get_method(parse_problem_id(mid)[0], problem.family)
+            name, options = parse_problem_id(mid)
+            get_method(name, problem.family).check_options(options)  # OptionError names valid ones
             specs.extend(RunSpec(pid, mid, int(s), int(b)) for s in seeds)
     return specs, metrics
 

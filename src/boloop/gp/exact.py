@@ -404,11 +404,25 @@ class ExactGP:
             parts.append([self.mean_constant])
         return np.concatenate(parts)
 
-    def _bounds(self) -> list[tuple[float | None, float | None]]:
-        kb = self.kernel.bounds[self.kernel.free_mask]
+    def _bounds(
+        self, named: Mapping[str, tuple[float, float]] | None = None
+    ) -> list[tuple[float | None, float | None]]:
+        """Bounds of the packed free parameters; ``named`` narrows them (natural units)."""
+        named = named or {}
+        valid = set(self.kernel.theta_names) | {"lengthscale", "noise"}
+        unknown = set(named) - valid
+        if unknown:
+            raise InvalidInputError(f"bounds name unknown hyperparameters {sorted(unknown)}")
+        kb = self.kernel.bounds.copy()
+        for i, name in enumerate(self.kernel.theta_names):
+            pair = named.get(name) or named.get(name.split("[")[0])
+            if pair is not None:
+                kb[i] = [math.log(float(pair[0])), math.log(float(pair[1]))]
+        kb = kb[self.kernel.free_mask]
         bounds: list[tuple[float | None, float | None]] = [(float(lo), float(hi)) for lo, hi in kb]
         if self.fit_noise:
-            bounds.append((math.log(self.noise_floor), math.log(1e5)))
+            lo_n, hi_n = named.get("noise", (self.noise_floor, 1e5))
+            bounds.append((math.log(max(float(lo_n), self.noise_floor)), math.log(float(hi_n))))
         if self.mean == "constant":
             bounds.append((None, None))
         return bounds
@@ -526,12 +540,19 @@ class ExactGP:
         n_restarts: int = 3,
         seed: int | np.random.Generator | None = 0,
         maxiter: int = 200,
+        bounds: Mapping[str, tuple[float, float]] | None = None,
+        starts: Any = None,
+        ftol: float | None = None,
     ) -> ExactGP:
         """Maximise the log marginal likelihood (plus log priors) with L-BFGS-B.
 
         Starts from the current hyperparameters and ``n_restarts`` points drawn log-uniformly in
-        the bounds (scikit-learn's strategy). With ``X, y`` given, replaces the data first.
-        Returns ``self`` refactorised at the best optimum found.
+        the bounds (scikit-learn's strategy), or from ``starts`` (k, p) packed free parameters
+        (see :meth:`free_parameters`) when given. ``bounds`` optionally narrows the box of a
+        hyperparameter, keyed like ``priors`` (``"variance"``, ``"lengthscale"``,
+        ``"lengthscale[1]"``, ``"noise"``), as ``(low, high)`` in natural units. With ``X, y``
+        given, replaces the data first. ``ftol`` is L-BFGS-B's relative tolerance on the objective
+        (scipy's default when ``None``). Returns ``self`` refactorised at the best optimum found.
         """
         if X is not None or y is not None:
             if X is None or y is None:
@@ -540,7 +561,8 @@ class ExactGP:
         if not self._n:
             raise InvalidInputError("fit needs data: pass X and y or call set_data first")
         rng = as_rng(seed)
-        bounds = self._bounds()
+        named = dict(bounds or {})
+        bounds = self._bounds(named)
         if self.mean == "constant":
             ym = float(np.mean(self._y[: self._n]))
             ys = float(np.std(self._y[: self._n])) or 1.0
@@ -550,9 +572,13 @@ class ExactGP:
             p0[-1] = float(np.mean(self._y[: self._n]))
         lo = np.array([b[0] for b in bounds], dtype=np.float64)
         hi = np.array([b[1] for b in bounds], dtype=np.float64)
+        extra = [] if starts is None else list(np.atleast_2d(np.asarray(starts, dtype=np.float64)))
         starts = [np.clip(p0, lo, hi)]
-        for _ in range(int(n_restarts)):
-            starts.append(rng.uniform(lo, hi))
+        if extra:
+            starts.extend(np.clip(s, lo, hi) for s in extra)
+        else:
+            for _ in range(int(n_restarts)):
+                starts.append(rng.uniform(lo, hi))
 
         def objective(p: np.ndarray) -> tuple[float, np.ndarray]:
             try:
@@ -574,7 +600,7 @@ class ExactGP:
                 jac=True,
                 method="L-BFGS-B",
                 bounds=bounds,
-                options={"maxiter": maxiter},
+                options={"maxiter": maxiter, **({} if ftol is None else {"ftol": float(ftol)})},
             )
             if res.fun < best_val:
                 best_p, best_val = res.x, float(res.fun)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from boloop.errors import InvalidInputError
-from boloop.queries import Compare, Evaluate, Label, Query
+from boloop.queries import Compare, Evaluate, Label, PolicySpec, Query
 from boloop.spaces import Space
 
 __all__ = ["Problem", "MetricTracker"]
@@ -81,6 +81,20 @@ class Problem:
         if isinstance(query, Compare):
             return self.compare(query, rng)
         raise InvalidInputError(f"unknown query type {type(query).__name__}")
+
+    # -- policies ---------------------------------------------------------------------------------
+    def policy_spec(self, method: str, seed: Any = 0, **options: Any) -> PolicySpec:
+        """The :class:`PolicySpec` of ``method`` on this problem: its family, space and a copy of
+        its settings; the oracles and ground truth stay here (``build_policy(spec)`` builds it)."""
+        return PolicySpec(
+            method=method,
+            family=self.family,
+            space=self.space,
+            settings=dict(self.settings),
+            seed=seed,
+            options=dict(options),
+            source=self.id,
+        )
 
     # -- metrics ----------------------------------------------------------------------------------
     def new_tracker(self) -> MetricTracker:

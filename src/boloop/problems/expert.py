@@ -268,7 +268,7 @@ class ExpertTracker(MetricTracker):
 
     def update(self, policy: Any, query: Query, answer: Any) -> dict[str, float]:
         p = self.problem
-        initial = query.id in getattr(policy, "initial_query_ids", ())
+        initial = query.initial  # the initial design enters no regret and no count
         regret = 0.0
         if isinstance(query, Label | Compare):  # a comparison is an expert query too
             if not initial:

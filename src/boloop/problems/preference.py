@@ -115,7 +115,8 @@ class PreferenceProblem(Problem):
     def optimal_indices(self) -> np.ndarray:
         return np.flatnonzero(self.utility == self.f_max)
 
-    def _index(self, x: np.ndarray, index: int | None) -> int:
+    def arm_index(self, x: np.ndarray, index: int | None) -> int:
+        """The arm of point ``x`` (its ``index`` when the query gives one)."""
         if index is not None:
             if not 0 <= int(index) < self.arms.n:
                 raise InvalidInputError(f"arm index {index} outside [0, {self.arms.n})")
@@ -137,8 +138,8 @@ class PreferenceProblem(Problem):
 
     def compare(self, query: Compare, rng: np.random.Generator) -> int:
         """0 if ``a`` is preferred (probability ``mu(u_a - u_b)``), else 1."""
-        i = self._index(query.a, query.a_index)
-        j = self._index(query.b, query.b_index)
+        i = self.arm_index(query.a, query.a_index)
+        j = self.arm_index(query.b, query.b_index)
         return 0 if rng.random() < float(expit(self.utility[i] - self.utility[j])) else 1
 
     def metric_names(self) -> list[str]:
@@ -157,14 +158,14 @@ class _DuelTracker(MetricTracker):
         p = self.problem
         if not isinstance(query, Compare):
             raise InvalidInputError(f"{p.id} answers only compare queries")
-        i = p._index(query.a, query.a_index)
-        j = p._index(query.b, query.b_index)
+        i = p.arm_index(query.a, query.a_index)
+        j = p.arm_index(query.b, query.b_index)
         r = float(duel_regret(p.utility, i, j))
         self.cumulative += r
         if hasattr(policy, "recommend_index"):
             k = int(policy.recommend_index())
         else:
-            k = p._index(np.asarray(policy.recommend()), None)
+            k = p.arm_index(np.asarray(policy.recommend()), None)
         return {
             "regret": r,
             "cumulative_regret": self.cumulative,
@@ -496,8 +497,8 @@ def yelp_problem(
         settings={
             "kernel": SquaredExponential(lengthscale, 1.0),
             "lam": float(lam),
-            "beta_mr-lpf": float(beta_mrlpf),
-            "beta_maxminlcb": float(beta_maxminlcb),
+            "beta_batch": float(beta_mrlpf),  # MR-LPF's per-round fits (Sec. 5)
+            "beta_sequential": float(beta_maxminlcb),  # MaxMinLCB's per-duel fit
             "beta": float(beta_mrlpf),
             "budget": int(budget),
             "synthetic": synthetic,

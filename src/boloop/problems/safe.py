@@ -226,7 +226,7 @@ class SafeTracker(MetricTracker):
         from boloop.metrics.safe import is_unsafe
 
         self.unsafe += is_unsafe(self.G[i, j], self.h)
-        seed = hasattr(policy, "_seed_ids") and query.id in policy._seed_ids
+        seed = query.initial  # the safe seeds: no regret (Sec. 4)
         r = 0.0 if seed else self.f_opt - self.F[i, j]
         rp = 0.0 if seed else self.f_opt_x[i] - self.F[i, j]
         from boloop.metrics.safe import regret_x
@@ -515,8 +515,8 @@ def random_monotone_gp(
         description="f and g - h drawn from a GP prior, g increasing in s (tests)",
         settings=settings,
         functions=functions,
+        _truth=(F, G),  # drawn with the functions: the ground truth is known exactly
     )
-    prob._truth = (F, G)
     return prob
 
 

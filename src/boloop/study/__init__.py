@@ -12,9 +12,7 @@
 See ``docs/studies.md``.
 """
 
-from boloop.study.core import Study, StudyQuery, create_study, list_studies, load_study
-from boloop.study.space_file import UserExperiment, build_experiment, load_space_file
-from boloop.study.storage import DEFAULT_STORAGE, SCHEMA_VERSION, Storage
+from typing import Any
 
 __all__ = [
     "DEFAULT_STORAGE",
@@ -29,3 +27,34 @@ __all__ = [
     "load_space_file",
     "load_study",
 ]
+
+#: public names and the module that defines them: imported on first use (PEP 562), so that
+#: ``boloop --version`` and the ``boloop study`` parser do not pay for numpy and SQLAlchemy
+_LAZY = {
+    "Study": "boloop.study.core",
+    "StudyQuery": "boloop.study.core",
+    "create_study": "boloop.study.core",
+    "list_studies": "boloop.study.core",
+    "load_study": "boloop.study.core",
+    "UserExperiment": "boloop.study.space_file",
+    "build_experiment": "boloop.study.space_file",
+    "load_space_file": "boloop.study.space_file",
+    "DEFAULT_STORAGE": "boloop.study.storage",
+    "SCHEMA_VERSION": "boloop.study.storage",
+    "Storage": "boloop.study.storage",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'boloop.study' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,8 +1,21 @@
 """Answers as people type them: ``accept``/``reject``, ``a``/``b``, ``3.2``, ``f=1.2,g=0.3``, JSON.
 
+One grammar for labels and duels, shared by the Python API (string answers), ``boloop study
+tell``, the ``boloop study run`` prompt and the web page (which imports :func:`parse_label` and
+:func:`parse_duel`); the table is :data:`LABEL_WORDS` / :data:`DUEL_WORDS` and is printed in
+``docs/studies.md``. Words are case-insensitive and surrounding spaces are ignored.
+
+* Label: ``y``, ``yes``, ``accept``, ``1``, ``true`` accept; ``n``, ``no``, ``reject``, ``0``,
+  ``false`` reject.
+* Duel: ``a``, ``1``, ``left``, ``first`` prefer A; ``b``, ``2``, ``right``, ``second`` prefer B.
+  Typed numbers count as a person does (1 = A, 2 = B). ``0`` is refused: it would mean A to
+  someone counting from zero but nothing to someone counting from one, and a person who counts
+  from zero would read ``1`` as B, so the first ``0`` they type tells them the convention. A
+  Python ``int`` answer (not a string) is the policy contract's index: ``0`` = A, ``1`` = B.
+
 :func:`parse_answer` turns a Python value or a string into the value the query's
 ``validate_answer`` accepts, and raises :class:`boloop.errors.AnswerTypeError` naming the query
-otherwise. The same rules serve the Python API, the CLI and the interactive loop.
+otherwise.
 """
 
 from __future__ import annotations
@@ -17,12 +30,38 @@ import numpy as np
 from boloop.errors import AnswerTypeError
 from boloop.queries import Compare, Evaluate, Label, Query
 
-__all__ = ["parse_answer", "parse_measurement", "answer_text"]
+__all__ = [
+    "DUEL_WORDS",
+    "LABEL_WORDS",
+    "answer_text",
+    "parse_answer",
+    "parse_duel",
+    "parse_label",
+    "parse_measurement",
+]
 
-_ACCEPT = {"accept", "accepted", "yes", "y", "true", "t", "ok", "+"}
-_REJECT = {"reject", "rejected", "no", "n", "false", "f", "-"}
-_A = {"a", "0", "first", "left"}
-_B = {"b", "1", "second", "right"}
+#: the words of a label answer: accept (True) and reject (False)
+LABEL_WORDS: dict[bool, tuple[str, ...]] = {
+    True: ("y", "yes", "accept", "1", "true"),
+    False: ("n", "no", "reject", "0", "false"),
+}
+#: the words of a duel answer: A preferred (0) and B preferred (1)
+DUEL_WORDS: dict[int, tuple[str, ...]] = {
+    0: ("a", "1", "left", "first"),
+    1: ("b", "2", "right", "second"),
+}
+_LABEL = {w: v for v, words in LABEL_WORDS.items() for w in words}
+_DUEL = {w: v for v, words in DUEL_WORDS.items() for w in words}
+
+
+def parse_label(text: str) -> bool | None:
+    """``True`` (accept), ``False`` (reject), or ``None`` if ``text`` is not a label word."""
+    return _LABEL.get(text.strip().lower()) if isinstance(text, str) else None
+
+
+def parse_duel(text: str) -> int | None:
+    """``0`` (A preferred), ``1`` (B preferred), or ``None`` if ``text`` is not a duel word."""
+    return _DUEL.get(text.strip().lower()) if isinstance(text, str) else None
 
 
 def _text_value(text: str) -> Any:
@@ -79,8 +118,8 @@ def parse_answer(query: Query, answer: Any) -> Any:
     """The validated answer to ``query`` from a Python value or typed text.
 
     * Evaluate: a number, ``{"f": 1.2, "g": 0.3}``, ``"3.2"``, ``"f=1.2,g=0.3"`` or JSON.
-    * Label: ``True``/``False`` or ``accept``/``reject`` (also ``yes``/``no``, ``y``/``n``).
-    * Compare: ``0``/``1`` or ``a``/``b`` (the preferred option).
+    * Label: ``True``/``False`` or a word of :data:`LABEL_WORDS` (``accept``, ``n``, ``1``...).
+    * Compare: the index ``0``/``1`` (an int) or a word of :data:`DUEL_WORDS` (``a``, ``2``...).
     """
     if isinstance(query, Evaluate):
         if isinstance(answer, str):
@@ -98,27 +137,28 @@ def parse_answer(query: Query, answer: Any) -> Any:
         return query.validate_answer(answer)
     if isinstance(query, Label):
         if isinstance(answer, str):
-            s = answer.strip().lower()
-            if s in _ACCEPT:
-                answer = True
-            elif s in _REJECT:
-                answer = False
-            else:
+            label = parse_label(answer)
+            if label is None:
                 raise AnswerTypeError(
-                    f"query {query.id} (label) needs accept or reject, got {answer!r}"
+                    f"query {query.id} is a label: answer y/yes/accept/1/true or "
+                    f"n/no/reject/0/false, got {answer!r}"
                 )
+            answer = label
         return query.validate_answer(answer)
     if isinstance(query, Compare):
         if isinstance(answer, str):
-            s = answer.strip().lower()
-            if s in _A:
-                answer = 0
-            elif s in _B:
-                answer = 1
-            else:
-                raise AnswerTypeError(
-                    f"query {query.id} (compare) needs a or b (the preferred option), got {answer!r}"
+            duel = parse_duel(answer)
+            if duel is None:
+                zero = (
+                    " (0 is not an answer: typed numbers count from 1, so 1 = A and 2 = B)"
+                    if answer.strip() == "0"
+                    else ""
                 )
+                raise AnswerTypeError(
+                    f"query {query.id} is a duel: answer a/1/left for A or b/2/right for B, "
+                    f"got {answer!r}{zero}"
+                )
+            answer = duel
         return query.validate_answer(answer)
     raise AnswerTypeError(f"unknown query kind {type(query).__name__}")
 

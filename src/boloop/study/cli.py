@@ -14,10 +14,20 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from boloop.errors import BoloopError
-from boloop.study.core import Study, StudyQuery, create_study, list_studies, load_study
+from boloop.errors import BoloopError, InvalidInputError
+
+if TYPE_CHECKING:  # the study machinery (numpy, SQLAlchemy, the policies) loads on first use,
+    # so `boloop --version`, `boloop --help` and argument errors stay instant
+    from boloop.study.core import Study, StudyQuery
+
+
+def load_study(name: str, storage: str | None = None, *, full_replay: bool = False) -> Study:
+    from boloop.study.core import load_study as load
+
+    return load(name, storage=storage, full_replay=full_replay)
+
 
 __all__ = ["register", "main"]
 
@@ -35,7 +45,7 @@ def _option(text: str) -> tuple[str, Any]:
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``study`` (create, ask, tell, undo, add, status, verify, list, export, run) to
+    """Add ``study`` (create, ask, tell, undo, add, status, verify, list, export, plot, run) to
     ``subparsers``."""
     study = subparsers.add_parser(
         "study",
@@ -105,6 +115,14 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     p = add("export", "write the history to CSV or JSON", _export)
     p.add_argument("--out", required=True, help="output file (.csv or .json)")
 
+    p = add("plot", "draw the study's progress and model pictures (SVG or an HTML page)", _plot)
+    p.add_argument(
+        "--out",
+        default=None,
+        metavar="FILE",
+        help="FILE.svg (both pictures, one above the other) or FILE.html; default NAME.svg",
+    )
+
     p = add(
         "run", "answer queries interactively at a prompt (Ctrl-C or q to stop, resume later)", _run
     )
@@ -119,6 +137,8 @@ _INTERRUPTED = "\ninterrupted; everything answered so far is stored"
 
 def _create(args: argparse.Namespace) -> int:
     options = dict(args.option)
+    from boloop.study.core import create_study
+
     study = create_study(
         args.name,
         args.method,
@@ -133,6 +153,12 @@ def _create(args: argparse.Namespace) -> int:
         f"created study {study.name!r}: method {study.method} ({study.family}), seed {study.seed}, "
         f"parameters {study.names}, storage {study.storage_url}"
     )
+    hz = study.status(last=0)["horizon"]
+    if hz and hz["source"] == "default":
+        print(
+            f"note: {study.method} plans for a horizon of T = {hz['value']} answers (the default) "
+            "and asks nothing after them; to choose T, create the study with --option horizon=T"
+        )
     return 0
 
 
@@ -152,8 +178,11 @@ def _ask(args: argparse.Namespace) -> int:
 def _tell(args: argparse.Namespace) -> int:
     study = load_study(args.name, storage=args.storage)
     study.tell(args.query_id, args.answer)
-    row = study.history()[-1]
-    print(f"stored: query {row['query_id']} -> {row['answer_text']} ({study.n_answered} answers)")
+    row = study.history(last=1)[-1]
+    print(
+        f"stored: query {row['query_id']} -> {row['answer_text']} "
+        f"({_n(study.n_answered, 'answer')})"
+    )
     return 0
 
 
@@ -170,38 +199,152 @@ def _add(args: argparse.Namespace) -> int:
 
     study = load_study(args.name, storage=args.storage)
     text = args.params.strip()
-    params = json.loads(text) if text.startswith("{") else parse_measurement(text, "PARAMS")
+    try:
+        params = json.loads(text) if text.startswith("{") else parse_measurement(text, "PARAMS")
+    except ValueError as exc:  # bad JSON; BoloopErrors are ValueErrors too
+        raise InvalidInputError(f"cannot read PARAMS {text!r}: {exc}") from exc
     if not isinstance(params, dict):
-        print(
-            "boloop: error: PARAMS must be named values, e.g. temperature=35,ratio=0.4",
-            file=sys.stderr,
+        raise InvalidInputError(
+            f"PARAMS must be named values, e.g. temperature=35,ratio=0.4, got {text!r}"
         )
-        return 2
     study.add(params, args.value)
-    print(f"stored measurement at {params} ({study.n_answered} answers)")
+    print(f"stored measurement at {params} ({_n(study.n_answered, 'answer')})")
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
+    if args.last < 0:
+        raise InvalidInputError(f"--last must be 0 or more answers, got {args.last}")
     study = load_study(args.name, storage=args.storage)
     st = study.status(last=args.last)
     if args.json:
         print(json.dumps(st, default=str))
         return 0
-    counts = ", ".join(f"{v} {k}" for k, v in st["counts"].items()) or "none"
-    print(f"study {st['name']!r}: {st['method']} ({st['family']}), seed {st['seed']}")
-    print(f"  storage: {st['storage']}")
-    print(
-        f"  answers: {st['answered']} ({counts}); iteration {st['iteration']}; withdrawn {st['withdrawn']}"
-    )
-    oq = st["open_query"]
-    print(f"  open query: {oq['id'] if oq else 'none (run ask)'}")
-    print(f"  recommendation: {_compact(st['recommendation'])}")
-    if st["last_answers"]:
-        print("  last answers:")
-        for row in st["last_answers"]:
-            print(f"    {_row_text(row)}")
+    print("\n".join(status_lines(st, getattr(study.problem, "labels", None))))
     return 0
+
+
+def status_lines(st: dict[str, Any], labels: Sequence[str] | None = None) -> list[str]:
+    """The text of ``boloop study status`` from :meth:`Study.status` (one vocabulary: answers,
+    evaluations, labels, duels, the method's iteration; sets as counts and a bounding box)."""
+    c = st["counts"]
+    parts = [f"{v} {k if v != 1 else k[:-1]}" for k, v in c.items() if k != "added"]
+    if c.get("added"):
+        parts.append(f"of which {c['added']} measurements you added")
+    lines = [
+        f"study {st['name']!r}: method {st['method']} ({st['family']} family), seed {st['seed']}",
+        f"  storage:        {st['storage']}",
+        f"  answers:        {st['answered']} in effect ({', '.join(parts) or 'none yet'}); "
+        f"{st['withdrawn']} withdrawn",
+        f"  iteration:      {st['iteration']} ({st['method']}'s own count; {st['iteration_meaning']})",
+    ]
+    hz = st.get("horizon")
+    if hz:
+        where = {
+            "option": "set at create",
+            "settings": "the 'budget' of the space's or problem's settings",
+            "default": "the default, as none was given: choose it with --option horizon=T",
+        }[hz["source"]]
+        unit = "duels" if st["family"] == "preference" else "answers"
+        lines.append(
+            f"  horizon:        T = {hz['value']} {unit} ({where}); {hz['left']} left: the method "
+            f"plans its rounds for exactly T {unit} and asks nothing after them"
+        )
+    opts = ", ".join(f"{k}={json.dumps(v)}" for k, v in st["options"].items())
+    lines.append(f"  options:        {opts or 'none given (defaults below)'}")
+    if st["settings"]:
+        lines.append("  method settings and state (defaults included):")
+        width = max(len(k) for k in st["settings"])
+        for k, v in st["settings"].items():
+            lines.append(f"    {k:<{width}}  {_short(v)}")
+    oq = st["open_query"]
+    if oq:
+        lines.append(f"  open query:     {oq['id']} ({_KIND_WORD[oq['kind']]})")
+    else:
+        lines.append(f"  open query:     none (boloop study ask {_quote(st['name'])} issues one)")
+    rec = st["recommendation"]
+    lines.append(f"  recommendation: {st.get('recommendation_meaning') or 'the current best'}")
+    rec_lines = _recommendation_lines(rec, labels)
+    if st.get("recommendation_label") and rec_lines:
+        rec_lines[0] = f"{st['recommendation_label']} ({rec_lines[0]})"
+    lines += ["    " + ln for ln in rec_lines]
+    if st["last_answers"]:
+        lines.append("  last answers:")
+        for row in st["last_answers"]:
+            lines.append(f"    {_row_text(row)}")
+    return lines
+
+
+_KIND_WORD = {"evaluate": "evaluation", "label": "label", "compare": "duel"}
+
+
+def _fmt_point(p: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in p.items())
+
+
+def _is_point(v: Any) -> bool:
+    return (
+        isinstance(v, dict)
+        and bool(v)
+        and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v.values())
+    )
+
+
+def _short(v: Any, first: int = 3) -> str:
+    """A value in one line: numbers to 4 digits, long lists as their count, range, first items."""
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if _is_point(v):
+        return _fmt_point(v)
+    if isinstance(v, list):
+        if v and all(_is_point(p) for p in v):
+            return _points_summary(v, first)
+        nums = [x for x in v if isinstance(x, int | float) and not isinstance(x, bool)]
+        if len(v) > 2 * first and len(nums) == len(v):
+            return f"{len(v)} values in [{min(nums):.4g}, {max(nums):.4g}]; first " + ", ".join(
+                f"{x:.4g}" for x in v[:first]
+            )
+        if len(v) > 2 * first:
+            return f"{len(v)} values; first " + ", ".join(_short(x) for x in v[:first])
+        return "[" + ", ".join(_short(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_short(x)}" for k, x in v.items()) + "}"
+    return str(v)
+
+
+def _points_summary(points: list[dict[str, Any]], first: int = 3) -> str:
+    names = list(points[0])
+    box = ", ".join(
+        f"{n} in [{min(p[n] for p in points):.4g}, {max(p[n] for p in points):.4g}]" for n in names
+    )
+    head = "; ".join(f"({_fmt_point(p)})" for p in points[:first])
+    more = f"; first {first}: {head}" if len(points) > first else f": {head}"
+    return f"{len(points)} points, bounding box {box}{more}"
+
+
+def _recommendation_lines(rec: Any, labels: Sequence[str] | None) -> list[str]:
+    if isinstance(rec, str):
+        return [rec]
+    if rec is None:
+        return ["none yet"]
+    if _is_point(rec):
+        return [_fmt_point(rec)]
+    if isinstance(rec, dict):
+        if "upper" in rec and "threshold" in rec:
+            out = [
+                f"{rec.get('n_upper', len(rec['upper']))} of {rec.get('n_candidates', '?')} "
+                f"candidates estimated above the threshold {rec['threshold']:g}"
+            ]
+            if rec["upper"]:
+                out.append("upper set: " + _points_summary(rec["upper"]))
+            return out
+        out = []
+        for k, v in rec.items():
+            if k == "index" or k.endswith("_index"):
+                continue  # positions in the candidate list: the points themselves are shown
+            out.append(f"{k}: {_short(v)}")
+        return out
+    return [_short(rec)]
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -218,6 +361,8 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
+    from boloop.study.core import list_studies
+
     rows = list_studies(args.storage)
     if args.json:
         print(json.dumps(rows))
@@ -240,57 +385,137 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace) -> int:
+def _plot(args: argparse.Namespace) -> int:
+    out = args.out
+    if out is None:
+        safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in args.name)
+        out = f"{safe.strip('.') or 'study'}.svg"
+    ext = os.path.splitext(out)[1].lower()
+    if ext not in (".svg", ".html"):
+        raise InvalidInputError(f"--out must end in .svg or .html, got {out!r}")
+    folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        raise InvalidInputError(f"cannot write {out!r}: the directory {folder!r} does not exist")
     study = load_study(args.name, storage=args.storage)
-    return run_loop(study, sys.stdin, sys.stdout, max_answers=args.max)
+    text = plot_document(study, html=ext == ".html")
+    try:
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise InvalidInputError(f"cannot write {out!r}: {exc.strerror or exc}") from exc
+    print(f"wrote {out}: progress and model of study {study.name!r} ({study.n_answered} answers)")
+    return 0
+
+
+def plot_document(study: Study, html: bool = False) -> str:
+    """The study's pictures (:func:`boloop.study.pictures.pictures`, the web page's) as one SVG,
+    progress above model, or as a small self-contained HTML page."""
+    import re
+    from xml.sax.saxutils import escape
+
+    from boloop.study.pictures import pictures
+
+    pics = pictures(study)
+    title = f"study {study.name} ({study.method}, {study.n_answered} answers)"
+    if html:
+        body = "\n".join(f"<figure>{svg}</figure>" for svg in pics.values())
+        return (
+            '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{escape(title)}</title></head>"
+            f'<body style="font-family:sans-serif"><h1>{escape(title)}</h1>\n{body}\n</body></html>\n'
+        )
+    parts, y, width = [], 0.0, 0.0
+    for svg in pics.values():
+        m = re.match(r'<svg[^>]*\swidth="([\d.]+)"[^>]*\sheight="([\d.]+)"', svg)
+        w, h = (float(m.group(1)), float(m.group(2))) if m else (560.0, 240.0)
+        parts.append(svg.replace("<svg ", f'<svg x="0" y="{y:.0f}" ', 1))
+        y += h
+        width = max(width, w)
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{y:.0f}" '
+        f'viewBox="0 0 {width:.0f} {y:.0f}"><title>{escape(title)}</title>{"".join(parts)}</svg>\n'
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.max is not None and args.max < 1:
+        raise InvalidInputError(f"--max must be a positive number of answers, got {args.max}")
+    study = load_study(args.name, storage=args.storage)
+    resume = f"boloop study run {_quote(study.name)}"
+    if args.storage:
+        resume += f" --storage {_quote_arg(study.storage_url)}"
+    return run_loop(study, sys.stdin, sys.stdout, max_answers=args.max, resume=resume)
+
+
+def _quote_arg(text: str) -> str:
+    import shlex
+
+    return shlex.quote(text)
 
 
 # -- the interactive loop -----------------------------------------------------------------------
 _HELP = "keys: u undo, r recommendation, s status, q quit (Ctrl-C also stops; resume any time)"
 
 
-def run_loop(study: Study, stdin: TextIO, stdout: TextIO, max_answers: int | None = None) -> int:
+def run_loop(
+    study: Study,
+    stdin: TextIO,
+    stdout: TextIO,
+    max_answers: int | None = None,
+    resume: str | None = None,
+) -> int:
     """Ask, read the answer at a prompt, tell, until ``q``, end of input or ``max_answers``.
 
-    Label and compare queries take single keys (``y``/``n``, ``a``/``b``; on a terminal without
-    Enter); measurements are typed numbers (``3.2``, ``f=1.2,g=0.3`` or ``1.2 0.3``). A rejected
-    answer is reported and asked again; nothing is stored for it.
+    Each query is announced by the kind of answer it needs (``LABEL``, ``DUEL``, ``MEASURE``:
+    the expert family interleaves labels and measurements). Label and duel queries take single
+    keys (``y``/``n``, ``a``/``b``, ``1``/``2``; on a terminal without Enter; the grammar of
+    :mod:`boloop.study.answers`); measurements are typed numbers (``3.2``, ``f=1.2,g=0.3`` or
+    ``1.2 0.3``). After each answer a progress line shows the counts, the method's iteration
+    and the recommendation. A rejected answer is reported and asked again; nothing is stored
+    for it. ``resume`` is the command that continues the loop later (printed on stopping).
     """
+    if max_answers is not None and (
+        isinstance(max_answers, bool) or not isinstance(max_answers, int) or max_answers < 1
+    ):
+        raise InvalidInputError(f"--max must be a positive number of answers, got {max_answers!r}")
     out = stdout
+    resume = resume or f"boloop study run {_quote(study.name)}"
     print(
-        f"study {study.name!r} ({study.method}); {study.n_answered} answers so far. {_HELP}",
+        f"study {study.name!r} ({study.method}); {_n(study.n_answered, 'answer')} so far. {_HELP}",
         file=out,
     )
     told = 0
     while max_answers is None or told < max_answers:
         q = study.ask()
         print("", file=out)
+        print(f"-- {_NEXT[q.kind]} --", file=out)
         print(q.prompt(), file=out)
         print(f"  [{_answer_hint(q)}] > ", end="", file=out, flush=True)
         text = _read(stdin, single_key=q.kind in ("label", "compare"))
         if text is None:
-            print("\nend of input; stopped (resume with: boloop study run NAME)", file=out)
+            print(f"\nend of input; stopped (resume with: {resume})", file=out)
             return 0
         key = text.strip().lower()
         if key in ("q", "quit", "exit"):
-            print("stopped (resume with: boloop study run NAME)", file=out)
+            print(f"stopped (resume with: {resume})", file=out)
             return 0
         if key in ("u", "undo"):
             try:
                 row = study.undo()
-                print(f"withdrawn: query {row['query_id']} -> {row['answer_text']}", file=out)
+                what = f"query {row['query_id']}" if row["query_id"] is not None else "measurement"
+                print(f"withdrawn: {what} -> {row['answer_text']}", file=out)
                 told = max(0, told - 1)
             except BoloopError as exc:
                 print(f"error: {exc}", file=out)
             continue
         if key in ("r", "recommend"):
-            try:
-                print(f"recommendation: {_compact(study.recommend())}", file=out)
-            except (BoloopError, NotImplementedError) as exc:
-                print(f"no recommendation yet: {exc}", file=out)
+            st = study.status(last=0)
+            print(f"recommendation: {st['recommendation_meaning']}", file=out)
+            for line in _recommendation_lines(st["recommendation"], None):
+                print(f"  {line}", file=out)
             continue
         if key in ("s", "status"):
-            print(f"{study.n_answered} answers; iteration {study.policy.iteration}", file=out)
+            print("\n".join(status_lines(study.status(last=3))), file=out)
             continue
         if key in ("", "?", "h", "help"):
             print(_HELP, file=out)
@@ -301,8 +526,34 @@ def run_loop(study: Study, stdin: TextIO, stdout: TextIO, max_answers: int | Non
             print(f"error: {exc}", file=out)
             continue
         told += 1
-        print(f"stored ({study.n_answered} answers)", file=out)
+        print(progress_line(study.status(last=0)), file=out)
     return 0
+
+
+#: how the loop announces the next query: which kind of answer it needs
+_NEXT = {
+    "label": "LABEL: accept or reject (y / n)",
+    "compare": "DUEL: which of two is better (a / b)",
+    "evaluate": "MEASURE: type the measured value",
+}
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}" + ("" if count == 1 else "s")
+
+
+def progress_line(st: dict[str, Any]) -> str:
+    """One line after each answer: counts, the method's iteration (of its horizon) and the
+    recommendation, from :meth:`Study.status`."""
+    c = st["counts"]
+    kinds = ", ".join(f"{v} {k if v != 1 else k[:-1]}" for k, v in c.items() if k != "added")
+    it = f"iteration {st['iteration']}"
+    if st.get("horizon"):
+        it += f" of T = {st['horizon']['value']}"
+    rec = _recommendation_lines(st["recommendation"], None)[0]
+    if st.get("recommendation_label"):
+        rec = f"{st['recommendation_label']} ({rec})"
+    return f"stored. progress: {_n(st['answered'], 'answer')} ({kinds}); {it}; best: {rec}"
 
 
 def _read(stdin: TextIO, single_key: bool) -> str | None:
@@ -338,7 +589,7 @@ def _answer_hint(q: StudyQuery, keys: bool = True) -> str:
     if q.kind == "label":
         return "y accept / n reject" if keys else "accept|reject"
     if q.kind == "compare":
-        return "a / b" if keys else "a|b"
+        return "a or 1 / b or 2" if keys else "a|b"
     if q.outputs:
         return ",".join(f"{o}=VALUE" for o in q.outputs)
     return "VALUE"
@@ -352,26 +603,20 @@ def _row_text(row: dict[str, Any]) -> str:
     def fmt(p: dict[str, float] | None) -> str:
         return ", ".join(f"{k}={v:g}" for k, v in (p or {}).items())
 
-    who = f"query {row['query_id']}" if row["query_id"] is not None else "added"
-    where = (
-        f"A({fmt(row['a'])}) vs B({fmt(row['b'])})" if row["a"] is not None else fmt(row["params"])
-    )
-    return f"{who} [{row['kind']}] {where} -> {row['answer_text']}  ({row['told_at']})"
+    def named(p: dict[str, float] | None, label: str | None) -> str:
+        return f"{label} ({fmt(p)})" if label else fmt(p)
 
-
-def _compact(obj: Any, limit: int = 6) -> str:
-    """A short text for a recommendation: long lists become their length."""
-
-    def shrink(o: Any) -> Any:
-        if isinstance(o, dict):
-            return {k: shrink(v) for k, v in o.items()}
-        if isinstance(o, list):
-            return f"<{len(o)} points>" if len(o) > limit else [shrink(v) for v in o]
-        if isinstance(o, float):
-            return float(f"{o:.6g}")
-        return o
-
-    return json.dumps(shrink(obj), default=str)
+    if row["query_id"] is None:
+        who = "added measurement"
+    else:
+        who = f"query {row['query_id']} [{_KIND_WORD.get(row['kind'], row['kind'])}]"
+    if row["a"] is not None:
+        where = (
+            f"A: {named(row['a'], row.get('a_label'))} vs B: {named(row['b'], row.get('b_label'))}"
+        )
+    else:
+        where = named(row["params"], row.get("label"))
+    return f"{who} {where} -> {row['answer_text']}  ({row['told_at']})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,6 +9,8 @@ a mismatch raises :class:`~boloop.errors.StorageError` naming the study and the 
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import csv
 import dataclasses
 import functools
@@ -23,9 +25,9 @@ import platform
 import secrets
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -40,10 +42,11 @@ from boloop.errors import (
 from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query, query_from_dict
 from boloop.spaces import Box, CandidateSet, SafeSpace, Space
-from boloop.study.answers import answer_text, parse_answer, parse_measurement
+from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_measurement
 from boloop.study.space_file import (
     UserExperiment,
     build_experiment,
+    check_family_keys,
     load_space_file,
     normalise_space,
     params_to_point,
@@ -57,12 +60,11 @@ __all__ = ["Study", "StudyQuery", "create_study", "load_study", "list_studies"]
 logger = logging.getLogger("boloop")
 
 CONFIG_FORMAT = 1
-#: families whose policies take a measurement they did not ask for through ``_observe`` (read
-#: from their code: levelset and safe ``_observe`` use only the query's point, index, answer)
-_ADD_BY_OBSERVE = frozenset({"levelset", "safe"})
 _MAX_RETRIES = 5
 #: store a policy snapshot once replaying the events since the last one costs this many seconds
-SNAPSHOT_AFTER_SECONDS = 0.2
+#: (a command-line call loads the study afresh: a 300-answer replay of even a cheap policy costs
+#: tens of milliseconds, a snapshot a few)
+SNAPSHOT_AFTER_SECONDS = 0.02
 #: ... and costs this many times what writing the last snapshot took
 SNAPSHOT_COST_FACTOR = 2.0
 #: snapshots larger than this (compressed) are not stored
@@ -203,6 +205,46 @@ def _check_name(name: Any) -> str:
     return name
 
 
+#: the status vocabulary: what an answer to each query kind is called
+_COUNT_NAME = {"evaluate": "evaluations", "label": "labels", "compare": "duels"}
+#: ``describe()`` keys a status leaves out of the method's settings: the study shows them once
+_NOT_SETTINGS = (
+    "method",
+    "family",
+    "iteration",
+    "queries_answered",
+    "open_query",
+    "evaluations",
+    "labels",
+    "duels",
+    "expert_queries",
+    "recommendation_index",
+)
+#: the counts a family always shows (zero included)
+_FAMILY_COUNTS = {
+    "levelset": ("evaluations",),
+    "preference": ("duels",),
+    "safe": ("evaluations",),
+    "expert": ("labels", "evaluations"),
+}
+#: what ``policy.iteration`` counts, family by family (read from each family's policies)
+_ITERATION_MEANING = {
+    "levelset": "the paper's t: one per answered query after the random starting points; "
+    "measurements you add are not iterations",
+    "preference": "the paper's t: one per duel",
+    "safe": "the paper's t: one per evaluation after the initial safe-seed evaluations",
+    "expert": "the paper's t: one per proposal (the expert's label, then its evaluation if the "
+    "method asks for one); the initial labels and evaluations are not iterations",
+}
+#: what the recommendation is, family by family
+_RECOMMENDATION_MEANING = {
+    "levelset": "the estimated set where the value is above the threshold",
+    "preference": "the option the method currently believes best",
+    "safe": "the best action the model certifies as safe",
+    "expert": "the measured point with the lowest predicted value (the expert family minimises)",
+}
+
+
 # -- the study ---------------------------------------------------------------------------------------
 class Study:
     """A persistent ask/tell loop (use :func:`create_study` / :func:`load_study`).
@@ -234,9 +276,9 @@ class Study:
             raise StorageError(
                 f"study {name!r}: stored configuration is unreadable: {exc}"
             ) from exc
-        self.problem = _problem_from_config(self.config)
-        self.space: Space = self.problem.space
-        self._labels = getattr(self.problem, "labels", None)
+        # the problem comes from a valid snapshot if there is one (no registry lookup, no
+        # imports of other families), else it is built from the configuration in _rebuild
+        self.problem: Problem | UserExperiment = None  # type: ignore[assignment]
         self._events: list[Event] = []
         self._full_replay = bool(full_replay)
         self._snapshot_off = False
@@ -349,16 +391,8 @@ class Study:
             raise InvalidInputError(f"value must be finite, got {value!r}")
         if isinstance(measured, dict) and not all(math.isfinite(v) for v in measured.values()):
             raise InvalidInputError(f"value must be finite, got {value!r}")
-        if (
-            not callable(getattr(self._policy, "add", None))
-            and not callable(getattr(self._policy, "add_observations", None))
-            and self.family not in _ADD_BY_OBSERVE
-        ):
-            raise InvalidInputError(
-                f"method {self.method!r} does not take measurements outside its own queries; "
-                "answer its queries with tell"
-            )
-        self._measurement_query(x).validate_answer(measured)  # names and finiteness, as tell
+        # refuses a method that takes no measurements; names and finiteness as tell (nothing stored)
+        self._policy.check_measurements(x[None, :], [measured])
         for _ in range(_MAX_RETRIES):
             try:
                 with self._write() as tx:
@@ -393,15 +427,28 @@ class Study:
         raise StorageError(f"study {self.name!r}: too many concurrent writers, try again")
 
     def recommend(self) -> Any:
-        """The policy's recommendation in parameter names (points become ``{name: value}``)."""
-        self.refresh()
-        return self._named(self._policy.recommend())
+        """The policy's recommendation in parameter names (points become ``{name: value}``).
 
-    def history(self) -> list[dict[str, Any]]:
-        """Answers in effect, oldest first: rows with ``query_id, kind, source, params`` (or
-        ``a``, ``b``), ``answer``, ``answer_text``, ``asked_at``, ``told_at`` (UTC)."""
+        Computed on a copy of the policy: some policies fit their models lazily inside
+        ``recommend`` and draw random numbers for it (the expert family), so calling it on the
+        live policy would make the next query differ from a replay of the log.
+        """
         self.refresh()
-        return [self._row(e) for e in self._effective if e.kind in ("told", "added")]
+        return self._named(copy.deepcopy(self._policy).recommend())
+
+    def history(self, last: int | None = None) -> list[dict[str, Any]]:
+        """Answers in effect, oldest first: rows with ``query_id, kind, source, params`` (or
+        ``a``, ``b``), ``answer``, ``answer_text``, ``asked_at``, ``told_at`` (UTC); only the
+        ``last`` ones if given."""
+        if last is not None and (
+            isinstance(last, bool) or not isinstance(last, numbers.Integral) or last < 0
+        ):
+            raise InvalidInputError(f"last must be a non-negative integer, got {last!r}")
+        self.refresh()
+        answers = [e for e in self._effective if e.kind in ("told", "added")]
+        if last is not None:
+            answers = answers[len(answers) - last :] if last else []
+        return [self._row(e) for e in answers]
 
     def events(self) -> list[dict[str, Any]]:
         """The raw log (including withdrawn answers and stale queries): one dict per event."""
@@ -418,36 +465,87 @@ class Study:
         ]
 
     def status(self, last: int = 5) -> dict[str, Any]:
-        """Counts, the open query, the current recommendation and the last ``last`` answers."""
+        """Where the study stands, in one vocabulary (``docs/studies.md``, "status").
+
+        ``answered``: answers in effect; ``counts``: ``evaluations`` (measured values, including
+        ``added`` measurements), ``labels`` (accept/reject) and ``duels`` (which of two);
+        ``withdrawn``; ``iteration`` and ``iteration_meaning``: the method's own count as its
+        paper defines it; ``options``: the options given at creation; ``horizon`` (methods that
+        plan for a number of answers, MR-LPF's T: ``value``, ``source``, ``left``);
+        ``settings``: the method's settings in effect (its ``describe()``, defaults included);
+        ``open_query``, ``recommendation`` (in parameter names), ``recommendation_meaning``,
+        ``last_answers`` (the last ``last`` history rows).
+        """
+        if isinstance(last, bool) or not isinstance(last, numbers.Integral) or last < 0:
+            raise InvalidInputError(f"last must be a non-negative integer, got {last!r}")
         self.refresh()
-        hist = self.history()
-        counts: dict[str, int] = {}
-        for row in hist:
-            counts[row["kind"] if row["source"] == "query" else "added"] = (
-                counts.get(row["kind"] if row["source"] == "query" else "added", 0) + 1
-            )
+        counts = {"evaluations": 0, "labels": 0, "duels": 0, "added": 0}
+        for ev in self._effective:
+            if ev.kind == "added":
+                counts["labels" if ev.payload.get("label") else "evaluations"] += 1
+                counts["added"] += 1
+            elif ev.kind == "told":
+                kind = self._asked[ev.query_id].payload["query"]["kind"]  # type: ignore[index]
+                counts[_COUNT_NAME[kind]] += 1
+        answers = [e for e in self._effective if e.kind in ("told", "added")]
         pending = self._policy.pending
+        policy = self._policy
+        # recommend() and describe() on a copy: lazy fits may draw random numbers (see recommend)
+        twin = copy.deepcopy(policy)
         try:
-            rec = self.recommend()
+            rec = self._named(twin.recommend())
         except (BoloopError, NotImplementedError) as exc:  # e.g. no data yet
             rec = f"not available yet ({exc})"
+        try:
+            described = dict(twin.describe())
+        except Exception:  # noqa: BLE001 - introspection only; a status must always print
+            described = {}
+        # the study's counts and iteration are shown once, in the study's vocabulary
+        for key in _NOT_SETTINGS:
+            described.pop(key, None)
+        rec_label = None
+        if self._labels is not None and isinstance(rec, dict) and set(rec) == set(self.names):
+            try:
+                rec_label = self._label(_index_in(self.space, params_to_point(self.space, rec)))
+            except BoloopError:
+                rec_label = None
         return {
             "name": self.name,
             "method": self.method,
             "family": self.family,
             "seed": self.seed,
             "storage": self.storage_url,
-            "answered": len(hist),
-            "iteration": int(self._policy.iteration),
-            **{k: getattr(self._policy, k) for k in _LABEL_COUNTS if hasattr(self._policy, k)},
-            "counts": counts,
+            "answered": len(answers),
+            "counts": {k: v for k, v in counts.items() if v or k in _FAMILY_COUNTS[self.family]},
+            **{k: getattr(policy, k) for k in _LABEL_COUNTS if hasattr(policy, k)},
             "withdrawn": sum(1 for e in self._events if e.kind == "withdrawn"),
+            "iteration": int(policy.iteration),
+            "iteration_meaning": _ITERATION_MEANING.get(self.family, "the method's own count"),
+            "options": dict(self.options),
+            "horizon": self._horizon(),
+            "settings": json.loads(json.dumps(described, default=_json_default)),
             "open_query": None
             if pending is None or pending.id not in self._logged_open
             else self._wrap(pending).to_dict(),
             "recommendation": rec,
-            "last_answers": hist[-last:] if last else [],
+            "recommendation_label": rec_label,
+            "recommendation_meaning": _RECOMMENDATION_MEANING.get(self.family, ""),
+            "last_answers": [self._row(e) for e in answers[-last:]] if last else [],
         }
+
+    def _horizon(self) -> dict[str, Any] | None:
+        """The planned number of answers of methods that plan for one (MR-LPF's T), where it
+        came from (``option``, ``settings``, ``default``) and how many are left."""
+        T = getattr(self._policy, "horizon", None)
+        if T is None or isinstance(T, bool) or not isinstance(T, numbers.Integral):
+            return None
+        if "horizon" in self.options:
+            source = "option"
+        elif "budget" in self.problem.settings:
+            source = "settings"
+        else:
+            source = "default"
+        return {"value": int(T), "source": source, "left": max(0, int(T) - self._policy.iteration)}
 
     def export(self, path: str | os.PathLike[str]) -> None:
         """Write the history to ``path``: ``.csv`` (one row per answer) or ``.json`` (config,
@@ -456,7 +554,18 @@ class Study:
         ext = os.path.splitext(path)[1].lower()
         if ext not in (".csv", ".json"):
             raise InvalidInputError(f"path must end in .csv or .json, got {path!r}")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise InvalidInputError(
+                f"cannot write {path!r}: the directory {folder!r} does not exist"
+            )
         hist = self.history()
+        try:
+            self._write_export(path, ext, hist)
+        except OSError as exc:
+            raise InvalidInputError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
+
+    def _write_export(self, path: str, ext: str, hist: list[dict[str, Any]]) -> None:
         if ext == ".json":
             try:
                 rec = self.recommend()
@@ -479,38 +588,39 @@ class Study:
             self._apply_new(new)
 
     # -- internals: the log ---------------------------------------------------------------------------
-    def _write(self) -> Any:
-        """A writing transaction that first catches up with the log."""
-        study = self
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[Transaction]:
+        """A writing transaction that first catches up with the log; when the transaction or the
+        body fails after events were applied to the policy, the study reloads from storage."""
+        cm = self._storage.transaction(write=True)
+        tx = cm.__enter__()
+        try:
+            new = tx.events(self._sid, after=self._seq)
+            if new:
+                self._apply_new(new)
+        except BaseException:
+            cm.__exit__(None, None, None)
+            raise
+        self._dirty = False
+        try:
+            yield tx
+        except BaseException as exc:
+            self._end_write(cm, exc)
+            raise
+        self._end_write(cm, None)
 
-        class _Ctx:
-            def __enter__(self_inner) -> Transaction:
-                self_inner.cm = study._storage.transaction(write=True)
-                tx = self_inner.cm.__enter__()
-                self_inner.mark = len(study._events)
-                try:
-                    new = tx.events(study._sid, after=study._seq)
-                    if new:
-                        study._apply_new(new)
-                except BaseException:
-                    self_inner.cm.__exit__(None, None, None)
-                    raise
-                self_inner.mark = len(study._events)
-                study._dirty = False
-                return tx
-
-            def __exit__(self_inner, et: Any, ev: Any, tb: Any) -> Literal[False]:
-                try:
-                    self_inner.cm.__exit__(et, ev, tb)
-                except BaseException:
-                    if study._dirty:
-                        study._reload()
-                    raise
-                if et is not None and study._dirty:
-                    study._reload()
-                return False
-
-        return _Ctx()
+    def _end_write(self, cm: Any, exc: BaseException | None) -> None:
+        try:
+            if exc is None:
+                cm.__exit__(None, None, None)
+            else:
+                cm.__exit__(type(exc), exc, exc.__traceback__)
+        except BaseException:
+            if self._dirty:
+                self._reload()
+            raise
+        if exc is not None and self._dirty:
+            self._reload()
 
     def _append(
         self,
@@ -545,6 +655,7 @@ class Study:
         if policy is not None:
             self._policy, start = policy
         else:
+            self._set_problem(None)
             self._policy = make_policy(self.method, self.problem, self.seed, **self.options)
         for ev in effective[:start]:
             self._apply(ev, replay=False)
@@ -567,12 +678,27 @@ class Study:
         prefix = _effective_events([e for e in events if e.seq <= seq], self.name)
         if [e.seq for e in effective[: len(prefix)]] != [e.seq for e in prefix]:
             return None  # a later undo reached back before the snapshot
+        t0 = time.perf_counter()
         try:
-            policy = pickle.loads(zlib.decompress(data))
+            saved = pickle.loads(zlib.decompress(data))
         except Exception as exc:  # noqa: BLE001 - a cache: any failure means a full replay
             logger.debug("study %r: snapshot at event %s unreadable: %s", self.name, seq, exc)
             return None
-        return policy, len(prefix)
+        # what loading it cost approximates what writing the next one will cost
+        self._snapshot_cost = max(self._snapshot_cost, time.perf_counter() - t0)
+        if isinstance(saved, dict) and "policy" in saved:  # {"policy", "problem"}
+            self._set_problem(saved.get("problem"))
+            return saved["policy"], len(prefix)
+        self._set_problem(None)  # an older snapshot: the policy alone
+        return saved, len(prefix)
+
+    def _set_problem(self, problem: Problem | None) -> None:
+        """The study's problem: ``problem`` (from a snapshot) or, if none is set yet, the one the
+        configuration builds."""
+        if self.problem is None:
+            self.problem = problem if problem is not None else _problem_from_config(self.config)
+        self.space: Space = self.problem.space
+        self._labels = getattr(self.problem, "labels", None)
 
     def _maybe_snapshot(self) -> None:
         """Store a snapshot once replaying the events since the last one would cost more than
@@ -585,7 +711,14 @@ class Study:
         self._cost = 0.0
         t0 = time.perf_counter()
         try:
-            data = zlib.compress(pickle.dumps(self._policy, protocol=pickle.HIGHEST_PROTOCOL), 1)
+            try:  # with the problem, so a load needs no registry lookup
+                saved: Any = {"policy": self._policy, "problem": self.problem}
+                data = zlib.compress(pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL), 1)
+                if len(data) > SNAPSHOT_MAX_BYTES:
+                    raise ValueError("too large with the problem's data")
+            except Exception:  # noqa: BLE001 - a problem from a user's file, a large data set
+                raw = pickle.dumps(self._policy, protocol=pickle.HIGHEST_PROTOCOL)
+                data = zlib.compress(raw, 1)
         except Exception as exc:  # noqa: BLE001 - unpicklable policies just replay in full
             logger.debug("study %r: policy cannot be pickled: %s", self.name, exc)
             self._snapshot_off = True
@@ -655,35 +788,16 @@ class Study:
         if not isinstance(query, Compare) or not isinstance(answer, str) or self._labels is None:
             return answer
         key = answer.strip().lower()
-        if key in ("a", "b", "0", "1"):
-            return answer
+        if parse_duel(key) is not None:
+            return answer  # the grammar's words win over option names
         names = [self._label(query.a_index), self._label(query.b_index)]
         hits = [i for i, n in enumerate(names) if n is not None and n.strip().lower() == key]
         return hits[0] if len(hits) == 1 else answer
 
-    def _measurement_query(self, x: np.ndarray) -> Evaluate:
-        """The Evaluate query a measurement at ``x`` answers (id < 0: never issued)."""
-        outputs = self.problem.settings.get("outputs", ("f", "g") if self.family == "safe" else ())
-        n_added = sum(1 for e in self._effective if e.kind == "added")
-        return Evaluate(id=-1 - n_added, x=x, index=_index_in(self.space, x), outputs=outputs)
-
     def _add_to_policy(self, x: np.ndarray, value: Any) -> None:
-        """Give the policy a measurement it did not ask for: through its ``add(x, value)`` or
-        ``add_observations(X, y)`` if it has one, else (levelset and safe families, whose
-        ``_observe`` reads only the query's point and index) through ``_observe`` with a
-        never-issued Evaluate query; the history and the iteration count are untouched."""
-        adder = getattr(self._policy, "add", None)
-        if callable(adder):
-            adder(x, value)
-            return
-        bulk = getattr(self._policy, "add_observations", None)
-        if callable(bulk) and not isinstance(value, Mapping):
-            bulk(
-                x[None, :], [float(value)]
-            )  # e.g. levelset (spec P2): refuses while a query is open
-            return
-        query = self._measurement_query(x)
-        self._policy._observe(query, query.validate_answer(value))
+        """Give the policy a measurement it did not ask for (the contract's ``observe``): the
+        history and the iteration count are untouched."""
+        self._policy.observe(x[None, :], [value])
 
     def _check_open(self, qid: int) -> None:
         pending = self._policy.pending
@@ -694,10 +808,12 @@ class Study:
                 f"study {self.name!r}: query {qid} was already answered at {told.created_at}"
             )
         if pending is None or pending.id != qid:
-            open_id = None if pending is None else pending.id
-            raise QueryStateError(
-                f"study {self.name!r}: query {qid} was never asked (open query: {open_id})"
+            now = (
+                "no query is open (ask issues the next one)"
+                if pending is None
+                else f"the open query is {pending.id}"
             )
+            raise QueryStateError(f"study {self.name!r}: query {qid} was never asked; {now}")
 
     # -- internals: names ---------------------------------------------------------------------
     def _label(self, index: int | None) -> str | None:
@@ -816,9 +932,8 @@ class Study:
         d = self.space.dim
         if hasattr(rec, "upper") and hasattr(rec, "threshold") and hasattr(rec, "points"):
             # a level-set estimate (H_t, L_t): the points of the estimated upper set
+            # (the estimate's own t is left out: status shows the study's one iteration count)
             out: dict[str, Any] = {"threshold": float(rec.threshold)}
-            if getattr(rec, "iteration", None) is not None:
-                out["iteration"] = int(rec.iteration)
             if rec.points is not None and rec.upper is not None:
                 upper = np.asarray(rec.upper, dtype=bool)
                 out["n_upper"] = int(upper.sum())
@@ -973,9 +1088,11 @@ def create_study(
         seed = secrets.randbelow(2**31)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise InvalidInputError(f"seed must be a non-negative integer, got {seed!r}")
-    store = Storage(storage, create=True)
-    if load_if_exists and name in {n for n, _ in store.study_names()}:
-        return load_study(name, storage=store.url)
+    store = None
+    if load_if_exists:
+        store = Storage(storage, create=True)
+        if name in {n for n, _ in store.study_names()}:
+            return load_study(name, storage=store.url)
     if problem is not None:
         from boloop.problems import get
 
@@ -1001,13 +1118,78 @@ def create_study(
         config["problem"] = prob.id
     else:
         config["space"] = pin_defaults(doc, family)
-    # build once before storing anything: bad methods, options or spaces fail here
-    try:
-        make_policy(method, _problem_from_config(config), int(seed), **config["options"])
-    except TypeError as exc:
-        raise InvalidInputError(f"bad options for method {method!r}: {exc}") from exc
+        check_family_keys(config["space"], family, method)
+    _check_buildable(method, config)  # before the storage: a refused study creates nothing
+    if store is None:
+        store = Storage(storage, create=True)
     sid = store.create_study(name, config)
     return Study(store, sid, name, store.events(sid))
+
+
+class _ReadTracker(dict):  # type: ignore[type-arg]
+    """A problem's settings that remember which keys a method factory looked up."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.read: set[str] = set()
+
+    def __getitem__(self, key: Any) -> Any:
+        self.read.add(key)
+        return super().__getitem__(key)
+
+    def __contains__(self, key: object) -> bool:
+        self.read.add(key)  # type: ignore[arg-type]
+        return super().__contains__(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.read.add(key)
+        return super().get(key, default)
+
+
+def _builds_without(method: str, config: Mapping[str, Any], key: str) -> bool:
+    """Whether the policy builds once option ``key`` is left out (to name a bad option)."""
+    options = {k: v for k, v in config["options"].items() if k != key}
+    try:
+        make_policy(method, _problem_from_config(config), int(config["seed"]), **options)
+    except (TypeError, ValueError, KeyError):
+        return False
+    return True
+
+
+def _check_buildable(method: str, config: Mapping[str, Any]) -> None:
+    """Build the policy once from ``config`` before anything is stored.
+
+    A bad option value (``horizon="abc"``), a missing setting or a ``[settings]`` key of the
+    space file that the method never reads is an :class:`InvalidInputError` naming it.
+    """
+    problem = _problem_from_config(config)
+    tracker = _ReadTracker(problem.settings)
+    problem.settings = tracker
+    options = config["options"]
+    try:
+        make_policy(method, problem, int(config["seed"]), **options)
+    except BoloopError:
+        raise
+    except (TypeError, ValueError, KeyError) as exc:
+        reason = f"missing setting {exc}" if isinstance(exc, KeyError) else str(exc)
+        culprits = [k for k in options if _builds_without(method, config, k)]
+        if len(culprits) == 1:
+            k = culprits[0]
+            raise InvalidInputError(
+                f"option {k}={options[k]!r} is not valid for method {method!r}: {reason}"
+            ) from exc
+        shown = ", ".join(f"{k}={v!r}" for k, v in options.items()) or "none"
+        raise InvalidInputError(
+            f"method {method!r} cannot be built with options ({shown}): {reason}"
+        ) from exc
+    user_settings = set((config.get("space") or {}).get("settings") or {})
+    unread = sorted(user_settings - tracker.read)
+    if unread:
+        known = sorted(k for k in tracker.read if isinstance(k, str))
+        raise InvalidInputError(
+            f"the space's [settings] has {unread}, which method {method!r} does not read "
+            f"(a typo?); the settings it reads: {', '.join(known) or 'none'}"
+        )
 
 
 def load_study(name: str, storage: str | None = None, *, full_replay: bool = False) -> Study:

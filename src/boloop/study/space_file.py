@@ -59,6 +59,7 @@ from boloop.spaces import Box, CandidateSet, SafeSpace, Space
 __all__ = [
     "UserExperiment",
     "build_experiment",
+    "check_family_keys",
     "pin_defaults",
     "load_space_file",
     "normalise_space",
@@ -337,6 +338,32 @@ def pin_defaults(spec: Mapping[str, Any], family: str) -> dict[str, Any]:
         g0 = DEFAULT_GRID.get(family, 20)
         out["parameters"] = [{**p, "grid": p.get("grid", g0)} for p in params]
     return out
+
+
+#: top-level space keys that only one family reads
+_FAMILY_KEYS = {
+    "threshold": ("levelset", "the level h of the set {x : f(x) > h} to map"),
+    "monotone": ("safe", "the parameter in which the safety value grows"),
+    "h": ("safe", "the safety limit g <= h"),
+    "safe_seeds": ("safe", "points known to be safe"),
+}
+
+
+def check_family_keys(spec: Mapping[str, Any], family: str, method: str) -> None:
+    """Refuse keys of another family's space (``threshold`` given to ``mr-lpf``): the method
+    would ignore them silently, and the person meant another method or another file."""
+    for key, (owner, meaning) in _FAMILY_KEYS.items():
+        if key in spec and spec[key] is not None and family != owner:
+            hint = (
+                " (the safe family's limit is 'h')"
+                if key == "threshold" and family == "safe"
+                else ""
+            )
+            raise InvalidInputError(
+                f"the space has {key!r} ({meaning}), which only {owner} methods use; method "
+                f"{method!r} is of the {family} family and would ignore it{hint}: remove it from "
+                f"the space or choose a {owner} method (boloop methods --family {owner})"
+            )
 
 
 def build_experiment(

@@ -1,0 +1,287 @@
+"""Level sets with unknown hyperparameters: our randomized straddle against a BoTorch peer.
+
+For every finite (grid) level-set problem and seed, three runs on the identical grid, noise draws
+(the problem's oracle generator of :func:`boloop.simulate.oracle_rng`) and F-score (the
+problem's tracker, on the grid's noise-free truth):
+
+* ``ours``: ``randomized-straddle`` with the kernel unknown (``kernel=None``: hyperparameters
+  learned by :class:`boloop.gp.hyperparameters.HyperparameterLearning`, the default a user gets);
+* ``fixed``: ``randomized-straddle`` with the paper's fixed kernel (the reference of issue 18's
+  "no run below 0.8 of the fixed-kernel run" criterion);
+* ``botorch``: BoTorch's ``SingleTaskGP`` (default priors, ``Normalize`` inputs, ``Standardize``
+  outputs) refitted by ``fit_gpytorch_mll`` after every answer, querying
+  ``argmax 1.96 sigma - |mu - h|`` over the grid; it starts from the same initial design as ours.
+
+Box problems (``--boxes``) only run ``ours`` and ``fixed`` (the peer is defined on grids).
+
+Writes a CSV of F-scores at the checkpoints and the seconds per step (ask + tell, the tracker
+excluded), and prints a table: mean F +- s.e. at each checkpoint, the median seconds per step,
+the worst ratio ours / fixed at the last step.
+
+Needs the optional ``peers`` extra (``pip install -e '.[peers]'``: torch and botorch) for the
+peer; without it only ``ours`` and ``fixed`` run. Run with ``OMP_NUM_THREADS=1``::
+
+    OMP_NUM_THREADS=1 python benchmarks/levelset_peers.py --seeds 20 --steps 100 --out out/peers.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from boloop.algorithms import make_policy
+from boloop.problems import get
+from boloop.queries import BasePolicy, Evaluate, Query
+from boloop.simulate import simulate
+from boloop.spaces import CandidateSet
+
+GRID_PROBLEMS = [
+    "levelset/sinusoidal",
+    "levelset/himmelblau",
+    "levelset/gp-sample",
+    "levelset/carrier-lifetime",
+    "levelset/figure2",
+]
+BOX_PROBLEMS = [
+    "levelset/sphere5?n_eval=20000",
+    "levelset/rosenbrock5?n_eval=20000",
+    "levelset/styblinski-tang5?n_eval=20000",
+]
+
+
+class BoTorchStraddle(BasePolicy):
+    """The peer: BoTorch ``SingleTaskGP`` refitted every answer, straddle ``1.96 sigma - |mu - h|``.
+
+    ``initial`` (k, d) are the first queries (not iterations), as for our policy.
+    """
+
+    method_id = "botorch-straddle"
+    family = "levelset"
+
+    def __init__(
+        self,
+        space: CandidateSet,
+        threshold: float,
+        initial: np.ndarray,
+        seed: int,
+        allow_repeats: bool = True,
+    ):
+        import torch
+
+        super().__init__(seed)
+        torch.manual_seed(seed)
+        self.torch = torch
+        self.candidates = space.points
+        self.space = space
+        self.threshold = float(threshold)
+        self.initial = np.asarray(initial, dtype=np.float64)
+        self.allow_repeats = bool(allow_repeats)
+        self.observed = np.zeros(space.points.shape[0], dtype=bool)
+        self._X: list[np.ndarray] = []
+        self._y: list[float] = []
+        self._initial_ids: set[int] = set()
+        box = space.box
+        self._bounds = torch.tensor(np.stack([box.lower, box.upper]), dtype=torch.float64)
+        self._Xc = torch.tensor(self.candidates, dtype=torch.float64)
+        self.cache = SimpleNamespace(mean=np.zeros(self.candidates.shape[0]))
+        self._sd = np.ones(self.candidates.shape[0])
+
+    def _propose(self) -> Query:
+        n = len(self._y)
+        if n < self.initial.shape[0]:
+            x = self.initial[n]
+            q = self._new_evaluate(x, index=int(self.space.index_of(x[None, :])[0]))
+            self._initial_ids.add(q.id)
+            return q
+        acq = 1.96 * self._sd - np.abs(self.cache.mean - self.threshold)
+        if not self.allow_repeats:
+            acq = np.where(self.observed, -np.inf, acq)
+        best = np.flatnonzero(acq == acq.max())
+        i = int(best[0] if best.size == 1 else self.rng.choice(best))
+        return self._new_evaluate(self.candidates[i], index=i)
+
+    def _observe(self, query: Query, answer: Any) -> None:
+        assert isinstance(query, Evaluate)
+        torch = self.torch
+        from botorch.fit import fit_gpytorch_mll
+        from botorch.models import SingleTaskGP
+        from botorch.models.transforms import Normalize, Standardize
+        from gpytorch.mlls import ExactMarginalLogLikelihood
+
+        if query.index is not None:
+            self.observed[query.index] = True
+        self._X.append(np.asarray(query.x, dtype=np.float64))
+        self._y.append(float(answer))
+        X = torch.tensor(np.array(self._X), dtype=torch.float64)
+        Y = torch.tensor(np.array(self._y), dtype=torch.float64).unsqueeze(-1)
+        d = X.shape[1]
+        model = SingleTaskGP(
+            X,
+            Y,
+            input_transform=Normalize(d=d, bounds=self._bounds),
+            outcome_transform=Standardize(m=1),
+        )
+        if len(self._y) >= 2:
+            try:
+                fit_gpytorch_mll(ExactMarginalLogLikelihood(model.likelihood, model))
+            except Exception:  # botorch warns and keeps the initial values; so do we
+                pass
+        model.eval()
+        with torch.no_grad():
+            post = model.posterior(self._Xc)
+            self.cache.mean = post.mean.squeeze(-1).numpy().astype(np.float64)
+            self._sd = post.variance.clamp_min(0).sqrt().squeeze(-1).numpy().astype(np.float64)
+
+    def _iteration_done(self, query: Query, answer: Any) -> bool:
+        return query.id not in self._initial_ids
+
+    def recommend(self) -> Any:
+        return self.cache.mean >= self.threshold
+
+
+def _run(kind: str, pid: str, seed: int, steps: int) -> dict[str, Any]:
+    problem = get(pid)
+    if kind == "ours":
+        policy = make_policy("randomized-straddle", problem, seed, kernel=None)
+    elif kind == "fixed":
+        policy = make_policy("randomized-straddle", problem, seed)
+    else:
+        ours = make_policy("randomized-straddle", problem, seed, kernel=None)
+        policy = BoTorchStraddle(
+            problem.space,
+            problem.settings["threshold"],
+            ours.initial_design,
+            seed,
+            allow_repeats=problem.settings.get("allow_repeats", True),
+        )
+    t0 = time.perf_counter()
+    trace = simulate(policy, problem, steps, seed, method=kind)
+    wall = time.perf_counter() - t0
+    rows = trace.step_rows()
+    seconds = [r["ask_seconds"] + r["tell_seconds"] for r in rows]
+    return {
+        "problem": pid,
+        "method": kind,
+        "seed": seed,
+        "fscore": [r["fscore"] for r in rows],
+        "sec_per_step": float(np.median(seconds)),
+        "mean_sec_per_step": float(np.mean(seconds)),
+        "wall": wall,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--problems", nargs="*", default=None)
+    ap.add_argument("--boxes", action="store_true", help="also the 5-D box problems (no peer)")
+    ap.add_argument("--seeds", default="5", help="N (0..N-1) or A-B")
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--checkpoints", default="50,100")
+    ap.add_argument("--methods", default="ours,fixed,botorch")
+    ap.add_argument("--out", default=None, help="CSV of per-run results")
+    args = ap.parse_args(argv)
+    if "-" in args.seeds:
+        a, b = (int(v) for v in args.seeds.split("-"))
+        seeds = list(range(a, b + 1))
+    else:
+        seeds = list(range(int(args.seeds)))
+    problems = args.problems or GRID_PROBLEMS + (BOX_PROBLEMS if args.boxes else [])
+    methods = args.methods.split(",")
+    if "botorch" in methods:
+        try:
+            import botorch  # noqa: F401
+            import torch
+
+            torch.set_num_threads(1)
+        except ImportError:
+            print(
+                "torch/botorch not installed (pip install -e '.[peers]'): no peer", file=sys.stderr
+            )
+            methods.remove("botorch")
+    checkpoints = [int(c) for c in args.checkpoints.split(",") if int(c) <= args.steps]
+    results: list[dict[str, Any]] = []
+    writer = None
+    fh = None
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        fh = open(args.out, "w", newline="")
+        writer = csv.writer(fh)
+        writer.writerow(
+            ["problem", "method", "seed"]
+            + [f"F{c}" for c in checkpoints]
+            + ["sec_per_step_median", "sec_per_step_mean"]
+        )
+    for pid in problems:
+        is_grid = isinstance(get(pid).space, CandidateSet)
+        for seed in seeds:
+            for kind in methods:
+                if kind == "botorch" and not is_grid:
+                    continue
+                r = _run(kind, pid, seed, args.steps)
+                results.append(r)
+                if writer is not None:
+                    writer.writerow(
+                        [pid, kind, seed]
+                        + [f"{r['fscore'][c - 1]:.6f}" for c in checkpoints]
+                        + [f"{r['sec_per_step']:.6g}", f"{r['mean_sec_per_step']:.6g}"]
+                    )
+                    assert fh is not None
+                    fh.flush()
+    if fh is not None:
+        fh.close()
+    _report(results, problems, methods, checkpoints, args.steps)
+    return 0
+
+
+def _report(
+    results: list[dict[str, Any]], problems: list[str], methods: list[str], cps: list[int], T: int
+) -> None:
+    head = "| problem | method | seeds | " + " | ".join(f"F@{c}" for c in cps)
+    print(head + " | min F@T | s/step (median) | s/step (mean) |")
+    print("|" + "---|" * (len(cps) + 6))
+    for pid in problems:
+        per: dict[str, dict[int, dict[str, Any]]] = {}
+        for r in results:
+            if r["problem"] == pid:
+                per.setdefault(r["method"], {})[r["seed"]] = r
+        for kind in methods:
+            runs = list(per.get(kind, {}).values())
+            if not runs:
+                continue
+            cells = []
+            for c in cps:
+                v = np.array([r["fscore"][c - 1] for r in runs])
+                se = v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else 0.0
+                cells.append(f"{v.mean():.3f} +- {se:.3f}")
+            fin = min(r["fscore"][T - 1] for r in runs)
+            sec = float(np.median([r["sec_per_step"] for r in runs]))
+            msec = float(np.median([r["mean_sec_per_step"] for r in runs]))
+            print(
+                f"| {pid} | {kind} | {len(runs)} | "
+                + " | ".join(cells)
+                + f" | {fin:.3f} | {sec:.4g} | {msec:.4g} |"
+            )
+        if "ours" in per and "fixed" in per:
+            ratios = [
+                per["ours"][s]["fscore"][T - 1] / max(per["fixed"][s]["fscore"][T - 1], 1e-12)
+                for s in per["ours"]
+                if s in per["fixed"]
+            ]
+            print(f"|   {pid}: worst F(ours)/F(fixed) at T={T}: {min(ratios):.3f} |")
+        if "ours" in per and "botorch" in per:
+            for key, what in (("sec_per_step", "median"), ("mean_sec_per_step", "mean")):
+                so = np.median([r[key] for r in per["ours"].values()])
+                sb = np.median([r[key] for r in per["botorch"].values()])
+                print(f"|   {pid}: botorch / ours seconds per step ({what}): {sb / so:.0f}x |")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

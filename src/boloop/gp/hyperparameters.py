@@ -1,0 +1,459 @@
+"""Hyperparameters a method can trust when nobody knows the kernel: one shared mechanism.
+
+Every paper of this library assumes a known kernel; a real user never has one. Plain
+maximum-likelihood refits from a one-point start are confidently wrong on small data (the output
+variance collapses onto the noise, or the length-scales run to a bound): the posterior standard
+deviation is then tiny everywhere and an acquisition built on it stops exploring (issue 18; the
+measurements are in ``docs/hyperparameters.md``). :class:`HyperparameterLearning` is what the
+families call instead. Its parts, each from the literature:
+
+* **Scale.** Inputs are measured in units of the space's box (the unit cube of Hvarfner et al.,
+  without moving the data: priors and bounds are scaled per axis by the box's width), outputs in
+  units of the data: the output variance's prior is centred on the sample variance of ``y`` and
+  the noise's on a fraction of it (BoTorch's ``Standardize`` outcome transform, done through the
+  priors so that the GP keeps the user's units).
+* **Priors** (maximum a posteriori instead of maximum likelihood). Length-scales: the
+  dimension-scaled log-normal of Hvarfner, Hellsten and Nardi, "Vanilla Bayesian Optimization
+  Performs Great in High Dimensions" (ICML 2024), ``log(l_j / w_j) ~ N(sqrt2 + log(d) / 2, 3)``
+  with a floor ``l_j >= 0.025 w_j``; noise variance ``log(noise / s_y^2) ~ N(-4, 1)`` with a floor
+  ``1e-4 s_y^2`` (BoTorch's defaults for standardised outputs); output variance
+  ``log(variance / s_y^2) ~ N(0, 1)``.
+* **A space-filling initial design** sized to the dimension: :func:`initial_design_size` points of
+  a scrambled Sobol sequence (snapped to distinct candidates on a finite set) instead of one random
+  point, so that the first fit sees the spread of the function.
+* **Length-scales that cannot outrun the data** (``shrink``, default ``cap0 = 1``): an upper
+  bound on every length-scale that shrinks as data arrive, ``l_j <= w_j * cap0 * (n0 / n)^(1 / (d + 1))`` for
+  ``n > n0``, after A-GP-UCB (Berkenkamp, Schoellig and Krause, "No-regret Bayesian optimization
+  with unknown hyperparameters", JMLR 2019, Sec. 4), which shrinks the length-scales over time so
+  that the true function is eventually in the model's RKHS.
+* **A conservative set** (:meth:`HyperparameterLearning.conservative`): the shortest common
+  scaling of the MAP length-scales whose log posterior is within a likelihood ratio
+  ``0.5 chi2_p(level)`` of the MAP's, i.e. the worst case (widest confidence bounds away from the
+  data) over the hyperparameters the data cannot rule out. For families whose promise is safety.
+
+Refits are warm-started from the previous optimum; a few restarts drawn from the priors are added
+while the data are few and then every ``restart_every`` refits.
+
+:meth:`HyperparameterLearning.plain` is the unguarded maximum-likelihood refit (no priors, wide
+bounds, no initial design), only for an explicit request; it logs a warning when used.
+
+Shapes: inputs (n, d), targets (n,).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.stats import chi2, qmc
+
+from boloop._validation import as_rng
+from boloop.errors import InvalidInputError
+from boloop.gp.exact import ExactGP, LogNormalPrior
+from boloop.gp.kernels import SquaredExponential, StationaryKernel
+
+__all__ = [
+    "HyperparameterLearning",
+    "FitReport",
+    "initial_design_size",
+    "space_filling_design",
+    "default_kernel",
+]
+
+logger = logging.getLogger("boloop")
+
+_SQRT2 = math.sqrt(2.0)
+_SQRT3 = math.sqrt(3.0)
+
+
+def initial_design_size(dim: int) -> int:
+    """Points of the initial design for a ``dim``-dimensional space: ``max(5, 2 dim)``.
+
+    Twice the dimension with a floor of five, the usual choice of Sobol initialisation in BO
+    practice (Ax's default generation strategy); the level-set paper's single random point
+    (Inatsu et al., Sec. 5) is kept for the reproductions.
+    """
+    dim = int(dim)
+    if dim < 1:
+        raise InvalidInputError(f"dim must be >= 1, got {dim}")
+    return max(5, 2 * dim)
+
+
+def space_filling_design(
+    lower: Any,
+    upper: Any,
+    n: int,
+    rng: int | np.random.Generator | None = None,
+    candidates: np.ndarray | None = None,
+    exclude: np.ndarray | None = None,
+) -> np.ndarray:
+    """A scrambled Sobol design of ``n`` points in the box ``[lower, upper]`` (each (d,)).
+
+    Returns points (n, d); with ``candidates`` (N, d) given, returns the indices (n,) of distinct
+    candidates, each the nearest (in box-scaled distance) not yet taken to a Sobol point, skipping
+    the boolean mask ``exclude`` (N,). Deterministic given ``rng``.
+    """
+    lo = np.asarray(lower, dtype=np.float64).reshape(-1)
+    hi = np.asarray(upper, dtype=np.float64).reshape(-1)
+    d = lo.size
+    n = int(n)
+    if n < 0:
+        raise InvalidInputError(f"n must be >= 0, got {n}")
+    gen = as_rng(rng)
+    width = np.where(hi > lo, hi - lo, 1.0)
+    m = max(0, math.ceil(math.log2(max(n, 1))))
+    sobol = qmc.Sobol(d, scramble=True, seed=gen)
+    U = sobol.random_base2(m)[:n]
+    if candidates is None:
+        return lo + U * (hi - lo)
+    C = (np.asarray(candidates, dtype=np.float64) - lo) / width
+    taken = np.zeros(C.shape[0], dtype=bool) if exclude is None else np.array(exclude, dtype=bool)
+    if n > int(np.count_nonzero(~taken)):
+        raise InvalidInputError(f"cannot pick {n} distinct candidates out of {int((~taken).sum())}")
+    out = np.empty(n, dtype=np.intp)
+    for k in range(n):
+        dist = np.sum((C - U[k]) ** 2, axis=1)
+        dist[taken] = np.inf
+        i = int(np.argmin(dist))
+        out[k] = i
+        taken[i] = True
+    return out
+
+
+def default_kernel(width: Any) -> SquaredExponential:
+    """Squared-exponential ARD kernel for a box of side lengths ``width`` (d,), started at the
+    mode of the length-scale prior capped at the box (``min(mode, 1) * width``), variance 1."""
+    w = np.asarray(width, dtype=np.float64).reshape(-1)
+    d = w.size
+    mu = _SQRT2 + 0.5 * math.log(d)
+    mode = math.exp(mu - 3.0)  # mode of a log-normal(mu, sigma^2 = 3)
+    return SquaredExponential(lengthscale=min(mode, 1.0) * w, variance=1.0)
+
+
+@dataclass(frozen=True)
+class FitReport:
+    """What one call of :meth:`HyperparameterLearning.fit` did.
+
+    ``refitted`` is False when the schedule skipped the fit (hyperparameters unchanged) or the fit
+    failed (``error`` holds the message, the previous hyperparameters are kept).
+    """
+
+    refitted: bool
+    n: int
+    variance: float
+    lengthscale: np.ndarray
+    noise_variance: float
+    log_posterior: float = math.nan
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class HyperparameterLearning:
+    """Settings of the shared hyperparameter mechanism (see the module docstring).
+
+    Parameters
+    ----------
+    priors:
+        Use the scaled priors (MAP). ``False`` is maximum likelihood.
+    lengthscale_prior:
+        ``(mu0, sigma0)`` of ``log(l_j / w_j) ~ N(mu0 + log(d) / 2, sigma0^2)`` (Hvarfner et al.
+        2024: ``(sqrt2, sqrt3)``).
+    lengthscale_bounds:
+        ``(low, high)`` of ``l_j / w_j``.
+    variance_prior_sd:
+        Standard deviation of ``log(variance / s_y^2)``.
+    noise_prior:
+        ``(mu, sigma)`` of ``log(noise / s_y^2) ~ N(mu, sigma^2)`` (BoTorch: ``(-4, 1)``).
+    noise_floor:
+        Lower bound of ``noise / s_y^2`` (BoTorch: 1e-4).
+    initial_design:
+        Use a space-filling initial design of :func:`initial_design_size` points.
+    shrink:
+        ``cap0`` (default 1), or ``None`` for no cap: ``l_j / w_j <= cap0 * (n0 / n)^(1 / (d + 1))``
+        (``cap0`` for ``n <= n0``)
+        (A-GP-UCB-style shrinking length-scales; ``n0`` the initial design size).
+    conservative_level:
+        Level of the likelihood-ratio set of :meth:`conservative`.
+    n_restarts:
+        Extra starts drawn from the priors, used while ``n <= 2 n0`` and whenever ``n`` is a
+        multiple of ``restart_every``; other refits only warm-start from the previous optimum.
+    restart_every:
+        See ``n_restarts``.
+    maxiter:
+        L-BFGS-B iterations per start.
+    ftol:
+        L-BFGS-B's relative tolerance on the log posterior (hyperparameters need no more).
+    min_points:
+        No fit below this many observations (the starting hyperparameters are used).
+    refit_growth:
+        Refit schedule (:meth:`due`): after every observation while ``n <= 2 n0``, then whenever
+        the data have grown by this fraction since the last fit (0: after every observation).
+        Between refits the GP is conditioned on new data with fixed hyperparameters (a Cholesky
+        append), which is what makes a step cheap.
+    warn:
+        Log a warning whenever an unguarded fit is used (set by :meth:`plain`).
+    """
+
+    priors: bool = True
+    lengthscale_prior: tuple[float, float] = (_SQRT2, _SQRT3)
+    lengthscale_bounds: tuple[float, float] = (0.025, 1e3)
+    variance_prior_sd: float = 1.0
+    noise_prior: tuple[float, float] = (-4.0, 1.0)
+    noise_floor: float = 1e-4
+    initial_design: bool = True
+    shrink: float | None = 1.0
+    conservative_level: float = 0.95
+    n_restarts: int = 2
+    restart_every: int = 10
+    maxiter: int = 100
+    ftol: float | None = 1e-6
+    min_points: int = 2
+    refit_growth: float = 0.1
+    warn: bool = False
+
+    def __post_init__(self) -> None:
+        lo, hi = self.lengthscale_bounds
+        if not (0 < lo < hi):
+            raise InvalidInputError(f"lengthscale_bounds must satisfy 0 < low < high, got {lo, hi}")
+        if not self.noise_floor > 0:
+            raise InvalidInputError(f"noise_floor must be positive, got {self.noise_floor}")
+        if self.shrink is not None and not self.shrink > 0:
+            raise InvalidInputError(f"shrink must be positive or None, got {self.shrink}")
+        if not (self.refit_growth >= 0 and math.isfinite(self.refit_growth)):
+            raise InvalidInputError(f"refit_growth must be >= 0, got {self.refit_growth}")
+        if not 0 < self.conservative_level < 1:
+            raise InvalidInputError("conservative_level must be in (0, 1)")
+        for name in ("n_restarts", "restart_every", "maxiter", "min_points"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or int(v) != v or v < (0 if name == "n_restarts" else 1):
+                raise InvalidInputError(f"{name} must be a positive integer, got {v!r}")
+
+    # ------------------------------------------------------------------ presets
+    @classmethod
+    def plain(cls) -> HyperparameterLearning:
+        """Unguarded maximum-likelihood refits (the behaviour before issue 18): no priors, wide
+        bounds, no initial design. Only on explicit request; logs a warning when used."""
+        return cls(
+            priors=False,
+            lengthscale_bounds=(1e-5, 1e5),
+            noise_floor=1e-10,
+            initial_design=False,
+            shrink=None,
+            n_restarts=1,
+            restart_every=1,
+            maxiter=200,
+            ftol=None,
+            min_points=3,
+            refit_growth=0.0,
+            warn=True,
+        )
+
+    def with_options(self, **changes: Any) -> HyperparameterLearning:
+        """A copy with some settings changed."""
+        return replace(self, **changes)
+
+    # ------------------------------------------------------------------ design
+    def initial_design_size(self, dim: int) -> int:
+        """Initial design size for ``dim`` (1 when ``initial_design`` is off)."""
+        return initial_design_size(dim) if self.initial_design else 1
+
+    # ------------------------------------------------------------------ priors and bounds
+    def _scale(self, y: np.ndarray) -> float:
+        """``s_y^2``: the sample variance of the targets (1 with fewer than 2 distinct values)."""
+        if y.size < 2:
+            return 1.0
+        v = float(np.var(y))
+        return v if v > 0 and math.isfinite(v) else 1.0
+
+    def priors_for(
+        self, gp: ExactGP, width: Any, y: np.ndarray | None = None
+    ) -> dict[str, LogNormalPrior]:
+        """The priors of ``gp``'s hyperparameters for a box of side lengths ``width`` (d,) and
+        targets ``y`` (n,) (default: the GP's), keyed as :class:`ExactGP` expects."""
+        if not self.priors:
+            return {}
+        y = gp.y if y is None else np.asarray(y, dtype=np.float64)
+        s2 = self._scale(y)
+        w = np.asarray(width, dtype=np.float64).reshape(-1)
+        d = w.size
+        mu0, sd0 = self.lengthscale_prior
+        out: dict[str, LogNormalPrior] = {}
+        names = gp.kernel.theta_names
+        ls_names = [n for n in names if n.startswith("lengthscale")]
+        for j, name in enumerate(ls_names):
+            wj = w[j] if len(ls_names) == d else float(np.exp(np.mean(np.log(w))))
+            out[name] = LogNormalPrior(mu0 + 0.5 * math.log(d) + math.log(wj), sd0)
+        if "variance" in names:
+            out["variance"] = LogNormalPrior(math.log(s2), self.variance_prior_sd)
+        if gp.fit_noise:
+            out["noise"] = LogNormalPrior(self.noise_prior[0] + math.log(s2), self.noise_prior[1])
+        return out
+
+    def lengthscale_cap(self, n: int, dim: int) -> float:
+        """Upper bound of ``l_j / w_j`` after ``n`` observations (``inf`` without ``shrink``)."""
+        hi = self.lengthscale_bounds[1]
+        if self.shrink is None:
+            return hi
+        n0 = initial_design_size(dim)
+        cap = self.shrink * (n0 / max(n, n0)) ** (1.0 / (dim + 1))
+        return float(min(hi, max(cap, 2 * self.lengthscale_bounds[0])))
+
+    def bounds_for(
+        self, gp: ExactGP, width: Any, y: np.ndarray | None = None
+    ) -> dict[str, tuple[float, float]]:
+        """Bounds (natural units) of ``gp``'s hyperparameters, keyed as :meth:`ExactGP.fit` takes."""
+        y = gp.y if y is None else np.asarray(y, dtype=np.float64)
+        if not self.priors and self.shrink is None:
+            return {}  # plain maximum likelihood: the GP's own wide bounds
+        s2 = self._scale(y)
+        w = np.asarray(width, dtype=np.float64).reshape(-1)
+        lo, _ = self.lengthscale_bounds
+        hi = self.lengthscale_cap(int(y.size), w.size)
+        out: dict[str, tuple[float, float]] = {}
+        ls_names = [n for n in gp.kernel.theta_names if n.startswith("lengthscale")]
+        for j, name in enumerate(ls_names):
+            wj = w[j] if len(ls_names) == w.size else float(np.exp(np.mean(np.log(w))))
+            out[name] = (lo * wj, hi * wj)
+        if self.priors:
+            out["variance"] = (1e-6 * s2, 1e6 * s2)
+        if gp.fit_noise:
+            out["noise"] = (max(self.noise_floor * s2, gp.noise_floor), max(1e2 * s2, 1e-300))
+        return out
+
+    def _prior_starts(
+        self, gp: ExactGP, priors: Mapping[str, LogNormalPrior], k: int, rng: np.random.Generator
+    ) -> np.ndarray:
+        """``k`` packed starting points (k, p): prior draws where there is a prior, the current
+        value elsewhere."""
+        base = gp.free_parameters()
+        names = [n for n, free in zip(gp.kernel.theta_names, gp.kernel.free_mask) if free]
+        if gp.fit_noise:
+            names.append("noise")
+        out = np.tile(base, (k, 1))
+        for i, name in enumerate(names):
+            prior = priors.get(name)
+            if prior is not None:
+                out[:, i] = rng.normal(prior.mu, prior.sigma, size=k)
+        return out
+
+    # ------------------------------------------------------------------ fitting
+    def due(self, n: int, last_fit_n: int, dim: int) -> bool:
+        """Whether to refit with ``n`` observations when the last fit saw ``last_fit_n``."""
+        if n < self.min_points or n <= last_fit_n:
+            return False
+        if n <= 2 * initial_design_size(dim) or last_fit_n < self.min_points:
+            return True
+        return n - last_fit_n >= max(1.0, self.refit_growth * last_fit_n)
+
+    def fit(
+        self,
+        gp: ExactGP,
+        width: Any,
+        *,
+        X: Any = None,
+        y: Any = None,
+        rng: int | np.random.Generator | None = None,
+    ) -> FitReport:
+        """Refit ``gp``'s hyperparameters (MAP under the scaled priors, within the bounds).
+
+        ``width`` (d,) is the side lengths of the space's box (inputs are measured in its units).
+        With ``X, y`` the data are replaced first. Randomness (restarts) comes from ``rng``. On a
+        failed fit the previous hyperparameters are kept (logged) and ``refitted`` is False.
+        """
+        if X is not None or y is not None:
+            gp.set_data(X, y)
+        n = gp.n
+        k = gp.kernel
+        ls = np.atleast_1d(np.asarray(getattr(k, "lengthscale", np.nan), dtype=np.float64))
+        if n < self.min_points:
+            return FitReport(
+                False, n, float(getattr(k, "variance", math.nan)), ls, gp.noise_variance
+            )
+        if self.warn:
+            logger.warning(
+                "hyperparameters refitted by plain maximum likelihood, without priors or an "
+                "initial design: the model may become confidently wrong on few data"
+            )
+        gen = as_rng(rng)
+        priors = self.priors_for(gp, width)
+        gp.priors = dict(priors)
+        bounds = self.bounds_for(gp, width)
+        n0 = initial_design_size(int(np.size(width)))
+        restart = self.n_restarts > 0 and (n <= 2 * n0 or n % self.restart_every == 0)
+        starts = None
+        if priors and restart:
+            starts = self._prior_starts(gp, priors, self.n_restarts, gen)
+        try:
+            gp.fit(
+                n_restarts=self.n_restarts if restart else 0,
+                seed=int(gen.integers(2**31)),
+                maxiter=self.maxiter,
+                ftol=self.ftol,
+                bounds=bounds,
+                starts=starts,
+            )
+        except Exception as exc:  # keep the previous hyperparameters
+            logger.warning("hyperparameter fit failed, keeping the previous ones: %s", exc)
+            return FitReport(
+                False,
+                n,
+                float(getattr(k, "variance", math.nan)),
+                ls,
+                gp.noise_variance,
+                error=str(exc),
+            )
+        k = gp.kernel
+        lp = gp.log_posterior(gp.free_parameters())[0]
+        return FitReport(
+            True,
+            n,
+            float(getattr(k, "variance", math.nan)),
+            np.atleast_1d(np.asarray(getattr(k, "lengthscale", np.nan), dtype=np.float64)),
+            gp.noise_variance,
+            float(lp),
+        )
+
+    def conservative(self, gp: ExactGP, *, level: float | None = None) -> float:
+        """Shorten ``gp``'s length-scales to the worst case the data cannot rule out.
+
+        Finds the smallest factor ``c`` in ``(0, 1]`` such that the log posterior with every
+        length-scale multiplied by ``c`` (the other hyperparameters as fitted) is at least the
+        current one minus ``0.5 chi2_p(level)``, ``p`` the number of free hyperparameters (the
+        likelihood-ratio confidence set of the hyperparameters), never below the length-scale
+        floor. Sets the kernel to it, refactorises, and returns ``c``. Call after :meth:`fit`.
+        """
+        kern = gp.kernel
+        if not isinstance(kern, StationaryKernel) or gp.n < 2 or "lengthscale" in kern.fixed:
+            return 1.0
+        level = self.conservative_level if level is None else float(level)
+        p0 = gp.free_parameters()
+        names = [nm for nm, free in zip(kern.theta_names, kern.free_mask) if free]
+        ls_idx = np.array([i for i, nm in enumerate(names) if nm.startswith("lengthscale")])
+        best = gp.log_posterior(p0)[0]
+        drop = 0.5 * float(chi2.ppf(level, df=p0.size))
+
+        def gap(log_c: float) -> float:
+            p = p0.copy()
+            p[ls_idx] += log_c
+            try:
+                v = gp.log_posterior(p)[0]
+            except Exception:
+                return -math.inf
+            return (v - best + drop) if math.isfinite(v) else -math.inf
+
+        lower_log = math.log(1e-2)  # at most a hundredfold shortening
+        if gap(lower_log) >= 0:
+            log_c = lower_log
+        else:
+            log_c = brentq(gap, lower_log, 0.0, xtol=1e-3)
+        c = math.exp(log_c)
+        theta = kern.theta.copy()
+        theta[1:] += log_c  # variance first, then the length-scales
+        kern.theta = theta
+        gp.set_data(gp.X.copy(), gp.y.copy())
+        return c

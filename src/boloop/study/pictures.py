@@ -1,0 +1,979 @@
+"""Pictures of a study as SVG text, drawn in pure Python (no plotting library, no network).
+
+Shared by ``boloop serve`` (inline in the study page) and ``boloop study plot`` (files).
+Public API, stable:
+
+* :func:`progress_svg` -- how the study went, answer by answer: the running best value
+  (``expert``: minimisation of f, the recommendation of COBOL's Alg. 1 is the evaluated point of
+  lowest posterior mean), the measurements against the threshold ``h`` (``levelset``: how many
+  measured points lie above the level, the F-score proxy a person can read without the truth),
+  ``f`` and ``g`` against the safety limit (``safe``), and the cumulative wins of the leading
+  options (``preference``).
+* :func:`model_svg` -- the current model over the space and the recommendation: a 1-D curve with
+  its ``mean +- 2 std`` band, a 2-D heat map, or 1-D slices through the recommendation for more
+  dimensions; evaluated points and labels; the level set's classes (``H_t``, ``L_t`` of eq. 3.1
+  of the randomized-straddle paper, and the points still undecided); the certified safe set of
+  M-SafeOpt (Alg. 1, eq. 14) with its boundary; the preference options' win rates with 95 %
+  Wilson intervals.
+* :func:`pictures` -- ``{"progress": svg, "model": svg}``.
+
+Everything is read through the study's public API (``history()``, ``recommend()``, ``space``,
+``problem.settings``) and the policy's public read-only methods (``predict(X)`` of the level-set
+policies, ``state()`` of the safe policies); a policy without them is drawn from its data alone.
+Every text is XML-escaped, so a parameter named ``<script>`` is drawn as text.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+from xml.sax.saxutils import escape as _xml_escape
+
+import numpy as np
+
+from boloop.spaces import Box, CandidateSet, SafeSpace
+
+__all__ = ["progress_svg", "model_svg", "pictures"]
+
+WIDTH = 560
+PANEL_H = 220
+_MARGIN = (56, 16, 30, 40)  # left, right, top, bottom
+#: a perceptually ordered colour ramp (low -> high), interpolated linearly
+_RAMP = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
+_BLUE, _ORANGE, _GREY, _RED, _GREEN = "#3b6fb6", "#e07b28", "#9a9a9a", "#c0392b", "#2e8b57"
+_MAX_SLICES = 6
+
+
+def _esc(text: Any) -> str:
+    return _xml_escape(str(text), {'"': "&quot;", "'": "&#x27;"})
+
+
+def _fmt(v: float) -> str:
+    if not math.isfinite(v):
+        return str(v)
+    if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
+        return f"{v:.2e}"
+    return f"{v:.4g}"
+
+
+def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
+        return [lo]
+    raw = (hi - lo) / max(n - 1, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    start = math.ceil(lo / step - 1e-9) * step
+    ticks = []
+    t = start
+    while t <= hi + 1e-9 * step:
+        ticks.append(0.0 if abs(t) < 1e-12 * step else t)
+        t += step
+    return ticks
+
+
+def _colour(u: float) -> str:
+    """The ramp's colour at ``u`` in [0, 1]."""
+    u = min(max(float(u), 0.0), 1.0) if math.isfinite(u) else 0.0
+    pos = u * (len(_RAMP) - 1)
+    i = min(int(pos), len(_RAMP) - 2)
+    w = pos - i
+    rgb = [round(a + (b - a) * w) for a, b in zip(_RAMP[i], _RAMP[i + 1])]
+    return "#{:02x}{:02x}{:02x}".format(*tuple(rgb))
+
+
+def _range(values: Sequence[float] | np.ndarray, pad: float = 0.05) -> tuple[float, float]:
+    arr = np.asarray(values, dtype=np.float64).ravel()
+    arr = arr[np.isfinite(arr)]
+    if arr.size == 0:
+        return 0.0, 1.0
+    lo, hi = float(arr.min()), float(arr.max())
+    if hi - lo < 1e-12 * max(1.0, abs(hi)):
+        lo, hi = lo - 0.5 * max(1.0, abs(lo)) * 0.1 - 0.5, hi + 0.5 * max(1.0, abs(hi)) * 0.1 + 0.5
+    span = hi - lo
+    return lo - pad * span, hi + pad * span
+
+
+class _Panel:
+    """One plotting area inside an SVG: linear x and y scales, axes, marks."""
+
+    def __init__(
+        self,
+        x0: float,
+        y0: float,
+        w: float,
+        h: float,
+        xlim: tuple[float, float],
+        ylim: tuple[float, float],
+        title: str = "",
+        xlabel: str = "",
+        ylabel: str = "",
+    ) -> None:
+        self.x0, self.y0, self.w, self.h = x0, y0, w, h
+        self.xlim, self.ylim = xlim, ylim
+        self.title, self.xlabel, self.ylabel = title, xlabel, ylabel
+        self.parts: list[str] = []
+
+    def sx(self, x: float) -> float:
+        lo, hi = self.xlim
+        return self.x0 + (float(x) - lo) / (hi - lo) * self.w
+
+    def sy(self, y: float) -> float:
+        lo, hi = self.ylim
+        return self.y0 + self.h - (float(y) - lo) / (hi - lo) * self.h
+
+    def axes(self, xticks: bool = True) -> None:
+        p = self.parts
+        p.append(
+            f'<rect x="{self.x0:.1f}" y="{self.y0:.1f}" width="{self.w:.1f}" height="{self.h:.1f}" '
+            'fill="none" stroke="#444" stroke-width="0.8"/>'
+        )
+        if xticks:
+            for t in _nice_ticks(*self.xlim):
+                X = self.sx(t)
+                p.append(
+                    f'<line x1="{X:.1f}" y1="{self.y0 + self.h:.1f}" x2="{X:.1f}" '
+                    f'y2="{self.y0 + self.h + 4:.1f}" stroke="#444"/>'
+                    f'<text x="{X:.1f}" y="{self.y0 + self.h + 15:.1f}" text-anchor="middle">'
+                    f"{_esc(_fmt(t))}</text>"
+                )
+        for t in _nice_ticks(*self.ylim):
+            Y = self.sy(t)
+            p.append(
+                f'<line x1="{self.x0 - 4:.1f}" y1="{Y:.1f}" x2="{self.x0:.1f}" y2="{Y:.1f}" '
+                f'stroke="#444"/><text x="{self.x0 - 6:.1f}" y="{Y + 4:.1f}" text-anchor="end">'
+                f"{_esc(_fmt(t))}</text>"
+            )
+        if self.title:
+            p.append(
+                f'<text x="{self.x0:.1f}" y="{self.y0 - 8:.1f}" font-weight="bold">'
+                f"{_esc(self.title)}</text>"
+            )
+        if self.xlabel:
+            p.append(
+                f'<text x="{self.x0 + self.w / 2:.1f}" y="{self.y0 + self.h + 30:.1f}" '
+                f'text-anchor="middle">{_esc(self.xlabel)}</text>'
+            )
+        if self.ylabel:
+            cx, cy = self.x0 - 44, self.y0 + self.h / 2
+            p.append(
+                f'<text x="{cx:.1f}" y="{cy:.1f}" text-anchor="middle" '
+                f'transform="rotate(-90 {cx:.1f} {cy:.1f})">{_esc(self.ylabel)}</text>'
+            )
+
+    def line(self, xs: Any, ys: Any, colour: str, width: float = 1.6, dash: str = "") -> None:
+        pts = [
+            f"{self.sx(x):.1f},{self.sy(y):.1f}"
+            for x, y in zip(xs, ys)
+            if math.isfinite(float(x)) and math.isfinite(float(y))
+        ]
+        if len(pts) < 2:
+            return
+        d = f' stroke-dasharray="{dash}"' if dash else ""
+        self.parts.append(
+            f'<polyline points="{" ".join(pts)}" fill="none" stroke="{colour}" '
+            f'stroke-width="{width}"{d}/>'
+        )
+
+    def steps(self, xs: Any, ys: Any, colour: str) -> None:
+        sx, sy = [], []
+        for i, (x, y) in enumerate(zip(xs, ys)):
+            if i:
+                sx.append(x)
+                sy.append(sy[-1])
+            sx.append(x)
+            sy.append(y)
+        self.line(sx, sy, colour, 2.0)
+
+    def band(self, xs: Any, lo: Any, hi: Any, colour: str) -> None:
+        up = [f"{self.sx(x):.1f},{self.sy(y):.1f}" for x, y in zip(xs, hi)]
+        down = [f"{self.sx(x):.1f},{self.sy(y):.1f}" for x, y in zip(xs[::-1], lo[::-1])]
+        self.parts.append(
+            f'<polygon points="{" ".join(up + down)}" fill="{colour}" fill-opacity="0.22" '
+            'stroke="none"/>'
+        )
+
+    def hline(self, y: float, colour: str, label: str = "") -> None:
+        if not self.ylim[0] <= y <= self.ylim[1]:
+            return
+        Y = self.sy(y)
+        self.parts.append(
+            f'<line x1="{self.x0:.1f}" y1="{Y:.1f}" x2="{self.x0 + self.w:.1f}" y2="{Y:.1f}" '
+            f'stroke="{colour}" stroke-dasharray="5 3" stroke-width="1.3"/>'
+        )
+        if label:
+            self.parts.append(
+                f'<text x="{self.x0 + self.w - 4:.1f}" y="{Y - 4:.1f}" text-anchor="end" '
+                f'fill="{colour}">{_esc(label)}</text>'
+            )
+
+    def dot(self, x: float, y: float, colour: str, r: float = 3.2, title: str = "") -> None:
+        if not (math.isfinite(float(x)) and math.isfinite(float(y))):
+            return
+        t = f"<title>{_esc(title)}</title>" if title else ""
+        self.parts.append(
+            f'<circle cx="{self.sx(x):.1f}" cy="{self.sy(y):.1f}" r="{r}" fill="{colour}" '
+            f'stroke="#222" stroke-width="0.6">{t}</circle>'
+        )
+
+    def cross(self, x: float, y: float, colour: str, r: float = 4.0, title: str = "") -> None:
+        X, Y = self.sx(x), self.sy(y)
+        t = f"<title>{_esc(title)}</title>" if title else ""
+        self.parts.append(
+            f'<path d="M{X - r:.1f},{Y - r:.1f}L{X + r:.1f},{Y + r:.1f}M{X - r:.1f},{Y + r:.1f}'
+            f'L{X + r:.1f},{Y - r:.1f}" stroke="{colour}" stroke-width="2">{t}</path>'
+        )
+
+    def star(self, x: float, y: float, title: str = "recommendation") -> None:
+        X, Y = self.sx(x), self.sy(y)
+        pts = []
+        for k in range(10):
+            r = 8.0 if k % 2 == 0 else 3.4
+            a = -math.pi / 2 + k * math.pi / 5
+            pts.append(f"{X + r * math.cos(a):.1f},{Y + r * math.sin(a):.1f}")
+        self.parts.append(
+            f'<polygon points="{" ".join(pts)}" fill="#ffd700" stroke="#222" stroke-width="1">'
+            f"<title>{_esc(title)}</title></polygon>"
+        )
+
+    def cell(self, x: float, y: float, dx: float, dy: float, fill: str, title: str = "") -> None:
+        X0, X1 = self.sx(x - dx / 2), self.sx(x + dx / 2)
+        Y0, Y1 = self.sy(y + dy / 2), self.sy(y - dy / 2)
+        t = f"<title>{_esc(title)}</title>" if title else ""
+        self.parts.append(
+            f'<rect x="{X0:.1f}" y="{Y0:.1f}" width="{X1 - X0 + 0.3:.1f}" '
+            f'height="{Y1 - Y0 + 0.3:.1f}" fill="{fill}">{t}</rect>'
+        )
+
+    def legend(self, items: Sequence[tuple[str, str]]) -> None:
+        """Colour keys in rows from the panel's top left, wrapped at the picture's width."""
+        x = self.x0 + 6
+        y = self.y0 + 12
+        for colour, text in items:
+            if x + 14 + 6.5 * len(text) > WIDTH and x > self.x0 + 6:
+                x, y = self.x0 + 6, y + 16
+            self.parts.append(
+                f'<rect x="{x:.1f}" y="{y - 8:.1f}" width="10" height="10" fill="{colour}" '
+                f'stroke="#222" stroke-width="0.4"/><text x="{x + 14:.1f}" y="{y + 1:.1f}">'
+                f"{_esc(text)}</text>"
+            )
+            x += 22 + 6.5 * len(text)
+
+    def svg(self) -> str:
+        return "".join(self.parts)
+
+
+def _document(body: Sequence[str], height: float, label: str) -> str:
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height:.0f}" '
+        f'viewBox="0 0 {WIDTH} {height:.0f}" role="img" aria-label="{_esc(label)}" '
+        'font-family="sans-serif" font-size="11">'
+        f'<rect width="100%" height="100%" fill="#fff"/>{"".join(body)}</svg>'
+    )
+
+
+def _message(text: str, label: str) -> str:
+    return _document(
+        [f'<text x="{WIDTH / 2}" y="60" text-anchor="middle" fill="#555">{_esc(text)}</text>'],
+        110,
+        label,
+    )
+
+
+def _panel(
+    row: int,
+    xlim: tuple[float, float],
+    ylim: tuple[float, float],
+    title: str,
+    xlabel: str,
+    ylabel: str,
+    col: int = 0,
+    ncols: int = 1,
+) -> _Panel:
+    left, right, top, bottom = _MARGIN
+    cw = (WIDTH - left - right - (ncols - 1) * left) / ncols
+    h = PANEL_H - top - bottom
+    return _Panel(
+        left + col * (cw + left), row * PANEL_H + top, cw, h, xlim, ylim, title, xlabel, ylabel
+    )
+
+
+# -- reading a study ----------------------------------------------------------------------------
+def _settings(study: Any) -> dict[str, Any]:
+    return dict(getattr(study.problem, "settings", {}) or {})
+
+
+def _raw_recommendation(study: Any) -> Any:
+    try:
+        return study.policy.recommend()
+    except Exception:  # noqa: BLE001 - a picture never fails because there is no data yet
+        return None
+
+
+def _evaluations(study: Any, hist: list[dict[str, Any]]) -> tuple[np.ndarray, list[Any]]:
+    """Points (n, d) of the evaluate rows and their answers."""
+    names = study.names
+    rows = [r for r in hist if r["kind"] == "evaluate" and r["params"] is not None]
+    X = np.array([[r["params"][n] for n in names] for r in rows], dtype=np.float64)
+    return X.reshape(len(rows), len(names)), [r["answer"] for r in rows]
+
+
+def _scalar(answer: Any, key: str = "f") -> float:
+    if isinstance(answer, dict):
+        return float(answer.get(key, math.nan))
+    return float(answer)
+
+
+# -- progress -----------------------------------------------------------------------------------
+def progress_svg(study: Any) -> str:
+    """The study's progress against the number of answers, as an SVG document (str).
+
+    ``expert``: evaluations and the running best (lowest) f, labels marked accept/reject;
+    ``levelset``: measurements with the threshold and the count above it; ``safe``: f with the
+    running best safe f, and g with the limit h; ``preference``: cumulative wins of the five
+    options that won most.
+    """
+    hist = study.history()
+    label = f"progress of study {study.name}"
+    if not hist:
+        return _message("no answers yet", label)
+    fam = study.family
+    n = np.arange(1, len(hist) + 1)
+    if fam == "preference" or all(r["kind"] == "compare" for r in hist):
+        return _progress_compare(study, hist, label)
+    settings = _settings(study)
+    body: list[str] = []
+    if fam == "safe":
+        h = float(settings.get("h", settings.get("threshold", math.nan)))
+        f = np.array([_scalar(r["answer"], "f") for r in hist])
+        g = np.array([_scalar(r["answer"], "g") for r in hist])
+        best = np.full(len(hist), np.nan)
+        cur = -math.inf
+        for i in range(len(hist)):
+            if math.isfinite(f[i]) and g[i] <= h:
+                cur = max(cur, f[i])
+            best[i] = cur if math.isfinite(cur) else np.nan
+        p = _panel(0, (0.5, len(hist) + 0.5), _range(f), "f (maximised)", "", "f")
+        p.axes()
+        for i in range(len(hist)):
+            p.dot(n[i], f[i], _GREEN if g[i] <= h else _RED, title=f"answer {n[i]}: f={_fmt(f[i])}")
+        p.steps(n, best, _BLUE)
+        q = _panel(
+            1,
+            (0.5, len(hist) + 0.5),
+            _range(np.append(g, h)),
+            f"g (limit h = {_fmt(h)})",
+            "answers",
+            "g",
+        )
+        q.axes()
+        q.hline(h, _RED, f"h = {_fmt(h)}")
+        for i in range(len(hist)):
+            q.dot(n[i], g[i], _GREEN if g[i] <= h else _RED, title=f"answer {n[i]}: g={_fmt(g[i])}")
+        body += [p.svg(), q.svg()]
+        items = [(_BLUE, "best safe f so far"), (_GREEN, "g <= h"), (_RED, "g > h (unsafe)")]
+        return _with_legend(body, 2 * PANEL_H, items, label)
+    if fam == "levelset":
+        h = float(settings.get("threshold", math.nan))
+        y = np.array([_scalar(r["answer"]) for r in hist])
+        above = np.cumsum(y > h)
+        p = _panel(0, (0.5, len(hist) + 0.5), _range(np.append(y, h)), "measurements", "", "f")
+        p.axes()
+        p.hline(h, _RED, f"threshold {_fmt(h)}")
+        for i in range(len(hist)):
+            p.dot(n[i], y[i], _ORANGE if y[i] > h else _BLUE, title=f"answer {n[i]}: {_fmt(y[i])}")
+        q = _panel(
+            1,
+            (0.5, len(hist) + 0.5),
+            (0, max(1.0, float(above[-1])) * 1.05),
+            "measured points above the threshold (cumulative)",
+            "answers",
+            "count",
+        )
+        q.axes()
+        q.steps(n, above, _ORANGE)
+        body += [p.svg(), q.svg()]
+        items = [(_ORANGE, "above the threshold"), (_BLUE, "below")]
+        return _with_legend(body, 2 * PANEL_H, items, label)
+    # expert (and any family of Evaluate/Label queries): minimisation of f
+    vals = [(i, _scalar(r["answer"])) for i, r in enumerate(hist) if r["kind"] == "evaluate"]
+    ys = np.array([v for _, v in vals]) if vals else np.array([0.0, 1.0])
+    p = _panel(0, (0.5, len(hist) + 0.5), _range(ys), "evaluations and labels", "answers", "f")
+    p.axes()
+    best, cur = [], math.inf
+    for i, v in vals:
+        cur = min(cur, v)
+        best.append((i + 1, cur))
+        p.dot(i + 1, v, _BLUE, title=f"answer {i + 1}: f={_fmt(v)}")
+    if best:
+        p.steps([b[0] for b in best], [b[1] for b in best], _ORANGE)
+    y_mark = p.ylim[0] + 0.03 * (p.ylim[1] - p.ylim[0])
+    for i, r in enumerate(hist):
+        if r["kind"] == "label":
+            acc = bool(r["answer"])
+            (p.dot if acc else p.cross)(
+                i + 1,
+                y_mark,
+                _GREEN if acc else _RED,
+                title=f"answer {i + 1}: " + ("accepted" if acc else "rejected"),
+            )
+    items = [
+        (_ORANGE, "best f so far"),
+        (_BLUE, "evaluation"),
+        (_GREEN, "accepted"),
+        (_RED, "rejected"),
+    ]
+    return _with_legend([p.svg()], PANEL_H, items, label)
+
+
+def _option_name(study: Any, row: dict[str, Any], side: str) -> str:
+    lab = row.get(f"{side}_label")
+    if lab is not None:
+        return str(lab)
+    return ", ".join(f"{k}={_fmt(v)}" for k, v in (row[side] or {}).items())
+
+
+def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str:
+    wins: dict[str, list[int]] = {}
+    names: list[str] = []
+    for r in hist:
+        for side in ("a", "b"):
+            nm = _option_name(study, r, side)
+            if nm not in wins:
+                wins[nm] = []
+                names.append(nm)
+    totals = {nm: 0 for nm in names}
+    for r in hist:
+        winner = _option_name(study, r, "a" if int(r["answer"]) == 0 else "b")
+        totals[winner] += 1
+        for nm in names:
+            wins[nm].append(totals[nm])
+    top = sorted(names, key=lambda nm: -totals[nm])[:5]
+    n = np.arange(1, len(hist) + 1)
+    p = _panel(
+        0,
+        (0.5, len(hist) + 0.5),
+        (0, max(1.0, max(totals.values())) * 1.08),
+        "cumulative wins of the leading options",
+        "answers",
+        "wins",
+    )
+    p.axes()
+    colours = [_RAMP[k] for k in (0, 1, 2, 3)] + [(224, 123, 40)]
+    items = []
+    for k, nm in enumerate(top):
+        c = "#{:02x}{:02x}{:02x}".format(*colours[k % len(colours)])
+        p.steps(n, wins[nm], c)
+        items.append((c, nm[:24]))
+    return _with_legend([p.svg()], PANEL_H, items, label)
+
+
+# -- the model ----------------------------------------------------------------------------------
+def _predictor(study: Any) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
+    """The policy's public ``predict(X) -> (mean, std)`` (original coordinates), if any."""
+    pred = getattr(study.policy, "predict", None)
+    if not callable(pred):
+        return None
+
+    def f(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        m, s = pred(X)
+        return np.asarray(m, dtype=np.float64), np.asarray(s, dtype=np.float64)
+
+    try:
+        f(np.asarray(_centre(study.space))[None, :])
+    except Exception:  # noqa: BLE001 - no data yet, or not a GP policy: draw the data only
+        return None
+    return f
+
+
+def _centre(space: Any) -> np.ndarray:
+    box = space if isinstance(space, Box) else space.box
+    return np.asarray(box.bounds, dtype=np.float64).mean(axis=1)
+
+
+def _bounds(space: Any) -> np.ndarray:
+    box = space if isinstance(space, Box) else space.box
+    return np.asarray(box.bounds, dtype=np.float64)
+
+
+def _rec_point(study: Any, rec: Any) -> np.ndarray | None:
+    d = study.space.dim
+    if isinstance(rec, dict) and "point" in rec:
+        rec = rec["point"]
+    if isinstance(rec, np.ndarray) and rec.shape == (d,) and np.all(np.isfinite(rec)):
+        return rec
+    return None
+
+
+_LIGHT = {_ORANGE: "#f5c9a3", _BLUE: "#aac3e6"}
+_CLASS_ITEMS = [
+    (_ORANGE, "above (H)"),
+    (_LIGHT[_ORANGE], "above, within 2 std"),
+    (_BLUE, "below (L)"),
+    (_LIGHT[_BLUE], "below, within 2 std"),
+]
+
+
+def _classes(rec: Any, X: np.ndarray, mean: np.ndarray, h: float) -> np.ndarray:
+    """Membership of the method's estimated upper set at X: its ``classify(X)`` if the
+    recommendation has one (``LevelSetEstimate``), else ``mean >= h`` (eq. 3.1)."""
+    classify = getattr(rec, "classify", None)
+    if callable(classify):
+        try:
+            return np.asarray(classify(X), dtype=bool)
+        except Exception:  # noqa: BLE001 - fall back to the definition
+            pass
+    return np.asarray(mean) >= h
+
+
+def _class_colour(upper: bool, unsure: bool) -> str:
+    c = _ORANGE if upper else _BLUE
+    return _LIGHT[c] if unsure else c
+
+
+def model_svg(study: Any) -> str:
+    """The current model over the space, the data and the recommendation (SVG document)."""
+    label = f"model of study {study.name}"
+    space = study.space
+    hist = study.history()
+    rec = _raw_recommendation(study)
+    if isinstance(space, SafeSpace):
+        return _model_safe(study, hist, label)
+    if study.family == "preference" or (hist and all(r["kind"] == "compare" for r in hist)):
+        return _model_preference(study, hist, rec, label)
+    if not hist:
+        return _message("no answers yet: the model is the prior", label)
+    d = space.dim
+    pred = _predictor(study)
+    threshold = _settings(study).get("threshold") if study.family == "levelset" else None
+    X, answers = _evaluations(study, hist)
+    y = np.array([_scalar(a) for a in answers])
+    labels = [r for r in hist if r["kind"] == "label"]
+    XL = np.array([[r["params"][n] for n in study.names] for r in labels]).reshape(-1, d)
+    acc = [bool(r["answer"]) for r in labels]
+    rpt = _rec_point(study, rec)
+    if d == 1:
+        return _model_1d(study, X, y, XL, acc, pred, threshold, rec, rpt, label)
+    if d == 2:
+        return _model_2d(study, X, y, XL, acc, pred, threshold, rec, rpt, label)
+    return _model_slices(study, X, y, pred, threshold, rpt, label)
+
+
+def _axis_grid(study: Any, j: int, n: int = 160) -> np.ndarray:
+    space = study.space
+    if isinstance(space, CandidateSet):
+        vals = np.unique(space.points[:, j])
+        if vals.size <= n:
+            return vals
+    lo, hi = _bounds(space)[j]
+    return np.linspace(lo, hi, n)
+
+
+def _model_1d(
+    study: Any,
+    X: np.ndarray,
+    y: np.ndarray,
+    XL: np.ndarray,
+    acc: list[bool],
+    pred: Any,
+    threshold: Any,
+    rec: Any,
+    rpt: np.ndarray | None,
+    label: str,
+) -> str:
+    name = study.names[0]
+    xs = _axis_grid(study, 0, 200)
+    lo_x, hi_x = _bounds(study.space)[0]
+    span = [*y.tolist()]
+    mean = std = None
+    if pred is not None:
+        mean, std = pred(xs[:, None])
+        span += (mean - 2 * std).tolist() + (mean + 2 * std).tolist()
+    if threshold is not None:
+        span.append(float(threshold))
+    p = _panel(0, (lo_x, hi_x), _range(span or [0, 1]), "model: mean and 2 std band", name, "f")
+    p.axes()
+    if mean is not None and std is not None:
+        p.band(xs, mean - 2 * std, mean + 2 * std, _BLUE)
+        p.line(xs, mean, _BLUE)
+    items = [(_BLUE, "posterior mean")] if mean is not None else []
+    if threshold is not None:
+        h = float(threshold)
+        p.hline(h, _RED, f"threshold {_fmt(h)}")
+        if mean is not None and std is not None:
+            y_mark = p.ylim[0] + 0.02 * (p.ylim[1] - p.ylim[0])
+            dx = (xs[1] - xs[0]) if xs.size > 1 else 1.0
+            upper = _classes(rec, xs[:, None], mean, h)
+            for xv, m, s, u in zip(xs, mean, std, upper):
+                c = _class_colour(bool(u), abs(m - h) < 2 * s)
+                p.cell(xv, y_mark, dx, 0.03 * (p.ylim[1] - p.ylim[0]), c)
+            items += _CLASS_ITEMS
+    for xv, yv in zip(X[:, 0], y):
+        p.dot(xv, yv, "#222", title=f"{name}={_fmt(xv)}: {_fmt(yv)}")
+    y_mark = p.ylim[0] + 0.06 * (p.ylim[1] - p.ylim[0])
+    for xv, a in zip(XL[:, 0], acc):
+        (p.dot if a else p.cross)(
+            xv,
+            y_mark,
+            _GREEN if a else _RED,
+            title=f"{name}={_fmt(xv)}: {'accepted' if a else 'rejected'}",
+        )
+    if rpt is not None:
+        yv = float(pred(rpt[None, :])[0][0]) if pred is not None else p.ylim[1] * 0.9
+        p.star(float(rpt[0]), yv, f"recommendation {name}={_fmt(float(rpt[0]))}")
+        items.append(("#ffd700", "recommendation"))
+    return _with_legend([p.svg()], PANEL_H, items, label)
+
+
+def _model_2d(
+    study: Any,
+    X: np.ndarray,
+    y: np.ndarray,
+    XL: np.ndarray,
+    acc: list[bool],
+    pred: Any,
+    threshold: Any,
+    rec: Any,
+    rpt: np.ndarray | None,
+    label: str,
+) -> str:
+    n0, n1 = study.names
+    b = _bounds(study.space)
+    g0, g1 = _axis_grid(study, 0, 40), _axis_grid(study, 1, 40)
+    d0 = (b[0, 1] - b[0, 0]) / max(g0.size - 1, 1)
+    d1 = (b[1, 1] - b[1, 0]) / max(g1.size - 1, 1)
+    xlim = (b[0, 0] - d0 / 2, b[0, 1] + d0 / 2)
+    ylim = (b[1, 0] - d1 / 2, b[1, 1] + d1 / 2)
+    items: list[tuple[str, str]] = []
+    title = "evaluated points"
+    body: list[str] = []
+    p = _panel(0, xlim, ylim, title, n0, n1)
+    if pred is not None:
+        G0, G1 = np.meshgrid(g0, g1, indexing="ij")
+        P = np.column_stack([G0.ravel(), G1.ravel()])
+        mean, std = pred(P)
+        if threshold is not None:
+            h = float(threshold)
+            p.title = f"level set classes at threshold {_fmt(h)}"
+            upper = _classes(rec, P, mean, h)
+            for (u, v), m, s, up in zip(P, mean, std, upper):
+                c = _class_colour(bool(up), abs(m - h) < 2 * s)
+                p.cell(u, v, d0, d1, c, title=f"mean {_fmt(m)}, std {_fmt(s)}")
+            items += _CLASS_ITEMS
+        else:
+            lo, hi = _range(mean, 0.0)
+            p.title = f"posterior mean ({_fmt(lo)} .. {_fmt(hi)}, dark = low)"
+            for (u, v), m, s in zip(P, mean, std):
+                p.cell(
+                    u,
+                    v,
+                    d0,
+                    d1,
+                    _colour((m - lo) / (hi - lo)),
+                    title=f"mean {_fmt(m)}, std {_fmt(s)}",
+                )
+    p.axes()
+    ylo, yhi = _range(y, 0.0) if y.size else (0.0, 1.0)
+    for (u, v), val in zip(X, y):
+        p.dot(
+            u,
+            v,
+            _colour((val - ylo) / (yhi - ylo)) if pred is None else "#fff",
+            title=f"{n0}={_fmt(u)}, {n1}={_fmt(v)}: {_fmt(val)}",
+        )
+    for (u, v), a in zip(XL, acc):
+        (p.dot if a else p.cross)(
+            u,
+            v,
+            _GREEN if a else _RED,
+            title=f"{n0}={_fmt(u)}, {n1}={_fmt(v)}: " + ("accepted" if a else "rejected"),
+        )
+    if XL.size:
+        items += [(_GREEN, "accepted"), (_RED, "rejected")]
+    if rpt is not None:
+        p.star(
+            float(rpt[0]),
+            float(rpt[1]),
+            f"recommendation {n0}={_fmt(float(rpt[0]))}, {n1}={_fmt(float(rpt[1]))}",
+        )
+        items.append(("#ffd700", "recommendation"))
+    body.append(p.svg())
+    return _with_legend(body, PANEL_H, items, label)
+
+
+def _legend_rows(items: Sequence[tuple[str, str]]) -> int:
+    x, rows = 6.0, 1
+    for _, text in items:
+        if x + 14 + 6.5 * len(text) > WIDTH - _MARGIN[0] and x > 6:
+            x, rows = 6.0, rows + 1
+        x += 22 + 6.5 * len(text)
+    return rows
+
+
+def _with_legend(
+    body: list[str], height: float, items: Sequence[tuple[str, str]], label: str
+) -> str:
+    """The document of ``body`` (``height`` tall) with a colour key below it."""
+    if not items:
+        return _document(body, height, label)
+    q = _Panel(_MARGIN[0] - 6, height, 0, 0, (0, 1), (0, 1))
+    q.legend(items)
+    return _document([*body, q.svg()], height + 16 * _legend_rows(items) + 6, label)
+
+
+def _model_slices(
+    study: Any,
+    X: np.ndarray,
+    y: np.ndarray,
+    pred: Any,
+    threshold: Any,
+    rpt: np.ndarray | None,
+    label: str,
+) -> str:
+    names = study.names
+    d = len(names)
+    centre = rpt if rpt is not None else (X[int(np.argmin(y))] if y.size else _centre(study.space))
+    b = _bounds(study.space)
+    dims = list(range(min(d, _MAX_SLICES)))
+    ncols = 2
+    body = []
+    rows = (len(dims) + ncols - 1) // ncols
+    curves = []
+    for j in dims:
+        xs = _axis_grid(study, j, 80)
+        if pred is not None:
+            P = np.repeat(centre[None, :], xs.size, axis=0)
+            P[:, j] = xs
+            m, s = pred(P)
+            curves.append((xs, m, s))
+        else:
+            curves.append((xs, None, None))
+    span = y.tolist()
+    for _, m, s in curves:
+        if m is not None:
+            span += (m - 2 * s).tolist() + (m + 2 * s).tolist()
+    if threshold is not None:
+        span.append(float(threshold))
+    ylim = _range(span or [0.0, 1.0])
+    for k, j in enumerate(dims):
+        xs, m, s = curves[k]
+        p = _panel(
+            k // ncols,
+            (b[j, 0], b[j, 1]),
+            ylim,
+            "",
+            names[j],
+            "f" if k % ncols == 0 else "",
+            col=k % ncols,
+            ncols=ncols,
+        )
+        p.axes()
+        if m is not None:
+            p.band(xs, m - 2 * s, m + 2 * s, _BLUE)
+            p.line(xs, m, _BLUE)
+        if threshold is not None:
+            p.hline(float(threshold), _RED)
+        for row, val in zip(X, y):
+            p.dot(row[j], val, "#222", r=2.2, title=f"{names[j]}={_fmt(row[j])}: {_fmt(val)}")
+        p.star(
+            float(centre[j]),
+            float(m[int(np.argmin(np.abs(xs - centre[j])))]) if m is not None else ylim[1] * 0.95,
+        )
+        body.append(p.svg())
+    head = (
+        '<text x="8" y="14" font-weight="bold">slices through the recommendation'
+        + (" (more dimensions not shown)" if d > _MAX_SLICES else "")
+        + "</text>"
+    )
+    return _document([head, *body], rows * PANEL_H + 10, label)
+
+
+def _wilson(wins: int, n: int, z: float = 1.96) -> tuple[float, float, float]:
+    """Win rate with its Wilson score interval (95 % for z = 1.96)."""
+    if n == 0:
+        return math.nan, 0.0, 1.0
+    p = wins / n
+    den = 1 + z * z / n
+    c = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return p, max(0.0, c - half), min(1.0, c + half)
+
+
+def _model_preference(study: Any, hist: list[dict[str, Any]], rec: Any, label: str) -> str:
+    stats: dict[str, list[int]] = {}
+    for r in hist:
+        if r["kind"] != "compare":
+            continue
+        a, b = _option_name(study, r, "a"), _option_name(study, r, "b")
+        win = a if int(r["answer"]) == 0 else b
+        for nm in {a, b}:  # a duel of an option with itself counts once
+            stats.setdefault(nm, [0, 0])
+            stats[nm][1] += 1
+        stats[win][0] += 1
+    rec_name = None
+    rpt = _rec_point(study, rec)
+    if rpt is not None:
+        space = study.space
+        labels = getattr(study.problem, "labels", None)
+        if isinstance(space, CandidateSet):
+            i = int(space.index_of(rpt[None, :])[0])
+            if labels is not None and 0 <= i < len(labels):
+                rec_name = str(labels[i])
+        if rec_name is None:
+            rec_name = ", ".join(f"{k}={_fmt(float(v))}" for k, v in zip(study.names, rpt))
+    if not stats:
+        text = "no answers yet" + (f"; recommendation: {rec_name}" if rec_name else "")
+        return _message(text, label)
+    rows = sorted(stats.items(), key=lambda kv: (-_wilson(*kv[1])[1], -kv[1][0]))[:20]
+    bar_h = 18
+    left = 170
+    height = 40 + bar_h * len(rows) + 40
+    p = _Panel(
+        left,
+        30,
+        WIDTH - left - 20,
+        bar_h * len(rows),
+        (0.0, 1.0),
+        (0, len(rows)),
+        "win rate of each option (95 % Wilson interval)",
+        "share of its duels won",
+        "",
+    )
+    body = []
+    for k, (nm, (w, n)) in enumerate(rows):
+        rate, lo, hi = _wilson(w, n)
+        yc = len(rows) - k - 0.5
+        Y = p.sy(yc)
+        star = nm == rec_name
+        colour = "#ffd700" if star else _BLUE
+        body.append(
+            f'<text x="{left - 6}" y="{Y + 4:.1f}" text-anchor="end"'
+            + (' font-weight="bold"' if star else "")
+            + f">{_esc(nm[:28])}</text>"
+        )
+        body.append(
+            f'<rect x="{p.sx(0):.1f}" y="{Y - 6:.1f}" width="{p.sx(rate) - p.sx(0):.1f}" '
+            f'height="12" fill="{colour}" stroke="#222" stroke-width="0.5">'
+            f"<title>{_esc(nm)}: won {w} of {n}</title></rect>"
+        )
+        body.append(
+            f'<line x1="{p.sx(lo):.1f}" y1="{Y:.1f}" x2="{p.sx(hi):.1f}" y2="{Y:.1f}" '
+            'stroke="#222" stroke-width="1.5"/>'
+            f'<line x1="{p.sx(lo):.1f}" y1="{Y - 4:.1f}" x2="{p.sx(lo):.1f}" y2="{Y + 4:.1f}" '
+            'stroke="#222"/>'
+            f'<line x1="{p.sx(hi):.1f}" y1="{Y - 4:.1f}" x2="{p.sx(hi):.1f}" y2="{Y + 4:.1f}" '
+            'stroke="#222"/>'
+        )
+    p.ylim = (0, len(rows))
+    p.axes()
+    # the y ticks of axes() are meaningless here: drop them, keep the frame, x ticks and title
+    p.parts = [s for s in p.parts if 'text-anchor="end"' not in s]
+    foot = (
+        f'<text x="8" y="{height - 6}" fill="#555">'
+        + _esc(
+            f"recommendation of {study.method}: {rec_name}" if rec_name else "no recommendation yet"
+        )
+        + " (gold). Bars: the answers' win rates, not the method's model.</text>"
+    )
+    return _document([p.svg(), *body, foot], height, label)
+
+
+def _model_safe(study: Any, hist: list[dict[str, Any]], label: str) -> str:
+    space: SafeSpace = study.space
+    names = study.names
+    settings = _settings(study)
+    h = float(settings.get("h", settings.get("threshold", math.nan)))
+    X, answers = _evaluations(study, hist)
+    g = np.array([_scalar(a, "g") for a in answers])
+    state = getattr(study.policy, "state", None)
+    bounds = sets = None
+    if callable(state) and hist:
+        try:
+            bounds, sets = state()
+        except Exception:  # noqa: BLE001 - not enough data for a posterior yet
+            bounds = sets = None
+    s_vals = np.asarray(space.s_values, dtype=np.float64)
+    xp = np.asarray(space.x_points, dtype=np.float64)
+    ds = (s_vals[-1] - s_vals[0]) / max(s_vals.size - 1, 1)
+    items: list[tuple[str, str]] = []
+    if xp.shape[1] == 1:
+        xv = xp[:, 0]
+        dx = (xv.max() - xv.min()) / max(xv.size - 1, 1) if xv.size > 1 else 1.0
+        p = _panel(
+            0,
+            (xv.min() - dx / 2, xv.max() + dx / 2),
+            (s_vals[0] - ds / 2, s_vals[-1] + ds / 2),
+            "safe set: certified (green), unsafe-looking (red)",
+            names[1],
+            names[0],
+        )
+        if bounds is not None and sets is not None:
+            ucb_g = np.asarray(bounds.ucb_g)  # models g - h (the safe policies' convention)
+            prefix = np.asarray(sets.prefix, dtype=bool)
+            for i in range(xp.shape[0]):
+                for j in range(s_vals.size):
+                    lcb = float(bounds.lcb_g[i, j])
+                    if prefix[i, j]:
+                        c = "#a8dbb5"
+                    elif lcb > 0:
+                        c = "#f2b8b0"
+                    else:
+                        c = "#eeeeee"
+                    p.cell(
+                        xv[i],
+                        s_vals[j],
+                        dx,
+                        ds,
+                        c,
+                        title=f"{names[1]}={_fmt(xv[i])}, {names[0]}={_fmt(s_vals[j])}: "
+                        f"upper bound of g - h {_fmt(float(ucb_g[i, j]))}",
+                    )
+            items += [
+                ("#a8dbb5", "certified safe"),
+                ("#eeeeee", "not yet known"),
+                ("#f2b8b0", "likely unsafe"),
+            ]
+        else:
+            p.title = "safe space (no posterior yet)"
+        p.axes()
+        for (s, x), gv in zip(X, g):
+            p.dot(x, s, _GREEN if gv <= h else _RED, title=f"g={_fmt(gv)} (h={_fmt(h)})")
+        items += [(_GREEN, "measured g <= h"), (_RED, "measured g > h")]
+        rec = _raw_recommendation(study)
+        rpt = _rec_point(study, rec)
+        if rpt is not None:
+            p.star(float(rpt[1]), float(rpt[0]), "recommendation")
+            items.append(("#ffd700", "recommendation"))
+        return _with_legend([p.svg()], PANEL_H, items, label)
+    # more than one x dimension: the certified safe level per x option, sorted
+    if sets is None:
+        return _message(f"{len(hist)} measurements; the safe set appears after the first", label)
+    boundary = np.asarray(sets.boundary)
+    level = s_vals[boundary]
+    order = np.argsort(-level, kind="stable")
+    p = _panel(
+        0,
+        (0, xp.shape[0]),
+        (s_vals[0] - ds / 2, s_vals[-1] + ds / 2),
+        f"certified safe {names[0]} for each of the {xp.shape[0]} settings of "
+        + ", ".join(names[1:]),
+        "settings (sorted)",
+        names[0],
+    )
+    p.axes(xticks=False)
+    for k, i in enumerate(order):
+        p.cell(
+            k + 0.5,
+            (s_vals[0] + level[i]) / 2,
+            1.0,
+            level[i] - s_vals[0] + ds,
+            "#a8dbb5",
+            title=", ".join(f"{n}={_fmt(v)}" for n, v in zip(names[1:], xp[i]))
+            + f": safe up to {names[0]}={_fmt(level[i])}",
+        )
+    return _document([p.svg()], PANEL_H + 10, label)
+
+
+def pictures(study: Any) -> dict[str, str]:
+    """``{"progress": progress_svg(study), "model": model_svg(study)}``."""
+    return {"progress": progress_svg(study), "model": model_svg(study)}

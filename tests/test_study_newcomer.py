@@ -1,0 +1,412 @@
+"""Issue 15: a study that feels right to a newcomer. Every bad input met by a person at the
+terminal is one ``boloop: error:`` line with exit status 2 and nothing stored; ``status`` speaks
+one vocabulary; labels and duels share one answer grammar. Through the CLI in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from boloop.errors import AnswerTypeError, InvalidInputError
+from boloop.study import create_study
+
+
+def _boloop(cwd: Path, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "BOLOOP_STORAGE": f"sqlite:///{cwd / 'lab.db'}"}
+    return subprocess.run(
+        [sys.executable, "-m", "boloop.cli", *argv],
+        cwd=cwd,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _events(cwd: Path) -> list[tuple]:
+    db = cwd / "lab.db"
+    if not db.exists():
+        return []
+    with sqlite3.connect(db) as con:
+        return con.execute("SELECT seq, kind, query_id, payload FROM boloop_events").fetchall()
+
+
+def _refused(res: subprocess.CompletedProcess, *words: str) -> None:
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("boloop: error: "), res.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+def _write(path: Path, doc: dict) -> str:
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+# -- 1. every error clear, exit 2, nothing stored ---------------------------------------------
+def test_bad_create_inputs_are_refused_before_anything_is_stored(tmp_path):
+    cases = [
+        (
+            ("--problem", "preference/toy", "--option", "horizon=abc"),
+            ("horizon", "'abc'", "mr-lpf"),
+            "mr-lpf",
+        ),
+        (
+            (
+                "--space",
+                _write(
+                    tmp_path / "ls.json",
+                    {"threshold": 0.5, "parameters": [{"name": "t", "low": 0, "high": 1}]},
+                ),
+            ),
+            ("'threshold'", "levelset", "preference"),
+            "mr-lpf",
+        ),
+        (
+            (
+                "--space",
+                _write(
+                    tmp_path / "typo.json",
+                    {
+                        "threshold": 0.5,
+                        "parameters": [{"name": "t", "low": 0, "high": 1}],
+                        "settings": {"noise_varaince": 0.1},
+                    },
+                ),
+            ),
+            ("noise_varaince", "noise_variance"),
+            "randomized-straddle",
+        ),
+        (
+            (
+                "--space",
+                _write(
+                    tmp_path / "safe.json",
+                    {
+                        "monotone": "dose",
+                        "h": 0.9,
+                        "threshold": 0.5,
+                        "parameters": [
+                            {"name": "dose", "low": 0, "high": 1, "grid": 5},
+                            {"name": "t", "low": 0, "high": 1, "grid": 5},
+                        ],
+                    },
+                ),
+            ),
+            ("'threshold'", "'h'"),
+            "m-safeopt",
+        ),
+    ]
+    for args, words, method in cases:
+        res = _boloop(tmp_path, "study", "create", "s", "--method", method, *args)
+        _refused(res, *words)
+        assert not (tmp_path / "lab.db").exists()  # nothing created, not even the database
+
+
+def test_settings_the_method_reads_are_accepted(tmp_path):
+    pr = _write(
+        tmp_path / "pr.json",
+        {
+            "parameters": [{"name": "t", "low": 0, "high": 1}],
+            "settings": {"budget": 12, "lam": 0.1},
+        },
+    )
+    res = _boloop(tmp_path, "study", "create", "p", "--method", "mr-lpf", "--space", pr)
+    assert res.returncode == 0, res.stderr
+    res = _boloop(tmp_path, "study", "create", "c", "--method", "cobol", "--space", pr)
+    _refused(res, "['budget', 'lam']", "cobol")
+
+
+@pytest.fixture()
+def lab(tmp_path):
+    """A preference study with one answer, in tmp_path/lab.db."""
+    study = create_study(
+        "cake",
+        "mr-lpf",
+        problem="preference/toy",
+        storage=f"sqlite:///{tmp_path / 'lab.db'}",
+        seed=0,
+        horizon=20,
+    )
+    q = study.ask()
+    study.tell(q.id, "a")
+    study.ask()
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    "argv,words",
+    [
+        (("study", "run", "cake", "--max", "0"), ("--max", "0")),
+        (("study", "run", "cake", "--max", "-1"), ("--max", "-1")),
+        (("study", "status", "cake", "--last", "-1"), ("--last", "-1")),
+        (("study", "export", "cake", "--out", "missing/dir/h.csv"), ("does not exist",)),
+        (("study", "tell", "cake", "7", "a"), ("never asked", "the open query is 1")),
+        (("study", "add", "cake", "{bad", "1"), ("PARAMS",)),
+    ],
+)
+def test_bad_study_commands_exit_2_with_the_log_unchanged(lab, argv, words):
+    before = _events(lab)
+    res = _boloop(lab, *argv, stdin="a\n")
+    _refused(res, *words)
+    assert "None" not in res.stderr
+    assert _events(lab) == before
+    assert not (lab / "missing").exists()
+
+
+def test_api_refuses_the_same_bad_values(lab):
+    from boloop.study import load_study
+    from boloop.study.cli import run_loop
+
+    study = load_study("cake", storage=f"sqlite:///{lab / 'lab.db'}")
+    with pytest.raises(InvalidInputError, match="last"):
+        study.status(last=-1)
+    with pytest.raises(InvalidInputError, match="does not exist"):
+        study.export(lab / "nowhere" / "h.json")
+    with pytest.raises(InvalidInputError, match="--max"):
+        run_loop(study, None, None, max_answers=0)  # type: ignore[arg-type]
+    with pytest.raises(AnswerTypeError):
+        study.tell(study.ask().id, "maybe")
+
+
+# -- 2. one status vocabulary ---------------------------------------------------------------------
+def test_status_names_every_count_the_horizon_default_and_summarises_sets(tmp_path):
+    recipes = tmp_path / "recipes.csv"
+    recipes.write_text("name,sugar,flour\nplain,0.1,0.5\nsweet,0.9,0.5\nrich,0.5,0.9\n")
+    res = _boloop(tmp_path, "study", "create", "cake", "--method", "mr-lpf", "--space",
+                  str(recipes), "--seed", "0")  # fmt: skip
+    assert res.returncode == 0 and "T = 300" in res.stdout and "--option horizon=T" in res.stdout
+    q = json.loads(_boloop(tmp_path, "study", "ask", "cake", "--json").stdout)
+    assert _boloop(tmp_path, "study", "tell", "cake", str(q["id"]), "b").returncode == 0
+    out = _boloop(tmp_path, "study", "status", "cake").stdout
+    assert "answers:        1 in effect (1 duel)" in out
+    assert "T = 300 duels (the default" in out and "299 left" in out
+    assert out.count("iteration") == 1  # one iteration number, on its own line
+    assert "iteration:      1 (mr-lpf's own count" in out
+    names = {"plain", "sweet", "rich"}
+    rec = out.split("recommendation:")[1].splitlines()[1].strip()
+    assert rec.split(" (")[0] in names and "sugar=" in rec  # the option's name and values
+    assert "<" not in out and "None" not in out and "x_T" not in out
+    st = json.loads(_boloop(tmp_path, "study", "status", "cake", "--json").stdout)
+    assert st["counts"] == {"duels": 1} and st["horizon"]["source"] == "default"
+    assert st["recommendation_label"] in names and st["settings"]["horizon"] == 300
+
+
+def test_status_of_a_level_set_and_an_expert_study(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    from boloop.problems import get
+    from boloop.simulate import oracle_rng
+
+    for name, method, pid, n in (("ls", "randomized-straddle", "levelset/toy", 6),
+                                 ("ex", "cobol", "expert/toy", 12)):  # fmt: skip
+        opts = {"fit_hyperparameters": False} if method == "cobol" else {}
+        study = create_study(name, method, problem=pid, storage=url, seed=0, **opts)
+        problem, rng = get(pid), oracle_rng(0)
+        for _ in range(n):
+            q = study.ask()
+            study.tell(q.id, problem.answer(q.query, rng))
+    out = _boloop(tmp_path, "study", "status", "ls").stdout
+    assert "answers:        6 in effect (6 evaluations)" in out
+    assert "candidates estimated above the threshold 0.25" in out
+    assert "bounding box x0 in [" in out and "<" not in out
+    assert out.count("iteration") == 2  # the line and its label, no second number elsewhere
+    st = json.loads(_boloop(tmp_path, "study", "status", "ex", "--json").stdout)
+    c = st["counts"]
+    assert c["labels"] + c["evaluations"] == st["answered"] == 12 and c["labels"] >= 10
+    assert "evaluations" not in st["settings"] and "labels" not in st["settings"]
+    assert st["options"] == {"fit_hyperparameters": False} and st["horizon"] is None
+
+
+# -- 3. one answer grammar ------------------------------------------------------------------------
+def test_answer_grammar_table_matches_the_docs():
+    from boloop.study.answers import DUEL_WORDS, LABEL_WORDS, parse_duel, parse_label
+
+    docs = (Path(__file__).parents[1] / "docs" / "studies.md").read_text()
+    for value, words in LABEL_WORDS.items():
+        for w in words:
+            assert parse_label(w) is value and parse_label(f" {w.upper()} ") is value
+            assert f"`{w}`" in docs
+    for value, words in DUEL_WORDS.items():
+        for w in words:
+            assert parse_duel(w) == value and parse_duel(w.title()) == value
+            assert f"`{w}`" in docs
+    assert parse_duel("0") is None and parse_label("maybe") is None and parse_duel("c") is None
+
+
+def test_labels_and_duels_take_the_same_words_on_the_command_line(tmp_path):
+    space = _write(tmp_path / "s.json", {"family": "expert",
+                   "parameters": [{"name": "t", "low": 0, "high": 1}]})  # fmt: skip
+    assert _boloop(tmp_path, "study", "create", "e", "--method", "toy-random", "--space", space,
+                   "--seed", "1").returncode == 0  # fmt: skip
+    assert _boloop(tmp_path, "study", "ask", "e").returncode == 0
+    res = _boloop(tmp_path, "study", "tell", "e", "0", "1")  # a label answered 1 = accept
+    assert res.returncode == 0 and "-> accept" in res.stdout
+    assert _boloop(tmp_path, "study", "create", "p", "--method", "toy-random", "--problem",
+                   "preference/toy", "--seed", "1").returncode == 0  # fmt: skip
+    for answer, shown in (("2", "b"), ("LEFT", "a"), ("B", "b")):
+        q = json.loads(_boloop(tmp_path, "study", "ask", "p", "--json").stdout)
+        res = _boloop(tmp_path, "study", "tell", "p", str(q["id"]), answer)
+        assert res.returncode == 0 and f"-> {shown}" in res.stdout, res.stderr
+    q = json.loads(_boloop(tmp_path, "study", "ask", "p", "--json").stdout)
+    before = _events(tmp_path)
+    _refused(_boloop(tmp_path, "study", "tell", "p", str(q["id"]), "0"), "1 = A and 2 = B")
+    assert _events(tmp_path) == before
+
+
+def test_run_marks_the_kind_of_answer_shows_progress_and_the_real_resume_command(tmp_path):
+    space = _write(tmp_path / "s.json", {"family": "expert",
+                   "parameters": [{"name": "t", "low": 0, "high": 1}]})  # fmt: skip
+    assert _boloop(tmp_path, "study", "create", "my study", "--method", "toy-random", "--space",
+                   space, "--seed", "1").returncode == 0  # fmt: skip
+    res = _boloop(tmp_path, "study", "run", "my study", stdin="y\n0.5\nq\n")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert out.index("-- LABEL") < out.index("-- MEASURE") < out.rindex("-- LABEL")
+    assert "progress: 1 answer (0 evaluations, 1 label); iteration" in out
+    assert "progress: 2 answers (1 evaluation, 1 label)" in out
+    assert 'resume with: boloop study run "my study"' in out and "NAME" not in out
+
+
+# -- 4. pictures ----------------------------------------------------------------------------------
+def test_plot_writes_the_web_pages_pictures_as_one_svg_or_an_html_page(lab):
+    import xml.etree.ElementTree as ET
+
+    from boloop.study import load_study
+    from boloop.study.pictures import pictures
+
+    res = _boloop(lab, "study", "plot", "cake")
+    assert res.returncode == 0 and "wrote cake.svg" in res.stdout, res.stderr
+    root = ET.fromstring((lab / "cake.svg").read_text())
+    inner = [el for el in root if el.tag.endswith("svg")]
+    assert len(inner) == 2 and float(root.get("height")) == sum(
+        float(el.get("height")) for el in inner
+    )
+    pics = pictures(load_study("cake", storage=f"sqlite:///{lab / 'lab.db'}"))
+    labels = [ET.fromstring(svg).get("aria-label") for svg in pics.values()]
+    assert [el.get("aria-label") for el in inner] == labels  # the same functions as the web
+    res = _boloop(lab, "study", "plot", "cake", "--out", "page.html")
+    assert res.returncode == 0 and (lab / "page.html").read_text().count("<svg") >= 2
+    before = sorted(p.name for p in lab.iterdir())
+    _refused(_boloop(lab, "study", "plot", "cake", "--out", "p.png"), ".svg or .html")
+    _refused(_boloop(lab, "study", "plot", "cake", "--out", "no/p.svg"), "does not exist")
+    assert sorted(p.name for p in lab.iterdir()) == before
+
+
+# -- 5. quick calls (behaviour only; the latency is in benchmarks/cli_latency.py) ------------------
+def _python(cwd: Path, code: str, **env: str) -> str:
+    base = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
+    res = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        env={**base, "BOLOOP_STORAGE": f"sqlite:///{cwd / 'lab.db'}", **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    return res.stdout
+
+
+def test_the_parser_and_version_import_no_numpy_or_database(tmp_path):
+    out = _python(
+        tmp_path,
+        "import sys\nfrom boloop.cli import build_parser\nbuild_parser().parse_args(['study', "
+        "'ask', 'x'])\nprint(sorted(m for m in ('numpy', 'sqlalchemy', 'scipy', "
+        "'boloop.study.core') if m in sys.modules))",
+    )
+    assert out.strip() == "[]"
+
+
+def test_study_calls_use_one_blas_thread_unless_the_user_says_otherwise(tmp_path):
+    code = (
+        "import os\nfrom boloop.cli import main\nmain(['study', 'list'])\n"
+        "print(os.environ['OPENBLAS_NUM_THREADS'], os.environ['OMP_NUM_THREADS'])"
+    )
+    assert _python(tmp_path, code).split()[-2:] == ["1", "1"]
+    assert _python(tmp_path, code, OMP_NUM_THREADS="3").split()[-2:] == ["1", "3"]
+
+
+def test_a_long_study_loads_from_a_snapshot_without_other_families(tmp_path):
+    """A cheap policy with many answers gets a snapshot, and a command-line call loads from it:
+    neither the other families' algorithms nor scipy.stats are imported; verify still replays
+    the whole log."""
+    from boloop.problems import get
+    from boloop.simulate import oracle_rng
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("pr", "mr-lpf", problem="preference/toy", storage=url, seed=0, horizon=500)
+    problem, rng = get("preference/toy"), oracle_rng(0)
+    for _ in range(150):
+        q = study.ask()
+        study.tell(q.id, problem.answer(q.query, rng))
+    with sqlite3.connect(tmp_path / "lab.db") as con:
+        assert con.execute("SELECT COUNT(*) FROM boloop_snapshots").fetchone()[0] == 1
+    out = _python(
+        tmp_path,
+        "import sys\nfrom boloop.cli import main\nmain(['study', 'ask', 'pr', '--json'])\n"
+        "print(sorted(m for m in ('boloop.algorithms.safe', 'boloop.algorithms.levelset', "
+        "'boloop.algorithms.expert', 'boloop.problems.safe', 'scipy.stats') if m in sys.modules))",
+    )
+    assert json.loads(out.splitlines()[0])["id"] == 150
+    assert out.splitlines()[-1] == "[]"
+    res = _boloop(tmp_path, "study", "verify", "pr")
+    assert res.returncode == 0 and "150 answers" in res.stdout
+
+
+@pytest.mark.parametrize(
+    "method,space",
+    [
+        ("randomized-straddle", {"threshold": 0.5, "settings": {"noise_variance": 0.01}}),
+        ("mr-lpf", {"settings": {"lam": 0.1, "budget": 30}}),
+        ("cobol", {"settings": {"noise_variance": 0.01, "n_initial_labels": 4}}),
+        ("m-safeopt", {"monotone": "t", "h": 0.9, "settings": {"noise_f": 1e-4, "L_f": 2.0}}),
+    ],
+)
+def test_every_family_accepts_the_settings_it_reads(tmp_path, method, space):
+    params = [{"name": "t", "low": 0, "high": 1, "grid": 5}, {"name": "u", "low": 0, "high": 1}]
+    doc = {**space, "parameters": params}
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    create_study("ok", method, doc, storage=url, seed=0)
+    bad = {**doc, "settings": {**doc["settings"], "noise_varience": 0.1}}
+    with pytest.raises(InvalidInputError, match="noise_varience") as err:
+        create_study("bad", method, bad, storage=url, seed=0)
+    for key in doc["settings"]:
+        assert key in str(err.value).split("the settings it reads:")[1]
+
+
+@pytest.mark.parametrize(
+    "method,problem_id,options",
+    [
+        ("cobol", "expert/toy", {"n_initial_labels": 3, "n_initial": 2}),
+        ("randomized-straddle", "levelset/toy", {}),
+        ("mr-lpf", "preference/toy", {}),
+    ],
+)
+def test_status_after_every_answer_leaves_the_queries_of_a_replay(
+    tmp_path, method, problem_id, options
+):
+    """``study run`` prints a status line after every answer: computing it (recommendation,
+    settings) must not change the next query, or the log would not replay."""
+    from boloop.problems import get
+    from boloop.simulate import oracle_rng
+    from boloop.study import load_study
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("s", method, problem=problem_id, storage=url, seed=3, **options)
+    problem, rng = get(problem_id), oracle_rng(0)
+    for _ in range(8):
+        q = study.ask()
+        study.tell(q.id, problem.answer(q.query, rng))
+        study.status(last=1)
+    study.ask()
+    replayed = load_study("s", storage=url, full_replay=True)  # raises if a query differs
+    assert replayed.n_answered == 8

@@ -1,0 +1,90 @@
+"""SVG pictures of studies: well-formed, escaped, and drawing what the study holds."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from boloop.study import create_study
+from boloop.study.pictures import model_svg, pictures, progress_svg
+from study_samples import SPACES, make_study
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.fixture
+def url(tmp_path):
+    return f"sqlite:///{tmp_path / 'pics.db'}"
+
+
+def _texts(svg: str) -> list[str]:
+    root = ET.fromstring(svg)
+    assert root.tag == f"{SVG}svg"
+    return ["".join(t.itertext()) for t in root.iter(f"{SVG}text")]
+
+
+@pytest.mark.parametrize("name", sorted(SPACES))
+def test_every_family_draws_well_formed_svg(url, name):
+    study = make_study(name, url, answers=8)
+    pics = pictures(study)
+    assert set(pics) == {"progress", "model"}
+    for svg in pics.values():
+        _texts(svg)  # parses as XML
+        assert "<script" not in svg and "http://" not in svg.replace(
+            'xmlns="http://www.w3.org/2000/svg"', ""
+        )
+    n_marks = progress_svg(study).count("<title>answer ")
+    if name != "pref":  # one mark per answer (labels and evaluations alike); safe: f and g
+        assert n_marks == study.n_answered * (2 if name == "safe" else 1)
+
+
+def test_empty_study_says_so(url):
+    study = make_study("lev1", url, answers=0)
+    assert "no answers yet" in " ".join(_texts(progress_svg(study)))
+    assert "no answers yet" in " ".join(_texts(model_svg(study)))
+
+
+def test_names_are_escaped(url):
+    space = {
+        "parameters": [{"name": "<script>alert(1)</script>", "low": 0, "high": 1, "grid": 11}],
+        "threshold": 0.5,
+    }
+    study = create_study("x<&>", "straddle", space, storage=url, seed=0)
+    for _ in range(4):
+        q = study.ask()
+        study.tell(q.id, 1.0)
+    for svg in pictures(study).values():
+        assert "<script>" not in svg
+        texts = _texts(svg)
+    assert "<script>alert(1)</script>" in texts  # the axis label, as text
+
+
+def test_levelset_classes_follow_the_estimate(url):
+    """The 1-D class strip colours each grid point as the method's estimate classifies it."""
+    study = make_study("lev1", url, answers=10)
+    est = study.policy.recommend()
+    n_upper = int(est.upper.sum())
+    svg = model_svg(study)
+    strip = [s for s in svg.split("<rect") if 'fill="#e07b28"' in s or 'fill="#f5c9a3"' in s]
+    # one cell per candidate of H_t, plus one legend swatch per orange colour
+    assert len(strip) == n_upper + 2
+
+
+def test_preference_bars_count_wins(url):
+    study = make_study("pref", url, answers=9)
+    hist = study.history()
+    svg = model_svg(study)
+    for label in {r["a_label"] for r in hist} | {r["b_label"] for r in hist}:
+        won = sum(1 for r in hist if (r["a_label"] if r["answer"] == 0 else r["b_label"]) == label)
+        played = sum(1 for r in hist if label in (r["a_label"], r["b_label"]))
+        assert f"<title>{label}: won {won} of {played}</title>" in svg
+
+
+def test_safe_marks_measurements_against_h(url):
+    study = make_study("safe", url, answers=6)
+    g = [r["answer"]["g"] for r in study.history()]
+    svg = progress_svg(study)
+    assert svg.count("g=") == len(g)
+    model = model_svg(study)
+    assert "certified safe" in model
