@@ -12,7 +12,10 @@ Policies (method ids of DESIGN.md):
 * :class:`COBOL` (``cobol``) -- Algorithm 1: expert-augmented LCB ``x^c`` by the primal-dual
   problem (5)/(6), vanilla LCB ``x^u`` (line 5), the no-harm test (line 6), the handover test
   ``g_upper - g_lower > g_thr`` (line 8); an accepted label is followed by the evaluation of
-  ``x^c`` in the same iteration, a reject consumes the iteration (lines 11-12).
+  ``x^c``. After a reject (default ``reject_rule="veto"``) the rejected proposal is never put to
+  the expert again and the next proposal is evaluated (``x^c`` if it passes line 6, else
+  ``x^u``); the default budget counts f-evaluations (``budget="iterations"``: Algorithm 1's
+  accounting, a reject consumes the iteration, lines 11-12).
 * :class:`COBOHL` (``cobohl``) -- Algorithm 2 (App. E): LCB constrained to ``g_lower <= 0``; if
   the expert is asked, the iteration ends without an evaluation whatever the answer.
 * :class:`GPLCB` (``gp-lcb``) -- vanilla GP-LCB (the paper's "vanilla LCB").
