@@ -46,9 +46,9 @@ def _run(policy, expert, iterations, f=_sphere, max_queries=2000):
 
 def test_bookkeeping_four_outcomes():
     """Each iteration is exactly one of: vanilla, unasked x^c, accept + evaluation, reject.
-    |Q^f| + #rejects = T; the GP data grow only on evaluations."""
+    |Q^f| + #rejects = T; the GP data grow only on evaluations (the paper's accounting)."""
     box = Box([0, 0], [1, 1])
-    pol = COBOL(box, seed=3, **FAST)
+    pol = COBOL(box, seed=3, budget="iterations", **FAST)
     rng = np.random.default_rng(0)
     T = 12
     n_f_before = []
@@ -99,7 +99,7 @@ def test_g_thr_infinite_never_asks_and_always_accept_evaluates():
 
 
 def test_cobohl_label_consumes_the_iteration():
-    pol = _run(COBOHL(Box([0, 0], [1, 1]), seed=2, **FAST), lambda x: True, 8)
+    pol = _run(COBOHL(Box([0, 0], [1, 1]), seed=2, budget="iterations", **FAST), lambda x: True, 8)
     asked = pol.outcomes.count("accept") + pol.outcomes.count("reject")
     assert pol.n_evaluations + asked == 8
 
@@ -224,7 +224,9 @@ def test_screened_expert_candidate_is_the_exact_minimiser(primal_dual):
     """x^c from the screened branch and bound equals the brute-force argmin over candidates of
     f_lower + lambda g_lower (primal-dual) or of the constrained score."""
     cs = CandidateSet.grid([[0, 1], [0, 1]], 15)
-    pol = COBOL(cs, seed=5, lambda0=1.0, primal_dual=primal_dual, norm_bound=2.0)
+    pol = COBOL(
+        cs, seed=5, lambda0=1.0, primal_dual=primal_dual, norm_bound=2.0, reject_rule="paper"
+    )
     rng = np.random.default_rng(5)
     _run(pol, lambda x: bool(rng.random() < 0.5), 4)
     pol._sync_gp()
@@ -242,7 +244,8 @@ def test_screened_expert_candidate_is_the_exact_minimiser(primal_dual):
 def test_reject_streak_guard():
     """lambda_0 = 0 (x^c = x^u) and an expert who rejects everything: with max_reject_streak = 2
     no more than 2 rejects occur in a row (the guard evaluates x^u next); without the guard the
-    same rejected point keeps coming back."""
+    same rejected point keeps coming back (Algorithm 1 as printed: ``reject_rule="paper"``, the
+    paper's iteration budget)."""
 
     def longest_reject_run(outcomes):
         best = cur = 0
@@ -252,10 +255,11 @@ def test_reject_streak_guard():
         return best
 
     box = Box([0, 0], [1, 1])
-    pol = _run(COBOL(box, seed=0, lambda0=0.0, max_reject_streak=2, **FAST), lambda x: False, 9)
+    paper = {"reject_rule": "paper", "budget": "iterations", **FAST}
+    pol = _run(COBOL(box, seed=0, lambda0=0.0, max_reject_streak=2, **paper), lambda x: False, 9)
     assert longest_reject_run(pol.outcomes) <= 2 and pol.guarded >= 1
     assert pol.n_evaluations == pol.outcomes.count("vanilla") + pol.outcomes.count("unasked")
-    pol = _run(COBOL(box, seed=0, lambda0=0.0, **FAST), lambda x: False, 9)
+    pol = _run(COBOL(box, seed=0, lambda0=0.0, **paper), lambda x: False, 9)
     assert pol.guarded == 0 and longest_reject_run(pol.outcomes) > 2
 
 

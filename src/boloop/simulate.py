@@ -17,9 +17,9 @@ paper counts its budget (:meth:`boloop.queries.BasePolicy._iteration_done`):
 * ``safe`` (M-SafeOpt, Algorithm 1): one iteration per evaluation; an evaluation measures the
   objective and the safety value at once (one ``Evaluate`` with ``outputs=("f", "g")``).
 * ``preference`` (MR-LPF): one iteration per duel, i.e. per answered ``Compare``.
-* ``expert`` (COBOL, Algorithm 1): one iteration per pass through the loop of Algorithm 1; an
-  accepted ``Label`` is followed by an ``Evaluate`` of the same point and the pair is one
-  iteration, a rejected ``Label`` consumes the iteration without an evaluation.
+* ``expert`` (COBOL): one iteration per f-evaluation (labels are counted apart); with
+  ``budget="iterations"`` one per pass through the loop of Algorithm 1, where a rejected
+  ``Label`` consumes the iteration without an evaluation.
 
 Queries a policy does not count (an initial design evaluated before the first iteration, the
 initial labels of COBOHL) belong to the step in progress, normally step 1: ``Trace.step_rows`` has

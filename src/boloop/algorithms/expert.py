@@ -12,7 +12,10 @@ Policies (method ids of DESIGN.md):
 * :class:`COBOL` (``cobol``) -- Algorithm 1: expert-augmented LCB ``x^c`` by the primal-dual
   problem (5)/(6), vanilla LCB ``x^u`` (line 5), the no-harm test (line 6), the handover test
   ``g_upper - g_lower > g_thr`` (line 8); an accepted label is followed by the evaluation of
-  ``x^c`` in the same iteration, a reject consumes the iteration (lines 11-12).
+  ``x^c``. After a reject (default ``reject_rule="veto"``) the rejected proposal is never put to
+  the expert again and the next proposal is evaluated (``x^c`` if it passes line 6, else
+  ``x^u``); the default budget counts f-evaluations (``budget="iterations"``: Algorithm 1's
+  accounting, a reject consumes the iteration, lines 11-12).
 * :class:`COBOHL` (``cobohl``) -- Algorithm 2 (App. E): LCB constrained to ``g_lower <= 0``; if
   the expert is asked, the iteration ends without an evaluation whatever the answer.
 * :class:`GPLCB` (``gp-lcb``) -- vanilla GP-LCB (the paper's "vanilla LCB").
@@ -91,6 +94,23 @@ def _count(value: Any, name: str, low: int = 0) -> int:
     return int(value)
 
 
+def _pair(value: Any, name: str) -> tuple[Any, Any]:
+    if not isinstance(value, tuple | list) or len(value) != 2:
+        raise InvalidInputError(f"{name} must be a pair (X, values), got {type(value).__name__}")
+    return value[0], value[1]
+
+
+def _accepted(value: Any, n: int) -> np.ndarray:
+    """Labels ``accepted`` (n,) as booleans, validated like a Label answer (bools only)."""
+    items = list(value) if isinstance(value, list | tuple | np.ndarray) else [value]
+    if len(items) != n:
+        raise InvalidInputError(f"accepted must hold {n} booleans, got {len(items)}")
+    for a in items:
+        if not isinstance(a, bool | np.bool_):
+            raise InvalidInputError(f"accepted must hold booleans (True = accept), got {a!r}")
+    return np.array([bool(a) for a in items], dtype=bool)
+
+
 class ExpertPolicy(BasePolicy):
     """Shared machinery of the expert family: initial design, scaling, the f-GP, candidates.
 
@@ -117,6 +137,10 @@ class ExpertPolicy(BasePolicy):
         ``delta``.
     n_candidates:
         Sobol points scored per iteration on a box.
+    initial_observations:
+        Measurements ``(X, y)`` the user already has (X (k, d) in the space, y (k,) finite):
+        given to :meth:`add_observations` at construction; they take the place of as many
+        initial random evaluations.
     """
 
     family = "expert"
@@ -138,6 +162,7 @@ class ExpertPolicy(BasePolicy):
         delta: float = 0.01,
         n_candidates: int = 512,
         n_restarts: int = 1,
+        initial_observations: Any = None,
     ) -> None:
         super().__init__(seed)
         if not isinstance(space, Box | CandidateSet):
@@ -184,6 +209,8 @@ class ExpertPolicy(BasePolicy):
         self.outcomes: list[str] = []
         self.n_evaluations = 0  # |Q^f| after the initial design
         self.n_expert_queries = 0  # |Q^g| after the initial design
+        if initial_observations is not None:
+            self.add_observations(*_pair(initial_observations, "initial_observations"))
 
     # ------------------------------------------------------------------ space helpers
     def _sample_unit(self, k: int) -> tuple[np.ndarray, np.ndarray | None]:
@@ -655,9 +682,32 @@ class COBOL(ExpertPolicy):
         unexplored regions and lambda collapses to 0 within two iterations once ``B_g`` has
         doubled to 16-32). ``None``: problems (38)/(39) exactly as printed.
     budget:
-        How ``iteration`` counts (what a simulation budget means): ``"iterations"`` (paper,
-        Algorithm 1: a rejected proposal consumes an iteration) or ``"evaluations"`` (the
-        reference code's loop: only f-evaluations count, rejections are free).
+        How ``iteration`` counts (what a simulation budget means): ``"evaluations"`` (default:
+        one iteration per f-evaluation, the expensive experiment; labels are counted separately
+        in ``labels_asked`` / ``labels_rejected``, as in the reference code's loop) or
+        ``"iterations"`` (the paper's accounting, Algorithm 1: a rejected proposal consumes an
+        iteration; what ``docs/reproductions/expert.md`` uses to compare with the paper).
+    reject_rule:
+        What follows a reject. ``"veto"`` (default): the rejected proposal is *vetoed*: it and
+        its neighbourhood (candidates whose ``k_g``-correlation with it is at least
+        ``veto_correlation``) are removed from the search for ``x^c`` for the rest of the run, so
+        the same proposal is never put to the expert again; the next proposal (lines 4-6
+        re-solved with the updated confidence set and lambda) is *not* put to the expert: the
+        new ``x^c`` is evaluated if it passes the no-harm test of line 6, otherwise ``x^u``
+        (GP-LCB's point, whatever the expert said about it). So every reject is followed by an
+        evaluation (at most one label per evaluation, never two rejects in a row) and an expert
+        who keeps contradicting the data leaves exactly GP-LCB's choice ``x^u`` once the
+        no-harm test stops admitting the alternatives. ``"paper"``: Algorithm 1 as printed
+        (line 12: back to line 4; with lambda = 0 the same rejected ``x^u`` is proposed and
+        asked again until the width there falls below ``g_thr``).
+    veto_correlation:
+        Correlation ``k_g(x, x_rejected)`` (in (0, 1]) from which a candidate counts as the
+        same proposal as a rejected one (``"veto"`` rule); 0.5: within about 1.18 length-scales.
+    initial_labels, initial_observations:
+        The expert's labels ``(X, accepted)`` and measurements ``(X, y)`` the user already has
+        (X (k, d) in the space; ``accepted`` (k,) booleans; y (k,) finite). They take the place
+        of as many initial random labels / evaluations (the policy asks only the rest) and are
+        validated like answers (:meth:`add_labels`, :meth:`add_observations`).
     max_reject_streak:
         Guard against reject streaks (spec pitfall 9; not in the paper): after this many
         rejections in a row the next iteration evaluates the vanilla LCB point x^u without
@@ -692,9 +742,12 @@ class COBOL(ExpertPolicy):
         label_window: int | None = None,
         candidate: str = "primal-dual",
         g_value_bound: float | None = 3.0,
-        budget: str = "iterations",
+        budget: str = "evaluations",
+        reject_rule: str = "veto",
+        veto_correlation: float = 0.5,
         max_reject_streak: int | None = None,
         max_pinpoint_labels: int = 200,
+        initial_labels: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(space, seed, **kwargs)
@@ -715,6 +768,18 @@ class COBOL(ExpertPolicy):
         if budget not in ("iterations", "evaluations"):
             raise InvalidInputError(f"budget must be 'iterations' or 'evaluations', got {budget!r}")
         self.budget = budget
+        if reject_rule not in ("veto", "paper"):
+            raise InvalidInputError(f"reject_rule must be 'veto' or 'paper', got {reject_rule!r}")
+        self.reject_rule = reject_rule
+        self.veto_correlation = _number(veto_correlation, "veto_correlation", low=1e-12)
+        if self.veto_correlation > 1.0:
+            raise InvalidInputError(f"veto_correlation must be in (0, 1], got {veto_correlation!r}")
+        #: rejected BO-phase proposals (unit-cube coordinates), vetoed for x^c
+        self.vetoed = np.zeros((0, self.dim))
+        self._after_reject = False
+        #: BO-phase labels asked and rejected (initial labels not counted)
+        self.labels_asked = 0
+        self.labels_rejected = 0
         self.max_reject_streak = (
             None if max_reject_streak is None else _count(max_reject_streak, "max_reject_streak", 1)
         )
@@ -745,12 +810,57 @@ class COBOL(ExpertPolicy):
         #: (lambda before, g_lower(x^c), lambda after) of every dual update
         self.dual_history: list[tuple[float, float, float]] = []
         self.last_decision: dict[str, Any] = {}
+        self._candidate_found = True
+        if initial_labels is not None:
+            self.add_labels(*_pair(initial_labels, "initial_labels"))
 
     # -- expert model -------------------------------------------------------------------------
     def _label_data(self, X: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if self.label_window is not None and X.shape[0] > self.label_window:
             return X[-self.label_window :], r[-self.label_window :]
         return X, r
+
+    def add_labels(self, X: Any, accepted: Any) -> None:
+        """Add labels the expert gave outside the loop: X (k, d) in the space, ``accepted`` (k,)
+        booleans (``True`` = accept, as a :class:`~boloop.queries.Label` answer).
+
+        Like :meth:`add_observations` they fill the initial-label slots that are still open (the
+        policy then asks that many fewer random labels; once the initial labels are complete
+        the confidence set is pre-trained on all of them, App. F); after the initial phase they
+        update the confidence set as answered labels would. They are not iterations and not
+        BO-phase labels (``labels_asked``, ``outcomes``, vetoes untouched).
+
+        Raises :class:`~boloop.errors.QueryStateError` while a query is open and
+        :class:`~boloop.errors.InvalidInputError` / :class:`~boloop.errors.OutOfSpaceError` on
+        bad input (wrong shape, NaN, outside the space, non-boolean labels); nothing changes
+        then.
+        """
+        import copy
+
+        if self.pending is not None:
+            raise QueryStateError("answer the open query before adding labels")
+        Xa = self.space.validate(X, "X")
+        acc = _accepted(accepted, Xa.shape[0])
+        U = np.clip(self._box.to_unit(Xa), 0.0, 1.0)
+        r = np.where(acc, 0.0, 1.0)
+        X_all = np.vstack([self.X_g, U])
+        r_all = np.concatenate([self.rejected, r])
+        n_init = self._init_g[0].shape[0]
+        before = self.X_g.shape[0]
+        snapshot = copy.deepcopy(self.expert)
+        try:
+            if before < n_init or before == 0:
+                if X_all.shape[0] >= n_init:  # the initial labels are complete: pre-train
+                    self.expert.set_data(*self._label_data(X_all, r_all), pretrain=True)
+            elif self.label_window is not None:
+                self.expert.set_data(*self._label_data(X_all, r_all), pretrain=False)
+            else:
+                for u, ri in zip(U, r, strict=True):
+                    self.expert.add(u, ri)
+        except Exception:
+            self.expert = snapshot
+            raise
+        self.X_g, self.rejected = X_all, r_all
 
     def _add_label(self, u: np.ndarray, rejected: float, initial: bool) -> None:
         import copy
@@ -801,11 +911,16 @@ class COBOL(ExpertPolicy):
 
         def score(V: np.ndarray) -> np.ndarray:
             f_low = f_low_fn(V)
+            vetoed = self._is_vetoed(V)
+            if primal_dual and lam == 0.0:
+                return np.where(vetoed, np.inf, f_low)
             g_hi = self.expert.mle_predict(V)  # >= g_lower
             g_lo_rel, _ = self.expert.relaxed_bounds(V)  # <= g_lower
-            if primal_dual and lam == 0.0:
-                return f_low
             lb, ub = phi(f_low, g_lo_rel), phi(f_low, g_hi)
+            lb[vetoed] = np.inf
+            ub[vetoed] = np.inf
+            if not np.any(np.isfinite(lb)):
+                return lb
             # branch and bound: exact values, in order of the lower bounds, only while a
             # candidate's lower bound can still beat the best value known (a valid upper bound)
             threshold = float(np.min(ub))
@@ -822,8 +937,16 @@ class COBOL(ExpertPolicy):
                 start += self.screen_batch
             return out
 
-        u, index, _ = self._minimise(score, U, idx)
+        u, index, value = self._minimise(score, U, idx)
+        self._candidate_found = bool(np.isfinite(value))
         return u, index
+
+    def _is_vetoed(self, V: np.ndarray) -> np.ndarray:
+        """Whether points V (m, d) count as a rejected proposal (``"veto"`` rule), (m,)."""
+        if self.reject_rule != "veto" or not self.vetoed.shape[0]:
+            return np.zeros(V.shape[0], dtype=bool)
+        corr = self.expert.kernel.k(V, self.vetoed)
+        return np.max(corr, axis=1) >= self.veto_correlation
 
     def _bo_propose(self) -> Query:
         if self._pending_eval is not None:  # accepted label: evaluate x^c in the same iteration
@@ -849,6 +972,10 @@ class COBOL(ExpertPolicy):
             u_c, i_c = self._pinpoint_point()
         else:
             u_c, i_c = self._expert_candidate(U, idx, self._f_lower)
+            if not self._candidate_found:  # every candidate vetoed: GP-LCB's point
+                self._after_reject = False
+                self.outcomes.append("vanilla")
+                return self._ask_unit(u_u, i_u, "evaluate")
         pts = np.vstack([u_u, u_c])
         g_low_c, g_up_c = self.expert.bounds(u_c[None, :])
         assert g_low_c is not None and g_up_c is not None
@@ -900,13 +1027,24 @@ class COBOL(ExpertPolicy):
         if not passes:
             self.outcomes.append("vanilla")
             return self._ask_unit(u_u, i_u, "evaluate")
-        if width > self.g_thr:  # line 8: the expert is still unsure there -> ask
+        if width > self.g_thr and not self._after_reject:  # line 8: the expert is unsure -> ask
             return self._ask_unit(u_c, i_c, "label")
         self.outcomes.append("unasked")
         return self._ask_unit(u_c, i_c, "evaluate")
 
     def _after_evaluation(self, query: Evaluate) -> None:
         self._reject_streak = 0
+        self._after_reject = False
+
+    def _note_label(self, query: Label, accepted: bool) -> None:
+        """Count a BO-phase label; a reject vetoes the proposal (``"veto"`` rule)."""
+        self.labels_asked += 1
+        if accepted:
+            return
+        self.labels_rejected += 1
+        if self.reject_rule == "veto":
+            self.vetoed = np.vstack([self.vetoed, self._to_unit(query.x)])
+            self._after_reject = True
 
     # pinpoint (Fig. 6a): rejection sampling from the expert through labels
     def _pinpoint_ready(self) -> bool:
@@ -921,12 +1059,15 @@ class COBOL(ExpertPolicy):
         if query.id in self.initial_query_ids:
             return
         if self.candidate == "pinpoint":
+            self.labels_asked += 1
+            self.labels_rejected += 0 if accepted else 1
             if accepted or self._pinpoint_streak + 1 >= self.max_pinpoint_labels:
                 self._pinpoint_accepted = (self._to_unit(query.x)[0], query.index)
                 self._pinpoint_streak = -1
             else:
                 self._pinpoint_streak += 1
             return
+        self._note_label(query, accepted)
         if accepted:
             self.outcomes.append("accept")
             self._pending_eval = (self._to_unit(query.x)[0], query.index)
@@ -953,6 +1094,9 @@ class COBOL(ExpertPolicy):
                 "eta": self.eta,
                 "g_thr": self.g_thr,
                 "labels": self.expert.n,
+                "labels_asked": self.labels_asked,
+                "labels_rejected": self.labels_rejected,
+                "budget": self.budget,
             }
         )
         return d
@@ -978,11 +1122,16 @@ class COBOHL(COBOL):
         self._sync_gp()
         U, idx = self._candidates()
         u, index = self._expert_candidate(U, idx, self._f_lower)
+        if not self._candidate_found:  # every candidate vetoed: GP-LCB's point
+            u, index, _ = self._minimise(self._f_lower, U, idx)
+            self._after_reject = False
+            self.outcomes.append("vanilla")
+            return self._ask_unit(u, index, "evaluate")
         lo, up = self.expert.bounds(u[None, :])
         assert lo is not None and up is not None
         width = float(up[0] - lo[0])
         self.last_decision = {"x": u, "g_lower": float(lo[0]), "g_width": width}
-        if width > self.g_thr:
+        if width > self.g_thr and not self._after_reject:
             return self._ask_unit(u, index, "label")
         self.outcomes.append("unasked")
         return self._ask_unit(u, index, "evaluate")
@@ -990,6 +1139,7 @@ class COBOHL(COBOL):
     def _after_label(self, query: Label, accepted: bool) -> None:
         if query.id in self.initial_query_ids:
             return
+        self._note_label(query, accepted)
         self.outcomes.append("accept" if accepted else "reject")
 
     def _iteration_done(self, query: Query, answer: Any) -> bool:
@@ -1157,8 +1307,15 @@ _DOCS = {
     "no_harm": "'paper' (Alg. 1 line 6) or 'code' (the reference code's judge)",
     "label_window": "keep only the last labels in the confidence set (Fig. 7); None keeps all",
     "candidate": "'primal-dual' or 'pinpoint' (Fig. 6a: x^c sampled from the expert's belief)",
-    "g_value_bound": "clip the expert bounds at query points to [-v, v]; None: as printed",
-    "budget": "what an iteration counts: 'iterations' (Alg. 1) or 'evaluations'",
+    "budget": "what an iteration counts: 'evaluations' (default; labels counted apart) or "
+    "'iterations' (Alg. 1: a reject uses an iteration)",
+    "reject_rule": "'veto' (a rejected proposal is never asked again; an evaluation follows) "
+    "or 'paper' (Alg. 1 line 12 as printed)",
+    "veto_correlation": "k_g-correlation from which a candidate counts as a rejected proposal",
+    "initial_labels": "(X, accepted): labels the expert already gave, in place of initial ones",
+    "initial_observations": "(X, y): measurements already made, in place of initial ones",
+    "g_value_bound": "box the latent values (labelled and query points) to [-v, v]; None: as "
+    "printed",
     "max_reject_streak": "after this many rejections in a row evaluate x^u unasked; None: never",
     "max_pinpoint_labels": "labels asked at most to pinpoint one point",
     "max_rejections": "proposals rejected at most before one is evaluated anyway",

@@ -80,6 +80,62 @@ def log_likelihood(Z: np.ndarray, rejected: np.ndarray) -> np.ndarray:
     return np.sum(rejected * Z - np.logaddexp(0.0, Z), axis=-1)
 
 
+_BOX_BARRIER = 1e-3  # weight of the log-barrier that boxes the labelled values (see _Likelihood)
+
+
+class _Likelihood:
+    """``l(Z)`` of (4) and, with a box ``|Z_i| <= b`` on the labelled values, ``l(Z) + tau
+    sum log(1 - (Z_i / b)^2)`` (``-inf`` outside the box).
+
+    The box is imposed by a log-barrier of weight ``tau`` (an interior-point term): the set
+    ``{l_b(Z) >= l_b* - alpha}`` lies inside the box and tends to ``{l(Z) >= l* - alpha} & box``
+    as ``tau -> 0``. With ``tau = 1e-3`` the bounds agree with the hard box (cvxpy) to about
+    0.05 logit units, the MLE value to about 0.08 (tests); a smaller ``tau`` (1e-5: 1e-3
+    agreement) makes the batched Newton method of :func:`support_values` stall near the box and
+    fall back to the slow dual method for every direction. ``l_b`` is concave, so every convexity argument of the solvers holds
+    unchanged. Methods act on the last axis of Z (..., n).
+    """
+
+    def __init__(self, rejected: np.ndarray, box: float | None = None, tau: float = _BOX_BARRIER):
+        self.r = np.asarray(rejected, dtype=np.float64)
+        self.box = None if box is None else float(box)
+        self.tau = float(tau)
+
+    def value(self, Z: np.ndarray) -> np.ndarray:
+        ll = log_likelihood(Z, self.r)
+        if self.box is None:
+            return ll
+        q = (Z / self.box) ** 2
+        inside = np.all(q < 1.0, axis=-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bar = np.sum(np.log1p(-np.minimum(q, 1.0 - 1e-300)), axis=-1)
+        return np.where(inside, ll + self.tau * bar, -np.inf)
+
+    def grad(self, Z: np.ndarray) -> np.ndarray:
+        """``d l_b / d Z`` (..., n)."""
+        g = self.r - expit(Z)
+        if self.box is None:
+            return g
+        den = np.maximum(self.box**2 - Z * Z, 1e-12 * self.box**2)
+        return g - self.tau * 2.0 * Z / den
+
+    def curvature(self, Z: np.ndarray) -> np.ndarray:
+        """``-d^2 l_b / d Z^2`` (diagonal, >= 0), (..., n)."""
+        p = expit(Z)
+        c = p * (1.0 - p)
+        if self.box is None:
+            return c
+        b2 = self.box**2
+        den = np.maximum(b2 - Z * Z, 1e-12 * b2)
+        return c + self.tau * 2.0 * (b2 + Z * Z) / (den * den)
+
+
+def _as_likelihood(rejected: Any, box: float | None = None) -> _Likelihood:
+    if isinstance(rejected, _Likelihood):
+        return rejected
+    return _Likelihood(np.asarray(rejected, dtype=np.float64), box)
+
+
 @dataclass(frozen=True)
 class MLEResult:
     """Solution of (37): whitened values ``w`` (n,), values ``Z = L w`` (n,), ``loglik`` = l*,
@@ -92,22 +148,27 @@ class MLEResult:
 
 
 def _newton_penalised(
-    L: np.ndarray, r: np.ndarray, mu: float, w0: np.ndarray, tol: float = 1e-11, max_iter: int = 100
+    L: np.ndarray,
+    r: np.ndarray | _Likelihood,
+    mu: float,
+    w0: np.ndarray,
+    tol: float = 1e-11,
+    max_iter: int = 100,
 ) -> np.ndarray:
     """``argmax_w l(L w) - mu/2 ||w||^2`` by Newton with backtracking; L (n, n), r (n,) -> (n,)."""
+    lik = _as_likelihood(r)
     w = w0.copy()
 
     def F(v: np.ndarray) -> float:
-        return float(log_likelihood(L @ v, r)) - 0.5 * mu * float(v @ v)
+        return float(lik.value(L @ v)) - 0.5 * mu * float(v @ v)
 
     f = F(w)
     for _ in range(max_iter):
         Z = L @ w
-        p = expit(Z)
-        grad = L.T @ (r - p) - mu * w
+        grad = L.T @ lik.grad(Z) - mu * w
         if float(np.max(np.abs(grad))) <= tol:
             break
-        D = p * (1.0 - p)
+        D = lik.curvature(Z)
         H = (L.T * D) @ L
         H[np.diag_indices_from(H)] += mu
         try:
@@ -128,15 +189,22 @@ def _newton_penalised(
 
 
 def maximum_likelihood(
-    L: np.ndarray, rejected: np.ndarray, norm_bound: float, w0: np.ndarray | None = None
+    L: np.ndarray,
+    rejected: np.ndarray,
+    norm_bound: float,
+    w0: np.ndarray | None = None,
+    *,
+    value_bound: float | None = None,
 ) -> MLEResult:
     """Solve (37): ``max_Z l(Z) s.t. Z^T K^{-1} Z <= B^2`` in whitened form ``Z = L w``.
 
     ``L`` (n, n) is the lower Cholesky factor of ``K + jitter I``; ``rejected`` (n,) in {0, 1}.
+    ``value_bound``: also ``|Z_i| <= value_bound`` (by the log-barrier of :class:`_Likelihood`;
+    ``loglik`` then includes the barrier term).
     """
     n = L.shape[0]
     B = float(norm_bound)
-    r = np.asarray(rejected, dtype=np.float64)
+    r = _as_likelihood(rejected, value_bound)
     if n == 0:
         return MLEResult(np.zeros(0), np.zeros(0), 0.0, 0.0)
     w_start = np.zeros(n) if w0 is None or w0.shape != (n,) else w0.copy()
@@ -159,10 +227,10 @@ def maximum_likelihood(
         w = _newton_penalised(L, r, 0.0, state["w"])
         if np.linalg.norm(w) <= B:
             Z = L @ w
-            return MLEResult(w, Z, float(log_likelihood(Z, r)), 0.0)
+            return MLEResult(w, Z, float(r.value(Z)), 0.0)
         w = state["w"]
         Z = L @ w
-        return MLEResult(w, Z, float(log_likelihood(Z, r)), math.exp(lo))
+        return MLEResult(w, Z, float(r.value(Z)), math.exp(lo))
     hi = math.log(mu_hi)
     if f_hi > 0:  # should not happen (bound above); widen defensively
         while f_hi > 0 and hi < 50:
@@ -176,12 +244,12 @@ def maximum_likelihood(
     if nw > B:
         w = w * (B / nw)
     Z = L @ w
-    return MLEResult(w, Z, float(log_likelihood(Z, r)), mu)
+    return MLEResult(w, Z, float(r.value(Z)), mu)
 
 
 def _kkt_residuals(
     L: np.ndarray,
-    r: np.ndarray,
+    r: _Likelihood,
     A: np.ndarray,
     s: np.ndarray,
     W: np.ndarray,
@@ -192,15 +260,15 @@ def _kkt_residuals(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """KKT residuals of ``max a^T w + s u`` over C with ``u = s / mu`` eliminated.
 
-    Returns r_w (m, n), r_mu (m,), r_nu (m,), the sigmoid P (m, n) and h = L^T (r - P) (m, n).
+    Returns r_w (m, n), r_mu (m,), r_nu (m,), the curvature D = -l''(Z) (m, n) (``P (1 - P)``
+    without a box) and h = L^T l'(Z) (m, n).
     """
     Z = W @ L.T
-    P = expit(Z)
-    h = (r - P) @ L
+    h = r.grad(Z) @ L
     r_w = A + nu[:, None] * h - mu[:, None] * W
     r_mu = 0.5 * (B * B - np.einsum("ij,ij->i", W, W) - (s / mu) ** 2)
-    r_nu = log_likelihood(Z, r) - ll_min
-    return r_w, r_mu, r_nu, P, h
+    r_nu = r.value(Z) - ll_min
+    return r_w, r_mu, r_nu, r.curvature(Z), h
 
 
 def _merit(r_w: np.ndarray, r_mu: np.ndarray, r_nu: np.ndarray, B: float) -> np.ndarray:
@@ -243,12 +311,47 @@ def support_values(
     *,
     tol: float = 1e-10,
     max_iter: int = 60,
+    value_bound: float | None = None,
 ) -> np.ndarray:
     """``max a_j^T w + s_j u`` over ``C = {||(w, u)|| <= B, l(L w) >= ll_min}`` for each row j.
 
     L (n, n); rejected (n,); A (m, n) the directions ``a``; s (m,) >= 0 -> values (m,).
     ``g_upper(x) = support(a(x), s(x))`` and ``g_lower(x) = -support(-a(x), s(x))``.
+    ``value_bound``: the labelled values are also boxed, ``|L w| <= value_bound`` (the
+    barrier-augmented likelihood of :class:`_Likelihood`; ``mle`` and ``ll_min`` must come from
+    the same augmented likelihood).
     """
+    # trial points of the line searches may leave the box (value -inf, rejected by the merit
+    # test): their arithmetic warnings are expected
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _support_values(
+            L,
+            rejected,
+            mle,
+            ll_min,
+            norm_bound,
+            A,
+            s,
+            tol=tol,
+            max_iter=max_iter,
+            value_bound=value_bound,
+        )
+
+
+def _support_values(
+    L: np.ndarray,
+    rejected: np.ndarray,
+    mle: MLEResult,
+    ll_min: float,
+    norm_bound: float,
+    A: np.ndarray,
+    s: np.ndarray,
+    *,
+    tol: float = 1e-10,
+    max_iter: int = 60,
+    value_bound: float | None = None,
+) -> np.ndarray:
+    """Implementation of :func:`support_values`."""
     A = np.asarray(A, dtype=np.float64)
     m, n = A.shape
     B = float(norm_bound)
@@ -257,10 +360,10 @@ def support_values(
     out = B * kappa
     if n == 0 or m == 0:
         return out
-    r = np.asarray(rejected, dtype=np.float64)
+    r = _as_likelihood(rejected, value_bound)
     # 1) the ball's maximiser satisfies the likelihood constraint: the ball alone decides
     W_ball = (B / kappa)[:, None] * A
-    ok = log_likelihood(W_ball @ L.T, r) >= ll_min
+    ok = r.value(W_ball @ L.T) >= ll_min
     todo = np.flatnonzero(~ok)
     if todo.size == 0:
         return out
@@ -273,7 +376,12 @@ def support_values(
     K_lab = L @ L.T  # the labelled points' kernel matrix (+ jitter), (n, n)
     # residuals, sigmoid and h at the current iterate of every row (kept from the line search)
     R_w, R_mu, R_nu, P_all, h_all = _kkt_residuals(L, r, Ad, sd, W, mu, nu, ll_min, B)
-    for _ in range(max_iter):
+    # (P_all holds the curvature D of the likelihood at each iterate)
+    # with a box, a direction whose optimum sits at the barrier's edge makes Newton stall: such
+    # rows are finished (conservatively, see below) after fewer iterations than converging
+    # ones ever need (about 10)
+    n_iter = max_iter if r.box is None else min(max_iter, 25)
+    for _ in range(n_iter):
         act = np.flatnonzero(~done)
         if act.size == 0:
             break
@@ -295,7 +403,7 @@ def support_values(
         # Newton matrix M_j = mu_j I + U_j U_j^T with U_j = L^T S_j, S_j = sqrt(nu_j D_j); by
         # Woodbury M_j^{-1} b = (b - U_j G_j^{-1} U_j^T b) / mu_j with G_j = mu_j I + S_j K S_j,
         # whose entries are formed elementwise (O(n^2) per row instead of a 2 n^3 product)
-        Sn = np.sqrt(P * (1 - P) * nua[:, None])
+        Sn = np.sqrt(P * nua[:, None])
         rhs = np.empty((act.size, 3, n))  # row j: the three right-hand sides S_j L b
         rhs[:, 0], rhs[:, 1], rhs[:, 2] = r_w @ L.T, Wa @ L.T, h @ L.T
         rhs *= Sn[:, None, :]
@@ -327,6 +435,12 @@ def support_values(
         t[neg] = np.minimum(t[neg], 0.9 * mua[neg] / -dmu[neg])
         neg = dnu < 0
         t[neg] = np.minimum(t[neg], 0.9 * nua[neg] / -dnu[neg])
+        if r.box is not None:  # and |Z_i| < box (the barrier's domain)
+            Za, dZ = Wa @ L.T, dW @ L.T
+            room = np.where(dZ > 0, r.box - Za, r.box + Za)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                frac = np.where(np.abs(dZ) > 0, room / np.abs(dZ), np.inf)
+            t = np.minimum(t, 0.99 * np.min(frac, axis=1))
         merit0 = _merit(r_w, r_mu, r_nu, B)
         pend = np.arange(act.size)  # rows whose step length is not accepted yet
         for _bt in range(30):
@@ -347,7 +461,11 @@ def support_values(
             t[pend] *= 0.5
         else:  # the last halving was not evaluated: take it unchecked (as before)
             rows = act[pend]
-            W[rows] = Wa[pend] + t[pend, None] * dW[pend]
+            Wn = Wa[pend] + t[pend, None] * dW[pend]
+            if r.box is not None:  # never step out of the box (the barrier is -inf there)
+                inside = np.all(np.abs(Wn @ L.T) < r.box, axis=1)
+                rows, pend, Wn = rows[inside], pend[inside], Wn[inside]
+            W[rows] = Wn
             mu[rows] = mua[pend] + t[pend] * dmu[pend]
             nu[rows] = nua[pend] + t[pend] * dnu[pend]
             res = _kkt_residuals(L, r, Ad[rows], sd[rows], W[rows], mu[rows], nu[rows], ll_min, B)
@@ -356,6 +474,14 @@ def support_values(
     u_fill = np.sqrt(np.maximum(B * B - np.einsum("ij,ij->i", W, W), 0.0))
     values = np.einsum("ij,ij->i", Ad, W) + sd * u_fill
     failed = np.flatnonzero(~done)
+    if r.box is not None and failed.size:
+        # the box binds sharply at these directions (the barrier's edge) and Newton stalls:
+        # take the support value of the same set without the box -- a superset, so the bound is
+        # conservative (never tighter than the boxed one); then clipped like every bound
+        values[failed] = _support_values(
+            L, r.r, mle, ll_min, B, Ad[failed], sd[failed], tol=tol, max_iter=max_iter
+        )
+        failed = failed[:0]
     for j in failed:
         values[j] = _support_value_dual(L, r, mle, ll_min, B, Ad[j], float(sd[j]))
     out[todo] = values
@@ -447,7 +573,7 @@ def _model_dual(
 
 def _model_start(
     L: np.ndarray,
-    r: np.ndarray,
+    r: _Likelihood | np.ndarray,
     mle: MLEResult,
     ll_min: float,
     B: float,
@@ -463,14 +589,14 @@ def _model_start(
     likelihood at the model's solution with ``H*`` kept, i.e. SQP steps, made the start worse
     in the benchmark). A (m, n), s (m,) -> mu (m,), nu (m,), W (m, n).
     """
+    r = _as_likelihood(r)
     m, n = A.shape
-    p_star = expit(mle.Z)
-    H = (L.T * (p_star * (1.0 - p_star))) @ L
+    H = (L.T * r.curvature(mle.Z)) @ L
     sig, V = np.linalg.eigh(H)
     sig = np.maximum(sig, 0.0)
     c = A @ V
     y0 = np.tile(mle.w @ V, (m, 1))
-    g = np.tile(((r - p_star) @ L) @ V, (m, 1))
+    g = np.tile((r.grad(mle.Z) @ L) @ V, (m, 1))
     l0 = np.full(m, mle.loglik)
     alpha = max(mle.loglik - ll_min, 1e-12)
     mu_star = max(mle.mu, 1e-8)
@@ -485,6 +611,14 @@ def _model_start(
         W[bad] = 0.95 * mle.w
         mu[bad] = s[bad] / math.sqrt(max(B * B - 0.9025 * float(mle.w @ mle.w), 1e-300))
         nu[bad] = 1.0
+    if r.box is not None:  # the model ignores the box: pull starts back inside, towards the MLE
+        lim = 0.999 * r.box
+        D = W @ L.T - mle.Z  # (m, n)
+        room = np.where(D > 0, lim - mle.Z, lim + mle.Z)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = np.where(np.abs(D) > 0, np.maximum(room, 0.0) / np.abs(D), np.inf)
+        theta = np.minimum(1.0, np.min(ratio, axis=1, initial=np.inf))
+        W = mle.w + theta[:, None] * (W - mle.w)
     return mu, np.maximum(nu, 1e-12), W
 
 
@@ -523,7 +657,7 @@ def relaxed_support_values(
 
 def _support_value_dual(
     L: np.ndarray,
-    r: np.ndarray,
+    r: _Likelihood | np.ndarray,
     mle: MLEResult,
     ll_min: float,
     B: float,
@@ -535,6 +669,7 @@ def _support_value_dual(
 
     q(mu, nu) = max_w [a^T w - mu/2 ||w||^2 + nu (l(L w) - ll_min)] + s^2 / (2 mu) + mu B^2 / 2.
     """
+    r = _as_likelihood(r)
     n = L.shape[0]
     w = mle.w.copy()
 
@@ -542,15 +677,15 @@ def _support_value_dual(
         w = w0.copy()
 
         def F(v: np.ndarray) -> float:
-            return float(a @ v - 0.5 * mu * v @ v + nu * (log_likelihood(L @ v, r) - ll_min))
+            return float(a @ v - 0.5 * mu * v @ v + nu * (r.value(L @ v) - ll_min))
 
         f = F(w)
         for _ in range(100):
-            p = expit(L @ w)
-            g = a + nu * (L.T @ (r - p)) - mu * w
+            Zw = L @ w
+            g = a + nu * (L.T @ r.grad(Zw)) - mu * w
             if np.max(np.abs(g)) < 1e-12 * (1 + nu + mu):
                 break
-            H = nu * (L.T * (p * (1 - p))) @ L + mu * np.eye(n)
+            H = nu * (L.T * r.curvature(Zw)) @ L + mu * np.eye(n)
             step = cho_solve(cho_factor(H, lower=True, check_finite=False), g)
             t = 1.0
             while t > 1e-12:
@@ -565,13 +700,13 @@ def _support_value_dual(
     mu, nu = max(s / B, 1e-6), 1.0
     w, q = inner(mu, nu, w)
     for _ in range(max_outer):
-        p = expit(L @ w)
-        h = L.T @ (r - p)
-        H = nu * (L.T * (p * (1 - p))) @ L + mu * np.eye(n)
+        Zw = L @ w
+        h = L.T @ r.grad(Zw)
+        H = nu * (L.T * r.curvature(Zw)) @ L + mu * np.eye(n)
         cf = cho_factor(H, lower=True, check_finite=False)
         q_ = cho_solve(cf, w)
         m_ = cho_solve(cf, h)
-        grad = np.array([0.5 * (B * B - w @ w - (s / mu) ** 2), log_likelihood(L @ w, r) - ll_min])
+        grad = np.array([0.5 * (B * B - w @ w - (s / mu) ** 2), float(r.value(Zw)) - ll_min])
         if abs(grad[0]) < 1e-11 * B * B and abs(grad[1]) < 1e-11 * (1 + abs(ll_min)):
             break
         hess = np.array([[w @ q_ + s * s / mu**3, -(w @ m_)], [-(w @ m_), h @ m_]])
@@ -616,10 +751,13 @@ class LikelihoodRatioModel:
     adapt:
         Whether to run the doubling test at all.
     value_bound:
-        If given, the bounds and MLE predictions at query points are clipped to
-        ``[-value_bound, value_bound]`` (part of the reference code's box ``|g| <= 3``; the code
-        also boxes the values at the labelled points, which is not done here). ``None``: the
-        paper's problems (38)/(39) exactly.
+        If given, the latent values are boxed to ``[-value_bound, value_bound]``: at the labelled
+        points inside (37)-(39) (``|Z_i| <= value_bound``, imposed by a log-barrier of weight
+        1e-3, see :class:`_Likelihood`) and at query points by clipping the bounds and MLE
+        predictions. The synthetic expert of Example 2.2 has ``g = a rho(f)`` with ``rho`` onto
+        ``[-3, 3]``, and the reference code boxes every value to ``[-3, 3]``; the box also stops
+        the App. F doubling from growing ``B_g`` once the labelled values can reach the box.
+        ``None``: the problems (37)-(39) exactly as printed.
 
     Labels: ``rejected`` is 1 for *reject* and 0 for *accept* (the paper's convention).
     """
@@ -684,7 +822,9 @@ class LikelihoodRatioModel:
     @property
     def mle(self) -> MLEResult:
         if self._mle is None:
-            self._mle = maximum_likelihood(self._L, self._r, self.norm_bound)
+            self._mle = maximum_likelihood(
+                self._L, self._r, self.norm_bound, value_bound=self.value_bound
+            )
         return self._mle
 
     @property
@@ -759,7 +899,9 @@ class LikelihoodRatioModel:
         if not self.adapt or self.norm_bound * 2 > self.max_norm_bound or self.n == 0:
             return False
         current = self.mle
-        doubled = maximum_likelihood(self._L, self._r, 2 * self.norm_bound, w0=current.w)
+        doubled = maximum_likelihood(
+            self._L, self._r, 2 * self.norm_bound, w0=current.w, value_bound=self.value_bound
+        )
         alpha_doubled = 2 * self.alpha_coefficient * math.sqrt(self.n + 1)
         if doubled.loglik - current.loglik > alpha_doubled:
             self.norm_bound *= 2
@@ -808,6 +950,7 @@ class LikelihoodRatioModel:
         up = np.empty(m) if upper else None
         mle = self.mle
         ll_min = mle.loglik - self.alpha1
+        vb = self.value_bound
         for start in range(0, m, chunk_size):
             sl = slice(start, min(m, start + chunk_size))
             A, s = self._directions(Xa[sl])
@@ -820,14 +963,19 @@ class LikelihoodRatioModel:
                     self.norm_bound,
                     np.vstack([-A, A]),
                     np.concatenate([s, s]),
+                    value_bound=vb,
                 )
                 k = A.shape[0]
                 lo[sl] = -vals[:k]  # type: ignore[index]
                 up[sl] = vals[k:]  # type: ignore[index]
             elif lower:
-                lo[sl] = -support_values(self._L, self._r, mle, ll_min, self.norm_bound, -A, s)  # type: ignore[index]
+                lo[sl] = -support_values(  # type: ignore[index]
+                    self._L, self._r, mle, ll_min, self.norm_bound, -A, s, value_bound=vb
+                )
             elif upper:
-                up[sl] = support_values(self._L, self._r, mle, ll_min, self.norm_bound, A, s)  # type: ignore[index]
+                up[sl] = support_values(  # type: ignore[index]
+                    self._L, self._r, mle, ll_min, self.norm_bound, A, s, value_bound=vb
+                )
         if lo is not None:
             lo = self._clip(lo)
         if up is not None:

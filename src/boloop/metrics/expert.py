@@ -6,7 +6,9 @@ The paper minimises f. With ``f*`` the global minimum value:
   evaluated points count, rejected proposals do not;
 * simple regret ``SR_t = min_{tau in Q^f_t} f(x_tau) - f*``;
 * cumulative expert queries ``Q^g_T = |Q^g_T|`` (the handover: it should plateau);
-* the number of f-evaluations ``|Q^f_T|``.
+* the number of f-evaluations ``|Q^f_T|``;
+* ``labels_asked`` and ``labels_rejected``: BO-phase labels asked and rejected (the budget counts
+  f-evaluations by default, so labels are reported separately; initial labels not counted).
 
 The reference code's "cumulative regret" is a different quantity (the running sum of the simple
 regret after each evaluation); :func:`cumulative_simple_regret` computes it for comparison.
@@ -26,6 +28,8 @@ __all__ = [
     "cumulative_regret",
     "simple_regret",
     "cumulative_count",
+    "labels_asked",
+    "labels_rejected",
     "cumulative_simple_regret",
 ]
 
@@ -59,6 +63,18 @@ def simple_regret(f_values: Any, f_opt: float) -> np.ndarray:
 def cumulative_count(flags: Any) -> np.ndarray:
     """Running count of the True entries of ``flags`` (n,) (expert asked / f evaluated)."""
     return np.cumsum(np.asarray(flags, dtype=bool).reshape(-1)).astype(np.float64)
+
+
+@register_metric("labels_asked", "expert", "cumulative number of labels asked (BO phase)")
+def labels_asked(flags: Any) -> np.ndarray:
+    """Running count of labels asked: ``flags`` (n,) True where a label was asked."""
+    return cumulative_count(flags)
+
+
+@register_metric("labels_rejected", "expert", "cumulative number of rejected labels (BO phase)")
+def labels_rejected(flags: Any) -> np.ndarray:
+    """Running count of rejects: ``flags`` (n,) True where a label was answered *reject*."""
+    return cumulative_count(flags)
 
 
 @register_metric(

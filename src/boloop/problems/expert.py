@@ -5,7 +5,9 @@ queries with a synthetic expert (``True`` = accept). Metric columns (DESIGN.md):
 (``f(x_t) - f*`` of the step's evaluation, 0 in a step without one), ``cumulative_regret``
 (``R_{Q^f_T}``, BO evaluations only), ``simple_regret`` (best evaluated value minus ``f*``, the
 3 initial evaluations included, as the reference code), ``expert_queries`` (``|Q^g_t|``, BO-phase
-labels only: the 10 initial labels are not counted) and ``evaluations`` (``|Q^f_t|``, BO phase).
+labels only: the 10 initial labels are not counted), ``evaluations`` (``|Q^f_t|``, BO phase),
+``labels_asked`` / ``labels_rejected`` (BO-phase labels asked / answered *reject*; the default
+budget counts f-evaluations, so labels are reported on their own).
 
 Synthetic functions (App. J.2.1; standard definitions of :mod:`boloop.problems.functions`):
 
@@ -77,7 +79,15 @@ from boloop.spaces import Box
 __all__ = ["ExpertProblem", "BATTERY_TASKS", "EXPERT_MODELS", "load_conductivity_csv"]
 
 EXPERT_MODELS = ("synthetic", "mvn-strong", "mvn-weak", "mvn-wrong", "time-varying")
-_METRICS = ["regret", "cumulative_regret", "simple_regret", "expert_queries", "evaluations"]
+_METRICS = [
+    "regret",
+    "cumulative_regret",
+    "simple_regret",
+    "expert_queries",
+    "evaluations",
+    "labels_asked",
+    "labels_rejected",
+]
 
 
 def _estimate_range(
@@ -253,6 +263,8 @@ class ExpertTracker(MetricTracker):
         self.best = RunningBest(maximize=False)
         self.labels = 0
         self.evaluations = 0
+        self.labels_asked = 0
+        self.labels_rejected = 0
 
     def update(self, policy: Any, query: Query, answer: Any) -> dict[str, float]:
         p = self.problem
@@ -261,6 +273,9 @@ class ExpertTracker(MetricTracker):
         if isinstance(query, Label | Compare):  # a comparison is an expert query too
             if not initial:
                 self.labels += 1
+                if isinstance(query, Label):
+                    self.labels_asked += 1
+                    self.labels_rejected += 0 if bool(answer) else 1
         elif isinstance(query, Evaluate):
             regret = float(p.value(query.x[None, :])[0]) - p.f_opt
             self.best.add(regret)
@@ -273,6 +288,8 @@ class ExpertTracker(MetricTracker):
             "simple_regret": self.best.best,
             "expert_queries": float(self.labels),
             "evaluations": float(self.evaluations),
+            "labels_asked": float(self.labels_asked),
+            "labels_rejected": float(self.labels_rejected),
         }
 
 

@@ -410,6 +410,29 @@ class Study:
                 self._reload()
         raise StorageError(f"study {self.name!r}: too many concurrent writers, try again")
 
+    def label(self, params: Mapping[str, Any], accepted: Any) -> None:
+        """Record a label the expert gave outside the loop: ``accepted`` (bool, ``True`` =
+        accept) at ``params`` -- the counterpart of :meth:`add` for the expert family (the
+        policy's ``add_labels``). Refused like an answer (bad point, non-boolean label, an open
+        query the policy must see answered first), with nothing stored."""
+        x = params_to_point(self.space, params, "params")
+        if not isinstance(accepted, bool | np.bool_):
+            raise InvalidInputError(f"accepted must be a bool (True = accept), got {accepted!r}")
+        if not callable(getattr(self._policy, "add_labels", None)):
+            raise InvalidInputError(
+                f"method {self.method!r} does not take labels outside its own queries"
+            )
+        payload = {"x": x.tolist(), "answer": bool(accepted), "label": True}
+        for _ in range(_MAX_RETRIES):
+            try:
+                with self._write() as tx:
+                    self._append(tx, "added", None, payload)
+                self._maybe_snapshot()
+                return
+            except SeqConflict:
+                self._reload()
+        raise StorageError(f"study {self.name!r}: too many concurrent writers, try again")
+
     def recommend(self) -> Any:
         """The policy's recommendation in parameter names (points become ``{name: value}``).
 
@@ -466,7 +489,7 @@ class Study:
         counts = {"evaluations": 0, "labels": 0, "duels": 0, "added": 0}
         for ev in self._effective:
             if ev.kind == "added":
-                counts["evaluations"] += 1
+                counts["labels" if ev.payload.get("label") else "evaluations"] += 1
                 counts["added"] += 1
             elif ev.kind == "told":
                 kind = self._asked[ev.query_id].payload["query"]["kind"]  # type: ignore[index]
@@ -501,6 +524,7 @@ class Study:
             "storage": self.storage_url,
             "answered": len(answers),
             "counts": {k: v for k, v in counts.items() if v or k in _FAMILY_COUNTS[self.family]},
+            **{k: getattr(policy, k) for k in _LABEL_COUNTS if hasattr(policy, k)},
             "withdrawn": sum(1 for e in self._events if e.kind == "withdrawn"),
             "iteration": int(policy.iteration),
             "iteration_meaning": _ITERATION_MEANING.get(self.family, "the method's own count"),
@@ -758,6 +782,9 @@ class Study:
                         f"is refused on replay: {exc}"
                     ) from exc
             self._logged_open.discard(qid)  # type: ignore[arg-type]
+        elif ev.kind == "added" and replay and ev.payload.get("label"):
+            x = np.asarray(ev.payload["x"], dtype=np.float64)
+            self._policy.add_labels(x[None, :], [bool(ev.payload["answer"])])  # type: ignore[attr-defined]
         elif ev.kind == "added" and replay:
             self._add_to_policy(np.asarray(ev.payload["x"], dtype=np.float64), ev.payload["answer"])
         self._cost += time.perf_counter() - t0
@@ -825,15 +852,16 @@ class Study:
     def _row(self, ev: Event) -> dict[str, Any]:
         answer = _decode_answer(ev.payload.get("answer"))
         if ev.kind == "added":
+            kind = "label" if ev.payload.get("label") else "evaluate"
             return {
                 "query_id": None,
-                "kind": "evaluate",
+                "kind": kind,
                 "source": "added",
                 "params": point_to_params(self.space, ev.payload["x"]),
                 "a": None,
                 "b": None,
                 "answer": answer,
-                "answer_text": answer_text("evaluate", answer),
+                "answer_text": answer_text(kind, answer),
                 "asked_at": None,
                 "told_at": ev.created_at,
                 "note": None,
@@ -952,6 +980,9 @@ class Study:
             f"Study(name={self.name!r}, method={self.method!r}, answered={self.n_answered}, "
             f"storage={self.storage_url!r})"
         )
+
+
+_LABEL_COUNTS = ("labels_asked", "labels_rejected")  # expert family: labels beside the budget
 
 
 def _index_in(space: Space, x: np.ndarray) -> int | None:
