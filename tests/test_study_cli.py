@@ -271,7 +271,7 @@ def test_run_reads_keys_from_stdin_and_survives_ctrl_c(tmp_path, capsys):
     proc.stdin.flush()
     # synchronise on the pipe, not on time: the third answer is stored and the loop has printed
     # the prompt of query 3 (flushed before it reads the next key)
-    assert reader.wait_for(lambda text: _at_prompt_after(text, "stored (3 answers)")), reader.text
+    assert reader.wait_for(lambda text: _at_prompt_after(text, "progress: 3 answers")), reader.text
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=60)
     out, err = reader.finish(), proc.stderr.read()
