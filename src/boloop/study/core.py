@@ -317,6 +317,7 @@ class Study:
             query = self._policy.ask()
             self._cost += time.perf_counter() - t0
             if query.id in self._logged_open:
+                self._maybe_snapshot()  # a costly load (a long replay) is paid once, not per call
                 return self._wrap(query)
             try:
                 with self._write() as tx:
