@@ -44,8 +44,10 @@ import numpy as np
 
 from boloop.algorithms.registry import options_from, register_method
 from boloop.errors import InvalidInputError, QueryStateError
+from boloop.gp.hyperparameters import HyperparameterLearning
 from boloop.gp.kernels import Kernel, SquaredExponential
 from boloop.gp.preference import DuelCovariance, KernelLogisticDuels
+from boloop.gp.utility_laplace import UtilityPosterior, eubo_all_pairs
 from boloop.queries import BasePolicy, Compare, Query
 from boloop.spaces import Box, CandidateSet
 
@@ -53,6 +55,7 @@ __all__ = [
     "MRLPF",
     "MaxMinLCB",
     "RandomDuels",
+    "EUBO",
     "mrlpf_round_schedule",
     "mrlpf_theory_beta",
     "confidence_beta",
@@ -626,6 +629,127 @@ class RandomDuels(_DuelingPolicy):
         return int(np.argmax(self._model.fit().utility))
 
 
+class EUBO(_DuelingPolicy):
+    """Duels that maximise the expected utility of the best option (EUBO).
+
+    Lin, Astudillo, Frazier and Bakshy, "Preference exploration for efficient Bayesian
+    optimization with multiple outcomes" (AISTATS 2022), eq. 4; Astudillo et al., "qEUBO: a
+    decision-theoretic acquisition function for preferential Bayesian optimization" (AISTATS
+    2023): the next duel is ``argmax_{a != b} E[max(f(a), f(b))]`` under the posterior of the
+    utilities, exact over the finite option set (:func:`boloop.gp.utility_laplace.eubo_all_pairs`)
+    on the Laplace posterior of :class:`~boloop.gp.utility_laplace.UtilityPosterior` with the
+    logistic link of the BOHF paper. Recommends the option of largest posterior mean.
+
+    Hyperparameters (``kernel=None``): a squared-exponential kernel on the options scaled to the
+    unit cube; instead of one fitted (length-scale, output variance) the posterior is averaged
+    over the grid ``lengthscales`` x ``variances`` with weights proportional to the Laplace
+    evidence (R&W eq. 3.32), reweighted after every duel (Bayesian model averaging: the expected
+    maximum and the mean are linear in the mixture). Two safeguards against the failure of
+    BoTorch's PairwiseGP + EUBO, which locks onto one pair when its fitted output scale collapses
+    (issue 17): the smallest output variance is a floor, and length-scales longer than the shared
+    mechanism's shrinking cap (:meth:`HyperparameterLearning.lengthscale_cap`, after A-GP-UCB,
+    Berkenkamp et al. JMLR 2019) are left out, so that a few duels of two look-alike options
+    cannot make a long length-scale (a confident trend) win the evidence. Models of weight
+    below ``min_weight`` are dropped, and between the refits after 10, 20, 40, ... duels only
+    the ``max_models`` heaviest are updated (every grid model while there are at most 10 duels).
+    """
+
+    method_id = "eubo"
+
+    def __init__(
+        self,
+        candidates: Any,
+        kernel: Kernel | None = None,
+        variances: Sequence[float] = (1.0, 4.0, 16.0),
+        lengthscales: Sequence[float] = DEFAULT_LENGTHSCALES,
+        min_weight: float = 0.01,
+        max_models: int = 3,
+        n_candidates: int = 256,
+        tie_break: str = "random",
+        tie_tol: float = 1e-12,
+        seed: int | np.random.Generator | None = None,
+    ) -> None:
+        super().__init__(
+            candidates,
+            kernel=kernel,
+            lengthscales=lengthscales,
+            n_candidates=n_candidates,
+            tie_break=tie_break,
+            tie_tol=tie_tol,
+            seed=seed,
+        )
+        v = np.asarray(variances, dtype=np.float64).reshape(-1)
+        if v.size == 0 or not np.all(np.isfinite(v)) or np.any(v <= 0):
+            raise InvalidInputError(f"variances must be positive, got {variances!r}")
+        self.variances = tuple(float(x) for x in v)
+        if not 0 <= float(min_weight) < 1:
+            raise InvalidInputError(f"min_weight must be in [0, 1), got {min_weight!r}")
+        self.min_weight = float(min_weight)
+        if isinstance(max_models, bool) or int(max_models) != max_models or max_models < 1:
+            raise InvalidInputError(f"max_models must be a positive integer, got {max_models!r}")
+        self.max_models = int(max_models)
+        if self.fit_kernel:
+            grams = {ls: self._gram(SquaredExponential(ls, 1.0)) for ls in self.lengthscales}
+            self._grid = [
+                (ls, var, grams[ls]) for ls in self.lengthscales for var in self.variances
+            ]
+        else:
+            self._grid = [(math.nan, 1.0, self.K_X)]
+        self._update()
+
+    def _update(self) -> None:
+        """Laplace posteriors and evidence weights: of every allowed grid model while the duels
+        are few and at the refits (10, 20, 40, ... duels), of the models kept then in between."""
+        w = np.array([i if y else j for i, j, y in self.duels], dtype=np.intp)
+        los = np.array([j if y else i for i, j, y in self.duels], dtype=np.intp)
+        n = len(self.duels)
+        full = not self.fit_kernel or n <= 10 or _refit_due(n)
+        grid = self._grid if full else self._models
+        if self.fit_kernel and full:
+            cap = HyperparameterLearning().lengthscale_cap(len(self.duels), self._features.shape[1])
+            shortest = min(self.lengthscales)
+            grid = [g for g in grid if g[0] <= cap or g[0] == shortest]
+        posts = [UtilityPosterior(K * var, w, los) for _, var, K in grid]
+        ev = np.array([p.log_evidence for p in posts])
+        weights = np.exp(ev - ev.max())
+        weights /= weights.sum()
+        keep = weights >= min(self.min_weight, float(weights.max()))
+        if full:  # at most max_models models between refits
+            keep &= weights >= np.sort(weights)[-min(self.max_models, weights.size)]
+        weights = weights[keep] / weights[keep].sum()
+        self._mixture = [(float(wk), p) for wk, p, k in zip(weights, posts, keep) if k]
+        self._models = [g for g, k in zip(grid, keep) if k]
+
+    def _propose(self) -> Query:
+        if self.m == 1:
+            return self._compare(0, 0)
+        iu = np.triu_indices(self.m, 1)
+        score = np.zeros(iu[0].size)
+        for wk, post in self._mixture:
+            score += wk * eubo_all_pairs(post.mean(), post.covariance())[iu]
+        flat = self._pick(score)
+        return self._compare(int(iu[0][flat]), int(iu[1][flat]))
+
+    def _observe(self, query: Query, answer: Any) -> None:
+        self.duels.append(self._duel_of(query, answer))
+        self._update()
+
+    def posterior_mean(self) -> np.ndarray:
+        """The model-averaged posterior mean of every option's utility, (m,)."""
+        return sum(wk * post.mean() for wk, post in self._mixture)  # type: ignore[return-value]
+
+    def recommend_index(self) -> int:
+        return int(np.argmax(self.posterior_mean()))
+
+    def describe(self) -> dict[str, Any]:
+        d = super().describe()
+        d["models"] = [
+            {"lengthscale": ls, "variance": var, "weight": wk}
+            for (ls, var, _), (wk, _) in zip(self._models, self._mixture)
+        ]
+        return d
+
+
 # -- registry ---------------------------------------------------------------------------------------
 _COMMON = ("kernel", "lam", "regularizer", "normalize_loss", "tie_break")
 
@@ -715,3 +839,24 @@ def _make_random(problem: Any, seed: int | None, **options: Any) -> RandomDuels:
     kw = _settings(problem, "beta")
     kw.pop("beta", None)
     return RandomDuels(problem.space, seed=seed, **_options(kw, options))
+
+
+@register_method(
+    "eubo",
+    "preference",
+    "EUBO (Lin et al. 2022): duels of largest expected best utility, Laplace posterior",
+    options=options_from(
+        EUBO,
+        {
+            **_DOCS,
+            "variances": "output variances averaged over when fitted (the smallest is a floor)",
+            "min_weight": "models of smaller evidence weight are dropped",
+            "max_models": "models kept and updated between refits",
+        },
+        skip=("candidates", "seed"),
+        types=_KERNEL_OR_FIT,
+    ),
+)
+def _make_eubo(problem: Any, seed: int | None, **options: Any) -> EUBO:
+    kw = {k: problem.settings[k] for k in ("kernel", "tie_break") if k in problem.settings}
+    return EUBO(problem.space, seed=seed, **_options(kw, options))

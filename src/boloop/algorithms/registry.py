@@ -26,6 +26,7 @@ import inspect
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -312,7 +313,8 @@ def make_policy(method_id: str, problem: Any, seed: Any = 0, **options: Any) -> 
         method=method_id,
         family=family,
         space=space,
-        settings=dict(settings),
+        # a read-only view, not a copy: a study checks which settings a method reads
+        settings=MappingProxyType(settings),
         seed=seed,
         options=dict(options),
         source=str(getattr(problem, "id", "")),

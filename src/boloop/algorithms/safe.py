@@ -33,13 +33,32 @@ shrinks when hyperparameters are refitted).
 
 Hyperparameters
 ---------------
-``fit_hyperparameters=True`` (the default, and what the paper did through Trieste: Matern-5/2,
-log-normal priors, refit every round) maximises the marginal likelihood plus log priors after
-every observation. **Warning:** the guarantees (Theorems 1-3) and the safety argument assume a
-fixed kernel whose RKHS contains ``f`` and ``g`` and a valid ``beta``; hyperparameters fitted on
-the few points seen so far (e.g. a too long length-scale fitted to the smooth data near ``s = 0``)
-can make the bounds invalid and certify an unsafe point. With ``fit_hyperparameters=False`` the
-kernels given are used as they are. Problems of :mod:`boloop.problems.safe` carry both settings.
+With kernels given and ``fit_hyperparameters=False`` the kernels are used as they are (the
+reproductions: Theorems 1-3 assume a fixed kernel whose RKHS contains ``f`` and ``g`` and a valid
+``beta``). ``fit_hyperparameters=True`` (the default, what a user gets on a space of their own)
+learns them with ``hyperparameters=``:
+
+* ``"learned"`` (default): the shared mechanism
+  :class:`boloop.gp.hyperparameters.HyperparameterLearning` (priors scaled to the space and the
+  data, a space-filling design of safe seeds at ``s = 0``, a length-scale cap that shrinks with the
+  data, after Berkenkamp, Schoellig and Krause, JMLR 2019), and the safety model ``g`` is
+  **certified under the worst case the data cannot rule out**: after every refit ``g``'s
+  length-scales are shortened to the edge of the likelihood-ratio set of the hyperparameters
+  (:meth:`HyperparameterLearning.conservative`), which widens the bounds away from the data, where
+  a fitted length-scale that is too long would certify an unsafe action (Fiedler et al. 2024,
+  "On safety in safe Bayesian optimization", show this failure of fitted kernels). Safety
+  certified under the conservative model implies it under the fitted one.
+* ``"paper"``: the paper's refit through Trieste (Matern-5/2, log-normal priors around
+  ``lengthscale_prior`` and ``variance_prior_*``, refit every round, 2 seeds). It evaluates unsafe
+  actions when the fitted length-scale is too long (``docs/hyperparameters.md``); reproductions
+  only.
+* ``"plain"``: unguarded maximum likelihood, only on explicit request (logs a warning).
+
+A measured ``g > h`` (an action certified wrongly, or a process that drifted) is never ignored:
+it is logged, listed in :meth:`_SafePolicy.over_limit` and ``describe()``, the ``x`` row's certified
+boundary is cut below it (``g`` is monotone in ``s``), the union of past certifications is dropped
+(it was justified by bounds that have just proved invalid), and with learned hyperparameters
+``g``'s length-scale cap is halved for every such event so that the model becomes more cautious.
 """
 
 from __future__ import annotations
@@ -64,7 +83,9 @@ from boloop.algorithms.registry import Option, options_from, register_method
 from boloop.confidence import BetaSchedule, ConstantBeta
 from boloop.errors import InvalidInputError, UnsafeSeedError
 from boloop.gp.cache import CandidatePosterior
+from boloop.gp.conservative import axiswise_conservative
 from boloop.gp.exact import ExactGP, LogNormalPrior
+from boloop.gp.hyperparameters import HyperparameterLearning, space_filling_design
 from boloop.gp.kernels import Kernel, Matern
 from boloop.queries import BasePolicy, Evaluate, Query
 from boloop.spaces import SafeSpace
@@ -114,6 +135,33 @@ class GridPosterior:
         return self._streamed[1], self._streamed[2]
 
 
+def _resolve_learning(
+    hyperparameters: HyperparameterLearning | str | None, fit: bool
+) -> HyperparameterLearning | None:
+    """The shared mechanism for learned hyperparameters; None for fixed ones or ``"paper"``."""
+    if hyperparameters is not None and not isinstance(hyperparameters, HyperparameterLearning):
+        if hyperparameters not in ("learned", "paper", "plain"):
+            raise InvalidInputError(
+                "hyperparameters must be 'learned', 'paper', 'plain' or a "
+                f"HyperparameterLearning, got {hyperparameters!r}"
+            )
+    if not fit:
+        if hyperparameters is not None:
+            raise InvalidInputError("hyperparameters= only applies with fit_hyperparameters=True")
+        return None
+    if isinstance(hyperparameters, HyperparameterLearning):
+        return hyperparameters
+    if hyperparameters == "paper":
+        return None
+    if hyperparameters == "plain":
+        logger.warning(
+            "safe policy: plain maximum-likelihood hyperparameters requested (no priors, no "
+            "conservative set): fitted kernels can certify unsafe actions"
+        )
+        return HyperparameterLearning.plain()
+    return HyperparameterLearning()
+
+
 def _schedule(value: float | BetaSchedule, name: str) -> BetaSchedule:
     if isinstance(value, BetaSchedule):
         return value
@@ -140,15 +188,20 @@ class _SafePolicy(BasePolicy):
         The paper's ``beta^f_t, beta^g_t`` (multipliers of the standard deviation, eq. 10-11): a
         number (paper: 3) or a :class:`boloop.confidence.BetaSchedule`.
     n_initial:
-        Number of seed evaluations at ``s = 0`` with x drawn uniformly from the grid rows before
-        the algorithm starts (authors' code: 2). They do not count as iterations.
+        Number of seed evaluations at ``s = 0`` before the algorithm starts; they do not count as
+        iterations. Default: 2 rows drawn uniformly (authors' code) with fixed or ``"paper"``
+        hyperparameters; with learned ones a space-filling design of
+        :func:`boloop.gp.hyperparameters.initial_design_size` rows (``x`` and ``s``).
     initial_data:
         Optional ``(points (m, 1 + d_x), f (m,), g (m,))`` already measured on grid actions. A
         point at ``s = 0`` with ``g > h``, or at ``s > 0`` that the model cannot certify
         (``UCB^g > h`` after conditioning), raises :class:`UnsafeSeedError`.
     fit_hyperparameters:
-        Refit both kernels by marginal likelihood with log-normal priors after every observation
-        (see the module warning).
+        Learn both kernels' hyperparameters from the data (see the module docstring).
+    hyperparameters:
+        How they are learned: ``"learned"`` (default; a
+        :class:`~boloop.gp.hyperparameters.HyperparameterLearning` may be given), ``"paper"`` or
+        ``"plain"`` (module docstring). Only with ``fit_hyperparameters=True``.
     variance_prior_f, variance_prior_g, lengthscale_prior:
         Means of the log-normal priors (standard deviation 1 in log space, B.2.2).
     cache_mb:
@@ -179,9 +232,10 @@ class _SafePolicy(BasePolicy):
         noise_g: float = 1e-5,
         sqrt_beta_f: float | BetaSchedule = 3.0,
         sqrt_beta_g: float | BetaSchedule = 3.0,
-        n_initial: int = 2,
+        n_initial: int | None = None,
         initial_data: tuple[Any, Any, Any] | None = None,
         fit_hyperparameters: bool = True,
+        hyperparameters: HyperparameterLearning | str | None = None,
         variance_prior_f: float = 1.0,
         variance_prior_g: float = 1.0,
         lengthscale_prior: float = 0.2,
@@ -199,33 +253,81 @@ class _SafePolicy(BasePolicy):
         h = float(threshold)
         if not math.isfinite(h):
             raise InvalidInputError(f"threshold must be finite, got {threshold!r}")
-        if int(n_initial) != n_initial or n_initial < 0:
-            raise InvalidInputError(f"n_initial must be a non-negative integer, got {n_initial!r}")
         self.space = space
         self.threshold = h
         self.beta_f = _schedule(sqrt_beta_f, "sqrt_beta_f")
         self.beta_g = _schedule(sqrt_beta_g, "sqrt_beta_g")
-        self.n_initial = min(int(n_initial), space.n_x)
         self.fit_hyperparameters = bool(fit_hyperparameters)
+        #: the shared mechanism of learned hyperparameters (None: fixed, or the paper's refit)
+        self.learning = _resolve_learning(hyperparameters, self.fit_hyperparameters)
+        self.hyperparameters = (
+            "fixed"
+            if not self.fit_hyperparameters
+            else "paper"
+            if self.learning is None
+            else "plain"
+            if self.learning.warn
+            else "learned"
+        )
+        if n_initial is None:
+            n_initial = (
+                self.learning.initial_design_size(space.dim) if self.learning is not None else 2
+            )
+        if isinstance(n_initial, bool) or int(n_initial) != n_initial or n_initial < 0:
+            raise InvalidInputError(f"n_initial must be a non-negative integer, got {n_initial!r}")
+        self.n_initial = min(int(n_initial), space.n_x)
         self.fit_restarts = int(fit_restarts)
         dim = space.dim
+        #: side lengths of the action box ``(s, x)``: the unit of the learned length-scales
+        self.width = np.array(
+            [np.ptp(space.s_values), *np.ptp(space.x_points, axis=0)], dtype=np.float64
+        )
+        self.width[~(self.width > 0)] = 1.0
+        self._last_fit_n = {"f": 0, "g": 0}
+        self._shape_g: ExactGP | None = None
+        self._over_limit: list[dict[str, Any]] = []
+        #: per x row, the first s index measured above h (never certified again)
+        self._cut = np.full(space.n_x, space.n_s, dtype=np.int64)
+        learned_start = self.learning is not None
         self.gp_f = (
-            self._make_gp(kernel_f, noise_f, "noise_f", variance_prior_f, lengthscale_prior, dim)
+            self._make_gp(
+                kernel_f,
+                noise_f,
+                "noise_f",
+                variance_prior_f,
+                lengthscale_prior,
+                dim,
+                self.width if learned_start else None,
+            )
             if "f" in self._outputs
             else None
         )
         self.gp_g = self._make_gp(
-            kernel_g, noise_g, "noise_g", variance_prior_g, lengthscale_prior, dim
+            kernel_g,
+            noise_g,
+            "noise_g",
+            variance_prior_g,
+            lengthscale_prior,
+            dim,
+            self.width if learned_start else None,
         )
         self.post_f = GridPosterior(self.gp_f, space, cache_mb) if self.gp_f is not None else None
         self.post_g = GridPosterior(self.gp_g, space, cache_mb)
         #: certified safe boundary index per x (never decreases)
         self.certified = np.zeros(space.n_x, dtype=np.int64)
-        self._seed_rows = (
-            self.rng.choice(space.n_x, size=self.n_initial, replace=False)
-            if self.n_initial
-            else np.zeros(0, dtype=np.int64)
-        )
+        if not self.n_initial:
+            self._seed_rows = np.zeros(0, dtype=np.int64)
+        elif self.learning is not None and self.learning.initial_design:
+            # a space-filling design over the x rows, all at the safe level s = 0
+            self._seed_rows = space_filling_design(
+                space.x_points.min(axis=0),
+                space.x_points.max(axis=0),
+                self.n_initial,
+                self.rng,
+                candidates=space.x_points,
+            )
+        else:
+            self._seed_rows = self.rng.choice(space.n_x, size=self.n_initial, replace=False)
         self._seeds_asked = 0
         self._seed_ids: set[int] = set()
         self._state_key: tuple[Any, ...] | None = None
@@ -244,9 +346,13 @@ class _SafePolicy(BasePolicy):
         var_prior: float,
         ls_prior: float,
         dim: int,
+        width: np.ndarray | None = None,
     ) -> ExactGP:
         if kernel is None:
-            kernel = Matern(2.5, lengthscale=[0.2] * dim, variance=1.0)
+            # learned: Matern-5/2 ARD (the paper's family, rougher than the squared exponential,
+            # so more cautious away from data) started at a fifth of the box
+            ls = [0.2] * dim if width is None else list(0.2 * width)
+            kernel = Matern(2.5, lengthscale=ls, variance=1.0)
         elif not isinstance(kernel, Kernel):
             raise InvalidInputError(f"kernels must be boloop Kernels, got {type(kernel).__name__}")
         else:
@@ -266,13 +372,62 @@ class _SafePolicy(BasePolicy):
         if self.gp_f is not None and f is not None:
             self.gp_f.condition(point, f)
         self.gp_g.condition(point, g - self.threshold)
-        if self.fit_hyperparameters:
+        if self.learning is not None:
+            self._learn()
+        elif self.fit_hyperparameters:
             for gp in (self.gp_f, self.gp_g):
                 if gp is not None and gp.n >= 2:
                     try:
                         gp.fit(n_restarts=self.fit_restarts, seed=self.rng)
                     except (ValueError, np.linalg.LinAlgError) as exc:  # keep the old kernel
                         logger.warning("safe: hyperparameter fit failed (%s); kept old", exc)
+
+    def _learn(self) -> None:
+        """Refit with the shared mechanism when due; ``g`` then goes to its conservative edge."""
+        learning = self.learning
+        assert learning is not None
+        cautious = learning
+        if self._over_limit and learning.shrink is not None:
+            # every measured g > h halves g's length-scale cap (module docstring)
+            cautious = learning.with_options(shrink=learning.shrink / 2 ** len(self._over_limit))
+        gp_f = self.gp_f
+        if gp_f is not None and learning.due(gp_f.n, self._last_fit_n["f"], self.space.dim):
+            if learning.fit(gp_f, self.width, rng=self.rng).refitted:
+                self._last_fit_n["f"] = gp_f.n
+        gp_g = self.gp_g
+        if not cautious.due(gp_g.n, self._last_fit_n["g"], self.space.dim):
+            return
+        # g - h has prior mean 0 (safety from data, never from the prior), but its data sit at an
+        # offset from 0 (g well below h near s = 0): fitted with mean 0 that offset reads as a
+        # very smooth function and the length-scales run long. The kernel is therefore learned on
+        # a twin with a constant mean (the variation of g, not its distance to h), taken to the
+        # conservative edge of its likelihood-ratio set, and only then used by the zero-mean model.
+        if self._shape_g is None:
+            self._shape_g = ExactGP(
+                gp_g.kernel.clone(),
+                gp_g.noise_variance,
+                mean="constant",
+                mean_constant=float(np.mean(gp_g.y)),
+            )
+        shape = self._shape_g
+        if cautious.fit(shape, self.width, X=gp_g.X, y=gp_g.y, rng=self.rng).refitted:
+            self._last_fit_n["g"] = gp_g.n
+            # the worst case axis by axis (gp/conservative.py), never below a fifth of the box
+            # (the paper's prior mean, B.2.2) where the data do not pin the length-scale shorter
+            ls = np.atleast_1d(shape.kernel.lengthscale)
+            floor = np.minimum(ls, 0.2 * self.width) if ls.size == self.width.size else ls
+            axiswise_conservative(shape, floor, level=cautious.conservative_level)
+            # the zero-mean model's amplitude must also explain the data's distance from h: the
+            # variance is at least the second moment of g - h (a zero-mean process with the
+            # shape's variance alone would call that offset impossible and revert too fast)
+            theta = shape.kernel.theta.copy()
+            theta[0] = max(theta[0], math.log(float(np.mean(gp_g.y**2))))
+            gp_g.kernel.theta = theta
+            gp_g.set_data(gp_g.X.copy(), gp_g.y.copy())
+
+    def over_limit(self) -> list[dict[str, Any]]:
+        """Every measured ``g > h``: ``{"query", "point", "g", "h"}`` in the order measured."""
+        return [dict(e) for e in self._over_limit]
 
     def _grid_index(self, point: np.ndarray) -> tuple[int, int]:
         space = self.space
@@ -319,10 +474,16 @@ class _SafePolicy(BasePolicy):
         mg = mg + self.threshold
         bg = self.beta_g.sqrt_beta(t, rng=self.rng)
         if self.post_f is None:  # case 3b: f = g
-            return Bounds(mg, sg, mg, sg, bg, bg)
-        mf, sf = self.post_f.mean_std()
-        bf = self.beta_f.sqrt_beta(t, rng=self.rng)
-        return Bounds(mf, sf, mg, sg, bf, bg)
+            b = Bounds(mg, sg, mg, sg, bg, bg)
+        else:
+            mf, sf = self.post_f.mean_std()
+            bf = self.beta_f.sqrt_beta(t, rng=self.rng)
+            b = Bounds(mf, sf, mg, sg, bf, bg)
+        if self._over_limit:  # rows with a measured g > h: never certified at or above it
+            b.ucb_g = np.where(
+                np.arange(self.space.n_s)[None, :] >= self._cut[:, None], np.inf, b.ucb_g
+            )
+        return b
 
     # ------------------------------------------------------------------ per-round sets
     def _constants(self) -> tuple[float, float]:
@@ -378,14 +539,25 @@ class _SafePolicy(BasePolicy):
             raise InvalidInputError("safe policies only ask Evaluate queries")
         g = float(answer["g"])
         f = float(answer["f"]) if "f" in answer else None
-        if g > self.threshold:
+        over = g > self.threshold
+        if over:
             logger.warning(
-                "safe: measured g = %.4g > h = %.4g at %s (bounds invalid or noisy g)",
+                "safe: measured g = %.4g > h = %.4g at %s: the bounds were invalid (or the process "
+                "drifted); the certified set is recomputed and the model made more cautious",
                 g,
                 self.threshold,
                 query.x,
             )
+            self._over_limit.append(
+                {"query": query.id, "point": query.x.tolist(), "g": g, "h": self.threshold}
+            )
         self._append(query.x, f, g)
+        if over:
+            i, j = self._grid_index(query.x)
+            # the past union was justified by bounds that have just failed: certify afresh, and
+            # never again at or above the measured violation on this row (g monotone in s)
+            self.certified = np.zeros_like(self.certified)
+            self._cut[i] = min(self._cut[i], max(j, 1))
 
     def _iteration_done(self, query: Query, answer: Any) -> bool:
         return query.id not in self._seed_ids
@@ -425,7 +597,9 @@ class _SafePolicy(BasePolicy):
             kernel_f=None if self.gp_f is None else repr(self.gp_f.kernel),
             kernel_g=repr(self.gp_g.kernel) + " (models g - h)",
             fit_hyperparameters=self.fit_hyperparameters,
+            hyperparameters=self.hyperparameters,
             n_initial=self.n_initial,
+            over_limit=self.over_limit(),
             certified_fraction=float(np.mean((self.certified + 1) / self.space.n_s)),
         )
         return d
@@ -537,6 +711,7 @@ _COMMON_KEYS = (
     "sqrt_beta_g",
     "n_initial",
     "fit_hyperparameters",
+    "hyperparameters",
     "variance_prior_f",
     "variance_prior_g",
     "lengthscale_prior",
@@ -547,7 +722,13 @@ _COMMON_KEYS = (
 def _settings(problem: Any, options: dict[str, Any]) -> dict[str, Any]:
     s = problem.settings
     kw = {k: s[k] for k in _COMMON_KEYS if k in s}
-    kw.update({k: v for k, v in options.items() if k in _COMMON_KEYS or k == "cache_mb"})
+    given = {k: v for k, v in options.items() if k in _COMMON_KEYS or k == "cache_mb"}
+    kw.update(given)
+    if kw.get("fit_hyperparameters") and kw.get("hyperparameters") != "paper":
+        # learning as a user would: the paper's kernels and seed count are not known to them
+        for key in ("kernel_f", "kernel_g", "n_initial"):
+            if key not in given:
+                kw.pop(key, None)
     return kw
 
 
@@ -561,7 +742,8 @@ _DOCS = {
     "sqrt_beta_f": "beta^(1/2) of f's confidence bounds (a number or a BetaSchedule)",
     "sqrt_beta_g": "beta^(1/2) of g's confidence bounds (a number or a BetaSchedule)",
     "n_initial": "evaluations at the safe seeds before the first iteration",
-    "fit_hyperparameters": "refit the kernels' hyperparameters online (paper)",
+    "fit_hyperparameters": "learn the kernels' hyperparameters from the data",
+    "hyperparameters": "how they are learned: 'learned' (safe default), 'paper' or 'plain'",
     "variance_prior_f": "prior scale of f's output variance when fitted",
     "variance_prior_g": "prior scale of g's output variance when fitted",
     "lengthscale_prior": "prior scale of the length-scales when fitted",

@@ -106,7 +106,7 @@ def space_filling_design(
     gen = as_rng(rng)
     width = np.where(hi > lo, hi - lo, 1.0)
     m = max(0, math.ceil(math.log2(max(n, 1))))
-    from scipy.stats import qmc  # here: scipy.stats costs a CLI call ~0.1 s to import
+    from scipy.stats import qmc  # lazily: scipy.stats costs a study command ~0.1 s to import
 
     sobol = qmc.Sobol(d, scramble=True, seed=gen)
     U = sobol.random_base2(m)[:n]
@@ -436,7 +436,7 @@ class HyperparameterLearning:
         names = [nm for nm, free in zip(kern.theta_names, kern.free_mask) if free]
         ls_idx = np.array([i for i, nm in enumerate(names) if nm.startswith("lengthscale")])
         best = gp.log_posterior(p0)[0]
-        from scipy.stats import chi2  # lazily, as in space_filling_design
+        from scipy.stats import chi2  # lazily, as above
 
         drop = 0.5 * float(chi2.ppf(level, df=p0.size))
 

@@ -463,6 +463,9 @@ def random_monotone_gp(
     h: float = 0.0,
     min_slope: float = 0.1,
     max_draws: int = 20000,
+    lengthscale_f: float = 0.3,
+    lengthscale_g: float = 0.4,
+    variance_g: float = 0.05,
 ) -> SafeProblem:
     """A random problem drawn from the model's own prior, on an ``n_s x n_x`` grid of
     ``[0, 1] x [0, 1]^{d_x}``: ``f ~ GP(0, Matern-5/2(0.3), variance 1)`` and
@@ -470,12 +473,16 @@ def random_monotone_gp(
     row increases by at least ``min_slope`` per unit of ``s``, ``g(0, x) <= h`` for all x, and
     some action is unsafe (rejection sampling = the prior conditioned on the paper's
     assumptions). ``settings`` holds the generating kernels and noise 1e-6, so the model is
-    well specified. Evaluations are on grid actions only."""
+    well specified. Evaluations are on grid actions only. ``lengthscale_f``, ``lengthscale_g``
+    and ``variance_g`` change the generating kernels (the unknown-hyperparameter benchmark draws
+    them from a wide prior, ``benchmarks/safe_unknown_hyperparameters.py``)."""
     rng = as_rng(seed)
     n_x_dim = max(1, round(n_x ** (1.0 / d_x)))
     space = SafeSpace.grid((0.0, 1.0), n_s, [[0.0, 1.0]] * d_x, n_x_dim)
-    kern_f = _kernel([0.3] * (1 + d_x), 1.0)
-    kern_g = TrendKernel(_kernel([0.4] * (1 + d_x), 0.05), offset=1.0, slope=4.0)
+    kern_f = _kernel([float(lengthscale_f)] * (1 + d_x), 1.0)
+    kern_g = TrendKernel(
+        _kernel([float(lengthscale_g)] * (1 + d_x), float(variance_g)), offset=1.0, slope=4.0
+    )
     P = space.points
     eye = 1e-10 * np.eye(P.shape[0])
     Lf = np.linalg.cholesky(kern_f.k(P) + eye)

@@ -1,0 +1,71 @@
+"""The worst case, axis by axis, over the length-scales the data cannot rule out (for safety).
+
+:meth:`boloop.gp.hyperparameters.HyperparameterLearning.conservative` shortens all length-scales
+by one common factor. That is not enough where the data have no spread along an axis: the safe
+family's first data all lie at ``s = 0``, so the likelihood says nothing about the length-scale in
+``s`` and the prior alone sets it, while the other axes pin the common factor near 1 (issue 18:
+M-SafeOpt then jumped two grid steps up in ``s`` on a ``safe/random-gp`` draw and evaluated an
+unsafe action). :func:`axiswise_conservative` shortens each length-scale on its own to the edge of
+the likelihood-ratio set of the hyperparameters (the others held at their fitted values):
+
+    min  l_j   subject to   log p(theta_j(l_j) | D) >= log p(theta_hat | D) - chi2_p(level) / 2,
+
+never below a floor per axis (an unidentified axis goes to its floor: the likelihood-ratio set is
+then bounded only by the prior, and a model assuming length-scales below the data's resolution
+could never certify anything).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.stats import chi2
+
+from boloop.gp.exact import ExactGP
+from boloop.gp.kernels import StationaryKernel
+
+__all__ = ["axiswise_conservative"]
+
+
+def axiswise_conservative(gp: ExactGP, floor: np.ndarray, *, level: float = 0.95) -> np.ndarray:
+    """Shorten each of ``gp``'s length-scales to its likelihood-ratio edge, at least ``floor``.
+
+    ``floor`` (d,) holds absolute length-scales; an axis already at or below its floor is left as
+    it is. The kernel is changed in place and the GP refactorised. Returns the factors (d,) by
+    which the length-scales were multiplied (ones for a kernel without fitted length-scales).
+    Call after fitting (the current hyperparameters are taken as the optimum).
+    """
+    kern = gp.kernel
+    names = [nm for nm, free in zip(kern.theta_names, kern.free_mask) if free]
+    ls_names = [nm for nm in names if nm.startswith("lengthscale")]
+    if not isinstance(kern, StationaryKernel) or gp.n < 2 or not ls_names:
+        return np.ones(len(ls_names))
+    floor = np.broadcast_to(np.asarray(floor, dtype=np.float64), (len(ls_names),))
+    p0 = gp.free_parameters()
+    best = gp.log_posterior(p0)[0]
+    drop = 0.5 * float(chi2.ppf(level, df=p0.size))
+    theta_names = kern.theta_names
+    theta = kern.theta.copy()
+    log_c = np.zeros(len(ls_names))
+    for k, name in enumerate(ls_names):
+        i = names.index(name)
+        lower = math.log(floor[k]) - p0[i]
+        if lower >= 0:
+            continue
+
+        def gap(lc: float, i: int = i) -> float:
+            p = p0.copy()
+            p[i] += lc
+            try:
+                v = gp.log_posterior(p)[0]
+            except Exception:
+                return -math.inf
+            return (v - best + drop) if math.isfinite(v) else -math.inf
+
+        log_c[k] = lower if gap(lower) >= 0 else brentq(gap, lower, 0.0, xtol=1e-3)
+        theta[theta_names.index(name)] += log_c[k]
+    kern.theta = theta
+    gp.set_data(gp.X.copy(), gp.y.copy())
+    return np.exp(log_c)

@@ -1,0 +1,106 @@
+"""The safe family with hyperparameters nobody knows (issue 18): the learned default, the paper's
+refit kept for reproductions, and what a measured g above h does to a run."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+import boloop.problems as problems
+from boloop.algorithms import make_policy
+from boloop.errors import InvalidInputError, OptionError
+from boloop.problems.safe import random_monotone_gp
+from boloop.simulate import simulate
+
+
+def test_learned_is_the_default_when_fitting_and_paper_stays_available():
+    prob = problems.get("safe/branin")
+    learned = make_policy("m-safeopt", prob, 0, fit_hyperparameters=True)
+    paper = make_policy("m-safeopt", prob, 0, fit_hyperparameters=True, hyperparameters="paper")
+    fixed = make_policy("m-safeopt", prob, 0)
+    assert learned.describe()["hyperparameters"] == "learned"
+    assert paper.describe()["hyperparameters"] == "paper"
+    assert fixed.describe()["hyperparameters"] == "fixed"
+    # the learned default starts from a space-filling design of safe seeds, the paper from two
+    assert learned.describe()["n_initial"] == 5
+    assert paper.describe()["n_initial"] == 2
+
+
+def test_hyperparameters_option_is_checked():
+    prob = problems.get("safe/branin")
+    with pytest.raises(InvalidInputError, match="learned"):
+        make_policy("m-safeopt", prob, 0, fit_hyperparameters=True, hyperparameters="guess")
+    with pytest.raises(InvalidInputError, match="fit_hyperparameters"):
+        make_policy("predvar", prob, 0, hyperparameters="learned")
+    with pytest.raises(OptionError):
+        make_policy("safeopt-mc", prob, 0, hyperparamters="learned")
+
+
+def test_plain_refit_warns(caplog):
+    prob = problems.get("safe/branin")
+    with caplog.at_level(logging.WARNING, logger="boloop"):
+        make_policy("m-safeopt", prob, 0, fit_hyperparameters=True, hyperparameters="plain")
+    assert any("plain maximum-likelihood" in r.message for r in caplog.records)
+
+
+@pytest.mark.parametrize("method", ["m-safeopt", "safeopt-mc", "predvar"])
+def test_learned_hyperparameters_stay_safe_where_the_paper_refit_does_not(method):
+    # safe/branin with kernels unknown: the paper's refit evaluates unsafe actions on these seeds
+    # (docs/hyperparameters.md); the learned default must not
+    seeds = range(2)
+    learned = [
+        simulate(method, "safe/branin", 30, seed=s, fit_hyperparameters=True).records[-1][
+            "metrics"
+        ]["unsafe"]
+        for s in seeds
+    ]
+    assert learned == [0.0, 0.0]
+
+
+def test_paper_refit_is_unsafe_on_branin():
+    # the failure the learned default exists for (so that the test above can fail)
+    unsafe = [
+        simulate(
+            "m-safeopt",
+            "safe/branin",
+            30,
+            seed=s,
+            fit_hyperparameters=True,
+            hyperparameters="paper",
+            kernel_f=None,
+            kernel_g=None,
+        ).records[-1]["metrics"]["unsafe"]
+        for s in (1,)
+    ]
+    assert sum(unsafe) > 0
+
+
+def test_measured_g_above_h_is_flagged_and_never_certified_again(caplog):
+    prob = random_monotone_gp(seed=3)
+    policy = make_policy("m-safeopt", prob, 0, fit_hyperparameters=True)
+    h = prob.settings["threshold"]
+    rng = np.random.default_rng(0)
+    for _ in range(policy.describe()["n_initial"] + 1):
+        q = policy.ask()
+        policy.tell(q.id, prob.observe(q, rng))
+    q = policy.ask()
+    s_index = q.index % prob.space.n_s
+    x_index = q.index // prob.space.n_s
+    with caplog.at_level(logging.WARNING, logger="boloop"):
+        policy.tell(q.id, {"f": 0.0, "g": h + 1.0})  # the process says: over the limit
+    assert any("g = " in r.message and "> h" in r.message for r in caplog.records)
+    flagged = policy.over_limit()
+    assert [e["query"] for e in flagged] == [q.id]
+    assert flagged[0]["g"] == h + 1.0
+    assert policy.describe()["over_limit"] == flagged
+    for _ in range(15):
+        rec = policy.recommend()
+        if s_index > 0:
+            assert rec["boundary_s"][x_index] < prob.space.s_values[s_index]
+        q2 = policy.ask()
+        assert not (
+            q2.index // prob.space.n_s == x_index and q2.index % prob.space.n_s >= max(s_index, 1)
+        )
+        policy.tell(q2.id, prob.observe(q2, rng))
