@@ -18,7 +18,7 @@ lint: $(STAMP)
 
 test: $(STAMP) lint
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \
-	  $(BIN)/python -m pytest -n $(JOBS) -p no:cacheprovider tests
+	  $(BIN)/python -m pytest -n $(JOBS) --dist loadgroup -rs -p no:cacheprovider tests
 
 demo: $(STAMP)
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(BIN)/boloop demo --out out/demo

@@ -78,10 +78,58 @@ def answer_for(q: Any) -> Any:
     return "a" if f_value(q.a) >= f_value(q.b) else "b"
 
 
-def make_study(name: str, url: str, answers: int = 0, key: str | None = None) -> Study:
+#: options that make a study's steps fast (fixed kernel hyperparameters): for the browser tests,
+#: which test the page, not the method
+FAST = {"lev1": {"fit_hyperparameters": False}, "safe": {"fit_hyperparameters": False}}
+
+
+def make_study(
+    name: str, url: str, answers: int = 0, key: str | None = None, fast: bool = False
+) -> Study:
     method, space = SPACES[key or name]
-    study = create_study(name, method, space, storage=url, seed=3)
+    options = FAST.get(key or name, {}) if fast else {}
+    study = create_study(name, method, space, storage=url, seed=3, **options)
     for _ in range(answers):
         q = study.ask()
         study.tell(q.id, answer_for(q))
     return study
+
+
+def png(width: int, height: int, rgb: tuple[int, int, int], stripe: tuple[int, int, int]) -> bytes:
+    """A small PNG image (a colour swatch with a diagonal stripe), written with zlib only."""
+    import struct
+    import zlib
+
+    rows = []
+    for y in range(height):
+        row = bytearray([0])  # filter type 0
+        for x in range(width):
+            row += bytes(stripe if abs(x - y * width // height) < width // 8 else rgb)
+        rows.append(bytes(row))
+    raw = zlib.compress(b"".join(rows), 9)
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", raw) + chunk(b"IEND", b"")
+
+
+def write_photo_table(directory: Any) -> str:
+    """The preference sample as a CSV table with a photo column and the PNGs beside it; returns
+    the CSV path (``create_study`` stores the pictures in the study)."""
+    import os
+
+    cand = SPACES["pref"][1]["candidates"]
+    lines = ["name,photo,sugar,flour"]
+    for label, (sugar, flour) in zip(cand["labels"], cand["rows"]):
+        fname = label.replace(" ", "-") + ".png"
+        colour = (int(90 + 160 * sugar), int(80 + 120 * flour), 60)
+        with open(os.path.join(directory, fname), "wb") as fh:
+            fh.write(png(96, 64, colour, (245, 240, 230)))
+        lines.append(f"{label},{fname},{sugar!r},{flour!r}")
+    path = os.path.join(directory, "recipes.csv")
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return path

@@ -661,8 +661,14 @@ def test_status_and_list(url):
             "family": "preference",
             "problem": "preference/toy",
             "answered": 1,
+            "open_query": None,
+            "last_activity": rows[0]["last_activity"],
         }
     ]
+    open_id = study.ask().id
+    assert list_studies(url)[0]["open_query"] == open_id  # asked, not answered
+    study.undo()  # the withdrawn query is open again
+    assert list_studies(url)[0]["open_query"] == q.id
 
 
 def test_ask_is_stable_across_processes_view(url):

@@ -88,3 +88,46 @@ def test_safe_marks_measurements_against_h(url):
     assert svg.count("g=") == len(g)
     model = model_svg(study)
     assert "certified safe" in model
+
+
+@pytest.mark.parametrize("name", sorted(SPACES))
+def test_drawing_and_recommending_never_change_the_next_query(url, name):
+    """Pictures and status between answers leave the live policy as a replay of the log has it
+    (the expert family fits lazily inside recommend, drawing random numbers)."""
+    from boloop.study import load_study
+    from study_samples import answer_for
+
+    study = make_study(name, url, answers=1)
+    for _ in range(4):
+        pictures(study)
+        study.status()
+        q = study.ask()
+        study.tell(q.id, answer_for(q))
+    live = study.ask()
+    replayed = load_study(name, storage=url, full_replay=True).ask()
+    assert replayed.query == live.query
+
+
+@pytest.mark.parametrize("grid,outline", [(6, False), (25, True)])
+def test_safe_with_several_x_parameters_draws_the_certified_level_per_setting(url, grid, outline):
+    space = {
+        "monotone": "dose",
+        "h": 0.9,
+        "parameters": [
+            {"name": "dose", "low": 0, "high": 1, "grid": 5},
+            {"name": "u", "low": 0, "high": 1, "grid": grid},
+            {"name": "v", "low": 0, "high": 1, "grid": 20},
+        ],
+    }
+    study = create_study(
+        "multi", "m-safeopt", space, storage=url, seed=0, fit_hyperparameters=False
+    )
+    for _ in range(3):
+        q = study.ask()
+        study.tell(q.id, {"f": q.params["u"], "g": 0.1 + 0.2 * q.params["dose"]})
+    svg = model_svg(study)
+    texts = _texts(svg)
+    assert f"certified safe dose for each of the {grid * 20} settings of u, v" in texts
+    n_cells = svg.count("safe up to dose=")
+    assert n_cells == (0 if outline else grid * 20)
+    assert len(svg) < 200_000

@@ -1,7 +1,7 @@
 """The ``boloop`` command line.
 
 ``boloop bench run|plot|summary``, ``boloop problems``, ``boloop methods``, ``boloop metrics``,
-``boloop demo`` and,
+``boloop demo``, ``boloop serve`` and,
 when :mod:`boloop.study.cli` exists, ``boloop study`` (its ``register(subparsers)`` adds the
 subparser and sets ``func``). Errors from :mod:`boloop.errors` print one line to stderr and exit
 with status 2.
@@ -187,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
             raise
     else:
         study_cli.register(sub)
+    importlib.import_module("boloop.web.cli").register(sub)  # `boloop serve` (web extra, lazy)
     return parser
 
 

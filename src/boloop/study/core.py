@@ -330,8 +330,11 @@ class Study:
                 self._reload()
         raise StorageError(f"study {self.name!r}: too many concurrent writers, try again")
 
-    def tell(self, query_id: int, answer: Any) -> None:
+    def tell(self, query_id: int, answer: Any, note: str | None = None) -> None:
         """Answer query ``query_id``. One answer is one transaction.
+
+        ``note``: an optional free text stored with the answer ("rejected: too close to the
+        solvent's boiling point"), shown in the history and the export, never given to the method.
 
         Raises :class:`QueryStateError` for a query that is unknown or already answered (also by
         another process: of two tellers of the same query exactly one wins) and
@@ -343,6 +346,7 @@ class Study:
             except ValueError:
                 raise InvalidInputError(f"query_id must be an integer, got {query_id!r}") from None
         qid = int(query_id)
+        note = _check_note(note)
         for _ in range(_MAX_RETRIES):
             try:
                 with self._write() as tx:
@@ -352,7 +356,10 @@ class Study:
                     value = parse_answer(pending, self._by_label(pending, answer))
                     if qid not in self._logged_open:  # asked through .policy directly
                         self._append(tx, "asked", qid, {"query": pending.to_dict()})
-                    self._append(tx, "told", qid, {"answer": value})
+                    payload: dict[str, Any] = {"answer": value}
+                    if note:
+                        payload["note"] = note
+                    self._append(tx, "told", qid, payload)
                 self._maybe_snapshot()
                 return
             except SeqConflict:
@@ -416,8 +423,8 @@ class Study:
 
     def history(self, last: int | None = None) -> list[dict[str, Any]]:
         """Answers in effect, oldest first: rows with ``query_id, kind, source, params`` (or
-        ``a``, ``b``), ``answer``, ``answer_text``, ``asked_at``, ``told_at`` (UTC); only the
-        ``last`` ones if given."""
+        ``a``, ``b``), ``answer``, ``answer_text``, ``asked_at``, ``told_at`` (UTC), ``note`` (or None);
+        only the ``last`` ones if given."""
         if last is not None and (
             isinstance(last, bool) or not isinstance(last, numbers.Integral) or last < 0
         ):
@@ -830,6 +837,7 @@ class Study:
                 "answer_text": answer_text("evaluate", answer),
                 "asked_at": None,
                 "told_at": ev.created_at,
+                "note": None,
             }
         asked = self._asked[ev.query_id]  # type: ignore[index]
         sq = self._wrap(_decode_query(asked, self.name))
@@ -844,6 +852,7 @@ class Study:
             "answer_text": answer_text(sq.kind, answer),
             "asked_at": asked.created_at,
             "told_at": ev.created_at,
+            "note": ev.payload.get("note"),
         }
         for key in ("label", "a_label", "b_label"):
             if getattr(sq, key) is not None:
@@ -876,6 +885,8 @@ class Study:
             cols.append("accepted")
         if has["compare"]:
             cols.append("preferred")
+        if any(r.get("note") for r in hist):
+            cols.append("note")
         rows = []
         for r in hist:
             out = {k: r.get(k) for k in ("query_id", "kind", "source", "asked_at", "told_at")}
@@ -898,6 +909,8 @@ class Study:
                 out["accepted"] = bool(ans)
             else:
                 out["preferred"] = "a" if int(ans) == 0 else "b"
+            if "note" in cols:
+                out["note"] = r.get("note") or ""
             rows.append(out)
         return cols, rows
 
@@ -976,6 +989,22 @@ def _effective_events(events: list[Event], name: str) -> list[Event]:
             raise StorageError(f"study {name!r}: event {ev.seq} withdraws a missing answer")
         stack.pop()
     return stack
+
+
+#: longest note stored with an answer (characters)
+MAX_NOTE_CHARS = 2000
+
+
+def _check_note(note: Any) -> str | None:
+    """A note as stored: None or a stripped string of at most :data:`MAX_NOTE_CHARS`."""
+    if note is None:
+        return None
+    if not isinstance(note, str):
+        raise InvalidInputError(f"note must be text, got {type(note).__name__}")
+    note = note.strip()
+    if len(note) > MAX_NOTE_CHARS:
+        raise InvalidInputError(f"note is {len(note)} characters long; at most {MAX_NOTE_CHARS}")
+    return note or None
 
 
 def _decode_query(ev: Event, name: str) -> Query:
@@ -1189,14 +1218,19 @@ def load_study(name: str, storage: str | None = None, *, full_replay: bool = Fal
 
 
 def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
-    """The studies in a storage: ``name``, ``created_at``, ``method``, ``family``, ``answered``."""
+    """The studies in a storage: ``name``, ``created_at``, ``method``, ``family``, ``answered``,
+    ``open_query`` (the id of the query asked and not answered, or None) and ``last_activity``
+    (the time of the last event), read from the log without replaying it."""
     store = Storage(storage, create=False)
     out = []
     for name, created in store.study_names():
         sid = store.study_id(name)
         events = store.events(sid)
         cfg = events[0].payload if events else {}
-        answered = len([e for e in _effective_events(events, name) if e.kind in ("told", "added")])
+        effective = _effective_events(events, name)
+        answered = len([e for e in effective if e.kind in ("told", "added")])
+        told = {e.query_id for e in effective if e.kind == "told"}
+        asked = [e.query_id for e in effective if e.kind == "asked" and e.query_id not in told]
         out.append(
             {
                 "name": name,
@@ -1205,6 +1239,8 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
                 "family": cfg.get("family"),
                 "problem": cfg.get("problem") or "user space",
                 "answered": answered,
+                "open_query": asked[-1] if asked else None,
+                "last_activity": events[-1].created_at if events else created,
             }
         )
     return out

@@ -25,6 +25,7 @@ Every text is XML-escaped, so a parameter named ``<script>`` is drawn as text.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -43,6 +44,8 @@ _MARGIN = (56, 16, 30, 40)  # left, right, top, bottom
 _RAMP = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
 _BLUE, _ORANGE, _GREY, _RED, _GREEN = "#3b6fb6", "#e07b28", "#9a9a9a", "#c0392b", "#2e8b57"
 _MAX_SLICES = 6
+#: beyond this many cells a picture draws an outline instead (keeps the SVG small)
+_MAX_CELLS = 400
 
 
 def _esc(text: Any) -> str:
@@ -303,9 +306,19 @@ def _settings(study: Any) -> dict[str, Any]:
     return dict(getattr(study.problem, "settings", {}) or {})
 
 
-def _raw_recommendation(study: Any) -> Any:
+def _policy_copy(study: Any) -> Any:
+    """A copy of the study's live policy to draw from.
+
+    Some policies fit their models lazily inside ``recommend`` and draw random numbers for it
+    (the expert family's ``_sync_gp``): calling it on the live policy would change the random
+    stream and make the live study's next query differ from a replay of its log. Pictures
+    never touch the live policy."""
+    return copy.deepcopy(study.policy)
+
+
+def _raw_recommendation(policy: Any) -> Any:
     try:
-        return study.policy.recommend()
+        return policy.recommend()
     except Exception:  # noqa: BLE001 - a picture never fails because there is no data yet
         return None
 
@@ -469,9 +482,11 @@ def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str
 
 
 # -- the model ----------------------------------------------------------------------------------
-def _predictor(study: Any) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
+def _predictor(
+    study: Any, policy: Any
+) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
     """The policy's public ``predict(X) -> (mean, std)`` (original coordinates), if any."""
-    pred = getattr(study.policy, "predict", None)
+    pred = getattr(policy, "predict", None)
     if not callable(pred):
         return None
 
@@ -536,15 +551,16 @@ def model_svg(study: Any) -> str:
     label = f"model of study {study.name}"
     space = study.space
     hist = study.history()
-    rec = _raw_recommendation(study)
+    policy = _policy_copy(study)
+    rec = _raw_recommendation(policy)
     if isinstance(space, SafeSpace):
-        return _model_safe(study, hist, label)
+        return _model_safe(study, policy, hist, rec, label)
     if study.family == "preference" or (hist and all(r["kind"] == "compare" for r in hist)):
         return _model_preference(study, hist, rec, label)
     if not hist:
         return _message("no answers yet: the model is the prior", label)
     d = space.dim
-    pred = _predictor(study)
+    pred = _predictor(study, policy)
     threshold = _settings(study).get("threshold") if study.family == "levelset" else None
     X, answers = _evaluations(study, hist)
     y = np.array([_scalar(a) for a in answers])
@@ -652,13 +668,14 @@ def _model_2d(
         G0, G1 = np.meshgrid(g0, g1, indexing="ij")
         P = np.column_stack([G0.ravel(), G1.ravel()])
         mean, std = pred(P)
+        tips = P.shape[0] <= _MAX_CELLS  # hover texts only while the picture stays small
         if threshold is not None:
             h = float(threshold)
             p.title = f"level set classes at threshold {_fmt(h)}"
             upper = _classes(rec, P, mean, h)
             for (u, v), m, s, up in zip(P, mean, std, upper):
                 c = _class_colour(bool(up), abs(m - h) < 2 * s)
-                p.cell(u, v, d0, d1, c, title=f"mean {_fmt(m)}, std {_fmt(s)}")
+                p.cell(u, v, d0, d1, c, title=f"mean {_fmt(m)}, std {_fmt(s)}" if tips else "")
             items += _CLASS_ITEMS
         else:
             lo, hi = _range(mean, 0.0)
@@ -670,7 +687,7 @@ def _model_2d(
                     d0,
                     d1,
                     _colour((m - lo) / (hi - lo)),
-                    title=f"mean {_fmt(m)}, std {_fmt(s)}",
+                    title=f"mean {_fmt(m)}, std {_fmt(s)}" if tips else "",
                 )
     p.axes()
     ylo, yhi = _range(y, 0.0) if y.size else (0.0, 1.0)
@@ -780,8 +797,9 @@ def _model_slices(
             float(m[int(np.argmin(np.abs(xs - centre[j])))]) if m is not None else ylim[1] * 0.95,
         )
         body.append(p.svg())
+    through = "the recommendation" if rpt is not None else "the lowest measured point"
     head = (
-        '<text x="8" y="14" font-weight="bold">slices through the recommendation'
+        f'<text x="8" y="14" font-weight="bold">slices through {through} (star)'
         + (" (more dimensions not shown)" if d > _MAX_SLICES else "")
         + "</text>"
     )
@@ -878,14 +896,14 @@ def _model_preference(study: Any, hist: list[dict[str, Any]], rec: Any, label: s
     return _document([p.svg(), *body, foot], height, label)
 
 
-def _model_safe(study: Any, hist: list[dict[str, Any]], label: str) -> str:
+def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, label: str) -> str:
     space: SafeSpace = study.space
     names = study.names
     settings = _settings(study)
     h = float(settings.get("h", settings.get("threshold", math.nan)))
     X, answers = _evaluations(study, hist)
     g = np.array([_scalar(a, "g") for a in answers])
-    state = getattr(study.policy, "state", None)
+    state = getattr(policy, "state", None)
     bounds = sets = None
     if callable(state) and hist:
         try:
@@ -939,7 +957,6 @@ def _model_safe(study: Any, hist: list[dict[str, Any]], label: str) -> str:
         for (s, x), gv in zip(X, g):
             p.dot(x, s, _GREEN if gv <= h else _RED, title=f"g={_fmt(gv)} (h={_fmt(h)})")
         items += [(_GREEN, "measured g <= h"), (_RED, "measured g > h")]
-        rec = _raw_recommendation(study)
         rpt = _rec_point(study, rec)
         if rpt is not None:
             p.star(float(rpt[1]), float(rpt[0]), "recommendation")
@@ -961,15 +978,31 @@ def _model_safe(study: Any, hist: list[dict[str, Any]], label: str) -> str:
         names[0],
     )
     p.axes(xticks=False)
-    for k, i in enumerate(order):
-        p.cell(
-            k + 0.5,
-            (s_vals[0] + level[i]) / 2,
-            1.0,
-            level[i] - s_vals[0] + ds,
-            "#a8dbb5",
-            title=", ".join(f"{n}={_fmt(v)}" for n, v in zip(names[1:], xp[i]))
-            + f": safe up to {names[0]}={_fmt(level[i])}",
+    if len(order) <= _MAX_CELLS:
+        for k, i in enumerate(order):
+            p.cell(
+                k + 0.5,
+                (s_vals[0] + level[i]) / 2,
+                1.0,
+                level[i] - s_vals[0] + ds,
+                "#a8dbb5",
+                title=", ".join(f"{n}={_fmt(v)}" for n, v in zip(names[1:], xp[i]))
+                + f": safe up to {names[0]}={_fmt(level[i])}",
+            )
+    else:  # many settings: the sorted levels as one filled step curve (the picture stays small)
+        lv = level[order]
+        # sorted levels: one corner pair per change of level (at most one per grid level)
+        starts = np.flatnonzero(np.r_[True, lv[1:] != lv[:-1]])
+        ends = np.r_[starts[1:], lv.size]
+        base = s_vals[0] - ds / 2
+        pts = [f"{p.sx(0):.1f},{p.sy(base):.1f}"]
+        for a0, a1 in zip(starts, ends):
+            top = p.sy(lv[a0] + ds / 2)
+            pts += [f"{p.sx(a0):.1f},{top:.1f}", f"{p.sx(a1):.1f},{top:.1f}"]
+        pts.append(f"{p.sx(lv.size):.1f},{p.sy(base):.1f}")
+        p.parts.append(
+            f'<polygon points="{" ".join(pts)}" fill="#a8dbb5" stroke="#2e8b57" '
+            f'stroke-width="0.8"><title>{_esc(f"{lv.size} settings")}</title></polygon>'
         )
     return _document([p.svg()], PANEL_H + 10, label)
 

@@ -11,6 +11,7 @@ file with the same keys):
     low = 20.0
     high = 80.0
     grid = 31            # optional: points per axis (a finite candidate grid)
+    unit = "degC"        # optional: shown next to the value (web page)
 
     [[parameters]]
     name = "ratio"
@@ -55,6 +56,7 @@ import numpy as np
 from boloop.errors import InvalidInputError, OutOfSpaceError
 from boloop.problems.base import Problem
 from boloop.spaces import Box, CandidateSet, SafeSpace, Space
+from boloop.study.media import check_media, embed_media, is_media_name
 
 __all__ = [
     "UserExperiment",
@@ -97,7 +99,8 @@ def load_space_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         raise InvalidInputError(f"space file {path!r} does not exist")
     ext = os.path.splitext(path)[1].lower()
     if ext == ".csv":
-        return normalise_space({"candidates": read_candidates_csv(path)})
+        table = embed_media(read_candidates_csv(path), os.path.dirname(os.path.abspath(path)))
+        return normalise_space({"candidates": table})
     with open(path, "rb") as fh:
         raw = fh.read()
     if ext == ".json":
@@ -115,7 +118,9 @@ def load_space_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     if isinstance(cand, str):
         cpath = cand if os.path.isabs(cand) else os.path.join(os.path.dirname(path), cand)
         doc = dict(doc)
-        doc["candidates"] = read_candidates_csv(cpath)
+        doc["candidates"] = embed_media(
+            read_candidates_csv(cpath), os.path.dirname(os.path.abspath(cpath))
+        )
     return normalise_space(doc)
 
 
@@ -140,7 +145,9 @@ def read_candidates_csv(source: str | os.PathLike[str] | io.TextIOBase) -> dict[
     """A CSV table of options -> ``{"columns": [...], "rows": [[...]], "labels": [...] | None}``.
 
     The first row names the columns. Columns whose every value is a finite number are the
-    parameters; a text column (at most one) names each option.
+    parameters; a text column (at most one) names each option; columns whose every value is a
+    media file name (``photo.jpg``, ``take1.wav``; see :mod:`boloop.study.media`) name a file
+    beside the table shown with each option (``"media": {column: [file names]}``).
     """
     if isinstance(source, io.TextIOBase):
         text = source.read()
@@ -164,6 +171,7 @@ def read_candidates_csv(source: str | os.PathLike[str] | io.TextIOBase) -> dict[
             )
     numeric: list[int] = []
     text_cols: list[int] = []
+    media_cols: list[int] = []
     for j, name in enumerate(header):
         if not name:
             raise InvalidInputError(f"{where}: column {j + 1} has no name")
@@ -171,7 +179,7 @@ def read_candidates_csv(source: str | os.PathLike[str] | io.TextIOBase) -> dict[
         try:
             nums = [float(v) for v in vals]
         except ValueError:
-            text_cols.append(j)
+            (media_cols if all(is_media_name(v) for v in vals) else text_cols).append(j)
             continue
         if not all(math.isfinite(v) for v in nums):
             raise InvalidInputError(f"{where}: column {name!r} has NaN or infinite values")
@@ -183,12 +191,15 @@ def read_candidates_csv(source: str | os.PathLike[str] | io.TextIOBase) -> dict[
             f"{where} has several text columns {[header[j] for j in text_cols]}; keep one (the "
             "option's name) and encode the others as numbers"
         )
-    return {
+    out: dict[str, Any] = {
         "columns": [header[j] for j in numeric],
         "rows": [[float(r[j]) for j in numeric] for r in body],
         "labels": [r[text_cols[0]].strip() for r in body] if text_cols else None,
         "label_column": header[text_cols[0]] if text_cols else None,
     }
+    if media_cols:
+        out["media"] = {header[j]: [r[j].strip() for r in body] for j in media_cols}
+    return out
 
 
 # -- the normal form ---------------------------------------------------------------------------
@@ -222,7 +233,7 @@ def normalise_space(doc: Mapping[str, Any]) -> dict[str, Any]:
         for i, p in enumerate(params):
             if not isinstance(p, Mapping) or "name" not in p:
                 raise InvalidInputError(f"parameters[{i}] must be a table with a 'name'")
-            extra = sorted(set(p) - {"name", "low", "high", "grid"})
+            extra = sorted(set(p) - {"name", "low", "high", "grid", "unit"})
             if extra:
                 raise InvalidInputError(f"parameters[{i}] has unknown keys {extra}")
             name = str(p["name"])
@@ -236,6 +247,8 @@ def normalise_space(doc: Mapping[str, Any]) -> dict[str, Any]:
                 if isinstance(g, bool) or not isinstance(g, numbers.Integral) or g < 2:
                     raise InvalidInputError(f"parameter {name!r}: grid must be an integer >= 2")
                 q["grid"] = int(g)
+            if p.get("unit") is not None:  # shown to people next to the value
+                q["unit"] = str(p["unit"])
             norm.append(q)
         names = [q["name"] for q in norm]
         if len(set(names)) != len(names):
@@ -260,6 +273,9 @@ def normalise_space(doc: Mapping[str, Any]) -> dict[str, Any]:
             "labels": None if labels is None else [str(s) for s in labels],
             "label_column": cand.get("label_column"),
         }
+        media = check_media(cand, len(rows))
+        if media is not None:
+            out["candidates"]["media"], out["candidates"]["media_files"] = media
     names = _names(out)
     if doc.get("family") is not None:
         out["family"] = str(doc["family"])

@@ -1,0 +1,159 @@
+"""Options that are pictures, sounds or videos: media files named by a column of a table.
+
+A column of an options table whose every value is a file name with a media suffix (``.png``,
+``.jpg``, ``.mp3``, ``.wav``, ``.mp4``...) names a file beside the table. When the space file is
+read, the files are read too and stored inside the space document (base64, under the table's
+``media_files``), so a study keeps its pictures in its own storage: the web page serves them
+from there only, never from the disk, so no request can reach another file. SVG is not
+accepted (it can carry scripts).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from boloop.errors import InvalidInputError
+
+__all__ = [
+    "MEDIA_TYPES",
+    "MAX_MEDIA_BYTES",
+    "is_media_name",
+    "embed_media",
+    "media_index",
+    "media_file",
+    "media_of",
+]
+
+#: accepted suffixes and the MIME type they are served with
+MEDIA_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".mp3": "audio/mpeg",
+    ".wav": "audio/wav",
+    ".ogg": "audio/ogg",
+    ".flac": "audio/flac",
+    ".mp4": "video/mp4",
+    ".webm": "video/webm",
+}
+#: total size of the media files of one study (they live in its storage)
+MAX_MEDIA_BYTES = 32 * 2**20
+
+
+def is_media_name(value: Any) -> bool:
+    """Whether ``value`` is a plain file name (no directory) with a media suffix."""
+    if not isinstance(value, str):
+        return False
+    v = value.strip()
+    return (
+        bool(v)
+        and os.path.splitext(v)[1].lower() in MEDIA_TYPES
+        and "/" not in v
+        and "\\" not in v
+        and "\x00" not in v
+        and not v.startswith(".")
+    )
+
+
+def embed_media(candidates: Mapping[str, Any], directory: str) -> dict[str, Any]:
+    """``candidates`` with the bytes of its media files (read from ``directory``) added under
+    ``media_files``: ``{file name: {"type": MIME, "base64": ...}}``."""
+    out = dict(candidates)
+    columns = out.get("media") or {}
+    if not columns:
+        return out
+    files: dict[str, dict[str, str]] = {}
+    total = 0
+    for col, names in columns.items():
+        for name in names:
+            if name in files:
+                continue
+            path = os.path.join(directory, name)
+            if not os.path.isfile(path):
+                raise InvalidInputError(
+                    f"media column {col!r} names {name!r}, which is not a file beside the table "
+                    f"(looked in {directory!r})"
+                )
+            with open(path, "rb") as fh:
+                data = fh.read()
+            total += len(data)
+            if total > MAX_MEDIA_BYTES:
+                raise InvalidInputError(
+                    f"the media files of the table exceed {MAX_MEDIA_BYTES // 2**20} MB"
+                )
+            files[name] = {
+                "type": MEDIA_TYPES[os.path.splitext(name)[1].lower()],
+                "base64": base64.b64encode(data).decode("ascii"),
+            }
+    out["media_files"] = files
+    return out
+
+
+def check_media(candidates: Mapping[str, Any], n_rows: int) -> tuple[dict, dict] | None:
+    """Validated ``(media, media_files)`` of a candidates table in normal form, or None."""
+    media = candidates.get("media")
+    files = candidates.get("media_files") or {}
+    if not media:
+        if files:
+            raise InvalidInputError("candidates 'media_files' without a 'media' column")
+        return None
+    if not isinstance(media, Mapping):
+        raise InvalidInputError("candidates 'media' must map a column name to file names")
+    norm: dict[str, list[str]] = {}
+    for col, names in media.items():
+        if isinstance(names, str) or len(names) != n_rows:
+            raise InvalidInputError(f"media column {col!r} must name one file per option")
+        bad = [n for n in names if not is_media_name(n)]
+        if bad:
+            raise InvalidInputError(
+                f"media column {col!r}: {bad[:3]} are not plain file names ending in one of "
+                f"{sorted(MEDIA_TYPES)}"
+            )
+        norm[str(col)] = [str(n).strip() for n in names]
+    if not isinstance(files, Mapping):
+        raise InvalidInputError("candidates 'media_files' must be a table")
+    out_files: dict[str, dict[str, str]] = {}
+    for name, entry in files.items():
+        if (
+            not is_media_name(name)
+            or not isinstance(entry, Mapping)
+            or entry.get("type") not in MEDIA_TYPES.values()
+            or not isinstance(entry.get("base64"), str)
+        ):
+            raise InvalidInputError(f"media file {name!r}: bad entry")
+        out_files[str(name)] = {"type": str(entry["type"]), "base64": str(entry["base64"])}
+    return norm, out_files
+
+
+def _files(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    space = config.get("space") or {}
+    cand = space.get("candidates") or {}
+    return cand.get("media_files") or {}
+
+
+def media_index(config: Mapping[str, Any]) -> dict[str, str]:
+    """``{file name: MIME type}`` of the media stored in a study's configuration."""
+    return {name: entry["type"] for name, entry in _files(config).items()}
+
+
+def media_file(config: Mapping[str, Any], name: str) -> tuple[str, bytes] | None:
+    """``(MIME type, bytes)`` of one stored media file, or None if the study has no such file."""
+    entry = _files(config).get(name)
+    if entry is None:
+        return None
+    return entry["type"], base64.b64decode(entry["base64"])
+
+
+def media_of(config: Mapping[str, Any]) -> dict[str, tuple[str, bytes]]:
+    """Every stored media file: ``{file name: (MIME type, bytes)}``."""
+    out = {}
+    for name in _files(config):
+        found = media_file(config, name)
+        if found is not None:
+            out[name] = found
+    return out

@@ -1,0 +1,850 @@
+"""The FastAPI application of ``boloop serve``: HTML pages and the JSON API over studies.
+
+Pages (server-rendered, usable without JavaScript): ``/`` (studies, create form),
+``/studies/{name}`` (the open query, answer form, undo, pictures, history), exports and media.
+API: ``/api/studies`` ... (see :func:`create_app`), OpenAPI at ``/openapi.json``, Swagger UI at
+``/docs`` from the package's own copy (``swagger-ui-bundle``), never a CDN.
+
+Safety of the data: every answer goes through :meth:`Study.tell` (the same parsing and
+validation as the Python API and the CLI); a refused answer stores nothing and is shown next
+to its field; of two people answering the same query exactly one is stored (the study's
+per-query check inside one storage transaction, serialised per study in this process); every
+form carries a CSRF token (double-submit cookie, ``SameSite=Strict``); Jinja2 escapes every
+text; uploads are limited in size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import math
+import os
+import secrets
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.security import HTTPBearer
+from fastapi.staticfiles import StaticFiles
+from jinja2 import Environment, PackageLoader, select_autoescape
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+import boloop
+from boloop.errors import BoloopError, QueryStateError, UnknownIdError
+from boloop.study import Study, create_study, list_studies, load_study
+from boloop.study.answers import parse_measurement
+from boloop.study.media import media_file, media_index
+from boloop.study.pictures import pictures
+from boloop.study.storage import Storage
+
+__all__ = ["create_app"]
+
+SESSION_COOKIE = "boloop_session"
+CSRF_COOKIE = "boloop_csrf"
+#: largest request body (uploads of a space file, a table and its media), bytes
+MAX_UPLOAD_BYTES = 32 * 2**20
+_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "media-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; "
+    "connect-src 'self'"
+)
+
+
+# -- studies held by the server -----------------------------------------------------------------
+class StudyPool:
+    """Loaded studies by name, each with a lock: one request at a time works on a study.
+
+    A study is loaded (its log replayed) once; every operation catches up with events other
+    processes appended (``Study`` does that itself), so several servers may share a storage.
+    """
+
+    def __init__(self, storage: str | None) -> None:
+        self.url = Storage(storage, create=True).url
+        self._studies: dict[str, tuple[Study, threading.Lock]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, name: str) -> tuple[Study, threading.Lock]:
+        with self._lock:
+            hit = self._studies.get(name)
+            if hit is None:
+                hit = (load_study(name, storage=self.url), threading.Lock())
+                self._studies[name] = hit
+            return hit
+
+    def add(self, study: Study) -> None:
+        with self._lock:
+            self._studies[study.name] = (study, threading.Lock())
+
+    def run(self, name: str, fn: Callable[[Study], Any]) -> Any:
+        study, lock = self.get(name)
+        with lock:
+            return fn(study)
+
+
+# -- JSON ---------------------------------------------------------------------------------------
+def jsonable(obj: Any) -> Any:
+    """Plain JSON values: numpy to Python, non-finite floats to None, unknown objects to str."""
+    if isinstance(obj, Mapping):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return jsonable(obj.item())
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if obj is None or isinstance(obj, bool | int | str):
+        return obj
+    return str(obj)
+
+
+def _json(data: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(jsonable(data), status_code=status)
+
+
+class TellBody(BaseModel):
+    """An answer through the API."""
+
+    query_id: int = Field(description="the id of the open query (from ask)")
+    answer: Any = Field(
+        description="accept/reject or true/false (label), a/b or 0/1 (compare), a number or "
+        '{"f": 1.2, "g": 0.3} (evaluate); the same grammar as the CLI'
+    )
+    note: str | None = Field(
+        default=None, description="free text stored with the answer, never read by the method"
+    )
+
+
+# -- auth ---------------------------------------------------------------------------------------
+def _session_value(token: str) -> str:
+    """The cookie value of a logged-in browser: derived from the token, not the token itself."""
+    return hmac.new(token.encode(), b"boloop-session-v1", "sha256").hexdigest()
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    """Constant-time equality of two strings (False if either is missing)."""
+    if not a or not b:
+        return False
+    return hmac.compare_digest(a.encode(), b.encode())
+
+
+# -- the app ------------------------------------------------------------------------------------
+def create_app(
+    storage: str | None = None,
+    token: str | None = None,
+    *,
+    poll_seconds: float = 2.0,
+    max_upload_bytes: int = MAX_UPLOAD_BYTES,
+) -> FastAPI:
+    """The application over the studies in ``storage``.
+
+    Parameters
+    ----------
+    storage:
+        Storage URL (default ``$BOLOOP_STORAGE`` or ``sqlite:///boloop.db``); created if missing.
+    token:
+        If given, every page needs a login with it (a cookie) and every API call the header
+        ``Authorization: Bearer <token>``; compared in constant time.
+    poll_seconds:
+        How often an open study page asks whether someone else answered (0: never).
+    max_upload_bytes:
+        Largest request body accepted (413 beyond).
+    """
+    pool = StudyPool(storage)
+    app = FastAPI(
+        title="boloop",
+        version=boloop.__version__,
+        description="Studies with people in the loop: ask, tell, undo, history. "
+        "With a token, send `Authorization: Bearer <token>`.",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/openapi.json",
+    )
+    # the Swagger UI shipped by swagger-ui-bundle (4.x) reads OpenAPI 3.0 documents only; the
+    # API's schemas are plain enough to be read as 3.0 (``note`` is the only nullable field)
+    app.openapi_version = "3.0.3"
+    app.state.storage_url = pool.url
+    app.state.pool = pool
+    env = Environment(
+        loader=PackageLoader("boloop.web", "templates"),
+        autoescape=select_autoescape(["html"], default=True),
+    )
+    env.filters["num"] = _num
+    env.filters["pt"] = lambda p: ", ".join(f"{k}={_num(v)}" for k, v in (p or {}).items())
+    static_dir = Path(__file__).with_name("static")
+    app.mount("/static", StaticFiles(directory=static_dir), name="static")
+    swagger_dir = _swagger_dir()
+    if swagger_dir is not None:
+        app.mount("/swagger-ui", StaticFiles(directory=swagger_dir), name="swagger")
+    session = _session_value(token) if token else None
+
+    # -- middleware: size limit, auth, security headers ------------------------------------------
+    @app.middleware("http")
+    async def guard(request: Request, call_next: Any) -> Response:
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > max_upload_bytes:
+            return _plain(
+                f"request body of {int(length)} bytes is larger than the limit of "
+                f"{max_upload_bytes} bytes",
+                413,
+            )
+        if request.method == "POST" and length is None:
+            ctype = request.headers.get("content-type", "")
+            if ctype.startswith("multipart/"):
+                return _plain("uploads need a Content-Length header", 411)
+        path = request.url.path
+        if token is not None and not (
+            path.startswith(("/static/", "/swagger-ui/")) or path == "/login"
+        ):
+            bearer = request.headers.get("authorization", "")
+            ok = bearer.lower().startswith("bearer ") and _same(bearer[7:].strip(), token)
+            if not ok and not path.startswith("/api/"):
+                ok = _same(request.cookies.get(SESSION_COOKIE), session)
+            if not ok:
+                if path.startswith("/api/") or path == "/openapi.json":
+                    return JSONResponse(
+                        {"detail": "this server needs a token: Authorization: Bearer <token>"},
+                        status_code=401,
+                        headers={"WWW-Authenticate": "Bearer"},
+                    )
+                nxt = quote(path if request.method == "GET" else "/", safe="/")
+                return RedirectResponse(f"/login?next={nxt}", status_code=303)
+        response: Response = await call_next(request)
+        response.headers.setdefault("X-Content-Type-Options", "nosniff")
+        response.headers.setdefault("Referrer-Policy", "same-origin")
+        if path != "/docs":
+            response.headers.setdefault("Content-Security-Policy", _CSP)
+            response.headers.setdefault("X-Frame-Options", "DENY")
+        return response
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        msgs = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
+            msgs.append(f"{where}: {err.get('msg')}" if where else str(err.get("msg")))
+        return JSONResponse({"detail": "; ".join(msgs) or "bad request"}, status_code=400)
+
+    # -- rendering helpers -------------------------------------------------------------------
+    def render(request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        csrf = request.cookies.get(CSRF_COOKIE)
+        fresh = not csrf or len(csrf) < 20
+        if fresh:
+            csrf = secrets.token_urlsafe(32)
+        html = env.get_template(template).render(
+            csrf=csrf,
+            auth=token is not None,
+            version=boloop.__version__,
+            storage=pool.url,
+            **ctx,
+        )
+        resp = HTMLResponse(html, status_code=status)
+        if fresh:
+            resp.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="strict", path="/")
+        return resp
+
+    def check_csrf(request: Request, form: Mapping[str, Any]) -> None:
+        if not _same(str(form.get("csrf", "")), request.cookies.get(CSRF_COOKIE)):
+            raise HTTPException(
+                403,
+                "the form's security token is missing or stale (CSRF check): reload the page "
+                "and submit again",
+            )
+
+    async def read_form(request: Request) -> Any:
+        try:
+            return await request.form(max_part_size=max_upload_bytes)
+        except Exception as exc:  # noqa: BLE001 - the multipart parser's errors vary
+            raise HTTPException(400, f"cannot read the form: {exc}") from exc
+
+    def api_call(name: str, fn: Callable[[Study], Any]) -> Any:
+        try:
+            return pool.run(name, fn)
+        except UnknownIdError as exc:
+            raise HTTPException(404, str(exc)) from exc
+        except QueryStateError as exc:
+            raise HTTPException(409, str(exc)) from exc
+        except BoloopError as exc:
+            raise HTTPException(400, str(exc)) from exc
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> Response:
+        if request.url.path.startswith("/api/") or request.url.path == "/openapi.json":
+            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+        return render(request, "error.html", exc.status_code, message=str(exc.detail))
+
+    # -- login -------------------------------------------------------------------------------
+    @app.get("/login", response_class=HTMLResponse, include_in_schema=False)
+    def login_page(request: Request, next: str = "/") -> HTMLResponse:
+        return render(request, "login.html", next=_local(next), error=None)
+
+    @app.post("/login", include_in_schema=False)
+    async def login(request: Request) -> Response:
+        form = await read_form(request)
+        check_csrf(request, form)
+        nxt = _local(str(form.get("next", "/")))
+        if token is None:
+            return RedirectResponse(nxt, status_code=303)
+        if not _same(str(form.get("token", "")).strip(), token):
+            await asyncio.sleep(0.2)  # slows down guessing a little
+            return render(request, "login.html", 401, next=nxt, error="wrong token")
+        resp = RedirectResponse(nxt, status_code=303)
+        resp.set_cookie(SESSION_COOKIE, session or "", httponly=True, samesite="strict", path="/")
+        return resp
+
+    @app.post("/logout", include_in_schema=False)
+    async def logout(request: Request) -> Response:
+        form = await read_form(request)
+        check_csrf(request, form)
+        resp = RedirectResponse("/login" if token else "/", status_code=303)
+        resp.delete_cookie(SESSION_COOKIE, path="/")
+        return resp
+
+    # -- docs (offline Swagger UI) -----------------------------------------------------------
+    @app.get("/docs", response_class=HTMLResponse, include_in_schema=False)
+    def docs(request: Request) -> Response:
+        if swagger_dir is None:
+            return render(request, "apidocs.html", spec=app.openapi())
+        from fastapi.openapi.docs import get_swagger_ui_html
+
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="boloop API",
+            swagger_js_url="/swagger-ui/swagger-ui-bundle.js",
+            swagger_css_url="/swagger-ui/swagger-ui.css",
+            swagger_favicon_url="/static/favicon.svg",
+        )
+
+    # -- pages -------------------------------------------------------------------------------
+    def study_rows() -> list[dict[str, Any]]:
+        # from the logs, without loading (replaying) every study
+        return list_studies(pool.url)
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def index(request: Request, created: str | None = None) -> HTMLResponse:
+        from boloop.algorithms import list_methods
+
+        methods = sorted({(m.family, m.id) for m in list_methods()})
+        return render(
+            request,
+            "index.html",
+            studies=study_rows(),
+            methods=methods,
+            form={},
+            errors={},
+            flash=f"created study {created}" if created else None,
+        )
+
+    @app.post("/studies", include_in_schema=False)
+    async def create(request: Request) -> Response:
+        form = await read_form(request)
+        check_csrf(request, form)
+        values = {
+            k: str(form.get(k, "") or "").strip()
+            for k in ("name", "method", "family", "seed", "options", "problem")
+        }
+        uploads = [f for f in form.getlist("files") if getattr(f, "filename", "")]
+        space = form.get("space")
+        if space is not None and getattr(space, "filename", ""):
+            uploads.insert(0, space)
+        else:
+            space = None
+        contents = [(u.filename, await u.read()) for u in uploads]
+        try:
+            study = await run_in_threadpool(_create_from_form, pool.url, values, contents)
+        except BoloopError as exc:
+            from boloop.algorithms import list_methods
+
+            methods = sorted({(m.family, m.id) for m in list_methods()})
+            return render(
+                request,
+                "index.html",
+                400,
+                studies=study_rows(),
+                methods=methods,
+                form=values,
+                errors={_create_field(str(exc)): str(exc)},
+                flash=None,
+            )
+        pool.add(study)
+        return RedirectResponse(f"/studies/{quote(study.name, safe='')}", status_code=303)
+
+    def study_page(
+        request: Request,
+        name: str,
+        status: int = 200,
+        errors: dict[str, str] | None = None,
+        flash: str | None = None,
+        warning: str | None = None,
+        values: dict[str, str] | None = None,
+    ) -> HTMLResponse:
+        try:
+            ctx = pool.run(name, _page_context)
+        except UnknownIdError as exc:
+            raise HTTPException(404, str(exc)) from exc
+        except BoloopError as exc:  # e.g. a log that does not replay (StorageError)
+            raise HTTPException(500, str(exc)) from exc
+        return render(
+            request,
+            "study.html",
+            status,
+            errors=errors or {},
+            flash=flash,
+            warning=warning,
+            values=values or {},
+            poll_ms=int(poll_seconds * 1000),
+            **ctx,
+        )
+
+    @app.get("/studies/{name}", response_class=HTMLResponse, include_in_schema=False)
+    def study_get(request: Request, name: str, done: str | None = None) -> HTMLResponse:
+        flash = {"told": "answer stored", "undone": "last answer withdrawn"}.get(done or "")
+        return study_page(request, name, flash=flash)
+
+    @app.post("/studies/{name}/tell", include_in_schema=False)
+    async def study_tell(request: Request, name: str) -> Response:
+        form = await read_form(request)
+        check_csrf(request, form)
+        values = {k: str(v) for k, v in form.items() if isinstance(v, str) and k != "csrf"}
+        try:
+            errors, warning = await run_in_threadpool(pool.run, name, lambda s: _tell_form(s, form))
+        except UnknownIdError as exc:
+            raise HTTPException(404, str(exc)) from exc
+        except QueryStateError as exc:
+            return study_page(
+                request,
+                name,
+                409,
+                flash=None,
+                warning=f"Your answer was not stored: {exc}. Someone else answered it first; "
+                "here is the open query now.",
+            )
+        if errors or warning:
+            return study_page(request, name, 400, errors=errors, warning=warning, values=values)
+        return RedirectResponse(f"/studies/{quote(name, safe='')}?done=told", status_code=303)
+
+    @app.post("/studies/{name}/undo", include_in_schema=False)
+    async def study_undo(request: Request, name: str) -> Response:
+        form = await read_form(request)
+        check_csrf(request, form)
+        try:
+            await run_in_threadpool(pool.run, name, lambda s: s.undo())
+        except UnknownIdError as exc:
+            raise HTTPException(404, str(exc)) from exc
+        except QueryStateError as exc:
+            return study_page(request, name, 409, warning=str(exc))
+        return RedirectResponse(f"/studies/{quote(name, safe='')}?done=undone", status_code=303)
+
+    @app.get("/studies/{name}/state", include_in_schema=False)
+    def study_state(name: str) -> JSONResponse:
+        """What a page polls: it reloads when ``version`` changes."""
+        return _json(api_call(name, _state))
+
+    @app.get("/studies/{name}/pictures/{which}.svg", include_in_schema=False)
+    def study_picture(name: str, which: str) -> Response:
+        pics = api_call(name, pictures)
+        if which not in pics:
+            raise HTTPException(404, f"no picture {which!r}; pictures: {sorted(pics)}")
+        return Response(pics[which], media_type="image/svg+xml")
+
+    @app.get("/studies/{name}/export.{ext}", include_in_schema=False)
+    def study_export(name: str, ext: str) -> Response:
+        if ext not in ("csv", "json"):
+            raise HTTPException(404, "export as .csv or .json")
+        text = api_call(name, lambda s: _export_text(s, ext))
+        media = "text/csv" if ext == "csv" else "application/json"
+        fname = "".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "study"
+        return Response(
+            text,
+            media_type=f"{media}; charset=utf-8",
+            headers={"Content-Disposition": f'attachment; filename="{fname}.{ext}"'},
+        )
+
+    @app.get("/studies/{name}/media/{filename}", include_in_schema=False)
+    def study_media(name: str, filename: str) -> Response:
+        """A media file stored with the study (never read from disk: no path traversal)."""
+        found = api_call(name, lambda s: media_file(s.config, filename))
+        if found is None:
+            raise HTTPException(404, f"study {name!r} has no media file {filename!r}")
+        mime, data = found
+        return Response(
+            data,
+            media_type=mime,
+            headers={
+                "Content-Security-Policy": "default-src 'none'; sandbox",
+                "Cache-Control": "private, max-age=3600",
+            },
+        )
+
+    # -- the JSON API --------------------------------------------------------------------------
+    # documents the bearer token (Swagger UI's "Authorize"); the middleware enforces it
+    api = {"tags": ["studies"], "dependencies": [Depends(HTTPBearer(auto_error=False))]}
+
+    @app.get("/api/studies", **api, summary="List the studies")
+    def api_list() -> JSONResponse:
+        return _json(study_rows())
+
+    @app.get("/api/studies/{name}", **api, summary="Status of a study")
+    def api_status(name: str) -> JSONResponse:
+        return _json(api_call(name, lambda s: s.status()))
+
+    @app.post(
+        "/api/studies/{name}/ask",
+        **api,
+        summary="The open query (the same one again while it is unanswered)",
+    )
+    def api_ask(name: str) -> JSONResponse:
+        return _json(api_call(name, lambda s: _query_json(s, s.ask())))
+
+    @app.post(
+        "/api/studies/{name}/tell",
+        **api,
+        summary="Answer the open query",
+        responses={
+            400: {"description": "bad answer: nothing stored"},
+            409: {"description": "not the open query (e.g. answered by someone else)"},
+        },
+    )
+    def api_tell(name: str, body: TellBody) -> JSONResponse:
+        def tell(s: Study) -> dict[str, Any]:
+            s.tell(body.query_id, body.answer, note=body.note)
+            return {"stored": True, "query_id": body.query_id, "answered": s.n_answered}
+
+        return _json(api_call(name, tell))
+
+    @app.post("/api/studies/{name}/undo", **api, summary="Withdraw the last answer")
+    def api_undo(name: str) -> JSONResponse:
+        return _json(api_call(name, lambda s: {"withdrawn": s.undo()}))
+
+    @app.get("/api/studies/{name}/history", **api, summary="Answers in effect")
+    def api_history(name: str) -> JSONResponse:
+        return _json(api_call(name, lambda s: s.history()))
+
+    return app
+
+
+# -- helpers (run under the study's lock) -------------------------------------------------------
+def _plain(text: str, status: int) -> Response:
+    return Response(text, status_code=status, media_type="text/plain; charset=utf-8")
+
+
+def _local(path: str) -> str:
+    """A same-site path to go to after login (never another host)."""
+    if not path.startswith("/") or path.startswith("//") or "\\" in path:
+        return "/"
+    return path
+
+
+def _num(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return f"{v:.6g}"
+
+
+def _swagger_dir() -> str | None:
+    try:
+        import swagger_ui_bundle  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    path = getattr(swagger_ui_bundle, "swagger_ui_path", None)
+    return str(path) if path and os.path.isdir(path) else None
+
+
+def _open_id(study: Study) -> int | None:
+    pending = study.policy.pending
+    return None if pending is None else int(pending.id)
+
+
+def _state(study: Study) -> dict[str, Any]:
+    events = study.events()
+    return {
+        "version": events[-1]["seq"],
+        "answered": study.n_answered,
+        "open_query": _open_id(study),
+    }
+
+
+def _query_json(study: Study, q: Any) -> dict[str, Any]:
+    d = q.to_dict()
+    media = _query_media(study, q)
+    if media:
+        d["media"] = media
+    if study.family == "safe":
+        d["limit"] = _limit(study)
+    return d
+
+
+def _limit(study: Study) -> dict[str, Any] | None:
+    settings = getattr(study.problem, "settings", {}) or {}
+    h = settings.get("h", settings.get("threshold"))
+    if h is None:
+        return None
+    return {"output": "g", "h": float(h)}
+
+
+def _units(study: Study) -> dict[str, str]:
+    space = study.config.get("space") or {}
+    return {p["name"]: p["unit"] for p in space.get("parameters", []) if p.get("unit")}
+
+
+def _query_media(study: Study, q: Any) -> dict[str, list[dict[str, str]]]:
+    """``{"x"|"a"|"b": [{"column", "file", "type", "url"}]}`` for options with media files."""
+    cand = (study.config.get("space") or {}).get("candidates") or {}
+    columns = cand.get("media") or {}
+    if not columns:
+        return {}
+    files = media_index(study.config)
+    query = q.query
+    sides = {"a": query.a_index, "b": query.b_index} if q.kind == "compare" else {"x": query.index}
+    out: dict[str, list[dict[str, str]]] = {}
+    base = f"/studies/{quote(study.name, safe='')}/media/"
+    for side, index in sides.items():
+        if index is None:
+            continue
+        items = []
+        for col, names in columns.items():
+            if 0 <= index < len(names) and names[index] in files:
+                fname = names[index]
+                items.append(
+                    {
+                        "column": col,
+                        "file": fname,
+                        "type": files[fname].split("/")[0],
+                        "url": base + quote(fname, safe=""),
+                    }
+                )
+        if items:
+            out[side] = items
+    return out
+
+
+def _page_context(study: Study) -> dict[str, Any]:
+    query = None
+    ask_error = None
+    try:
+        query = study.ask()
+    except BoloopError as exc:
+        ask_error = str(exc)
+    hist = study.history()
+    pics = pictures(study)
+    events = study.events()
+    ctx: dict[str, Any] = {
+        "study": study,
+        "name": study.name,
+        "names": study.names,
+        "units": _units(study),
+        "query": query,
+        "ask_error": ask_error,
+        "media": _query_media(study, query) if query is not None else {},
+        "limit": _limit(study) if study.family == "safe" else None,
+        "history": list(reversed(hist[-30:])),
+        "n_history": len(hist),
+        "pictures": pics,
+        "state_version": events[-1]["seq"],
+        "quoted": quote(study.name, safe=""),
+        "has_notes": any(r.get("note") for r in hist),
+    }
+    return ctx
+
+
+def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None]:
+    """Answer from the study page's form. Returns ``(errors by field, warning)``; both empty
+    when the answer was stored. Raises QueryStateError when the query is not the open one."""
+    raw_id = str(form.get("query_id", "")).strip()
+    note = str(form.get("note", "") or "")
+    study.refresh()
+    pending = study.policy.pending
+    if pending is None or raw_id != str(pending.id):
+        open_id = None if pending is None else pending.id
+        raise QueryStateError(
+            f"query {raw_id} is not open any more (it was answered or withdrawn; open query: "
+            f"{open_id})"
+        )
+    kind = pending.kind
+    errors: dict[str, str] = {}
+    if kind in ("label", "compare"):
+        answer: Any = str(form.get("answer", ""))
+    else:
+        outputs = tuple(getattr(pending, "outputs", ()) or ())
+        if not outputs:
+            answer = str(form.get("value", ""))
+            try:
+                v = parse_measurement(answer, "the value")
+                if not isinstance(v, float):
+                    errors["value"] = f"the value must be a number, got {answer.strip()!r}"
+                elif not math.isfinite(v):
+                    errors["value"] = f"the value must be a finite number, got {answer.strip()!r}"
+            except BoloopError:
+                errors["value"] = f"the value must be a number, got {answer.strip()!r}"
+        else:
+            answer = {}
+            for out in outputs:
+                text = str(form.get(f"out.{out}", ""))
+                try:
+                    v = parse_measurement(text, out)
+                except BoloopError:
+                    v = None
+                if not isinstance(v, float):
+                    errors[f"out.{out}"] = f"{out} must be a number, got {text.strip()!r}"
+                elif not math.isfinite(v):
+                    errors[f"out.{out}"] = f"{out} must be a finite number, got {text.strip()!r}"
+                else:
+                    answer[out] = v
+            limit = _limit(study) if study.family == "safe" else None
+            if (
+                not errors
+                and limit is not None
+                and answer.get(limit["output"], -math.inf) > limit["h"]
+                and form.get("confirm_over_limit") != "1"
+            ):
+                g = answer[limit["output"]]
+                return {}, (
+                    f"{limit['output']} = {g:g} is above the safety limit h = {limit['h']:g}. "
+                    "Check the measurement; tick the box and submit again to store it as it is."
+                )
+    if errors:
+        return errors, None
+    try:
+        study.tell(pending.id, answer, note=note)
+    except QueryStateError:
+        raise
+    except BoloopError as exc:
+        field = "value" if kind == "evaluate" and not getattr(pending, "outputs", ()) else "answer"
+        for out in getattr(pending, "outputs", ()) or ():
+            if f"'{out}'" in str(exc) or f"{out}=" in str(exc):
+                field = f"out.{out}"
+        if "note" in str(exc).split(":")[0]:
+            field = "note"
+        return {field: str(exc)}, None
+    return {}, None
+
+
+def _export_text(study: Study, ext: str) -> str:
+    with tempfile.TemporaryDirectory(prefix="boloop-export-") as tmp:
+        path = os.path.join(tmp, f"history.{ext}")
+        study.export(path)
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+
+
+def _create_field(message: str) -> str:
+    low = message.lower()
+    for key, words in (
+        ("name", ("name must", "already exists", "study name")),
+        ("method", ("method",)),
+        ("seed", ("seed",)),
+        ("options", ("option",)),
+        ("space", ("space", "csv", "candidates", "parameter", "toml", "json", "threshold")),
+    ):
+        if any(w in low for w in words):
+            return key
+    return "space"
+
+
+def _parse_options(text: str) -> dict[str, Any]:
+    from boloop.errors import InvalidInputError
+
+    text = text.strip()
+    if not text:
+        return {}
+    if text.startswith("{"):
+        try:
+            opts = json.loads(text)
+        except ValueError as exc:
+            raise InvalidInputError(f"options are not valid JSON: {exc}") from exc
+        if not isinstance(opts, dict):
+            raise InvalidInputError("options must be a JSON object or key=value pairs")
+        return opts
+    out: dict[str, Any] = {}
+    for part in text.replace("\n", ",").split(","):
+        if not part.strip():
+            continue
+        key, sep, val = part.partition("=")
+        if not sep or not key.strip():
+            raise InvalidInputError(f"options: expected key=value, got {part.strip()!r}")
+        try:
+            out[key.strip()] = json.loads(val)
+        except ValueError:
+            low = val.strip().lower()
+            out[key.strip()] = {"true": True, "false": False}.get(low, val.strip())
+    return out
+
+
+def _safe_filename(name: str) -> str:
+    from boloop.errors import InvalidInputError
+
+    base = os.path.basename(name.replace("\\", "/"))
+    if not base or base in (".", "..") or base.startswith(".") or "\x00" in base:
+        raise InvalidInputError(f"bad upload file name {name!r}")
+    return base
+
+
+def _create_from_form(url: str, values: dict[str, str], uploads: list[tuple[str, bytes]]) -> Study:
+    from boloop.errors import InvalidInputError
+
+    seed: int | None = None
+    if values.get("seed"):
+        try:
+            seed = int(values["seed"])
+        except ValueError as exc:
+            raise InvalidInputError(f"seed must be an integer, got {values['seed']!r}") from exc
+    options = _parse_options(values.get("options", ""))
+    family = values.get("family") or None
+    if not values.get("method"):
+        raise InvalidInputError("choose a method")
+    problem = values.get("problem") or None
+    if uploads and problem:
+        raise InvalidInputError("give a space file or a problem id, not both")
+    if not uploads and not problem:
+        raise InvalidInputError("upload a space file (JSON, TOML or CSV) or give a problem id")
+    if problem:
+        return create_study(
+            values.get("name", ""),
+            values["method"],
+            problem=problem,
+            storage=url,
+            seed=seed,
+            family=family,
+            **options,
+        )
+    tmp = tempfile.mkdtemp(prefix="boloop-upload-")
+    try:
+        paths = []
+        for fname, data in uploads:
+            path = os.path.join(tmp, _safe_filename(fname))
+            with open(path, "wb") as fh:
+                fh.write(data)
+            paths.append(path)
+        space = paths[0]
+        if os.path.splitext(space)[1].lower() not in (".json", ".toml", ".csv"):
+            raise InvalidInputError(
+                f"the space file must end in .json, .toml or .csv, got {os.path.basename(space)!r}"
+            )
+        # the files beside the space file (a table, its media) are read now and stored with
+        # the study: the temporary directory is removed afterwards
+        return create_study(
+            values.get("name", ""),
+            values["method"],
+            space,
+            storage=url,
+            seed=seed,
+            family=family,
+            **options,
+        )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

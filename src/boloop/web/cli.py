@@ -1,0 +1,72 @@
+"""``boloop serve``: the command (its ``register(subparsers)`` is called by :mod:`boloop.cli`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+__all__ = ["register"]
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from boloop.web.server import check_bind, serve
+
+    token = args.token if args.token is not None else os.environ.get("BOLOOP_TOKEN") or None
+    token, generated = check_bind(args.host, token)
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    url = f"http://{host}:{args.port}/"
+    print(f"boloop serve: {url}", file=sys.stderr)
+    if generated:
+        print(
+            f"boloop serve: {args.host} is not a loopback address, so every page and API call "
+            f"needs this token (log in with it; API: 'Authorization: Bearer <token>'):\n"
+            f"    {token}",
+            file=sys.stderr,
+        )
+    elif token is not None:
+        print("boloop serve: every page and API call needs the token you gave", file=sys.stderr)
+    sys.stderr.flush()
+    serve(
+        args.storage,
+        args.host,
+        args.port,
+        token,
+        log_level="info" if args.verbose else "warning",
+        poll_seconds=args.poll,
+    )
+    return 0
+
+
+def register(subparsers: Any) -> argparse.ArgumentParser:
+    """Add ``serve`` to the ``boloop`` parser."""
+    p = subparsers.add_parser(
+        "serve",
+        help="web pages where people answer the studies' queries, and a JSON API",
+        description="Serve the studies of a storage: a page per study that shows the open query "
+        "and takes the answer (click or key), and a JSON API (/api/studies, docs at /docs). "
+        "Binds 127.0.0.1 by default; any other address needs a token (one is generated and "
+        "printed if you give none). Needs the 'web' extra: pip install 'boloop[web]'.",
+    )
+    p.add_argument(
+        "--storage",
+        default=None,
+        help="storage URL (default $BOLOOP_STORAGE or sqlite:///boloop.db)",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument(
+        "--token",
+        default=None,
+        help="require this token for every page and API call (default $BOLOOP_TOKEN; generated "
+        "when binding a non-loopback address)",
+    )
+    p.add_argument(
+        "--poll",
+        type=float,
+        default=2.0,
+        help="seconds between a page's checks for answers given elsewhere (default 2; 0: off)",
+    )
+    p.set_defaults(func=_cmd_serve, interrupt_message="boloop serve: stopped")
+    return p

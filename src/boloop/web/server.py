@@ -1,0 +1,79 @@
+"""Binding rules and the uvicorn runner of ``boloop serve``."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import secrets
+import socket
+from typing import Any
+
+from boloop.errors import InvalidInputError
+
+__all__ = ["check_bind", "is_loopback", "serve", "MIN_TOKEN_CHARS"]
+
+logger = logging.getLogger("boloop")
+
+#: shortest token accepted (a generated one has 32 characters)
+MIN_TOKEN_CHARS = 8
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine (127.0.0.0/8, ::1, localhost)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        try:
+            infos = socket.getaddrinfo(host, None)
+        except OSError:
+            return False
+        return bool(infos) and all(ipaddress.ip_address(i[4][0]).is_loopback for i in infos)
+
+
+def check_bind(host: str, token: str | None) -> tuple[str | None, bool]:
+    """The token to serve on ``host`` with: ``(token, generated)``.
+
+    On a loopback address the token is optional. On any other address (the lab network) a
+    server without a token would let anybody on the network answer and undo: a token is then
+    generated (and must be shown to the user, as Jupyter does). A given token must have at
+    least :data:`MIN_TOKEN_CHARS` characters.
+    """
+    if token is not None:
+        token = token.strip()
+        if len(token) < MIN_TOKEN_CHARS:
+            raise InvalidInputError(
+                f"--token must have at least {MIN_TOKEN_CHARS} characters, got {len(token)}"
+            )
+        return token, False
+    if is_loopback(host):
+        return None, False
+    return secrets.token_urlsafe(24), True
+
+
+def serve(
+    storage: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    token: str | None = None,
+    log_level: str = "warning",
+    **app_options: Any,
+) -> None:
+    """Serve the studies of ``storage`` until interrupted (blocking).
+
+    ``token`` must already have passed :func:`check_bind` (the CLI does that and prints it).
+    """
+    try:
+        import uvicorn
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "boloop serve needs the 'web' extra (uvicorn is missing): pip install 'boloop[web]'"
+        ) from exc
+    from boloop.web.app import create_app
+
+    if token is None and not is_loopback(host):
+        raise InvalidInputError(f"serving on {host!r} (not loopback) needs a token")
+    app = create_app(storage, token, **app_options)
+    logger.info("boloop serve on %s:%s over %s", host, port, app.state.storage_url)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)

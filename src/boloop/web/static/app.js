@@ -1,0 +1,101 @@
+// boloop serve: keyboard shortcuts, the safety-limit warning and live refresh.
+// The pages work without this file; it only adds convenience.
+(function () {
+  "use strict";
+  var root = document.getElementById("study");
+  var form = document.getElementById("answer-form");
+
+  function typing(el) {
+    return el && (el.tagName === "INPUT" || el.tagName === "TEXTAREA" || el.tagName === "SELECT");
+  }
+
+  function click(id) {
+    var b = document.getElementById(id);
+    if (b && !b.disabled) { b.click(); return true; }
+    return false;
+  }
+
+  // -- keys: y/n (label), a/b or left/right (compare), u (undo); Enter submits an evaluate form
+  document.addEventListener("keydown", function (ev) {
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || typing(document.activeElement)) { return; }
+    var kind = form ? form.getAttribute("data-kind") : null;
+    var k = ev.key;
+    var done = false;
+    if (kind === "label" && (k === "y" || k === "Y")) { done = click("btn-accept"); }
+    else if (kind === "label" && (k === "n" || k === "N")) { done = click("btn-reject"); }
+    else if (kind === "compare" && (k === "a" || k === "A" || k === "ArrowLeft")) { done = click("btn-a"); }
+    else if (kind === "compare" && (k === "b" || k === "B" || k === "ArrowRight")) { done = click("btn-b"); }
+    else if (k === "u" || k === "U") { done = click("btn-undo"); }
+    if (done) { ev.preventDefault(); }
+  });
+
+  // -- undo asks first
+  var undo = document.getElementById("undo-form");
+  if (undo) {
+    undo.addEventListener("submit", function (ev) {
+      if (!window.confirm("Withdraw the last answer? Its query becomes the open query again.")) {
+        ev.preventDefault();
+      }
+    });
+  }
+
+  // -- safe family: warn before storing g above the limit
+  if (form && form.hasAttribute("data-limit-h")) {
+    form.addEventListener("submit", function (ev) {
+      var out = form.getAttribute("data-limit-output");
+      var h = parseFloat(form.getAttribute("data-limit-h"));
+      var field = form.querySelector('[name="out.' + out + '"]');
+      var confirmBox = document.getElementById("confirm-over");
+      if (!field || (confirmBox && confirmBox.checked)) { return; }
+      var g = parseFloat(field.value);
+      if (isFinite(g) && g > h) {
+        var msg = out + " = " + g + " is above the safety limit " + h +
+          ". The method only proposes settings it certified safe: check the measurement. Store it as measured?";
+        if (window.confirm(msg)) {
+          var hidden = document.createElement("input");
+          hidden.type = "hidden"; hidden.name = "confirm_over_limit"; hidden.value = "1";
+          form.appendChild(hidden);
+        } else {
+          ev.preventDefault();
+          field.focus();
+        }
+      }
+    });
+  }
+
+  // -- live refresh: poll the study's state; reload when someone else answered
+  if (root) {
+    var version = root.getAttribute("data-version");
+    var ms = parseInt(root.getAttribute("data-poll-ms"), 10);
+    var live = document.getElementById("live");
+    var submitting = false;
+    // any form being sent (answer, undo) navigates by itself: stop reloading under it
+    document.addEventListener("submit", function (ev) {
+      if (!ev.defaultPrevented) { submitting = true; }
+    });
+    function untouched() {
+      if (!form) { return true; }
+      var inputs = form.querySelectorAll("input:not([type=hidden])");
+      for (var i = 0; i < inputs.length; i++) {
+        if (inputs[i].type === "checkbox" ? inputs[i].checked : inputs[i].value) { return false; }
+      }
+      return true;
+    }
+    function poll() {
+      if (submitting) { return; }
+      fetch(root.getAttribute("data-state-url"), { credentials: "same-origin", cache: "no-store" })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (s) {
+          if (!s || String(s.version) === version) { return; }
+          if (untouched()) {
+            window.location.replace(window.location.pathname);
+          } else if (live) {
+            live.hidden = false;
+            live.textContent = "Someone else answered: this query may be closed. Reload to see the open query.";
+          }
+        })
+        .catch(function () { /* the server is away: try again later */ });
+    }
+    if (ms > 0 && window.fetch) { window.setInterval(poll, ms); }
+  }
+})();

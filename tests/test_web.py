@@ -1,0 +1,572 @@
+"""``boloop serve`` through the framework's TestClient: every page and API call, the error paths,
+auth on and off, CSRF, XSS, uploads and media."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("httpx")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from boloop.errors import InvalidInputError  # noqa: E402
+from boloop.study import create_study, load_study  # noqa: E402
+from boloop.web import check_bind, create_app  # noqa: E402
+from study_samples import SPACES, answer_for, make_study  # noqa: E402
+
+TOKEN = "correct-horse-battery"
+
+
+@pytest.fixture
+def url(tmp_path):
+    return f"sqlite:///{tmp_path / 'web.db'}"
+
+
+def _client(url, token=None, **kw):
+    return TestClient(create_app(url, token, **kw), follow_redirects=False)
+
+
+def _csrf(client, path="/"):
+    r = client.get(path)
+    assert r.status_code == 200, r.text
+    m = re.search(r'name="csrf" value="([^"]+)"', r.text)
+    assert m, "every form carries a CSRF token"
+    return m.group(1)
+
+
+def _form_for(q, note=""):
+    """The form fields a person's click or typing sends for query q."""
+    ans = answer_for(q)
+    data = {"query_id": str(q.id), "note": note}
+    if q.kind == "label":
+        data["answer"] = "accept" if ans else "reject"
+    elif q.kind == "compare":
+        data["answer"] = ans
+    elif q.outputs:
+        data.update({f"out.{k}": repr(v) for k, v in ans.items()})
+    else:
+        data["value"] = repr(ans)
+    return data
+
+
+# -- pages ----------------------------------------------------------------------------------------
+def test_index_lists_studies_with_their_state(url):
+    make_study("lev1", url, answers=3)
+    make_study("pref", url, answers=0)
+    c = _client(url)
+    r = c.get("/")
+    assert r.status_code == 200
+    assert "Content-Security-Policy" in r.headers
+    for name, method in (("lev1", "randomized-straddle"), ("pref", "maxminlcb")):
+        assert f'href="/studies/{name}"' in r.text and method in r.text
+    assert re.search(
+        r"lev1</a></td>\s*<td>levelset</td><td>randomized-straddle</td><td[^>]*>3<", r.text
+    )
+    assert 'name="space" type="file"' in r.text  # the create form
+
+
+@pytest.mark.parametrize("name", sorted(SPACES))
+def test_study_page_answers_every_kind_and_stores_exactly_that(url, name):
+    make_study(name, url, answers=2)
+    c = _client(url)
+    for k in range(3):
+        csrf = _csrf(c, f"/studies/{name}")
+        q = load_study(name, storage=url).ask()
+        page = c.get(f"/studies/{name}").text
+        assert f'data-kind="{q.kind}"' in page
+        assert f'name="query_id" value="{q.id}"' in page
+        for pname in q.a if q.kind == "compare" else q.params:
+            assert f'<th scope="row">{pname}</th>' in page
+        form = _form_for(q, note=f"note {k}")
+        r = c.post(f"/studies/{name}/tell", data={**form, "csrf": csrf})
+        assert r.status_code == 303, r.text
+        assert r.headers["location"] == f"/studies/{name}?done=told"
+        last = load_study(name, storage=url).history()[-1]
+        assert last["query_id"] == q.id and last["note"] == f"note {k}"
+        expected = answer_for(q)
+        if q.kind == "compare":
+            assert last["answer"] == (0 if expected == "a" else 1)
+        else:
+            assert last["answer"] == expected
+    assert c.get(f"/studies/{name}?done=told").status_code == 200
+
+
+def test_safe_page_states_the_limit_and_confirms_above_it(url):
+    make_study("safe", url, answers=1)
+    c = _client(url)
+    csrf = _csrf(c, "/studies/safe")
+    page = c.get("/studies/safe").text
+    assert "Safety limit" in page and 'data-limit-h="0.8"' in page
+    q = load_study("safe", storage=url).ask()
+    base = {"csrf": csrf, "query_id": str(q.id), "out.f": "0.5", "out.g": "0.95"}
+    r = c.post("/studies/safe/tell", data=base)
+    assert r.status_code == 400
+    assert "above the safety limit" in r.text and 'name="confirm_over_limit"' in r.text
+    assert load_study("safe", storage=url).n_answered == 1  # nothing stored
+    r = c.post("/studies/safe/tell", data={**base, "confirm_over_limit": "1"})
+    assert r.status_code == 303
+    assert load_study("safe", storage=url).history()[-1]["answer"] == {"f": 0.5, "g": 0.95}
+
+
+@pytest.mark.parametrize(
+    "fields,field,needle",
+    [
+        ({"out.f": "abc", "out.g": "0.1"}, "out.f", "must be a number"),
+        ({"out.f": "1", "out.g": ""}, "out.g", "must be a number"),
+        ({"out.f": "nan", "out.g": "0.1"}, "out.f", "finite"),
+    ],
+)
+def test_bad_number_is_shown_next_to_its_field_and_nothing_stored(url, fields, field, needle):
+    make_study("safe", url, answers=1)
+    c = _client(url)
+    csrf = _csrf(c, "/studies/safe")
+    q = load_study("safe", storage=url).ask()
+    r = c.post("/studies/safe/tell", data={"csrf": csrf, "query_id": str(q.id), **fields})
+    assert r.status_code == 400
+    out = field.split(".")[1]
+    m = re.search(
+        rf'id="out-{out}"[^>]*aria-invalid="true"[^>]*>\s*<p class="field-error" '
+        rf'id="err-{out}" role="alert">([^<]*)</p>',
+        r.text,
+    )
+    assert m and needle in m.group(1), r.text[:3000]
+    assert load_study("safe", storage=url).n_answered == 1
+    # what was typed stays in the fields
+    assert f'value="{fields["out.f"]}"' in r.text
+
+
+def test_bad_single_value_and_bad_label(url):
+    make_study("lev1", url, answers=0)
+    c = _client(url)
+    csrf = _csrf(c, "/studies/lev1")
+    q = load_study("lev1", storage=url).ask()
+    r = c.post("/studies/lev1/tell", data={"csrf": csrf, "query_id": str(q.id), "value": "1,2"})
+    assert r.status_code == 400 and 'id="err-value"' in r.text
+    assert load_study("lev1", storage=url).n_answered == 0
+    make_study("expert", url, answers=0)
+    csrf = _csrf(c, "/studies/expert")
+    q = load_study("expert", storage=url).ask()
+    assert q.kind == "label"
+    r = c.post(
+        "/studies/expert/tell", data={"csrf": csrf, "query_id": str(q.id), "answer": "maybe"}
+    )
+    assert r.status_code == 400 and "accept or reject" in r.text
+    assert load_study("expert", storage=url).n_answered == 0
+
+
+def test_two_browsers_on_one_query_exactly_one_wins(url):
+    make_study("pref", url, answers=1)
+    alice, bob = _client(url), _client(url)
+    ca, cb = _csrf(alice, "/studies/pref"), _csrf(bob, "/studies/pref")
+    q = load_study("pref", storage=url).ask()
+    ra = alice.post("/studies/pref/tell", data={"csrf": ca, "query_id": str(q.id), "answer": "a"})
+    rb = bob.post("/studies/pref/tell", data={"csrf": cb, "query_id": str(q.id), "answer": "b"})
+    assert ra.status_code == 303
+    assert rb.status_code == 409
+    assert "not stored" in rb.text and "Someone else answered it first" in rb.text
+    nxt = load_study("pref", storage=url).ask()
+    assert f'name="query_id" value="{nxt.id}"' in rb.text  # bob sees the next query
+    hist = load_study("pref", storage=url).history()
+    assert [r["query_id"] for r in hist].count(q.id) == 1 and hist[-1]["answer"] == 0
+
+
+def test_undo_from_the_page(url):
+    make_study("lev1", url, answers=2)
+    c = _client(url)
+    csrf = _csrf(c, "/studies/lev1")
+    before = load_study("lev1", storage=url).history()
+    r = c.post("/studies/lev1/undo", data={"csrf": csrf})
+    assert r.status_code == 303 and r.headers["location"].endswith("?done=undone")
+    after = load_study("lev1", storage=url)
+    assert after.history() == before[:-1]
+    assert after.ask().id == before[-1]["query_id"]  # the withdrawn query is open again
+    assert "last answer withdrawn" in c.get(r.headers["location"]).text
+    c.post("/studies/lev1/undo", data={"csrf": csrf})
+    r = c.post("/studies/lev1/undo", data={"csrf": csrf})
+    assert r.status_code == 409 and "no answer to undo" in r.text
+
+
+def test_csrf_is_required_on_every_form(url):
+    make_study("lev1", url, answers=1)
+    c = _client(url)
+    _csrf(c, "/studies/lev1")
+    q = load_study("lev1", storage=url).ask()
+    for path, data in (
+        ("/studies/lev1/tell", {"query_id": str(q.id), "value": "1.0"}),
+        ("/studies/lev1/undo", {}),
+        ("/studies", {"name": "x", "method": "straddle", "problem": "levelset/toy"}),
+        ("/logout", {}),
+    ):
+        for bad in ({}, {"csrf": "forged-token-value-forged-token-value"}):
+            r = c.post(path, data={**data, **bad})
+            assert r.status_code == 403, (path, r.status_code)
+            assert "CSRF" in r.text
+    assert load_study("lev1", storage=url).n_answered == 1
+    # a token from another browser does not work either
+    other = _client(url)
+    r = c.post("/studies/lev1/undo", data={"csrf": _csrf(other)})
+    assert r.status_code == 403
+
+
+def test_names_and_labels_are_escaped(url):
+    evil = "<script>alert(1)</script>"
+    space = {
+        "candidates": {
+            "columns": [evil, "y"],
+            "rows": [[0.0, 1.0], [1.0, 0.0], [0.5, 0.5]],
+            "labels": ['<img src=x onerror="alert(2)">', "b&b", "c"],
+        }
+    }
+    create_study("<b>bold<b>", "maxminlcb", space, storage=url, seed=0)
+    c = _client(url)
+    page = c.get("/").text
+    assert "<b>bold<b>" not in page and "&lt;b&gt;bold&lt;b&gt;" in page
+    r = c.get("/studies/%3Cb%3Ebold%3Cb%3E")
+    assert r.status_code == 200
+    assert evil not in r.text and "&lt;script&gt;alert(1)&lt;/script&gt;" in r.text
+    assert "<img src=x" not in r.text
+    assert "script-src 'self'" in r.headers["Content-Security-Policy"]
+
+
+def test_exports_and_pictures_and_state(url):
+    s = make_study("pref", url, answers=2)
+    q = s.ask()
+    s.tell(q.id, "a", note='A tastes, better; "really"')
+    c = _client(url)
+    r = c.get("/studies/pref/export.csv")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(r.text)))
+    assert (
+        len(rows) == 3
+        and rows[-1]["note"] == 'A tastes, better; "really"'
+        and rows[-1]["preferred"] == "a"
+    )
+    doc = c.get("/studies/pref/export.json").json()
+    assert doc["history"][-1]["note"].startswith("A tastes")
+    assert c.get("/studies/pref/export.xml").status_code == 404
+    for which in ("progress", "model"):
+        r = c.get(f"/studies/pref/pictures/{which}.svg")
+        assert r.status_code == 200 and r.text.startswith("<svg")
+    assert c.get("/studies/pref/pictures/nope.svg").status_code == 404
+    st = c.get("/studies/pref/state").json()
+    s.tell(s.ask().id, "b")
+    st2 = c.get("/studies/pref/state").json()
+    assert st2["version"] > st["version"] and st2["answered"] == st["answered"] + 1
+    page = c.get("/studies/pref").text
+    assert "A tastes, better" in page  # the note in the history table
+
+
+def test_unknown_study_is_404(url):
+    make_study("lev1", url)
+    c = _client(url)
+    r = c.get("/studies/nope")
+    assert r.status_code == 404 and "nope" in r.text
+    assert c.get("/api/studies/nope").status_code == 404
+    assert c.post("/api/studies/nope/ask").status_code == 404
+
+
+# -- creating studies from the form ----------------------------------------------------------------
+def test_create_from_uploaded_space_file(url):
+    c = _client(url)
+    csrf = _csrf(c)
+    space = json.dumps(
+        {
+            "parameters": [{"name": "temp", "low": 20, "high": 80, "grid": 7, "unit": "degC"}],
+            "threshold": 0.3,
+        }
+    )
+    r = c.post(
+        "/studies",
+        data={"csrf": csrf, "name": "coating", "method": "straddle", "seed": "4", "options": ""},
+        files={"space": ("space.json", space.encode(), "application/json")},
+    )
+    assert r.status_code == 303 and r.headers["location"] == "/studies/coating"
+    s = load_study("coating", storage=url)
+    assert s.seed == 4 and s.method == "straddle"
+    page = c.get("/studies/coating").text
+    assert '<span class="unit">degC</span>' in page
+
+
+def test_create_errors_stay_on_the_form_and_store_nothing(url):
+    c = _client(url)
+    csrf = _csrf(c)
+    bad = json.dumps({"parameters": [{"name": "t", "low": 2, "high": 1}], "threshold": 0})
+    r = c.post(
+        "/studies",
+        data={"csrf": csrf, "name": "bad", "method": "straddle"},
+        files={"space": ("space.json", bad.encode(), "application/json")},
+    )
+    assert r.status_code == 400 and "low must be &lt; high" in r.text
+    assert 'value="bad"' in r.text  # the typed name stays
+    r = c.post(
+        "/studies",
+        data={
+            "csrf": csrf,
+            "name": "x",
+            "method": "straddle",
+            "problem": "levelset/toy",
+            "seed": "-3",
+        },
+    )
+    assert r.status_code == 400 and "seed" in r.text
+    r = c.post(
+        "/studies",
+        data={
+            "csrf": csrf,
+            "name": "x",
+            "method": "straddle",
+            "problem": "levelset/toy",
+            "options": "bogus=1",
+        },
+    )
+    assert r.status_code == 400 and "bogus" in r.text
+    r = c.post("/studies", data={"csrf": csrf, "name": "x", "method": "straddle"})
+    assert r.status_code == 400 and "upload a space file" in r.text
+    assert c.get("/api/studies").json() == []
+    r = c.post(
+        "/studies",
+        data={
+            "csrf": csrf,
+            "name": "ok",
+            "method": "straddle",
+            "problem": "levelset/toy",
+            "options": "beta=2",
+        },
+    )
+    assert r.status_code in (303, 400)
+
+
+def test_upload_size_limit(url):
+    c = _client(url, max_upload_bytes=10_000)
+    csrf = _csrf(c)
+    r = c.post(
+        "/studies",
+        data={"csrf": csrf, "name": "big", "method": "straddle"},
+        files={"space": ("t.csv", b"x,y\n" + b"1,2\n" * 5000, "text/csv")},
+    )
+    assert r.status_code == 413 and "limit" in r.text
+    assert c.get("/api/studies").json() == []
+
+
+# -- media ----------------------------------------------------------------------------------------
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201e2a2a1e60000000049454e44ae426082"
+)
+
+
+def test_media_options_are_stored_and_served_only_from_the_study(url, tmp_path):
+    c = _client(url)
+    csrf = _csrf(c)
+    table = "name,photo,sugar,flour\nplain,plain.png,0.1,0.5\nsweet,sweet.png,0.9,0.5\nrich,rich.png,0.5,0.9\n"
+    files = [("space", ("recipes.csv", table.encode(), "text/csv"))]
+    files += [
+        ("files", (f"{n}.png", PNG + n.encode(), "image/png")) for n in ("plain", "sweet", "rich")
+    ]
+    r = c.post(
+        "/studies",
+        data={"csrf": csrf, "name": "cakes", "method": "maxminlcb", "seed": "0"},
+        files=files,
+    )
+    assert r.status_code == 303, r.text
+    page = c.get("/studies/cakes").text
+    q = load_study("cakes", storage=url).ask()
+    for lab in (q.a_label, q.b_label):
+        assert f'<img src="/studies/cakes/media/{lab}.png"' in page
+        got = c.get(f"/studies/cakes/media/{lab}.png")
+        assert got.status_code == 200 and got.content == PNG + lab.encode()
+        assert got.headers["content-type"] == "image/png"
+    for bad in ("..%2Fweb.db", "%2Fetc%2Fpasswd", "nothere.png", "..%2F..%2Frecipes.csv"):
+        assert c.get(f"/studies/cakes/media/{bad}").status_code == 404
+    # a missing file beside the table: refused, nothing stored
+    r = c.post(
+        "/studies",
+        data={"csrf": csrf, "name": "broken", "method": "maxminlcb"},
+        files=[("space", ("recipes.csv", table.encode(), "text/csv"))],
+    )
+    assert r.status_code == 400 and "not a file beside the table" in r.text
+    assert [s["name"] for s in c.get("/api/studies").json()] == ["cakes"]
+
+
+# -- the JSON API -------------------------------------------------------------------------------
+def test_api_round_trip(url):
+    make_study("lev1", url, answers=1)
+    c = _client(url)
+    studies = c.get("/api/studies").json()
+    assert [s["name"] for s in studies] == ["lev1"] and studies[0]["answered"] == 1
+    q1 = c.post("/api/studies/lev1/ask").json()
+    q2 = c.post("/api/studies/lev1/ask").json()
+    assert q1 == q2 and q1["kind"] == "evaluate" and "temperature" in q1["params"]
+    r = c.post("/api/studies/lev1/tell", json={"query_id": q1["id"], "answer": "abc"})
+    assert r.status_code == 400 and "abc" in r.json()["detail"]
+    r = c.post(
+        "/api/studies/lev1/tell",
+        content=f'{{"query_id": {q1["id"]}, "answer": Infinity}}',
+        headers={"content-type": "application/json"},
+    )
+    assert r.status_code == 400
+    r = c.post("/api/studies/lev1/tell", json={"query_id": q1["id"]})
+    assert r.status_code == 400 and "answer" in r.json()["detail"]
+    assert load_study("lev1", storage=url).n_answered == 1
+    r = c.post("/api/studies/lev1/tell", json={"query_id": q1["id"], "answer": 0.7, "note": "hi"})
+    assert r.status_code == 200 and r.json() == {
+        "stored": True,
+        "query_id": q1["id"],
+        "answered": 2,
+    }
+    r = c.post("/api/studies/lev1/tell", json={"query_id": q1["id"], "answer": 0.7})
+    assert r.status_code == 409 and "already answered" in r.json()["detail"]
+    hist = c.get("/api/studies/lev1/history").json()
+    assert hist[-1]["answer"] == 0.7 and hist[-1]["note"] == "hi"
+    status = c.get("/api/studies/lev1").json()
+    assert status["answered"] == 2 and status["method"] == "randomized-straddle"
+    r = c.post("/api/studies/lev1/undo").json()
+    assert r["withdrawn"]["query_id"] == q1["id"]
+    assert c.post("/api/studies/lev1/ask").json()["id"] == q1["id"]
+
+
+def test_api_safe_query_names_its_limit(url):
+    make_study("safe", url)
+    c = _client(url)
+    q = c.post("/api/studies/safe/ask").json()
+    assert q["outputs"] == ["f", "g"] and q["limit"] == {"output": "g", "h": 0.8}
+
+
+def test_openapi_and_offline_docs(url):
+    c = _client(url)
+    spec = c.get("/openapi.json").json()
+    for path in (
+        "/api/studies",
+        "/api/studies/{name}",
+        "/api/studies/{name}/ask",
+        "/api/studies/{name}/tell",
+        "/api/studies/{name}/undo",
+        "/api/studies/{name}/history",
+    ):
+        assert path in spec["paths"]
+    docs = c.get("/docs")
+    assert docs.status_code == 200
+    assert (
+        "cdn" not in docs.text.lower()
+        and "http://" not in docs.text
+        and "https://" not in docs.text
+    )
+    assets = re.findall(r"""(?:src|href)=["'](/[^"']+)["']""", docs.text)
+    assert any(a.endswith("swagger-ui-bundle.js") for a in assets)
+    for asset in assets:
+        assert c.get(asset).status_code == 200, asset
+
+
+# -- auth ---------------------------------------------------------------------------------------
+def test_token_protects_pages_and_api(url):
+    make_study("lev1", url, answers=1)
+    c = _client(url, TOKEN)
+    r = c.get("/studies/lev1")
+    assert r.status_code == 303 and r.headers["location"] == "/login?next=/studies/lev1"
+    for path in ("/", "/docs", "/studies/lev1/export.csv", "/studies/lev1/state"):
+        assert c.get(path).status_code == 303
+    assert c.get("/openapi.json").status_code == 401
+    r = c.get("/api/studies")
+    assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+    assert c.get("/api/studies", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert c.get("/api/studies", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
+    assert c.post("/studies/lev1/undo", data={}).status_code == 303  # to the login page
+    assert load_study("lev1", storage=url).n_answered == 1
+    # the login form
+    login = c.get("/login?next=/studies/lev1")
+    assert login.status_code == 200
+    csrf = re.search(r'name="csrf" value="([^"]+)"', login.text).group(1)
+    r = c.post("/login", data={"csrf": csrf, "token": "nope", "next": "/studies/lev1"})
+    assert r.status_code == 401 and "wrong token" in r.text
+    r = c.post("/login", data={"csrf": csrf, "token": TOKEN, "next": "//evil.example/x"})
+    assert r.status_code == 303 and r.headers["location"] == "/"
+    assert TOKEN not in r.headers["set-cookie"]  # the cookie holds a derived value
+    assert c.get("/studies/lev1").status_code == 200
+    # a browser cookie does not open the API (cross-site requests would carry it)
+    assert c.get("/api/studies").status_code == 401
+    r = c.post("/logout", data={"csrf": csrf})
+    assert r.status_code == 303
+    assert c.get("/studies/lev1").status_code == 303
+
+
+def test_no_token_means_open_pages(url):
+    make_study("lev1", url)
+    c = _client(url)
+    assert c.get("/studies/lev1").status_code == 200
+    assert c.get("/api/studies").status_code == 200
+    assert c.get("/login").status_code == 200
+
+
+def test_bind_rules():
+    assert check_bind("127.0.0.1", None) == (None, False)
+    assert check_bind("localhost", None) == (None, False)
+    assert check_bind("::1", None) == (None, False)
+    tok, generated = check_bind("0.0.0.0", None)
+    assert generated and len(tok) >= 32
+    assert check_bind("0.0.0.0", TOKEN) == (TOKEN, False)
+    with pytest.raises(InvalidInputError, match="at least 8"):
+        check_bind("0.0.0.0", "short")
+
+
+def test_serve_on_the_network_generates_prints_and_requires_a_token(tmp_path):
+    """``boloop serve --host 0.0.0.0`` without a token: one is generated and printed, and the
+    API refuses calls without it."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.error
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"sqlite:///{tmp_path / 'net.db'}"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "boloop.cli",
+            "serve",
+            "--storage",
+            url,
+            "--host",
+            "0.0.0.0",
+            "--port",
+            str(port),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        lines = []
+        while len(lines) < 3:
+            line = proc.stderr.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+        assert "needs this token" in lines[1]
+        token = lines[2].strip()
+        assert len(token) >= 32
+        base = f"http://127.0.0.1:{port}/api/studies"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(base, timeout=2)
+                raise AssertionError("the API answered without a token")
+            except urllib.error.HTTPError as exc:
+                assert exc.code == 401
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+        req = urllib.request.Request(base, headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(req, timeout=5) as r:
+            assert r.status == 200 and json.loads(r.read()) == []
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

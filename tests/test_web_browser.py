@@ -1,0 +1,341 @@
+"""``boloop serve`` end to end in a real headless Chromium (Debian's chromium + chromium-driver,
+driven by selenium): answers by clicking and by keyboard, undo, a bad number, two browsers racing
+on one query, a page that updates itself. Screenshots go to ``$BOLOOP_SCREENSHOTS`` (default: a
+temporary directory) and are used in docs/web.md.
+
+Skipped, with the reason printed, where the browser is not installed (``.ci/run`` installs it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+    pytest.skip(
+        "browser tests SKIPPED: chromium and chromium-driver are not installed "
+        "(apt-get install -y chromium chromium-driver; .ci/run does this)",
+        allow_module_level=True,
+    )
+pytest.importorskip("selenium", reason="browser tests SKIPPED: selenium is not installed")
+pytest.importorskip("fastapi", reason="browser tests SKIPPED: the web extra is not installed")
+
+from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import (  # noqa: E402
+    NoSuchElementException,
+    WebDriverException,
+)
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+from boloop.study import create_study, load_study  # noqa: E402
+from study_samples import SPACES, answer_for, make_study, write_photo_table  # noqa: E402
+
+#: one worker runs them all, in order (one server, two browsers; undo follows the answers)
+pytestmark = pytest.mark.xdist_group("browser")
+
+#: the study of each family the browser answers (small spaces: the method's step is fast)
+FAMILIES = {"levelset": "lev1", "expert": "expert", "preference": "pref", "safe": "safe"}
+WAIT = 20.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def shots() -> Path:
+    out = os.environ.get("BOLOOP_SCREENSHOTS")
+    path = Path(out) if out else Path(os.environ.get("TMPDIR", "/tmp")) / "boloop-screenshots"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """``boloop serve`` as a subprocess on a free loopback port over a temporary SQLite file."""
+    tmp = tmp_path_factory.mktemp("serve")
+    url = f"sqlite:///{tmp / 'lab.db'}"
+    for name in FAMILIES.values():
+        if name != "pref":
+            make_study(name, url, fast=True)
+    # the preference options have photos: a CSV table with a photo column, PNGs beside it
+    create_study("pref", SPACES["pref"][0], write_photo_table(tmp), storage=url, seed=3)
+    make_study("race", url, key="pref")
+    make_study("undo", url, answers=3, key="lev1", fast=True)
+    port = _free_port()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "boloop.cli",
+            "serve",
+            "--storage",
+            url,
+            "--port",
+            str(port),
+            "--poll",
+            "0.4",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"},
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(base + "/api/studies", timeout=2) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            out = proc.stdout.read().decode() if proc.stdout else ""
+            proc.kill()
+            pytest.fail(f"boloop serve did not start: {out}")
+        time.sleep(0.2)
+    yield base, url
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def _driver():
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1200,1500",
+        "--disable-extensions",
+    ):
+        opts.add_argument(arg)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    d = _driver()
+    yield d
+    d.quit()
+
+
+@pytest.fixture(scope="module")
+def browser2():
+    d = _driver()
+    yield d
+    d.quit()
+
+
+def _wait(d, until):
+    """Wait for ``until(driver)`` to be truthy, reading through page loads."""
+    return WebDriverWait(
+        d,
+        WAIT,
+        poll_frequency=0.05,
+        # the page may be between two documents: read again
+        ignored_exceptions=(WebDriverException, ValueError),
+    ).until(until)
+
+
+def _open_id(d) -> int:
+    """The query id of the page's answer form (read in one script: pages reload under us)."""
+    value = d.execute_script(
+        "var e = document.querySelector('input[name=query_id]'); return e ? e.value : null;"
+    )
+    if value is None:
+        raise NoSuchElementException("no answer form on the page (yet)")
+    return int(value)
+
+
+def _wait_for_new_query(d, old: int) -> int:
+    return _wait(d, lambda drv: _open_id(drv) != old and _open_id(drv))
+
+
+def _answer(d, q, by_key: bool) -> object:
+    """Answer query q on the open page by clicking or by keyboard; returns the stored value
+    the study must then hold."""
+    ans = answer_for(q)
+    body = d.find_element(By.TAG_NAME, "body")
+    if q.kind == "label":
+        if by_key:
+            body.send_keys("y" if ans else "n")
+        else:
+            d.find_element(By.ID, "btn-accept" if ans else "btn-reject").click()
+        return bool(ans)
+    if q.kind == "compare":
+        if by_key:
+            body.send_keys(Keys.ARROW_LEFT if ans == "a" else "b")
+        else:
+            d.find_element(By.ID, f"btn-{ans}").click()
+        return 0 if ans == "a" else 1
+    fields = {f"out-{k}": v for k, v in ans.items()} if q.outputs else {"value": ans}
+    last = None
+    for fid, v in fields.items():
+        last = d.find_element(By.ID, fid)
+        last.clear()
+        last.send_keys(repr(float(v)))
+    if by_key:
+        last.send_keys(Keys.ENTER)
+    else:
+        d.find_element(By.ID, "btn-store").click()
+    if q.outputs and ans["g"] > 0.8:  # the page asks before storing g above the limit h
+        alert = _wait(d, _alert)
+        assert "above the safety limit" in alert.text
+        alert.accept()
+    return {k: float(v) for k, v in ans.items()} if q.outputs else float(ans)
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_ten_answers_by_click_and_key_are_stored_exactly(server, browser, shots, family):
+    base, url = server
+    name = FAMILIES[family]
+    browser.get(f"{base}/studies/{name}")
+    study = load_study(name, storage=url)  # the same storage, read by this process
+    expected = []
+    for k in range(10):
+        q = study.ask()  # the open query the page shows (asked and logged by the server)
+        assert _open_id(browser) == q.id
+        if k == 4 and q.kind == "evaluate":  # a bad number: an error next to the field
+            field = browser.find_element(By.ID, "out-f" if q.outputs else "value")
+            field.send_keys("12..5", Keys.ENTER)
+            err = _wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, ".field-error").text)
+            assert "must be a number" in err
+            study.refresh()
+            assert study.n_answered == len(expected)
+        if q.kind != "compare" or q.a_label != q.b_label:  # docs: a duel of two options
+            browser.save_screenshot(str(shots / f"web-{family}.png"))
+        value = _answer(browser, q, by_key=k % 2 == 1)
+        expected.append((q.id, value))
+        _wait_for_new_query(browser, q.id)
+    if family == "preference":  # the options' photos are shown, served from the study
+        loaded = browser.execute_script(
+            "return Array.from(document.querySelectorAll('.media img'))"
+            ".map(function (i) { return i.complete && i.naturalWidth; });"
+        )
+        assert loaded == [96, 96]
+    hist = study.history()
+    got = [(r["query_id"], r["answer"]) for r in hist]
+    assert got == expected
+
+
+def test_undo_in_the_browser(server, browser):
+    base, url = server
+    browser.get(f"{base}/studies/undo")
+    before = load_study("undo", storage=url).history()
+    browser.find_element(By.ID, "btn-undo").click()
+    _wait(browser, lambda d: _alert(d) is not None)
+    _alert(browser).accept()
+    _wait(browser, lambda d: "last answer withdrawn" in d.find_element(By.TAG_NAME, "body").text)
+    after = load_study("undo", storage=url).history()
+    assert after == before[:-1]
+    assert _open_id(browser) == before[-1]["query_id"]
+
+
+def test_safe_limit_warning_stores_nothing_when_cancelled(server, browser, shots):
+    base, url = server
+    browser.get(f"{base}/studies/safe")
+    n = load_study("safe", storage=url).n_answered
+    q = load_study("safe", storage=url).ask()
+    assert "g ≤ 0.8" in browser.find_element(By.ID, "limit").text
+    browser.find_element(By.ID, "out-f").send_keys("0.1")
+    browser.find_element(By.ID, "out-g").send_keys("0.93", Keys.ENTER)
+    _wait(browser, lambda d: _alert(d) is not None)
+    assert "above the safety limit" in _alert(browser).text
+    _alert(browser).dismiss()
+    assert load_study("safe", storage=url).n_answered == n
+    assert _open_id(browser) == q.id
+
+
+def _stop_polling(d):
+    """Point the page's live refresh at nothing: the page stays as loaded (a stale form)."""
+    d.execute_script("document.getElementById('study').setAttribute('data-state-url', '/none');")
+
+
+def test_two_browsers_race_on_one_query_one_wins(server, browser, browser2):
+    base, url = server
+    for d in (browser, browser2):
+        d.get(f"{base}/studies/race")
+        _stop_polling(d)
+    study = load_study("race", storage=url)
+    q = study.ask()
+    assert _open_id(browser) == _open_id(browser2) == q.id
+    browser.find_element(By.ID, "btn-a").click()
+    _wait_for_new_query(browser, q.id)
+    browser2.find_element(By.ID, "btn-b").click()  # the same query, a moment later
+    text = _wait(
+        browser2,
+        lambda d: (
+            "not stored" in d.find_element(By.ID, "warning").text
+            and d.find_element(By.ID, "warning").text
+        ),
+    )
+    assert "Someone else answered it first" in text
+    assert _open_id(browser2) == _open_id(browser) != q.id  # told, and shown the next query
+    hist = study.history()
+    assert [(r["query_id"], r["answer"]) for r in hist] == [(q.id, 0)]
+
+
+def test_a_page_left_open_updates_when_another_answers(server, browser, browser2, shots):
+    base, url = server
+    browser2.get(f"{base}/studies/race")  # polls every 0.4 s
+    browser.get(f"{base}/studies/race")
+    q = _open_id(browser)
+    assert _open_id(browser2) == q
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ARROW_RIGHT)
+    new = _wait_for_new_query(browser, q)
+    assert _wait_for_new_query(browser2, q) == new  # browser2 reloaded itself
+    study = load_study("race", storage=url)
+    assert [(r["query_id"], r["answer"]) for r in study.history()][-1] == (q, 1)
+    browser2.get(f"{base}/")
+    browser2.save_screenshot(str(shots / "web-studies.png"))
+
+
+def _alert(d):
+    try:
+        return d.switch_to.alert
+    except Exception:  # noqa: BLE001 - no alert open
+        return None
+
+
+def test_api_docs_render_offline(server, browser, shots):
+    """Swagger UI from the package's own copy (no CDN) renders every API operation."""
+    base, _ = server
+    browser.get(f"{base}/docs")
+    text = _wait(
+        browser,
+        lambda d: (
+            "/api/studies/{name}/tell" in d.find_element(By.TAG_NAME, "body").text
+            and d.find_element(By.TAG_NAME, "body").text
+        ),
+    )
+    for op in (
+        "/api/studies/{name}/ask",
+        "/api/studies/{name}/undo",
+        "/api/studies/{name}/history",
+    ):
+        assert op in text
+    requested = browser.execute_script(
+        "return performance.getEntriesByType('resource').map(function (e) { return e.name; });"
+    )
+    assert requested and all(u.startswith(base) for u in requested), requested
+    browser.save_screenshot(str(shots / "web-docs.png"))
