@@ -239,10 +239,10 @@ class _PipeReader:
         return self.text
 
 
-def _at_prompt_after(text: str, marker: str) -> bool:
-    """Whether ``text`` shows ``marker`` and, after it, the next query's prompt ``[...] > ``."""
-    _, seen, rest = text.partition(marker)
-    return bool(seen) and "query" in rest and rest.rstrip(" ").endswith("] >")
+def _waiting_at_prompt(text: str, n_prompts: int) -> bool:
+    """Whether the loop has printed its ``n_prompts``-th ``[...] > `` prompt and waits there (it
+    prints one prompt per line it reads, flushed before reading)."""
+    return text.count("] > ") >= n_prompts and text.rstrip(" ").endswith("] >")
 
 
 def test_run_reads_keys_from_stdin_and_survives_ctrl_c(tmp_path, capsys):
@@ -269,9 +269,9 @@ def test_run_reads_keys_from_stdin_and_survives_ctrl_c(tmp_path, capsys):
     reader = _PipeReader(proc.stdout)
     proc.stdin.write("a\nb\nz\nu\nb\na\n")
     proc.stdin.flush()
-    # synchronise on the pipe, not on time: the third answer is stored and the loop has printed
-    # the prompt of query 3 (flushed before it reads the next key)
-    assert reader.wait_for(lambda text: _at_prompt_after(text, "progress: 3 answers")), reader.text
+    # synchronise on the pipe, not on time: six lines typed, so the seventh prompt is the loop
+    # waiting for a key after storing the third answer (each prompt is flushed before the read)
+    assert reader.wait_for(lambda text: _waiting_at_prompt(text, 7)), reader.text
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=60)
     out, err = reader.finish(), proc.stderr.read()

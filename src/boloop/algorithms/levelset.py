@@ -615,7 +615,7 @@ class LevelSetPolicy(BasePolicy):
     def _refit(self) -> None:
         """Refit the hyperparameters with the mechanism (keeps the old ones if the fit fails)."""
         assert self.learning is not None
-        report = self.learning.fit(self.gp, self._width, rng=self.rng)
+        report = self.learning.fit(self.gp, self._width, rng=self.rng, last_fit_n=self._last_fit_n)
         if report.refitted:
             self._last_fit_n = self.gp.n
 

@@ -32,7 +32,7 @@ families call instead. Its parts, each from the literature:
   data) over the hyperparameters the data cannot rule out. For families whose promise is safety.
 
 Refits are warm-started from the previous optimum; a few restarts drawn from the priors are added
-while the data are few and then every ``restart_every`` refits.
+at the first fit and then each time the data have doubled.
 
 :meth:`HyperparameterLearning.plain` is the unguarded maximum-likelihood refit (no priors, wide
 bounds, no initial design), only for an explicit request; it logs a warning when used.
@@ -181,10 +181,9 @@ class HyperparameterLearning:
     conservative_level:
         Level of the likelihood-ratio set of :meth:`conservative`.
     n_restarts:
-        Extra starts drawn from the priors, used while ``n <= 2 n0`` and whenever ``n`` is a
-        multiple of ``restart_every``; other refits only warm-start from the previous optimum.
-    restart_every:
-        See ``n_restarts``.
+        Extra starts drawn from the priors, used at the first fit (``last_fit_n < n0``) and at
+        the first refit after ``n`` passes a power of two (8, 16, 32, ...); other refits only
+        warm-start from the previous optimum.
     maxiter:
         L-BFGS-B iterations per start.
     ftol:
@@ -210,7 +209,6 @@ class HyperparameterLearning:
     shrink: float | None = 1.0
     conservative_level: float = 0.95
     n_restarts: int = 2
-    restart_every: int = 10
     maxiter: int = 100
     ftol: float | None = 1e-6
     min_points: int = 2
@@ -229,7 +227,7 @@ class HyperparameterLearning:
             raise InvalidInputError(f"refit_growth must be >= 0, got {self.refit_growth}")
         if not 0 < self.conservative_level < 1:
             raise InvalidInputError("conservative_level must be in (0, 1)")
-        for name in ("n_restarts", "restart_every", "maxiter", "min_points"):
+        for name in ("n_restarts", "maxiter", "min_points"):
             v = getattr(self, name)
             if isinstance(v, bool) or int(v) != v or v < (0 if name == "n_restarts" else 1):
                 raise InvalidInputError(f"{name} must be a positive integer, got {v!r}")
@@ -246,7 +244,6 @@ class HyperparameterLearning:
             initial_design=False,
             shrink=None,
             n_restarts=1,
-            restart_every=1,
             maxiter=200,
             ftol=None,
             min_points=3,
@@ -344,8 +341,14 @@ class HyperparameterLearning:
 
     # ------------------------------------------------------------------ fitting
     def due(self, n: int, last_fit_n: int, dim: int) -> bool:
-        """Whether to refit with ``n`` observations when the last fit saw ``last_fit_n``."""
+        """Whether to refit with ``n`` observations when the last fit saw ``last_fit_n``.
+
+        Not while a space-filling initial design is still being answered (its points do not
+        depend on the model), then after every answer while ``n <= 2 n0``, then on growth.
+        """
         if n < self.min_points or n <= last_fit_n:
+            return False
+        if self.initial_design and n < initial_design_size(dim):
             return False
         if n <= 2 * initial_design_size(dim) or last_fit_n < self.min_points:
             return True
@@ -359,12 +362,15 @@ class HyperparameterLearning:
         X: Any = None,
         y: Any = None,
         rng: int | np.random.Generator | None = None,
+        last_fit_n: int = 0,
     ) -> FitReport:
         """Refit ``gp``'s hyperparameters (MAP under the scaled priors, within the bounds).
 
         ``width`` (d,) is the side lengths of the space's box (inputs are measured in its units).
-        With ``X, y`` the data are replaced first. Randomness (restarts) comes from ``rng``. On a
-        failed fit the previous hyperparameters are kept (logged) and ``refitted`` is False.
+        With ``X, y`` the data are replaced first. Randomness (restarts) comes from ``rng``.
+        ``last_fit_n`` is the number of observations of the previous fit (it decides whether
+        restarts are due; 0: they are). On a failed fit the previous hyperparameters are kept
+        (logged) and ``refitted`` is False.
         """
         if X is not None or y is not None:
             gp.set_data(X, y)
@@ -385,7 +391,9 @@ class HyperparameterLearning:
         gp.priors = dict(priors)
         bounds = self.bounds_for(gp, width)
         n0 = initial_design_size(int(np.size(width)))
-        restart = self.n_restarts > 0 and (n <= 2 * n0 or n % self.restart_every == 0)
+        restart = self.n_restarts > 0 and (
+            int(last_fit_n) < n0 or n.bit_length() > max(int(last_fit_n), 0).bit_length()
+        )
         starts = None
         if priors and restart:
             starts = self._prior_starts(gp, priors, self.n_restarts, gen)

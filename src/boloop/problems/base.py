@@ -84,13 +84,13 @@ class Problem:
 
     # -- policies ---------------------------------------------------------------------------------
     def policy_spec(self, method: str, seed: Any = 0, **options: Any) -> PolicySpec:
-        """The :class:`PolicySpec` of ``method`` on this problem: its family, space and a copy of
-        its settings; the oracles and ground truth stay here (``build_policy(spec)`` builds it)."""
+        """The :class:`PolicySpec` of ``method`` on this problem: its family, space and settings;
+        the oracles and ground truth stay here (``build_policy(spec)`` builds it)."""
         return PolicySpec(
             method=method,
             family=self.family,
             space=self.space,
-            settings=dict(self.settings),
+            settings=self.settings,
             seed=seed,
             options=dict(options),
             source=self.id,
