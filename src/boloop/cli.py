@@ -217,7 +217,7 @@ def limit_blas_threads() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "command", None) == "study":
+    if getattr(args, "command", None) in ("study", "serve"):  # small matrices per request
         limit_blas_threads()
     if getattr(args, "verbose", False):
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -317,6 +317,7 @@ class Study:
             query = self._policy.ask()
             self._cost += time.perf_counter() - t0
             if query.id in self._logged_open:
+                self._maybe_snapshot()  # a costly load (a long replay) is paid once, not per call
                 return self._wrap(query)
             try:
                 with self._write() as tx:
@@ -1191,12 +1192,23 @@ def _check_buildable(method: str, config: Mapping[str, Any]) -> None:
     A bad option value (``horizon="abc"``), a missing setting or a ``[settings]`` key of the
     space file that the method never reads is an :class:`InvalidInputError` naming it.
     """
+    from boloop.algorithms.registry import build_policy
+    from boloop.queries import PolicySpec
+
     problem = _problem_from_config(config)
     tracker = _ReadTracker(problem.settings)
-    problem.settings = tracker
     options = config["options"]
+    spec = PolicySpec(  # make_policy's spec, with settings that record what the method reads
+        method=method,
+        family=problem.family,
+        space=problem.space,
+        settings=tracker,
+        seed=int(config["seed"]),
+        options=dict(options),
+        source=str(getattr(problem, "id", "")),
+    )
     try:
-        make_policy(method, problem, int(config["seed"]), **options)
+        build_policy(spec)
     except BoloopError:
         raise
     except (TypeError, ValueError, KeyError) as exc:
