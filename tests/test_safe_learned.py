@@ -104,3 +104,33 @@ def test_measured_g_above_h_is_flagged_and_never_certified_again(caplog):
             q2.index // prob.space.n_s == x_index and q2.index % prob.space.n_s >= max(s_index, 1)
         )
         policy.tell(q2.id, prob.observe(q2, rng))
+
+
+def test_a_study_warns_of_a_measured_g_above_h_in_status_and_the_cli(tmp_path):
+    import subprocess
+    import sys
+
+    from boloop.study import create_study
+
+    space = tmp_path / "dose.toml"
+    space.write_text(
+        'monotone = "dose"\nh = 1.0\n'
+        '[[parameters]]\nname = "dose"\nlow = 0.0\nhigh = 1.0\ngrid = 6\n'
+        '[[parameters]]\nname = "weight"\nlow = 0.0\nhigh = 1.0\ngrid = 5\n'
+    )
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("trial", "m-safeopt", str(space), storage=url, seed=0)
+    assert study.status()["warnings"] == []
+    q = study.ask()
+    study.tell(q.id, {"f": 0.1, "g": 1.5})  # over the limit, even at the safe level
+    st = study.status()
+    assert len(st["warnings"]) == 1
+    assert "g = 1.5 above the limit h = 1" in st["warnings"][0]
+    assert "dose" in st["warnings"][0]
+    out = subprocess.run(
+        [sys.executable, "-m", "boloop.cli", "study", "status", "trial", "--storage", url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "WARNING: query" in out and "above the limit" in out

@@ -238,6 +238,7 @@ def status_lines(st: dict[str, Any], labels: Sequence[str] | None = None) -> lis
         f"{st['withdrawn']} withdrawn",
         f"  iteration:      {st['iteration']} ({st['method']}'s own count; {st['iteration_meaning']})",
     ]
+    lines[1:1] = [f"  WARNING: {w}" for w in st.get("warnings") or []]
     hz = st.get("horizon")
     if hz:
         where = {

@@ -539,7 +539,21 @@ class Study:
             "recommendation_label": rec_label,
             "recommendation_meaning": _RECOMMENDATION_MEANING.get(self.family, ""),
             "last_answers": [self._row(e) for e in answers[-last:]] if last else [],
+            "warnings": self._warnings(described),
         }
+
+    def _warnings(self, described: Mapping[str, Any]) -> list[str]:
+        """What a person must not miss: measured values over a safety limit that the method
+        reported (``describe()["over_limit"]``, issue 18), each with its parameters."""
+        out = []
+        for e in described.get("over_limit") or []:
+            where = self._named(np.asarray(e["point"], dtype=np.float64))
+            out.append(
+                f"query {e['query']}: measured g = {e['g']:.4g} above the limit h = {e['h']:.4g} "
+                f"at {where}: the model had certified it (or the process drifted); the method no "
+                "longer certifies that setting or higher ones and has become more cautious"
+            )
+        return out
 
     def _horizon(self) -> dict[str, Any] | None:
         """The planned number of answers of methods that plan for one (MR-LPF's T), where it
