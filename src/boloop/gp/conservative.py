@@ -18,15 +18,35 @@ could never certify anything).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.stats import chi2
 
 from boloop.gp.exact import ExactGP
 from boloop.gp.kernels import StationaryKernel
 
-__all__ = ["axiswise_conservative"]
+__all__ = ["axiswise_conservative", "likelihood_ratio_edge"]
+
+
+def likelihood_ratio_edge(
+    gp: ExactGP, p0: np.ndarray, idx: Sequence[int], *, best: float, drop: float, lower: float
+) -> float:
+    """The most negative shift ``t`` in ``[lower, 0]`` of the packed log-parameters ``idx`` of
+    ``p0`` (together) that keeps the log posterior at least ``best - drop``: the edge of the
+    likelihood-ratio set along that direction (``lower`` when the whole range is inside)."""
+    sel = np.asarray(idx, dtype=np.intp)
+
+    def gap(t: float) -> float:
+        p = p0.copy()
+        p[sel] += t
+        try:
+            v = gp.log_posterior(p)[0]
+        except Exception:
+            return -math.inf
+        return (v - best + drop) if math.isfinite(v) else -math.inf
+
+    return lower if gap(lower) >= 0 else float(brentq(gap, lower, 0.0, xtol=1e-3))
 
 
 def axiswise_conservative(gp: ExactGP, floor: np.ndarray, *, level: float = 0.95) -> np.ndarray:
@@ -45,6 +65,8 @@ def axiswise_conservative(gp: ExactGP, floor: np.ndarray, *, level: float = 0.95
     floor = np.broadcast_to(np.asarray(floor, dtype=np.float64), (len(ls_names),))
     p0 = gp.free_parameters()
     best = gp.log_posterior(p0)[0]
+    from scipy.stats import chi2  # lazily: a study call must not pay for scipy.stats
+
     drop = 0.5 * float(chi2.ppf(level, df=p0.size))
     theta_names = kern.theta_names
     theta = kern.theta.copy()
@@ -54,17 +76,7 @@ def axiswise_conservative(gp: ExactGP, floor: np.ndarray, *, level: float = 0.95
         lower = math.log(floor[k]) - p0[i]
         if lower >= 0:
             continue
-
-        def gap(lc: float, i: int = i) -> float:
-            p = p0.copy()
-            p[i] += lc
-            try:
-                v = gp.log_posterior(p)[0]
-            except Exception:
-                return -math.inf
-            return (v - best + drop) if math.isfinite(v) else -math.inf
-
-        log_c[k] = lower if gap(lower) >= 0 else brentq(gap, lower, 0.0, xtol=1e-3)
+        log_c[k] = likelihood_ratio_edge(gp, p0, [i], best=best, drop=drop, lower=lower)
         theta[theta_names.index(name)] += log_c[k]
     kern.theta = theta
     gp.set_data(gp.X.copy(), gp.y.copy())

@@ -49,10 +49,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 
 from boloop._validation import as_rng
 from boloop.errors import InvalidInputError
+from boloop.gp.conservative import likelihood_ratio_edge
 from boloop.gp.exact import ExactGP, LogNormalPrior
 from boloop.gp.kernels import SquaredExponential, StationaryKernel
 
@@ -448,20 +448,8 @@ class HyperparameterLearning:
 
         drop = 0.5 * float(chi2.ppf(level, df=p0.size))
 
-        def gap(log_c: float) -> float:
-            p = p0.copy()
-            p[ls_idx] += log_c
-            try:
-                v = gp.log_posterior(p)[0]
-            except Exception:
-                return -math.inf
-            return (v - best + drop) if math.isfinite(v) else -math.inf
-
-        lower_log = math.log(1e-2)  # at most a hundredfold shortening
-        if gap(lower_log) >= 0:
-            log_c = lower_log
-        else:
-            log_c = brentq(gap, lower_log, 0.0, xtol=1e-3)
+        # at most a hundredfold shortening
+        log_c = likelihood_ratio_edge(gp, p0, ls_idx, best=best, drop=drop, lower=math.log(1e-2))
         c = math.exp(log_c)
         theta = kern.theta.copy()
         theta[1:] += log_c  # variance first, then the length-scales
