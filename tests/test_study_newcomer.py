@@ -410,3 +410,60 @@ def test_status_after_every_answer_leaves_the_queries_of_a_replay(
     study.ask()
     replayed = load_study("s", storage=url, full_replay=True)  # raises if a query differs
     assert replayed.n_answered == 8
+
+
+def _boloop_env(cwd: Path, env: dict, *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "boloop.cli", *argv],
+        cwd=cwd,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    ("how", "value", "expected"),
+    [
+        ("flag", "notaurl", "neither a URL"),
+        ("env", "garbage", "$BOLOOP_STORAGE"),
+        ("flag", "missing/dir/lab.db", "does not exist"),
+        ("flag", "sqlite:///missing/dir/lab.db", "does not exist"),
+        ("flag", "postgresql://user:pw@localhost/lab", "'postgresql' backend is not supported"),
+        ("flag", "mysql://user:pw@localhost/lab", "'mysql' backend is not supported"),
+    ],
+)
+def test_a_storage_that_cannot_be_right_is_refused_before_anything_is_created(
+    tmp_path, how, value, expected
+):
+    """Issue 15: a wrong storage is one clear error line, exit 2, no file or directory made, for
+    a reading command and for create alike."""
+    env = {"BOLOOP_STORAGE": value if how == "env" else ""}
+    flag = () if how == "env" else ("--storage", value)
+    for argv in (
+        ("study", "list", *flag),
+        ("study", "create", "cake", "--method", "toy-random", "--problem", "levelset/toy", *flag),
+    ):
+        res = _boloop_env(tmp_path, env, *argv)
+        assert res.returncode == 2, (argv, res.stdout, res.stderr)
+        assert expected in res.stderr and "Traceback" not in res.stderr, res.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_bare_sqlite_file_name_still_works(tmp_path):
+    res = _boloop_env(
+        tmp_path,
+        {"BOLOOP_STORAGE": ""},
+        "study",
+        "create",
+        "cake",
+        "--method",
+        "toy-random",
+        "--problem",
+        "levelset/toy",
+        "--storage",
+        "lab.db",
+    )
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "lab.db").exists()

@@ -108,13 +108,22 @@ _snapshots_table = sa.Table(
 def resolve_storage(storage: str | None) -> str:
     """The storage URL: ``storage`` if given, else ``$BOLOOP_STORAGE``, else ``sqlite:///boloop.db``.
 
-    A bare file path (no ``://``) is read as a SQLite file; relative SQLite paths are made
-    absolute (against the current directory).
+    A bare file path (no ``://``) ending in ``.db``, ``.sqlite`` or ``.sqlite3`` is read as a
+    SQLite file; anything else without ``://`` (``notaurl``, a typo in ``$BOLOOP_STORAGE``) is
+    refused with :class:`InvalidInputError` before anything is created. Relative SQLite paths are
+    made absolute (against the current directory).
     """
     url = storage or os.environ.get("BOLOOP_STORAGE") or DEFAULT_STORAGE
+    where = "--storage" if storage else "$BOLOOP_STORAGE" if os.environ.get("BOLOOP_STORAGE") else ""
     if not isinstance(url, str):
         raise InvalidInputError(f"storage must be a URL string, got {storage!r}")
     if "://" not in url:
+        if not url.lower().endswith(SQLITE_SUFFIXES):
+            raise InvalidInputError(
+                f"storage {url!r}{f' (from {where})' if where else ''} is neither a URL "
+                "(sqlite:///path/to/lab.db) nor a SQLite file name ending in "
+                f"{', '.join(SQLITE_SUFFIXES)}"
+            )
         url = "sqlite:///" + url
     prefix, sep, rest = url.partition(":///")
     if sep and prefix.startswith("sqlite") and rest and not rest.startswith((":memory:", "file:")):
@@ -122,6 +131,10 @@ def resolve_storage(storage: str | None) -> str:
         if not os.path.isabs(path):  # pin relative files to the current directory now
             url = f"{prefix}:///{os.path.abspath(path)}{q}{query}"
     return url
+
+
+#: endings of a bare storage path read as a SQLite file
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 
 def now_iso() -> str:
@@ -213,16 +226,26 @@ class Storage:
             parsed = sa.engine.make_url(self.url)
         except SQLAlchemyError as exc:
             raise InvalidInputError(f"storage {self.url!r} is not a valid URL: {exc}") from exc
+        backend = parsed.get_backend_name()
+        if backend != "sqlite":
+            # PostgreSQL (issue 14) is not supported yet; say so instead of a driver traceback
+            raise InvalidInputError(
+                f"storage {self.url!r}: the {backend!r} backend is not supported by this boloop; "
+                "use a SQLite URL (sqlite:///path/to/lab.db) or a file name ending in "
+                f"{', '.join(SQLITE_SUFFIXES)}"
+            )
         self._sqlite_path = _sqlite_path(parsed)
         self.exists = True
         if self._sqlite_path is not None and not os.path.exists(self._sqlite_path):
+            parent = os.path.dirname(os.path.abspath(self._sqlite_path))
+            if not os.path.isdir(parent):
+                raise InvalidInputError(
+                    f"storage {self.url!r}: directory {parent!r} does not exist (create it first)"
+                )
             if not create:
                 self.exists = False
                 self.engine: Engine | None = None
                 return
-            parent = os.path.dirname(os.path.abspath(self._sqlite_path))
-            if not os.path.isdir(parent):
-                raise StorageError(f"storage {self.url!r}: directory {parent!r} does not exist")
         try:
             self.engine = _engine_for(self.url)
             self._open(create)
