@@ -300,6 +300,13 @@ class BasePolicy(ABC):
     family: ClassVar[str] = ""
     #: whether :meth:`observe` takes measurements the user made on their own
     accepts_measurements: ClassVar[bool] = False
+    #: what :attr:`iteration` counts, as the family's paper counts its budget (shown by studies)
+    iteration_meaning: ClassVar[str] = "the method's own count: one per answered query"
+    #: what :meth:`recommend` gives, in one sentence (shown by studies)
+    recommendation_meaning: ClassVar[str] = ""
+    #: the answer counts a study always shows for this method (zero included): some of
+    #: ``evaluations``, ``labels``, ``duels``
+    answer_counts: ClassVar[tuple[str, ...]] = ("evaluations",)
 
     def __init__(self, seed: int | np.random.Generator | None = None) -> None:
         self.seed = seed

@@ -308,6 +308,13 @@ class LevelSetPolicy(BasePolicy):
     method_id: ClassVar[str] = ""
     family: ClassVar[str] = "levelset"
     accepts_measurements: ClassVar[bool] = True  # observe(points, values) -> add_observations
+    iteration_meaning: ClassVar[str] = (
+        "the paper's t: one per answered query after the random starting points; "
+        "measurements you add are not iterations"
+    )
+    recommendation_meaning: ClassVar[str] = (
+        "the estimated set where the value is above the threshold"
+    )
     #: whether the policy works on boxes
     supports_box: ClassVar[bool] = True
 

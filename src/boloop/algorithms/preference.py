@@ -150,6 +150,9 @@ class _DuelingPolicy(BasePolicy):
     """Shared set-up of the preference policies (candidates, kernel, estimator, answers)."""
 
     family = "preference"
+    iteration_meaning = "the paper's t: one per duel"
+    recommendation_meaning = "the option the method currently believes best"
+    answer_counts = ("duels",)
 
     def __init__(
         self,

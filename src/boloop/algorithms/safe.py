@@ -215,6 +215,10 @@ class _SafePolicy(BasePolicy):
     """
 
     family = "safe"
+    iteration_meaning = (
+        "the paper's t: one per evaluation after the initial safe-seed evaluations"
+    )
+    recommendation_meaning = "the best action the model certifies as safe"
     _outputs: tuple[str, ...] = ("f", "g")
     accepts_measurements = True  # observe(points, values): through _observe, as an answer
 

@@ -41,9 +41,11 @@ class RandomEvaluate(BasePolicy):
     """Evaluate uniform random points. ``recommend()`` is the best evaluated point (largest
     value, or largest ``objective`` among answers with ``safety <= threshold`` for mappings)
     for ``maximize=True``; for a level-set problem (``threshold`` given, ``sets=True``) it is the
-    evaluated points split into ``{"upper": (k, d), "lower": (m, d)}`` by their observed values."""
+    evaluated points split by their observed values (a ``LevelSetEstimate``)."""
 
     method_id = "toy-random"
+    iteration_meaning = "one per evaluation"
+    recommendation_meaning = "the best measured point (with sets: the measured points split by h)"
 
     def __init__(
         self,
@@ -120,6 +122,9 @@ class RandomCompare(BasePolicy):
 
     method_id = "toy-random"
     family = "preference"
+    iteration_meaning = "one per duel"
+    recommendation_meaning = "the option with the most wins"
+    answer_counts = ("duels",)
 
     def __init__(self, space: CandidateSet, seed: int | None = None) -> None:
         super().__init__(seed)
@@ -154,6 +159,9 @@ class RandomExpert(BasePolicy):
 
     method_id = "toy-random"
     family = "expert"
+    iteration_meaning = "one per proposal (its label, then its evaluation if accepted)"
+    recommendation_meaning = "the measured point with the lowest value (minimisation)"
+    answer_counts = ("labels", "evaluations")
 
     def __init__(self, space: Any, seed: int | None = None) -> None:
         super().__init__(seed)

@@ -221,30 +221,6 @@ _NOT_SETTINGS = (
     "expert_queries",
     "recommendation_index",
 )
-#: the counts a family always shows (zero included)
-_FAMILY_COUNTS = {
-    "levelset": ("evaluations",),
-    "preference": ("duels",),
-    "safe": ("evaluations",),
-    "expert": ("labels", "evaluations"),
-}
-#: what ``policy.iteration`` counts, family by family (read from each family's policies)
-_ITERATION_MEANING = {
-    "levelset": "the paper's t: one per answered query after the random starting points; "
-    "measurements you add are not iterations",
-    "preference": "the paper's t: one per duel",
-    "safe": "the paper's t: one per evaluation after the initial safe-seed evaluations",
-    "expert": "the paper's t: one per proposal (the expert's label, then its evaluation if the "
-    "method asks for one); the initial labels and evaluations are not iterations",
-}
-#: what the recommendation is, family by family
-_RECOMMENDATION_MEANING = {
-    "levelset": "the estimated set where the value is above the threshold",
-    "preference": "the option the method currently believes best",
-    "safe": "the best action the model certifies as safe",
-    "expert": "the measured point with the lowest predicted value (the expert family minimises)",
-}
-
 
 # -- the study ---------------------------------------------------------------------------------------
 class Study:
@@ -525,11 +501,11 @@ class Study:
             "seed": self.seed,
             "storage": self.storage_url,
             "answered": len(answers),
-            "counts": {k: v for k, v in counts.items() if v or k in _FAMILY_COUNTS[self.family]},
+            "counts": {k: v for k, v in counts.items() if v or k in policy.answer_counts},
             **{k: getattr(policy, k) for k in _LABEL_COUNTS if hasattr(policy, k)},
             "withdrawn": sum(1 for e in self._events if e.kind == "withdrawn"),
             "iteration": int(policy.iteration),
-            "iteration_meaning": _ITERATION_MEANING.get(self.family, "the method's own count"),
+            "iteration_meaning": policy.iteration_meaning,
             "options": dict(self.options),
             "horizon": self._horizon(),
             "settings": json.loads(json.dumps(described, default=_json_default)),
@@ -538,7 +514,7 @@ class Study:
             else self._wrap(pending).to_dict(),
             "recommendation": rec,
             "recommendation_label": rec_label,
-            "recommendation_meaning": _RECOMMENDATION_MEANING.get(self.family, ""),
+            "recommendation_meaning": policy.recommendation_meaning,
             "last_answers": [self._row(e) for e in answers[-last:]] if last else [],
             "warnings": self._warnings(described),
         }
