@@ -84,9 +84,11 @@ class RandomEvaluate(BasePolicy):
         self.X.append(query.x)
         self.values.append(answer)
 
-    def recommend(self) -> BestPoint | LevelSetEstimate:
+    def recommend(self, final_update: bool = True) -> BestPoint | LevelSetEstimate:
         """The best measured point; with ``sets``, the measured points split by the threshold
-        (``classify`` gives any point the class of its nearest measured point)."""
+        (``classify`` gives any point the class of its nearest measured point). The toy has no
+        model: its sets always use every measurement (``final_update`` is accepted for the
+        level-set contract and changes nothing)."""
         if self.sets:
             threshold = float(self.threshold if self.threshold is not None else 0.0)
             X = np.asarray(self.X, dtype=np.float64).reshape(len(self.X), self.space.dim)

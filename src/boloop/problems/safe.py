@@ -42,6 +42,7 @@ from boloop.problems import functions as fn
 from boloop.problems.base import MetricTracker, Problem
 from boloop.problems.registry import register
 from boloop.queries import Evaluate, Query
+from boloop.recommendations import SafeRecommendation
 from boloop.spaces import SafeSpace
 
 __all__ = [
@@ -232,6 +233,11 @@ class SafeTracker(MetricTracker):
         from boloop.metrics.safe import regret_x
 
         rec = recommendation
+        if not isinstance(rec, SafeRecommendation):
+            raise InvalidInputError(
+                f"{self.problem.id}: safe metrics need a certified recommendation "
+                f"(a SafeRecommendation) from recommend(), got {type(rec).__name__}"
+            )
         rx = regret_x(self.F, self.f_opt_x, rec.best_s_index)
         ri, rj = divmod(int(rec.index), sp.n_s)
         out = {
