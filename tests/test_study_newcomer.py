@@ -164,8 +164,8 @@ def test_bad_study_commands_exit_2_with_the_log_unchanged(lab, argv, words):
 
 
 def test_api_refuses_the_same_bad_values(lab):
+    from boloop.cli.study import run_loop
     from boloop.study import load_study
-    from boloop.study.cli import run_loop
 
     study = load_study("cake", storage=f"sqlite:///{lab / 'lab.db'}")
     with pytest.raises(InvalidInputError, match="last"):

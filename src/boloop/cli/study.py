@@ -1,7 +1,7 @@
 """``boloop study ...``: the study API on the command line (Optuna's ``ask``/``tell`` CLI style).
 
 :func:`register` adds the ``study`` subcommand tree to the ``boloop`` parser; every subcommand
-sets ``func(args) -> exit code``. ``python -m boloop.study.cli`` runs the tree on its own.
+sets ``func(args) -> exit code``. ``python -m boloop.cli.study`` runs the tree on its own.
 
 Exit codes (those of ``boloop``): 0 success, 2 bad input or state (the message names what is wrong; nothing stored
 changes), 130 interrupted by Ctrl-C (everything answered so far is stored).
@@ -621,7 +621,7 @@ def _row_text(row: dict[str, Any]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m boloop.study.cli ...``: the same as ``boloop study ...``."""
+    """``python -m boloop.cli.study ...``: the same as ``boloop study ...``."""
     from boloop.cli import main as boloop_main
 
     return boloop_main(["study", *(sys.argv[1:] if argv is None else argv)])

@@ -1,10 +1,9 @@
-"""The ``boloop`` command line.
+"""The ``boloop`` command line (the command layer: nothing in the library imports it).
 
 ``boloop bench run|plot|summary``, ``boloop problems``, ``boloop methods``, ``boloop metrics``,
-``boloop demo``, ``boloop serve`` and,
-when :mod:`boloop.study.cli` exists, ``boloop study`` (its ``register(subparsers)`` adds the
-subparser and sets ``func``). Errors from :mod:`boloop.errors` print one line to stderr and exit
-with status 2.
+``boloop demo`` here; ``boloop study ...`` in :mod:`boloop.cli.study` and ``boloop serve`` in
+:mod:`boloop.cli.serve` (each module's ``register(subparsers)`` adds its subparser and sets
+``func``). Errors from :mod:`boloop.errors` print one line to stderr and exit with status 2.
 """
 
 from __future__ import annotations
@@ -180,14 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--force", action="store_true", help="rerun runs already in the results")
     demo.set_defaults(func=_cmd_demo)
 
-    try:
-        study_cli = importlib.import_module("boloop.study.cli")
-    except ImportError as exc:
-        if exc.name not in ("boloop.study", "boloop.study.cli"):
-            raise
-    else:
-        study_cli.register(sub)
-    importlib.import_module("boloop.web.cli").register(sub)  # `boloop serve` (web extra, lazy)
+    importlib.import_module("boloop.cli.study").register(sub)  # `boloop study ...`
+    importlib.import_module("boloop.cli.serve").register(sub)  # `boloop serve` (web extra, lazy)
     return parser
 
 
@@ -239,6 +232,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
