@@ -26,7 +26,9 @@ def pg_server() -> Iterator[PostgresServer]:
             "no PostgreSQL server binary (initdb, pg_ctl) on the PATH, in $BOLOOP_PG_BIN or "
             "/usr/lib/postgresql/*/bin: install Debian's postgresql package to run these tests"
         )
-    pytest.importorskip("psycopg", reason="psycopg 3 is not installed (pip install 'boloop[postgres]')")
+    pytest.importorskip(
+        "psycopg", reason="psycopg 3 is not installed (pip install 'boloop[postgres]')"
+    )
     server = PostgresServer(bin_dir, tag=os.environ.get("PYTEST_XDIST_WORKER", ""))
     try:
         server.start()

@@ -193,7 +193,9 @@ def resolve_storage(storage: str | None) -> str:
     the psycopg 3 driver (``postgresql+psycopg://``).
     """
     url = storage or os.environ.get("BOLOOP_STORAGE") or DEFAULT_STORAGE
-    where = "--storage" if storage else "$BOLOOP_STORAGE" if os.environ.get("BOLOOP_STORAGE") else ""
+    where = (
+        "--storage" if storage else "$BOLOOP_STORAGE" if os.environ.get("BOLOOP_STORAGE") else ""
+    )
     if not isinstance(url, str):
         raise InvalidInputError(f"storage must be a URL string, got {storage!r}")
     if "://" not in url:
@@ -267,7 +269,9 @@ def decode_rows(
                 f"storage {where!r} is corrupt: study {study_id} event {seq} payload is not JSON"
             ) from exc
         if not isinstance(data, dict):
-            raise StorageError(f"storage {where!r} is corrupt: study {study_id} event {seq} payload")
+            raise StorageError(
+                f"storage {where!r} is corrupt: study {study_id} event {seq} payload"
+            )
         out.append(Event(int(seq), kind, None if qid is None else int(qid), data, created))
         expected += 1
     return out
