@@ -152,6 +152,7 @@ _INTERRUPTED = "\ninterrupted; everything answered so far is stored"
 def _create(args: argparse.Namespace) -> int:
     options = dict(args.option)
     from boloop.study.core import create_study
+    from boloop.study.storage import safe_url
 
     study = create_study(
         args.name,
@@ -165,7 +166,7 @@ def _create(args: argparse.Namespace) -> int:
     )
     print(
         f"created study {study.name!r}: method {study.method} ({study.family}), seed {study.seed}, "
-        f"parameters {study.names}, storage {study.storage_url}"
+        f"parameters {study.names}, storage {safe_url(study.storage_url)}"
     )
     hz = study.status(last=0)["horizon"]
     if hz and hz["source"] == "default":
