@@ -70,8 +70,10 @@ def _unprivileged() -> pwd.struct_passwd | None:
 class PostgresServer:
     """One server in a temporary directory; :meth:`start`, :meth:`stop`, :meth:`new_database`."""
 
-    def __init__(self, bin_dir: str, tag: str = "") -> None:
+    def __init__(self, bin_dir: str, tag: str = "", durable: bool = False) -> None:
         self.bin_dir = bin_dir
+        #: fsync as a production server does (benchmarks); off for tests (see the docstring)
+        self.durable = durable
         self.user = _unprivileged()
         self.dir = tempfile.mkdtemp(prefix=f"boloop-pg{tag}-")
         if self.user is not None:
@@ -119,9 +121,11 @@ class PostgresServer:
         # the port may have been taken since it was chosen: try a few
         for attempt in range(3):
             opts = (
-                f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
-                "-c full_page_writes=off -c max_connections=60 -c shared_buffers=16MB"
+                f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 "
+                "-c max_connections=60 -c shared_buffers=16MB"
             )
+            if not self.durable:
+                opts += " -c fsync=off -c full_page_writes=off"
             res = self._run("pg_ctl", "-D", self.data, "-o", opts, "-l", self.log, "-w",
                             "-t", "60", "start", check=False)  # fmt: skip
             if res.returncode == 0:

@@ -649,6 +649,9 @@ class Storage:
             with self.engine.connect() as conn:
                 if write:
                     conn.execution_options(boloop_write=True)
+                elif self.backend == "postgresql":
+                    # reads are single statements (each sees one snapshot): no BEGIN/COMMIT trips
+                    conn.execution_options(isolation_level="AUTOCOMMIT")
                 with conn.begin():
                     yield Transaction(conn, self.display_url, write=write)
         except IntegrityError as exc:
