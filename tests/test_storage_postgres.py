@@ -271,3 +271,28 @@ def json_text(obj: object) -> str:
     import json
 
     return json.dumps(obj, default=str)
+
+
+def test_boloop_serve_over_postgresql_and_a_second_writer(pg_url):
+    """The web page's API over a PostgreSQL storage, while another process's view of the same
+    study answers too: one log, every answer once."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    _create(pg_url, "s1")
+    client = TestClient(create_app(pg_url))
+    other = load_study("s1", storage=pg_url)
+    for k in range(3):
+        q = client.post("/api/studies/s1/ask").json()
+        r = client.post("/api/studies/s1/tell", json={"query_id": q["id"], "answer": 0.1 * k})
+        assert r.status_code == 200, r.text
+        q2 = other.ask()
+        other.tell(q2.id, 0.5)
+    q = client.post("/api/studies/s1/ask").json()
+    other.tell(other.ask().id, 0.9)  # the other answers the open query first
+    r = client.post("/api/studies/s1/tell", json={"query_id": q["id"], "answer": 0.2})
+    assert r.status_code == 409 and "already answered" in r.text
+    assert [q for q, _ in _told(pg_url, "s1")] == list(range(7))
+    assert [row["name"] for row in client.get("/api/studies").json()] == ["s1"]
