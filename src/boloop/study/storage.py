@@ -40,7 +40,7 @@ failing: on SQLite a writing transaction is ``BEGIN IMMEDIATE`` (one writer per 
 PostgreSQL it locks the study's row (``SELECT ... FOR UPDATE``: writers of other studies go on in
 parallel). A lost connection (a server restart, a network cut) is a :class:`StorageError` saying
 so; the transaction is rolled back by the server, so nothing is half-written, and the pool
-reconnects on the next operation (``pool_pre_ping``).
+replaces connections the server closed before it hands them out again.
 """
 
 from __future__ import annotations
@@ -370,12 +370,12 @@ def _create_engine(url: str) -> Engine:
         if parsed.get_backend_name() == "postgresql":
             engine = sa.create_engine(
                 url,
-                pool_pre_ping=True,  # a connection the server dropped is replaced, not used
                 connect_args={
                     "connect_timeout": CONNECT_TIMEOUT_SECONDS,
                     "application_name": "boloop",
                 },
             )
+            sa_event.listen(engine, "checkout", _drop_if_closed_by_server)
         else:
             engine = sa.create_engine(url)
     except ImportError as exc:
@@ -386,6 +386,22 @@ def _create_engine(url: str) -> Engine:
     if engine.dialect.name == "sqlite":
         _configure_sqlite(engine)
     return engine
+
+
+def _drop_if_closed_by_server(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
+    """A pooled PostgreSQL connection is replaced before use if the server has closed it (a
+    restart, an administrator ending the session): an idle connection's socket is readable only
+    then (end of file, or the server's farewell message). Costs no round trip, unlike a ping; a
+    connection cut without a word (a network failure) fails at its first statement instead."""
+    import select
+
+    try:
+        fd = dbapi_conn.fileno()
+        readable, _, _ = select.select([fd], [], [], 0)
+    except (OSError, ValueError, AttributeError) as exc:
+        raise sa.exc.DisconnectionError(f"connection unusable: {exc}") from exc
+    if readable or getattr(dbapi_conn, "closed", False):
+        raise sa.exc.DisconnectionError("the server closed the connection")
 
 
 def _configure_sqlite(engine: Engine) -> None:
