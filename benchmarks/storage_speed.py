@@ -8,7 +8,10 @@
    method adds the same policy time to both backends).
 2. ``--writers`` processes (default 8) answering as fast as they can for ``--seconds``, two per
    study (they race for the same query: the loser's tell is refused, as in a lab where two
-   people answer the same study) and one per study: total stored answers per second.
+   people answer the same study) and one per study: total stored answers per second, and the
+   CPU seconds each stored answer cost (writers, plus the server's processes when the benchmark
+   started the server), from which the rate two idle cores would allow follows: on a machine
+   shared with other jobs the measured rate says more about the load than about the storage.
 
 Without ``--pg URL`` a throwaway server is started with ``tests/pg_server.py`` (Debian's
 ``initdb``/``pg_ctl``; as the ``postgres`` user when run as root), with ``fsync`` on: every
@@ -75,45 +78,81 @@ def step_times(urls: dict[str, str], method: str, answers: int, repeats: int) ->
     }
 
 
-def throughput(url: str, writers: int, per_study: int, seconds: float, tag: str) -> float:
-    """Stored answers per second of ``writers`` processes, ``per_study`` on each study."""
+def _server_cpu(data_dir: str | None) -> dict[int, float]:
+    """CPU seconds (user + system) of the PostgreSQL server's processes, by pid (Linux /proc)."""
+    if data_dir is None or not os.path.isdir("/proc"):
+        return {}
+    with open(os.path.join(data_dir, "postmaster.pid")) as fh:
+        postmaster = int(fh.readline())
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(d) == postmaster or int(fields[1]) == postmaster:
+            out[int(d)] = (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def throughput(
+    url: str, writers: int, per_study: int, seconds: float, tag: str, data_dir: str | None = None
+) -> tuple[float, float]:
+    """Stored answers per second of ``writers`` processes, ``per_study`` on each study, and the
+    CPU seconds per stored answer (the writers' and, given its ``data_dir``, the server's)."""
     names = [f"{tag}{i}" for i in range((writers + per_study - 1) // per_study)]
     for n in names:
         create_study(n, "toy-random", SPACE, family="levelset", storage=url, seed=0)
     ctx = mp.get_context("fork")
     results = ctx.Queue()
+    done = ctx.Event()
     start = time.time() + 1.0  # every writer has loaded its study before the clock starts
     procs = [
         ctx.Process(
-            target=_timed_writer, args=(url, names[w // per_study], start, seconds, results)
+            target=_timed_writer,
+            args=(url, names[w // per_study], start, seconds, results, done),
         )
         for w in range(writers)
     ]
     for p in procs:
         p.start()
-    total = sum(results.get(timeout=seconds + 120) for _ in procs)
+    time.sleep(max(0.0, start - time.time()))
+    before = _server_cpu(data_dir)
+    counts = [results.get(timeout=seconds + 120) for _ in procs]
+    after = _server_cpu(data_dir)  # the writers' sessions are still open: nothing is lost
+    done.set()
     for p in procs:
         p.join(30)
-    return total / seconds
+    total = sum(n for n, _ in counts)
+    cpu = sum(c for _, c in counts) + sum(v - before.get(k, 0.0) for k, v in after.items())
+    return total / seconds, cpu / max(total, 1)
 
 
-def _timed_writer(url: str, name: str, start: float, seconds: float, results: object) -> None:
+def _timed_writer(
+    url: str, name: str, start: float, seconds: float, results: object, done: object
+) -> None:
+    import resource
+
     study = load_study(name, storage=url)
     study.ask()
     time.sleep(max(0.0, start - time.time()))
-    _writer_loop(study, start + seconds, results)
-
-
-def _writer_loop(study, stop_at: float, results: object) -> None:
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
     n = 0
-    while time.time() < stop_at:
+    while time.time() < start + seconds:
         q = study.ask()
         try:
             study.tell(q.id, 0.5)
             n += 1
         except QueryStateError:
             continue
-    results.put(n)  # type: ignore[attr-defined]
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+    results.put((n, cpu))  # type: ignore[attr-defined]
+    done.wait(60)  # type: ignore[attr-defined]
 
 
 def main() -> None:
@@ -152,12 +191,22 @@ def main() -> None:
                 f"SQLite {1e3 * s:.1f} ms, PostgreSQL {1e3 * p:.1f} ms, ratio {p / s:.2f}"
             )
         print(f"load: {os.getloadavg()[0]:.2f}")
+        data_dir = server.data if server is not None else None
         for per_study in (2, 1):
             for backend, url in (("postgresql", pg_url), ("sqlite", sqlite_url)):
-                rate = throughput(url, args.writers, per_study, args.seconds, f"w{per_study}_")
+                rate, cpu = throughput(
+                    url,
+                    args.writers,
+                    per_study,
+                    args.seconds,
+                    f"w{per_study}_",
+                    data_dir if backend == "postgresql" else None,
+                )
+                who = "writers + server" if backend == "postgresql" and data_dir else "writers"
                 print(
                     f"{args.writers} writers, {per_study} per study, {args.seconds:g} s: "
-                    f"{backend} {rate:.0f} answers/s"
+                    f"{backend} {rate:.0f} answers/s; {1e3 * cpu:.1f} ms CPU per answer "
+                    f"({who}), i.e. at most {2 / cpu:.0f} answers/s on 2 idle cores"
                 )
         print(f"load: {os.getloadavg()[0]:.2f}")
     finally:
