@@ -1,9 +1,10 @@
 """Shared fixtures: a real PostgreSQL server for the storage tests (see ``pg_server.py``).
 
-The server is started once per test session (per xdist worker: each worker has its own
-directory and port, so two workers never collide; the PostgreSQL tests are also grouped on one
-worker with ``xdist_group("postgres")`` so that ``make test`` starts a single server) and stopped
-at the end. Every test gets a fresh database of its own. Skipped, with the reason, only where no
+The server is started once per test session, that is once per xdist worker that runs a
+PostgreSQL test: each worker's server has its own directory and port, so two workers never
+collide. (The tests are marked ``xdist_group("postgres")`` so that ``--dist loadgroup`` could put
+them on one worker; pytest-xdist 3.8 under pytest 9 does not group them, and two servers start.)
+Stopped and removed at the end. Every test gets a fresh database of its own. Skipped, with the reason, only where no
 PostgreSQL server binary (``initdb``, ``pg_ctl``) can be found or the driver (the ``postgres``
 extra, psycopg 3, in the ``test`` extra) is not installed.
 """
