@@ -274,15 +274,17 @@ def json_text(obj: object) -> str:
 
 
 def test_boloop_serve_over_postgresql_and_a_second_writer(pg_url):
-    """The web page's API over a PostgreSQL storage, while another process's view of the same
-    study answers too: one log, every answer once."""
+    """The web page's API over a PostgreSQL storage (a password in the URL stays off the page),
+    while another process's view of the same study answers too: one log, every answer once."""
     pytest.importorskip("fastapi")
     from fastapi.testclient import TestClient
 
     from boloop.web import create_app
 
     _create(pg_url, "s1")
-    client = TestClient(create_app(pg_url))
+    client = TestClient(create_app(pg_url.replace("postgres@", "postgres:s3cret@")))
+    page = client.get("/").text  # the footer names the storage, without its password
+    assert "postgres:***@" in page and "s3cret" not in page
     other = load_study("s1", storage=pg_url)
     for k in range(3):
         q = client.post("/api/studies/s1/ask").json()

@@ -1016,7 +1016,7 @@ class Study:
     def __repr__(self) -> str:
         return (
             f"Study(name={self.name!r}, method={self.method!r}, answered={self.n_answered}, "
-            f"storage={self.storage_url!r})"
+            f"storage={safe_url(self.storage_url)!r})"
         )
 
 
