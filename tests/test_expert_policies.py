@@ -173,7 +173,7 @@ def test_baselines_and_finite_candidate_sets():
     for q, _ in pol.history:
         assert q.index is not None
         np.testing.assert_array_equal(cs.points[q.index], q.x)
-    assert pol.recommend() is not None
+    assert pol.recommend().point is not None
 
 
 def test_problems_registry_and_expert_models():

@@ -15,7 +15,7 @@ LAYERS = [
     {"gp"},
     {"confidence"},
     {"spaces"},
-    {"queries"},
+    {"queries", "recommendations"},  # the policy contract
     {"algorithms"},
     {"metrics"},  # pure functions of values and masks: they import no problem
     {"problems"},

@@ -448,7 +448,7 @@ def test_determinism_and_tracker_columns():
     _run(pol, prob.value, 10, np.random.default_rng(0), prob.noise_sd)
     H = pol.recommend().upper
     tr = prob.new_tracker()
-    m = tr.update(pol, None, None)
+    m = tr.update(None, None, pol.recommend(final_update=True))
     assert m["loss"] == pytest.approx(level_set_loss(prob.truth()[1], H, 1.0))
     assert m["fscore"] == pytest.approx(fscore(prob.true_upper(), H))
 

@@ -53,7 +53,7 @@ def test_tracker_columns_match_the_metric_functions():
         q = pol.ask()
         ans = p.compare(q, rng)
         pol.tell(q.id, ans)
-        row = tracker.update(pol, q, ans)
+        row = tracker.update(q, ans, pol.recommend())
         total += duel_regret(p.utility, q.a_index, q.b_index)
         assert row["regret"] == pytest.approx(duel_regret(p.utility, q.a_index, q.b_index))
         assert row["cumulative_regret"] == pytest.approx(total)

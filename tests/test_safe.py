@@ -381,9 +381,9 @@ def test_recommendation_is_certified_and_streaming_matches_cache():
     rec = policy.recommend()
     _, sets = policy.state()  # the current safe set: the union so far plus (12) now
     assert np.all(sets.boundary >= policy.certified)
-    i, j = divmod(rec["index"], prob.space.n_s)
+    i, j = divmod(rec.index, prob.space.n_s)
     assert j <= sets.boundary[i]
-    assert np.all(rec["best_s_index"] <= sets.boundary)
+    assert np.all(rec.best_s_index <= sets.boundary)
     cached = policy.post_g.mean_std()
     streamed = GridPosterior(policy.gp_g, prob.space, cache_mb=0.0).mean_std()
     np.testing.assert_allclose(streamed[0], cached[0], atol=1e-9)

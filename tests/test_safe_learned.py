@@ -98,7 +98,7 @@ def test_measured_g_above_h_is_flagged_and_never_certified_again(caplog):
     for _ in range(15):
         rec = policy.recommend()
         if s_index > 0:
-            assert rec["boundary_s"][x_index] < prob.space.s_values[s_index]
+            assert rec.boundary_s[x_index] < prob.space.s_values[s_index]
         q2 = policy.ask()
         assert not (
             q2.index // prob.space.n_s == x_index and q2.index % prob.space.n_s >= max(s_index, 1)

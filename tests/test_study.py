@@ -85,7 +85,9 @@ def _log_rows(url: str) -> list[tuple]:
 
 
 class _NoMetrics(MetricTracker):
-    def update(self, policy, query, answer):
+    recommend_options = None
+
+    def update(self, query, answer, recommendation):
         return {}
 
 

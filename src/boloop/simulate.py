@@ -6,7 +6,7 @@
         query = policy.ask()
         answer = problem.answer(query, oracle_rng)
         policy.tell(query.id, answer)
-        metrics = tracker.update(policy, query, answer)
+        metrics = tracker.update(query, answer, policy.recommend())
 
 How the budget is counted
 -------------------------
@@ -60,6 +60,7 @@ import numpy as np
 from boloop.errors import InvalidInputError
 from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Query
+from boloop.recommendations import Recommendation
 
 __all__ = ["simulate", "Trace", "oracle_rng", "KEY_COLUMNS", "TIME_COLUMNS"]
 
@@ -208,6 +209,8 @@ def _plain(value: Any) -> Any:
         return float(value)
     if isinstance(value, np.ndarray):
         return value.tolist()
+    if isinstance(value, Recommendation):
+        return _plain(value.to_dict())
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -310,7 +313,9 @@ def simulate(
         policy.tell(query.id, answer)
         t3 = time.perf_counter()
         n_queries += 1
-        metrics = tracker.update(policy, query, answer)
+        options = tracker.recommend_options
+        recommendation = None if options is None else policy.recommend(**options)
+        metrics = tracker.update(query, answer, recommendation)
         unknown = set(metrics) - declared
         if unknown:
             raise InvalidInputError(

@@ -57,6 +57,7 @@ from boloop.gp.exact import ExactGP, GammaPrior
 from boloop.gp.kernels import SquaredExponential
 from boloop.gp.likelihood_ratio import LikelihoodRatioModel
 from boloop.queries import BasePolicy, Compare, Evaluate, Label, PolicySpec, Query
+from boloop.recommendations import BestPoint
 from boloop.spaces import Box, CandidateSet
 
 __all__ = [
@@ -443,14 +444,15 @@ class ExpertPolicy(BasePolicy):
     def _bo_propose(self) -> Query:
         raise NotImplementedError
 
-    def recommend(self) -> np.ndarray | None:
-        """The evaluated point with the lowest posterior mean (original coordinates), or None."""
+    def recommend(self) -> BestPoint:
+        """The evaluated point with the lowest posterior mean (original coordinates); its
+        ``point`` is None before the first evaluation."""
         if not self.X_f.shape[0]:
-            return None
+            return BestPoint(None)
         self._sync_gp()
         mean, _ = self.gp.predict(self.X_f)
         i = int(np.argmin(mean))
-        return self._from_unit(self.X_f[i])
+        return BestPoint(self._from_unit(self.X_f[i]))
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()
@@ -475,10 +477,11 @@ class RandomSearch(ExpertPolicy):
         U, idx = self._sample_unit(1)
         return self._ask_unit(U[0], None if idx is None else int(idx[0]), "evaluate")
 
-    def recommend(self) -> np.ndarray | None:
+    def recommend(self) -> BestPoint:
+        """The evaluated point with the lowest measured value (``point`` None before any)."""
         if not self.X_f.shape[0]:
-            return None
-        return self._from_unit(self.X_f[int(np.argmin(self.y_f))])
+            return BestPoint(None)
+        return BestPoint(self._from_unit(self.X_f[int(np.argmin(self.y_f))]))
 
 
 class ExpertSampling(ExpertPolicy):
@@ -525,10 +528,11 @@ class ExpertSampling(ExpertPolicy):
             return False
         return isinstance(query, Evaluate)
 
-    def recommend(self) -> np.ndarray | None:
+    def recommend(self) -> BestPoint:
+        """The evaluated point with the lowest measured value (``point`` None before any)."""
         if not self.X_f.shape[0]:
-            return None
-        return self._from_unit(self.X_f[int(np.argmin(self.y_f))])
+            return BestPoint(None)
+        return BestPoint(self._from_unit(self.X_f[int(np.argmin(self.y_f))]))
 
 
 class GPLCB(ExpertPolicy):

@@ -55,7 +55,6 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -66,11 +65,12 @@ from scipy.special import ndtr
 from boloop.algorithms.registry import options_from, register_method
 from boloop.confidence import GotovosLSEBeta
 from boloop.errors import InvalidInputError, NotFittedError, QueryStateError
-from boloop.gp.cache import CandidatePosterior
+from boloop.gp.cache import CandidatePosterior, FixedPointsMean
 from boloop.gp.exact import ExactGP, robust_cholesky
 from boloop.gp.hyperparameters import HyperparameterLearning, default_kernel, space_filling_design
 from boloop.gp.kernels import Kernel, SquaredExponential, StationaryKernel
 from boloop.queries import BasePolicy, Evaluate, PolicySpec, Query
+from boloop.recommendations import LevelSetEstimate
 from boloop.spaces import Box, CandidateSet
 
 __all__ = [
@@ -225,41 +225,6 @@ def mile_acquisition(
 
 
 # ---------------------------------------------------------------------------------------------
-@dataclass(frozen=True, repr=False)
-class LevelSetEstimate:
-    """Estimated sets ``(H_t, L_t)`` of eq. (3.1) (or eq. A.3 for Algorithm 3).
-
-    Attributes
-    ----------
-    threshold:
-        ``theta``.
-    iteration:
-        The ``t`` of ``H_t``: the sets come from the posterior after the initial points and
-        ``t - 1`` iterations (``t = T + 1`` means "after all data").
-    points:
-        The candidate points (N, d) for a finite space, else ``None``.
-    upper:
-        Bool mask (N,) of ``H_t`` over ``points`` (finite spaces), else ``None``.
-    classify:
-        ``classify(X) -> bool (m,)``: membership of ``H_t`` for any points X (m, d).
-    """
-
-    threshold: float
-    iteration: int
-    points: np.ndarray | None
-    upper: np.ndarray | None
-    classify: Callable[[np.ndarray], np.ndarray]
-
-    @property
-    def lower(self) -> np.ndarray | None:
-        """Bool mask (N,) of ``L_t`` (the complement of ``upper``)."""
-        return None if self.upper is None else ~self.upper
-
-    def __repr__(self) -> str:
-        size = "" if self.upper is None else f", n_upper={int(self.upper.sum())}/{self.upper.size}"
-        return f"LevelSetEstimate(iteration={self.iteration}, threshold={self.threshold:g}{size})"
-
-
 def _resolve_learning(
     hyperparameters: HyperparameterLearning | str | None, fit: bool
 ) -> HyperparameterLearning | None:
@@ -441,6 +406,7 @@ class LevelSetPolicy(BasePolicy):
         else:
             self.candidates = space.sample(int(n_candidates), seed=self.rng, method="sobol")  # type: ignore[union-attr]
         self.cache = CandidatePosterior(self.gp, self.candidates)
+        self._fixed_mean: FixedPointsMean | None = None
         self.N = int(self.candidates.shape[0])
         self.observed = np.zeros(self.N, dtype=bool)  # finite: which candidates were observed
         self.betas: list[float] = []  # sqrt_beta used at each iteration (NaN if none)
@@ -495,13 +461,26 @@ class LevelSetPolicy(BasePolicy):
         mean, var = self.gp.predict(X)
         return mean, np.sqrt(var)
 
+    def posterior_mean_at(self, X: Any) -> np.ndarray:
+        """The current posterior mean (m,) at X (m, d). The candidates' mean is read from the
+        candidate cache; for another fixed array (an evaluation set passed again and again) the
+        rows ``k(x_i, X)`` are kept and only the new ones computed (:class:`FixedPointsMean`)."""
+        X = np.asarray(X, dtype=np.float64)
+        if X is self.candidates or (
+            X.shape == self.candidates.shape and np.array_equal(X, self.candidates)
+        ):
+            return np.asarray(self.cache.mean)
+        if self._fixed_mean is None or self._fixed_mean.X is not X:
+            self._fixed_mean = FixedPointsMean(X)
+        return self._fixed_mean.mean(self.gp)
+
     def estimate(self) -> LevelSetEstimate:
         """The sets from the current posterior (all data), eq. (3.1)."""
         threshold = self.threshold
-        gp = self.gp
+        mean_at = self.posterior_mean_at
 
         def _classify(X: np.ndarray) -> np.ndarray:
-            return classify(gp.predict(X)[0], threshold)
+            return classify(mean_at(X), threshold)
 
         upper = classify(self.cache.mean, threshold) if self.finite else None
         return LevelSetEstimate(

@@ -49,6 +49,7 @@ from boloop.gp.kernels import Kernel, SquaredExponential
 from boloop.gp.preference import DuelCovariance, KernelLogisticDuels
 from boloop.gp.utility_laplace import UtilityPosterior, eubo_all_pairs
 from boloop.queries import BasePolicy, Compare, Query
+from boloop.recommendations import BestPoint
 from boloop.spaces import Box, CandidateSet
 
 __all__ = [
@@ -249,9 +250,10 @@ class _DuelingPolicy(BasePolicy):
         self.K_X = self._gram(self.kernel)
         return True
 
-    def recommend(self) -> np.ndarray:
-        """The estimated best arm, (d,) (see :meth:`recommend_index`)."""
-        return np.array(self.candidates.points[self.recommend_index()])
+    def recommend(self) -> BestPoint:
+        """The estimated best arm: its point (d,) and index (see :meth:`recommend_index`)."""
+        k = self.recommend_index()
+        return BestPoint(np.array(self.candidates.points[k]), k)
 
     def recommend_index(self) -> int:  # pragma: no cover - overridden
         raise NotImplementedError

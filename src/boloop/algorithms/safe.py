@@ -88,6 +88,7 @@ from boloop.gp.exact import ExactGP, LogNormalPrior
 from boloop.gp.hyperparameters import HyperparameterLearning, space_filling_design
 from boloop.gp.kernels import Kernel, Matern
 from boloop.queries import BasePolicy, Evaluate, Query
+from boloop.recommendations import SafeRecommendation
 from boloop.spaces import SafeSpace
 
 __all__ = ["MSafeOpt", "SafeOptMC", "PredVar", "GridPosterior"]
@@ -562,7 +563,7 @@ class _SafePolicy(BasePolicy):
     def _iteration_done(self, query: Query, answer: Any) -> bool:
         return query.id not in self._seed_ids
 
-    def recommend(self) -> dict[str, Any]:
+    def recommend(self) -> SafeRecommendation:
         """The certified-safe recommendation.
 
         ``point``/``index``: the action of the certified safe set with the largest ``LCB^f``
@@ -576,13 +577,13 @@ class _SafePolicy(BasePolicy):
         flat = int(np.argmax(lcb))
         i, j = divmod(flat, space.n_s)
         best = self._best_index(b, sets)
-        return {
-            "point": np.concatenate([[space.s_values[j]], space.x_points[i]]),
-            "index": flat,
-            "best_s_index": best,
-            "best_s": space.s_values[best],
-            "boundary_s": space.s_values[sets.boundary],
-        }
+        return SafeRecommendation(
+            point=np.concatenate([[space.s_values[j]], space.x_points[i]]),
+            index=flat,
+            best_s=space.s_values[best],
+            best_s_index=best,
+            boundary_s=space.s_values[sets.boundary],
+        )
 
     def _best_index(self, b: Bounds, sets: SafeSets) -> np.ndarray:
         return sets.best

@@ -21,6 +21,7 @@ import numpy as np
 from boloop.algorithms.registry import Option, register_method
 from boloop.errors import InvalidInputError
 from boloop.queries import BasePolicy, Compare, Evaluate, Label, PolicySpec, Query
+from boloop.recommendations import BestPoint, LevelSetEstimate
 from boloop.spaces import Box, CandidateSet, SafeSpace
 
 __all__ = ["RandomEvaluate", "RandomCompare", "RandomExpert"]
@@ -81,14 +82,24 @@ class RandomEvaluate(BasePolicy):
         self.X.append(query.x)
         self.values.append(answer)
 
-    def recommend(self) -> Any:
-        if not self.X:
-            return None
+    def recommend(self) -> BestPoint | LevelSetEstimate:
+        """The best measured point; with ``sets``, the measured points split by the threshold
+        (``classify`` gives any point the class of its nearest measured point)."""
         if self.sets:
-            y = np.asarray(self.values, dtype=np.float64)
-            X = np.asarray(self.X)
-            upper = y >= (self.threshold if self.threshold is not None else 0.0)
-            return {"upper": X[upper], "lower": X[~upper]}
+            threshold = float(self.threshold if self.threshold is not None else 0.0)
+            X = np.asarray(self.X, dtype=np.float64).reshape(len(self.X), self.space.dim)
+            upper = np.asarray(self.values, dtype=np.float64) >= threshold
+
+            def _nearest_class(P: np.ndarray) -> np.ndarray:
+                P = np.asarray(P, dtype=np.float64).reshape(-1, X.shape[1])
+                if not len(X):
+                    return np.zeros(P.shape[0], dtype=bool)
+                d2 = ((P[:, None, :] - X[None, :, :]) ** 2).sum(axis=-1)
+                return upper[np.argmin(d2, axis=1)]
+
+            return LevelSetEstimate(threshold, self.iteration + 1, X, upper, _nearest_class)
+        if not self.X:
+            return BestPoint(None)
         if isinstance(self.values[0], Mapping):
             f_name, g_name = self.outputs[0], self.outputs[-1]
             f = np.array([v[f_name] for v in self.values])
@@ -96,12 +107,12 @@ class RandomEvaluate(BasePolicy):
             if self.threshold is not None and len(self.outputs) > 1:
                 ok = np.array([v[g_name] <= self.threshold for v in self.values])
             if not ok.any():
-                return None
+                return BestPoint(None)
             f = np.where(ok, f, -np.inf if self.maximize else np.inf)
         else:
             f = np.asarray(self.values, dtype=np.float64)
         i = int(np.argmax(f) if self.maximize else np.argmin(f))
-        return self.X[i]
+        return BestPoint(self.X[i])
 
 
 class RandomCompare(BasePolicy):
@@ -126,10 +137,12 @@ class RandomCompare(BasePolicy):
         winner = query.a_index if answer == 0 else query.b_index
         self.wins[winner] += 1
 
-    def recommend(self) -> np.ndarray | None:
+    def recommend(self) -> BestPoint:
+        """The candidate with the most wins (``point`` None before the first duel)."""
         if not self.history:
-            return None
-        return np.asarray(self.space.points[int(np.argmax(self.wins))])
+            return BestPoint(None)
+        k = int(np.argmax(self.wins))
+        return BestPoint(np.asarray(self.space.points[k]), k)
 
 
 class RandomExpert(BasePolicy):
@@ -170,10 +183,11 @@ class RandomExpert(BasePolicy):
     def _iteration_done(self, query: Query, answer: Any) -> bool:
         return isinstance(query, Evaluate) or not answer
 
-    def recommend(self) -> np.ndarray | None:
+    def recommend(self) -> BestPoint:
+        """The evaluated point with the smallest value (``point`` None before any)."""
         if not self.y:
-            return None
-        return self.X[int(np.argmin(self.y))]
+            return BestPoint(None)
+        return BestPoint(self.X[int(np.argmin(self.y))])
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -24,12 +24,19 @@ __all__ = ["Problem", "MetricTracker"]
 class MetricTracker(ABC):
     """Per-run state for a family's metrics; one instance per simulated run.
 
-    ``update`` is called after every answered query and returns the metric columns of that step,
-    named as in DESIGN.md (``regret``, ``cumulative_regret``, ``loss``, ``fscore``...).
+    ``update`` is called after every answered query with the query, its answer and the policy's
+    public recommendation after that answer (a :mod:`boloop.recommendations` value), and returns
+    the metric columns of that step, named as in DESIGN.md (``regret``, ``cumulative_regret``,
+    ``loss``, ``fscore``...). A tracker never sees the policy itself.
     """
 
+    #: keyword arguments of ``policy.recommend`` for the recommendation passed to :meth:`update`;
+    #: ``None`` for a tracker that needs none (then ``recommend`` is not called and ``update``
+    #: receives ``None``)
+    recommend_options: ClassVar[dict[str, Any] | None] = {}
+
     @abstractmethod
-    def update(self, policy: Any, query: Query, answer: Any) -> dict[str, float]: ...
+    def update(self, query: Query, answer: Any, recommendation: Any) -> dict[str, float]: ...
 
 
 @dataclass

@@ -63,7 +63,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import expit
@@ -266,7 +266,10 @@ class ExpertTracker(MetricTracker):
         self.labels_asked = 0
         self.labels_rejected = 0
 
-    def update(self, policy: Any, query: Query, answer: Any) -> dict[str, float]:
+    #: regret of the evaluated points only: no recommendation is needed (nor computed)
+    recommend_options: ClassVar[dict[str, Any] | None] = None
+
+    def update(self, query: Query, answer: Any, recommendation: Any) -> dict[str, float]:
         p = self.problem
         initial = query.initial  # the initial design enters no regret and no count
         regret = 0.0

@@ -41,10 +41,9 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from boloop.errors import InvalidInputError
 from boloop.gp.exact import robust_cholesky
@@ -53,6 +52,7 @@ from boloop.problems import functions as fn
 from boloop.problems.base import MetricTracker, Problem
 from boloop.problems.registry import register
 from boloop.queries import Evaluate, Query
+from boloop.recommendations import LevelSetEstimate
 from boloop.spaces import Box, CandidateSet
 
 __all__ = [
@@ -210,75 +210,31 @@ class LevelSetProblem(Problem):
         return ["loss", "fscore"]
 
 
-class _IncrementalMean:
-    """Posterior mean of an :class:`ExactGP` at fixed points X (M, d), O(M n) per step.
-
-    Keeps the rows ``k(x_i, X)`` (n, M), appended as observations arrive, and computes
-    ``m + alpha^T K`` with ``alpha = L^{-T} a``; recomputes when the GP is refactorised.
-    Memory n x M float64 (500 x 100,000: 400 MB).
-    """
-
-    def __init__(self, X: np.ndarray) -> None:
-        self.X = X
-        self.K = np.zeros((0, X.shape[0]))
-        self.n = 0
-        self.version = -1
-
-    def mean(self, gp: Any) -> np.ndarray:
-        if gp.version != self.version or gp.n < self.n:
-            self.n = 0
-            self.version = gp.version
-        n = gp.n
-        if n == 0:
-            return np.full(self.X.shape[0], gp.mean_constant)
-        if n > self.K.shape[0]:
-            K = np.empty((max(64, 2 * self.K.shape[0], n), self.X.shape[0]))
-            K[: self.n] = self.K[: self.n]
-            self.K = K
-        if n > self.n:
-            self.K[self.n : n] = gp.kernel.k(gp.X[self.n : n], self.X)
-            self.n = n
-        alpha = solve_triangular(gp.cholesky_factor, gp.whitened_residual, lower=True, trans="T")
-        return gp.mean_constant + alpha @ self.K[:n]
-
-
 class LevelSetTracker(MetricTracker):
-    """``loss`` (r_t) and ``fscore`` of the sets of the policy's current posterior mean (eq. 3.1).
+    """``loss`` (r_t) and ``fscore`` of the sets the policy estimates from its current posterior
+    mean (eq. 3.1): the recommendation ``recommend(final_update=True)``, a
+    :class:`~boloop.recommendations.LevelSetEstimate`, classifies the problem's evaluation points.
 
     The row written after an answered query uses the posterior given every answer so far, i.e. the
     paper's ``r_{t+1}`` after iteration t (the paper plots ``r_t`` from ``mu_{t-1}``).
     """
 
+    #: the sets after every answer so far, also for Algorithm 3 (whose default output is H_T-hat)
+    recommend_options: ClassVar[dict[str, Any] | None] = {"final_update": True}
+
     def __init__(self, problem: LevelSetProblem) -> None:
         self.problem = problem
-        self._inc: _IncrementalMean | None = None
-        self._same_candidates: bool | None = None
-        self._points_id: int | None = None
 
-    def _mean(self, policy: Any, P: np.ndarray) -> np.ndarray:
-        cands = getattr(policy, "candidates", None)
-        if self._same_candidates is None:
-            self._same_candidates = (
-                isinstance(cands, np.ndarray)
-                and cands.shape == P.shape
-                and bool(np.array_equal(cands, P))
-            )
-        if self._same_candidates:
-            return np.asarray(policy.cache.mean)
-        gp = getattr(policy, "gp", None)
-        if gp is not None and hasattr(gp, "cholesky_factor"):
-            if self._inc is None or self._points_id != id(P):
-                self._inc = _IncrementalMean(P)
-                self._points_id = id(P)
-            return self._inc.mean(gp)
-        return np.asarray(policy.predict(P)[0])
-
-    def update(self, policy: Any, query: Query, answer: Any) -> dict[str, float]:
+    def update(self, query: Query, answer: Any, recommendation: Any) -> dict[str, float]:
         from boloop.metrics.levelset import fscore, level_set_loss
 
+        if not isinstance(recommendation, LevelSetEstimate):
+            raise InvalidInputError(
+                f"{self.problem.id}: level-set metrics need estimated sets (a LevelSetEstimate) "
+                f"from recommend(), got {type(recommendation).__name__}"
+            )
         P, values = self.problem.truth()
-        mean = self._mean(policy, P)
-        upper = mean >= self.problem.threshold
+        upper = np.asarray(recommendation.classify(P), dtype=bool)
         truth = values >= self.problem.threshold
         return {
             "loss": level_set_loss(values, upper, self.problem.threshold),

@@ -154,7 +154,7 @@ class _DuelTracker(MetricTracker):
         self.problem = problem
         self.cumulative = 0.0
 
-    def update(self, policy: Any, query: Query, answer: Any) -> dict[str, float]:
+    def update(self, query: Query, answer: Any, recommendation: Any) -> dict[str, float]:
         p = self.problem
         if not isinstance(query, Compare):
             raise InvalidInputError(f"{p.id} answers only compare queries")
@@ -162,10 +162,9 @@ class _DuelTracker(MetricTracker):
         j = p.arm_index(query.b, query.b_index)
         r = float(duel_regret(p.utility, i, j))
         self.cumulative += r
-        if hasattr(policy, "recommend_index"):
-            k = int(policy.recommend_index())
-        else:
-            k = p.arm_index(np.asarray(policy.recommend()), None)
+        k = recommendation.index
+        if k is None:
+            k = p.arm_index(np.asarray(recommendation.point), None)
         return {
             "regret": r,
             "cumulative_regret": self.cumulative,

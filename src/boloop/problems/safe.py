@@ -19,7 +19,7 @@ values where it gives them.
   conditioned (by rejection) to increase in ``s`` and to be safe at ``s = 0`` (tests).
 
 Metric columns (:class:`SafeTracker`): ``regret`` ``r_t`` and ``cumulative_regret`` ``R_t`` (eq. 1),
-``simple_regret`` of ``recommend()["point"]``, ``unsafe`` (cumulative count of evaluations with
+``simple_regret`` of ``recommend().point``, ``unsafe`` (cumulative count of evaluations with
 true ``g > h``), ``regret_prime``/``cumulative_regret_prime`` (``r'_t``, ``R'_t``, eq. 2) and
 ``regret_x``/``cumulative_regret_x`` (``r^X_t``, ``R^X_t``, eq. 3, from the policy's
 ``best_s`` after the round). Regret is against the grid optimum of the noiseless ``f``; the
@@ -218,7 +218,7 @@ class SafeTracker(MetricTracker):
         self.sums = {"regret": 0.0, "regret_prime": 0.0, "regret_x": 0.0}
         self.unsafe = 0
 
-    def update(self, policy: Any, query: Query, answer: Any) -> dict[str, float]:
+    def update(self, query: Query, answer: Any, recommendation: Any) -> dict[str, float]:
         sp: SafeSpace = self.problem.space  # type: ignore[assignment]
         if query.index is None:  # type: ignore[attr-defined]
             raise InvalidInputError("safe metrics need grid actions (query.index)")
@@ -231,9 +231,9 @@ class SafeTracker(MetricTracker):
         rp = 0.0 if seed else self.f_opt_x[i] - self.F[i, j]
         from boloop.metrics.safe import regret_x
 
-        rec = policy.recommend()
-        rx = regret_x(self.F, self.f_opt_x, rec["best_s_index"])
-        ri, rj = divmod(int(rec["index"]), sp.n_s)
+        rec = recommendation
+        rx = regret_x(self.F, self.f_opt_x, rec.best_s_index)
+        ri, rj = divmod(int(rec.index), sp.n_s)
         out = {
             "regret": r,
             "cumulative_regret": self.sums["regret"] + r,

@@ -31,8 +31,7 @@ query kinds and metric columns of its family (DESIGN.md), and oracles defined he
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -41,19 +40,17 @@ from boloop.metrics.common import RunningBest, RunningSum, f1_score, misclassifi
 from boloop.problems.base import MetricTracker, Problem
 from boloop.problems.registry import register
 from boloop.queries import Compare, Evaluate, Label, Query
+from boloop.recommendations import BestPoint
 from boloop.spaces import Box, CandidateSet, SafeSpace
 
 __all__ = ["ToyLevelSet", "ToyPreference", "ToySafe", "ToyExpert"]
 
 
-def recommended_point(rec: Any) -> np.ndarray | None:
-    """The point of a ``policy.recommend()`` result: an array, or a mapping with a ``"point"``
-    entry (the safe family's recommendations); None when there is no recommendation yet."""
-    if isinstance(rec, Mapping):
-        rec = rec.get("point")
-    if rec is None:
+def recommended_point(rec: BestPoint | None) -> np.ndarray | None:
+    """The point (1, d) of a recommendation, or None when there is none yet."""
+    if rec is None or rec.point is None:
         return None
-    return np.asarray(rec, dtype=np.float64).reshape(1, -1)
+    return np.asarray(rec.point, dtype=np.float64).reshape(1, -1)
 
 
 def _sigmoid(z: Any) -> Any:
@@ -105,7 +102,10 @@ class _LevelSetTracker(MetricTracker):
         assert isinstance(problem.space, CandidateSet)
         self.cache = CandidatePosterior(self.gp, problem.space.points)
 
-    def update(self, policy: Any, query: Query, answer: Any) -> dict[str, float]:
+    #: metrics of the queries only: no recommendation is needed (nor computed)
+    recommend_options: ClassVar[dict[str, Any] | None] = None
+
+    def update(self, query: Query, answer: Any, recommendation: Any) -> dict[str, float]:
         if isinstance(query, Evaluate):
             self.gp.condition(query.x, float(answer))
         estimated_upper = self.cache.mean >= self.problem.settings["threshold"]
@@ -160,12 +160,12 @@ class _PreferenceTracker(MetricTracker):
         self.problem = problem
         self.cum = RunningSum()
 
-    def update(self, policy: Any, query: Query, answer: Any) -> dict[str, float]:
+    def update(self, query: Query, answer: Any, recommendation: Any) -> dict[str, float]:
         p = self.problem
         assert isinstance(query, Compare)
         fa, fb = p.value(np.vstack([query.a, query.b]))
         r = float(_sigmoid(p.f_max - fa) + _sigmoid(p.f_max - fb) - 1.0)
-        rec = recommended_point(policy.recommend())
+        rec = recommended_point(recommendation)
         simple = math.nan
         if rec is not None:
             simple = float(_sigmoid(p.f_max - p.value(rec)[0]) - 0.5)
@@ -231,14 +231,14 @@ class _SafeTracker(MetricTracker):
         self.cum = RunningSum()
         self.unsafe = 0
 
-    def update(self, policy: Any, query: Query, answer: Any) -> dict[str, float]:
+    def update(self, query: Query, answer: Any, recommendation: Any) -> dict[str, float]:
         p = self.problem
         assert isinstance(query, Evaluate)
         v = p.value(query.x[None, :])
         r = p.f_opt - float(v["f"][0])
         if float(v["g"][0]) > p.settings["threshold"]:
             self.unsafe += 1
-        rec = recommended_point(policy.recommend())
+        rec = recommended_point(recommendation)
         simple = math.nan
         if rec is not None:
             simple = p.f_opt - float(p.value(rec)["f"][0])
@@ -310,7 +310,10 @@ class _ExpertTracker(MetricTracker):
         self.evaluations = 0
         self.last_regret = 0.0
 
-    def update(self, policy: Any, query: Query, answer: Any) -> dict[str, float]:
+    #: metrics of the queries only: no recommendation is needed (nor computed)
+    recommend_options: ClassVar[dict[str, Any] | None] = None
+
+    def update(self, query: Query, answer: Any, recommendation: Any) -> dict[str, float]:
         p = self.problem
         if isinstance(query, Label | Compare):  # both ask the expert
             self.labels += 1

@@ -41,6 +41,7 @@ from boloop.errors import (
 )
 from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query, query_from_dict
+from boloop.recommendations import BestPoint
 from boloop.spaces import Box, CandidateSet, SafeSpace, Space
 from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_measurement
 from boloop.study.space_file import (
@@ -981,6 +982,8 @@ class Study:
 
     def _named(self, rec: Any) -> Any:
         d = self.space.dim
+        if type(rec) is BestPoint:  # the point in parameter names (None before any data)
+            return self._named(rec.point)
         if hasattr(rec, "upper") and hasattr(rec, "threshold") and hasattr(rec, "points"):
             # a level-set estimate (H_t, L_t): the points of the estimated upper set
             # (the estimate's own t is left out: status shows the study's one iteration count)

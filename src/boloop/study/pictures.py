@@ -33,6 +33,7 @@ from xml.sax.saxutils import escape as _xml_escape
 
 import numpy as np
 
+from boloop.recommendations import BestPoint
 from boloop.spaces import Box, CandidateSet, SafeSpace
 
 __all__ = ["progress_svg", "model_svg", "pictures"]
@@ -513,8 +514,8 @@ def _bounds(space: Any) -> np.ndarray:
 
 def _rec_point(study: Any, rec: Any) -> np.ndarray | None:
     d = study.space.dim
-    if isinstance(rec, dict) and "point" in rec:
-        rec = rec["point"]
+    if isinstance(rec, BestPoint):
+        rec = rec.point
     if isinstance(rec, np.ndarray) and rec.shape == (d,) and np.all(np.isfinite(rec)):
         return rec
     return None
