@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import sys
 import threading
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -182,6 +183,40 @@ def test_of_two_concurrent_appends_at_one_seq_exactly_one_wins(url):
     (winner,) = [a for o, a in outcome if o == "won"]
     events = store.events(sid)
     assert [e.seq for e in events] == [0, 1] and events[1].payload["answer"] == winner
+
+
+def test_a_writer_that_waited_sees_what_the_one_before_committed(url):
+    """Writers of one study queue: a writing transaction opened while another holds the study
+    reads, once it may go on, the event the other committed (so it appends after it instead of
+    conflicting)."""
+    store = open_storage(url)
+    sid = store.create_study("s", CONFIG)
+    appended, b_started = threading.Event(), threading.Event()
+    seen: list[list[int]] = []
+
+    def first() -> None:
+        with store.transaction() as tx:
+            tx.events(sid)
+            tx.append(sid, 1, "added", None, {"x": [0.1], "answer": 1.0})
+            appended.set()
+            b_started.wait(30)
+            time.sleep(0.2)  # let the second writer reach the lock (the test holds without it)
+
+    def second() -> None:
+        appended.wait(30)
+        b_started.set()
+        with store.transaction() as tx:
+            events = tx.events(sid)
+            seen.append([e.seq for e in events])
+            tx.append(sid, events[-1].seq + 1, "added", None, {"x": [0.2], "answer": 2.0})
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert seen == [[0, 1]]
+    assert [(e.seq, e.payload["answer"]) for e in store.events(sid)[1:]] == [(1, 1.0), (2, 2.0)]
 
 
 def test_snapshots_are_replaced_and_kept_per_study(url):
