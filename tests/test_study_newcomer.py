@@ -430,7 +430,8 @@ def _boloop_env(cwd: Path, env: dict, *argv: str) -> subprocess.CompletedProcess
         ("env", "garbage", "$BOLOOP_STORAGE"),
         ("flag", "missing/dir/lab.db", "does not exist"),
         ("flag", "sqlite:///missing/dir/lab.db", "does not exist"),
-        ("flag", "postgresql://user:pw@localhost/lab", "'postgresql' backend is not supported"),
+        # issue 14: PostgreSQL is supported; no server listens on the default port here
+        ("flag", "postgresql://user:pw@127.0.0.1:1/lab", "cannot connect to the database server"),
         ("flag", "mysql://user:pw@localhost/lab", "'mysql' backend is not supported"),
     ],
 )

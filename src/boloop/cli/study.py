@@ -45,8 +45,8 @@ def _option(text: str) -> tuple[str, Any]:
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``study`` (create, ask, tell, undo, add, status, verify, list, export, plot, run) to
-    ``subparsers``."""
+    """Add ``study`` (create, ask, tell, undo, add, status, verify, list, export, plot, run,
+    migrate) to ``subparsers``."""
     study = subparsers.add_parser(
         "study",
         help="persistent studies for real experiments (ask, tell, undo, run...)",
@@ -127,6 +127,20 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "run", "answer queries interactively at a prompt (Ctrl-C or q to stop, resume later)", _run
     )
     p.add_argument("--max", type=int, default=None, help="stop after this many answers")
+
+    help_ = "copy studies with their full logs to another storage (SQLite <-> PostgreSQL)"
+    p = sub.add_parser("migrate", help=help_, description=help_)
+    p.add_argument("--from", dest="source", required=True, metavar="URL", help="source storage")
+    p.add_argument("--to", dest="target", required=True, metavar="URL", help="target storage")
+    p.add_argument(
+        "--study",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="copy only this study (repeatable; default: all). A study that exists at the "
+        "target is refused, never merged",
+    )
+    p.set_defaults(func=_migrate, interrupt_message=_INTERRUPTED)
     return study
 
 
@@ -138,6 +152,7 @@ _INTERRUPTED = "\ninterrupted; everything answered so far is stored"
 def _create(args: argparse.Namespace) -> int:
     options = dict(args.option)
     from boloop.study.core import create_study
+    from boloop.study.storage import safe_url
 
     study = create_study(
         args.name,
@@ -151,7 +166,7 @@ def _create(args: argparse.Namespace) -> int:
     )
     print(
         f"created study {study.name!r}: method {study.method} ({study.family}), seed {study.seed}, "
-        f"parameters {study.names}, storage {study.storage_url}"
+        f"parameters {study.names}, storage {safe_url(study.storage_url)}"
     )
     hz = study.status(last=0)["horizon"]
     if hz and hz["source"] == "default":
@@ -358,6 +373,17 @@ def _verify(args: argparse.Namespace) -> int:
         f"ok: study {study.name!r} replays to the stored queries ({study.n_answered} answers in "
         f"effect, {n_asked} queries issued, {time.perf_counter() - t0:.1f} s)"
     )
+    return 0
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from boloop.study.storage import safe_url
+    from boloop.study.storage_migrate import migrate_studies
+
+    copied = migrate_studies(args.source, args.target, args.study or None)
+    for name, n_events in copied:
+        print(f"copied study {name!r}: {n_events} events")
+    print(f"{len(copied)} studies copied to {safe_url(args.target)}")
     return 0
 
 

@@ -54,7 +54,14 @@ from boloop.study.space_file import (
     pin_defaults,
     point_to_params,
 )
-from boloop.study.storage import Event, SeqConflict, Storage, Transaction
+from boloop.study.storage import (
+    Event,
+    SeqConflict,
+    StorageBackend,
+    StorageTransaction,
+    open_storage,
+    safe_url,
+)
 
 __all__ = ["Study", "StudyQuery", "create_study", "load_study", "list_studies"]
 
@@ -232,7 +239,7 @@ class Study:
 
     def __init__(
         self,
-        storage: Storage,
+        storage: StorageBackend,
         study_id: int,
         name: str,
         events: list[Event],
@@ -258,6 +265,7 @@ class Study:
         self.problem: Problem | UserExperiment = None  # type: ignore[assignment]
         self._events: list[Event] = []
         self._full_replay = bool(full_replay)
+        self._stale = False  # True: the in-memory state may be ahead of storage; reload first
         self._snapshot_off = False
         self._snapshot_cost = 0.0
         self._rebuild(events)
@@ -499,7 +507,7 @@ class Study:
             "method": self.method,
             "family": self.family,
             "seed": self.seed,
-            "storage": self.storage_url,
+            "storage": safe_url(self.storage_url),
             "answered": len(answers),
             "counts": {k: v for k, v in counts.items() if v or k in policy.answer_counts},
             **{k: getattr(policy, k) for k in _LABEL_COUNTS if hasattr(policy, k)},
@@ -582,23 +590,28 @@ class Study:
 
     def refresh(self) -> None:
         """Catch up with events other processes appended (a reading transaction)."""
+        if self._stale:  # a failed write could not reload (the storage was unreachable)
+            self._reload()
         new = self._storage.events(self._sid, after=self._seq)
         if new:
             self._apply_new(new)
 
     # -- internals: the log ---------------------------------------------------------------------------
     @contextlib.contextmanager
-    def _write(self) -> Iterator[Transaction]:
+    def _write(self) -> Iterator[StorageTransaction]:
         """A writing transaction that first catches up with the log; when the transaction or the
         body fails after events were applied to the policy, the study reloads from storage."""
+        if self._stale:
+            self._reload()
         cm = self._storage.transaction(write=True)
         tx = cm.__enter__()
         try:
             new = tx.events(self._sid, after=self._seq)
             if new:
                 self._apply_new(new)
-        except BaseException:
-            cm.__exit__(None, None, None)
+        except BaseException as exc:
+            # rolled back; a database error (a lost connection) comes out as a StorageError
+            cm.__exit__(type(exc), exc, exc.__traceback__)
             raise
         self._dirty = False
         try:
@@ -616,14 +629,23 @@ class Study:
                 cm.__exit__(type(exc), exc, exc.__traceback__)
         except BaseException:
             if self._dirty:
-                self._reload()
+                self._recover()
             raise
         if exc is not None and self._dirty:
+            self._recover()
+
+    def _recover(self) -> None:
+        """Reload after a failed write whose events the policy had already seen; if the storage
+        cannot be read either (a lost connection), the next operation reloads first."""
+        self._stale = True
+        try:
             self._reload()
+        except BoloopError as exc:
+            logger.debug("study %r: reload after a failed write deferred: %s", self.name, exc)
 
     def _append(
         self,
-        tx: Transaction,
+        tx: StorageTransaction,
         kind: str,
         query_id: int | None,
         payload: dict[str, Any],
@@ -660,6 +682,7 @@ class Study:
             self._apply(ev, replay=False)
         for ev in effective[start:]:
             self._apply(ev)
+        self._stale = False
 
     def _snapshot_policy(
         self, events: list[Event], effective: list[Event]
@@ -972,7 +995,7 @@ class Study:
     def __repr__(self) -> str:
         return (
             f"Study(name={self.name!r}, method={self.method!r}, answered={self.n_answered}, "
-            f"storage={self.storage_url!r})"
+            f"storage={safe_url(self.storage_url)!r})"
         )
 
 
@@ -1113,7 +1136,7 @@ def create_study(
         raise InvalidInputError(f"seed must be a non-negative integer, got {seed!r}")
     store = None
     if load_if_exists:
-        store = Storage(storage, create=True)
+        store = open_storage(storage, create=True)
         if name in {n for n, _ in store.study_names()}:
             return load_study(name, storage=store.url)
     if problem is not None:
@@ -1144,7 +1167,7 @@ def create_study(
         check_family_keys(config["space"], family, method)
     _check_buildable(method, config)  # before the storage: a refused study creates nothing
     if store is None:
-        store = Storage(storage, create=True)
+        store = open_storage(storage, create=True)
     sid = store.create_study(name, config)
     return Study(store, sid, name, store.events(sid))
 
@@ -1236,7 +1259,7 @@ def load_study(name: str, storage: str | None = None, *, full_replay: bool = Fal
     Raises :class:`UnknownIdError` (listing the stored names) if there is no such study and
     :class:`StorageError` if the log does not replay to the same queries.
     """
-    store = Storage(storage, create=False)
+    store = open_storage(storage, create=False)
     sid = store.study_id(name)
     return Study(store, sid, name, store.events(sid), full_replay=full_replay)
 
@@ -1245,7 +1268,7 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
     """The studies in a storage: ``name``, ``created_at``, ``method``, ``family``, ``answered``,
     ``open_query`` (the id of the query asked and not answered, or None) and ``last_activity``
     (the time of the last event), read from the log without replaying it."""
-    store = Storage(storage, create=False)
+    store = open_storage(storage, create=False)
     out = []
     for name, created in store.study_names():
         sid = store.study_id(name)

@@ -1,8 +1,19 @@
-"""Storage of studies: an append-only, versioned event log written with SQLAlchemy Core.
+"""Storage of studies: an append-only, versioned event log behind a small protocol.
 
-A storage is named by a URL (``sqlite:///boloop.db`` by default, or ``$BOLOOP_STORAGE``); any
-database SQLAlchemy speaks works without new code, SQLite gets WAL mode so that a reader never
-blocks the writer. Three tables:
+A storage is named by a URL (``sqlite:///boloop.db`` by default, or ``$BOLOOP_STORAGE``):
+
+``sqlite:///path/lab.db`` (or a bare ``lab.db``)
+    a SQLite file in WAL mode, so that a reader never blocks the writer.
+``postgresql+psycopg://user:password@host/db`` (``postgresql://`` means the same)
+    a PostgreSQL server, for a lab whose people answer from several machines (extra
+    ``postgres``: ``pip install 'boloop[postgres]'``, psycopg 3).
+``memory://name``
+    a store inside this process (tests, notebooks); gone when the process ends.
+
+Every backend follows :class:`StorageBackend` and passes the one contract suite
+(``tests/test_storage_contract.py``); the two SQL backends share :class:`Storage` (SQLAlchemy
+Core), :mod:`boloop.study.storage_memory` is the third. :func:`open_storage` picks the backend of
+a URL. The SQL backends keep four tables:
 
 ``boloop_meta``
     ``key -> value`` rows; ``application = boloop`` marks the database as ours and
@@ -20,13 +31,16 @@ blocks the writer. Three tables:
     the log. Every event has a per-study sequence number ``seq`` (0 for ``created``) and the
     constraint ``UNIQUE(study_id, seq)``: a writer appends ``seq = last seen + 1`` in one
     transaction, so of two processes answering the same query from the same state exactly one
-    insert succeeds. Kinds: ``created`` (full configuration and boloop version), ``asked`` (the
-    query issued), ``told`` (its answer), ``added`` (a measurement the user made on their own),
-    ``withdrawn`` (an undo). Rows are only ever inserted.
+    insert succeeds (the other gets :class:`SeqConflict`). Kinds: ``created`` (full configuration
+    and boloop version), ``asked`` (the query issued), ``told`` (its answer), ``added`` (a
+    measurement the user made on their own), ``withdrawn`` (an undo). Rows are only ever inserted.
 
-One answer is one transaction (:meth:`Storage.transaction`); on SQLite a writing transaction is
-``BEGIN IMMEDIATE`` so concurrent writers queue on the busy timeout instead of failing on a lock
-upgrade.
+One answer is one transaction (:meth:`Storage.transaction`). Writers of one study queue instead of
+failing: on SQLite a writing transaction is ``BEGIN IMMEDIATE`` (one writer per file), on
+PostgreSQL it locks the study's row (``SELECT ... FOR UPDATE``: writers of other studies go on in
+parallel). A lost connection (a server restart, a network cut) is a :class:`StorageError` saying
+so; the transaction is rolled back by the server, so nothing is half-written, and the pool
+replaces connections the server closed before it hands them out again.
 """
 
 from __future__ import annotations
@@ -36,15 +50,15 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import sqlalchemy as sa
 from sqlalchemy import event as sa_event
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from boloop.errors import InvalidInputError, StorageError, UnknownIdError
 
@@ -53,8 +67,12 @@ __all__ = [
     "SCHEMA_VERSION",
     "Event",
     "Storage",
+    "StorageBackend",
+    "StorageTransaction",
     "SeqConflict",
+    "open_storage",
     "resolve_storage",
+    "safe_url",
 ]
 
 logger = logging.getLogger("boloop")
@@ -64,9 +82,214 @@ SCHEMA_VERSION = 1
 DEFAULT_STORAGE = "sqlite:///boloop.db"
 #: seconds a SQLite writer waits for another writer's transaction before giving up
 BUSY_TIMEOUT_SECONDS = 30.0
+#: seconds to wait for a PostgreSQL server to accept a connection
+CONNECT_TIMEOUT_SECONDS = 10
+#: the extra that installs the PostgreSQL driver
+POSTGRES_EXTRA = "pip install 'boloop[postgres]'"
 
 EVENT_KINDS = ("created", "asked", "told", "added", "withdrawn")
 
+
+# -- the protocol ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Event:
+    """One row of the log. ``payload`` is the decoded JSON object."""
+
+    seq: int
+    kind: str
+    query_id: int | None
+    payload: dict[str, Any]
+    created_at: str
+
+
+class SeqConflict(StorageError):
+    """Another process appended an event with the same sequence number first."""
+
+
+@runtime_checkable
+class StorageTransaction(Protocol):
+    """Reads and appends inside one transaction of a :class:`StorageBackend`."""
+
+    def events(self, study_id: int, after: int = -1) -> list[Event]:
+        """The study's events with ``seq > after``, in order (a gap or unknown kind: corrupt)."""
+        ...
+
+    def append(
+        self, study_id: int, seq: int, kind: str, query_id: int | None, payload: dict[str, Any]
+    ) -> Event:
+        """Append one event at ``seq``; if another transaction holds ``seq`` for the study,
+        :class:`SeqConflict` (at the append or when the transaction ends). ``payload`` must be
+        plain JSON (else :class:`InvalidInputError`, nothing stored)."""
+        ...
+
+
+@runtime_checkable
+class StorageBackend(Protocol):
+    """What a :class:`~boloop.study.core.Study` needs from a storage.
+
+    A new backend implements these and passes ``tests/test_storage_contract.py``. Opening a
+    backend checks that it is a boloop store of :data:`SCHEMA_VERSION` (a foreign one or another
+    version: :class:`StorageError`, nothing written). ``exists`` is False for a store opened
+    without ``create`` that holds nothing yet (then nothing is ever created by reading).
+    """
+
+    url: str
+    exists: bool
+
+    def study_names(self) -> list[tuple[str, str]]:
+        """``(name, created_at)`` of every study, in creation order."""
+        ...
+
+    def study_id(self, name: str) -> int:
+        """The id of study ``name``; :class:`UnknownIdError` listing the stored names if absent."""
+        ...
+
+    def create_study(self, name: str, config: dict[str, Any]) -> int:
+        """Insert the study and its ``created`` event (seq 0) in one transaction; a name that
+        exists is :class:`InvalidInputError`."""
+        ...
+
+    def import_study(self, name: str, created_at: str, events: Sequence[Event]) -> int:
+        """Insert a study with its whole log verbatim (times included) in one transaction, for
+        copying between backends; a name that exists is :class:`InvalidInputError`."""
+        ...
+
+    def transaction(self, write: bool = True) -> AbstractContextManager[StorageTransaction]:
+        """A transaction: committed when the block ends, rolled back if it raises. Writing
+        transactions of one study queue behind each other."""
+        ...
+
+    def events(self, study_id: int, after: int = -1) -> list[Event]:
+        """The study's events with ``seq > after`` (a reading transaction)."""
+        ...
+
+    def put_snapshot(self, study_id: int, seq: int, fingerprint: str, data: bytes) -> None:
+        """Replace the study's snapshot (a cache: failures are logged, never raised)."""
+        ...
+
+    def get_snapshot(self, study_id: int) -> tuple[int, str, bytes] | None:
+        """``(seq, fingerprint, data)`` of the study's snapshot, if any."""
+        ...
+
+
+def open_storage(url: str | None = None, create: bool = True) -> StorageBackend:
+    """The backend of ``url`` (see the module docstring), opened and checked."""
+    resolved = resolve_storage(url)
+    if resolved.startswith("memory://"):
+        from boloop.study.storage_memory import MemoryStorage
+
+        return MemoryStorage(resolved, create=create)
+    return Storage(resolved, create=create)
+
+
+# -- URLs --------------------------------------------------------------------------------------
+def resolve_storage(storage: str | None) -> str:
+    """The storage URL: ``storage`` if given, else ``$BOLOOP_STORAGE``, else ``sqlite:///boloop.db``.
+
+    A bare file path (no ``://``) ending in ``.db``, ``.sqlite`` or ``.sqlite3`` is read as a
+    SQLite file; anything else without ``://`` (``notaurl``, a typo in ``$BOLOOP_STORAGE``) is
+    refused with :class:`InvalidInputError` before anything is created. Relative SQLite paths are
+    made absolute (against the current directory). ``postgresql://`` and ``postgres://`` name
+    the psycopg 3 driver (``postgresql+psycopg://``).
+    """
+    url = storage or os.environ.get("BOLOOP_STORAGE") or DEFAULT_STORAGE
+    where = (
+        "--storage" if storage else "$BOLOOP_STORAGE" if os.environ.get("BOLOOP_STORAGE") else ""
+    )
+    if not isinstance(url, str):
+        raise InvalidInputError(f"storage must be a URL string, got {storage!r}")
+    if "://" not in url:
+        if not url.lower().endswith(SQLITE_SUFFIXES):
+            raise InvalidInputError(
+                f"storage {url!r}{f' (from {where})' if where else ''} is neither a URL "
+                "(sqlite:///path/to/lab.db, postgresql+psycopg://user@host/db) nor a SQLite "
+                f"file name ending in {', '.join(SQLITE_SUFFIXES)}"
+            )
+        url = "sqlite:///" + url
+    scheme, sep, rest = url.partition("://")
+    if scheme.lower() in ("postgresql", "postgres"):
+        url = f"postgresql+psycopg://{rest}"
+    prefix, sep, rest = url.partition(":///")
+    if sep and prefix.startswith("sqlite") and rest and not rest.startswith((":memory:", "file:")):
+        path, q, query = rest.partition("?")
+        if not os.path.isabs(path):  # pin relative files to the current directory now
+            url = f"{prefix}:///{os.path.abspath(path)}{q}{query}"
+    return url
+
+
+#: endings of a bare storage path read as a SQLite file
+SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
+
+
+def safe_url(url: str) -> str:
+    """``url`` with its password masked (``postgresql+psycopg://lab:***@host/db``), for
+    messages, logs and status lines."""
+    if "@" not in url or "://" not in url:
+        return url
+    try:
+        return sa.engine.make_url(url).render_as_string(hide_password=True)
+    except SQLAlchemyError:
+        scheme, _, rest = url.partition("://")
+        return f"{scheme}://***@{rest.rpartition('@')[2]}"
+
+
+def now_iso() -> str:
+    """UTC time stamp with microseconds, ``2026-11-21T11:20:00.123456Z``."""
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def encode_payload(payload: dict[str, Any]) -> str:
+    """The stored text of an event payload: compact JSON with sorted keys (no NaN)."""
+    try:
+        return json.dumps(payload, separators=(",", ":"), allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"cannot store {payload!r} as JSON: {exc}") from exc
+
+
+_encode = encode_payload  # the old private name
+
+
+def decode_rows(
+    rows: Sequence[tuple[int, str, int | None, str, str]], study_id: int, after: int, where: str
+) -> list[Event]:
+    """Events from stored ``(seq, kind, query_id, payload text, created_at)`` rows, checking that
+    the sequence numbers follow ``after`` without a gap and every payload is a JSON object."""
+    out = []
+    expected = after + 1
+    for seq, kind, qid, payload, created in rows:
+        if seq != expected or kind not in EVENT_KINDS:
+            raise StorageError(
+                f"storage {where!r} is corrupt: study {study_id} event seq {seq} "
+                f"(expected {expected}), kind {kind!r}"
+            )
+        try:
+            data = json.loads(payload)
+        except ValueError as exc:
+            raise StorageError(
+                f"storage {where!r} is corrupt: study {study_id} event {seq} payload is not JSON"
+            ) from exc
+        if not isinstance(data, dict):
+            raise StorageError(
+                f"storage {where!r} is corrupt: study {study_id} event {seq} payload"
+            )
+        out.append(Event(int(seq), kind, None if qid is None else int(qid), data, created))
+        expected += 1
+    return out
+
+
+def check_import(name: str, events: Sequence[Event], where: str) -> None:
+    """A log to import: starts with ``created`` at seq 0, consecutive, known kinds."""
+    if not events or events[0].kind != "created" or events[0].seq != 0:
+        raise InvalidInputError(f"study {name!r}: a log to import starts with its 'created' event")
+    for i, ev in enumerate(events):
+        if ev.seq != i or ev.kind not in EVENT_KINDS:
+            raise InvalidInputError(
+                f"study {name!r}: event {i} of the log to import into {where!r} has seq "
+                f"{ev.seq}, kind {ev.kind!r}"
+            )
+
+
+# -- the SQL backends (SQLite, PostgreSQL) -------------------------------------------------------
 _metadata = sa.MetaData()
 _meta_table = sa.Table(
     "boloop_meta",
@@ -103,65 +326,10 @@ _snapshots_table = sa.Table(
     sa.Column("created_at", sa.String(32), nullable=False),
     sa.Column("data", sa.LargeBinary, nullable=False),
 )
-
-
-def resolve_storage(storage: str | None) -> str:
-    """The storage URL: ``storage`` if given, else ``$BOLOOP_STORAGE``, else ``sqlite:///boloop.db``.
-
-    A bare file path (no ``://``) ending in ``.db``, ``.sqlite`` or ``.sqlite3`` is read as a
-    SQLite file; anything else without ``://`` (``notaurl``, a typo in ``$BOLOOP_STORAGE``) is
-    refused with :class:`InvalidInputError` before anything is created. Relative SQLite paths are
-    made absolute (against the current directory).
-    """
-    url = storage or os.environ.get("BOLOOP_STORAGE") or DEFAULT_STORAGE
-    where = "--storage" if storage else "$BOLOOP_STORAGE" if os.environ.get("BOLOOP_STORAGE") else ""
-    if not isinstance(url, str):
-        raise InvalidInputError(f"storage must be a URL string, got {storage!r}")
-    if "://" not in url:
-        if not url.lower().endswith(SQLITE_SUFFIXES):
-            raise InvalidInputError(
-                f"storage {url!r}{f' (from {where})' if where else ''} is neither a URL "
-                "(sqlite:///path/to/lab.db) nor a SQLite file name ending in "
-                f"{', '.join(SQLITE_SUFFIXES)}"
-            )
-        url = "sqlite:///" + url
-    prefix, sep, rest = url.partition(":///")
-    if sep and prefix.startswith("sqlite") and rest and not rest.startswith((":memory:", "file:")):
-        path, q, query = rest.partition("?")
-        if not os.path.isabs(path):  # pin relative files to the current directory now
-            url = f"{prefix}:///{os.path.abspath(path)}{q}{query}"
-    return url
-
-
-#: endings of a bare storage path read as a SQLite file
-SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
-
-
-def now_iso() -> str:
-    """UTC time stamp with microseconds, ``2026-11-21T11:20:00.123456Z``."""
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-@dataclass(frozen=True)
-class Event:
-    """One row of the log. ``payload`` is the decoded JSON object."""
-
-    seq: int
-    kind: str
-    query_id: int | None
-    payload: dict[str, Any]
-    created_at: str
-
-
-class SeqConflict(StorageError):
-    """Another process appended an event with the same sequence number first."""
-
-
-def _encode(payload: dict[str, Any]) -> str:
-    try:
-        return json.dumps(payload, separators=(",", ":"), allow_nan=False, sort_keys=True)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"cannot store {payload!r} as JSON: {exc}") from exc
+#: backends the SQL storage is written and tested for
+SQL_BACKENDS = ("sqlite", "postgresql")
+#: key of the PostgreSQL advisory lock that serialises creating the tables
+_PG_INIT_LOCK = 0x626F6C6F6F70  # "boloop"
 
 
 def _sqlite_path(url: sa.engine.URL) -> str | None:
@@ -173,20 +341,67 @@ def _sqlite_path(url: sa.engine.URL) -> str | None:
     return db
 
 
+#: one engine per URL and process (engines own connection pools); a forked child starts afresh
 _engines: dict[str, Engine] = {}
 _engines_lock = threading.Lock()
+_engines_pid = os.getpid()
 
 
 def _engine_for(url: str) -> Engine:
-    """One engine per URL and process (engines own connection pools)."""
+    """One engine per URL and process. After a fork the parent's pooled connections are left
+    to the parent (``dispose(close=False)``): two processes never share a database socket."""
+    global _engines_pid
     with _engines_lock:
+        if os.getpid() != _engines_pid:
+            for old in _engines.values():
+                old.dispose(close=False)
+            _engines.clear()
+            _engines_pid = os.getpid()
         engine = _engines.get(url)
         if engine is None:
-            engine = sa.create_engine(url)
-            if engine.dialect.name == "sqlite":
-                _configure_sqlite(engine)
+            engine = _create_engine(url)
             _engines[url] = engine
         return engine
+
+
+def _create_engine(url: str) -> Engine:
+    parsed = sa.engine.make_url(url)
+    try:
+        if parsed.get_backend_name() == "postgresql":
+            engine = sa.create_engine(
+                url,
+                connect_args={
+                    "connect_timeout": CONNECT_TIMEOUT_SECONDS,
+                    "application_name": "boloop",
+                },
+            )
+            sa_event.listen(engine, "checkout", _drop_if_closed_by_server)
+        else:
+            engine = sa.create_engine(url)
+    except ImportError as exc:
+        raise StorageError(
+            f"storage {safe_url(url)!r} needs the database driver {exc.name or parsed.drivername!r}, "
+            f"which is not installed: {POSTGRES_EXTRA if parsed.get_backend_name() == 'postgresql' else exc}"
+        ) from exc
+    if engine.dialect.name == "sqlite":
+        _configure_sqlite(engine)
+    return engine
+
+
+def _drop_if_closed_by_server(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
+    """A pooled PostgreSQL connection is replaced before use if the server has closed it (a
+    restart, an administrator ending the session): an idle connection's socket is readable only
+    then (end of file, or the server's farewell message). Costs no round trip, unlike a ping; a
+    connection cut without a word (a network failure) fails at its first statement instead."""
+    import select
+
+    try:
+        fd = dbapi_conn.fileno()
+        readable, _, _ = select.select([fd], [], [], 0)
+    except (OSError, ValueError, AttributeError) as exc:
+        raise sa.exc.DisconnectionError(f"connection unusable: {exc}") from exc
+    if readable or getattr(dbapi_conn, "closed", False):
+        raise sa.exc.DisconnectionError("the server closed the connection")
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -205,8 +420,19 @@ def _configure_sqlite(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
+def _is_connection_error(exc: SQLAlchemyError) -> bool:
+    """A lost or refused connection (as opposed to a constraint or a corrupt file)."""
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    orig = getattr(exc, "orig", None)
+    return type(orig).__module__.startswith("psycopg") and type(orig).__name__ in (
+        "OperationalError",
+        "InterfaceError",
+    )
+
+
 class Storage:
-    """An open storage (see the module docstring).
+    """An open SQL storage: SQLite or PostgreSQL (see the module docstring).
 
     Parameters
     ----------
@@ -214,26 +440,35 @@ class Storage:
         SQLAlchemy URL, or None for ``$BOLOOP_STORAGE`` / ``sqlite:///boloop.db``.
     create:
         Create the tables in an empty database (and the SQLite file if missing). With
-        ``create=False`` a missing SQLite file is an empty storage that is never created.
+        ``create=False`` a missing SQLite file (or an empty PostgreSQL database) is an empty
+        storage that is never created.
 
     Raises :class:`StorageError` for a file that is not a database, a database with foreign
-    tables, or a schema version this boloop does not read. Nothing is written in those cases.
+    tables, a schema version this boloop does not read, a server that cannot be reached or a
+    driver that is not installed. Nothing is written in those cases.
     """
 
     def __init__(self, url: str | None = None, create: bool = True) -> None:
         self.url = resolve_storage(url)
+        self.display_url = safe_url(self.url)
+        if self.url.startswith("memory://"):
+            raise InvalidInputError(
+                f"storage {self.url!r} is an in-process store: open it with open_storage()"
+            )
         try:
             parsed = sa.engine.make_url(self.url)
         except SQLAlchemyError as exc:
-            raise InvalidInputError(f"storage {self.url!r} is not a valid URL: {exc}") from exc
-        backend = parsed.get_backend_name()
-        if backend != "sqlite":
-            # PostgreSQL (issue 14) is not supported yet; say so instead of a driver traceback
             raise InvalidInputError(
-                f"storage {self.url!r}: the {backend!r} backend is not supported by this boloop; "
-                "use a SQLite URL (sqlite:///path/to/lab.db) or a file name ending in "
-                f"{', '.join(SQLITE_SUFFIXES)}"
+                f"storage {self.display_url!r} is not a valid URL: {exc}"
+            ) from exc
+        backend = parsed.get_backend_name()
+        if backend not in SQL_BACKENDS:
+            raise InvalidInputError(
+                f"storage {self.display_url!r}: the {backend!r} backend is not supported by "
+                "this boloop; use SQLite (sqlite:///path/to/lab.db, or a file name ending in "
+                f"{', '.join(SQLITE_SUFFIXES)}) or PostgreSQL (postgresql+psycopg://user@host/db)"
             )
+        self.backend = backend
         self._sqlite_path = _sqlite_path(parsed)
         self.exists = True
         if self._sqlite_path is not None and not os.path.exists(self._sqlite_path):
@@ -246,14 +481,19 @@ class Storage:
                 self.exists = False
                 self.engine: Engine | None = None
                 return
+        self.engine = _engine_for(self.url)
         try:
-            self.engine = _engine_for(self.url)
             self._open(create)
         except StorageError:
             raise
         except SQLAlchemyError as exc:
+            if _is_connection_error(exc):
+                raise StorageError(
+                    f"storage {self.display_url!r}: cannot connect to the database server: "
+                    f"{_reason(exc)}"
+                ) from exc
             raise StorageError(
-                f"storage {self.url!r} cannot be opened as a boloop database: {getattr(exc, 'orig', None) or exc}"
+                f"storage {self.display_url!r} cannot be opened as a boloop database: {_reason(exc)}"
             ) from exc
 
     # -- opening ------------------------------------------------------------------------------
@@ -274,28 +514,33 @@ class Storage:
         assert self.engine is not None
         if "boloop_meta" not in tables:
             raise StorageError(
-                f"storage {self.url!r} is not a boloop database (tables: {sorted(tables)}); "
-                "refusing to write to it"
+                f"storage {self.display_url!r} is not a boloop database (tables: "
+                f"{sorted(tables)}); refusing to write to it"
             )
         with self.engine.connect() as conn, conn.begin():
             rows = dict(conn.execute(sa.select(_meta_table.c.key, _meta_table.c.value)).all())
         if rows.get("application") != "boloop":
-            raise StorageError(f"storage {self.url!r} is not a boloop database (meta: {rows})")
+            raise StorageError(
+                f"storage {self.display_url!r} is not a boloop database (meta: {rows})"
+            )
         try:
             version = int(rows.get("schema_version", ""))
         except ValueError as exc:
             raise StorageError(
-                f"storage {self.url!r} has an unreadable schema version {rows.get('schema_version')!r}"
+                f"storage {self.display_url!r} has an unreadable schema version "
+                f"{rows.get('schema_version')!r}"
             ) from exc
         if version != SCHEMA_VERSION:
             raise StorageError(
-                f"storage {self.url!r} has schema version {version}, written by boloop "
+                f"storage {self.display_url!r} has schema version {version}, written by boloop "
                 f"{rows.get('boloop_version', '?')}; this boloop reads schema version "
                 f"{SCHEMA_VERSION}"
             )
         missing = {"boloop_studies", "boloop_events", "boloop_snapshots"} - tables
         if missing:
-            raise StorageError(f"storage {self.url!r} is corrupt: tables {sorted(missing)} missing")
+            raise StorageError(
+                f"storage {self.display_url!r} is corrupt: tables {sorted(missing)} missing"
+            )
 
     def _initialise(self) -> None:
         import boloop
@@ -311,11 +556,14 @@ class Storage:
             finally:
                 raw.close()
         with self._write_connection() as conn, conn.begin():
+            if self.engine.dialect.name == "postgresql":
+                # DDL is transactional there; two creators queue on this lock
+                conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_PG_INIT_LOCK)))
             # a concurrent creator may have won the race while we waited for the lock
             tables = set(sa.inspect(conn).get_table_names())
             if tables:
                 if "boloop_meta" not in tables:
-                    raise StorageError(f"storage {self.url!r} is not a boloop database")
+                    raise StorageError(f"storage {self.display_url!r} is not a boloop database")
             else:
                 _metadata.create_all(conn)
                 conn.execute(
@@ -341,9 +589,8 @@ class Storage:
         """``(name, created_at)`` of every study, in creation order."""
         if not self.exists:
             return []
-        assert self.engine is not None
-        with self.engine.connect() as conn, conn.begin():
-            rows = conn.execute(
+        with self.transaction(write=False) as tx:
+            rows = tx.conn.execute(
                 sa.select(_studies_table.c.name, _studies_table.c.created_at).order_by(
                     _studies_table.c.study_id
                 )
@@ -353,69 +600,91 @@ class Storage:
     def study_id(self, name: str) -> int:
         """The id of study ``name``; :class:`UnknownIdError` listing the stored names if absent."""
         if self.exists:
-            assert self.engine is not None
-            with self.engine.connect() as conn, conn.begin():
-                row = conn.execute(
+            with self.transaction(write=False) as tx:
+                row = tx.conn.execute(
                     sa.select(_studies_table.c.study_id).where(_studies_table.c.name == name)
                 ).first()
             if row is not None:
                 return int(row[0])
         names = [n for n, _ in self.study_names()]
         raise UnknownIdError(
-            f"no study named {name!r} in storage {self.url!r}; stored studies: {names}"
+            f"no study named {name!r} in storage {self.display_url!r}; stored studies: {names}"
         )
 
     def create_study(self, name: str, config: dict[str, Any]) -> int:
         """Insert the study and its ``created`` event (seq 0) in one transaction."""
-        if not self.exists:
-            raise StorageError(f"storage {self.url!r} was opened without create")
         created = now_iso()
-        payload = _encode(config)
+        return self._insert_study(name, created, [Event(0, "created", None, config, created)])
+
+    def import_study(self, name: str, created_at: str, events: Sequence[Event]) -> int:
+        """Insert a study with its whole log verbatim (see :class:`StorageBackend`)."""
+        check_import(name, events, self.display_url)
+        return self._insert_study(name, created_at, events)
+
+    def _insert_study(self, name: str, created_at: str, events: Sequence[Event]) -> int:
+        if not self.exists:
+            raise StorageError(f"storage {self.display_url!r} was opened without create")
+        rows = [
+            {
+                "seq": ev.seq,
+                "kind": ev.kind,
+                "query_id": ev.query_id,
+                "payload": encode_payload(ev.payload),
+                "created_at": ev.created_at,
+            }
+            for ev in events
+        ]
         try:
-            with self._write_connection() as conn, conn.begin():
-                result = conn.execute(_studies_table.insert().values(name=name, created_at=created))
+            with self.transaction(write=True) as tx:
+                result = tx.conn.execute(
+                    _studies_table.insert().values(name=name, created_at=created_at)
+                )
                 key = result.inserted_primary_key
                 assert key is not None
                 sid = int(key[0])
-                conn.execute(
-                    _events_table.insert().values(
-                        study_id=sid,
-                        seq=0,
-                        kind="created",
-                        query_id=None,
-                        payload=payload,
-                        created_at=created,
-                    )
-                )
-        except IntegrityError as exc:
+                tx.conn.execute(_events_table.insert(), [{"study_id": sid, **r} for r in rows])
+        except SeqConflict as exc:
             raise InvalidInputError(
-                f"a study named {name!r} already exists in storage {self.url!r}; load it with "
-                "load_study or choose another name"
+                f"a study named {name!r} already exists in storage {self.display_url!r}; load it "
+                "with load_study or choose another name"
             ) from exc
         return sid
 
     # -- events -------------------------------------------------------------------------------
     @contextmanager
     def transaction(self, write: bool = True) -> Iterator[Transaction]:
-        """A transaction; writing ones take the write lock first (SQLite ``BEGIN IMMEDIATE``).
+        """A transaction; writing ones queue for the study (SQLite ``BEGIN IMMEDIATE``,
+        PostgreSQL ``SELECT ... FOR UPDATE`` of the study's row at its first read or append).
 
-        Commits when the block ends normally, rolls back if it raises.
+        Commits when the block ends normally, rolls back if it raises. A unique-constraint
+        failure is :class:`SeqConflict`; a lost connection a :class:`StorageError` saying so.
         """
-        assert self.engine is not None
+        if self.engine is None:
+            raise StorageError(f"storage {self.display_url!r} holds no studies yet")
         try:
             with self.engine.connect() as conn:
                 if write:
                     conn.execution_options(boloop_write=True)
+                elif self.backend == "postgresql":
+                    # reads are single statements (each sees one snapshot): no BEGIN/COMMIT trips
+                    conn.execution_options(isolation_level="AUTOCOMMIT")
                 with conn.begin():
-                    yield Transaction(conn, self.url)
+                    yield Transaction(conn, self.display_url, write=write)
         except IntegrityError as exc:
             raise SeqConflict(
-                f"storage {self.url!r}: another process wrote to the study first ({getattr(exc, 'orig', None) or exc})"
+                f"storage {self.display_url!r}: another process wrote to the study first "
+                f"({_reason(exc)})"
             ) from exc
         except SQLAlchemyError as exc:
-            raise StorageError(
-                f"storage {self.url!r}: {getattr(exc, 'orig', None) or exc}"
-            ) from exc
+            if _is_connection_error(exc):
+                raise StorageError(
+                    f"storage {self.display_url!r}: the connection to the database server was "
+                    f"lost or refused ({_reason(exc)}). The operation was rolled back, so nothing "
+                    "of it is half-written; repeat it when the server is reachable (if the "
+                    "connection broke during the commit itself and the answer was stored, "
+                    "repeating it is refused as 'already answered')"
+                ) from exc
+            raise StorageError(f"storage {self.display_url!r}: {_reason(exc)}") from exc
 
     def events(self, study_id: int, after: int = -1) -> list[Event]:
         """The events of a study with ``seq > after``, in order (a reading transaction)."""
@@ -463,14 +732,36 @@ class Storage:
         return total
 
 
+def _reason(exc: SQLAlchemyError) -> str:
+    """The driver's message of a database error, on one line."""
+    text = str(getattr(exc, "orig", None) or exc)
+    return " ".join(text.split())
+
+
 class Transaction:
     """Reads and appends within one database transaction (see :meth:`Storage.transaction`)."""
 
-    def __init__(self, conn: Connection, url: str) -> None:
+    def __init__(self, conn: Connection, url: str, write: bool = False) -> None:
         self.conn = conn
         self.url = url
+        self._write = write
+        self._locked: set[int] = set()
+
+    def _lock(self, study_id: int) -> None:
+        """PostgreSQL: a writing transaction first takes the study's row lock, so writers of
+        one study queue (the UNIQUE constraint still decides any race)."""
+        if not self._write or study_id in self._locked or self.conn.dialect.name != "postgresql":
+            return
+        self.conn.execute(
+            sa.select(_studies_table.c.study_id)
+            .where(_studies_table.c.study_id == study_id)
+            .with_for_update()
+        )
+        self._locked.add(study_id)
 
     def events(self, study_id: int, after: int = -1) -> list[Event]:
+        if self._write and study_id not in self._locked and self.conn.dialect.name == "postgresql":
+            return self._lock_and_read(int(study_id), int(after))
         rows = self.conn.execute(
             sa.select(
                 _events_table.c.seq,
@@ -482,35 +773,34 @@ class Transaction:
             .where(_events_table.c.study_id == study_id, _events_table.c.seq > after)
             .order_by(_events_table.c.seq)
         ).all()
-        out = []
-        expected = after + 1
-        for seq, kind, qid, payload, created in rows:
-            if seq != expected or kind not in EVENT_KINDS:
-                raise StorageError(
-                    f"storage {self.url!r} is corrupt: study {study_id} event seq {seq} "
-                    f"(expected {expected}), kind {kind!r}"
-                )
-            try:
-                data = json.loads(payload)
-            except ValueError as exc:
-                raise StorageError(
-                    f"storage {self.url!r} is corrupt: study {study_id} event {seq} payload is "
-                    f"not JSON"
-                ) from exc
-            if not isinstance(data, dict):
-                raise StorageError(
-                    f"storage {self.url!r} is corrupt: study {study_id} event {seq} payload"
-                )
-            out.append(Event(int(seq), kind, None if qid is None else int(qid), data, created))
-            expected += 1
-        return out
+        return decode_rows([tuple(r) for r in rows], study_id, after, self.url)  # type: ignore[misc]
+
+    def _lock_and_read(self, study_id: int, after: int) -> list[Event]:
+        """PostgreSQL: the study's row lock and the catch-up read in one round trip, as two
+        statements of one simple query (the read runs after the lock is granted, so it sees
+        what the previous holder committed). Only integers are put into the text."""
+        sql = (
+            f"SELECT study_id FROM boloop_studies WHERE study_id = {study_id} FOR UPDATE; "
+            "SELECT seq, kind, query_id, payload, created_at FROM boloop_events "
+            f"WHERE study_id = {study_id} AND seq > {after} ORDER BY seq"
+        )
+        result = self.conn.exec_driver_sql(sql)
+        cursor = result.cursor
+        if not cursor.nextset():  # pragma: no cover - the driver dropped the second result
+            raise StorageError(f"storage {self.url!r}: the catch-up read returned nothing")
+        rows = [tuple(r) for r in cursor.fetchall()]
+        result.close()
+        self._locked.add(study_id)
+        return decode_rows(rows, study_id, after, self.url)  # type: ignore[arg-type]
 
     def append(
         self, study_id: int, seq: int, kind: str, query_id: int | None, payload: dict[str, Any]
     ) -> Event:
-        """Insert one event; a second insert of the same ``(study_id, seq)`` fails at commit."""
+        """Insert one event; a second insert of the same ``(study_id, seq)`` fails."""
         if kind not in EVENT_KINDS:
             raise InvalidInputError(f"kind must be one of {EVENT_KINDS}, got {kind!r}")
+        text = encode_payload(payload)
+        self._lock(study_id)
         created = now_iso()
         self.conn.execute(
             _events_table.insert().values(
@@ -518,8 +808,8 @@ class Transaction:
                 seq=seq,
                 kind=kind,
                 query_id=query_id,
-                payload=_encode(payload),
+                payload=text,
                 created_at=created,
             )
         )
-        return Event(seq, kind, query_id, json.loads(_encode(payload)), created)
+        return Event(seq, kind, query_id, json.loads(text), created)

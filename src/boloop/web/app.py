@@ -45,7 +45,7 @@ from boloop.study import Study, create_study, list_studies, load_study
 from boloop.study.answers import parse_measurement
 from boloop.study.media import media_file, media_index
 from boloop.study.pictures import pictures
-from boloop.study.storage import Storage
+from boloop.study.storage import Storage, safe_url
 
 __all__ = ["create_app"]
 
@@ -246,7 +246,7 @@ def create_app(
             csrf=csrf,
             auth=token is not None,
             version=boloop.__version__,
-            storage=pool.url,
+            storage=safe_url(pool.url),  # a PostgreSQL password never reaches a page
             **ctx,
         )
         resp = HTMLResponse(html, status_code=status)

@@ -70,10 +70,11 @@ def serve(
         raise ImportError(
             "boloop serve needs the 'web' extra (uvicorn is missing): pip install 'boloop[web]'"
         ) from exc
+    from boloop.study.storage import safe_url
     from boloop.web.app import create_app
 
     if token is None and not is_loopback(host):
         raise InvalidInputError(f"serving on {host!r} (not loopback) needs a token")
     app = create_app(storage, token, **app_options)
-    logger.info("boloop serve on %s:%s over %s", host, port, app.state.storage_url)
+    logger.info("boloop serve on %s:%s over %s", host, port, safe_url(app.state.storage_url))
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)

@@ -1,0 +1,350 @@
+"""The storage contract (issue 13 item 5, issue 14): one suite, every backend.
+
+Each test runs on the in-process store (``memory://``), SQLite and a real PostgreSQL server
+started by ``tests/conftest.py``; a new backend is added by implementing
+:class:`boloop.study.storage.StorageBackend` and adding it to :data:`BACKENDS`. The tests speak
+the protocol (:func:`open_storage`) and the study API, never a backend's internals; the schema
+checks, which need a database someone else wrote, run on the two SQL backends.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import threading
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from boloop.errors import (
+    BoloopError,
+    InvalidInputError,
+    QueryStateError,
+    StorageError,
+    UnknownIdError,
+)
+from boloop.study import create_study, list_studies, load_study
+from boloop.study.storage import (
+    SCHEMA_VERSION,
+    Event,
+    SeqConflict,
+    StorageBackend,
+    open_storage,
+)
+
+PG = pytest.param("postgresql", marks=pytest.mark.xdist_group("postgres"))
+BACKENDS = ["memory", "sqlite", PG]
+SQL_BACKENDS = ["sqlite", PG]
+_names = itertools.count()
+
+
+def _url(request: pytest.FixtureRequest, tmp_path) -> str:
+    kind = request.param
+    if kind == "memory":
+        return f"memory://contract-{next(_names)}"
+    if kind == "sqlite":
+        return f"sqlite:///{tmp_path / 'contract.db'}"
+    return request.getfixturevalue("pg_url")
+
+
+@pytest.fixture(params=BACKENDS)
+def url(request, tmp_path) -> str:
+    return _url(request, tmp_path)
+
+
+@pytest.fixture(params=SQL_BACKENDS)
+def sql_url(request, tmp_path) -> str:
+    return _url(request, tmp_path)
+
+
+CONFIG = {"method": "toy-random", "family": "levelset", "seed": 0, "note": "ünïcode ✓"}
+
+
+def _log(store: StorageBackend, name: str) -> list[Event]:
+    return store.events(store.study_id(name))
+
+
+# -- the protocol ---------------------------------------------------------------------------------
+def test_reading_an_empty_storage_creates_nothing(url):
+    store = open_storage(url, create=False)
+    assert isinstance(store, StorageBackend)
+    assert store.exists is False and store.study_names() == []
+    assert list_studies(url) == []
+    with pytest.raises(UnknownIdError, match="no study named 'x'"):
+        load_study("x", storage=url)
+    assert open_storage(url, create=False).exists is False  # still nothing there
+
+
+def test_studies_are_created_once_listed_in_order_and_found_by_name(url):
+    store = open_storage(url)
+    ids = [store.create_study(n, {**CONFIG, "name": n}) for n in ("b", "a", "c")]
+    assert len(set(ids)) == 3
+    assert [n for n, _ in store.study_names()] == ["b", "a", "c"]
+    assert [store.study_id(n) for n in ("b", "a", "c")] == ids
+    created = dict(store.study_names())["a"]
+    with pytest.raises(InvalidInputError, match="already exists"):
+        store.create_study("a", {"other": 1})
+    with pytest.raises(UnknownIdError, match=r"stored studies: \['b', 'a', 'c'\]"):
+        store.study_id("zz")
+    again = open_storage(url, create=False)  # a second opening sees the same
+    assert dict(again.study_names())["a"] == created
+    (first,) = _log(again, "a")
+    assert (first.seq, first.kind, first.query_id) == (0, "created", None)
+    assert first.payload == {**CONFIG, "name": "a"}
+
+
+def test_events_come_back_exactly_in_order(url):
+    store = open_storage(url)
+    sid = store.create_study("s", CONFIG)
+    payloads = [
+        {"query": {"kind": "evaluate", "x": [0.1, 1e-300, -0.0, 2.5e300], "id": 0}},
+        {"answer": 0.30000000000000004, "note": "rejected: too hot — 80 °C"},
+        {"answer": {"f": 1.0, "g": -3}, "big": 2**53 + 1, "nested": [[1, 2], {"a": None}]},
+        {"answer": True},
+    ]
+    kinds = ["asked", "told", "added", "told"]
+    with store.transaction() as tx:
+        assert [e.seq for e in tx.events(sid)] == [0]
+        written = [
+            tx.append(sid, i + 1, k, 0 if k != "added" else None, p)
+            for i, (k, p) in enumerate(zip(kinds, payloads))
+        ]
+    events = store.events(sid)
+    assert [e.seq for e in events] == [0, 1, 2, 3, 4]
+    assert [e.kind for e in events[1:]] == kinds
+    assert [e.payload for e in events[1:]] == payloads
+    assert events[1:] == written  # what append returned is what is stored
+    assert str(events[1].payload["query"]["x"][2]) == "-0.0"
+    assert store.events(sid, after=2) == events[3:]
+    assert store.events(sid, after=4) == []
+    assert all(e.created_at.endswith("Z") for e in events)
+
+
+def test_a_failed_transaction_or_a_refused_event_stores_nothing(url):
+    store = open_storage(url)
+    sid = store.create_study("s", CONFIG)
+    with pytest.raises(RuntimeError, match="boom"):
+        with store.transaction() as tx:
+            tx.append(sid, 1, "asked", 0, {"query": {}})
+            tx.append(sid, 2, "told", 0, {"answer": 1.0})
+            raise RuntimeError("boom")
+    for kind, payload, error in [
+        ("told", {"answer": float("nan")}, InvalidInputError),
+        ("told", {"answer": object()}, InvalidInputError),
+        ("guessed", {}, InvalidInputError),
+    ]:
+        with pytest.raises(error):
+            with store.transaction() as tx:
+                tx.append(sid, 1, "asked", 0, {"query": {}})
+                tx.append(sid, 2, kind, 0, payload)
+    assert [e.seq for e in store.events(sid)] == [0]
+    with store.transaction() as tx:  # and the storage goes on
+        tx.append(sid, 1, "asked", 0, {"query": {}})
+    assert [e.seq for e in store.events(sid)] == [0, 1]
+
+
+def test_an_event_at_a_taken_seq_is_a_clear_conflict(url):
+    store = open_storage(url)
+    sid = store.create_study("s", CONFIG)
+    with store.transaction() as tx:
+        tx.append(sid, 1, "asked", 0, {"query": {}})
+    with pytest.raises(SeqConflict, match="another process wrote to the study first") as info:
+        with store.transaction() as tx:
+            tx.append(sid, 1, "told", 0, {"answer": 2.0})
+    assert isinstance(info.value, StorageError) and isinstance(info.value, BoloopError)
+    assert [(e.seq, e.kind) for e in store.events(sid)] == [(0, "created"), (1, "asked")]
+
+
+def test_of_two_concurrent_appends_at_one_seq_exactly_one_wins(url):
+    """Two writers read the same last event, then append after it in their own transactions
+    (threads, each with its own connection): one commits, the other gets SeqConflict."""
+    store = open_storage(url)
+    sid = store.create_study("s", CONFIG)
+    start = threading.Barrier(2)
+    outcome: list[tuple[str, float]] = []
+
+    def writer(answer: float) -> None:
+        last = store.events(sid)[-1].seq  # both see seq 0
+        start.wait(timeout=30)
+        try:
+            with store.transaction() as tx:
+                tx.append(sid, last + 1, "added", None, {"x": [0.5], "answer": answer})
+            outcome.append(("won", answer))
+        except SeqConflict:
+            outcome.append(("lost", answer))
+
+    threads = [threading.Thread(target=writer, args=(a,)) for a in (1.0, 2.0)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(o[0] for o in outcome) == ["lost", "won"], outcome
+    (winner,) = [a for o, a in outcome if o == "won"]
+    events = store.events(sid)
+    assert [e.seq for e in events] == [0, 1] and events[1].payload["answer"] == winner
+
+
+def test_a_writer_that_waited_sees_what_the_one_before_committed(url):
+    """Writers of one study queue: a writing transaction opened while another holds the study
+    reads, once it may go on, the event the other committed (so it appends after it instead of
+    conflicting)."""
+    store = open_storage(url)
+    sid = store.create_study("s", CONFIG)
+    appended, b_started = threading.Event(), threading.Event()
+    seen: list[list[int]] = []
+
+    def first() -> None:
+        with store.transaction() as tx:
+            tx.events(sid)
+            tx.append(sid, 1, "added", None, {"x": [0.1], "answer": 1.0})
+            appended.set()
+            b_started.wait(30)
+            time.sleep(0.2)  # let the second writer reach the lock (the test holds without it)
+
+    def second() -> None:
+        appended.wait(30)
+        b_started.set()
+        with store.transaction() as tx:
+            events = tx.events(sid)
+            seen.append([e.seq for e in events])
+            tx.append(sid, events[-1].seq + 1, "added", None, {"x": [0.2], "answer": 2.0})
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert seen == [[0, 1]]
+    assert [(e.seq, e.payload["answer"]) for e in store.events(sid)[1:]] == [(1, 1.0), (2, 2.0)]
+
+
+def test_snapshots_are_replaced_and_kept_per_study(url):
+    store = open_storage(url)
+    a, b = store.create_study("a", CONFIG), store.create_study("b", CONFIG)
+    assert store.get_snapshot(a) is None
+    store.put_snapshot(a, 3, "f1", b"\x00first\xff")
+    store.put_snapshot(a, 5, "f2", b"second")
+    assert store.get_snapshot(a) == (5, "f2", b"second")
+    assert store.get_snapshot(b) is None
+    assert open_storage(url, create=False).get_snapshot(a) == (5, "f2", b"second")
+
+
+def test_a_log_is_imported_verbatim_once(url, tmp_path):
+    store = open_storage(url)
+    sid = store.create_study("s", CONFIG)
+    with store.transaction() as tx:
+        tx.append(sid, 1, "asked", 0, {"query": {"kind": "evaluate", "x": [0.25], "id": 0}})
+        tx.append(sid, 2, "told", 0, {"answer": 0.5})
+    events = store.events(sid)
+    created = dict(store.study_names())["s"]
+    new = store.import_study("copy", created, events)
+    assert store.events(new) == events
+    assert dict(store.study_names())["copy"] == created
+    with pytest.raises(InvalidInputError, match="already exists"):
+        store.import_study("copy", created, events)
+    with pytest.raises(InvalidInputError, match="seq"):
+        store.import_study("gap", created, [events[0], events[2]])
+    with pytest.raises(InvalidInputError, match="created"):
+        store.import_study("headless", created, events[1:])
+    assert [n for n, _ in store.study_names()] == ["s", "copy"]
+
+
+# -- through the study API ----------------------------------------------------------------------
+SPACE = {"parameters": [{"name": "temperature", "low": 20.0, "high": 80.0}], "threshold": 0.5}
+
+
+def test_a_study_resumes_with_the_same_next_query(url):
+    study = create_study("s", "toy-random", SPACE, family="levelset", storage=url, seed=4)
+    for k in range(6):
+        q = study.ask()
+        study.tell(q.id, 0.1 * k, note="by hand" if k == 2 else None)
+    study.undo()
+    nxt = study.ask()
+    again = load_study("s", storage=url)
+    assert again.ask().query == nxt.query
+    assert again.history() == study.history()
+    full = load_study("s", storage=url, full_replay=True)
+    assert full.ask().query == nxt.query
+    (row,) = list_studies(url)
+    assert (row["name"], row["answered"], row["open_query"]) == ("s", 5, nxt.id)
+
+
+def test_two_processes_views_telling_one_query_one_wins(url):
+    a = create_study("race", "toy-random", SPACE, family="levelset", storage=url, seed=0)
+    b = load_study("race", storage=url)
+    q = a.ask()
+    assert b.ask().query == q.query
+    a.tell(q.id, 1.0)
+    with pytest.raises(QueryStateError, match="already answered"):
+        b.tell(q.id, 2.0)
+    told = [e for e in b.events() if e["kind"] == "told"]
+    assert [e["payload"]["answer"] for e in told] == [1.0]
+    assert b.ask().id == a.ask().id == q.id + 1
+
+
+# -- the SQL backends: someone else's database ------------------------------------------------------
+def _execute(url: str, *statements: str) -> None:
+    engine = sa.create_engine(url)
+    try:
+        with engine.begin() as conn:
+            for s in statements:
+                conn.exec_driver_sql(s)
+    finally:
+        engine.dispose()
+
+
+def _tables(url: str) -> set[str]:
+    engine = sa.create_engine(url)
+    try:
+        return set(sa.inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_a_newer_schema_is_refused_and_not_written(sql_url):
+    create_study("v", "toy-random", SPACE, family="levelset", storage=sql_url, seed=0)
+    _execute(
+        sql_url,
+        f"UPDATE boloop_meta SET value = '{SCHEMA_VERSION + 1}' WHERE key = 'schema_version'",
+    )
+    for action in (
+        lambda: load_study("v", storage=sql_url),
+        lambda: create_study("w", "toy-random", SPACE, family="levelset", storage=sql_url),
+        lambda: list_studies(sql_url),
+    ):
+        with pytest.raises(StorageError, match=f"schema version {SCHEMA_VERSION + 1}"):
+            action()
+    _execute(
+        sql_url, f"UPDATE boloop_meta SET value = '{SCHEMA_VERSION}' WHERE key = 'schema_version'"
+    )
+    assert [r["name"] for r in list_studies(sql_url)] == ["v"]
+
+
+def test_a_foreign_database_is_refused_and_not_written(sql_url):
+    _execute(sql_url, "CREATE TABLE trials (id INTEGER PRIMARY KEY, value REAL)")
+    with pytest.raises(StorageError, match="not a boloop database"):
+        create_study("s", "toy-random", SPACE, family="levelset", storage=sql_url)
+    with pytest.raises(StorageError, match="not a boloop database"):
+        list_studies(sql_url)
+    assert _tables(sql_url) == {"trials"}
+
+
+def test_a_missing_driver_names_the_extra(monkeypatch, capsys):
+    """Without psycopg a PostgreSQL URL is one line naming ``boloop[postgres]`` (no server
+    needed: the driver is looked for before any connection)."""
+    from boloop.cli import main
+
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg -> ImportError
+    url = f"postgresql://lab:s3cret@127.0.0.1:1/nodriver{next(_names)}"
+    with pytest.raises(StorageError, match=r"pip install 'boloop\[postgres\]'") as info:
+        list_studies(url)
+    assert "s3cret" not in str(info.value)
+    assert main(["study", "list", "--storage", url.replace("nodriver", "cli")]) == 2
+    err = capsys.readouterr().err
+    assert "boloop[postgres]" in err and "Traceback" not in err and "s3cret" not in err
+
+
+def test_an_unsupported_backend_is_refused_naming_the_supported_ones(tmp_path):
+    with pytest.raises(InvalidInputError, match=r"'mysql' backend is not supported.*postgresql"):
+        list_studies("mysql://u:p@localhost/lab")
