@@ -22,7 +22,7 @@ LAYERS = [
     {"simulate"},
     {"bench", "study"},
     {"web"},
-    {"cli"},  # boloop/cli.py, a future cli/ package, and study/cli.py (the study commands)
+    {"cli"},  # the cli/ package: the boloop command (bench, study, serve)
 ]
 
 
