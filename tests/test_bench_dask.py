@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from boloop.bench import read_results, run_sweep
+from boloop.bench.dask_executor import start_local_cluster
 from boloop.cli import main
 from boloop.errors import InvalidInputError
 
@@ -60,16 +61,7 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def cluster():  # type: ignore[no-untyped-def]
-    with (
-        distributed.LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-        ) as lc,
-        distributed.Client(lc, set_as_default=False) as client,
-    ):
+    with start_local_cluster(2) as lc, distributed.Client(lc, set_as_default=False) as client:
         yield lc.scheduler_address, client
 
 
@@ -95,11 +87,11 @@ def _wait_idle(client, seconds: float = 20.0) -> None:  # type: ignore[no-untype
 def test_cli_on_a_local_cluster_gives_the_process_pool_rows(tmp_path: Path) -> None:
     """Without --scheduler a LocalCluster of --jobs workers is started (and closed) by the sweep."""
     argv = ["bench", "run", "--problem", TOY_LS, "--method", "toy-random", "randomized-straddle"]
-    argv += ["--seeds", "0-2", "--budget", "6", "--quiet"]
+    argv += ["--seeds", "0-1", "--budget", "5", "--quiet"]
     assert main([*argv, "--out", str(tmp_path / "dask"), "--executor", "dask", "--jobs", "2"]) == 0
     assert main([*argv, "--out", str(tmp_path / "pool"), "--jobs", "2"]) == 0
     rows = _rows(tmp_path / "dask")
-    assert len(rows) == 2 * 3 * 6
+    assert len(rows) == 2 * 2 * 5
     assert rows == _rows(tmp_path / "pool")
 
 
@@ -288,3 +280,18 @@ def test_a_missing_dask_extra_names_the_install_command(
     assert not out.exists()
     # the process pool does not need the extra
     assert not run_sweep([TOY_LS], ["toy-random"], "1", 3, out, jobs=1).failed
+
+
+def test_local_cluster_workers_have_one_blas_thread_and_glibc_defaults(cluster) -> None:
+    """One BLAS/OpenMP thread per single-threaded worker, and no MALLOC_TRIM_THRESHOLD_ (Dask's
+    default for its workers, which fixes glibc's mmap threshold and slows boloop's steps)."""
+    _, client = cluster
+    env = client.run(
+        lambda: {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_")}
+    )
+    assert len(env) == 2
+    expected_trim = os.environ.get("MALLOC_TRIM_THRESHOLD_")  # inherited only if set here
+    assert all(
+        e == {"OMP_NUM_THREADS": "1", "MALLOC_TRIM_THRESHOLD_": expected_trim} for e in env.values()
+    )
+    assert all(n == 1 for n in client.nthreads().values())

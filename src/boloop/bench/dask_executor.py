@@ -5,9 +5,9 @@ only when this executor is used. Each (problem, method, seed) is one task runnin
 as a process-pool worker (:func:`boloop.bench.runner._run_one`), so the rows are the same, row for
 row, for the same seeds; the parent writes ``results.csv`` exactly as for the process pool.
 
-* Without a scheduler address a ``distributed.LocalCluster`` is started on this machine (one
-  single-threaded worker process per job, BLAS/OpenMP threads 1, no dashboard) and closed after the
-  sweep. With ``tcp://host:port`` the sweep runs on that scheduler's workers, which must import the
+* Without a scheduler address a ``distributed.LocalCluster`` is started on this machine
+  (:func:`start_local_cluster`: one single-threaded worker process per job, BLAS/OpenMP threads 1,
+  no dashboard) and closed after the sweep. With ``tcp://host:port`` the sweep runs on that scheduler's workers, which must import the
   same boloop (and see the same paths for ``file.py:factory`` problems).
 * A worker that dies (killed, out of memory) loses nothing: the scheduler runs its tasks again on
   other workers (Dask's ``distributed.scheduler.allowed-failures``, 3 by default: a run on which
@@ -28,7 +28,13 @@ from typing import Any
 
 from boloop.errors import InvalidInputError
 
-__all__ = ["DASK_EXTRA_MESSAGE", "import_distributed", "dask_client", "run_on_dask"]
+__all__ = [
+    "DASK_EXTRA_MESSAGE",
+    "import_distributed",
+    "start_local_cluster",
+    "dask_client",
+    "run_on_dask",
+]
 
 logger = logging.getLogger("boloop")
 
@@ -47,6 +53,10 @@ WORKER_ENV = {
 }
 
 
+#: the glibc variable Dask's nannies set before spawning a worker (see start_local_cluster)
+MALLOC_TRIM = "MALLOC_TRIM_THRESHOLD_"
+
+
 def import_distributed() -> Any:
     """The ``distributed`` module, or an :class:`InvalidInputError` naming the extra to install."""
     try:
@@ -56,6 +66,35 @@ def import_distributed() -> Any:
             DASK_EXTRA_MESSAGE.format(missing=exc.name or "distributed")
         ) from exc
     return distributed
+
+
+def start_local_cluster(n_workers: int) -> Any:
+    """A ``distributed.LocalCluster`` for sweeps: ``n_workers`` single-threaded worker processes
+    on 127.0.0.1 (random ports, no dashboard), one BLAS/OpenMP thread each, and glibc's dynamic
+    mmap threshold left alone (Dask sets ``MALLOC_TRIM_THRESHOLD_`` in its workers by default,
+    which fixes that threshold: every temporary array above 128 KiB is then mapped and unmapped,
+    and boloop's steps over 2500-point candidate sets took 1.7-1.9x the CPU time in a measurement
+    with benchmarks/dask_sweep.py's problems). Close it with ``.close()`` (or use ``with``)."""
+    distributed = import_distributed()
+    import dask
+
+    try:
+        with dask.config.set({"distributed.nanny.pre-spawn-environ." + MALLOC_TRIM: None}):
+            return distributed.LocalCluster(
+                n_workers=n_workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},  # not port 8787
+                env=dict(WORKER_ENV),
+            )
+    except Exception as exc:
+        raise RuntimeError(
+            f"could not start a Dask LocalCluster of {n_workers} workers: {exc}. Its worker "
+            "processes are spawned and import the main script: a script that runs a sweep "
+            "with executor='dask' must do so under `if __name__ == '__main__':`"
+        ) from exc
 
 
 @contextmanager
@@ -71,14 +110,7 @@ def dask_client(scheduler: str | None, n_workers: int) -> Iterator[Any]:
     distributed = import_distributed()
     cluster = None
     if scheduler is None:
-        cluster = distributed.LocalCluster(
-            n_workers=n_workers,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address=None,
-            env=dict(WORKER_ENV),
-        )
+        cluster = start_local_cluster(n_workers)
         address = cluster.scheduler_address
     else:
         address = scheduler.strip()
@@ -94,18 +126,51 @@ def dask_client(scheduler: str | None, n_workers: int) -> Iterator[Any]:
             ) from exc
         try:
             if scheduler is not None:
-                workers = client.scheduler_info().get("workers", {})
-                if not workers:
-                    logger.warning(
-                        "the Dask scheduler at %s has no workers yet; the sweep waits for them",
-                        address,
-                    )
+                _check_workers(client, address)
             yield client
         finally:
             client.close()
     finally:
         if cluster is not None:
             cluster.close()
+
+
+def _worker_facts() -> tuple[str, str | None]:
+    """Run on each worker by :func:`_check_workers`: boloop's version, MALLOC_TRIM_THRESHOLD_."""
+    import os
+
+    import boloop
+
+    return str(boloop.__version__), os.environ.get(MALLOC_TRIM)
+
+
+def _check_workers(client: Any, address: str) -> None:
+    """The workers present import the same boloop as this client (rows must not depend on which
+    worker ran a run): a worker without boloop is an error, another version a warning."""
+    import boloop
+
+    try:
+        facts = client.run(_worker_facts)
+    except Exception as exc:
+        raise InvalidInputError(
+            f"the Dask workers of {address} cannot run boloop ({type(exc).__name__}: {exc}): "
+            "install the same boloop on every worker (nothing was written)"
+        ) from exc
+    if not facts:
+        logger.warning("the Dask scheduler at %s has no workers yet; the sweep waits", address)
+    other = {w: v for w, (v, _) in facts.items() if v != boloop.__version__}
+    if other:
+        logger.warning(
+            "Dask workers run another boloop than this client (%s): %s", boloop.__version__, other
+        )
+    trimmed = sorted(w for w, (_, trim) in facts.items() if trim is not None)
+    if trimmed:
+        logger.warning(
+            "%d Dask workers run with %s set (Dask's default), which makes boloop's runs up to "
+            "~1.8x slower; see docs/scale.md to start workers without it",
+            len(trimmed),
+            MALLOC_TRIM,
+        )
 
 
 def _run_on_worker(spec: Any, topic: str | None) -> tuple[Any, list[str], list[dict[str, Any]]]:
