@@ -5,14 +5,15 @@ The sweep: ``levelset/sinusoidal`` and ``levelset/himmelblau`` (50x50 grids, Ina
 Sec. 5.1 Cases 2 and 3) x ``randomized-straddle``, ``straddle``, ``us`` x seeds 0-19, budget 300
 (the paper's): 2 x 3 x 20 = 120 runs of about 0.3-0.5 s each on one quiet core.
 
-Three timings per repeat, each a whole :func:`boloop.bench.run_sweep` into a fresh directory:
+Three timings per repeat, each the wall time of a whole ``boloop bench run`` command (a new Python
+process, imports included, as a user runs it) into a fresh directory:
 
-* ``pool``: ``jobs=2`` (the process pool, forked from this process);
-* ``dask``: ``executor="dask", jobs=2``: a LocalCluster of 2 single-threaded worker processes is
-  started for the sweep and closed afterwards (what ``boloop bench run --executor dask --jobs 2``
-  does), start-up and the workers' imports included;
-* ``dask-warm``: ``executor="dask", scheduler=...`` on a 2-worker LocalCluster started once before
-  the repeats (a running cluster, as with ``--scheduler``).
+* ``pool``: ``--jobs 2`` (the process pool);
+* ``dask``: ``--executor dask --jobs 2``: a LocalCluster of 2 single-threaded worker processes is
+  started for the sweep and closed afterwards (start-up and the workers' imports included);
+* ``dask-warm``: ``--executor dask --scheduler ADDRESS`` on a 2-worker LocalCluster started once by
+  this script before the repeats (a running cluster; its workers have imported boloop after the
+  first repeat).
 
 The order of the three rotates between repeats (the machine may be shared). Prints the median wall
 time of each and the ratios to ``pool``, and checks that the three results tables are the same row
@@ -28,11 +29,12 @@ import argparse
 import csv
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from boloop.bench import run_sweep
 from boloop.bench.dask_executor import start_local_cluster
 
 PROBLEMS = ["levelset/sinusoidal", "levelset/himmelblau"]
@@ -56,18 +58,18 @@ def main() -> None:
     n_runs = len(PROBLEMS) * len(METHODS) * args.seeds
     print(
         f"{n_runs} runs: {' '.join(PROBLEMS)} x {' '.join(METHODS)} x seeds 0-{args.seeds - 1}, "
-        f"budget {args.budget}; load before: {os.getloadavg()[0]:.2f}"
+        f"budget {args.budget}; load before: {os.getloadavg()[0]:.2f}",
+        flush=True,
     )
+    command = [sys.executable, "-m", "boloop.cli", "bench", "run", "--quiet"]
+    command += ["--problem", *PROBLEMS, "--method", *METHODS]
+    command += ["--seeds", str(args.seeds), "--budget", str(args.budget)]
     times: dict[str, list[float]] = {"pool": [], "dask": [], "dask-warm": []}
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        start_local_cluster(2) as warm,
-    ):
-        sweep = (PROBLEMS, METHODS, str(args.seeds), args.budget)
+    with tempfile.TemporaryDirectory() as tmp, start_local_cluster(2) as warm:
         options = {
-            "pool": {"jobs": 2},
-            "dask": {"jobs": 2, "executor": "dask"},
-            "dask-warm": {"executor": "dask", "scheduler": warm.scheduler_address},
+            "pool": ["--jobs", "2"],
+            "dask": ["--executor", "dask", "--jobs", "2"],
+            "dask-warm": ["--executor", "dask", "--scheduler", warm.scheduler_address],
         }
         names = list(options)
         for r in range(args.repeats):
@@ -75,11 +77,17 @@ def main() -> None:
             for name in order:
                 out = Path(tmp) / f"{name}-{r}"
                 t0 = time.perf_counter()
-                report = run_sweep(*sweep, out, **options[name])  # type: ignore[arg-type]
+                done = subprocess.run(
+                    [*command, *options[name], "--out", str(out)], capture_output=True, text=True
+                )
                 seconds = time.perf_counter() - t0
-                assert len(report.completed) == n_runs and not report.failed, report.failed
+                assert done.returncode == 0, done.stderr[-2000:]
+                assert done.stdout.startswith(f"{n_runs} runs completed, 0 skipped, 0 failed")
                 times[name].append(seconds)
-                print(f"  repeat {r} {name:9s} {seconds:7.2f} s  load {os.getloadavg()[0]:.2f}")
+                print(
+                    f"  repeat {r} {name:9s} {seconds:7.2f} s  load {os.getloadavg()[0]:.2f}",
+                    flush=True,
+                )
             reference = _rows(Path(tmp) / f"pool-{r}")
             for name in names[1:]:
                 assert _rows(Path(tmp) / f"{name}-{r}") == reference, f"{name} rows differ"

@@ -286,12 +286,38 @@ def test_local_cluster_workers_have_one_blas_thread_and_glibc_defaults(cluster) 
     """One BLAS/OpenMP thread per single-threaded worker, and no MALLOC_TRIM_THRESHOLD_ (Dask's
     default for its workers, which fixes glibc's mmap threshold and slows boloop's steps)."""
     _, client = cluster
-    env = client.run(
-        lambda: {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_")}
-    )
-    assert len(env) == 2
-    expected_trim = os.environ.get("MALLOC_TRIM_THRESHOLD_")  # inherited only if set here
-    assert all(
-        e == {"OMP_NUM_THREADS": "1", "MALLOC_TRIM_THRESHOLD_": expected_trim} for e in env.values()
-    )
+
+    def facts() -> tuple:
+        from threadpoolctl import threadpool_info
+
+        return (
+            sorted({pool["num_threads"] for pool in threadpool_info()}),
+            os.environ.get("MALLOC_TRIM_THRESHOLD_"),
+        )
+
+    assert list(client.run(facts).values()) == [([1], None), ([1], None)]
     assert all(n == 1 for n in client.nthreads().values())
+
+
+def test_workers_with_dask_malloc_trim_are_warned_about(tmp_path: Path, cluster) -> None:
+    import io
+
+    address, client = cluster
+
+    def set_trim(value: str | None) -> None:  # in the worker's own os.environ
+        if value is None:
+            os.environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+        else:
+            os.environ["MALLOC_TRIM_THRESHOLD_"] = value
+
+    client.run(set_trim, "65536")  # Dask's default
+    try:
+        log = io.StringIO()
+        report = run_sweep(
+            [TOY_LS], ["toy-random"], "1", 2, tmp_path,
+            executor="dask", scheduler=address, progress=log,
+        )  # fmt: skip
+    finally:
+        client.run(set_trim, None)
+    assert len(report.completed) == 1
+    assert "warning: 2 of 2 Dask workers run with MALLOC_TRIM_THRESHOLD_ set" in log.getvalue()

@@ -11,7 +11,7 @@ row, for the same seeds; the parent writes ``results.csv`` exactly as for the pr
   same boloop (and see the same paths for ``file.py:factory`` problems).
 * A worker that dies (killed, out of memory) loses nothing: the scheduler runs its tasks again on
   other workers (Dask's ``distributed.scheduler.allowed-failures``, 3 by default: a run on which
-  that many workers died is reported failed with ``KilledWorker``).
+  one worker more than that died is reported failed with ``KilledWorker``).
 * The progress bar moves with the steps of the runs in progress through a Dask event topic of the
   sweep (:meth:`distributed.Worker.log_event`), at most five messages a second per run.
 * If the client is interrupted (Ctrl-C, a killed ``boloop``), its tasks are cancelled; a rerun of
@@ -68,18 +68,71 @@ def import_distributed() -> Any:
     return distributed
 
 
+#: what the forkserver of LocalCluster workers imports once, before forking each worker
+FORKSERVER_PRELOAD = [
+    "distributed",
+    "numpy",
+    "scipy.linalg",
+    "boloop.bench.runner",
+    "boloop.algorithms",
+    "boloop.problems",
+    "boloop.simulate",
+]
+
+
+def _forkserver_context() -> bool:
+    """Make the forkserver of this process preload :data:`FORKSERVER_PRELOAD`; False where there
+    is no forkserver (Windows). Workers forked from it start without importing anything again and
+    without importing the main script (no ``if __name__ == "__main__":`` needed)."""
+    import multiprocessing as mp
+
+    if "forkserver" not in mp.get_all_start_methods():
+        return False
+    import os
+    from multiprocessing import forkserver
+
+    from distributed.utils import get_mp_context
+
+    with _dask_config({"distributed.worker.multiprocessing-method": "forkserver"}):
+        get_mp_context()  # distributed's own preload list, set once per process
+    mp.get_context("forkserver").set_forkserver_preload(FORKSERVER_PRELOAD)
+    # the forkserver imports numpy (BLAS threads) and glibc reads its MALLOC_ variables when it
+    # starts: start it (if not yet running) with the workers' environment, then restore ours
+    saved = {k: os.environ.get(k) for k in (*WORKER_ENV, MALLOC_TRIM)}
+    try:
+        os.environ.update(WORKER_ENV)
+        os.environ.pop(MALLOC_TRIM, None)
+        forkserver.ensure_running()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return True
+
+
+def _dask_config(values: dict[str, Any]) -> Any:
+    import dask
+
+    return dask.config.set(values)
+
+
 def start_local_cluster(n_workers: int) -> Any:
     """A ``distributed.LocalCluster`` for sweeps: ``n_workers`` single-threaded worker processes
     on 127.0.0.1 (random ports, no dashboard), one BLAS/OpenMP thread each, and glibc's dynamic
     mmap threshold left alone (Dask sets ``MALLOC_TRIM_THRESHOLD_`` in its workers by default,
     which fixes that threshold: every temporary array above 128 KiB is then mapped and unmapped,
     and boloop's steps over 2500-point candidate sets took 1.7-1.9x the CPU time in a measurement
-    with benchmarks/dask_sweep.py's problems). Close it with ``.close()`` (or use ``with``)."""
+    with benchmarks/dask_sweep.py's problems). The workers are forked from a forkserver that has
+    imported numpy, scipy, distributed and boloop once (where there is one; spawned otherwise).
+    Close it with ``.close()`` (or use ``with``)."""
     distributed = import_distributed()
-    import dask
-
+    config: dict[str, Any] = {"distributed.nanny.pre-spawn-environ." + MALLOC_TRIM: None}
+    if _forkserver_context():
+        config["distributed.worker.multiprocessing-method"] = "forkserver"
     try:
-        with dask.config.set({"distributed.nanny.pre-spawn-environ." + MALLOC_TRIM: None}):
+        with _dask_config(config):
             return distributed.LocalCluster(
                 n_workers=n_workers,
                 threads_per_worker=1,
@@ -91,21 +144,22 @@ def start_local_cluster(n_workers: int) -> Any:
             )
     except Exception as exc:
         raise RuntimeError(
-            f"could not start a Dask LocalCluster of {n_workers} workers: {exc}. Its worker "
-            "processes are spawned and import the main script: a script that runs a sweep "
-            "with executor='dask' must do so under `if __name__ == '__main__':`"
+            f"could not start a Dask LocalCluster of {n_workers} workers: {exc}"
         ) from exc
 
 
 @contextmanager
-def dask_client(scheduler: str | None, n_workers: int) -> Iterator[Any]:
+def dask_client(
+    scheduler: str | None, n_workers: int, warn: Callable[[str], None] | None = None
+) -> Iterator[Any]:
     """A ``distributed.Client`` for a sweep, closed on exit (with the LocalCluster it started).
 
     ``scheduler`` None starts a LocalCluster of ``n_workers`` single-threaded worker processes on
     127.0.0.1 (random ports, no dashboard). An address that cannot be reached within Dask's
     connect timeout (``distributed.comm.timeouts.connect``, 30 s by default; the environment
     variable ``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT`` changes it) raises
-    :class:`InvalidInputError`.
+    :class:`InvalidInputError`. Warnings about the scheduler's workers (none yet, another boloop,
+    Dask's ``MALLOC_TRIM_THRESHOLD_``) are logged and passed to ``warn`` (the CLI's stderr).
     """
     distributed = import_distributed()
     cluster = None
@@ -126,7 +180,10 @@ def dask_client(scheduler: str | None, n_workers: int) -> Iterator[Any]:
             ) from exc
         try:
             if scheduler is not None:
-                _check_workers(client, address)
+                for message in _check_workers(client, address):
+                    logger.warning("%s", message)
+                    if warn is not None:
+                        warn(message)
             yield client
         finally:
             client.close()
@@ -144,9 +201,9 @@ def _worker_facts() -> tuple[str, str | None]:
     return str(boloop.__version__), os.environ.get(MALLOC_TRIM)
 
 
-def _check_workers(client: Any, address: str) -> None:
+def _check_workers(client: Any, address: str) -> list[str]:
     """The workers present import the same boloop as this client (rows must not depend on which
-    worker ran a run): a worker without boloop is an error, another version a warning."""
+    worker ran a run): a worker without boloop is an error; the warnings are returned."""
     import boloop
 
     try:
@@ -156,21 +213,22 @@ def _check_workers(client: Any, address: str) -> None:
             f"the Dask workers of {address} cannot run boloop ({type(exc).__name__}: {exc}): "
             "install the same boloop on every worker (nothing was written)"
         ) from exc
+    warnings = []
     if not facts:
-        logger.warning("the Dask scheduler at %s has no workers yet; the sweep waits", address)
+        warnings.append(f"the Dask scheduler at {address} has no workers yet; the sweep waits")
     other = {w: v for w, (v, _) in facts.items() if v != boloop.__version__}
     if other:
-        logger.warning(
-            "Dask workers run another boloop than this client (%s): %s", boloop.__version__, other
+        warnings.append(
+            f"Dask workers run another boloop than this client ({boloop.__version__}): {other}"
         )
     trimmed = sorted(w for w, (_, trim) in facts.items() if trim is not None)
     if trimmed:
-        logger.warning(
-            "%d Dask workers run with %s set (Dask's default), which makes boloop's runs up to "
-            "~1.8x slower; see docs/scale.md to start workers without it",
-            len(trimmed),
-            MALLOC_TRIM,
+        warnings.append(
+            f"{len(trimmed)} of {len(facts)} Dask workers run with {MALLOC_TRIM} set (Dask's "
+            "default), which makes boloop's runs up to ~1.8x slower; docs/scale.md shows how to "
+            "start the workers without it"
         )
+    return warnings
 
 
 def _run_on_worker(spec: Any, topic: str | None) -> tuple[Any, list[str], list[dict[str, Any]]]:

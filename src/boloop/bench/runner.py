@@ -452,7 +452,11 @@ def _sweep(
     if executor == "dask" and todo:  # connect first: a bad address writes nothing
         from boloop.bench.dask_executor import dask_client
 
-        client = stack.enter_context(dask_client(scheduler, min(n_jobs, len(todo))))
+        def warn(message: str) -> None:  # about the cluster's workers, next to the progress bar
+            if progress is not None:
+                progress.write(f"warning: {message}\n")
+
+        client = stack.enter_context(dask_client(scheduler, min(n_jobs, len(todo)), warn))
     path.parent.mkdir(parents=True, exist_ok=True)
     # a clean file (header with every metric column, no rows of runs about to be redone, no row
     # cut short by an interruption) to which each completed run is then appended
