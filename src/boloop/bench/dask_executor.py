@@ -7,8 +7,9 @@ row, for the same seeds; the parent writes ``results.csv`` exactly as for the pr
 
 * Without a scheduler address a ``distributed.LocalCluster`` is started on this machine
   (:func:`start_local_cluster`: one single-threaded worker process per job, BLAS/OpenMP threads 1,
-  no dashboard) and closed after the sweep. With ``tcp://host:port`` the sweep runs on that scheduler's workers, which must import the
-  same boloop (and see the same paths for ``file.py:factory`` problems).
+  no dashboard) and closed after the sweep. With ``tcp://host:port`` the sweep runs on that
+  scheduler's workers, which must import the same boloop (and see the same paths for
+  ``file.py:factory`` problems).
 * A worker that dies (killed, out of memory) loses nothing: the scheduler runs its tasks again on
   other workers (Dask's ``distributed.scheduler.allowed-failures``, 3 by default: a run on which
   one worker more than that died is reported failed with ``KilledWorker``).
@@ -280,14 +281,15 @@ def run_on_dask(
             futures[fut] = spec
         for fut in as_completed(list(futures), loop=client.loop):
             spec = futures[fut]
-            if fut.status == "finished":
+            status = fut.status
+            if status == "finished":
                 finish(spec, fut.result(), None)
-            elif fut.cancelled():
-                finish(spec, None, RuntimeError("the Dask task was cancelled (scheduler lost?)"))
-            else:
+            elif status == "error":  # the run raised, or KilledWorker (too many worker deaths)
                 error = fut.exception()
                 tb = fut.traceback()
                 finish(spec, None, error.with_traceback(tb) if tb is not None else error)
+            else:  # cancelled: the connection to the scheduler was lost for too long
+                finish(spec, None, RuntimeError(f"the Dask task of this run ended {status}"))
     except BaseException:
         pending = [f for f in futures if not f.done()]
         if pending:
