@@ -1,5 +1,9 @@
 """``boloop bench run``: every (problem, method, seed) in worker processes, into ``results.csv``.
 
+The runs go to a local process pool (``executor="process"``, the default) or to a Dask cluster
+(``executor="dask"``, :mod:`boloop.bench.dask_executor`: a LocalCluster started for the sweep, or
+the scheduler at ``scheduler="tcp://host:port"``). Both give the same rows for the same seeds.
+
 ``DIR/results.csv`` has one row per (problem, method, seed, step) and the columns
 ``problem, method, seed, step``, then the metric columns (in the problems' order; the union when a
 sweep mixes problems with different metrics, empty where a problem has no such metric), then
@@ -20,6 +24,7 @@ problem, seed, beta=2)`` and is a distinct method in the table.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import csv
 import io
 import logging
@@ -51,6 +56,9 @@ __all__ = [
 logger = logging.getLogger("boloop")
 
 RESULTS_FILE = "results.csv"
+
+#: where the runs of a sweep go: a local process pool, or a Dask cluster (the ``dask`` extra)
+EXECUTORS = ("process", "dask")
 
 Key = tuple[str, str, int]
 
@@ -339,6 +347,8 @@ def run_sweep(
     force: bool = False,
     progress: IO[str] | None = None,
     on_complete: Callable[[Key], None] | None = None,
+    executor: str = "process",
+    scheduler: str | None = None,
 ) -> SweepReport:
     """Run every (problem, method, seed) not yet in ``out/results.csv`` and add its rows.
 
@@ -351,22 +361,39 @@ def run_sweep(
     budget:
         Iterations per run; None uses each problem's ``settings["budget"]``.
     jobs:
-        Worker processes (default ``os.cpu_count()``); 1 runs in this process.
+        Worker processes (default ``os.cpu_count()``); 1 runs in this process. With
+        ``executor="dask"`` and no ``scheduler``: the workers of the LocalCluster started for the
+        sweep; with a ``scheduler`` it is not used (the cluster's workers run the sweep).
     force:
         Run again (and replace) runs already in the file.
     progress:
         Stream for the progress bar (``sys.stderr`` from the CLI); None is silent.
     on_complete:
         Called with the key of every run after its rows were written (tests use it to interrupt).
+    executor:
+        ``"process"`` (a local process pool) or ``"dask"`` (needs ``pip install 'boloop[dask]'``).
+    scheduler:
+        With ``executor="dask"``: the address of a running Dask scheduler (``tcp://host:8786``);
+        None starts a LocalCluster for the sweep and closes it afterwards. A scheduler that cannot
+        be reached is an error before anything is written.
 
     Returns a :class:`SweepReport`; failed runs are reported there (and logged with their traceback:
     ``boloop -v bench run``), not raised, so one crashing method does not lose the rest of a sweep.
     """
     t0 = time.perf_counter()
+    if executor not in EXECUTORS:
+        raise InvalidInputError(f"executor must be one of {list(EXECUTORS)}, got {executor!r}")
+    if scheduler is not None and executor != "dask":
+        raise InvalidInputError(
+            f"a scheduler address ({scheduler!r}) needs the Dask executor: --executor dask"
+        )
+    if executor == "dask":
+        from boloop.bench.dask_executor import import_distributed
+
+        import_distributed()  # the missing extra is an error before anything is written
     seed_list = parse_seeds(seeds) if isinstance(seeds, str | int) else parse_seeds(list(seeds))
     specs, metrics = plan_runs(problems, methods, seed_list, budget)
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     path = out / RESULTS_FILE
     old_metrics, runs = read_results(path)
     all_metrics = list(old_metrics) + [m for m in metrics if m not in old_metrics]
@@ -375,6 +402,41 @@ def run_sweep(
     n_jobs = (os.cpu_count() or 1) if jobs is None else int(jobs)
     if n_jobs < 1:
         raise InvalidInputError(f"jobs must be >= 1, got {jobs!r}")
+    with contextlib.ExitStack() as stack:
+        _sweep(
+            specs,
+            runs,
+            path,
+            all_metrics,
+            report,
+            stack,
+            n_jobs=n_jobs,
+            force=force,
+            progress=progress,
+            on_complete=on_complete,
+            executor=executor,
+            scheduler=scheduler,
+        )
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _sweep(
+    specs: list[RunSpec],
+    runs: dict[Key, list[dict[str, Any]]],
+    path: Path,
+    all_metrics: list[str],
+    report: SweepReport,
+    stack: contextlib.ExitStack,
+    *,
+    n_jobs: int,
+    force: bool,
+    progress: IO[str] | None,
+    on_complete: Callable[[Key], None] | None,
+    executor: str,
+    scheduler: str | None,
+) -> None:
+    """The body of :func:`run_sweep` after validation; a Dask client lives on ``stack``."""
 
     todo: list[RunSpec] = []
     for spec in specs:
@@ -386,6 +448,16 @@ def run_sweep(
                 logger.info("rerunning %s (incomplete, other budget, or --force)", spec.key)
                 del runs[spec.key]
             todo.append(spec)
+    client = None
+    if executor == "dask" and todo:  # connect first: a bad address writes nothing
+        from boloop.bench.dask_executor import dask_client
+
+        def warn(message: str) -> None:  # about the cluster's workers, next to the progress bar
+            if progress is not None:
+                progress.write(f"warning: {message}\n")
+
+        client = stack.enter_context(dask_client(scheduler, min(n_jobs, len(todo)), warn))
+    path.parent.mkdir(parents=True, exist_ok=True)
     # a clean file (header with every metric column, no rows of runs about to be redone, no row
     # cut short by an interruption) to which each completed run is then appended
     write_results(path, all_metrics, runs)
@@ -393,8 +465,7 @@ def run_sweep(
     if progress is not None and report.skipped:
         progress.write(f"{len(report.skipped)} runs already in {path}, skipped\n")
     if not todo:
-        report.seconds = time.perf_counter() - t0
-        return report
+        return
 
     def finish(spec: RunSpec, result: Any, error: BaseException | None) -> None:
         if error is not None:
@@ -417,7 +488,11 @@ def run_sweep(
     def report_step(key: Key, step: int) -> None:
         bar.advance(key, step / budgets[key])
 
-    if n_jobs == 1 or len(todo) == 1:
+    if client is not None:
+        from boloop.bench.dask_executor import run_on_dask
+
+        run_on_dask(client, todo, finish, report_step if progress is not None else None)
+    elif n_jobs == 1 or len(todo) == 1:
         for spec in todo:
             try:
                 result = _run_one(spec, report_step if progress is not None else None)
@@ -467,8 +542,6 @@ def run_sweep(
             if queue is not None:
                 queue.close()
     write_results(path, all_metrics, runs)  # sorted by problem, method, seed, step
-    report.seconds = time.perf_counter() - t0
-    return report
 
 
 def format_report(report: SweepReport) -> str:

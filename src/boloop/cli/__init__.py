@@ -30,6 +30,8 @@ def _cmd_bench_run(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         force=args.force,
         progress=None if args.quiet else sys.stderr,
+        executor=args.executor,
+        scheduler=args.scheduler,
     )
     print(format_report(report))
     return 1 if report.failed else 0
@@ -151,6 +153,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--force", action="store_true", help="rerun runs already in the results")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--executor",
+        choices=("process", "dask"),
+        default="process",
+        help="where the runs go: a local process pool (default) or a Dask cluster "
+        "(pip install 'boloop[dask]'); same rows for the same seeds",
+    )
+    run.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help="with --executor dask: a running Dask scheduler (tcp://host:8786) whose workers run "
+        "the sweep (--jobs is then not used); default: a LocalCluster of --jobs workers",
+    )
     run.set_defaults(func=_cmd_bench_run)
 
     plot = bsub.add_parser("plot", help="one PNG per problem and metric (mean ± s.e. per method)")

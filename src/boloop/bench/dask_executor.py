@@ -1,0 +1,307 @@
+"""The runs of a sweep on a Dask cluster (``boloop bench run --executor dask``).
+
+Needs the ``dask`` extra (``pip install 'boloop[dask]'``: ``distributed``), imported only here and
+only when this executor is used. Each (problem, method, seed) is one task running the same function
+as a process-pool worker (:func:`boloop.bench.runner._run_one`), so the rows are the same, row for
+row, for the same seeds; the parent writes ``results.csv`` exactly as for the process pool.
+
+* Without a scheduler address a ``distributed.LocalCluster`` is started on this machine
+  (:func:`start_local_cluster`: one single-threaded worker process per job, BLAS/OpenMP threads 1,
+  no dashboard) and closed after the sweep. With ``tcp://host:port`` the sweep runs on that
+  scheduler's workers, which must import the same boloop (and see the same paths for
+  ``file.py:factory`` problems).
+* A worker that dies (killed, out of memory) loses nothing: the scheduler runs its tasks again on
+  other workers (Dask's ``distributed.scheduler.allowed-failures``, 3 by default: a run on which
+  one worker more than that died is reported failed with ``KilledWorker``).
+* The progress bar moves with the steps of the runs in progress through a Dask event topic of the
+  sweep (:meth:`distributed.Worker.log_event`), at most five messages a second per run.
+* If the client is interrupted (Ctrl-C, a killed ``boloop``), its tasks are cancelled; a rerun of
+  the sweep resumes from ``results.csv`` like any other.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from boloop.errors import InvalidInputError
+
+__all__ = [
+    "DASK_EXTRA_MESSAGE",
+    "import_distributed",
+    "start_local_cluster",
+    "dask_client",
+    "run_on_dask",
+]
+
+logger = logging.getLogger("boloop")
+
+DASK_EXTRA_MESSAGE = (
+    "--executor dask needs the 'dask' extra ({missing} is missing): pip install 'boloop[dask]'"
+)
+
+#: environment of LocalCluster workers: one BLAS/OpenMP thread per single-threaded worker
+WORKER_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "BLIS_NUM_THREADS": "1",
+    "VECLIB_MAXIMUM_THREADS": "1",
+    "NUMEXPR_NUM_THREADS": "1",
+}
+
+
+#: the glibc variable Dask's nannies set before spawning a worker (see start_local_cluster)
+MALLOC_TRIM = "MALLOC_TRIM_THRESHOLD_"
+
+
+def import_distributed() -> Any:
+    """The ``distributed`` module, or an :class:`InvalidInputError` naming the extra to install."""
+    try:
+        import distributed
+    except ImportError as exc:
+        raise InvalidInputError(
+            DASK_EXTRA_MESSAGE.format(missing=exc.name or "distributed")
+        ) from exc
+    return distributed
+
+
+#: what the forkserver of LocalCluster workers imports once, before forking each worker
+FORKSERVER_PRELOAD = [
+    "distributed",
+    "numpy",
+    "scipy.linalg",
+    "boloop.bench.runner",
+    "boloop.algorithms",
+    "boloop.problems",
+    "boloop.simulate",
+]
+
+
+def _forkserver_context() -> bool:
+    """Make the forkserver of this process preload :data:`FORKSERVER_PRELOAD`; False where there
+    is no forkserver (Windows). Workers forked from it start without importing anything again and
+    without importing the main script (no ``if __name__ == "__main__":`` needed)."""
+    import multiprocessing as mp
+
+    if "forkserver" not in mp.get_all_start_methods():
+        return False
+    import os
+    from multiprocessing import forkserver
+
+    from distributed.utils import get_mp_context
+
+    with _dask_config({"distributed.worker.multiprocessing-method": "forkserver"}):
+        get_mp_context()  # distributed's own preload list, set once per process
+    mp.get_context("forkserver").set_forkserver_preload(FORKSERVER_PRELOAD)
+    # the forkserver imports numpy (BLAS threads) and glibc reads its MALLOC_ variables when it
+    # starts: start it (if not yet running) with the workers' environment, then restore ours
+    saved = {k: os.environ.get(k) for k in (*WORKER_ENV, MALLOC_TRIM)}
+    try:
+        os.environ.update(WORKER_ENV)
+        os.environ.pop(MALLOC_TRIM, None)
+        forkserver.ensure_running()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return True
+
+
+def _dask_config(values: dict[str, Any]) -> Any:
+    import dask
+
+    return dask.config.set(values)
+
+
+def start_local_cluster(n_workers: int) -> Any:
+    """A ``distributed.LocalCluster`` for sweeps: ``n_workers`` single-threaded worker processes
+    on 127.0.0.1 (random ports, no dashboard), one BLAS/OpenMP thread each, and glibc's dynamic
+    mmap threshold left alone (Dask sets ``MALLOC_TRIM_THRESHOLD_`` in its workers by default,
+    which fixes that threshold: every temporary array above 128 KiB is then mapped and unmapped,
+    and boloop's steps over 2500-point candidate sets took 1.7-1.9x the CPU time in a measurement
+    with benchmarks/dask_sweep.py's problems). The workers are forked from a forkserver that has
+    imported numpy, scipy, distributed and boloop once (where there is one; spawned otherwise).
+    Close it with ``.close()`` (or use ``with``)."""
+    distributed = import_distributed()
+    config: dict[str, Any] = {"distributed.nanny.pre-spawn-environ." + MALLOC_TRIM: None}
+    if _forkserver_context():
+        config["distributed.worker.multiprocessing-method"] = "forkserver"
+    try:
+        with _dask_config(config):
+            return distributed.LocalCluster(
+                n_workers=n_workers,
+                threads_per_worker=1,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address=None,
+                scheduler_kwargs={"dashboard_address": "127.0.0.1:0"},  # not port 8787
+                env=dict(WORKER_ENV),
+            )
+    except Exception as exc:
+        raise RuntimeError(
+            f"could not start a Dask LocalCluster of {n_workers} workers: {exc}"
+        ) from exc
+
+
+@contextmanager
+def dask_client(
+    scheduler: str | None, n_workers: int, warn: Callable[[str], None] | None = None
+) -> Iterator[Any]:
+    """A ``distributed.Client`` for a sweep, closed on exit (with the LocalCluster it started).
+
+    ``scheduler`` None starts a LocalCluster of ``n_workers`` single-threaded worker processes on
+    127.0.0.1 (random ports, no dashboard). An address that cannot be reached within Dask's
+    connect timeout (``distributed.comm.timeouts.connect``, 30 s by default; the environment
+    variable ``DASK_DISTRIBUTED__COMM__TIMEOUTS__CONNECT`` changes it) raises
+    :class:`InvalidInputError`. Warnings about the scheduler's workers (none yet, another boloop,
+    Dask's ``MALLOC_TRIM_THRESHOLD_``) are logged and passed to ``warn`` (the CLI's stderr).
+    """
+    distributed = import_distributed()
+    cluster = None
+    if scheduler is None:
+        cluster = start_local_cluster(n_workers)
+        address = cluster.scheduler_address
+    else:
+        address = scheduler.strip()
+        if not address:
+            raise InvalidInputError("--scheduler needs an address like tcp://host:8786")
+    try:
+        try:
+            client = distributed.Client(address, set_as_default=False)
+        except (OSError, ValueError, TypeError) as exc:  # refused, timed out, malformed address
+            raise InvalidInputError(
+                f"cannot connect to the Dask scheduler at {address!r}: {exc} (is `dask scheduler` "
+                "running there? nothing was written)"
+            ) from exc
+        try:
+            if scheduler is not None:
+                for message in _check_workers(client, address):
+                    logger.warning("%s", message)
+                    if warn is not None:
+                        warn(message)
+            yield client
+        finally:
+            client.close()
+    finally:
+        if cluster is not None:
+            cluster.close()
+
+
+def _worker_facts() -> tuple[str, str | None]:
+    """Run on each worker by :func:`_check_workers`: boloop's version, MALLOC_TRIM_THRESHOLD_."""
+    import os
+
+    import boloop
+
+    return str(boloop.__version__), os.environ.get(MALLOC_TRIM)
+
+
+def _check_workers(client: Any, address: str) -> list[str]:
+    """The workers present import the same boloop as this client (rows must not depend on which
+    worker ran a run): a worker without boloop is an error; the warnings are returned."""
+    import boloop
+
+    try:
+        facts = client.run(_worker_facts)
+    except Exception as exc:
+        raise InvalidInputError(
+            f"the Dask workers of {address} cannot run boloop ({type(exc).__name__}: {exc}): "
+            "install the same boloop on every worker (nothing was written)"
+        ) from exc
+    warnings = []
+    if not facts:
+        warnings.append(f"the Dask scheduler at {address} has no workers yet; the sweep waits")
+    other = {w: v for w, (v, _) in facts.items() if v != boloop.__version__}
+    if other:
+        warnings.append(
+            f"Dask workers run another boloop than this client ({boloop.__version__}): {other}"
+        )
+    trimmed = sorted(w for w, (_, trim) in facts.items() if trim is not None)
+    if trimmed:
+        warnings.append(
+            f"{len(trimmed)} of {len(facts)} Dask workers run with {MALLOC_TRIM} set (Dask's "
+            "default), which makes boloop's runs up to ~1.8x slower; docs/scale.md shows how to "
+            "start the workers without it"
+        )
+    return warnings
+
+
+def _run_on_worker(spec: Any, topic: str | None) -> tuple[Any, list[str], list[dict[str, Any]]]:
+    """One run in a Dask worker; progress steps go to the sweep's event ``topic``."""
+    from boloop.bench.runner import _run_one
+
+    report_step = None
+    if topic is not None:
+        from distributed import get_worker
+
+        worker = get_worker()
+
+        def report_step(key: tuple[str, str, int], step: int) -> None:
+            worker.log_event(topic, [list(key), step])
+
+    return _run_one(spec, report_step)
+
+
+def run_on_dask(
+    client: Any,
+    todo: Sequence[Any],
+    finish: Callable[[Any, Any, BaseException | None], None],
+    report_step: Callable[[tuple[str, str, int], int], None] | None,
+) -> None:
+    """Submit one task per run spec and call ``finish(spec, result, error)`` in this thread as each
+    ends (in completion order). On any exception here (an interruption) every task still pending
+    is cancelled before it propagates."""
+    from distributed import as_completed
+
+    token = uuid.uuid4().hex[:12]
+    topic = f"boloop-progress-{token}" if report_step is not None else None
+    if topic is not None and report_step is not None:
+        step_callback = report_step
+
+        def on_event(event: tuple[float, Any]) -> None:
+            try:
+                key, step = event[1]
+                step_callback((str(key[0]), str(key[1]), int(key[2])), int(step))
+            except Exception:  # a malformed message must not break the client's event loop
+                logger.debug("ignored progress event %r", event)
+
+        client.subscribe_topic(topic, on_event)
+    futures: dict[Any, Any] = {}
+    try:
+        for i, spec in enumerate(todo):
+            fut = client.submit(
+                _run_on_worker, spec, topic, key=f"boloop-run-{token}-{i}", pure=False
+            )
+            futures[fut] = spec
+        for fut in as_completed(list(futures), loop=client.loop):
+            spec = futures[fut]
+            status = fut.status
+            if status == "finished":
+                finish(spec, fut.result(), None)
+            elif status == "error":  # the run raised, or KilledWorker (too many worker deaths)
+                error = fut.exception()
+                tb = fut.traceback()
+                finish(spec, None, error.with_traceback(tb) if tb is not None else error)
+            else:  # cancelled: the connection to the scheduler was lost for too long
+                finish(spec, None, RuntimeError(f"the Dask task of this run ended {status}"))
+    except BaseException:
+        pending = [f for f in futures if not f.done()]
+        if pending:
+            logger.info("cancelling %d pending Dask runs", len(pending))
+            try:
+                client.cancel(pending, force=True)
+            except Exception:  # the scheduler may already be gone
+                logger.debug("could not cancel the pending runs", exc_info=True)
+        raise
+    finally:
+        if topic is not None:
+            try:
+                client.unsubscribe_topic(topic)
+            except Exception:
+                logger.debug("could not unsubscribe %s", topic, exc_info=True)

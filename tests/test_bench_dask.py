@@ -1,0 +1,323 @@
+"""boloop bench run --executor dask on a real distributed.LocalCluster (no mocks): the rows equal the
+process pool's for the same seeds, a worker killed mid-sweep loses no run, an interrupted client
+resumes from results.csv, the progress bar moves with the steps, and the errors are clear (bad
+scheduler address, missing extra, --scheduler without --executor dask) with nothing written.
+
+One 2-worker LocalCluster serves the module (``cluster``); one test starts its own through the CLI.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from boloop.bench import read_results, run_sweep
+from boloop.bench.dask_executor import start_local_cluster
+from boloop.cli import main
+from boloop.errors import InvalidInputError
+
+distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not installed")
+
+pytestmark = pytest.mark.xdist_group("dask")  # one cluster per module, on one xdist worker
+
+TOY_LS = "levelset/toy"
+
+#: a level-set toy whose oracle sleeps: runs last long enough to be caught in progress
+_SLOW_PROBLEM = """
+import time
+from boloop.problems.toy import ToyLevelSet
+
+class Slow(ToyLevelSet):
+    def __init__(self, sleep, crash):
+        super().__init__()
+        self.sleep, self.crash = sleep, crash
+
+    def observe(self, query, rng):
+        if self.crash:
+            raise RuntimeError("boom in the oracle")
+        time.sleep(self.sleep)
+        return super().observe(query, rng)
+
+def make(sleep=0.03, crash=0):
+    return Slow(sleep, crash)
+"""
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with (path / "results.csv").open(newline="") as fh:
+        return [
+            {k: v for k, v in r.items() if not k.endswith("_seconds")} for r in csv.DictReader(fh)
+        ]
+
+
+@pytest.fixture(scope="module")
+def cluster():  # type: ignore[no-untyped-def]
+    with start_local_cluster(2) as lc, distributed.Client(lc, set_as_default=False) as client:
+        yield lc.scheduler_address, client
+
+
+@pytest.fixture(scope="module")
+def slow(tmp_path_factory: pytest.TempPathFactory) -> str:
+    src = tmp_path_factory.mktemp("problems") / "slow.py"
+    src.write_text(_SLOW_PROBLEM)
+    return f"{src}:make"
+
+
+def _wait_idle(client, seconds: float = 20.0) -> None:  # type: ignore[no-untyped-def]
+    """Until no task is processing on any worker and both workers are up (or fail)."""
+    client.wait_for_workers(2, timeout=seconds)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not any(client.processing().values()):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"tasks still processing: {client.processing()}")
+
+
+# -- the same rows as the process pool --------------------------------------------------------------
+def test_cli_on_a_local_cluster_gives_the_process_pool_rows(tmp_path: Path) -> None:
+    """Without --scheduler a LocalCluster of --jobs workers is started (and closed) by the sweep."""
+    argv = ["bench", "run", "--problem", TOY_LS, "--method", "toy-random", "randomized-straddle"]
+    argv += ["--seeds", "0-1", "--budget", "5", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "dask"), "--executor", "dask", "--jobs", "2"]) == 0
+    assert main([*argv, "--out", str(tmp_path / "pool"), "--jobs", "2"]) == 0
+    rows = _rows(tmp_path / "dask")
+    assert len(rows) == 2 * 2 * 5
+    assert rows == _rows(tmp_path / "pool")
+
+
+def test_sweep_on_a_scheduler_gives_the_process_pool_rows_and_moves_the_bar(
+    tmp_path: Path, cluster, slow: str
+) -> None:
+    import io
+
+    class TTY(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    address, _ = cluster
+    bar = TTY()
+    problems = [TOY_LS, "expert/toy", f"{slow}?sleep=0.02"]
+    report = run_sweep(
+        problems, ["toy-random"], "0-1", 8, tmp_path / "dask",
+        executor="dask", scheduler=address, progress=bar,
+    )  # fmt: skip
+    assert len(report.completed) == 6 and not report.failed
+    run_sweep(problems, ["toy-random"], "0-1", 8, tmp_path / "pool", jobs=2)
+    assert _rows(tmp_path / "dask") == _rows(tmp_path / "pool")
+    # the bar moved with the steps of runs in progress (a fractional run count), then ended full
+    counts = [float(c) for c in re.findall(r"\] (\d+\.\d)/6 runs", bar.getvalue())]
+    assert any(c != int(c) for c in counts), bar.getvalue()
+    assert "[" + "#" * 30 + "] 6/6 runs" in bar.getvalue()
+
+
+def test_failed_runs_are_reported_and_the_others_kept(tmp_path: Path, cluster, slow: str) -> None:
+    address, _ = cluster
+    crash = f"{slow}?sleep=0&crash=1"
+    report = run_sweep(
+        [TOY_LS, crash], ["toy-random"], "2", 4, tmp_path, executor="dask", scheduler=address
+    )
+    assert sorted(k for k, _ in report.failed) == [
+        (crash, "toy-random", 0),
+        (crash, "toy-random", 1),
+    ]
+    assert all("boom in the oracle" in msg for _, msg in report.failed)
+    assert {r["problem"] for r in _rows(tmp_path)} == {TOY_LS} and len(_rows(tmp_path)) == 8
+
+
+# -- a worker that dies -----------------------------------------------------------------------------
+def test_a_worker_killed_mid_sweep_loses_no_run(tmp_path: Path, cluster, slow: str) -> None:
+    """SIGKILL of a worker process that is running a run, after the first run completed: the
+    scheduler runs its tasks again elsewhere (the nanny restarts the worker) and the results equal
+    the process pool's."""
+    address, client = cluster
+    _wait_idle(client)
+    problem = f"{slow}?sleep=0.04"
+    killed: list[int] = []
+
+    def kill_a_busy_worker(key: tuple) -> None:
+        if killed:
+            return
+        busy = [w for w, keys in client.processing().items() if keys]
+        assert busy, "no worker is running a run"
+        pid = client.run(os.getpid, workers=[busy[0]])[busy[0]]
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+
+    report = run_sweep(
+        [problem], ["toy-random"], "6", 10, tmp_path / "dask",
+        executor="dask", scheduler=address, on_complete=kill_a_busy_worker,
+    )  # fmt: skip
+    assert killed
+    assert len(report.completed) == 6 and not report.failed
+    assert killed[0] not in client.run(os.getpid).values()  # that process is really gone
+    run_sweep([problem], ["toy-random"], "6", 10, tmp_path / "pool", jobs=2)
+    assert _rows(tmp_path / "dask") == _rows(tmp_path / "pool")
+    _wait_idle(client)  # the nanny brought the second worker back for the next tests
+
+
+# -- an interrupted client --------------------------------------------------------------------------
+class _Interrupt(Exception):
+    pass
+
+
+def test_an_interrupted_client_cancels_its_runs_and_the_sweep_resumes(
+    tmp_path: Path, cluster, slow: str
+) -> None:
+    address, client = cluster
+    problem = f"{slow}?sleep=0.02"
+    args = ([problem], ["toy-random"], "6", 8)
+    done: list[tuple] = []
+
+    def interrupt_after_two(key: tuple) -> None:
+        done.append(key)
+        if len(done) == 2:
+            raise _Interrupt
+
+    with pytest.raises(_Interrupt):
+        run_sweep(
+            *args, tmp_path / "part", executor="dask", scheduler=address,
+            on_complete=interrupt_after_two,
+        )  # fmt: skip
+    _, runs = read_results(tmp_path / "part")
+    assert set(runs) == set(done)  # the two completed runs were written before the interruption
+    _wait_idle(client)  # the pending runs were cancelled, not left running on the cluster
+    report = run_sweep(*args, tmp_path / "part", executor="dask", scheduler=address)
+    assert sorted(report.skipped) == sorted(done) and len(report.completed) == 4
+    run_sweep(*args, tmp_path / "full", jobs=1)
+    assert _rows(tmp_path / "part") == _rows(tmp_path / "full")
+
+
+def test_a_killed_client_process_resumes(tmp_path: Path, cluster, slow: str) -> None:
+    """A real `boloop bench run --executor dask --scheduler ...` killed with SIGKILL after its first
+    completed run: the scheduler drops its runs and a rerun completes the sweep."""
+    address, client = cluster
+    problem = f"{slow}?sleep=0.03"
+    argv = [sys.executable, "-m", "boloop.cli", "bench", "run", "--problem", problem]
+    argv += ["--method", "toy-random", "--seeds", "6", "--budget", "10", "--quiet"]
+    argv += ["--executor", "dask", "--scheduler", address, "--out", str(tmp_path / "killed")]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120  # a loaded machine imports slowly
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            _, runs = read_results(tmp_path / "killed")
+            if runs:
+                break
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    _, runs = read_results(tmp_path / "killed")
+    assert 1 <= len(runs) < 6  # killed part-way
+    _wait_idle(client)  # the runs of the dead client are not left running
+    report = run_sweep(
+        [problem], ["toy-random"], "6", 10, tmp_path / "killed", executor="dask", scheduler=address
+    )
+    assert set(report.skipped) == set(runs) and len(report.completed) == 6 - len(runs)
+    run_sweep([problem], ["toy-random"], "6", 10, tmp_path / "full", jobs=2)
+    assert _rows(tmp_path / "killed") == _rows(tmp_path / "full")
+
+
+# -- errors ------------------------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:{port}", "nonsense://nowhere"])
+def test_a_bad_scheduler_address_is_a_clear_error_and_writes_nothing(
+    tmp_path: Path, address: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import dask
+
+    address = address.format(port=_free_port())
+    out = tmp_path / "out"
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        with pytest.raises(InvalidInputError, match="cannot connect to the Dask scheduler"):
+            run_sweep([TOY_LS], ["toy-random"], "2", 3, out, executor="dask", scheduler=address)
+        argv = ["bench", "run", "--problem", TOY_LS, "--method", "toy-random", "--budget", "3"]
+        argv += ["--out", str(out), "--executor", "dask", "--scheduler", address, "--quiet"]
+        assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("boloop: error: cannot connect to the Dask scheduler") and address in err
+    assert not out.exists()
+
+
+def test_scheduler_without_the_dask_executor_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    with pytest.raises(InvalidInputError, match="--executor dask"):
+        run_sweep([TOY_LS], ["toy-random"], "1", 3, out, scheduler="tcp://127.0.0.1:8786")
+    with pytest.raises(InvalidInputError, match="executor"):
+        run_sweep([TOY_LS], ["toy-random"], "1", 3, out, executor="threads")
+    argv = ["bench", "run", "--problem", TOY_LS, "--method", "toy-random", "--out", str(out)]
+    assert main([*argv, "--scheduler", "tcp://127.0.0.1:8786"]) == 2
+    assert "--executor dask" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_a_missing_dask_extra_names_the_install_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)  # `import distributed` fails as if absent
+    out = tmp_path / "out"
+    with pytest.raises(InvalidInputError, match=re.escape("pip install 'boloop[dask]'")):
+        run_sweep([TOY_LS], ["toy-random"], "1", 3, out, executor="dask")
+    argv = ["bench", "run", "--problem", TOY_LS, "--method", "toy-random", "--out", str(out)]
+    assert main([*argv, "--executor", "dask"]) == 2
+    assert "pip install 'boloop[dask]'" in capsys.readouterr().err
+    assert not out.exists()
+    # the process pool does not need the extra
+    assert not run_sweep([TOY_LS], ["toy-random"], "1", 3, out, jobs=1).failed
+
+
+def test_local_cluster_workers_have_one_blas_thread_and_glibc_defaults(cluster) -> None:
+    """One BLAS/OpenMP thread per single-threaded worker, and no MALLOC_TRIM_THRESHOLD_ (Dask's
+    default for its workers, which fixes glibc's mmap threshold and slows boloop's steps)."""
+    _, client = cluster
+
+    def facts() -> tuple:
+        from threadpoolctl import threadpool_info
+
+        return (
+            sorted({pool["num_threads"] for pool in threadpool_info()}),
+            os.environ.get("MALLOC_TRIM_THRESHOLD_"),
+        )
+
+    assert list(client.run(facts).values()) == [([1], None), ([1], None)]
+    assert all(n == 1 for n in client.nthreads().values())
+
+
+def test_workers_with_dask_malloc_trim_are_warned_about(tmp_path: Path, cluster) -> None:
+    import io
+
+    address, client = cluster
+
+    def set_trim(value: str | None) -> None:  # in the worker's own os.environ
+        if value is None:
+            os.environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+        else:
+            os.environ["MALLOC_TRIM_THRESHOLD_"] = value
+
+    client.run(set_trim, "65536")  # Dask's default
+    try:
+        log = io.StringIO()
+        report = run_sweep(
+            [TOY_LS], ["toy-random"], "1", 2, tmp_path,
+            executor="dask", scheduler=address, progress=log,
+        )  # fmt: skip
+    finally:
+        client.run(set_trim, None)
+    assert len(report.completed) == 1
+    assert "warning: 2 of 2 Dask workers run with MALLOC_TRIM_THRESHOLD_ set" in log.getvalue()
