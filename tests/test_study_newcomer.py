@@ -354,12 +354,20 @@ def test_a_long_study_loads_from_a_snapshot_without_other_families(tmp_path):
         tmp_path,
         "import sys\nfrom boloop.cli import main\nmain(['study', 'ask', 'pr', '--json'])\n"
         "print(sorted(m for m in ('boloop.algorithms.safe', 'boloop.algorithms.levelset', "
-        "'boloop.algorithms.expert', 'boloop.problems.safe', 'scipy.stats') if m in sys.modules))",
+        "'boloop.algorithms.expert', 'boloop.problems.safe', 'scipy.stats', 'scipy.optimize', "
+        "'sqlalchemy', 'boloop.study.storage') if m in sys.modules))",
     )
     assert json.loads(out.splitlines()[0])["id"] == 150
     assert out.splitlines()[-1] == "[]"
+    out = _python(  # an answer too: the plain SQLite file is written without SQLAlchemy
+        tmp_path,
+        "import sys\nfrom boloop.cli import main\nmain(['study', 'tell', 'pr', '150', 'a'])\n"
+        "print(sorted(m for m in ('sqlalchemy', 'scipy.stats', 'scipy.optimize') "
+        "if m in sys.modules))",
+    )
+    assert out.splitlines()[-1] == "[]"
     res = _boloop(tmp_path, "study", "verify", "pr")
-    assert res.returncode == 0 and "150 answers" in res.stdout
+    assert res.returncode == 0 and "151 answers" in res.stdout
 
 
 @pytest.mark.parametrize(

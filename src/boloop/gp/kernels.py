@@ -28,7 +28,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from scipy.spatial.distance import cdist, pdist, squareform
 
 from boloop._validation import as_points
 from boloop.errors import InvalidInputError
@@ -209,6 +208,8 @@ class StationaryKernel(Kernel):
 
     def scaled_sqdist(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
         """``r^2`` between rows of X and Y, shape (n, m), computed exactly (no expansion)."""
+        from scipy.spatial.distance import cdist  # lazily: a study call may need no kernel
+
         X = self._check(X, "X") / self.lengthscale
         if Y is None:
             return cdist(X, X, "sqeuclidean")
@@ -276,6 +277,8 @@ class StationaryKernel(Kernel):
     def _gram_for_gradient(self, X: np.ndarray) -> tuple[np.ndarray, object]:
         # the kernel and its slope are evaluated on the n (n - 1) / 2 distinct pairs only
         # (condensed form), then expanded; k(x, x) = variance for every stationary kernel here
+        from scipy.spatial.distance import pdist, squareform  # lazily, as in scaled_sqdist
+
         X = self._check(X, "X")
         Xs = X / self.lengthscale
         r2c = pdist(Xs, "sqeuclidean")

@@ -27,7 +27,7 @@ import time
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +43,7 @@ from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query, query_from_dict
 from boloop.spaces import Box, CandidateSet, SafeSpace, Space
 from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_measurement
+from boloop.study.log import Event, SeqConflict
 from boloop.study.space_file import (
     UserExperiment,
     build_experiment,
@@ -53,7 +54,10 @@ from boloop.study.space_file import (
     pin_defaults,
     point_to_params,
 )
-from boloop.study.storage import Event, SeqConflict, Storage, Transaction
+
+if TYPE_CHECKING:  # SQLAlchemy loads only where a study is created or not a plain SQLite file
+    from boloop.study.sqlite_log import SQLiteLog
+    from boloop.study.storage import Storage, Transaction
 
 __all__ = ["Study", "StudyQuery", "create_study", "load_study", "list_studies"]
 
@@ -255,7 +259,7 @@ class Study:
 
     def __init__(
         self,
-        storage: Storage,
+        storage: Storage | SQLiteLog,
         study_id: int,
         name: str,
         events: list[Event],
@@ -1132,6 +1136,8 @@ def create_study(
         seed = secrets.randbelow(2**31)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise InvalidInputError(f"seed must be a non-negative integer, got {seed!r}")
+    from boloop.study.storage import Storage
+
     store = None
     if load_if_exists:
         store = Storage(storage, create=True)
@@ -1247,6 +1253,20 @@ def _check_buildable(method: str, config: Mapping[str, Any]) -> None:
         )
 
 
+def _open_existing(storage: str | None) -> Storage | SQLiteLog:
+    """The storage of existing studies: a plain SQLite file through Python's own sqlite3 (no
+    SQLAlchemy import, issue 15's quick ``boloop study ask/tell``), anything else (and every
+    refusal with its message) through :class:`~boloop.study.storage.Storage`."""
+    from boloop.study.sqlite_log import open_sqlite_log
+
+    quick = open_sqlite_log(storage)
+    if quick is not None:
+        return quick
+    from boloop.study.storage import Storage
+
+    return Storage(storage, create=False)
+
+
 def load_study(name: str, storage: str | None = None, *, full_replay: bool = False) -> Study:
     """Load study ``name``, replaying its log through a fresh policy.
 
@@ -1257,7 +1277,7 @@ def load_study(name: str, storage: str | None = None, *, full_replay: bool = Fal
     Raises :class:`UnknownIdError` (listing the stored names) if there is no such study and
     :class:`StorageError` if the log does not replay to the same queries.
     """
-    store = Storage(storage, create=False)
+    store = _open_existing(storage)
     sid = store.study_id(name)
     return Study(store, sid, name, store.events(sid), full_replay=full_replay)
 
@@ -1266,7 +1286,7 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
     """The studies in a storage: ``name``, ``created_at``, ``method``, ``family``, ``answered``,
     ``open_query`` (the id of the query asked and not answered, or None) and ``last_activity``
     (the time of the last event), read from the log without replaying it."""
-    store = Storage(storage, create=False)
+    store = _open_existing(storage)
     out = []
     for name, created in store.study_names():
         sid = store.study_id(name)

@@ -31,14 +31,12 @@ upgrade.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import logging
 import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -47,6 +45,8 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from boloop.errors import InvalidInputError, StorageError, UnknownIdError
+from boloop.study.log import EVENT_KINDS, Event, SeqConflict, decode_events, now_iso
+from boloop.study.log import encode_payload as _encode
 
 __all__ = [
     "DEFAULT_STORAGE",
@@ -64,8 +64,6 @@ SCHEMA_VERSION = 1
 DEFAULT_STORAGE = "sqlite:///boloop.db"
 #: seconds a SQLite writer waits for another writer's transaction before giving up
 BUSY_TIMEOUT_SECONDS = 30.0
-
-EVENT_KINDS = ("created", "asked", "told", "added", "withdrawn")
 
 _metadata = sa.MetaData()
 _meta_table = sa.Table(
@@ -135,33 +133,6 @@ def resolve_storage(storage: str | None) -> str:
 
 #: endings of a bare storage path read as a SQLite file
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
-
-
-def now_iso() -> str:
-    """UTC time stamp with microseconds, ``2026-11-21T11:20:00.123456Z``."""
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-@dataclass(frozen=True)
-class Event:
-    """One row of the log. ``payload`` is the decoded JSON object."""
-
-    seq: int
-    kind: str
-    query_id: int | None
-    payload: dict[str, Any]
-    created_at: str
-
-
-class SeqConflict(StorageError):
-    """Another process appended an event with the same sequence number first."""
-
-
-def _encode(payload: dict[str, Any]) -> str:
-    try:
-        return json.dumps(payload, separators=(",", ":"), allow_nan=False, sort_keys=True)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"cannot store {payload!r} as JSON: {exc}") from exc
 
 
 def _sqlite_path(url: sa.engine.URL) -> str | None:
@@ -482,28 +453,7 @@ class Transaction:
             .where(_events_table.c.study_id == study_id, _events_table.c.seq > after)
             .order_by(_events_table.c.seq)
         ).all()
-        out = []
-        expected = after + 1
-        for seq, kind, qid, payload, created in rows:
-            if seq != expected or kind not in EVENT_KINDS:
-                raise StorageError(
-                    f"storage {self.url!r} is corrupt: study {study_id} event seq {seq} "
-                    f"(expected {expected}), kind {kind!r}"
-                )
-            try:
-                data = json.loads(payload)
-            except ValueError as exc:
-                raise StorageError(
-                    f"storage {self.url!r} is corrupt: study {study_id} event {seq} payload is "
-                    f"not JSON"
-                ) from exc
-            if not isinstance(data, dict):
-                raise StorageError(
-                    f"storage {self.url!r} is corrupt: study {study_id} event {seq} payload"
-                )
-            out.append(Event(int(seq), kind, None if qid is None else int(qid), data, created))
-            expected += 1
-        return out
+        return decode_events(rows, study_id, after, self.url)
 
     def append(
         self, study_id: int, seq: int, kind: str, query_id: int | None, payload: dict[str, Any]
