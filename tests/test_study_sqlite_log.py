@@ -10,8 +10,7 @@ import sqlite3
 import pytest
 
 from boloop.errors import QueryStateError, StorageError, UnknownIdError
-from boloop.study import create_study, list_studies, load_study
-from boloop.study import sqlite_log, storage
+from boloop.study import create_study, list_studies, load_study, sqlite_log, storage
 from boloop.study.sqlite_log import open_sqlite_log
 from boloop.study.storage import Storage
 
