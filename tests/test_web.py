@@ -261,6 +261,57 @@ def test_exports_and_pictures_and_state(url):
     assert "A tastes, better" in page  # the note in the history table
 
 
+@pytest.mark.parametrize("name", ["lab/run 1", "a/state", "x/tell", "50% sugar?#", "/lead/"])
+def test_study_names_with_slashes_and_url_characters_work_everywhere(url, name):
+    """A name is one path segment, percent-encoded in every link (``/`` as ``%2F``); pages, the
+    page's forms, pictures, exports, media and the API all reach the right study."""
+    from urllib.parse import quote
+
+    s = make_study(name, url, answers=1, key="pref")
+    make_study("a", url, answers=0, key="lev1")  # a prefix of "a/state": never reached by it
+    seg = quote(name, safe="")
+    c = _client(url)
+    index = c.get("/").text
+    assert f'href="/studies/{seg}"' in index
+    page = c.get(f"/studies/{seg}")
+    assert page.status_code == 200, page.text
+    assert f'action="/studies/{seg}/tell"' in page.text
+    assert f'data-state-url="/studies/{seg}/state"' in page.text
+    q = s.ask()
+    csrf = _csrf(c, f"/studies/{seg}")
+    r = c.post(f"/studies/{seg}/tell", data={"csrf": csrf, **_form_for(q, note="n")})
+    assert r.status_code == 303 and r.headers["location"] == f"/studies/{seg}?done=told"
+    assert [h["query_id"] for h in load_study(name, storage=url).history()][-1] == q.id
+    assert c.get(f"/studies/{seg}/state").json()["answered"] == 2
+    assert c.get(f"/studies/{seg}/pictures/model.svg").text.startswith("<svg")
+    assert len(list(csv.DictReader(io.StringIO(c.get(f"/studies/{seg}/export.csv").text)))) == 2
+    assert c.get(f"/studies/{seg}/media/x.png").status_code == 404  # the study, no such file
+    # the API
+    assert c.get(f"/api/studies/{seg}").json()["name"] == name
+    q = c.post(f"/api/studies/{seg}/ask").json()
+    r = c.post(f"/api/studies/{seg}/tell", json={"query_id": q["id"], "answer": "b"})
+    assert r.status_code == 200, r.text
+    assert len(c.get(f"/api/studies/{seg}/history").json()) == 3
+    assert c.post(f"/api/studies/{seg}/undo").status_code == 200
+    r = c.post(f"/studies/{seg}/undo", data={"csrf": csrf})
+    assert r.status_code == 303 and r.headers["location"] == f"/studies/{seg}?done=undone"
+    assert load_study(name, storage=url).n_answered == 1
+    assert load_study("a", storage=url).n_answered == 0  # the other study was never touched
+    if name == "a/state":  # unencoded, the same text is the state of study "a"
+        assert c.get("/studies/a/state").json()["answered"] == 0
+
+
+def test_a_login_returns_to_a_study_whose_name_has_a_slash(url):
+    make_study("lab/run", url, key="pref")
+    c = _client(url, TOKEN)
+    r = c.get("/studies/lab%2Frun")
+    assert r.status_code == 303 and r.headers["location"] == "/login?next=/studies/lab%252Frun"
+    csrf = _csrf(c, "/login")
+    r = c.post("/login", data={"csrf": csrf, "token": TOKEN, "next": "/studies/lab%2Frun"})
+    assert r.status_code == 303 and r.headers["location"] == "/studies/lab%2Frun"
+    assert c.get("/studies/lab%2Frun").status_code == 200
+
+
 def test_unknown_study_is_404(url):
     make_study("lev1", url)
     c = _client(url)
