@@ -444,6 +444,62 @@ def test_media_options_are_stored_and_served_only_from_the_study(url, tmp_path):
     assert [s["name"] for s in c.get("/api/studies").json()] == ["cakes"]
 
 
+def test_media_named_by_a_space_file_key_label_study(url, tmp_path):
+    """The ``media`` key of a TOML space file's options table: the files beside it are copied
+    into the study; moving them away later changes nothing; a Label query shows its picture."""
+    d = tmp_path / "lab"
+    d.mkdir()
+    for n in ("p", "q", "r", "s"):
+        (d / f"{n}.png").write_bytes(PNG + n.encode())
+    (d / "space.toml").write_text(
+        "[candidates]\ncolumns = [\"a\", \"b\"]\n"
+        "rows = [[0.1, 0.2], [0.8, 0.3], [0.4, 0.9], [0.6, 0.6]]\n"
+        'labels = ["P", "Q", "R", "S"]\nmedia = { photo = ["p.png", "q.png", "r.png", "s.png"] }\n'
+    )
+    s = create_study("look", "cobol", str(d / "space.toml"), storage=url, seed=1)
+    for n in ("p", "q", "r", "s"):
+        (d / f"{n}.png").unlink()  # served from the study's storage, not the folder
+    c = _client(url)
+    q = s.ask()
+    assert q.kind == "label"
+    page = c.get("/studies/look").text
+    fname = f"{q.label.lower()}.png"
+    assert f'<img src="/studies/look/media/{fname}"' in page
+    assert c.get(f"/studies/look/media/{fname}").content == PNG + q.label.lower().encode()
+    assert c.post("/api/studies/look/ask").json()["media"]["x"][0]["file"] == fname
+
+
+@pytest.mark.parametrize(
+    "names,words",
+    [
+        (["../web.db.png", "x.png"], "not a plain file name"),
+        (["sub/x.png", "x.png"], "not a plain file name"),
+        ([".hidden.png", "x.png"], "not a plain file name"),
+        (["x.svg", "x.png"], "not a plain file name"),
+        (["x.png", "gone.png"], "not a file beside"),
+        (["x.png"], "one file per option"),
+    ],
+)
+def test_bad_media_keys_are_refused_before_reading_and_nothing_stored(url, tmp_path, names, words):
+    (tmp_path / "x.png").write_bytes(PNG)
+    (tmp_path / "web.db.png").write_bytes(PNG)  # would be reached by ../ from a subfolder
+    sub = tmp_path / "space"
+    sub.mkdir()
+    doc = {"candidates": {"columns": ["a"], "rows": [[0.1], [0.9]], "media": {"photo": names}}}
+    (sub / "s.json").write_text(json.dumps(doc))
+    if "../" not in names[0]:
+        (sub / "x.png").write_bytes(PNG)
+    with pytest.raises(InvalidInputError, match=words):
+        create_study("m", "maxminlcb", str(sub / "s.json"), storage=url)
+    assert not (tmp_path / "web.db").exists()
+
+
+def test_media_named_without_a_space_file_is_refused(url):
+    doc = {"candidates": {"columns": ["a"], "rows": [[0.1], [0.9]], "media": {"p": ["x.png"] * 2}}}
+    with pytest.raises(InvalidInputError, match="not stored with the space"):
+        create_study("m", "maxminlcb", doc, storage=url)
+
+
 # -- the JSON API -------------------------------------------------------------------------------
 def test_api_round_trip(url):
     make_study("lev1", url, answers=1)
