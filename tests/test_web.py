@@ -312,6 +312,19 @@ def test_a_login_returns_to_a_study_whose_name_has_a_slash(url):
     assert c.get("/studies/lab%2Frun").status_code == 200
 
 
+def test_safe_growth_is_an_image_of_its_own(url):
+    make_study("safe", url, answers=3, fast=True)
+    make_study("pref", url, answers=1)
+    c = _client(url)
+    page = c.get("/studies/safe").text
+    assert '<img src="/studies/safe/pictures/growth.svg?v=' in page
+    r = c.get("/studies/safe/pictures/growth.svg")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("image/svg+xml")
+    assert "certified safe share of the space" in r.text
+    assert c.get("/studies/pref/pictures/growth.svg").status_code == 404
+    assert "growth.svg" not in c.get("/studies/pref").text
+
+
 def test_unknown_study_is_404(url):
     make_study("lev1", url)
     c = _client(url)

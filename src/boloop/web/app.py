@@ -44,7 +44,7 @@ from boloop.errors import BoloopError, QueryStateError, UnknownIdError
 from boloop.study import Study, create_study, list_studies, load_study
 from boloop.study.answers import parse_measurement
 from boloop.study.media import media_file, media_index
-from boloop.study.pictures import pictures
+from boloop.study.pictures import growth_svg, pictures
 from boloop.study.storage import Storage
 
 __all__ = ["create_app"]
@@ -459,7 +459,13 @@ def create_app(
     @app.get("/studies/{name}/pictures/{which}.svg", include_in_schema=False)
     def study_picture(name: str, which: str) -> Response:
         name = study_name(name)
-        pics = api_call(name, pictures)
+        if which == "growth":  # replayed outside the study's lock: answers never wait for it
+            hist = api_call(name, lambda s: s.history())
+            svg = growth_svg(pool.get(name)[0], hist)
+            if svg is None:
+                raise HTTPException(404, "the safe set's growth is drawn for safe studies only")
+            return Response(svg, media_type="image/svg+xml")
+        pics = api_call(name, lambda s: pictures(s, growth=False))
         if which not in pics:
             raise HTTPException(404, f"no picture {which!r}; pictures: {sorted(pics)}")
         return Response(pics[which], media_type="image/svg+xml")
@@ -700,7 +706,7 @@ def _page_context(study: Study) -> dict[str, Any]:
     except BoloopError as exc:
         ask_error = str(exc)
     hist = study.history()
-    pics = pictures(study)
+    pics = pictures(study, growth=False)  # the growth is an image of its own (a replay)
     events = study.events()
     ctx: dict[str, Any] = {
         "study": study,
