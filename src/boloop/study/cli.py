@@ -404,7 +404,8 @@ def _plot(args: argparse.Namespace) -> int:
             fh.write(text)
     except OSError as exc:
         raise InvalidInputError(f"cannot write {out!r}: {exc.strerror or exc}") from exc
-    print(f"wrote {out}: progress and model of study {study.name!r} ({study.n_answered} answers)")
+    what = "progress, model and safe set growth" if study.family == "safe" else "progress and model"
+    print(f"wrote {out}: {what} of study {study.name!r} ({study.n_answered} answers)")
     return 0
 
 
