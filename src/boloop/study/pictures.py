@@ -1153,16 +1153,20 @@ def _replay_growth(
         done, growth = [], []
         policy = make_policy(study.method, study.problem, study.seed, **study.options)
     for row, sig in zip(hist[len(done) :], rows[len(done) :]):
+        if policy is None:  # an earlier replay of this history stopped: draw what it had
+            break
         try:
             if row["source"] == "query":
                 q = policy.ask()
                 if q.id != row["query_id"]:
+                    policy = None
                     break
                 policy.tell(q.id, row["answer"])
             else:
                 x = np.array([[row["params"][n] for n in study.names]], dtype=np.float64)
                 policy.observe(x, [row["answer"]])
         except Exception:  # noqa: BLE001 - a picture never fails; draw what was replayed
+            policy = None
             break
         done.append(sig)
         growth.append(_certified_boundary(policy))
