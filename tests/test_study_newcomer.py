@@ -475,3 +475,23 @@ def test_a_bare_sqlite_file_name_still_works(tmp_path):
     )
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "lab.db").exists()
+
+
+def test_plot_of_a_safe_study_adds_the_safe_sets_growth_unless_asked_not_to(tmp_path):
+    from boloop.problems import get
+    from boloop.simulate import oracle_rng
+
+    problem, rng = get("safe/toy"), oracle_rng(0)
+    study = create_study(
+        "dose", "m-safeopt", problem="safe/toy", storage=f"sqlite:///{tmp_path / 'lab.db'}",
+        seed=0, fit_hyperparameters=False,
+    )  # fmt: skip
+    for _ in range(5):
+        q = study.ask()
+        study.tell(q.id, problem.answer(q.query, rng))
+    res = _boloop(tmp_path, "study", "plot", "dose")
+    assert res.returncode == 0 and "safe set growth" in res.stdout, res.stderr
+    assert "certified safe share of the space" in (tmp_path / "dose.svg").read_text()
+    res = _boloop(tmp_path, "study", "plot", "dose", "--no-growth", "--out", "lean.svg")
+    assert res.returncode == 0 and "growth" not in res.stdout
+    assert "certified safe share" not in (tmp_path / "lean.svg").read_text()
