@@ -89,8 +89,8 @@ def main() -> None:
 
     from boloop.simulate import oracle_rng
 
-    tmp = tempfile.mkdtemp(prefix="boloop-cli-latency-")
-    url = args.storage or f"sqlite:///{os.path.join(tmp, 'latency.db')}"
+    tmp = None if args.storage else tempfile.mkdtemp(prefix="boloop-cli-latency-")
+    url = args.storage or f"sqlite:///{os.path.join(str(tmp), 'latency.db')}"
     env = {k: v for k, v in os.environ.items() if k not in BLAS}
     if args.blas_threads is not None:
         env.update({k: str(args.blas_threads) for k in BLAS})
@@ -142,7 +142,7 @@ def main() -> None:
             flush=True,
         )
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
-    if not args.storage:
+    if tmp is not None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
