@@ -4,6 +4,8 @@ through the JSON API.
 Targets (issue 16): page render median < 150 ms; an answer through the API < 50 ms plus the
 method's own step time. The step time is measured on a twin study (same method, seed and
 answers) told directly through ``Study.tell``; the API overhead is the difference of medians.
+Also the safe set's growth image (a page loads it separately): its first drawing, which replays
+the history, and a drawing with nothing new.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/web_speed.py [--answers 300] [--repeats 30]
 
@@ -100,6 +102,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="boloop-web-speed-"))
     url = f"sqlite:///{tmp / 'speed.db'}"
     twin_url = f"sqlite:///{tmp / 'twin.db'}"
+    growth: dict[str, float] = {}
     print(f"{'study':<13} {'answers':>7} {'page ms':>8} {'svg KB':>7} {'API tell ms':>11} "
           f"{'step ms':>8} {'overhead ms':>11}")
     for name in STUDIES:
@@ -132,6 +135,27 @@ def main() -> None:
         print(f"{name:<13} {args.answers:>7} {median_ms(page):>8.1f} {svg_kb:>7.1f} "
               f"{median_ms(api):>11.1f} {median_ms(step):>8.1f} "
               f"{median_ms(api) - median_ms(step):>11.1f}")
+        if name == "safe":
+            growth.update(_growth_times(client, name, args.repeats))
+    if growth:
+        print(
+            f"safe set growth image: first drawing (replays {args.answers + args.tells} answers) "
+            f"{growth['first']:.0f} ms; again with nothing new {growth['again']:.1f} ms (median)"
+        )
+
+
+def _growth_times(client: TestClient, name: str, repeats: int) -> dict[str, float]:
+    """The growth image of the safe study: its first drawing replays the history through a fresh
+    policy; later ones reuse the replay (one step per new answer)."""
+    t0 = time.perf_counter()
+    assert client.get(f"/studies/{name}/pictures/growth.svg").status_code == 200
+    first = 1e3 * (time.perf_counter() - t0)
+    again = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        client.get(f"/studies/{name}/pictures/growth.svg")
+        again.append(time.perf_counter() - t0)
+    return {"first": first, "again": median_ms(again)}
 
 
 if __name__ == "__main__":

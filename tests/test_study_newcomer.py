@@ -354,12 +354,20 @@ def test_a_long_study_loads_from_a_snapshot_without_other_families(tmp_path):
         tmp_path,
         "import sys\nfrom boloop.cli import main\nmain(['study', 'ask', 'pr', '--json'])\n"
         "print(sorted(m for m in ('boloop.algorithms.safe', 'boloop.algorithms.levelset', "
-        "'boloop.algorithms.expert', 'boloop.problems.safe', 'scipy.stats') if m in sys.modules))",
+        "'boloop.algorithms.expert', 'boloop.problems.safe', 'scipy.stats', 'scipy.optimize', "
+        "'sqlalchemy', 'boloop.study.storage') if m in sys.modules))",
     )
     assert json.loads(out.splitlines()[0])["id"] == 150
     assert out.splitlines()[-1] == "[]"
+    out = _python(  # an answer too: the plain SQLite file is written without SQLAlchemy
+        tmp_path,
+        "import sys\nfrom boloop.cli import main\nmain(['study', 'tell', 'pr', '150', 'a'])\n"
+        "print(sorted(m for m in ('sqlalchemy', 'scipy.stats', 'scipy.optimize') "
+        "if m in sys.modules))",
+    )
+    assert out.splitlines()[-1] == "[]"
     res = _boloop(tmp_path, "study", "verify", "pr")
-    assert res.returncode == 0 and "150 answers" in res.stdout
+    assert res.returncode == 0 and "151 answers" in res.stdout
 
 
 @pytest.mark.parametrize(
@@ -468,3 +476,23 @@ def test_a_bare_sqlite_file_name_still_works(tmp_path):
     )
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "lab.db").exists()
+
+
+def test_plot_of_a_safe_study_adds_the_safe_sets_growth_unless_asked_not_to(tmp_path):
+    from boloop.problems import get
+    from boloop.simulate import oracle_rng
+
+    problem, rng = get("safe/toy"), oracle_rng(0)
+    study = create_study(
+        "dose", "m-safeopt", problem="safe/toy", storage=f"sqlite:///{tmp_path / 'lab.db'}",
+        seed=0, fit_hyperparameters=False,
+    )  # fmt: skip
+    for _ in range(5):
+        q = study.ask()
+        study.tell(q.id, problem.answer(q.query, rng))
+    res = _boloop(tmp_path, "study", "plot", "dose")
+    assert res.returncode == 0 and "safe set growth" in res.stdout, res.stderr
+    assert "certified safe share of the space" in (tmp_path / "dose.svg").read_text()
+    res = _boloop(tmp_path, "study", "plot", "dose", "--no-growth", "--out", "lean.svg")
+    assert res.returncode == 0 and "growth" not in res.stdout
+    assert "certified safe share" not in (tmp_path / "lean.svg").read_text()

@@ -28,7 +28,7 @@ def _texts(svg: str) -> list[str]:
 def test_every_family_draws_well_formed_svg(url, name):
     study = make_study(name, url, answers=8)
     pics = pictures(study)
-    assert set(pics) == {"progress", "model"}
+    assert set(pics) == {"progress", "model"} | ({"growth"} if name == "safe" else set())
     for svg in pics.values():
         _texts(svg)  # parses as XML
         assert "<script" not in svg and "http://" not in svg.replace(
@@ -131,3 +131,78 @@ def test_safe_with_several_x_parameters_draws_the_certified_level_per_setting(ur
     n_cells = svg.count("safe up to dose=")
     assert n_cells == (0 if outline else grid * 20)
     assert len(svg) < 200_000
+
+
+# -- the safe set's growth (issue 16) -------------------------------------------------------------
+def _safe_toy(url, n):
+    import copy
+
+    from boloop.problems import get
+    from boloop.simulate import oracle_rng
+
+    problem, rng = get("safe/toy"), oracle_rng(0)
+    study = create_study(
+        "grow", "m-safeopt", problem="safe/toy", storage=url, seed=0, fit_hyperparameters=False
+    )
+    live = []  # the certified boundary the live policy reports after each answer
+    for _ in range(n):
+        q = study.ask()
+        study.tell(q.id, problem.answer(q.query, rng))
+        try:
+            live.append(copy.deepcopy(study.policy).recommend()["boundary_s"])
+        except Exception:  # noqa: BLE001 - no posterior during the safe seeds
+            live.append(None)
+    return study, problem, rng, live
+
+
+def test_safe_growth_replays_the_certified_set_the_live_study_had_after_each_answer(url):
+    import numpy as np
+
+    from boloop.study.pictures import growth_svg, safe_growth
+
+    study, problem, rng, live = _safe_toy(url, 14)
+    s_values = np.asarray(study.space.s_values)
+    growth = safe_growth(study)
+    assert len(growth) == 14
+    checked = 0
+    for boundary, seen in zip(growth, live):
+        if seen is not None:
+            np.testing.assert_array_equal(s_values[boundary], seen)
+            checked += 1
+    assert checked >= 10
+    B = np.vstack(growth)
+    assert np.all(np.diff(B, axis=0) >= 0) and B[-1].sum() > B[0].sum()  # the union grows
+    # continued from the cache after more answers, restarted after an undo
+    for _ in range(3):
+        q = study.ask()
+        study.tell(q.id, problem.answer(q.query, rng))
+    assert len(safe_growth(study)) == 17
+    assert [b.tolist() for b in safe_growth(study)[:14]] == [b.tolist() for b in growth]
+    study.undo()
+    assert len(safe_growth(study)) == 16
+    svg = growth_svg(study)
+    texts = _texts(svg)
+    assert "certified safe share of the space" in texts
+    assert any(t.startswith("certified x0 per x1") for t in texts)
+    assert "growth" in pictures(study) and "growth" not in pictures(study, growth=False)
+
+
+def test_growth_is_drawn_for_the_safe_family_only(url):
+    from boloop.study.pictures import growth_svg
+
+    assert growth_svg(make_study("pref", url, answers=2)) is None
+    svg = growth_svg(make_study("safe", url, answers=0))
+    assert "no answers yet" in svg
+
+
+def test_expert_model_draws_the_experts_latent_g_with_the_labels(url):
+    """COBOL's estimate of the expert's g (its predict) as a second panel, the labels on it;
+    a method without an expert model (gp-lcb) draws f only."""
+    study = make_study("expert", url, answers=14)
+    svg = model_svg(study)
+    texts = _texts(svg)
+    assert any(t.startswith("expert model: latent g") for t in texts)
+    n_labels = sum(1 for r in study.history() if r["kind"] == "label")
+    assert svg.count("accepted</title>") + svg.count("rejected</title>") == 2 * n_labels
+    plain = make_study("lcb", url, answers=8, key="expert4")
+    assert not any("latent g" in t for t in _texts(model_svg(plain)))

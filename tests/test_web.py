@@ -261,6 +261,70 @@ def test_exports_and_pictures_and_state(url):
     assert "A tastes, better" in page  # the note in the history table
 
 
+@pytest.mark.parametrize("name", ["lab/run 1", "a/state", "x/tell", "50% sugar?#", "/lead/"])
+def test_study_names_with_slashes_and_url_characters_work_everywhere(url, name):
+    """A name is one path segment, percent-encoded in every link (``/`` as ``%2F``); pages, the
+    page's forms, pictures, exports, media and the API all reach the right study."""
+    from urllib.parse import quote
+
+    s = make_study(name, url, answers=1, key="pref")
+    make_study("a", url, answers=0, key="lev1")  # a prefix of "a/state": never reached by it
+    seg = quote(name, safe="")
+    c = _client(url)
+    index = c.get("/").text
+    assert f'href="/studies/{seg}"' in index
+    page = c.get(f"/studies/{seg}")
+    assert page.status_code == 200, page.text
+    assert f'action="/studies/{seg}/tell"' in page.text
+    assert f'data-state-url="/studies/{seg}/state"' in page.text
+    q = s.ask()
+    csrf = _csrf(c, f"/studies/{seg}")
+    r = c.post(f"/studies/{seg}/tell", data={"csrf": csrf, **_form_for(q, note="n")})
+    assert r.status_code == 303 and r.headers["location"] == f"/studies/{seg}?done=told"
+    assert [h["query_id"] for h in load_study(name, storage=url).history()][-1] == q.id
+    assert c.get(f"/studies/{seg}/state").json()["answered"] == 2
+    assert c.get(f"/studies/{seg}/pictures/model.svg").text.startswith("<svg")
+    assert len(list(csv.DictReader(io.StringIO(c.get(f"/studies/{seg}/export.csv").text)))) == 2
+    assert c.get(f"/studies/{seg}/media/x.png").status_code == 404  # the study, no such file
+    # the API
+    assert c.get(f"/api/studies/{seg}").json()["name"] == name
+    q = c.post(f"/api/studies/{seg}/ask").json()
+    r = c.post(f"/api/studies/{seg}/tell", json={"query_id": q["id"], "answer": "b"})
+    assert r.status_code == 200, r.text
+    assert len(c.get(f"/api/studies/{seg}/history").json()) == 3
+    assert c.post(f"/api/studies/{seg}/undo").status_code == 200
+    r = c.post(f"/studies/{seg}/undo", data={"csrf": csrf})
+    assert r.status_code == 303 and r.headers["location"] == f"/studies/{seg}?done=undone"
+    assert load_study(name, storage=url).n_answered == 1
+    assert load_study("a", storage=url).n_answered == 0  # the other study was never touched
+    if name == "a/state":  # unencoded, the same text is the state of study "a"
+        assert c.get("/studies/a/state").json()["answered"] == 0
+
+
+def test_a_login_returns_to_a_study_whose_name_has_a_slash(url):
+    make_study("lab/run", url, key="pref")
+    c = _client(url, TOKEN)
+    r = c.get("/studies/lab%2Frun")
+    assert r.status_code == 303 and r.headers["location"] == "/login?next=/studies/lab%252Frun"
+    csrf = _csrf(c, "/login")
+    r = c.post("/login", data={"csrf": csrf, "token": TOKEN, "next": "/studies/lab%2Frun"})
+    assert r.status_code == 303 and r.headers["location"] == "/studies/lab%2Frun"
+    assert c.get("/studies/lab%2Frun").status_code == 200
+
+
+def test_safe_growth_is_an_image_of_its_own(url):
+    make_study("safe", url, answers=3, fast=True)
+    make_study("pref", url, answers=1)
+    c = _client(url)
+    page = c.get("/studies/safe").text
+    assert '<img src="/studies/safe/pictures/growth.svg?v=' in page
+    r = c.get("/studies/safe/pictures/growth.svg")
+    assert r.status_code == 200 and r.headers["content-type"].startswith("image/svg+xml")
+    assert "certified safe share of the space" in r.text
+    assert c.get("/studies/pref/pictures/growth.svg").status_code == 404
+    assert "growth.svg" not in c.get("/studies/pref").text
+
+
 def test_unknown_study_is_404(url):
     make_study("lev1", url)
     c = _client(url)
@@ -391,6 +455,62 @@ def test_media_options_are_stored_and_served_only_from_the_study(url, tmp_path):
     )
     assert r.status_code == 400 and "not a file beside the table" in r.text
     assert [s["name"] for s in c.get("/api/studies").json()] == ["cakes"]
+
+
+def test_media_named_by_a_space_file_key_label_study(url, tmp_path):
+    """The ``media`` key of a TOML space file's options table: the files beside it are copied
+    into the study; moving them away later changes nothing; a Label query shows its picture."""
+    d = tmp_path / "lab"
+    d.mkdir()
+    for n in ("p", "q", "r", "s"):
+        (d / f"{n}.png").write_bytes(PNG + n.encode())
+    (d / "space.toml").write_text(
+        "[candidates]\ncolumns = [\"a\", \"b\"]\n"
+        "rows = [[0.1, 0.2], [0.8, 0.3], [0.4, 0.9], [0.6, 0.6]]\n"
+        'labels = ["P", "Q", "R", "S"]\nmedia = { photo = ["p.png", "q.png", "r.png", "s.png"] }\n'
+    )
+    s = create_study("look", "cobol", str(d / "space.toml"), storage=url, seed=1)
+    for n in ("p", "q", "r", "s"):
+        (d / f"{n}.png").unlink()  # served from the study's storage, not the folder
+    c = _client(url)
+    q = s.ask()
+    assert q.kind == "label"
+    page = c.get("/studies/look").text
+    fname = f"{q.label.lower()}.png"
+    assert f'<img src="/studies/look/media/{fname}"' in page
+    assert c.get(f"/studies/look/media/{fname}").content == PNG + q.label.lower().encode()
+    assert c.post("/api/studies/look/ask").json()["media"]["x"][0]["file"] == fname
+
+
+@pytest.mark.parametrize(
+    "names,words",
+    [
+        (["../web.db.png", "x.png"], "not a plain file name"),
+        (["sub/x.png", "x.png"], "not a plain file name"),
+        ([".hidden.png", "x.png"], "not a plain file name"),
+        (["x.svg", "x.png"], "not a plain file name"),
+        (["x.png", "gone.png"], "not a file beside"),
+        (["x.png"], "one file per option"),
+    ],
+)
+def test_bad_media_keys_are_refused_before_reading_and_nothing_stored(url, tmp_path, names, words):
+    (tmp_path / "x.png").write_bytes(PNG)
+    (tmp_path / "web.db.png").write_bytes(PNG)  # would be reached by ../ from a subfolder
+    sub = tmp_path / "space"
+    sub.mkdir()
+    doc = {"candidates": {"columns": ["a"], "rows": [[0.1], [0.9]], "media": {"photo": names}}}
+    (sub / "s.json").write_text(json.dumps(doc))
+    if "../" not in names[0]:
+        (sub / "x.png").write_bytes(PNG)
+    with pytest.raises(InvalidInputError, match=words):
+        create_study("m", "maxminlcb", str(sub / "s.json"), storage=url)
+    assert not (tmp_path / "web.db").exists()
+
+
+def test_media_named_without_a_space_file_is_refused(url):
+    doc = {"candidates": {"columns": ["a"], "rows": [[0.1], [0.9]], "media": {"p": ["x.png"] * 2}}}
+    with pytest.raises(InvalidInputError, match="not stored with the space"):
+        create_study("m", "maxminlcb", doc, storage=url)
 
 
 # -- the JSON API -------------------------------------------------------------------------------

@@ -77,6 +77,19 @@ def server(tmp_path_factory):
     create_study("pref", SPACES["pref"][0], write_photo_table(tmp), storage=url, seed=3)
     make_study("race", url, key="pref")
     make_study("undo", url, answers=3, key="lev1", fast=True)
+    make_study("lab/run 1", url, key="pref")  # a name with a slash and a space
+    make_study("expert-long", url, answers=24, key="expert", fast=True)
+    from boloop.problems import get
+    from boloop.simulate import oracle_rng
+
+    toy, rng = get("safe/toy"), oracle_rng(0)
+    long = create_study(
+        "safe-long", "m-safeopt", problem="safe/toy", storage=url, seed=0,
+        fit_hyperparameters=False,
+    )  # fmt: skip
+    for _ in range(30):
+        q = long.ask()
+        long.tell(q.id, toy.answer(q.query, rng))
     port = _free_port()
     proc = subprocess.Popen(
         [
@@ -236,6 +249,42 @@ def test_ten_answers_by_click_and_key_are_stored_exactly(server, browser, shots,
     hist = study.history()
     got = [(r["query_id"], r["answer"]) for r in hist]
     assert got == expected
+
+
+def test_the_expert_model_and_the_safe_sets_growth_are_drawn(server, browser, shots):
+    """Two longer studies (answers from closed forms and the safe/toy oracle): the expert's
+    latent g is drawn under the f model; the safe set's growth loads as an image of its own."""
+    base, _ = server
+    browser.get(f"{base}/studies/expert-long")
+    assert "expert model: latent g" in browser.find_element(By.ID, "pic-model").text
+    pic = browser.find_element(By.ID, "pic-model")
+    browser.execute_script("arguments[0].scrollIntoView();", pic)
+    pic.screenshot(str(shots / "web-expert-model.png"))
+    browser.get(f"{base}/studies/safe-long")
+    size = _wait(
+        browser,
+        lambda d: d.execute_script(
+            "var i = document.querySelector('#pic-growth img');"
+            "return i && i.complete && i.naturalWidth;"
+        ),
+    )
+    assert size > 100
+    pic = browser.find_element(By.ID, "pic-growth")
+    browser.execute_script("arguments[0].scrollIntoView();", pic)
+    pic.screenshot(str(shots / "web-safe-growth.png"))
+
+
+def test_a_study_whose_name_has_a_slash_opens_from_the_list_and_takes_answers(server, browser):
+    base, url = server
+    browser.get(f"{base}/")
+    browser.find_element(By.LINK_TEXT, "lab/run 1").click()
+    _wait(browser, lambda d: d.current_url.endswith("/studies/lab%2Frun%201"))
+    study = load_study("lab/run 1", storage=url)
+    q = study.ask()
+    assert _open_id(browser) == q.id
+    browser.find_element(By.ID, "btn-a").click()
+    _wait_for_new_query(browser, q.id)
+    assert [(r["query_id"], r["answer"]) for r in study.history()] == [(q.id, 0)]
 
 
 def test_undo_in_the_browser(server, browser):

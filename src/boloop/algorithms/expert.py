@@ -475,6 +475,46 @@ class ExpertPolicy(BasePolicy):
         )
         return d
 
+    def predict(self, points: Any, *, bounds: bool = False) -> dict[str, np.ndarray]:
+        """The models at ``points`` (m, d) in the space's coordinates, without side effects.
+
+        ``f_mean``, ``f_std`` (m,): the posterior mean and standard deviation of the f-GP
+        (Sec. 3; fitted to standardised values, returned in the units of the measurements). For
+        a policy with an expert model (COBOL), also the expert's latent ``g`` (Sec. 3.2: the
+        logit of rejecting, ``g <= 0`` where the expert accepts): ``g`` its maximum-likelihood
+        estimate and, with ``bounds=True``, ``g_lower``, ``g_upper`` the confidence-set bounds
+        (39) and (38) (one small optimisation per point: about a millisecond each); the
+        likelihood-ratio confidence set has no Gaussian posterior, so no std.
+
+        Computed on a copy of the policy: a refit pending since the last measurement (which
+        draws a seed from the policy's generator) runs on the copy, so the policy's state, its
+        generator and its next query are exactly as if this had not been called. Raises
+        :class:`~boloop.errors.InvalidInputError` before the first measurement.
+        """
+        import copy
+
+        X = np.asarray(points, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.dim or not np.all(np.isfinite(X)):
+            raise InvalidInputError(f"points must be a finite (m, {self.dim}) array")
+        if not self.X_f.shape[0]:
+            raise InvalidInputError("no measurements of f yet: the model is the prior")
+        twin = copy.deepcopy(self)
+        twin._sync_gp()
+        U = np.clip(self._box.to_unit(X), 0.0, 1.0)
+        mean, var = twin.gp.predict(U)
+        out = {
+            "f_mean": np.asarray(mean) * twin._y_std + twin._y_mean,
+            "f_std": np.sqrt(np.maximum(np.asarray(var), 0.0)) * twin._y_std,
+        }
+        expert = getattr(twin, "expert", None)
+        if isinstance(expert, LikelihoodRatioModel) and expert.n:
+            out["g"] = expert.mle_predict(U)
+            if bounds:
+                lo, up = expert.bounds(U)
+                assert lo is not None and up is not None
+                out["g_lower"], out["g_upper"] = lo, up
+        return out
+
 
 class RandomSearch(ExpertPolicy):
     """Uniformly random evaluations after the shared initial design (Sec. 5 baseline)."""

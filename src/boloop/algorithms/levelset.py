@@ -59,7 +59,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.optimize import minimize
 from scipy.special import ndtr
 
 from boloop.algorithms.registry import options_from, register_method
@@ -692,6 +691,8 @@ class LevelSetPolicy(BasePolicy):
                 return -val, -grad
 
             for k in order:
+                from scipy.optimize import minimize  # lazily: ~0.1 s a study call skips
+
                 res = minimize(
                     negative,
                     P[k],

@@ -122,6 +122,12 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         metavar="FILE",
         help="FILE.svg (both pictures, one above the other) or FILE.html; default NAME.svg",
     )
+    p.add_argument(
+        "--no-growth",
+        action="store_true",
+        help="safe studies: leave out the safe set's growth (it replays the log: minutes for "
+        "hundreds of answers of a method that refits its hyperparameters at every answer)",
+    )
 
     p = add(
         "run", "answer queries interactively at a prompt (Ctrl-C or q to stop, resume later)", _run
@@ -424,25 +430,28 @@ def _plot(args: argparse.Namespace) -> int:
     if not os.path.isdir(folder):
         raise InvalidInputError(f"cannot write {out!r}: the directory {folder!r} does not exist")
     study = load_study(args.name, storage=args.storage)
-    text = plot_document(study, html=ext == ".html")
+    growth = study.family == "safe" and not args.no_growth
+    text = plot_document(study, html=ext == ".html", growth=growth)
     try:
         with open(out, "w", encoding="utf-8") as fh:
             fh.write(text)
     except OSError as exc:
         raise InvalidInputError(f"cannot write {out!r}: {exc.strerror or exc}") from exc
-    print(f"wrote {out}: progress and model of study {study.name!r} ({study.n_answered} answers)")
+    what = "progress, model and safe set growth" if growth else "progress and model"
+    print(f"wrote {out}: {what} of study {study.name!r} ({study.n_answered} answers)")
     return 0
 
 
-def plot_document(study: Study, html: bool = False) -> str:
+def plot_document(study: Study, html: bool = False, growth: bool = True) -> str:
     """The study's pictures (:func:`boloop.study.pictures.pictures`, the web page's) as one SVG,
-    progress above model, or as a small self-contained HTML page."""
+    progress above model (above the safe set's growth unless ``growth=False``), or as a small
+    self-contained HTML page."""
     import re
     from xml.sax.saxutils import escape
 
     from boloop.study.pictures import pictures
 
-    pics = pictures(study)
+    pics = pictures(study, growth=growth)
     title = f"study {study.name} ({study.method}, {study.n_answered} answers)"
     if html:
         body = "\n".join(f"<figure>{svg}</figure>" for svg in pics.values())

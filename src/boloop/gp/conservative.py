@@ -21,7 +21,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.optimize import brentq
 
 from boloop.gp.exact import ExactGP
 from boloop.gp.kernels import StationaryKernel
@@ -46,7 +45,11 @@ def likelihood_ratio_edge(
             return -math.inf
         return (v - best + drop) if math.isfinite(v) else -math.inf
 
-    return lower if gap(lower) >= 0 else float(brentq(gap, lower, 0.0, xtol=1e-3))
+    if gap(lower) >= 0:
+        return lower
+    from scipy.optimize import brentq  # lazily: a study call must not pay for scipy.optimize
+
+    return float(brentq(gap, lower, 0.0, xtol=1e-3))
 
 
 def axiswise_conservative(gp: ExactGP, floor: np.ndarray, *, level: float = 0.95) -> np.ndarray:

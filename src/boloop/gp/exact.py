@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 from scipy.linalg import LinAlgError, cho_solve, cholesky, lapack, solve_triangular
-from scipy.optimize import minimize
 
 from boloop._validation import as_points, as_rng, as_values
 from boloop.errors import InvalidInputError
@@ -594,6 +593,8 @@ class ExactGP:
             if not bounds:
                 best_p, best_val = start, objective(start)[0]
                 break
+            from scipy.optimize import minimize  # lazily: ~0.1 s a study call often skips
+
             res = minimize(
                 objective,
                 start,

@@ -52,7 +52,6 @@ from typing import Any
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.linalg.lapack import dposv as _dposv
-from scipy.optimize import brentq
 from scipy.special import expit
 
 from boloop._validation import as_points
@@ -236,6 +235,8 @@ def maximum_likelihood(
         while f_hi > 0 and hi < 50:
             hi += 3.0
             f_hi = norm_excess(hi)
+    from scipy.optimize import brentq  # lazily: a study call must not pay for scipy.optimize
+
     log_mu = brentq(norm_excess, lo, hi, xtol=1e-13, rtol=1e-13, maxiter=200)
     mu = math.exp(log_mu)
     w = _newton_penalised(L, r, mu, state["w"])

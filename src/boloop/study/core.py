@@ -27,7 +27,7 @@ import time
 import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -44,6 +44,7 @@ from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query, query_fr
 from boloop.recommendations import BestPoint
 from boloop.spaces import Box, CandidateSet, SafeSpace, Space
 from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_measurement
+from boloop.study.log import Event, SeqConflict, safe_url
 from boloop.study.space_file import (
     UserExperiment,
     build_experiment,
@@ -54,14 +55,10 @@ from boloop.study.space_file import (
     pin_defaults,
     point_to_params,
 )
-from boloop.study.storage import (
-    Event,
-    SeqConflict,
-    StorageBackend,
-    StorageTransaction,
-    open_storage,
-    safe_url,
-)
+
+if TYPE_CHECKING:  # SQLAlchemy loads only where a study is created or not a plain SQLite file
+    from boloop.study.sqlite_log import SQLiteLog
+    from boloop.study.storage import StorageBackend, StorageTransaction
 
 __all__ = ["Study", "StudyQuery", "create_study", "load_study", "list_studies"]
 
@@ -239,7 +236,7 @@ class Study:
 
     def __init__(
         self,
-        storage: StorageBackend,
+        storage: StorageBackend | SQLiteLog,
         study_id: int,
         name: str,
         events: list[Event],
@@ -1134,6 +1131,8 @@ def create_study(
         seed = secrets.randbelow(2**31)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise InvalidInputError(f"seed must be a non-negative integer, got {seed!r}")
+    from boloop.study.storage import open_storage
+
     store = None
     if load_if_exists:
         store = open_storage(storage, create=True)
@@ -1249,6 +1248,20 @@ def _check_buildable(method: str, config: Mapping[str, Any]) -> None:
         )
 
 
+def _open_existing(storage: str | None) -> StorageBackend | SQLiteLog:
+    """The storage of existing studies: a plain SQLite file through Python's own sqlite3 (no
+    SQLAlchemy import, issue 15's quick ``boloop study ask/tell``), anything else (and every
+    refusal with its message) through :func:`~boloop.study.storage.open_storage`."""
+    from boloop.study.sqlite_log import open_sqlite_log
+
+    quick = open_sqlite_log(storage)
+    if quick is not None:
+        return quick
+    from boloop.study.storage import open_storage
+
+    return open_storage(storage, create=False)
+
+
 def load_study(name: str, storage: str | None = None, *, full_replay: bool = False) -> Study:
     """Load study ``name``, replaying its log through a fresh policy.
 
@@ -1259,7 +1272,7 @@ def load_study(name: str, storage: str | None = None, *, full_replay: bool = Fal
     Raises :class:`UnknownIdError` (listing the stored names) if there is no such study and
     :class:`StorageError` if the log does not replay to the same queries.
     """
-    store = open_storage(storage, create=False)
+    store = _open_existing(storage)
     sid = store.study_id(name)
     return Study(store, sid, name, store.events(sid), full_replay=full_replay)
 
@@ -1268,7 +1281,7 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
     """The studies in a storage: ``name``, ``created_at``, ``method``, ``family``, ``answered``,
     ``open_query`` (the id of the query asked and not answered, or None) and ``last_activity``
     (the time of the last event), read from the log without replaying it."""
-    store = open_storage(storage, create=False)
+    store = _open_existing(storage)
     out = []
     for name, created in store.study_names():
         sid = store.study_id(name)

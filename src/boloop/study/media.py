@@ -1,11 +1,18 @@
 """Options that are pictures, sounds or videos: media files named by a column of a table.
 
-A column of an options table whose every value is a file name with a media suffix (``.png``,
-``.jpg``, ``.mp3``, ``.wav``, ``.mp4``...) names a file beside the table. When the space file is
-read, the files are read too and stored inside the space document (base64, under the table's
-``media_files``), so a study keeps its pictures in its own storage: the web page serves them
-from there only, never from the disk, so no request can reach another file. SVG is not
-accepted (it can carry scripts).
+Two ways to name them:
+
+* a column of a CSV table of options whose every value is a file name with a media suffix
+  (``.png``, ``.jpg``, ``.mp3``, ``.wav``, ``.mp4``...): the file beside the table;
+* the ``media`` key of a JSON or TOML space file's inline ``candidates`` table,
+  ``{column name: [one file name per row]}`` (TOML: ``media = { photo = ["a.jpg", ...] }``): the
+  file beside the space file.
+
+A name is a plain file name (no directory part, no leading dot), checked before anything is
+read, so a space file cannot reach a file elsewhere. When the space file is read, the files are
+read too and stored inside the space document (base64, under the table's ``media_files``), so a
+study keeps its pictures in its own storage: the web page serves them from there only, never
+from the disk. SVG is not accepted (it can carry scripts).
 """
 
 from __future__ import annotations
@@ -67,17 +74,27 @@ def embed_media(candidates: Mapping[str, Any], directory: str) -> dict[str, Any]
     columns = out.get("media") or {}
     if not columns:
         return out
+    if not isinstance(columns, Mapping):
+        raise InvalidInputError("candidates 'media' must map a column name to file names")
     files: dict[str, dict[str, str]] = {}
     total = 0
     for col, names in columns.items():
-        for name in names:
+        if isinstance(names, str) or not isinstance(names, list | tuple):
+            raise InvalidInputError(f"media column {col!r} must be a list of file names")
+        for raw in names:
+            if not is_media_name(raw):  # checked before the disk is touched: no traversal
+                raise InvalidInputError(
+                    f"media column {col!r}: {raw!r} is not a plain file name (no directory, "
+                    f"no leading dot) ending in one of {sorted(MEDIA_TYPES)}"
+                )
+            name = raw.strip()
             if name in files:
                 continue
             path = os.path.join(directory, name)
             if not os.path.isfile(path):
                 raise InvalidInputError(
                     f"media column {col!r} names {name!r}, which is not a file beside the table "
-                    f"(looked in {directory!r})"
+                    f"or space file (looked in {directory!r})"
                 )
             with open(path, "rb") as fh:
                 data = fh.read()
@@ -127,6 +144,12 @@ def check_media(candidates: Mapping[str, Any], n_rows: int) -> tuple[dict, dict]
         ):
             raise InvalidInputError(f"media file {name!r}: bad entry")
         out_files[str(name)] = {"type": str(entry["type"]), "base64": str(entry["base64"])}
+    missing = sorted({n for names in norm.values() for n in names} - set(out_files))
+    if missing:
+        raise InvalidInputError(
+            f"the media files {missing[:3]} are named but not stored with the space: name them "
+            "in a space file (JSON, TOML or CSV) beside the files, which reads them"
+        )
     return norm, out_files
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import math
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 from xml.sax.saxutils import escape as _xml_escape
@@ -36,7 +37,7 @@ import numpy as np
 from boloop.recommendations import BestPoint
 from boloop.spaces import Box, CandidateSet, SafeSpace
 
-__all__ = ["progress_svg", "model_svg", "pictures"]
+__all__ = ["progress_svg", "model_svg", "growth_svg", "safe_growth", "pictures"]
 
 WIDTH = 560
 PANEL_H = 220
@@ -44,6 +45,7 @@ _MARGIN = (56, 16, 30, 40)  # left, right, top, bottom
 #: a perceptually ordered colour ramp (low -> high), interpolated linearly
 _RAMP = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
 _BLUE, _ORANGE, _GREY, _RED, _GREEN = "#3b6fb6", "#e07b28", "#9a9a9a", "#c0392b", "#2e8b57"
+_LIGHT_GREEN = "#a8dbb5"
 _MAX_SLICES = 6
 #: beyond this many cells a picture draws an outline instead (keeps the SVG small)
 _MAX_CELLS = 400
@@ -492,7 +494,10 @@ def _predictor(
         return None
 
     def f(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        m, s = pred(X)
+        out = pred(X)
+        if isinstance(out, dict):  # the expert family: {"f_mean", "f_std", "g", ...}
+            out = (out["f_mean"], out["f_std"])
+        m, s = out
         return np.asarray(m, dtype=np.float64), np.asarray(s, dtype=np.float64)
 
     try:
@@ -500,6 +505,81 @@ def _predictor(
     except Exception:  # noqa: BLE001 - no data yet, or not a GP policy: draw the data only
         return None
     return f
+
+
+def _expert_g(study: Any, policy: Any) -> Callable[[np.ndarray], np.ndarray] | None:
+    """The expert's latent g (COBOL's estimate, ``predict(X)["g"]``), if the policy has one."""
+    pred = getattr(policy, "predict", None)
+    if study.family != "expert" or not callable(pred):
+        return None
+
+    def g(X: np.ndarray) -> np.ndarray:
+        return np.asarray(pred(X)["g"], dtype=np.float64)
+
+    try:
+        g(np.asarray(_centre(study.space))[None, :])
+    except Exception:  # noqa: BLE001 - no expert model (gp-lcb), or no data yet
+        return None
+    return g
+
+
+def _tint(colour: str, t: float) -> str:
+    """``colour`` (#rrggbb) mixed with white: ``t`` = 1 the colour, 0 white."""
+    t = min(max(float(t), 0.0), 1.0)
+    rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
+    return "#" + "".join(f"{round(255 + (c - 255) * t):02x}" for c in rgb)
+
+
+_G_ITEMS = [
+    (_GREEN, "expert's g <= 0: would accept"),
+    (_RED, "g > 0: would reject"),
+]
+
+
+def _g_panel(
+    study: Any, gfun: Callable[[np.ndarray], np.ndarray], XL: np.ndarray, acc: list[bool]
+) -> _Panel:
+    """Second panel of the expert family's model: COBOL's estimate of the expert's latent g
+    (Xu et al. 2024, Sec. 3.2: the logit of a rejection; the expert accepts where ``g <= 0``),
+    a curve in 1-D, a map in 2-D (deeper colour = more certain), with the labels given."""
+    names = study.names
+    b = _bounds(study.space)
+    title = "expert model: latent g (estimate), above 0 = would reject"
+    if study.space.dim == 1:
+        xs = _axis_grid(study, 0, 200)
+        g = gfun(xs[:, None])
+        q = _panel(1, (b[0, 0], b[0, 1]), _range([*g.tolist(), 0.0]), title, names[0], "g")
+        q.axes()
+        q.hline(0.0, _GREY, "g = 0")
+        q.line(xs, g, _ORANGE)
+        for xv, a in zip(XL[:, 0], acc):
+            (q.dot if a else q.cross)(
+                xv, 0.0, _GREEN if a else _RED, title=f"{names[0]}={_fmt(xv)}: "
+                + ("accepted" if a else "rejected"),
+            )  # fmt: skip
+        return q
+    g0, g1 = _axis_grid(study, 0, 30), _axis_grid(study, 1, 30)
+    d0 = (b[0, 1] - b[0, 0]) / max(g0.size - 1, 1)
+    d1 = (b[1, 1] - b[1, 0]) / max(g1.size - 1, 1)
+    q = _panel(
+        1, (b[0, 0] - d0 / 2, b[0, 1] + d0 / 2), (b[1, 0] - d1 / 2, b[1, 1] + d1 / 2), title,
+        names[0], names[1],
+    )  # fmt: skip
+    G0, G1 = np.meshgrid(g0, g1, indexing="ij")
+    P = np.column_stack([G0.ravel(), G1.ravel()])
+    g = gfun(P)
+    top = float(np.max(np.abs(g))) or 1.0
+    tips = P.shape[0] <= _MAX_CELLS
+    for (u, v), gv in zip(P, g):
+        c = _tint(_RED if gv > 0 else _GREEN, 0.15 + 0.75 * abs(gv) / top)
+        q.cell(u, v, d0, d1, c, title=f"g {_fmt(gv)}" if tips else "")
+    q.axes()
+    for (u, v), a in zip(XL, acc):
+        (q.dot if a else q.cross)(
+            u, v, "#fff" if a else "#222", title=f"{names[0]}={_fmt(u)}, {names[1]}={_fmt(v)}: "
+            + ("accepted" if a else "rejected"),
+        )  # fmt: skip
+    return q
 
 
 def _centre(space: Any) -> np.ndarray:
@@ -569,10 +649,11 @@ def model_svg(study: Any) -> str:
     XL = np.array([[r["params"][n] for n in study.names] for r in labels]).reshape(-1, d)
     acc = [bool(r["answer"]) for r in labels]
     rpt = _rec_point(study, rec)
+    gfun = _expert_g(study, policy) if d <= 2 else None
     if d == 1:
-        return _model_1d(study, X, y, XL, acc, pred, threshold, rec, rpt, label)
+        return _model_1d(study, X, y, XL, acc, pred, threshold, rec, rpt, label, gfun)
     if d == 2:
-        return _model_2d(study, X, y, XL, acc, pred, threshold, rec, rpt, label)
+        return _model_2d(study, X, y, XL, acc, pred, threshold, rec, rpt, label, gfun)
     return _model_slices(study, X, y, pred, threshold, rpt, label)
 
 
@@ -597,6 +678,7 @@ def _model_1d(
     rec: Any,
     rpt: np.ndarray | None,
     label: str,
+    gfun: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> str:
     name = study.names[0]
     xs = _axis_grid(study, 0, 200)
@@ -639,6 +721,10 @@ def _model_1d(
         yv = float(pred(rpt[None, :])[0][0]) if pred is not None else p.ylim[1] * 0.9
         p.star(float(rpt[0]), yv, f"recommendation {name}={_fmt(float(rpt[0]))}")
         items.append(("#ffd700", "recommendation"))
+    if gfun is not None:
+        return _with_legend(
+            [p.svg(), _g_panel(study, gfun, XL, acc).svg()], 2 * PANEL_H, items + _G_ITEMS, label
+        )
     return _with_legend([p.svg()], PANEL_H, items, label)
 
 
@@ -653,6 +739,7 @@ def _model_2d(
     rec: Any,
     rpt: np.ndarray | None,
     label: str,
+    gfun: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> str:
     n0, n1 = study.names
     b = _bounds(study.space)
@@ -716,6 +803,9 @@ def _model_2d(
         )
         items.append(("#ffd700", "recommendation"))
     body.append(p.svg())
+    if gfun is not None:
+        body.append(_g_panel(study, gfun, XL, acc).svg())
+        return _with_legend(body, 2 * PANEL_H, items + _G_ITEMS, label)
     return _with_legend(body, PANEL_H, items, label)
 
 
@@ -1008,6 +1098,146 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
     return _document([p.svg()], PANEL_H + 10, label)
 
 
-def pictures(study: Any) -> dict[str, str]:
-    """``{"progress": progress_svg(study), "model": model_svg(study)}``."""
-    return {"progress": progress_svg(study), "model": model_svg(study)}
+# -- the safe set's growth -------------------------------------------------------------------------
+#: (storage URL, study name) -> (rows replayed, their (query_id, told_at), policy, boundaries)
+_GROWTH: dict[tuple[str, str], tuple[list[tuple[Any, Any]], Any, list[np.ndarray]]] = {}
+_GROWTH_LOCK = threading.Lock()
+_GROWTH_REPLAY: dict[tuple[str, str], threading.Lock] = {}
+
+
+def _certified_boundary(policy: Any) -> np.ndarray:
+    """The certified safe boundary per x (grid indices of s, (n_x,)) the policy's next query
+    would be chosen under: the union over time kept by M-SafeOpt (``certified``) and the set of
+    the current posterior (eq. 14)."""
+    certified = np.asarray(policy.certified, dtype=np.int64)
+    try:
+        _, sets = policy.state()
+    except Exception:  # noqa: BLE001 - no posterior yet (the initial safe-seed evaluations)
+        return certified.copy()
+    return np.maximum(certified, np.asarray(sets.boundary, dtype=np.int64))
+
+
+def safe_growth(study: Any, history: list[dict[str, Any]] | None = None) -> list[np.ndarray]:
+    """The certified safe set after each answer in effect: one array of boundary indices
+    ``s_t^{(x)}`` (n_x,) per history row (M-SafeOpt, Alg. 1, eq. 14), oldest first.
+
+    Replayed from the study's history through a fresh policy built from its configuration (the
+    replay that loading a study checks). Kept per study in this process and continued from the
+    last row drawn, so a page pays one policy step per new answer; an undo (a history that no
+    longer starts with the rows replayed) starts again. Stops early, with what it has, if the
+    replay ever asks a different query than the one stored.
+
+    ``history``: ``study.history()`` read by the caller (a server reads it under the study's
+    lock and replays without holding it; nothing else of the study changes after loading).
+    """
+    if study.family != "safe" or not hasattr(study.policy, "certified"):
+        return []
+    hist = study.history() if history is None else history
+    key = (str(study.storage_url), str(study.name))
+    with _GROWTH_LOCK:
+        replay_lock = _GROWTH_REPLAY.setdefault(key, threading.Lock())
+    with replay_lock:  # one replay per study at a time
+        return _replay_growth(study, hist, key)
+
+
+def _replay_growth(
+    study: Any, hist: list[dict[str, Any]], key: tuple[str, str]
+) -> list[np.ndarray]:
+    rows = [(r["query_id"], r["told_at"]) for r in hist]
+    with _GROWTH_LOCK:
+        cached = _GROWTH.get(key)
+    if cached is not None and rows[: len(cached[0])] == cached[0]:
+        done, policy, growth = list(cached[0]), cached[1], list(cached[2])
+    else:
+        from boloop.algorithms.registry import make_policy
+
+        done, growth = [], []
+        policy = make_policy(study.method, study.problem, study.seed, **study.options)
+    for row, sig in zip(hist[len(done) :], rows[len(done) :]):
+        if policy is None:  # an earlier replay of this history stopped: draw what it had
+            break
+        try:
+            if row["source"] == "query":
+                q = policy.ask()
+                if q.id != row["query_id"]:
+                    policy = None
+                    break
+                policy.tell(q.id, row["answer"])
+            else:
+                x = np.array([[row["params"][n] for n in study.names]], dtype=np.float64)
+                policy.observe(x, [row["answer"]])
+        except Exception:  # noqa: BLE001 - a picture never fails; draw what was replayed
+            policy = None
+            break
+        done.append(sig)
+        growth.append(_certified_boundary(policy))
+    with _GROWTH_LOCK:
+        _GROWTH[key] = (done, policy, growth)
+    return growth
+
+
+def growth_svg(study: Any, history: list[dict[str, Any]] | None = None) -> str | None:
+    """The safe set's growth (SVG), or None outside the safe family: the certified share of the
+    space after each answer and, for one x parameter, the certified boundary of every x after
+    each answer (for several, its lowest, median and highest level over the settings)."""
+    label = f"safe set growth of study {study.name}"
+    growth = safe_growth(study, history)
+    if study.family != "safe":
+        return None
+    if not growth:
+        return _message("no answers yet: only the lowest level is known to be safe", label)
+    space: SafeSpace = study.space
+    names = study.names
+    s_vals = np.asarray(space.s_values, dtype=np.float64)
+    B = np.vstack(growth)  # (answers, n_x)
+    n = B.shape[0]
+    t = np.arange(1, n + 1, dtype=np.float64)
+    share = np.mean((B + 1) / s_vals.size, axis=1)
+    p = _panel(
+        0, (0.5, n + 0.5), (0.0, 1.0), "certified safe share of the space", "answers", "share"
+    )
+    p.axes()
+    p.steps(t, share, _GREEN)
+    items = [(_GREEN, "certified share")]
+    xp = np.asarray(space.x_points, dtype=np.float64)
+    level = s_vals[B]  # (answers, n_x): the certified level of s per x
+    ds = (s_vals[-1] - s_vals[0]) / max(s_vals.size - 1, 1)
+    if xp.shape[1] == 1:
+        xv = xp[:, 0]
+        dx = (xv.max() - xv.min()) / max(xv.size - 1, 1) if xv.size > 1 else 1.0
+        q = _panel(
+            1, (xv.min() - dx / 2, xv.max() + dx / 2), (0.5, n + 0.5),
+            f"certified {names[0]} per {names[1]} after each answer (dark = low)", names[1],
+            "answers",
+        )  # fmt: skip
+        step = max(1, math.ceil(n * xv.size / 3000))  # keeps the picture small
+        lo, hi = s_vals[0], s_vals[-1] if s_vals[-1] > s_vals[0] else s_vals[0] + 1.0
+        for k in range(0, n, step):
+            for i in range(xv.size):
+                q.cell(
+                    xv[i], k + 1 + (step - 1) / 2, dx, step, _colour((level[k, i] - lo) / (hi - lo))
+                )
+        q.axes()
+        items.append((_colour(1.0), f"certified up to the highest {names[0]}"))
+    else:
+        q = _panel(
+            1, (0.5, n + 0.5), (s_vals[0] - ds / 2, s_vals[-1] + ds / 2),
+            f"certified {names[0]} over the {xp.shape[0]} settings: lowest, median, highest",
+            "answers", names[0],
+        )  # fmt: skip
+        q.axes()
+        q.band(t, level.min(axis=1), level.max(axis=1), _GREEN)
+        q.steps(t, np.median(level, axis=1), _GREEN)
+        items.append((_LIGHT_GREEN, "lowest to highest over the settings"))
+    return _with_legend([p.svg(), q.svg()], 2 * PANEL_H, items, label)
+
+
+def pictures(study: Any, growth: bool = True) -> dict[str, str]:
+    """``{"progress": progress_svg(study), "model": model_svg(study)}`` and, for the safe
+    family unless ``growth=False``, ``"growth"``: :func:`growth_svg` (its first drawing replays
+    the log, seconds for a long study whose method refits hyperparameters at every answer)."""
+    out = {"progress": progress_svg(study), "model": model_svg(study)}
+    svg = growth_svg(study) if growth and study.family == "safe" else None
+    if svg is not None:
+        out["growth"] = svg
+    return out

@@ -121,6 +121,10 @@ def load_space_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         doc["candidates"] = embed_media(
             read_candidates_csv(cpath), os.path.dirname(os.path.abspath(cpath))
         )
+    elif isinstance(cand, dict) and cand.get("media") and not cand.get("media_files"):
+        # the space file's own media key: files beside the space file, stored with the study
+        doc = dict(doc)
+        doc["candidates"] = embed_media(cand, os.path.dirname(os.path.abspath(path)))
     return normalise_space(doc)
 
 

@@ -45,14 +45,12 @@ replaces connections the server closed before it hands them out again.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import sqlalchemy as sa
@@ -61,6 +59,15 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from boloop.errors import InvalidInputError, StorageError, UnknownIdError
+from boloop.study.log import (
+    EVENT_KINDS,
+    Event,
+    SeqConflict,
+    decode_events,
+    encode_payload,
+    now_iso,
+    safe_url,
+)
 
 __all__ = [
     "DEFAULT_STORAGE",
@@ -86,25 +93,6 @@ BUSY_TIMEOUT_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 10
 #: the extra that installs the PostgreSQL driver
 POSTGRES_EXTRA = "pip install 'boloop[postgres]'"
-
-EVENT_KINDS = ("created", "asked", "told", "added", "withdrawn")
-
-
-# -- the protocol ------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Event:
-    """One row of the log. ``payload`` is the decoded JSON object."""
-
-    seq: int
-    kind: str
-    query_id: int | None
-    payload: dict[str, Any]
-    created_at: str
-
-
-class SeqConflict(StorageError):
-    """Another process appended an event with the same sequence number first."""
-
 
 @runtime_checkable
 class StorageTransaction(Protocol):
@@ -219,62 +207,6 @@ def resolve_storage(storage: str | None) -> str:
 
 #: endings of a bare storage path read as a SQLite file
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
-
-
-def safe_url(url: str) -> str:
-    """``url`` with its password masked (``postgresql+psycopg://lab:***@host/db``), for
-    messages, logs and status lines."""
-    if "@" not in url or "://" not in url:
-        return url
-    try:
-        return sa.engine.make_url(url).render_as_string(hide_password=True)
-    except SQLAlchemyError:
-        scheme, _, rest = url.partition("://")
-        return f"{scheme}://***@{rest.rpartition('@')[2]}"
-
-
-def now_iso() -> str:
-    """UTC time stamp with microseconds, ``2026-11-21T11:20:00.123456Z``."""
-    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def encode_payload(payload: dict[str, Any]) -> str:
-    """The stored text of an event payload: compact JSON with sorted keys (no NaN)."""
-    try:
-        return json.dumps(payload, separators=(",", ":"), allow_nan=False, sort_keys=True)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"cannot store {payload!r} as JSON: {exc}") from exc
-
-
-_encode = encode_payload  # the old private name
-
-
-def decode_rows(
-    rows: Sequence[tuple[int, str, int | None, str, str]], study_id: int, after: int, where: str
-) -> list[Event]:
-    """Events from stored ``(seq, kind, query_id, payload text, created_at)`` rows, checking that
-    the sequence numbers follow ``after`` without a gap and every payload is a JSON object."""
-    out = []
-    expected = after + 1
-    for seq, kind, qid, payload, created in rows:
-        if seq != expected or kind not in EVENT_KINDS:
-            raise StorageError(
-                f"storage {where!r} is corrupt: study {study_id} event seq {seq} "
-                f"(expected {expected}), kind {kind!r}"
-            )
-        try:
-            data = json.loads(payload)
-        except ValueError as exc:
-            raise StorageError(
-                f"storage {where!r} is corrupt: study {study_id} event {seq} payload is not JSON"
-            ) from exc
-        if not isinstance(data, dict):
-            raise StorageError(
-                f"storage {where!r} is corrupt: study {study_id} event {seq} payload"
-            )
-        out.append(Event(int(seq), kind, None if qid is None else int(qid), data, created))
-        expected += 1
-    return out
 
 
 def check_import(name: str, events: Sequence[Event], where: str) -> None:
@@ -773,7 +705,7 @@ class Transaction:
             .where(_events_table.c.study_id == study_id, _events_table.c.seq > after)
             .order_by(_events_table.c.seq)
         ).all()
-        return decode_rows([tuple(r) for r in rows], study_id, after, self.url)  # type: ignore[misc]
+        return decode_events([tuple(r) for r in rows], study_id, after, self.url)  # type: ignore[misc]
 
     def _lock_and_read(self, study_id: int, after: int) -> list[Event]:
         """PostgreSQL: the study's row lock and the catch-up read in one round trip, as two
@@ -791,7 +723,7 @@ class Transaction:
         rows = [tuple(r) for r in cursor.fetchall()]
         result.close()
         self._locked.add(study_id)
-        return decode_rows(rows, study_id, after, self.url)  # type: ignore[arg-type]
+        return decode_events(rows, study_id, after, self.url)  # type: ignore[arg-type]
 
     def append(
         self, study_id: int, seq: int, kind: str, query_id: int | None, payload: dict[str, Any]

@@ -16,15 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from boloop.errors import InvalidInputError, StorageError, UnknownIdError
-from boloop.study.storage import (
-    EVENT_KINDS,
-    Event,
-    SeqConflict,
-    check_import,
-    decode_rows,
-    encode_payload,
-    now_iso,
-)
+from boloop.study.log import EVENT_KINDS, Event, SeqConflict, decode_events, encode_payload, now_iso
+from boloop.study.storage import check_import
 
 __all__ = ["MemoryStorage"]
 
@@ -58,7 +51,7 @@ class MemoryTransaction:
 
     def events(self, study_id: int, after: int = -1) -> list[Event]:
         rows = sorted((r for r in self._rows(study_id) if r[0] > after), key=lambda r: r[0])
-        return decode_rows(rows, study_id, after, self._url)
+        return decode_events(rows, study_id, after, self._url)
 
     def append(
         self, study_id: int, seq: int, kind: str, query_id: int | None, payload: dict[str, Any]
@@ -75,7 +68,7 @@ class MemoryTransaction:
             )
         created = now_iso()
         self.pending.append((study_id, (seq, kind, query_id, text, created)))
-        return decode_rows([(seq, kind, query_id, text, created)], study_id, seq - 1, self._url)[0]
+        return decode_events([(seq, kind, query_id, text, created)], study_id, seq - 1, self._url)[0]
 
 
 class MemoryStorage:

@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import numpy as np
 from fastapi import Depends, FastAPI, HTTPException, Request
@@ -44,8 +44,8 @@ from boloop.errors import BoloopError, QueryStateError, UnknownIdError
 from boloop.study import Study, create_study, list_studies, load_study
 from boloop.study.answers import parse_measurement
 from boloop.study.media import media_file, media_index
-from boloop.study.pictures import pictures
-from boloop.study.storage import Storage, safe_url
+from boloop.study.pictures import growth_svg, pictures
+from boloop.study.storage import open_storage, safe_url
 
 __all__ = ["create_app"]
 
@@ -69,7 +69,7 @@ class StudyPool:
     """
 
     def __init__(self, storage: str | None) -> None:
-        self.url = Storage(storage, create=True).url
+        self.url = open_storage(storage, create=True).url
         self._studies: dict[str, tuple[Study, threading.Lock]] = {}
         self._lock = threading.Lock()
 
@@ -181,6 +181,7 @@ def create_app(
         autoescape=select_autoescape(["html"], default=True),
     )
     env.filters["num"] = _num
+    env.filters["pathquote"] = lambda v: quote(str(v), safe="")  # a study name as one segment
     env.filters["pt"] = lambda p: ", ".join(f"{k}={_num(v)}" for k, v in (p or {}).items())
     static_dir = Path(__file__).with_name("static")
     app.mount("/static", StaticFiles(directory=static_dir), name="static")
@@ -409,11 +410,13 @@ def create_app(
 
     @app.get("/studies/{name}", response_class=HTMLResponse, include_in_schema=False)
     def study_get(request: Request, name: str, done: str | None = None) -> HTMLResponse:
+        name = study_name(name)
         flash = {"told": "answer stored", "undone": "last answer withdrawn"}.get(done or "")
         return study_page(request, name, flash=flash)
 
     @app.post("/studies/{name}/tell", include_in_schema=False)
     async def study_tell(request: Request, name: str) -> Response:
+        name = study_name(name)
         form = await read_form(request)
         check_csrf(request, form)
         values = {k: str(v) for k, v in form.items() if isinstance(v, str) and k != "csrf"}
@@ -436,6 +439,7 @@ def create_app(
 
     @app.post("/studies/{name}/undo", include_in_schema=False)
     async def study_undo(request: Request, name: str) -> Response:
+        name = study_name(name)
         form = await read_form(request)
         check_csrf(request, form)
         try:
@@ -449,17 +453,26 @@ def create_app(
     @app.get("/studies/{name}/state", include_in_schema=False)
     def study_state(name: str) -> JSONResponse:
         """What a page polls: it reloads when ``version`` changes."""
+        name = study_name(name)
         return _json(api_call(name, _state))
 
     @app.get("/studies/{name}/pictures/{which}.svg", include_in_schema=False)
     def study_picture(name: str, which: str) -> Response:
-        pics = api_call(name, pictures)
+        name = study_name(name)
+        if which == "growth":  # replayed outside the study's lock: answers never wait for it
+            hist = api_call(name, lambda s: s.history())
+            svg = growth_svg(pool.get(name)[0], hist)
+            if svg is None:
+                raise HTTPException(404, "the safe set's growth is drawn for safe studies only")
+            return Response(svg, media_type="image/svg+xml")
+        pics = api_call(name, lambda s: pictures(s, growth=False))
         if which not in pics:
             raise HTTPException(404, f"no picture {which!r}; pictures: {sorted(pics)}")
         return Response(pics[which], media_type="image/svg+xml")
 
     @app.get("/studies/{name}/export.{ext}", include_in_schema=False)
     def study_export(name: str, ext: str) -> Response:
+        name = study_name(name)
         if ext not in ("csv", "json"):
             raise HTTPException(404, "export as .csv or .json")
         text = api_call(name, lambda s: _export_text(s, ext))
@@ -474,6 +487,7 @@ def create_app(
     @app.get("/studies/{name}/media/{filename}", include_in_schema=False)
     def study_media(name: str, filename: str) -> Response:
         """A media file stored with the study (never read from disk: no path traversal)."""
+        name = study_name(name)
         found = api_call(name, lambda s: media_file(s.config, filename))
         if found is None:
             raise HTTPException(404, f"study {name!r} has no media file {filename!r}")
@@ -497,6 +511,7 @@ def create_app(
 
     @app.get("/api/studies/{name}", **api, summary="Status of a study")
     def api_status(name: str) -> JSONResponse:
+        name = study_name(name)
         return _json(api_call(name, lambda s: s.status()))
 
     @app.post(
@@ -505,6 +520,7 @@ def create_app(
         summary="The open query (the same one again while it is unanswered)",
     )
     def api_ask(name: str) -> JSONResponse:
+        name = study_name(name)
         return _json(api_call(name, lambda s: _query_json(s, s.ask())))
 
     @app.post(
@@ -517,6 +533,7 @@ def create_app(
         },
     )
     def api_tell(name: str, body: TellBody) -> JSONResponse:
+        name = study_name(name)
         def tell(s: Study) -> dict[str, Any]:
             s.tell(body.query_id, body.answer, note=body.note)
             return {"stored": True, "query_id": body.query_id, "answered": s.n_answered}
@@ -525,13 +542,61 @@ def create_app(
 
     @app.post("/api/studies/{name}/undo", **api, summary="Withdraw the last answer")
     def api_undo(name: str) -> JSONResponse:
+        name = study_name(name)
         return _json(api_call(name, lambda s: {"withdrawn": s.undo()}))
 
     @app.get("/api/studies/{name}/history", **api, summary="Answers in effect")
     def api_history(name: str) -> JSONResponse:
+        name = study_name(name)
         return _json(api_call(name, lambda s: s.history()))
 
+    app.add_middleware(EncodedStudyNames)  # outermost: routes see names with "/" still encoded
     return app
+
+
+# -- study names in paths ----------------------------------------------------------------------
+#: paths whose next segment is a study's name, and that segment's index in ``path.split("/")``
+_NAME_SEGMENT = (("/studies/", 2), ("/api/studies/", 3))
+
+
+def study_name(segment: str) -> str:
+    """The study name of a path segment that :class:`EncodedStudyNames` kept percent-encoded."""
+    return unquote(segment)
+
+
+class EncodedStudyNames:
+    """ASGI wrapper: the study-name segment of ``/studies/{name}/...`` and
+    ``/api/studies/{name}/...`` reaches the router still percent-encoded.
+
+    The server decodes ``%2F`` to ``/`` before routing, so a study named ``lab/run 1`` (linked
+    as ``/studies/lab%2Frun%201``) would match no route, or the wrong one. The router sees the
+    segment as the client sent it (from ``raw_path``) and every handler decodes it with
+    :func:`study_name`; every other segment is decoded as usual.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") in ("http", "websocket"):
+            scope = _encoded_name_scope(scope)
+        await self.app(scope, receive, send)
+
+
+def _encoded_name_scope(scope: dict[str, Any]) -> dict[str, Any]:
+    path = scope.get("path", "")
+    k = next((k for prefix, k in _NAME_SEGMENT if path.startswith(prefix)), None)
+    if k is None:
+        return scope
+    raw = scope.get("raw_path")
+    if raw:
+        segments = raw.decode("latin-1").split("?", 1)[0].split("/")
+        new = [seg if i == k else unquote(seg) for i, seg in enumerate(segments)]
+    else:  # no raw path (not given by every server): a name with "/" cannot be told apart
+        new = path.split("/")
+        if len(new) > k:
+            new[k] = quote(new[k], safe="")
+    return {**scope, "path": "/".join(new)}
 
 
 # -- helpers (run under the study's lock) -------------------------------------------------------
@@ -641,7 +706,7 @@ def _page_context(study: Study) -> dict[str, Any]:
     except BoloopError as exc:
         ask_error = str(exc)
     hist = study.history()
-    pics = pictures(study)
+    pics = pictures(study, growth=False)  # the growth is an image of its own (a replay)
     events = study.events()
     ctx: dict[str, Any] = {
         "study": study,

@@ -1,0 +1,95 @@
+"""The event log's vocabulary, shared by every storage: :class:`Event`, :class:`SeqConflict`, the
+event kinds, time stamps and the JSON encoding of payloads.
+
+Free of SQLAlchemy and numpy on purpose: :mod:`boloop.study.sqlite_log` (the command line's
+quick path to a SQLite file) and :mod:`boloop.study.storage` (SQLAlchemy) both build on it, and a
+``boloop study ask`` must not pay for imports it does not use.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from boloop.errors import InvalidInputError, StorageError
+
+__all__ = [
+    "EVENT_KINDS",
+    "Event",
+    "SeqConflict",
+    "decode_events",
+    "encode_payload",
+    "now_iso",
+    "safe_url",
+]
+
+EVENT_KINDS = ("created", "asked", "told", "added", "withdrawn")
+
+
+def now_iso() -> str:
+    """UTC time stamp with microseconds, ``2026-11-21T11:20:00.123456Z``."""
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@dataclass(frozen=True)
+class Event:
+    """One row of the log. ``payload`` is the decoded JSON object."""
+
+    seq: int
+    kind: str
+    query_id: int | None
+    payload: dict[str, Any]
+    created_at: str
+
+
+class SeqConflict(StorageError):
+    """Another process appended an event with the same sequence number first."""
+
+
+def encode_payload(payload: dict[str, Any]) -> str:
+    """The stored text of a payload (compact, sorted keys, no NaN)."""
+    try:
+        return json.dumps(payload, separators=(",", ":"), allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"cannot store {payload!r} as JSON: {exc}") from exc
+
+
+def decode_events(
+    rows: Iterable[tuple[Any, Any, Any, Any, Any]], study_id: int, after: int, url: str
+) -> list[Event]:
+    """Events from ``(seq, kind, query_id, payload, created_at)`` rows ordered by ``seq``,
+    checking that the sequence numbers follow ``after`` without gaps and every payload is a
+    JSON object (:class:`StorageError` naming the study and event otherwise)."""
+    out = []
+    expected = after + 1
+    for seq, kind, qid, payload, created in rows:
+        if seq != expected or kind not in EVENT_KINDS:
+            raise StorageError(
+                f"storage {url!r} is corrupt: study {study_id} event seq {seq} "
+                f"(expected {expected}), kind {kind!r}"
+            )
+        try:
+            data = json.loads(payload)
+        except ValueError as exc:
+            raise StorageError(
+                f"storage {url!r} is corrupt: study {study_id} event {seq} payload is not JSON"
+            ) from exc
+        if not isinstance(data, dict):
+            raise StorageError(f"storage {url!r} is corrupt: study {study_id} event {seq} payload")
+        out.append(Event(int(seq), kind, None if qid is None else int(qid), data, created))
+        expected += 1
+    return out
+
+
+def safe_url(url: str) -> str:
+    """``url`` with its password masked (``postgresql+psycopg://lab:***@host/db``), for
+    messages, logs and status lines."""
+    if "@" not in url or "://" not in url:
+        return url
+    scheme, _, rest = url.partition("://")
+    credentials, _, where = rest.rpartition("@")
+    user, colon, _password = credentials.partition(":")
+    return f"{scheme}://{user}:***@{where}" if colon else url
