@@ -140,9 +140,7 @@ def test_a_study_warns_of_a_measured_g_above_h_in_status_and_the_cli(tmp_path):
 def test_random_gp_draws_are_valid_even_when_rejection_finds_none(seed):
     # a stationary part far too wiggly for the prior's trend: rejection sampling (here given a
     # single try) fails, and the trend is drawn given the stationary part instead
-    prob = random_monotone_gp(
-        seed=seed, lengthscale_g=0.1, variance_g=1.0, max_draws=1, h=0.3
-    )
+    prob = random_monotone_gp(seed=seed, lengthscale_g=0.1, variance_g=1.0, max_draws=1, h=0.3)
     F, G = prob.truth()
     h = prob.settings["threshold"]
     ds = np.diff(prob.space.s_values)[None, :]
