@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--draws", type=int, default=100, help="safe/random-gp prior draws")
     ap.add_argument("--seeds", type=int, default=10, help="seeds per benchmark problem")
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds are first .. first + n - 1")
     ap.add_argument("--budget", type=int, default=50)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument(
@@ -121,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
         for pid in args.problems
         for m in METHODS
         for mode in args.modes
-        for s in range(args.seeds)
+        for s in range(args.first_seed, args.first_seed + args.seeds)
     ]
     jobs += [
         (random_gp_id(k), m, mode, 0, 20)
