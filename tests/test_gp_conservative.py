@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import chi2
 
-from boloop.gp.conservative import axiswise_conservative, zero_mean_output_variance
+from boloop.gp.conservative import axiswise_conservative
 from boloop.gp.exact import ExactGP
 from boloop.gp.kernels import Matern
 
@@ -51,49 +51,3 @@ def test_a_floor_above_the_fit_changes_nothing():
     c = axiswise_conservative(gp, ls0 * 2)
     np.testing.assert_array_equal(c, [1.0, 1.0])
     np.testing.assert_array_equal(gp.kernel.lengthscale, ls0)
-
-
-def test_df_one_stops_each_axis_at_its_own_interval_inside_the_joint_one():
-    rng = np.random.default_rng(2)
-    X = rng.random((15, 2))
-    y = np.sin(4 * X[:, 0]) + 0.5 * np.cos(3 * X[:, 1])
-    joint, single = _fitted(X, y), _fitted(X, y)
-    p0 = single.free_parameters()
-    best = single.log_posterior(p0)[0]
-    ls0 = np.array(single.kernel.lengthscale, dtype=float)
-    floor = ls0 * 1e-3
-    c1 = axiswise_conservative(single, floor, level=0.95, df=1)
-    cp = axiswise_conservative(joint, floor, level=0.95)
-    assert np.all(cp < c1) and np.all(c1 < 1.0)  # the single-axis interval is the narrower one
-    drop = 0.5 * chi2.ppf(0.95, df=1)
-    for k in range(2):
-        p = p0.copy()
-        p[1 + k] += np.log(c1[k])  # packed: variance, then the length-scales
-        assert abs(single.log_posterior(p)[0] - (best - drop)) < 1e-2
-
-
-def test_zero_mean_output_variance_maximises_the_gaussian_likelihood():
-    from scipy.optimize import minimize_scalar
-    from scipy.stats import multivariate_normal
-
-    rng = np.random.default_rng(3)
-    X = rng.random((12, 2))
-    y = -3.0 + 0.4 * np.sin(5 * X[:, 0]) + 0.1 * rng.standard_normal(12)  # an offset from 0
-    noise = 0.01
-    gp = ExactGP(Matern(2.5, lengthscale=[0.4, 0.6], variance=0.2), noise)
-    v = zero_mean_output_variance(gp, X, y)
-    K1 = Matern(2.5, lengthscale=[0.4, 0.6], variance=1.0).k(X)
-
-    def nll(log_v):  # the oracle: scipy's multivariate normal density of the data
-        cov = np.exp(log_v) * K1 + noise * np.eye(12)
-        return -multivariate_normal(np.zeros(12), cov).logpdf(y)
-
-    ref = np.exp(minimize_scalar(nll, bounds=(-10, 10), method="bounded").x)
-    assert abs(np.log(v) - np.log(ref)) < 1e-3
-    assert nll(np.log(v)) <= min(nll(np.log(v) + 0.05), nll(np.log(v) - 0.05))
-    # without noise the optimum is y^T K1^{-1} y / n (closed form)
-    gp0 = ExactGP(Matern(2.5, lengthscale=[0.4, 0.6], variance=0.2), 0.0)
-    closed = float(y @ np.linalg.solve(K1, y)) / 12
-    assert abs(zero_mean_output_variance(gp0, X, y) / closed - 1.0) < 1e-4
-    # the kernel of the GP passed in is left as it was
-    np.testing.assert_allclose(gp.kernel.variance, 0.2)

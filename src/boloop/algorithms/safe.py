@@ -42,14 +42,12 @@ learns them with ``hyperparameters=``:
   :class:`boloop.gp.hyperparameters.HyperparameterLearning` (priors scaled to the space and the
   data, a space-filling design of safe seeds at ``s = 0``, a length-scale cap that shrinks with the
   data, after Berkenkamp, Schoellig and Krause, JMLR 2019), and the safety model ``g`` is
-  **certified under the worst case the data cannot rule out**: ``g``'s kernel is learned on a
-  constant-mean twin, then each length-scale is shortened on its own to the edge of its
-  likelihood-ratio interval (:func:`boloop.gp.conservative.axiswise_conservative`, ``df=1``),
-  which widens the bounds away from the data, where a fitted length-scale that is too long would
-  certify an unsafe action (Fiedler et al. 2024, "On safety in safe Bayesian optimization", show
-  this failure of fitted kernels); the zero-mean model of ``g - h`` then takes the larger of that
-  variance and its own maximum-likelihood one
-  (:func:`boloop.gp.conservative.zero_mean_output_variance`).
+  **certified under the worst case the data cannot rule out**: after every refit ``g``'s
+  length-scales are shortened to the edge of the likelihood-ratio set of the hyperparameters
+  (:meth:`HyperparameterLearning.conservative`), which widens the bounds away from the data, where
+  a fitted length-scale that is too long would certify an unsafe action (Fiedler et al. 2024,
+  "On safety in safe Bayesian optimization", show this failure of fitted kernels). Safety
+  certified under the conservative model implies it under the fitted one.
 * ``"paper"``: the paper's refit through Trieste (Matern-5/2, log-normal priors around
   ``lengthscale_prior`` and ``variance_prior_*``, refit every round, 2 seeds). It evaluates unsafe
   actions when the fitted length-scale is too long (``docs/hyperparameters.md``); reproductions
@@ -85,7 +83,7 @@ from boloop.algorithms.registry import Option, options_from, register_method
 from boloop.confidence import BetaSchedule, ConstantBeta
 from boloop.errors import InvalidInputError, UnsafeSeedError
 from boloop.gp.cache import CandidatePosterior
-from boloop.gp.conservative import axiswise_conservative, zero_mean_output_variance
+from boloop.gp.conservative import axiswise_conservative
 from boloop.gp.exact import ExactGP, LogNormalPrior
 from boloop.gp.hyperparameters import HyperparameterLearning, space_filling_design
 from boloop.gp.kernels import Kernel, Matern
@@ -414,19 +412,16 @@ class _SafePolicy(BasePolicy):
         shape = self._shape_g
         if cautious.fit(shape, self.width, X=gp_g.X, y=gp_g.y, rng=self.rng).refitted:
             self._last_fit_n["g"] = gp_g.n
-            # the worst case axis by axis (gp/conservative.py): each length-scale at the edge of
-            # its own likelihood-ratio interval (df = 1), never below a fifth of the box (the
-            # paper's prior mean, B.2.2) where the data do not pin the length-scale shorter
+            # the worst case axis by axis (gp/conservative.py), never below a fifth of the box
+            # (the paper's prior mean, B.2.2) where the data do not pin the length-scale shorter
             ls = np.atleast_1d(shape.kernel.lengthscale)
             floor = np.minimum(ls, 0.2 * self.width) if ls.size == self.width.size else ls
-            axiswise_conservative(shape, floor, level=cautious.conservative_level, df=1)
-            # the zero-mean model's amplitude must also explain the data's distance from h (a
-            # zero-mean process with the shape's variance alone would call that offset
-            # impossible and revert too fast): the variance is at least the one the zero-mean
-            # model itself fits by maximum likelihood with the conservative shape
+            axiswise_conservative(shape, floor, level=cautious.conservative_level)
+            # the zero-mean model's amplitude must also explain the data's distance from h: the
+            # variance is at least the second moment of g - h (a zero-mean process with the
+            # shape's variance alone would call that offset impossible and revert too fast)
             theta = shape.kernel.theta.copy()
-            v0 = zero_mean_output_variance(shape, gp_g.X, gp_g.y)
-            theta[0] = max(theta[0], math.log(v0))
+            theta[0] = max(theta[0], math.log(float(np.mean(gp_g.y**2))))
             gp_g.kernel.theta = theta
             gp_g.set_data(gp_g.X.copy(), gp_g.y.copy())
 

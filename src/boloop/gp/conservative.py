@@ -26,7 +26,7 @@ from scipy.optimize import brentq
 from boloop.gp.exact import ExactGP
 from boloop.gp.kernels import StationaryKernel
 
-__all__ = ["axiswise_conservative", "likelihood_ratio_edge", "zero_mean_output_variance"]
+__all__ = ["axiswise_conservative", "likelihood_ratio_edge"]
 
 
 def likelihood_ratio_edge(
@@ -49,22 +49,13 @@ def likelihood_ratio_edge(
     return lower if gap(lower) >= 0 else float(brentq(gap, lower, 0.0, xtol=1e-3))
 
 
-def axiswise_conservative(
-    gp: ExactGP, floor: np.ndarray, *, level: float = 0.95, df: int | None = None
-) -> np.ndarray:
+def axiswise_conservative(gp: ExactGP, floor: np.ndarray, *, level: float = 0.95) -> np.ndarray:
     """Shorten each of ``gp``'s length-scales to its likelihood-ratio edge, at least ``floor``.
 
     ``floor`` (d,) holds absolute length-scales; an axis already at or below its floor is left as
     it is. The kernel is changed in place and the GP refactorised. Returns the factors (d,) by
     which the length-scales were multiplied (ones for a kernel without fitted length-scales).
     Call after fitting (the current hyperparameters are taken as the optimum).
-
-    ``df`` is the degrees of freedom of the chi-squared threshold ``0.5 chi2_df(level)``: ``None``
-    (default) takes the number of free hyperparameters ``p``, the joint set (every axis may move
-    as far as the whole set allows); ``df=1`` is the likelihood-ratio interval of that one
-    length-scale at ``level``, the usual interval for a single parameter and the one the safe
-    family uses (issue 18: with ``p`` the interval of each axis was that of a ``p``-dimensional
-    set, twice as wide in log-likelihood, and the bounds it gave were the main price in regret).
     """
     kern = gp.kernel
     names = [nm for nm, free in zip(kern.theta_names, kern.free_mask) if free]
@@ -76,7 +67,7 @@ def axiswise_conservative(
     best = gp.log_posterior(p0)[0]
     from scipy.stats import chi2  # lazily: a study call must not pay for scipy.stats
 
-    drop = 0.5 * float(chi2.ppf(level, df=p0.size if df is None else int(df)))
+    drop = 0.5 * float(chi2.ppf(level, df=p0.size))
     theta_names = kern.theta_names
     theta = kern.theta.copy()
     log_c = np.zeros(len(ls_names))
@@ -90,45 +81,3 @@ def axiswise_conservative(
     kern.theta = theta
     gp.set_data(gp.X.copy(), gp.y.copy())
     return np.exp(log_c)
-
-
-def zero_mean_output_variance(gp: ExactGP, X: np.ndarray, y: np.ndarray) -> float:
-    """The maximum-likelihood output variance of a **zero-mean** GP with ``gp``'s kernel shape
-    (length-scales) and noise variance on data ``(X, y)``.
-
-    With ``K_1`` the kernel matrix at unit variance, ``K_1 = Q diag(lam) Q^T`` and ``z = Q^T y``,
-    the negative log marginal likelihood in the variance ``v`` is
-    ``0.5 sum_i (z_i^2 / (v lam_i + sigma^2) + log(v lam_i + sigma^2))`` (a one-dimensional
-    problem, minimised over ``log v``); without noise the optimum is ``y^T K_1^{-1} y / n``.
-
-    The safe family learns ``g``'s shape on a constant-mean twin and then certifies with the
-    zero-mean model of ``g - h``; this is the amplitude that zero-mean model itself fits to the
-    data's distance from ``h`` (issue 18: the second moment ``mean(y^2)`` used before is that
-    optimum only for uncorrelated data, and overstated the amplitude of correlated ones).
-    """
-    from scipy.optimize import minimize_scalar
-
-    X = np.asarray(X, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64).reshape(-1)
-    kern = gp.kernel.clone()
-    theta = kern.theta.copy()
-    names = list(kern.theta_names)
-    if "variance" not in names:
-        raise ValueError("zero_mean_output_variance needs a kernel with an output variance")
-    theta[names.index("variance")] = 0.0
-    kern.theta = theta
-    lam, Q = np.linalg.eigh(kern.k(X))
-    lam = np.maximum(lam, 0.0)
-    z2 = (Q.T @ y) ** 2
-    s2 = max(float(gp.noise_variance), 1e-12 * float(np.max(lam, initial=1.0)))
-
-    def nll(log_v: float) -> float:
-        d = math.exp(log_v) * lam + s2
-        return 0.5 * float(np.sum(z2 / d + np.log(d)))
-
-    scale = max(float(np.mean(y**2)), 1e-300)
-    centre = math.log(scale)
-    res = minimize_scalar(
-        nll, bounds=(centre - 30.0, centre + 30.0), method="bounded", options={"xatol": 1e-6}
-    )
-    return float(math.exp(res.x))
