@@ -102,8 +102,44 @@ def run(job: tuple[str, str, str, int, int]) -> dict:
     }
 
 
+def side_by_side(paths: list[str]) -> None:
+    """Learned next to fixed, per (problem, method), from ``--out`` files of several runs."""
+    rows = []
+    for path in paths:
+        with open(path) as fh:
+            rows += [json.loads(line) for line in fh if line.strip()]
+    bad = [r for r in rows if "error" in r]
+    ok = [r for r in rows if "error" not in r]
+    print(
+        "| problem | method | runs (learned/fixed) | runs with unsafe, learned | unsafe evaluations, "
+        "learned / fixed | simple regret, learned / fixed | cumulative regret, learned / fixed |"
+        "\n|---|---|---|---|---|---|---|"
+    )
+    for p, m in sorted({(r["problem"], r["method"]) for r in ok}):
+        sel = {
+            mode: [r for r in ok if (r["problem"], r["method"], r["mode"]) == (p, m, mode)]
+            for mode in MODES
+        }
+
+        def col(key: str, fmt: str, sel: dict = sel) -> str:
+            return " / ".join(
+                format(statistics.mean(r[key] for r in sel[mode]), fmt) if sel[mode] else "-"
+                for mode in MODES
+            )
+
+        print(
+            f"| {p} | {m} | {len(sel['learned'])}/{len(sel['fixed'])} "
+            f"| {sum(r['unsafe'] > 0 for r in sel['learned'])} "
+            f"| {' / '.join(str(int(sum(r['unsafe'] for r in sel[mo]))) for mo in MODES)} "
+            f"| {col('simple_regret', '.4f')} | {col('cumulative_regret', '.2f')} |"
+        )
+    if bad:
+        print(f"\n{len(bad)} runs raised an error: {sorted({r['error'] for r in bad})}")
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--table", nargs="*", help="only print learned next to fixed from --out files")
     ap.add_argument("--draws", type=int, default=100, help="safe/random-gp prior draws")
     ap.add_argument("--seeds", type=int, default=10, help="seeds per benchmark problem")
     ap.add_argument("--first-seed", type=int, default=0, help="seeds are first .. first + n - 1")
@@ -117,6 +153,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--modes", nargs="*", default=list(MODES))
     ap.add_argument("--out", help="also write every run's row to this file (JSON lines)")
     args = ap.parse_args(argv)
+    if args.table:
+        side_by_side(args.table)
+        return
     jobs = [
         (pid, m, mode, s, args.budget)
         for pid in args.problems
