@@ -141,6 +141,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--table", nargs="*", help="only print learned next to fixed from --out files")
     ap.add_argument("--draws", type=int, default=100, help="safe/random-gp prior draws")
+    ap.add_argument("--first-draw", type=int, default=0, help="draws are first .. first + n - 1")
     ap.add_argument("--seeds", type=int, default=10, help="seeds per benchmark problem")
     ap.add_argument("--first-seed", type=int, default=0, help="seeds are first .. first + n - 1")
     ap.add_argument("--budget", type=int, default=50)
@@ -165,7 +166,7 @@ def main(argv: list[str] | None = None) -> None:
     ]
     jobs += [
         (random_gp_id(k), m, mode, 0, 20)
-        for k in range(args.draws)
+        for k in range(args.first_draw, args.first_draw + args.draws)
         for m in METHODS
         for mode in args.modes
     ]
