@@ -108,6 +108,8 @@ def side_by_side(paths: list[str]) -> None:
     for path in paths:
         with open(path) as fh:
             rows += [json.loads(line) for line in fh if line.strip()]
+    # a run recorded in several files (overlapping chunks) counts once
+    rows = list({(r.get("id"), r.get("seed"), r["method"], r["mode"]): r for r in rows}.values())
     bad = [r for r in rows if "error" in r]
     ok = [r for r in rows if "error" not in r]
     print(

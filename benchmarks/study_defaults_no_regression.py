@@ -103,11 +103,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--evaluations", type=int, default=20, help="expert budget")
     ap.add_argument("--out", help="JSON lines, one per run")
     ap.add_argument("--compare", nargs=2, metavar=("BEFORE", "NOW"))
+    ap.add_argument("--only", default="", help="run only problems whose id contains this")
     args = ap.parse_args(argv)
     if args.compare:
         compare(*args.compare)
         return
-    todo = jobs(args.seeds, args.duels, args.evaluations)
+    todo = [j for j in jobs(args.seeds, args.duels, args.evaluations) if args.only in j[0]]
     out = open(args.out, "w") if args.out else sys.stdout  # noqa: SIM115
     for i, job in enumerate(todo, 1):
         out.write(json.dumps(run(job)) + "\n")
