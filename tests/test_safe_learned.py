@@ -134,3 +134,19 @@ def test_a_study_warns_of_a_measured_g_above_h_in_status_and_the_cli(tmp_path):
         check=True,
     ).stdout
     assert "WARNING: query" in out and "above the limit" in out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_gp_draws_are_valid_even_when_rejection_finds_none(seed):
+    # a stationary part far too wiggly for the prior's trend: rejection sampling (here given a
+    # single try) fails, and the trend is drawn given the stationary part instead
+    prob = random_monotone_gp(seed=seed, lengthscale_g=0.1, variance_g=1.0, max_draws=1, h=0.3)
+    F, G = prob.truth()
+    h = prob.settings["threshold"]
+    ds = np.diff(prob.space.s_values)[None, :]
+    assert np.min(np.diff(G, axis=1) / ds) >= 0.1 - 1e-9  # min_slope, every row
+    assert np.all(G[:, 0] <= h)  # safe at s = 0
+    assert np.max(G) > h  # and something is unsafe
+    # the draw is reproducible from its seed
+    G2 = random_monotone_gp(seed=seed, lengthscale_g=0.1, variance_g=1.0, max_draws=1, h=0.3)
+    np.testing.assert_array_equal(G, G2.truth()[1])

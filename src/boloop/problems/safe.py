@@ -461,6 +461,39 @@ class TrendKernel(Kernel):
         return self.k(X), np.zeros((0, n, n))
 
 
+def _monotone_by_construction(
+    space: SafeSpace, kern_g: TrendKernel, rng: np.random.Generator, min_slope: float
+) -> np.ndarray:
+    """``g - h = a + b s + z(s, x)`` meeting the assumptions by design (issue 18).
+
+    ``z ~ GP(0, k_0)`` is the stationary part of ``kern_g``; the offset ``a`` and the slope
+    ``b`` (prior ``N(0, offset)`` and ``N(0, slope)``, the trend of :class:`TrendKernel`) are
+    then drawn from their priors *truncated* to the values that make the draw valid given ``z``:
+    ``b >= min_slope - min_{x, adjacent s} dz/ds`` (every row increases by at least
+    ``min_slope``), then ``-max_x (b + z(1, x)) < a <= -max_x z(0, x)`` (safe at ``s = 0``, some
+    action unsafe; the interval is never empty because of the slope). Used when rejection
+    sampling of the whole draw found none (a stationary part too wiggly for the prior's trend):
+    such draws get a steeper ``g`` than the prior would usually give them. Every draw is valid.
+    """
+    from scipy.stats import truncnorm
+
+    P = space.points
+    K0 = kern_g.base.k(P) + 1e-10 * np.eye(P.shape[0])
+    Z = (np.linalg.cholesky(K0) @ rng.standard_normal(P.shape[0])).reshape(space.n_x, space.n_s)
+    S = np.broadcast_to(space.s_values[None, :], Z.shape)
+    ds = np.diff(space.s_values)[None, :]
+    b_min = float(min_slope - np.min(np.diff(Z, axis=1) / ds))
+    sd_b = math.sqrt(kern_g.slope)
+    b = float(truncnorm.rvs(b_min / sd_b, np.inf, scale=sd_b, random_state=rng))
+    b = max(b, b_min)  # guard against rounding in the far tail
+    lo = float(-np.max(b * S + Z))
+    hi = float(-np.max(Z[:, 0]))
+    sd_a = math.sqrt(kern_g.offset)
+    a = float(truncnorm.rvs(lo / sd_a, hi / sd_a, scale=sd_a, random_state=rng))
+    a = min(max(a, lo + 1e-12 * (hi - lo)), hi)
+    return a + b * S + Z
+
+
 def random_monotone_gp(
     seed: int = 0,
     n_s: int = 12,
@@ -478,8 +511,9 @@ def random_monotone_gp(
     ``g - h ~ GP(0, 1 + 4 s s' + Matern-5/2(0.4), variance 0.05)``, the latter kept only if every
     row increases by at least ``min_slope`` per unit of ``s``, ``g(0, x) <= h`` for all x, and
     some action is unsafe (rejection sampling = the prior conditioned on the paper's
-    assumptions). ``settings`` holds the generating kernels and noise 1e-6, so the model is
-    well specified. Evaluations are on grid actions only. ``lengthscale_f``, ``lengthscale_g``
+    assumptions; when ``max_draws`` draws found none, :func:`_monotone_by_construction` draws
+    the trend given the stationary part, so that every seed is a valid problem). ``settings``
+    holds the generating kernels and noise 1e-6, so the model is well specified. Evaluations are on grid actions only. ``lengthscale_f``, ``lengthscale_g``
     and ``variance_g`` change the generating kernels (the unknown-hyperparameter benchmark draws
     them from a wide prior, ``benchmarks/safe_unknown_hyperparameters.py``)."""
     rng = as_rng(seed)
@@ -506,7 +540,7 @@ def random_monotone_gp(
             G = Z + h
             break
     if G is None:
-        raise InvalidInputError("random_monotone_gp: no monotone draw; relax the options")
+        G = _monotone_by_construction(space, kern_g, rng, min_slope) + h
     L_f, L_g = growth_constants(F, G, space.s_values)
     lookup = {tuple(np.round(p, 9)): k for k, p in enumerate(P)}
     Ff, Gf = F.reshape(-1), G.reshape(-1)
