@@ -277,3 +277,30 @@ def test_battery_user_data_loader(tmp_path):
     bad.write_text("a,b\n1,2\n")
     with pytest.raises(InvalidInputError):
         get("expert/battery-li-ma", path=str(bad))
+
+
+@pytest.mark.parametrize("cls", [COBOL, GPLCB])
+def test_recommend_has_no_side_effects(cls):
+    """Calling recommend() between answers (GP out of date: it must refit) leaves every later
+    query exactly as without the calls, and recommends what the policy's own refit gives."""
+
+    def drive(call_recommend: bool) -> tuple[list, list]:
+        pol = cls(Box([0, 0], [1, 1]), 3, **FAST)
+        xs, recs = [], []
+        while pol.iteration < 4:
+            q = pol.ask()
+            xs.append(np.asarray(q.x).copy())
+            if isinstance(q, Label):
+                pol.tell(q.id, bool(q.x[0] < 0.5))
+            else:
+                pol.tell(q.id, _sphere(q.x))
+                if call_recommend:
+                    recs.append(pol.recommend())
+        return xs, recs
+
+    plain, _ = drive(False)
+    probed, recs = drive(True)
+    assert len(plain) == len(probed)
+    for a, b in zip(plain, probed, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert all(r is not None and r.shape == (2,) for r in recs)

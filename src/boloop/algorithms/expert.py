@@ -264,17 +264,23 @@ class ExpertPolicy(BasePolicy):
         self._y_mean = float(np.mean(y))
         sd = float(np.std(y))
         self._y_std = sd if sd > 0 else 1.0
-        ys = (y - self._y_mean) / self._y_std
-        self.gp.set_data(self.X_f, ys)
-        if self.fit_hyperparameters and self.gp.n >= 2:
-            seed = int(self.rng.integers(2**31))
-            try:
-                self.gp.fit(n_restarts=self.n_restarts, seed=seed)
-            except Exception as exc:  # keep the previous hyperparameters
-                logger.debug("GP fit failed (%s); keeping hyperparameters", exc)
-                self.gp.set_data(self.X_f, ys)
+        self._fit_gp(self.gp, self.rng, self._y_mean, self._y_std)
         self._gp_stale = False
         self._on_gp_refit()
+
+    def _fit_gp(
+        self, gp: ExactGP, rng: np.random.Generator, y_mean: float, y_std: float
+    ) -> None:
+        """Give ``gp`` the standardised f data and fit its length-scales (seed drawn from rng)."""
+        ys = (self.y_f - y_mean) / y_std
+        gp.set_data(self.X_f, ys)
+        if self.fit_hyperparameters and gp.n >= 2:
+            seed = int(rng.integers(2**31))
+            try:
+                gp.fit(n_restarts=self.n_restarts, seed=seed)
+            except Exception as exc:  # keep the previous hyperparameters
+                logger.debug("GP fit failed (%s); keeping hyperparameters", exc)
+                gp.set_data(self.X_f, ys)
 
     def _on_gp_refit(self) -> None:
         """Hook: COBOL copies the length-scales to k_g."""
@@ -444,11 +450,21 @@ class ExpertPolicy(BasePolicy):
         raise NotImplementedError
 
     def recommend(self) -> np.ndarray | None:
-        """The evaluated point with the lowest posterior mean (original coordinates), or None."""
+        """The evaluated point with the lowest posterior mean (original coordinates), or None.
+
+        Free of side effects: when the GP is out of date the refit is done on a copy, with the
+        seed the policy's next refit will draw (read from a copy of its generator), so calling
+        this between answers changes nothing the policy does next."""
         if not self.X_f.shape[0]:
             return None
-        self._sync_gp()
-        mean, _ = self.gp.predict(self.X_f)
+        gp = self.gp
+        if self._gp_stale:
+            import copy
+
+            gp = self.gp.copy()
+            sd = float(np.std(self.y_f))
+            self._fit_gp(gp, copy.deepcopy(self.rng), float(np.mean(self.y_f)), sd or 1.0)
+        mean, _ = gp.predict(self.X_f)
         i = int(np.argmin(mean))
         return self._from_unit(self.X_f[i])
 
