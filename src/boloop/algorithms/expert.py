@@ -268,9 +268,7 @@ class ExpertPolicy(BasePolicy):
         self._gp_stale = False
         self._on_gp_refit()
 
-    def _fit_gp(
-        self, gp: ExactGP, rng: np.random.Generator, y_mean: float, y_std: float
-    ) -> None:
+    def _fit_gp(self, gp: ExactGP, rng: np.random.Generator, y_mean: float, y_std: float) -> None:
         """Give ``gp`` the standardised f data and fit its length-scales (seed drawn from rng)."""
         ys = (self.y_f - y_mean) / y_std
         gp.set_data(self.X_f, ys)
@@ -764,10 +762,20 @@ class COBOL(ExpertPolicy):
         max_reject_streak: int | None = None,
         max_pinpoint_labels: int = 200,
         initial_labels: Any = None,
+        harm_budget: float | None = 1.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(space, seed, **kwargs)
         self.eta = _number(eta, "eta", low=1.0, allow_inf=True)
+        self.harm_budget = (
+            None if harm_budget is None else _number(harm_budget, "harm_budget", allow_inf=True)
+        )
+        #: estimated cost of following the expert so far (standardised units, see harm_budget)
+        self.harm = 0.0
+        #: per expert-led evaluation: (y(x^c) - mean) / std - mu(x^u), standardised at decision
+        self.harm_history: list[float] = []
+        self._harm_refs: dict[int, tuple[float, float]] = {}
+        self._pending_ref: tuple[float, float] | None = None
         self.lam = _number(lambda0, "lambda0", low=0.0)
         self.lambda0 = self.lam
         self.g_thr = _number(g_thr, "g_thr", low=0.0, allow_inf=True)
@@ -968,12 +976,17 @@ class COBOL(ExpertPolicy):
         if self._pending_eval is not None:  # accepted label: evaluate x^c in the same iteration
             u, index = self._pending_eval
             self._pending_eval = None
-            return self._ask_unit(u, index, "evaluate")
+            q = self._ask_unit(u, index, "evaluate")
+            if self._pending_ref is not None:
+                self._harm_refs[q.id] = self._pending_ref
+                self._pending_ref = None
+            return q
         self._sync_gp()
-        if self.max_reject_streak is not None and self._reject_streak >= self.max_reject_streak:
+        guard = self.max_reject_streak is not None and self._reject_streak >= self.max_reject_streak
+        if guard or self.expert_dismissed:
             U, idx = self._candidates()
             u_u, i_u, _ = self._minimise(self._f_lower, U, idx)
-            self.guarded += 1
+            self.guarded += int(guard)
             self.outcomes.append("vanilla")
             return self._ask_unit(u_u, i_u, "evaluate")
         if self.candidate == "pinpoint" and not self._pinpoint_ready():
@@ -1043,14 +1056,41 @@ class COBOL(ExpertPolicy):
         if not passes:
             self.outcomes.append("vanilla")
             return self._ask_unit(u_u, i_u, "evaluate")
+        # an expert-led proposal (x^c a different point than x^u): remember what GP-LCB expected
+        # of its own proposal, mu(x^u), to measure what following the expert cost (harm_budget)
+        distinct = float(np.max(np.abs(u_c - u_u))) > 0.01  # unit-cube coordinates
+        ref = None
+        if distinct:
+            from scipy.special import ndtr
+
+            mean_u, var_u = self.gp.predict(u_u[None, :])
+            best = float(np.min(self.y_f))
+            z = ((best - self._y_mean) / self._y_std - mean_u[0]) / math.sqrt(max(var_u[0], 1e-300))
+            ref = (float(ndtr(z)), best)
         if width > self.g_thr and not self._after_reject:  # line 8: the expert is unsure -> ask
-            return self._ask_unit(u_c, i_c, "label")
-        self.outcomes.append("unasked")
-        return self._ask_unit(u_c, i_c, "evaluate")
+            q = self._ask_unit(u_c, i_c, "label")
+        else:
+            self.outcomes.append("unasked")
+            q = self._ask_unit(u_c, i_c, "evaluate")
+        if ref is not None:
+            self._harm_refs[q.id] = ref
+        return q
+
+    @property
+    def expert_dismissed(self) -> bool:
+        """Whether following the expert has cost more than ``harm_budget`` (COBOL then is GP-LCB
+        and asks no more labels)."""
+        return self.harm_budget is not None and self.harm > self.harm_budget
 
     def _after_evaluation(self, query: Evaluate) -> None:
         self._reject_streak = 0
         self._after_reject = False
+        ref = self._harm_refs.pop(query.id, None)
+        if ref is not None:  # an expert-led evaluation: did it improve as often as x^u would?
+            pi_u, best = ref
+            h = pi_u - float(float(self.y_f[-1]) < best)
+            self.harm += h
+            self.harm_history.append(h)
 
     def _note_label(self, query: Label, accepted: bool) -> None:
         """Count a BO-phase label; a reject vetoes the proposal (``"veto"`` rule)."""
@@ -1084,9 +1124,11 @@ class COBOL(ExpertPolicy):
                 self._pinpoint_streak += 1
             return
         self._note_label(query, accepted)
+        ref = self._harm_refs.pop(query.id, None)
         if accepted:
             self.outcomes.append("accept")
             self._pending_eval = (self._to_unit(query.x)[0], query.index)
+            self._pending_ref = ref
         else:
             self.outcomes.append("reject")
             self._reject_streak += 1
@@ -1113,6 +1155,8 @@ class COBOL(ExpertPolicy):
                 "labels_asked": self.labels_asked,
                 "labels_rejected": self.labels_rejected,
                 "budget": self.budget,
+                "harm": self.harm,
+                "expert_dismissed": self.expert_dismissed,
             }
         )
         return d
@@ -1333,6 +1377,8 @@ _DOCS = {
     "g_value_bound": "box the latent values (labelled and query points) to [-v, v]; None: as "
     "printed",
     "max_reject_streak": "after this many rejections in a row evaluate x^u unasked; None: never",
+    "harm_budget": "stop following the expert once its evaluated proposals cost this much "
+    "(standardised units) against GP-LCB's expectation of its own; None: never",
     "max_pinpoint_labels": "labels asked at most to pinpoint one point",
     "max_rejections": "proposals rejected at most before one is evaluated anyway",
     "w0": "initial trust w_0 in the human's belief (w_t = w0 gamma^t)",
