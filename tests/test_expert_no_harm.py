@@ -228,7 +228,6 @@ def test_initial_data_through_a_study(tmp_path):
     assert q.kind == "label"
 
 
-
 def test_harm_budget_dismisses_an_adversarial_expert():
     """2-D Ackley, a = -2 (seed 2, 14 evaluations): the expert-led evaluations improve the best
     value less often than GP-LCB's own proposals were expected to; once that estimated cost

@@ -304,3 +304,18 @@ def test_recommend_has_no_side_effects(cls):
     for a, b in zip(plain, probed, strict=True):
         np.testing.assert_array_equal(a, b)
     assert all(r is not None and r.shape == (2,) for r in recs)
+
+
+def test_refit_growth_skips_refits_but_conditions_on_every_value():
+    """refit_growth > 0: between refits the GP keeps its length-scales yet holds every value."""
+    pol = GPLCB(Box([0, 0], [1, 1]), 0, refit_growth=10.0, **FAST)
+    scales = []
+    while pol.iteration < 4:
+        q = pol.ask()
+        pol.tell(q.id, _sphere(q.x))
+        scales.append(pol.describe()["lengthscale"])
+    pol.ask()
+    assert pol.gp.n == pol.X_f.shape[0] == 7
+    assert scales[-1] == scales[-2] == scales[-3]  # no refit after the first
+    with pytest.raises(InvalidInputError):
+        GPLCB(Box([0, 0], [1, 1]), 0, refit_growth=-1.0)
