@@ -17,8 +17,10 @@ consecutive rejects (anywhere, and at the end of a run). Acceptance (issue 12):
 ``--problems`` takes any expert problem ids (without ``?a=``) to rerun the check elsewhere;
 ``--unseen`` runs it on problems and experts that no test and no default names (made up for
 the check, defined here): a shifted 3-D Levy and a shifted 4-D Styblinski-Tang, each with the
-synthetic expert (a = -2 bad, a = 2 good) and the MVN belief of Fig. 6b centred at the farthest
-corner ("mvn-wrong", bad) or at the optimum ("mvn-strong", good).
+synthetic expert (a = -2 bad, a = 2 good) and a Gaussian belief in the spirit of Fig. 6b,
+``P(accept) = exp(-|u - m|^2 / (2 0.2^2))`` in unit-cube coordinates (the paper's Sigma = I in
+the problem's coordinates rejects almost everything on these boxes), centred at the box corner
+farthest from the optimum ("gauss-wrong", bad) or at the optimum ("gauss-strong", good).
 """
 
 from __future__ import annotations
@@ -54,6 +56,17 @@ _LEVY_SHIFT = np.array([2.5, -3.0, 4.0])
 _ST_SHIFT = np.array([1.2, -0.7, 0.9, -1.5])
 
 
+class _GaussExpert(ExpertProblem):
+    """The synthetic problem with a Gaussian belief of width 0.2 (unit cube) around ``centre``."""
+
+    centre_unit: np.ndarray
+
+    def reject_probability(self, X: np.ndarray) -> np.ndarray:
+        U = self.space.to_unit(np.asarray(X, dtype=np.float64).reshape(-1, self.space.dim))
+        d2 = np.sum((U - self.centre_unit) ** 2, axis=1)
+        return 1.0 - np.exp(-0.5 * d2 / 0.2**2)
+
+
 def _unseen(pid: str) -> ExpertProblem:
     """``unseen/levy3?EXPERT`` or ``unseen/styblinski4?EXPERT`` with EXPERT one of ``a=-2``,
     ``a=2``, ``mvn-wrong``, ``mvn-strong`` (no expert: a = 1, for GP-LCB, which ignores it)."""
@@ -75,12 +88,13 @@ def _unseen(pid: str) -> ExpertProblem:
     else:
         raise ValueError(f"unknown unseen problem {pid!r}")
     lo, hi = _estimate_range(f, box)
-    kw: dict = {"a": 1.0}
-    if expert.startswith("a="):
-        kw = {"a": float(expert[2:])}
-    elif expert:
-        kw = {"expert": expert}
-    return ExpertProblem(name, f, box, f_opt, x_opt, min(lo, f_opt), hi, **kw)
+    if expert.startswith("gauss-"):
+        p = _GaussExpert(name, f, box, f_opt, x_opt, min(lo, f_opt), hi)
+        u_opt = box.to_unit(x_opt[None, :])[0]
+        p.centre_unit = u_opt if expert == "gauss-strong" else np.round(1.0 - u_opt)
+        return p
+    a = float(expert[2:]) if expert.startswith("a=") else 1.0
+    return ExpertProblem(name, f, box, f_opt, x_opt, min(lo, f_opt), hi, a=a)
 
 
 def _get(pid: str):
@@ -132,7 +146,7 @@ def main() -> None:
     experts = ("a=-2", "a=2")
     if args.unseen:
         args.problems = ["unseen/levy3", "unseen/styblinski4"]
-        experts = ("a=-2", "a=2", "mvn-wrong", "mvn-strong")
+        experts = ("a=-2", "a=2", "gauss-wrong", "gauss-strong")
     jobs = []
     for pid in args.problems:
         for s in range(args.seeds):

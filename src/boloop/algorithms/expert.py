@@ -782,12 +782,12 @@ class COBOL(ExpertPolicy):
         self.harm_budget = (
             None if harm_budget is None else _number(harm_budget, "harm_budget", allow_inf=True)
         )
-        #: estimated cost of following the expert so far (standardised units, see harm_budget)
-        self.harm = 0.0
-        #: per expert-led evaluation: (y(x^c) - mean) / std - mu(x^u), standardised at decision
+        #: per expert-led evaluation: ``P_GP(x^u improves) - 1[x^c improved]``
         self.harm_history: list[float] = []
-        self._harm_refs: dict[int, tuple[float, float]] = {}
-        self._pending_ref: tuple[float, float] | None = None
+        #: per GP-led evaluation (x^u evaluated): ``P_GP(x^u improves) - 1[x^u improved]``
+        self.gp_forecast_history: list[float] = []
+        self._harm_refs: dict[int, tuple[str, float, float]] = {}
+        self._pending_ref: tuple[str, float, float] | None = None
         self.lam = _number(lambda0, "lambda0", low=0.0)
         self.lambda0 = self.lam
         self.g_thr = _number(g_thr, "g_thr", low=0.0, allow_inf=True)
@@ -1000,7 +1000,7 @@ class COBOL(ExpertPolicy):
             u_u, i_u, _ = self._minimise(self._f_lower, U, idx)
             self.guarded += int(guard)
             self.outcomes.append("vanilla")
-            return self._ask_unit(u_u, i_u, "evaluate")
+            return self._gp_led(u_u, i_u)
         if self.candidate == "pinpoint" and not self._pinpoint_ready():
             U, idx = self._sample_unit(1)
             return self._ask_unit(U[0], None if idx is None else int(idx[0]), "label")
@@ -1016,7 +1016,7 @@ class COBOL(ExpertPolicy):
             if not self._candidate_found:  # every candidate vetoed: GP-LCB's point
                 self._after_reject = False
                 self.outcomes.append("vanilla")
-                return self._ask_unit(u_u, i_u, "evaluate")
+                return self._gp_led(u_u, i_u)
         pts = np.vstack([u_u, u_c])
         g_low_c, g_up_c = self.expert.bounds(u_c[None, :])
         assert g_low_c is not None and g_up_c is not None
@@ -1067,18 +1067,11 @@ class COBOL(ExpertPolicy):
             return self._ask_unit(u_u, i_u, "evaluate")
         if not passes:
             self.outcomes.append("vanilla")
-            return self._ask_unit(u_u, i_u, "evaluate")
-        # an expert-led proposal (x^c a different point than x^u): remember what GP-LCB expected
-        # of its own proposal, mu(x^u), to measure what following the expert cost (harm_budget)
+            return self._gp_led(u_u, i_u)
+        # an expert-led proposal (x^c a different point than x^u) or GP-LCB's own (x^c = x^u):
+        # remember the GP's forecast that x^u improves the best value (harm_budget)
         distinct = float(np.max(np.abs(u_c - u_u))) > 0.01  # unit-cube coordinates
-        ref = None
-        if distinct:
-            from scipy.special import ndtr
-
-            mean_u, var_u = self.gp.predict(u_u[None, :])
-            best = float(np.min(self.y_f))
-            z = ((best - self._y_mean) / self._y_std - mean_u[0]) / math.sqrt(max(var_u[0], 1e-300))
-            ref = (float(ndtr(z)), best)
+        ref = ("expert" if distinct else "gp", *self._improvement_forecast(u_u))
         if width > self.g_thr and not self._after_reject:  # line 8: the expert is unsure -> ask
             q = self._ask_unit(u_c, i_c, "label")
         else:
@@ -1088,21 +1081,52 @@ class COBOL(ExpertPolicy):
             self._harm_refs[q.id] = ref
         return q
 
+    def _improvement_forecast(self, u: np.ndarray) -> tuple[float, float]:
+        """``(P_GP(f(u) < best), best)``: the GP's probability that ``u`` improves the best value
+        observed so far (probability of improvement, standardised units)."""
+        from scipy.special import ndtr
+
+        mean, var = self.gp.predict(u[None, :])
+        best = float(np.min(self.y_f))
+        z = ((best - self._y_mean) / self._y_std - mean[0]) / math.sqrt(max(var[0], 1e-300))
+        return float(ndtr(z)), best
+
+    def _gp_led(self, u: np.ndarray, index: int | None) -> Query:
+        """Evaluate GP-LCB's own proposal x^u, keeping the GP's forecast for harm_budget."""
+        q = self._ask_unit(u, index, "evaluate")
+        self._harm_refs[q.id] = ("gp", *self._improvement_forecast(u))
+        return q
+
+    @property
+    def harm(self) -> float:
+        """Estimated cost of following the expert (harm_budget): over the expert-led
+        evaluations, ``sum P_GP(x^u improves) - 1[x^c improved]``, less what the GP's forecasts
+        of its own evaluated proposals missed on average (``mean P_GP(x^u improves) -
+        1[x^u improved]`` over the GP-led evaluations, 0 before the first) times their number:
+        the GP-LCB points are the argmin of an optimistic bound, so their forecasts are biased
+        upwards, and an expert who does as well as GP-LCB costs nothing."""
+        n = len(self.harm_history)
+        if not n:
+            return 0.0
+        gp = self.gp_forecast_history
+        bias = float(np.mean(gp)) if gp else 0.0
+        return float(np.sum(self.harm_history)) - n * bias
+
     @property
     def expert_dismissed(self) -> bool:
         """Whether following the expert has cost more than ``harm_budget`` (COBOL then is GP-LCB
-        and asks no more labels)."""
+        and asks no labels; the expert is consulted again if the GP's own forecasts turn out
+        to miss as much)."""
         return self.harm_budget is not None and self.harm > self.harm_budget
 
     def _after_evaluation(self, query: Evaluate) -> None:
         self._reject_streak = 0
         self._after_reject = False
         ref = self._harm_refs.pop(query.id, None)
-        if ref is not None:  # an expert-led evaluation: did it improve as often as x^u would?
-            pi_u, best = ref
+        if ref is not None:  # did the evaluation improve as often as the GP forecast for x^u?
+            kind, pi_u, best = ref
             h = pi_u - float(float(self.y_f[-1]) < best)
-            self.harm += h
-            self.harm_history.append(h)
+            (self.harm_history if kind == "expert" else self.gp_forecast_history).append(h)
 
     def _note_label(self, query: Label, accepted: bool) -> None:
         """Count a BO-phase label; a reject vetoes the proposal (``"veto"`` rule)."""
