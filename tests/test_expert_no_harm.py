@@ -66,7 +66,9 @@ def test_stuck_mode_regression_on_2d_ackley():
     defaults (30 f-evaluations) no two rejects are consecutive and the run ends on an
     evaluation; its simple regret (observed 0.038) is at most 3x GP-LCB's (observed 0.0436)."""
     p = _ackley2(2.0)
-    paper = COBOL(p.space, 4, reject_rule="paper", budget="iterations", n_candidates=256)
+    paper = COBOL(
+        p.space, 4, reject_rule="paper", budget="iterations", harm_budget=None, n_candidates=256
+    )
     simulate(paper, p, 30, seed=4)
     assert paper.lam == 0.0 and _final_reject_run(paper) >= 8
     ours = COBOL(p.space, 4, n_candidates=256)

@@ -15,7 +15,9 @@ Policies (method ids of DESIGN.md):
   ``x^c``. After a reject (default ``reject_rule="veto"``) the rejected proposal is never put to
   the expert again and the next proposal is evaluated (``x^c`` if it passes line 6, else
   ``x^u``); the default budget counts f-evaluations (``budget="iterations"``: Algorithm 1's
-  accounting, a reject consumes the iteration, lines 11-12).
+  accounting, a reject consumes the iteration, lines 11-12). An expert whose evaluated
+  proposals keep doing worse than GP-LCB's forecasts is dismissed (``harm_budget``, not in
+  the paper): COBOL then is GP-LCB.
 * :class:`COBOHL` (``cobohl``) -- Algorithm 2 (App. E): LCB constrained to ``g_lower <= 0``; if
   the expert is asked, the iteration ends without an evaluation whatever the answer.
 * :class:`GPLCB` (``gp-lcb``) -- vanilla GP-LCB (the paper's "vanilla LCB").
@@ -734,6 +736,25 @@ class COBOL(ExpertPolicy):
         (X (k, d) in the space; ``accepted`` (k,) booleans; y (k,) finite). They take the place
         of as many initial random labels / evaluations (the policy asks only the rest) and are
         validated like answers (:meth:`add_labels`, :meth:`add_observations`).
+    harm_budget:
+        When to stop trusting the expert (not in the paper; issue 12). Line 6's no-harm test
+        bounds the regret of an evaluated ``x^c`` by ``2 beta (1 + eta) sigma(x^c)``: a
+        constant *factor* on GP-LCB's bound, paid on every expert-led evaluation for as long as
+        the expert points at unexplored regions (and, with ``beta_f ~ 1`` on standardised,
+        heavy-tailed outputs, ``f_lower(x^c) <= min f_upper`` holds almost everywhere early on).
+        The dual variable of eq. (5) is no trust measure either: it follows the optimistic
+        ``g_lower(x^c)``, about ``-3`` wherever labels are few, and falls at the same rate for
+        a good and a bad expert. So COBOL also compares, on the data, what following the expert
+        gave with what GP-LCB forecast for its own proposal (a conservative-bandit budget):
+        every evaluated ``x^c`` that differs from ``x^u`` adds ``P_GP(x^u improves the best
+        value) - 1[x^c improved it]``, less the GP's own average miss on the evaluations of
+        ``x^u`` (the LCB point is the argmin of an optimistic bound, so its forecasts run high);
+        once the sum (:attr:`harm`) exceeds ``harm_budget`` the expert is *dismissed*
+        (:attr:`expert_dismissed`): no label is asked and ``x^u`` is evaluated, exactly
+        GP-LCB's step, until the GP's own record worsens as much. Each expert-led evaluation
+        adds at most 1, so a bad expert costs at most about ``harm_budget + 1`` evaluations
+        that improve nothing beyond what GP-LCB's would have, a constant. ``None``: line 6
+        alone (the paper).
     max_reject_streak:
         Guard against reject streaks (spec pitfall 9; not in the paper): after this many
         rejections in a row the next iteration evaluates the vanilla LCB point x^u without
