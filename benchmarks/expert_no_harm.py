@@ -142,11 +142,14 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--problems", nargs="+", default=list(SYNTHETIC))
     ap.add_argument("--unseen", action="store_true", help="the made-up problems instead")
+    ap.add_argument("--experts", nargs="+", help="pairs (bad good) of experts, e.g. a=-2 a=2")
     args = ap.parse_args()
-    experts = ("a=-2", "a=2")
+    experts: tuple[str, ...] = ("a=-2", "a=2")
     if args.unseen:
         args.problems = ["unseen/levy3", "unseen/styblinski4"]
         experts = ("a=-2", "a=2", "gauss-wrong", "gauss-strong")
+    if args.experts:
+        experts = tuple(args.experts)
     jobs = []
     for pid in args.problems:
         for s in range(args.seeds):
@@ -154,7 +157,14 @@ def main() -> None:
             for e in experts:
                 jobs.append((f"{pid}?{e}", "cobol", s, args.evaluations))
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(run_one, jobs))
+        results = []
+        for r in pool.map(run_one, jobs):  # one line per run as it ends (partial sweeps count)
+            results.append(r)
+            print(
+                f"run {r['problem']} {r['method']} seed {r['seed']}: SR {r['simple_regret']:.4g}"
+                f" labels {r['labels_asked']}/{r['labels_rejected']} ({r['seconds']:.0f} s)",
+                flush=True,
+            )
 
     def rows(problem_id: str, method: str) -> list[dict]:
         return [r for r in results if r["problem"] == problem_id and r["method"] == method]

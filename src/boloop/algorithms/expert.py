@@ -747,11 +747,11 @@ class COBOL(ExpertPolicy):
         a good and a bad expert. So COBOL also compares, on the data, what following the expert
         gave with what GP-LCB forecast for its own proposal (a conservative-bandit budget):
         every evaluated ``x^c`` that differs from ``x^u`` adds ``P_GP(x^u improves the best
-        value) - 1[x^c improved it]``, less the GP's own average miss on the evaluations of
-        ``x^u`` (the LCB point is the argmin of an optimistic bound, so its forecasts run high);
+        value) - 1[x^c improved it]`` (the forecast for ``x^u`` runs high, as ``x^u`` is the
+        argmin of an optimistic bound: the test is conservative, a good expert must beat it);
         once the sum (:attr:`harm`) exceeds ``harm_budget`` the expert is *dismissed*
-        (:attr:`expert_dismissed`): no label is asked and ``x^u`` is evaluated, exactly
-        GP-LCB's step, until the GP's own record worsens as much. Each expert-led evaluation
+        (:attr:`expert_dismissed`) for the rest of the run: no label is asked and ``x^u`` is
+        evaluated, exactly GP-LCB's step. Each expert-led evaluation
         adds at most 1, so a bad expert costs at most about ``harm_budget + 1`` evaluations
         that improve nothing beyond what GP-LCB's would have, a constant. ``None``: line 6
         alone (the paper).
@@ -1121,23 +1121,17 @@ class COBOL(ExpertPolicy):
     @property
     def harm(self) -> float:
         """Estimated cost of following the expert (harm_budget): over the expert-led
-        evaluations, ``sum P_GP(x^u improves) - 1[x^c improved]``, less what the GP's forecasts
-        of its own evaluated proposals missed on average (``mean P_GP(x^u improves) -
-        1[x^u improved]`` over the GP-led evaluations, 0 before the first) times their number:
-        the GP-LCB points are the argmin of an optimistic bound, so their forecasts are biased
-        upwards, and an expert who does as well as GP-LCB costs nothing."""
-        n = len(self.harm_history)
-        if not n:
-            return 0.0
-        gp = self.gp_forecast_history
-        bias = float(np.mean(gp)) if gp else 0.0
-        return float(np.sum(self.harm_history)) - n * bias
+        evaluations, ``sum P_GP(x^u improves) - 1[x^c improved]``. The reference is the GP's
+        own forecast for its proposal x^u, which runs high (x^u is the argmin of an optimistic
+        bound; the misses on GP-led evaluations are kept in :attr:`gp_forecast_history`): the
+        comparison is conservative on purpose -- subtracting that bias let an adversarial
+        expert lead for the whole run on Rosenbrock (docs/reproductions/expert.md)."""
+        return float(np.sum(self.harm_history)) if self.harm_history else 0.0
 
     @property
     def expert_dismissed(self) -> bool:
         """Whether following the expert has cost more than ``harm_budget`` (COBOL then is GP-LCB
-        and asks no labels; the expert is consulted again if the GP's own forecasts turn out
-        to miss as much)."""
+        and asks no labels)."""
         return self.harm_budget is not None and self.harm > self.harm_budget
 
     def _after_evaluation(self, query: Evaluate) -> None:
