@@ -14,7 +14,13 @@ consecutive rejects (anywhere, and at the end of a run). Acceptance (issue 12):
 * a = 2: COBOL's mean simple regret < GP-LCB's on at least 4 of 5 problems;
 * no run ends with more than 5 consecutive rejects.
 
-``--problems`` takes any expert problem ids (without ``?a=``) to rerun the check elsewhere.
+``--problems`` takes any expert problem ids (without ``?a=``) to rerun the check elsewhere;
+``--unseen`` runs it on problems and experts that no test and no default names (made up for
+the check, defined here): a shifted 3-D Levy and a shifted 4-D Styblinski-Tang, each with the
+synthetic expert (a = -2 bad, a = 2 good) and a Gaussian belief in the spirit of Fig. 6b,
+``P(accept) = exp(-|u - m|^2 / (2 0.2^2))`` in unit-cube coordinates (the paper's Sigma = I in
+the problem's coordinates rejects almost everything on these boxes), centred at the box corner
+farthest from the optimum ("gauss-wrong", bad) or at the optimum ("gauss-strong", good).
 """
 
 from __future__ import annotations
@@ -30,9 +36,12 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from boloop.algorithms import make_policy  # noqa: E402
+from boloop.problems import functions as F  # noqa: E402
 from boloop.problems import get  # noqa: E402
+from boloop.problems.expert import ExpertProblem, _estimate_range  # noqa: E402
 from boloop.queries import Label  # noqa: E402
 from boloop.simulate import simulate  # noqa: E402
+from boloop.spaces import Box  # noqa: E402
 
 SYNTHETIC = (
     "expert/ackley4",
@@ -41,6 +50,55 @@ SYNTHETIC = (
     "expert/michalewicz5",
     "expert/rosenbrock3",
 )
+
+
+_LEVY_SHIFT = np.array([2.5, -3.0, 4.0])
+_ST_SHIFT = np.array([1.2, -0.7, 0.9, -1.5])
+
+
+class _GaussExpert(ExpertProblem):
+    """The synthetic problem with a Gaussian belief of width 0.2 (unit cube) around ``centre``."""
+
+    centre_unit: np.ndarray
+
+    def reject_probability(self, X: np.ndarray) -> np.ndarray:
+        U = self.space.to_unit(np.asarray(X, dtype=np.float64).reshape(-1, self.space.dim))
+        d2 = np.sum((U - self.centre_unit) ** 2, axis=1)
+        return 1.0 - np.exp(-0.5 * d2 / 0.2**2)
+
+
+def _unseen(pid: str) -> ExpertProblem:
+    """``unseen/levy3?EXPERT`` or ``unseen/styblinski4?EXPERT`` with EXPERT one of ``a=-2``,
+    ``a=2``, ``mvn-wrong``, ``mvn-strong`` (no expert: a = 1, for GP-LCB, which ignores it)."""
+    name, _, expert = pid.partition("?")
+    if name == "unseen/levy3":
+        box = Box([-10.0] * 3, [10.0] * 3)
+
+        def f(X: np.ndarray) -> np.ndarray:
+            return F.levy(np.asarray(X) - _LEVY_SHIFT)
+
+        x_opt, f_opt = 1.0 + _LEVY_SHIFT, 0.0
+    elif name == "unseen/styblinski4":
+        box = Box([-5.0] * 4, [5.0] * 4)
+
+        def f(X: np.ndarray) -> np.ndarray:
+            return F.styblinski_tang(np.asarray(X) - _ST_SHIFT)
+
+        x_opt, f_opt = -2.903534 + _ST_SHIFT, -39.16617 * 4
+    else:
+        raise ValueError(f"unknown unseen problem {pid!r}")
+    lo, hi = _estimate_range(f, box)
+    if expert.startswith("gauss-"):
+        p = _GaussExpert(name, f, box, f_opt, x_opt, min(lo, f_opt), hi)
+        u_opt = box.to_unit(x_opt[None, :])[0]
+        p.centre_unit = u_opt if expert == "gauss-strong" else np.round(1.0 - u_opt)
+        return p
+    a = float(expert[2:]) if expert.startswith("a=") else 1.0
+    return ExpertProblem(name, f, box, f_opt, x_opt, min(lo, f_opt), hi, a=a)
+
+
+def _get(pid: str):
+    return _unseen(pid) if pid.startswith("unseen/") else get(pid)
 
 
 def _reject_runs(history: list) -> tuple[int, int]:
@@ -57,7 +115,7 @@ def _reject_runs(history: list) -> tuple[int, int]:
 
 def run_one(args: tuple[str, str, int, int]) -> dict:
     problem_id, method, seed, n_evals = args
-    problem = get(problem_id)
+    problem = _get(problem_id)
     policy = make_policy(method, problem, seed)
     t0 = time.perf_counter()
     trace = simulate(policy, problem, n_evals, seed=seed)
@@ -83,15 +141,30 @@ def main() -> None:
     ap.add_argument("--evaluations", type=int, default=40)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--problems", nargs="+", default=list(SYNTHETIC))
+    ap.add_argument("--unseen", action="store_true", help="the made-up problems instead")
+    ap.add_argument("--experts", nargs="+", help="pairs (bad good) of experts, e.g. a=-2 a=2")
     args = ap.parse_args()
+    experts: tuple[str, ...] = ("a=-2", "a=2")
+    if args.unseen:
+        args.problems = ["unseen/levy3", "unseen/styblinski4"]
+        experts = ("a=-2", "a=2", "gauss-wrong", "gauss-strong")
+    if args.experts:
+        experts = tuple(args.experts)
     jobs = []
     for pid in args.problems:
         for s in range(args.seeds):
             jobs.append((pid, "gp-lcb", s, args.evaluations))
-            for a in (-2, 2):
-                jobs.append((f"{pid}?a={a}", "cobol", s, args.evaluations))
+            for e in experts:
+                jobs.append((f"{pid}?{e}", "cobol", s, args.evaluations))
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(run_one, jobs))
+        results = []
+        for r in pool.map(run_one, jobs):  # one line per run as it ends (partial sweeps count)
+            results.append(r)
+            print(
+                f"run {r['problem']} {r['method']} seed {r['seed']}: SR {r['simple_regret']:.4g}"
+                f" labels {r['labels_asked']}/{r['labels_rejected']} ({r['seconds']:.0f} s)",
+                flush=True,
+            )
 
     def rows(problem_id: str, method: str) -> list[dict]:
         return [r for r in results if r["problem"] == problem_id and r["method"] == method]
@@ -101,19 +174,22 @@ def main() -> None:
         "SR = mean simple regret (s.e.)"
     )
     head = (
-        f"{'problem':<22}{'GP-LCB SR':>16}{'COBOL a=-2':>16}{'ratio':>7}{'COBOL a=2':>16}"
-        f"{'ratio':>7}{'labels -2':>11}{'labels 2':>10}{'rej.run':>8}{'end run':>8}"
+        f"{'problem':<22}{'GP-LCB SR':>16}{'COBOL ' + experts[0]:>16}{'ratio':>7}"
+        f"{'COBOL ' + experts[1]:>16}{'ratio':>7}{'labels bad':>11}{'good':>10}{'rej.run':>8}"
+        f"{'end run':>8}"
     )
     print(head)
     print("-" * len(head))
     harm_ok = help_count = 0
     worst_end = 0
-    for pid in args.problems:
+    pairs = [experts[i : i + 2] for i in range(0, len(experts), 2)]
+    rows_out = [(pid, pair) for pair in pairs for pid in args.problems]
+    for pid, pair in rows_out:
         lcb = np.array([r["simple_regret"] for r in rows(pid, "gp-lcb")])
         cells, labels, runs, ends = [], [], [], []
         ratios = []
-        for a in (-2, 2):
-            rs = rows(f"{pid}?a={a}", "cobol")
+        for e in pair:
+            rs = rows(f"{pid}?{e}", "cobol")
             sr = np.array([r["simple_regret"] for r in rs])
             ratios.append(sr.mean() / max(lcb.mean(), 1e-300))
             cells.append(f"{sr.mean():.3g} ({sr.std(ddof=1) / np.sqrt(sr.size):.2g})")
@@ -126,20 +202,34 @@ def main() -> None:
         help_count += ratios[1] < 1.0
         worst_end = max(worst_end, *ends)
         lcb_cell = f"{lcb.mean():.3g} ({lcb.std(ddof=1) / np.sqrt(lcb.size):.2g})"
+        label = pid if len(pairs) == 1 else f"{pid} {pair[0]}/{pair[1]}"
         print(
-            f"{pid:<22}{lcb_cell:>16}{cells[0]:>16}{ratios[0]:>7.2f}{cells[1]:>16}"
+            f"{label:<22}{lcb_cell:>16}{cells[0]:>16}{ratios[0]:>7.2f}{cells[1]:>16}"
             f"{ratios[1]:>7.2f}{labels[0]:>11}{labels[1]:>10}{max(runs):>8}{max(ends):>8}"
         )
-    n = len(args.problems)
+    n = len(rows_out)
     print(
         "labels = mean asked/rejected per run (BO phase); rej.run = longest run of consecutive "
         "rejects in any run; end run = longest run of rejects a run ended with"
     )
-    print(f"a = -2, COBOL <= 1.5 x GP-LCB: {harm_ok} of {n} problems")
-    print(f"a = 2, COBOL < GP-LCB: {help_count} of {n} problems")
+    bad = "/".join(p[0] for p in pairs)
+    good = "/".join(p[1] for p in pairs)
+    print(f"bad expert ({bad}), COBOL <= 1.5 x GP-LCB: {harm_ok} of {n}")
+    print(f"good expert ({good}), COBOL < GP-LCB: {help_count} of {n}")
+    for pid, pair in rows_out:  # per seed, for the paired view
+        lcb = [f"{r['simple_regret']:.3g}" for r in sorted(rows(pid, "gp-lcb"), key=_seed)]
+        print(f"  per seed {pid} GP-LCB: {' '.join(lcb)}")
+        for e in pair:
+            rs = sorted(rows(f"{pid}?{e}", "cobol"), key=_seed)
+            vals = " ".join(f"{r['simple_regret']:.3g}" for r in rs)
+            print(f"  per seed {pid} COBOL {e}: {vals}")
     print(f"longest final reject run: {worst_end} (acceptance: <= 5)")
     secs = [r["seconds"] for r in results if r["method"] == "cobol"]
     print(f"COBOL seconds per run: median {np.median(secs):.1f} (machine shared; under load)")
+
+
+def _seed(r: dict) -> int:
+    return int(r["seed"])
 
 
 if __name__ == "__main__":

@@ -40,10 +40,10 @@ def ackley2(a: float = 1.0) -> ExpertProblem:
     )
 
 
-def run(seed: int, T: int) -> tuple[list[float], list[float]]:
+def run(seed: int, T: int, **options: float) -> tuple[list[float], list[float]]:
     problem = ackley2()
     rng = np.random.default_rng(10_000 + seed)
-    policy = COBOL(problem.space, seed)
+    policy = COBOL(problem.space, seed, **options)
     wall: list[float] = []
     cpu: list[float] = []
     w = c = 0.0
@@ -74,16 +74,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--iterations", type=int, default=30)
+    ap.add_argument("--refit-growth", type=float, default=0.0, help="COBOL's refit_growth")
     args = ap.parse_args()
     wall: list[float] = []
     cpu: list[float] = []
     for seed in range(args.repeats):
-        w, c = run(seed, args.iterations)
+        w, c = run(seed, args.iterations, refit_growth=args.refit_growth)
         wall += w
         cpu += c
     print(
         f"COBOL, 2-D Ackley, a = 1, T = {args.iterations}, 10 initial labels, "
-        f"{args.repeats} seeds ({len(wall)} iterations)"
+        f"{args.repeats} seeds ({len(wall)} iterations), refit_growth={args.refit_growth}"
     )
     print(f"median wall ms per iteration: {1000 * statistics.median(wall):.1f} (target 10)")
     print(f"median CPU ms per iteration:  {1000 * statistics.median(cpu):.1f}")

@@ -66,7 +66,9 @@ def test_stuck_mode_regression_on_2d_ackley():
     defaults (30 f-evaluations) no two rejects are consecutive and the run ends on an
     evaluation; its simple regret (observed 0.038) is at most 3x GP-LCB's (observed 0.0436)."""
     p = _ackley2(2.0)
-    paper = COBOL(p.space, 4, reject_rule="paper", budget="iterations", n_candidates=256)
+    paper = COBOL(
+        p.space, 4, reject_rule="paper", budget="iterations", harm_budget=None, n_candidates=256
+    )
     simulate(paper, p, 30, seed=4)
     assert paper.lam == 0.0 and _final_reject_run(paper) >= 8
     ours = COBOL(p.space, 4, n_candidates=256)
@@ -226,3 +228,28 @@ def test_initial_data_through_a_study(tmp_path):
     np.testing.assert_array_equal(again.policy.rejected, [0.0, 1.0])
     q = again.ask()  # the policy asks the rest of its initial labels
     assert q.kind == "label"
+
+
+def test_harm_budget_dismisses_an_adversarial_expert():
+    """2-D Ackley, a = -2 (seed 5, 14 evaluations): the expert-led evaluations improve the best
+    value less often than the GP forecast for its own proposals x^u (``P_GP(x^u improves) -
+    1[x^c improved]`` each, in [-1, 1]); once that estimated cost exceeds ``harm_budget`` the
+    expert is dismissed: no
+    label is asked after that and every evaluation is GP-LCB's x^u. Without a budget (the
+    paper's line 6 alone) the same run keeps consulting the expert."""
+    p = _ackley2(-2.0)
+    ours = COBOL(p.space, 5, **FAST)
+    simulate(ours, p, 14, seed=5)
+    assert ours.expert_dismissed and ours.harm > ours.harm_budget
+    assert ours.describe()["expert_dismissed"]
+    assert all(-1.0 <= h <= 1.0 for h in ours.harm_history)
+    assert abs(sum(ours.harm_history) - ours.harm) < 1e-12
+    bo = [q for q, _ in ours.history if not q.initial]
+    last_label = max(i for i, q in enumerate(bo) if isinstance(q, Label))
+    after = bo[last_label + 1 :]
+    assert len(after) >= 3 and all(isinstance(q, Evaluate) for q in after)
+    assert ours.outcomes[-len(after) + 1 :] == ["vanilla"] * (len(after) - 1)
+    paper = COBOL(p.space, 5, harm_budget=None, **FAST)
+    simulate(paper, p, 14, seed=5)
+    assert paper.harm > 1.0  # the same evidence, ignored
+    assert not paper.expert_dismissed and paper.labels_asked > ours.labels_asked

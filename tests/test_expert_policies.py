@@ -277,3 +277,45 @@ def test_battery_user_data_loader(tmp_path):
     bad.write_text("a,b\n1,2\n")
     with pytest.raises(InvalidInputError):
         get("expert/battery-li-ma", path=str(bad))
+
+
+@pytest.mark.parametrize("cls", [COBOL, GPLCB])
+def test_recommend_has_no_side_effects(cls):
+    """Calling recommend() between answers (GP out of date: it must refit) leaves every later
+    query exactly as without the calls, and recommends what the policy's own refit gives."""
+
+    def drive(call_recommend: bool) -> tuple[list, list]:
+        pol = cls(Box([0, 0], [1, 1]), 3, **FAST)
+        xs, recs = [], []
+        while pol.iteration < 4:
+            q = pol.ask()
+            xs.append(np.asarray(q.x).copy())
+            if isinstance(q, Label):
+                pol.tell(q.id, bool(q.x[0] < 0.5))
+            else:
+                pol.tell(q.id, _sphere(q.x))
+                if call_recommend:
+                    recs.append(pol.recommend())
+        return xs, recs
+
+    plain, _ = drive(False)
+    probed, recs = drive(True)
+    assert len(plain) == len(probed)
+    for a, b in zip(plain, probed, strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert all(r.point is not None and r.point.shape == (2,) for r in recs)
+
+
+def test_refit_growth_skips_refits_but_conditions_on_every_value():
+    """refit_growth > 0: between refits the GP keeps its length-scales yet holds every value."""
+    pol = GPLCB(Box([0, 0], [1, 1]), 0, refit_growth=10.0, **FAST)
+    scales = []
+    while pol.iteration < 4:
+        q = pol.ask()
+        pol.tell(q.id, _sphere(q.x))
+        scales.append(pol.describe()["lengthscale"])
+    pol.ask()
+    assert pol.gp.n == pol.X_f.shape[0] == 7
+    assert scales[-1] == scales[-2] == scales[-3]  # no refit after the first
+    with pytest.raises(InvalidInputError):
+        GPLCB(Box([0, 0], [1, 1]), 0, refit_growth=-1.0)

@@ -149,7 +149,7 @@ def _safe_toy(url, n):
         q = study.ask()
         study.tell(q.id, problem.answer(q.query, rng))
         try:
-            live.append(copy.deepcopy(study.policy).recommend()["boundary_s"])
+            live.append(copy.deepcopy(study.policy).recommend().boundary_s)
         except Exception:  # noqa: BLE001 - no posterior during the safe seeds
             live.append(None)
     return study, problem, rng, live

@@ -15,7 +15,9 @@ Policies (method ids of DESIGN.md):
   ``x^c``. After a reject (default ``reject_rule="veto"``) the rejected proposal is never put to
   the expert again and the next proposal is evaluated (``x^c`` if it passes line 6, else
   ``x^u``); the default budget counts f-evaluations (``budget="iterations"``: Algorithm 1's
-  accounting, a reject consumes the iteration, lines 11-12).
+  accounting, a reject consumes the iteration, lines 11-12). An expert whose evaluated
+  proposals keep doing worse than GP-LCB's forecasts is dismissed (``harm_budget``, not in
+  the paper): COBOL then is GP-LCB.
 * :class:`COBOHL` (``cobohl``) -- Algorithm 2 (App. E): LCB constrained to ``g_lower <= 0``; if
   the expert is asked, the iteration ends without an evaluation whatever the answer.
 * :class:`GPLCB` (``gp-lcb``) -- vanilla GP-LCB (the paper's "vanilla LCB").
@@ -142,6 +144,11 @@ class ExpertPolicy(BasePolicy):
         Measurements ``(X, y)`` the user already has (X (k, d) in the space, y (k,) finite):
         given to :meth:`add_observations` at construction; they take the place of as many
         initial random evaluations.
+    refit_growth:
+        ``0`` (default, the paper's protocol, Sec. 5): the length-scales are refitted whenever
+        f data arrive. ``> 0``: refitted only once the data have grown by this fraction since
+        the last fit (at least one point); in between the GP is conditioned on the new data with
+        the hyperparameters kept (a speed option: the refit is most of an iteration's time).
     """
 
     family = "expert"
@@ -172,6 +179,7 @@ class ExpertPolicy(BasePolicy):
         n_candidates: int = 512,
         n_restarts: int = 1,
         initial_observations: Any = None,
+        refit_growth: float = 0.0,
     ) -> None:
         super().__init__(seed)
         if not isinstance(space, Box | CandidateSet):
@@ -191,6 +199,8 @@ class ExpertPolicy(BasePolicy):
         self.delta = _number(delta, "delta", low=1e-12)
         self.n_candidates = _count(n_candidates, "n_candidates", 1)
         self.n_restarts = _count(n_restarts, "n_restarts", 0)
+        self.refit_growth = _number(refit_growth, "refit_growth", low=0.0)
+        self._last_fit_n = 0
         ls = np.broadcast_to(np.asarray(lengthscale, dtype=np.float64), (self.dim,)).copy()
         if np.any(ls <= 0) or not np.all(np.isfinite(ls)):
             raise InvalidInputError(f"lengthscale must be positive, got {lengthscale!r}")
@@ -273,17 +283,25 @@ class ExpertPolicy(BasePolicy):
         self._y_mean = float(np.mean(y))
         sd = float(np.std(y))
         self._y_std = sd if sd > 0 else 1.0
-        ys = (y - self._y_mean) / self._y_std
-        self.gp.set_data(self.X_f, ys)
-        if self.fit_hyperparameters and self.gp.n >= 2:
-            seed = int(self.rng.integers(2**31))
-            try:
-                self.gp.fit(n_restarts=self.n_restarts, seed=seed)
-            except Exception as exc:  # keep the previous hyperparameters
-                logger.debug("GP fit failed (%s); keeping hyperparameters", exc)
-                self.gp.set_data(self.X_f, ys)
+        self._fit_gp(self.gp, self.rng, self._y_mean, self._y_std)
         self._gp_stale = False
         self._on_gp_refit()
+
+    def _fit_gp(self, gp: ExactGP, rng: np.random.Generator, y_mean: float, y_std: float) -> None:
+        """Give ``gp`` the standardised f data and fit its length-scales (seed drawn from rng)."""
+        ys = (self.y_f - y_mean) / y_std
+        gp.set_data(self.X_f, ys)
+        n = gp.n
+        due = n - self._last_fit_n >= max(1.0, self.refit_growth * self._last_fit_n)
+        if self.fit_hyperparameters and n >= 2 and due:
+            if gp is self.gp:
+                self._last_fit_n = n
+            seed = int(rng.integers(2**31))
+            try:
+                gp.fit(n_restarts=self.n_restarts, seed=seed)
+            except Exception as exc:  # keep the previous hyperparameters
+                logger.debug("GP fit failed (%s); keeping hyperparameters", exc)
+                gp.set_data(self.X_f, ys)
 
     def _on_gp_refit(self) -> None:
         """Hook: COBOL copies the length-scales to k_g."""
@@ -454,11 +472,21 @@ class ExpertPolicy(BasePolicy):
 
     def recommend(self) -> BestPoint:
         """The evaluated point with the lowest posterior mean (original coordinates); its
-        ``point`` is None before the first evaluation."""
+        ``point`` is None before the first evaluation.
+
+        Free of side effects: when the GP is out of date the refit is done on a copy, with the
+        seed the policy's next refit will draw (read from a copy of its generator), so calling
+        this between answers changes nothing the policy does next."""
         if not self.X_f.shape[0]:
             return BestPoint(None)
-        self._sync_gp()
-        mean, _ = self.gp.predict(self.X_f)
+        gp = self.gp
+        if self._gp_stale:
+            import copy
+
+            gp = self.gp.copy()
+            sd = float(np.std(self.y_f))
+            self._fit_gp(gp, copy.deepcopy(self.rng), float(np.mean(self.y_f)), sd or 1.0)
+        mean, _ = gp.predict(self.X_f)
         i = int(np.argmin(mean))
         return BestPoint(self._from_unit(self.X_f[i]))
 
@@ -760,6 +788,25 @@ class COBOL(ExpertPolicy):
         (X (k, d) in the space; ``accepted`` (k,) booleans; y (k,) finite). They take the place
         of as many initial random labels / evaluations (the policy asks only the rest) and are
         validated like answers (:meth:`add_labels`, :meth:`add_observations`).
+    harm_budget:
+        When to stop trusting the expert (not in the paper; issue 12). Line 6's no-harm test
+        bounds the regret of an evaluated ``x^c`` by ``2 beta (1 + eta) sigma(x^c)``: a
+        constant *factor* on GP-LCB's bound, paid on every expert-led evaluation for as long as
+        the expert points at unexplored regions (and, with ``beta_f ~ 1`` on standardised,
+        heavy-tailed outputs, ``f_lower(x^c) <= min f_upper`` holds almost everywhere early on).
+        The dual variable of eq. (5) is no trust measure either: it follows the optimistic
+        ``g_lower(x^c)``, about ``-3`` wherever labels are few, and falls at the same rate for
+        a good and a bad expert. So COBOL also compares, on the data, what following the expert
+        gave with what GP-LCB forecast for its own proposal (a conservative-bandit budget):
+        every evaluated ``x^c`` that differs from ``x^u`` adds ``P_GP(x^u improves the best
+        value) - 1[x^c improved it]`` (the forecast for ``x^u`` runs high, as ``x^u`` is the
+        argmin of an optimistic bound: the test is conservative, a good expert must beat it);
+        once the sum (:attr:`harm`) exceeds ``harm_budget`` the expert is *dismissed*
+        (:attr:`expert_dismissed`) for the rest of the run: no label is asked and ``x^u`` is
+        evaluated, exactly GP-LCB's step. Each expert-led evaluation
+        adds at most 1, so a bad expert costs at most about ``harm_budget + 1`` evaluations
+        that improve nothing beyond what GP-LCB's would have, a constant. ``None``: line 6
+        alone (the paper).
     max_reject_streak:
         Guard against reject streaks (spec pitfall 9; not in the paper): after this many
         rejections in a row the next iteration evaluates the vanilla LCB point x^u without
@@ -800,10 +847,20 @@ class COBOL(ExpertPolicy):
         max_reject_streak: int | None = None,
         max_pinpoint_labels: int = 200,
         initial_labels: Any = None,
+        harm_budget: float | None = 1.0,
         **kwargs: Any,
     ) -> None:
         super().__init__(space, seed, **kwargs)
         self.eta = _number(eta, "eta", low=1.0, allow_inf=True)
+        self.harm_budget = (
+            None if harm_budget is None else _number(harm_budget, "harm_budget", allow_inf=True)
+        )
+        #: per expert-led evaluation: ``P_GP(x^u improves) - 1[x^c improved]``
+        self.harm_history: list[float] = []
+        #: per GP-led evaluation (x^u evaluated): ``P_GP(x^u improves) - 1[x^u improved]``
+        self.gp_forecast_history: list[float] = []
+        self._harm_refs: dict[int, tuple[str, float, float]] = {}
+        self._pending_ref: tuple[str, float, float] | None = None
         self.lam = _number(lambda0, "lambda0", low=0.0)
         self.lambda0 = self.lam
         self.g_thr = _number(g_thr, "g_thr", low=0.0, allow_inf=True)
@@ -1004,14 +1061,19 @@ class COBOL(ExpertPolicy):
         if self._pending_eval is not None:  # accepted label: evaluate x^c in the same iteration
             u, index = self._pending_eval
             self._pending_eval = None
-            return self._ask_unit(u, index, "evaluate")
+            q = self._ask_unit(u, index, "evaluate")
+            if self._pending_ref is not None:
+                self._harm_refs[q.id] = self._pending_ref
+                self._pending_ref = None
+            return q
         self._sync_gp()
-        if self.max_reject_streak is not None and self._reject_streak >= self.max_reject_streak:
+        guard = self.max_reject_streak is not None and self._reject_streak >= self.max_reject_streak
+        if guard or self.expert_dismissed:
             U, idx = self._candidates()
             u_u, i_u, _ = self._minimise(self._f_lower, U, idx)
-            self.guarded += 1
+            self.guarded += int(guard)
             self.outcomes.append("vanilla")
-            return self._ask_unit(u_u, i_u, "evaluate")
+            return self._gp_led(u_u, i_u)
         if self.candidate == "pinpoint" and not self._pinpoint_ready():
             U, idx = self._sample_unit(1)
             return self._ask_unit(U[0], None if idx is None else int(idx[0]), "label")
@@ -1027,7 +1089,7 @@ class COBOL(ExpertPolicy):
             if not self._candidate_found:  # every candidate vetoed: GP-LCB's point
                 self._after_reject = False
                 self.outcomes.append("vanilla")
-                return self._ask_unit(u_u, i_u, "evaluate")
+                return self._gp_led(u_u, i_u)
         pts = np.vstack([u_u, u_c])
         g_low_c, g_up_c = self.expert.bounds(u_c[None, :])
         assert g_low_c is not None and g_up_c is not None
@@ -1078,15 +1140,60 @@ class COBOL(ExpertPolicy):
             return self._ask_unit(u_u, i_u, "evaluate")
         if not passes:
             self.outcomes.append("vanilla")
-            return self._ask_unit(u_u, i_u, "evaluate")
+            return self._gp_led(u_u, i_u)
+        # an expert-led proposal (x^c a different point than x^u) or GP-LCB's own (x^c = x^u):
+        # remember the GP's forecast that x^u improves the best value (harm_budget)
+        distinct = float(np.max(np.abs(u_c - u_u))) > 0.01  # unit-cube coordinates
+        ref = ("expert" if distinct else "gp", *self._improvement_forecast(u_u))
         if width > self.g_thr and not self._after_reject:  # line 8: the expert is unsure -> ask
-            return self._ask_unit(u_c, i_c, "label")
-        self.outcomes.append("unasked")
-        return self._ask_unit(u_c, i_c, "evaluate")
+            q = self._ask_unit(u_c, i_c, "label")
+        else:
+            self.outcomes.append("unasked")
+            q = self._ask_unit(u_c, i_c, "evaluate")
+        if ref is not None:
+            self._harm_refs[q.id] = ref
+        return q
+
+    def _improvement_forecast(self, u: np.ndarray) -> tuple[float, float]:
+        """``(P_GP(f(u) < best), best)``: the GP's probability that ``u`` improves the best value
+        observed so far (probability of improvement, standardised units)."""
+        from scipy.special import ndtr
+
+        mean, var = self.gp.predict(u[None, :])
+        best = float(np.min(self.y_f))
+        z = ((best - self._y_mean) / self._y_std - mean[0]) / math.sqrt(max(var[0], 1e-300))
+        return float(ndtr(z)), best
+
+    def _gp_led(self, u: np.ndarray, index: int | None) -> Query:
+        """Evaluate GP-LCB's own proposal x^u, keeping the GP's forecast for harm_budget."""
+        q = self._ask_unit(u, index, "evaluate")
+        self._harm_refs[q.id] = ("gp", *self._improvement_forecast(u))
+        return q
+
+    @property
+    def harm(self) -> float:
+        """Estimated cost of following the expert (harm_budget): over the expert-led
+        evaluations, ``sum P_GP(x^u improves) - 1[x^c improved]``. The reference is the GP's
+        own forecast for its proposal x^u, which runs high (x^u is the argmin of an optimistic
+        bound; the misses on GP-led evaluations are kept in :attr:`gp_forecast_history`): the
+        comparison is conservative on purpose -- subtracting that bias let an adversarial
+        expert lead for the whole run on Rosenbrock (docs/reproductions/expert.md)."""
+        return float(np.sum(self.harm_history)) if self.harm_history else 0.0
+
+    @property
+    def expert_dismissed(self) -> bool:
+        """Whether following the expert has cost more than ``harm_budget`` (COBOL then is GP-LCB
+        and asks no labels)."""
+        return self.harm_budget is not None and self.harm > self.harm_budget
 
     def _after_evaluation(self, query: Evaluate) -> None:
         self._reject_streak = 0
         self._after_reject = False
+        ref = self._harm_refs.pop(query.id, None)
+        if ref is not None:  # did the evaluation improve as often as the GP forecast for x^u?
+            kind, pi_u, best = ref
+            h = pi_u - float(float(self.y_f[-1]) < best)
+            (self.harm_history if kind == "expert" else self.gp_forecast_history).append(h)
 
     def _note_label(self, query: Label, accepted: bool) -> None:
         """Count a BO-phase label; a reject vetoes the proposal (``"veto"`` rule)."""
@@ -1120,9 +1227,11 @@ class COBOL(ExpertPolicy):
                 self._pinpoint_streak += 1
             return
         self._note_label(query, accepted)
+        ref = self._harm_refs.pop(query.id, None)
         if accepted:
             self.outcomes.append("accept")
             self._pending_eval = (self._to_unit(query.x)[0], query.index)
+            self._pending_ref = ref
         else:
             self.outcomes.append("reject")
             self._reject_streak += 1
@@ -1149,6 +1258,8 @@ class COBOL(ExpertPolicy):
                 "labels_asked": self.labels_asked,
                 "labels_rejected": self.labels_rejected,
                 "budget": self.budget,
+                "harm": self.harm,
+                "expert_dismissed": self.expert_dismissed,
             }
         )
         return d
@@ -1346,6 +1457,8 @@ _DOCS = {
     "delta": "failure probability in the beta_f of Lemma 3.1",
     "n_candidates": "Sobol points scored per iteration on a box",
     "n_restarts": "local refinements of the best candidates on a box",
+    "refit_growth": "0: refit the length-scales on every new f value (paper); > 0: only after the "
+    "data grew by this fraction",
     "eta": "no-harm ratio of Alg. 1 line 6: sigma(x^u) <= eta sigma(x^c)",
     "lambda0": "initial dual variable lambda of eq. 5/6",
     "g_thr": "expert-uncertainty threshold below which x^c is evaluated without a label",
@@ -1369,6 +1482,8 @@ _DOCS = {
     "g_value_bound": "box the latent values (labelled and query points) to [-v, v]; None: as "
     "printed",
     "max_reject_streak": "after this many rejections in a row evaluate x^u unasked; None: never",
+    "harm_budget": "stop following the expert once its evaluated proposals cost this much "
+    "(standardised units) against GP-LCB's expectation of its own; None: never",
     "max_pinpoint_labels": "labels asked at most to pinpoint one point",
     "max_rejections": "proposals rejected at most before one is evaluated anyway",
     "w0": "initial trust w_0 in the human's belief (w_t = w0 gamma^t)",

@@ -194,13 +194,19 @@ def maximum_likelihood(
     w0: np.ndarray | None = None,
     *,
     value_bound: float | None = None,
+    mu_hint: float | None = None,
 ) -> MLEResult:
     """Solve (37): ``max_Z l(Z) s.t. Z^T K^{-1} Z <= B^2`` in whitened form ``Z = L w``.
 
     ``L`` (n, n) is the lower Cholesky factor of ``K + jitter I``; ``rejected`` (n,) in {0, 1}.
     ``value_bound``: also ``|Z_i| <= value_bound`` (by the log-barrier of :class:`_Likelihood`;
-    ``loglik`` then includes the barrier term).
+    ``loglik`` then includes the barrier term). ``w0`` and ``mu_hint`` (the ball multiplier of a
+    nearby problem, e.g. before the last label or kernel change) are warm starts: the root search
+    for ``mu`` first tries a bracket of one unit of ``log mu`` around the hint; the solution is
+    the same (to the root tolerance) either way.
     """
+    from scipy.optimize import brentq  # lazily: a study call must not pay for scipy.optimize
+
     n = L.shape[0]
     B = float(norm_bound)
     r = _as_likelihood(rejected, value_bound)
@@ -214,6 +220,14 @@ def maximum_likelihood(
         state["w"] = w
         return float(np.linalg.norm(w)) - B
 
+    if mu_hint is not None and mu_hint > 0:  # warm start: a narrow bracket around the hint
+        h = math.log(mu_hint)
+        f_a = norm_excess(h - 0.5)
+        if f_a >= 0:
+            f_b = norm_excess(h + 0.5)
+            if f_b <= 0:
+                log_mu = brentq(norm_excess, h - 0.5, h + 0.5, xtol=1e-13, rtol=1e-13, maxiter=200)
+                return _mle_at(L, r, math.exp(log_mu), state["w"], B)
     # ||w(mu)|| <= ||L^T (r - p)|| / mu <= ||L||_2 sqrt(n) / mu: mu_hi makes the ball inactive
     mu_hi = float(np.linalg.norm(L, 2)) * math.sqrt(n) / B * 1.01 + 1e-12
     lo = math.log(mu_hi) - 2.0
@@ -235,11 +249,13 @@ def maximum_likelihood(
         while f_hi > 0 and hi < 50:
             hi += 3.0
             f_hi = norm_excess(hi)
-    from scipy.optimize import brentq  # lazily: a study call must not pay for scipy.optimize
-
     log_mu = brentq(norm_excess, lo, hi, xtol=1e-13, rtol=1e-13, maxiter=200)
-    mu = math.exp(log_mu)
-    w = _newton_penalised(L, r, mu, state["w"])
+    return _mle_at(L, r, math.exp(log_mu), state["w"], B)
+
+
+def _mle_at(L: np.ndarray, r: _Likelihood, mu: float, w0: np.ndarray, B: float) -> MLEResult:
+    """The MLE for the ball multiplier ``mu`` found by the root search of (37)."""
+    w = _newton_penalised(L, r, mu, w0)
     # project onto the sphere to remove the root-finding residual (feasibility is exact)
     nw = float(np.linalg.norm(w))
     if nw > B:
@@ -798,6 +814,7 @@ class LikelihoodRatioModel:
         self._r = np.zeros(0)
         self._L = np.zeros((0, 0))
         self._mle: MLEResult | None = None
+        self._warm: tuple[np.ndarray, float, float] | None = None
         self.doublings = 0
 
     # ------------------------------------------------------------------ state
@@ -823,10 +840,31 @@ class LikelihoodRatioModel:
     @property
     def mle(self) -> MLEResult:
         if self._mle is None:
+            w0, mu_hint = self._warm_start()
             self._mle = maximum_likelihood(
-                self._L, self._r, self.norm_bound, value_bound=self.value_bound
+                self._L,
+                self._r,
+                self.norm_bound,
+                w0,
+                value_bound=self.value_bound,
+                mu_hint=mu_hint,
             )
+            self._warm = (self._mle.Z.copy(), self._mle.mu, self.norm_bound)
         return self._mle
+
+    def _warm_start(self) -> tuple[np.ndarray | None, float | None]:
+        """Start of the MLE from the last one (before a new label or kernel): its values at the
+        labelled points (a new point: 0) and its ball multiplier."""
+        if self._warm is None or self.n == 0:
+            return None, None
+        Z, mu, B = self._warm
+        if B != self.norm_bound or Z.size not in (self.n, self.n - 1):
+            return None, None
+        Z0 = np.concatenate([Z, np.zeros(self.n - Z.size)])
+        if self.value_bound is not None:
+            Z0 = np.clip(Z0, -0.99 * self.value_bound, 0.99 * self.value_bound)
+        w0 = solve_triangular(self._L, Z0, lower=True, check_finite=False)
+        return w0, (mu if mu > 0 else None)
 
     @property
     def loglik_mle(self) -> float:
