@@ -15,6 +15,7 @@ Run (one thread, ``--jobs`` processes)::
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -24,7 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-METHODS = ("eubo", "maxminlcb", "mr-lpf", "random")
+METHODS = ("eubo-regret", "eubo", "maxminlcb", "mr-lpf", "random")
 CHECKPOINTS = (25, 50, 100, 200)
 
 
@@ -40,6 +41,8 @@ def run(job: tuple[str, str, int, int]) -> dict:
     seconds = time.perf_counter() - t0
     rec = trace.records
     return {
+        "seed": seed,
+        "horizon": horizon,
         "problem": problem_id,
         "method": method,
         "R": {t: rec[t - 1]["metrics"]["cumulative_regret"] for t in CHECKPOINTS if t <= len(rec)},
@@ -63,6 +66,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--methods", nargs="*", default=list(METHODS))
     ap.add_argument("--problems", nargs="*", default=[e.id for e in problems.list("preference")])
+    ap.add_argument("--out", default=None, help="also append every run as a JSON line here")
     args = ap.parse_args(argv)
     jobs = [
         (p, m, s, args.horizon)
@@ -74,6 +78,9 @@ def main(argv: list[str] | None = None) -> None:
     with ProcessPoolExecutor(args.jobs) as pool:
         for i, row in enumerate(pool.map(run, jobs), 1):
             rows.append(row)
+            if args.out:
+                with open(args.out, "a") as fh:
+                    fh.write(json.dumps(row) + "\n")
             print(f"\r{i}/{len(jobs)}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     cps = [t for t in CHECKPOINTS if t <= args.horizon]
