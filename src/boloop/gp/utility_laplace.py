@@ -83,7 +83,9 @@ class UtilityPosterior:
         self._a0 = np.zeros(self.U.size)
         if start is not None and start.U.size and start.K is K:
             pos = np.searchsorted(self.U, start.U)
-            if np.all(pos < self.U.size) and np.array_equal(self.U[np.minimum(pos, self.U.size - 1)], start.U):
+            if np.all(pos < self.U.size) and np.array_equal(
+                self.U[np.minimum(pos, self.U.size - 1)], start.U
+            ):
                 self._a0[pos] = start.a
         self.f_U = self.K_UU @ self._a0
         self.newton_steps = 0
