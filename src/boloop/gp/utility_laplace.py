@@ -251,13 +251,21 @@ def best_pairs(
         kd = np.diag(post.K)[idx]
         var = np.maximum(kd - np.einsum("ij,ij->j", V, V), 0.0)
         parts.append((float(w), mu, np.sqrt(var), V, post.K, kd))
-    bound = np.zeros((k, k))
-    for w, mu, sd, _, _, _ in parts:
-        per_option = _INV_SQRT_2PI * sd + 0.5 * exploit * mu
-        bound += w * np.maximum.outer(mu, mu)
-        bound += w * np.add.outer(per_option, per_option)
-    lower = np.arange(k)[:, None] >= np.arange(k)[None, :]
-    bound[lower] = -np.inf  # pairs a < b only (a duel of two distinct options)
+    # the bound is symmetric in (a, b): computed on the full k x k matrix, the diagonal (a duel
+    # of an option with itself) excluded, and the pairs a < b kept at the end
+    bound = np.empty((k, k))
+    tmp = np.empty((k, k))
+    for n_model, (w, mu, sd, _, _, _) in enumerate(parts):
+        per_option = w * (_INV_SQRT_2PI * sd + 0.5 * exploit * mu)
+        target = bound if n_model == 0 else tmp
+        np.maximum(mu[:, None], mu[None, :], out=target)
+        if w != 1.0:
+            target *= w
+        target += per_option[:, None]
+        target += per_option[None, :]
+        if n_model:
+            bound += tmp
+    np.fill_diagonal(bound, -np.inf)
     flat_bound = bound.ravel()
 
     def exact(flat: np.ndarray) -> np.ndarray:
@@ -271,9 +279,10 @@ def best_pairs(
         return out
 
     # a first exact score: the pair of largest bound in each row
-    rows = np.arange(k - 1)
-    best = float(np.max(exact(rows * k + np.argmax(bound[:-1], axis=1))))
+    rows = np.arange(k)
+    best = float(np.max(exact(rows * k + np.argmax(bound, axis=1))))
     sel = np.flatnonzero(flat_bound >= best - tol * max(1.0, abs(best)))
+    sel = sel[sel // k < sel % k]  # a < b
     score = exact(sel)
     best = max(best, float(score.max()))
     keep = score >= best - tol * max(1.0, abs(best))
