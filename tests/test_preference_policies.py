@@ -348,8 +348,13 @@ def test_a_preference_study_without_a_method_runs_the_family_default(tmp_path):
     assert study.family == "preference"
     q = study.ask()
     study.tell(q.id, 0)
-    with pytest.raises(InvalidInputError, match="no default method"):
+    with pytest.raises(InvalidInputError, match="the levelset family has none"):
         create_study("lse", None, problem="levelset/sinusoidal", storage=url, seed=0)
+    table = {"candidates": {"columns": ["sugar"], "rows": [[0.1], [0.5], [0.9]]}}
+    with pytest.raises(InvalidInputError, match="names no family"):
+        create_study("t", None, table, storage=url, seed=0)
+    s2 = create_study("t", None, table, storage=url, seed=0, family="preference")
+    assert s2.method == FAMILY_DEFAULTS["preference"]
     res = subprocess.run(
         [sys.executable, "-m", "boloop.cli", "study", "create", "pie"]
         + ["--problem", "preference/toy", "--storage", url],

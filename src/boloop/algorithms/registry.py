@@ -62,11 +62,11 @@ def default_method(family: str | None) -> str:
         return FAMILY_DEFAULTS[str(family)]
     from boloop.errors import InvalidInputError
 
-    have = ", ".join(f"{f} ({m})" for f, m in sorted(FAMILY_DEFAULTS.items()))
+    have = ", ".join(f"--family {f} runs {m}" for f, m in sorted(FAMILY_DEFAULTS.items()))
+    what = "the space names no family" if family is None else f"the {family} family has none"
     raise InvalidInputError(
-        f"no method given and the {family!r} family has no default method: name one "
-        f"(boloop methods{'' if family is None else ' --family ' + str(family)}); families "
-        f"with a default: {have}"
+        f"no method given and {what}: name a method (boloop methods) or a family with a "
+        f"default method ({have})"
     )
 
 
