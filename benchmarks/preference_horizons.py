@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed, ... (resume)")
     ap.add_argument("--horizon", type=int, default=200)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--methods", nargs="*", default=list(METHODS))
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
         (p, m, s, args.horizon)
         for p in args.problems
         for m in args.methods
-        for s in range(args.seeds)
+        for s in range(args.first_seed, args.first_seed + args.seeds)
     ]
     rows = []
     with ProcessPoolExecutor(args.jobs) as pool:
