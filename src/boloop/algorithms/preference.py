@@ -773,7 +773,6 @@ class EUBO(_DuelingPolicy):
         #: options the last duel was chosen among (all options without ``plausible_beta``)
         self.n_plausible_last = self.m
         self._warm: dict[tuple[float, float], UtilityPosterior] = {}
-        self._scaled_grams: dict[tuple[int, float], np.ndarray] = {}
         if self.fit_kernel:
             grams = {ls: self._gram(SquaredExponential(ls, 1.0)) for ls in self.lengthscales}
             self._grid = [
@@ -796,7 +795,7 @@ class EUBO(_DuelingPolicy):
             shortest = min(self.lengthscales)
             grid = [g for g in grid if g[0] <= cap or g[0] == shortest]
         posts = [
-            UtilityPosterior(self._scaled(K, var), w, los, start=self._warm.get((ls, var)))
+            UtilityPosterior(K * var, w, los, start=self._warm.get((ls, var)))
             for ls, var, K in grid
         ]
         self._warm.update({(ls, var): p for (ls, var, _), p in zip(grid, posts)})
@@ -810,13 +809,6 @@ class EUBO(_DuelingPolicy):
         weights = weights[kept] / weights[kept].sum()
         self._mixture = [(float(wk), posts[k]) for wk, k in zip(weights, kept)]
         self._models = [grid[k] for k in kept]
-
-    def _scaled(self, K: np.ndarray, var: float) -> np.ndarray:
-        """``var * K``, one array per grid model (so that warm starts can recognise it)."""
-        key = (id(K), var)
-        if key not in self._scaled_grams:
-            self._scaled_grams[key] = K * var
-        return self._scaled_grams[key]
 
     def plausible(self) -> np.ndarray:
         """Indices of the options that may still be the best: ``mean + beta sd`` at least the

@@ -78,14 +78,13 @@ class UtilityPosterior:
         self.D[np.arange(n), inv[n:]] -= 1.0
         self.K_UU = K[np.ix_(self.U, self.U)]
         # Newton's start: f = K_UU a with a = 0, or (warm start) the ``a`` of ``start``, a posterior
-        # with the same K on a subset of these duels, on its options and 0 on the new ones. The
-        # mode is unique (the objective is concave): the start changes only the number of steps.
+        # of the same options on a subset of these duels (typically the previous duel's), on its
+        # options and 0 on the new ones. The mode is unique (the objective is concave): the start
+        # changes only the number of steps.
         self._a0 = np.zeros(self.U.size)
-        if start is not None and start.U.size and start.K is K:
-            pos = np.searchsorted(self.U, start.U)
-            if np.all(pos < self.U.size) and np.array_equal(
-                self.U[np.minimum(pos, self.U.size - 1)], start.U
-            ):
+        if start is not None and start.m == m and start.U.size:
+            pos = np.minimum(np.searchsorted(self.U, start.U), self.U.size - 1)
+            if np.array_equal(self.U[pos], start.U):
                 self._a0[pos] = start.a
         self.f_U = self.K_UU @ self._a0
         self.newton_steps = 0
