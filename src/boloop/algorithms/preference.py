@@ -329,6 +329,7 @@ class _DuelingPolicy(BasePolicy):
                 "normalize_loss": self.normalize_loss,
                 "kernel": repr(self.kernel),
                 "kernel_fitted": self.fit_kernel,
+                "recommend_rule": self.recommend_rule,
                 "recommendation_index": self.recommend_index(),
             }
         )
