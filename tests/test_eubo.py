@@ -158,8 +158,11 @@ def test_warm_start_reaches_the_same_mode_in_fewer_steps():
     assert warm.newton_steps <= cold.newton_steps
 
 
-@pytest.mark.parametrize("exploit", [0.0, 1.0, 3.0])
-def test_best_pairs_equals_the_argmax_over_every_pair(exploit):
+@pytest.mark.parametrize(
+    "exploit,optimism,ref",
+    [(0, 0, False), (1, 0, False), (3, 0, False), (1, 1.5, False), (1, 1, True)],
+)
+def test_best_pairs_equals_the_argmax_over_every_pair(exploit, optimism, ref):
     for seed in range(4):
         K, w, los = _posterior(seed)
         posts = [(0.3, UtilityPosterior(K, w, los)), (0.7, UtilityPosterior(0.5 * K, w, los))]
@@ -168,9 +171,17 @@ def test_best_pairs_equals_the_argmax_over_every_pair(exploit):
         full = np.zeros(iu[0].size)
         for wk, p in posts:
             mu = p.mean()[among]
-            E = eubo_all_pairs(mu, p.covariance()[np.ix_(among, among)])[iu]
-            full += wk * (E + 0.5 * exploit * (mu[iu[0]] + mu[iu[1]]))
-        a, b, score = best_pairs(posts, exploit=exploit, among=among)
+            C = p.covariance()[np.ix_(among, among)]
+            if ref:  # sd of f(x) - f(reference), reference = option 3 (not necessarily in among)
+                Cf = p.covariance()
+                u = mu + optimism * np.sqrt(np.diag(Cf)[among] + Cf[3, 3] - 2 * Cf[among, 3])
+            else:
+                u = mu + optimism * np.sqrt(np.diag(C))
+            E = eubo_all_pairs(mu, C)[iu]
+            full += wk * (E + 0.5 * exploit * (u[iu[0]] + u[iu[1]]))
+        a, b, score = best_pairs(
+            posts, exploit=exploit, among=among, optimism=optimism, reference=3 if ref else None
+        )
         k = int(np.argmax(full))
         assert (a[0], b[0]) == (among[iu[0][k]], among[iu[1][k]])
         assert score[0] == pytest.approx(full[k], rel=1e-10)
@@ -213,7 +224,7 @@ def test_regret_aware_eubo_duels_plausible_options_and_is_eubo_without_its_terms
     pol = make_policy("eubo-regret", prob, 0)
     trace = simulate(pol, prob, 40, seed=0)
     d = pol.describe()
-    assert d["exploit"] == 1.0 and d["plausible_beta"] is None
+    assert d["exploit"] == 1.0 and d["optimism"] == 1.0 and d["plausible_beta"] is None
     # the optional bounds: beta = 0 keeps only options whose mean reaches the best mean (and the
     # runner-up, so that a duel exists); a wide beta keeps every option
     narrow = make_policy("eubo-regret", prob, 0, plausible_beta=0.0)
@@ -225,7 +236,7 @@ def test_regret_aware_eubo_duels_plausible_options_and_is_eubo_without_its_terms
     assert wide.plausible().size == prob.space.n
     assert trace.records[-1]["metrics"]["simple_regret"] < 0.2
     plain = simulate("eubo", prob, 15, seed=3)
-    same = simulate("eubo-regret", prob, 15, seed=3, exploit=0.0, plausible_beta=None)
+    same = simulate("eubo-regret", prob, 15, seed=3, exploit=0.0, optimism=0.0)
     assert [r["points"] for r in plain.records] == [r["points"] for r in same.records]
     with pytest.raises(InvalidInputError):
         make_policy("eubo-regret", prob, 0, exploit=-1.0)

@@ -732,6 +732,7 @@ class EUBO(_DuelingPolicy):
         min_weight: float = 0.01,
         max_models: int = 3,
         exploit: float = 0.0,
+        optimism: float = 0.0,
         plausible_beta: float | None = None,
         n_candidates: int = 256,
         tie_break: str = "random",
@@ -763,6 +764,10 @@ class EUBO(_DuelingPolicy):
         if not math.isfinite(ex) or ex < 0:
             raise InvalidInputError(f"exploit must be >= 0 and finite, got {exploit!r}")
         self.exploit = ex
+        op = float(optimism)
+        if not math.isfinite(op) or op < 0:
+            raise InvalidInputError(f"optimism must be >= 0 and finite, got {optimism!r}")
+        self.optimism = op
         if plausible_beta is not None:
             pb = float(plausible_beta)
             if not math.isfinite(pb) or pb < 0:
@@ -834,7 +839,15 @@ class EUBO(_DuelingPolicy):
             return self._compare(0, 0)
         M = self.plausible()
         self.n_plausible_last = int(M.size)
-        a, b, score = best_pairs(self._mixture, exploit=self.exploit, among=M, tol=self.tie_tol)
+        ref = int(np.argmax(self.posterior_mean())) if self.exploit and self.optimism else None
+        a, b, score = best_pairs(
+            self._mixture,
+            exploit=self.exploit,
+            among=M,
+            tol=self.tie_tol,
+            optimism=self.optimism,
+            reference=ref,
+        )
         k = self._pick(score) if self.tie_break == "random" else 0
         return self._compare(int(a[k]), int(b[k]))
 
@@ -872,6 +885,7 @@ class EUBO(_DuelingPolicy):
         d.update(
             {
                 "exploit": self.exploit,
+                "optimism": self.optimism,
                 "plausible_beta": self.plausible_beta,
                 "n_plausible_last": self.n_plausible_last,
             }
@@ -912,6 +926,7 @@ class RegretAwareEUBO(EUBO):
         min_weight: float = 0.01,
         max_models: int = 3,
         exploit: float = 1.0,
+        optimism: float = 1.0,
         plausible_beta: float | None = None,
         n_candidates: int = 256,
         tie_break: str = "random",
@@ -927,6 +942,7 @@ class RegretAwareEUBO(EUBO):
             min_weight=min_weight,
             max_models=max_models,
             exploit=exploit,
+            optimism=optimism,
             plausible_beta=plausible_beta,
             n_candidates=n_candidates,
             tie_break=tie_break,
@@ -990,7 +1006,8 @@ _DOCS = {
 }
 _KERNEL_OR_FIT = {"kernel": "Kernel | str | None"}
 _EUBO_DOCS = {
-    "exploit": "weight of the duel's mean utility (mu_a + mu_b) / 2 added to E[max(f_a, f_b)]",
+    "exploit": "weight of the duel's utility (u_a + u_b) / 2 added to E[max(f_a, f_b)]",
+    "optimism": "u = posterior mean + optimism x posterior sd in the duel's utility",
     "plausible_beta": "duel only options with mean + beta sd >= the best mean - beta sd "
     "(None: every option)",
 }

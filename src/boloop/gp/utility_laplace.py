@@ -226,11 +226,17 @@ def best_pairs(
     exploit: float = 0.0,
     among: np.ndarray | None = None,
     tol: float = 1e-12,
+    optimism: float = 0.0,
+    reference: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair ``a < b`` of ``among`` whose score is within ``tol`` (relative) of the best, with
     its score, exactly, without scoring every pair in closed form:
 
-    ``score(a, b) = sum_k w_k ( E_k[max(f_a, f_b)] + exploit (mu_ka + mu_kb) / 2 )``
+    ``score(a, b) = sum_k w_k ( E_k[max(f_a, f_b)] + exploit (u_ka + u_kb) / 2 )``,
+    ``u_k(x) = mu_k(x) + optimism sd_k(x)``: the posterior mean, or an upper confidence bound;
+    with ``reference`` (an option index) ``sd_k(x)`` is the standard deviation of
+    ``f(x) - f(reference)``, the uncertainty that duels can remove (they identify differences of
+    utilities, never their level)
 
     over a mixture of posteriors ``[(w_k, posterior_k)]``. ``E[max]`` is bounded above by
     ``max(mu_a, mu_b) + phi(0) (sd_a + sd_b)`` (``E[(d + s Z)^+] <= d^+ + s phi(0)`` and
@@ -249,13 +255,24 @@ def best_pairs(
         mu = post.mean(idx)
         kd = np.diag(post.K)[idx]
         var = np.maximum(kd - np.einsum("ij,ij->j", V, V), 0.0)
-        parts.append((float(w), mu, np.sqrt(var), V, post.K, kd))
+        if optimism and exploit:
+            if reference is None:
+                u = mu + optimism * np.sqrt(var)
+            else:
+                r = int(reference)
+                Vfull = post.factor()
+                vr = max(float(post.K[r, r] - Vfull[:, r] @ Vfull[:, r]), 0.0)
+                cov_r = post.K[idx, r] - V.T @ Vfull[:, r]
+                u = mu + optimism * np.sqrt(np.maximum(var + vr - 2.0 * cov_r, 0.0))
+        else:
+            u = mu
+        parts.append((float(w), mu, np.sqrt(var), V, post.K, kd, u))
     # the bound is symmetric in (a, b): computed on the full k x k matrix, the diagonal (a duel
     # of an option with itself) excluded, and the pairs a < b kept at the end
     bound = np.empty((k, k))
     tmp = np.empty((k, k))
-    for n_model, (w, mu, sd, _, _, _) in enumerate(parts):
-        per_option = w * (_INV_SQRT_2PI * sd + 0.5 * exploit * mu)
+    for n_model, (w, mu, sd, _, _, _, u) in enumerate(parts):
+        per_option = w * (_INV_SQRT_2PI * sd + 0.5 * exploit * u)
         target = bound if n_model == 0 else tmp
         np.maximum(mu[:, None], mu[None, :], out=target)
         if w != 1.0:
@@ -270,11 +287,11 @@ def best_pairs(
     def exact(flat: np.ndarray) -> np.ndarray:
         a, b = np.divmod(flat, k)
         out = np.zeros(flat.size)
-        for w, mu, _, V, K, kd in parts:
+        for w, mu, _, V, K, kd, u in parts:
             Vd = V[:, a] - V[:, b]
             dv = kd[a] + kd[b] - 2.0 * K[idx[a], idx[b]] - np.einsum("ij,ij->j", Vd, Vd)
             e = _expected_max_given(mu[a], mu[b], np.maximum(dv, 0.0))
-            out += w * (e + 0.5 * exploit * (mu[a] + mu[b]))
+            out += w * (e + 0.5 * exploit * (u[a] + u[b]))
         return out
 
     # a first exact score: the pair of largest bound in each row
