@@ -47,6 +47,7 @@ def run(job: tuple[str, str, int, int]) -> dict:
         "method": method,
         "R": {t: rec[t - 1]["metrics"]["cumulative_regret"] for t in CHECKPOINTS if t <= len(rec)},
         "simple": rec[-1]["metrics"]["simple_regret"],
+        "S": {t: rec[t - 1]["metrics"]["simple_regret"] for t in CHECKPOINTS if t <= len(rec)},
         "per_duel": seconds / len(rec),
     }
 
