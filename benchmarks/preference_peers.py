@@ -4,7 +4,8 @@ For every finite preference problem and seed, the same option set, the same logi
 (the problem's oracle with :func:`boloop.simulate.oracle_rng`) and the same regret (the problem's
 tracker) for
 
-* our methods run as a user would (``kernel=fit``), by default ``eubo`` and ``maxminlcb``;
+* our methods run as a user would (``kernel=fit``), by default ``eubo-regret`` (the study
+  default), ``eubo`` and ``maxminlcb``;
 * ``botorch-eubo``: BoTorch's ``PairwiseGP`` (default priors and probit likelihood, inputs scaled
   to the unit cube) refitted with ``fit_gpytorch_mll`` after every duel, the next duel the pair of
   largest ``AnalyticExpectedUtilityOfBestOption`` over all pairs of options (the first duel a
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--duels", type=int, default=100)
-    ap.add_argument("--methods", nargs="*", default=["eubo", "maxminlcb"])
+    ap.add_argument("--methods", nargs="*", default=["eubo-regret", "eubo", "maxminlcb"])
     ap.add_argument("--problems", nargs="*", default=[e.id for e in problems.list("preference")])
     ap.add_argument("--no-peer", action="store_true", help="our methods only")
     ap.add_argument(
