@@ -15,6 +15,7 @@ Run (one thread, ``--jobs`` processes)::
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -24,7 +25,7 @@ from concurrent.futures import ProcessPoolExecutor
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-METHODS = ("eubo", "maxminlcb", "mr-lpf", "random")
+METHODS = ("eubo-regret", "eubo", "maxminlcb", "mr-lpf", "random")
 CHECKPOINTS = (25, 50, 100, 200)
 
 
@@ -40,10 +41,13 @@ def run(job: tuple[str, str, int, int]) -> dict:
     seconds = time.perf_counter() - t0
     rec = trace.records
     return {
+        "seed": seed,
+        "horizon": horizon,
         "problem": problem_id,
         "method": method,
         "R": {t: rec[t - 1]["metrics"]["cumulative_regret"] for t in CHECKPOINTS if t <= len(rec)},
         "simple": rec[-1]["metrics"]["simple_regret"],
+        "S": {t: rec[t - 1]["metrics"]["simple_regret"] for t in CHECKPOINTS if t <= len(rec)},
         "per_duel": seconds / len(rec),
     }
 
@@ -59,21 +63,26 @@ def main(argv: list[str] | None = None) -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=20)
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first-seed, ... (resume)")
     ap.add_argument("--horizon", type=int, default=200)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--methods", nargs="*", default=list(METHODS))
     ap.add_argument("--problems", nargs="*", default=[e.id for e in problems.list("preference")])
+    ap.add_argument("--out", default=None, help="also append every run as a JSON line here")
     args = ap.parse_args(argv)
     jobs = [
         (p, m, s, args.horizon)
         for p in args.problems
         for m in args.methods
-        for s in range(args.seeds)
+        for s in range(args.first_seed, args.first_seed + args.seeds)
     ]
     rows = []
     with ProcessPoolExecutor(args.jobs) as pool:
         for i, row in enumerate(pool.map(run, jobs), 1):
             rows.append(row)
+            if args.out:
+                with open(args.out, "a") as fh:
+                    fh.write(json.dumps(row) + "\n")
             print(f"\r{i}/{len(jobs)}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
     cps = [t for t in CHECKPOINTS if t <= args.horizon]

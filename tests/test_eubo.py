@@ -14,7 +14,7 @@ from boloop.algorithms import make_policy
 from boloop.algorithms.preference import EUBO
 from boloop.errors import InvalidInputError
 from boloop.gp.kernels import SquaredExponential
-from boloop.gp.utility_laplace import UtilityPosterior, eubo_all_pairs, expected_max
+from boloop.gp.utility_laplace import UtilityPosterior, best_pairs, eubo_all_pairs, expected_max
 from boloop.simulate import simulate
 
 
@@ -125,3 +125,118 @@ def test_eubo_options_are_checked_and_seed_reproduces():
     b = simulate("eubo", prob, 15, seed=3, kernel="fit")
     assert [r["points"] for r in a.records] == [r["points"] for r in b.records]
     assert make_policy("eubo", prob, 0).describe()["method"] == "eubo"
+
+
+# -- issue 17: exact pair search, factor, warm start, regret-aware EUBO, recommendation rules -------
+def _posterior(seed, m=40, n=25, ls=0.2, var=2.0):
+    rng = np.random.default_rng(seed)
+    X = rng.random((m, 2))
+    K = var * SquaredExponential(ls, 1.0).k(X, X)
+    a = rng.integers(0, m, n)
+    b = (a + 1 + rng.integers(0, m - 1, n)) % m
+    u = np.sin(4 * X[:, 0]) + X[:, 1]
+    win = rng.random(n) < 1 / (1 + np.exp(-(u[a] - u[b])))
+    return K, np.where(win, a, b), np.where(win, b, a)
+
+
+def test_factor_and_variance_reproduce_the_covariance():
+    for seed, n in ((0, 10), (1, 120)):  # fewer duels than options in them, and more
+        K, w, los = _posterior(seed, n=n)
+        post = UtilityPosterior(K, w, los)
+        V = post.factor()
+        np.testing.assert_allclose(K - V.T @ V, post.covariance(), atol=1e-9)
+        np.testing.assert_allclose(post.variance(), np.diag(post.covariance()), atol=1e-9)
+
+
+def test_warm_start_reaches_the_same_mode_in_fewer_steps():
+    K, w, los = _posterior(2, n=60)
+    first = UtilityPosterior(K, w[:59], los[:59])
+    cold = UtilityPosterior(K, w, los)
+    warm = UtilityPosterior(K, w, los, start=first)
+    np.testing.assert_allclose(warm.mean(), cold.mean(), atol=1e-6)
+    assert warm.log_evidence == pytest.approx(cold.log_evidence, abs=1e-8)
+    assert warm.newton_steps <= cold.newton_steps
+
+
+@pytest.mark.parametrize(
+    "exploit,optimism,ref",
+    [(0, 0, False), (1, 0, False), (3, 0, False), (1, 1.5, False), (1, 1, True)],
+)
+def test_best_pairs_equals_the_argmax_over_every_pair(exploit, optimism, ref):
+    for seed in range(4):
+        K, w, los = _posterior(seed)
+        posts = [(0.3, UtilityPosterior(K, w, los)), (0.7, UtilityPosterior(0.5 * K, w, los))]
+        among = np.sort(np.random.default_rng(seed).choice(K.shape[0], 25, replace=False))
+        iu = np.triu_indices(among.size, 1)
+        full = np.zeros(iu[0].size)
+        for wk, p in posts:
+            mu = p.mean()[among]
+            C = p.covariance()[np.ix_(among, among)]
+            if ref:  # sd of f(x) - f(reference), reference = option 3 (not necessarily in among)
+                Cf = p.covariance()
+                u = mu + optimism * np.sqrt(np.diag(Cf)[among] + Cf[3, 3] - 2 * Cf[among, 3])
+            else:
+                u = mu + optimism * np.sqrt(np.diag(C))
+            E = eubo_all_pairs(mu, C)[iu]
+            full += wk * (E + 0.5 * exploit * (u[iu[0]] + u[iu[1]]))
+        a, b, score = best_pairs(
+            posts, exploit=exploit, among=among, optimism=optimism, reference=3 if ref else None
+        )
+        k = int(np.argmax(full))
+        assert (a[0], b[0]) == (among[iu[0][k]], among[iu[1][k]])
+        assert score[0] == pytest.approx(full[k], rel=1e-10)
+    # ties: every tied pair is returned, in row-major order (a problem of two identical options)
+    K = np.ones((3, 3)) + np.eye(3)
+    post = UtilityPosterior(K, np.array([], dtype=int), np.array([], dtype=int))
+    a, b, _ = best_pairs([(1.0, post)])
+    assert list(zip(a, b)) == [(0, 1), (0, 2), (1, 2)]
+
+
+def test_copeland_winner_counts_predicted_wins():
+    from boloop.algorithms.preference import copeland_winner
+
+    # a cycle 0 > 1 > 2 > 0 plus option 3 that beats 0 and 1 only: 3 has the most wins
+    P = np.full((4, 4), 0.5)
+    for i, j, p in ((0, 1, 0.9), (1, 2, 0.9), (2, 0, 0.9), (3, 0, 0.6), (3, 1, 0.6), (2, 3, 0.7)):
+        P[i, j], P[j, i] = p, 1 - p
+    assert copeland_winner(P) == 2  # 2 beats 0 and 3 (two wins, larger total than 3's)
+    P[2, 3], P[3, 2] = 0.4, 0.6
+    assert copeland_winner(P) == 3  # now 3 beats 0, 1 and 2
+    with pytest.raises(InvalidInputError):
+        copeland_winner(np.zeros((2, 3)))
+
+
+@pytest.mark.parametrize("method", ["mr-lpf", "maxminlcb", "random", "eubo", "eubo-regret"])
+def test_every_method_recommends_by_either_rule(method):
+    prob = problems.get("preference/toy")
+    util = simulate(method, prob, 30, seed=1, kernel="fit")
+    cope = simulate(method, prob, 30, seed=1, kernel="fit", recommend_rule="copeland")
+    # the rule changes the recommendation only, never the duels
+    assert [r["points"] for r in util.records] == [r["points"] for r in cope.records]
+    for trace in (util, cope):
+        assert 0 <= trace.records[-1]["metrics"]["simple_regret"] <= 0.5
+    with pytest.raises(InvalidInputError):
+        make_policy(method, prob, 0, recommend_rule="borda")
+
+
+def test_regret_aware_eubo_duels_plausible_options_and_is_eubo_without_its_terms():
+    prob = problems.get("preference/random-table?n=60&dim=2&table_seed=5")
+    pol = make_policy("eubo-regret", prob, 0)
+    trace = simulate(pol, prob, 40, seed=0)
+    d = pol.describe()
+    assert d["exploit"] == 1.0 and d["optimism"] == 1.0 and d["plausible_beta"] is None
+    # the optional bounds: beta = 0 keeps only options whose mean reaches the best mean (and the
+    # runner-up, so that a duel exists); a wide beta keeps every option
+    narrow = make_policy("eubo-regret", prob, 0, plausible_beta=0.0)
+    simulate(narrow, prob, 10, seed=0)
+    best = int(np.argmax(narrow.posterior_mean()))
+    assert best in set(narrow.plausible()) and narrow.plausible().size == 2
+    wide = make_policy("eubo-regret", prob, 0, plausible_beta=50.0)
+    simulate(wide, prob, 10, seed=0)
+    assert wide.plausible().size == prob.space.n
+    assert trace.records[-1]["metrics"]["simple_regret"] < 0.2
+    plain = simulate("eubo", prob, 15, seed=3)
+    same = simulate("eubo-regret", prob, 15, seed=3, exploit=0.0, optimism=0.0)
+    assert [r["points"] for r in plain.records] == [r["points"] for r in same.records]
+    with pytest.raises(InvalidInputError):
+        make_policy("eubo-regret", prob, 0, exploit=-1.0)

@@ -332,3 +332,35 @@ def test_kernel_fit_option_through_the_registry():
     assert not make_policy("maxminlcb", p, seed=0).fit_kernel
     with pytest.raises(InvalidInputError):
         make_policy("random", p, seed=0, kernel="rbf")
+
+
+# -- issue 17: the study default of the preference family ----------------------------------------
+def test_a_preference_study_without_a_method_runs_the_family_default(tmp_path):
+    import subprocess
+    import sys
+
+    from boloop.algorithms.registry import FAMILY_DEFAULTS, default_method
+    from boloop.study.core import create_study
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("cake", None, problem="preference/toy", storage=url, seed=0)
+    assert study.method == FAMILY_DEFAULTS["preference"] == default_method("preference")
+    assert study.family == "preference"
+    q = study.ask()
+    study.tell(q.id, 0)
+    with pytest.raises(InvalidInputError, match="the levelset family has none"):
+        create_study("lse", None, problem="levelset/sinusoidal", storage=url, seed=0)
+    table = {"candidates": {"columns": ["sugar"], "rows": [[0.1], [0.5], [0.9]]}}
+    with pytest.raises(InvalidInputError, match="names no family"):
+        create_study("t", None, table, storage=url, seed=0)
+    s2 = create_study("t", None, table, storage=url, seed=0, family="preference")
+    assert s2.method == FAMILY_DEFAULTS["preference"]
+    res = subprocess.run(
+        [sys.executable, "-m", "boloop.cli", "study", "create", "pie"]
+        + ["--problem", "preference/toy", "--storage", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 0, res.stderr
+    assert f"method {FAMILY_DEFAULTS['preference']} (preference)" in res.stdout

@@ -177,3 +177,22 @@ def test_yelp_loader_files(tmp_path):
         load_yelp_arrays(E, R6)
     with pytest.raises(InvalidInputError):
         get(f"preference/yelp?embeddings={tmp_path / 'missing.npy'}&ratings={tmp_path / 'r.csv'}")
+
+
+def test_random_option_tables_are_reproducible_smooth_and_checked():
+    a = get("preference/random-table?n=50&dim=3&table_seed=4")
+    b = get("preference/random-table?n=50&dim=3&table_seed=4")
+    c = get("preference/random-table?n=50&dim=3&table_seed=5")
+    np.testing.assert_array_equal(a.space.points, b.space.points)
+    np.testing.assert_array_equal(a.utility, b.utility)
+    assert not np.allclose(a.utility, c.utility)
+    assert a.space.points.shape == (50, 3)
+    assert np.all((a.space.points >= 0) & (a.space.points <= 1))
+    assert np.ptp(a.utility) == pytest.approx(3.0)
+    assert "kernel" not in a.settings  # a learner must learn its kernel
+    # smooth: the utility of close options is closer than that of far ones
+    d = np.linalg.norm(a.space.points[:, None] - a.space.points[None], axis=-1)
+    du = np.abs(a.utility[:, None] - a.utility[None])
+    assert du[(d > 0) & (d < 0.15)].mean() < 0.5 * du[d > 0.6].mean()
+    with pytest.raises(InvalidInputError):
+        get("preference/random-table?n=1")

@@ -45,7 +45,30 @@ __all__ = [
     "Option",
     "MethodEntry",
     "options_from",
+    "FAMILY_DEFAULTS",
+    "default_method",
 ]
+
+#: the method a study of a family runs when it names none, chosen by measurement where people
+#: work (preference: 25-200 duels, ``docs/reproductions/preference.md``); the other families
+#: have no default yet: their studies name their method
+FAMILY_DEFAULTS: dict[str, str] = {"preference": "eubo-regret"}
+
+
+def default_method(family: str | None) -> str:
+    """The default method of ``family`` (:data:`FAMILY_DEFAULTS`); an error naming the families
+    that have one otherwise."""
+    if family in FAMILY_DEFAULTS:
+        return FAMILY_DEFAULTS[str(family)]
+    from boloop.errors import InvalidInputError
+
+    have = ", ".join(f"--family {f} runs {m}" for f, m in sorted(FAMILY_DEFAULTS.items()))
+    what = "the space names no family" if family is None else f"the {family} family has none"
+    raise InvalidInputError(
+        f"no method given and {what}: name a method (boloop methods) or a family with a "
+        f"default method ({have})"
+    )
+
 
 _PACKAGE = "boloop.algorithms"
 

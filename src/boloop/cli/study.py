@@ -69,7 +69,12 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         return p
 
     p = add("create", "create a study", _create)
-    p.add_argument("--method", required=True, help="method id, e.g. randomized-straddle, mr-lpf")
+    p.add_argument(
+        "--method",
+        default=None,
+        help="method id, e.g. randomized-straddle, mr-lpf (default: the family's default method "
+        "where it has one: eubo-regret for preference spaces)",
+    )
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--problem", help="a registered problem id (answers come from you)")
     g.add_argument("--space", help="your experiment: a .json, .toml or .csv space file")

@@ -30,12 +30,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.linalg import lu_factor, lu_solve
+from scipy.linalg import lu_factor, lu_solve, solve_triangular
 from scipy.special import expit, log_expit, ndtr
 
 from boloop.errors import InvalidInputError
 
-__all__ = ["UtilityPosterior", "eubo_all_pairs", "expected_max"]
+__all__ = ["UtilityPosterior", "eubo_all_pairs", "expected_max", "best_pairs"]
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
@@ -51,7 +51,13 @@ class UtilityPosterior:
         Option indices (n,) of each duel's winner and loser (a duel may repeat).
     """
 
-    def __init__(self, K: np.ndarray, winners: np.ndarray, losers: np.ndarray) -> None:
+    def __init__(
+        self,
+        K: np.ndarray,
+        winners: np.ndarray,
+        losers: np.ndarray,
+        start: UtilityPosterior | None = None,
+    ) -> None:
         K = np.asarray(K, dtype=np.float64)
         if K.ndim != 2 or K.shape[0] != K.shape[1]:
             raise InvalidInputError(f"K must be square, got shape {K.shape}")
@@ -71,8 +77,18 @@ class UtilityPosterior:
         self.D[np.arange(n), inv[:n]] += 1.0
         self.D[np.arange(n), inv[n:]] -= 1.0
         self.K_UU = K[np.ix_(self.U, self.U)]
-        self.f_U = np.zeros(self.U.size)
+        # Newton's start: f = K_UU a with a = 0, or (warm start) the ``a`` of ``start``, a posterior
+        # of the same options on a subset of these duels (typically the previous duel's), on its
+        # options and 0 on the new ones. The mode is unique (the objective is concave): the start
+        # changes only the number of steps.
+        self._a0 = np.zeros(self.U.size)
+        if start is not None and start.m == m and start.U.size:
+            pos = np.minimum(np.searchsorted(self.U, start.U), self.U.size - 1)
+            if np.array_equal(self.U[pos], start.U):
+                self._a0[pos] = start.a
+        self.f_U = self.K_UU @ self._a0
         self.newton_steps = 0
+        self._V: np.ndarray | None = None
         self._solve()
 
     # -- Laplace mode ---------------------------------------------------------------------------
@@ -97,7 +113,7 @@ class UtilityPosterior:
             return
         K = self.K_UU
         f = self.f_U
-        a = np.zeros(n_u)
+        a = self._a0
         psi = self._psi(f, a)
         eye = np.eye(n_u)
         for step in range(max_steps):
@@ -137,6 +153,37 @@ class UtilityPosterior:
             return np.zeros(cols.size)
         return self.K[np.ix_(cols, self.U)] @ self.a
 
+    def factor(self) -> np.ndarray:
+        """``V`` (r, m) with ``covariance() = K - V^T V`` (r <= number of duels).
+
+        With ``W = S S^T`` (``S = D^T diag(sqrt(p (1 - p)))``, or the eigen-factor of ``W`` when
+        there are more duels than options in them), the push-through identity gives
+        ``K_*U (I + W K_UU)^{-1} W K_U* = K_*U S (I + S^T K_UU S)^{-1} S^T K_U*``, so
+        ``V = L^{-1} S^T K_U*`` with ``L L^T = I + S^T K_UU S`` (R&W Sec. 3.4.3, eq. 3.27's
+        symmetric form). Pairwise quantities then cost O(r) each instead of forming the m x m
+        covariance."""
+        if self._V is not None:
+            return self._V
+        if self.U.size == 0:
+            return np.zeros((0, self.m))
+        n = self.D.shape[0]
+        if n <= self.U.size:
+            p = expit(self.D @ self.f_U)
+            S = self.D.T * np.sqrt(p * (1.0 - p))[None, :]
+        else:
+            lam, Q = np.linalg.eigh(0.5 * (self.W + self.W.T))
+            keep = lam > 1e-14 * max(1.0, float(lam.max(initial=0.0)))
+            S = Q[:, keep] * np.sqrt(lam[keep])[None, :]
+        B = np.eye(S.shape[1]) + S.T @ self.K_UU @ S
+        L = np.linalg.cholesky(0.5 * (B + B.T))
+        self._V = solve_triangular(L, S.T @ self.K[self.U, :], lower=True, check_finite=False)
+        return self._V
+
+    def variance(self) -> np.ndarray:
+        """Posterior variance of every option's utility, (m,)."""
+        V = self.factor()
+        return np.maximum(np.diag(self.K) - np.einsum("ij,ij->j", V, V), 0.0)
+
     def covariance(self, idx: np.ndarray | None = None) -> np.ndarray:
         """Posterior covariance of the utilities of ``idx`` (all options by default)."""
         cols = np.arange(self.m) if idx is None else np.asarray(idx, dtype=np.intp)
@@ -172,3 +219,99 @@ def eubo_all_pairs(mean: np.ndarray, cov: np.ndarray) -> np.ndarray:
     E = expected_max(mu[:, None], mu[None, :], v[:, None], v[None, :], S)
     np.fill_diagonal(E, -np.inf)
     return E
+
+
+def best_pairs(
+    posteriors: list[tuple[float, UtilityPosterior]],
+    exploit: float = 0.0,
+    among: np.ndarray | None = None,
+    tol: float = 1e-12,
+    optimism: float = 0.0,
+    reference: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every pair ``a < b`` of ``among`` whose score is within ``tol`` (relative) of the best, with
+    its score, exactly, without scoring every pair in closed form:
+
+    ``score(a, b) = sum_k w_k ( E_k[max(f_a, f_b)] + exploit (u_ka + u_kb) / 2 )``,
+    ``u_k(x) = mu_k(x) + optimism sd_k(x)``: the posterior mean, or an upper confidence bound;
+    with ``reference`` (an option index) ``sd_k(x)`` is the standard deviation of
+    ``f(x) - f(reference)``, the uncertainty that duels can remove (they identify differences of
+    utilities, never their level)
+
+    over a mixture of posteriors ``[(w_k, posterior_k)]``. ``E[max]`` is bounded above by
+    ``max(mu_a, mu_b) + phi(0) (sd_a + sd_b)`` (``E[(d + s Z)^+] <= d^+ + s phi(0)`` and
+    ``s <= sd_a + sd_b``); the pairs of largest bound are scored exactly, and only the pairs whose
+    bound reaches that score (minus the tolerance) are scored in closed form. Returns ``(a, b,
+    score)``, the pairs in row-major order of ``among`` (so that ties are broken as over the full
+    list). ``among`` defaults to every option; it must hold at least two."""
+    m = posteriors[0][1].m
+    idx = np.arange(m) if among is None else np.asarray(among, dtype=np.intp)
+    k = idx.size
+    if k < 2:
+        raise InvalidInputError("best_pairs needs at least two options")
+    parts = []
+    for w, post in posteriors:
+        V = post.factor()[:, idx]
+        mu = post.mean(idx)
+        kd = np.diag(post.K)[idx]
+        var = np.maximum(kd - np.einsum("ij,ij->j", V, V), 0.0)
+        if optimism and exploit:
+            if reference is None:
+                u = mu + optimism * np.sqrt(var)
+            else:
+                r = int(reference)
+                Vfull = post.factor()
+                vr = max(float(post.K[r, r] - Vfull[:, r] @ Vfull[:, r]), 0.0)
+                cov_r = post.K[idx, r] - V.T @ Vfull[:, r]
+                u = mu + optimism * np.sqrt(np.maximum(var + vr - 2.0 * cov_r, 0.0))
+        else:
+            u = mu
+        parts.append((float(w), mu, np.sqrt(var), V, post.K, kd, u))
+    # the bound is symmetric in (a, b): computed on the full k x k matrix, the diagonal (a duel
+    # of an option with itself) excluded, and the pairs a < b kept at the end
+    bound = np.empty((k, k))
+    tmp = np.empty((k, k))
+    for n_model, (w, mu, sd, _, _, _, u) in enumerate(parts):
+        per_option = w * (_INV_SQRT_2PI * sd + 0.5 * exploit * u)
+        target = bound if n_model == 0 else tmp
+        np.maximum(mu[:, None], mu[None, :], out=target)
+        if w != 1.0:
+            target *= w
+        target += per_option[:, None]
+        target += per_option[None, :]
+        if n_model:
+            bound += tmp
+    np.fill_diagonal(bound, -np.inf)
+    flat_bound = bound.ravel()
+
+    def exact(flat: np.ndarray) -> np.ndarray:
+        a, b = np.divmod(flat, k)
+        out = np.zeros(flat.size)
+        for w, mu, _, V, K, kd, u in parts:
+            Vd = V[:, a] - V[:, b]
+            dv = kd[a] + kd[b] - 2.0 * K[idx[a], idx[b]] - np.einsum("ij,ij->j", Vd, Vd)
+            e = _expected_max_given(mu[a], mu[b], np.maximum(dv, 0.0))
+            out += w * (e + 0.5 * exploit * (u[a] + u[b]))
+        return out
+
+    # a first exact score: the pair of largest bound in each row
+    rows = np.arange(k)
+    best = float(np.max(exact(rows * k + np.argmax(bound, axis=1))))
+    sel = np.flatnonzero(flat_bound >= best - tol * max(1.0, abs(best)))
+    sel = sel[sel // k < sel % k]  # a < b
+    score = exact(sel)
+    best = max(best, float(score.max()))
+    keep = score >= best - tol * max(1.0, abs(best))
+    sel, score = sel[keep], score[keep]
+    a, b = np.divmod(sel, k)
+    return idx[a], idx[b], score
+
+
+def _expected_max_given(mu_a: np.ndarray, mu_b: np.ndarray, s2: np.ndarray) -> np.ndarray:
+    """``E[max(f_a, f_b)]`` from the means and the variance ``s2`` of ``f_a - f_b``."""
+    s = np.sqrt(s2)
+    diff = mu_a - mu_b
+    pos = s > 1e-12 * np.maximum(1.0, np.abs(diff))
+    z = np.where(pos, diff / np.where(pos, s, 1.0), 0.0)
+    smooth = mu_b + diff * ndtr(z) + s * _INV_SQRT_2PI * np.exp(-0.5 * z * z)
+    return np.where(pos, smooth, np.maximum(mu_a, mu_b))

@@ -68,6 +68,7 @@ __all__ = [
     "complete_ratings",
     "scale_ratings",
     "synthetic_yelp_standin",
+    "random_table_problem",
     "RKHS_VALUES_CODE",
 ]
 
@@ -328,6 +329,50 @@ def _holder_factory(n_per_dim: int = 10, budget: int = 300, beta: float = 1.0) -
     return _grid2d_problem(
         "holder", functions.holder_table, [[-10.0, 10.0], [-10.0, 10.0]], n_per_dim, budget, beta
     )
+
+
+# -- random option tables (not in the paper: a check on tables no test names) ----------------------
+def random_table_problem(
+    n: int = 200,
+    dim: int = 3,
+    table_seed: int = 0,
+    lengthscale: float = 0.3,
+    h_range: float = 3.0,
+    budget: int = 200,
+) -> PreferenceProblem:
+    """``n`` options drawn uniformly from the unit cube ``[0, 1]^dim`` and a smooth utility: a
+    draw of a Gaussian process with a squared-exponential kernel of ``lengthscale`` at the options
+    (from ``table_seed``), scaled so that ``max u - min u = h_range``. No kernel setting: a
+    learner must learn its hyperparameters, as on a person's own table."""
+    n, dim = int(n), int(dim)
+    if n < 2 or dim < 1:
+        raise InvalidInputError(f"need n >= 2 options and dim >= 1, got n={n}, dim={dim}")
+    if not float(lengthscale) > 0 or not float(h_range) > 0:
+        raise InvalidInputError("lengthscale and h_range must be positive")
+    rng = np.random.default_rng([int(table_seed), n, dim])
+    X = rng.random((n, dim))
+    K = SquaredExponential(float(lengthscale), 1.0).k(X, X) + 1e-8 * np.eye(n)
+    lam, V = np.linalg.eigh(0.5 * (K + K.T))
+    g = V @ (np.sqrt(np.maximum(lam, 0.0)) * rng.standard_normal(n))
+    return PreferenceProblem(
+        id="preference/random-table",
+        family="preference",
+        space=CandidateSet(X),
+        description=(
+            f"{n} random options in [0, 1]^{dim}, a smooth GP-drawn utility (l = {lengthscale}), "
+            f"max u - min u = {h_range} (table_seed {table_seed})"
+        ),
+        settings={"budget": int(budget)},
+        utility=float(h_range) * g / float(np.max(g) - np.min(g)),
+    )
+
+
+@register(
+    "preference/random-table",
+    "random options in [0, 1]^dim with a smooth GP-drawn utility (table_seed=k for another table)",
+)
+def _random_table_factory(**options: Any) -> Problem:
+    return random_table_problem(**options)
 
 
 # -- Yelp (Sec. 5, Fig. 2) ------------------------------------------------------------------------------

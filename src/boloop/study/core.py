@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import boloop
-from boloop.algorithms.registry import get_method, make_policy
+from boloop.algorithms.registry import default_method, get_method, make_policy
 from boloop.errors import (
     BoloopError,
     InvalidInputError,
@@ -1075,7 +1075,7 @@ def _json_default(obj: Any) -> Any:
 # -- module functions ----------------------------------------------------------------------------
 def create_study(
     name: str,
-    method: str,
+    method: str | None,
     space: Any = None,
     *,
     problem: str | Problem | None = None,
@@ -1092,7 +1092,10 @@ def create_study(
     name:
         Unique within the storage.
     method:
-        A method id (``"randomized-straddle"``, ``"mr-lpf"``, ``"m-safeopt"``, ``"cobol"``...).
+        A method id (``"randomized-straddle"``, ``"mr-lpf"``, ``"m-safeopt"``, ``"cobol"``...), or
+        None for the family's default (:func:`boloop.algorithms.registry.default_method`: the
+        ``preference`` family's is ``eubo-regret``; the family comes from the problem, ``family``
+        or the space's ``family`` key).
     space:
         The user's experiment: a space document (dict), a ``.json``/``.toml``/``.csv`` file, a
         :class:`Box` or :class:`CandidateSet` with names; or, as a string without a file suffix,
@@ -1115,7 +1118,6 @@ def create_study(
     Nothing is stored unless the policy can be built from this configuration.
     """
     name = _check_name(name)
-    method = str(method)
     if (
         isinstance(space, str)
         and problem is None
@@ -1142,10 +1144,15 @@ def create_study(
         from boloop.problems import get
 
         prob = problem if isinstance(problem, Problem) else get(str(problem))
-        family = _family_of(method, prob.family)
+        if method is None:
+            method = default_method(prob.family)
+        family = _family_of(str(method), prob.family)
     else:
         doc = _space_document(space)
-        family = _family_of(method, family or doc.get("family"))
+        if method is None:
+            method = default_method(family or doc.get("family"))
+        family = _family_of(str(method), family or doc.get("family"))
+    method = str(method)
     config: dict[str, Any] = {
         "format": CONFIG_FORMAT,
         "name": name,
