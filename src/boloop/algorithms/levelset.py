@@ -840,6 +840,12 @@ class RandomizedStraddle(LevelSetPolicy):
         if self.tie_break == "random" and self.finite:
             return np.maximum(g, 0.0)
         if self.tie_break == "expected":
+            if self.finite and g.shape == (self.N,):
+                # the candidates: a positive AF among the selectable ones wins (the zero case's
+                # rank, a log-normal-cdf per point, is not needed)
+                allowed = self._allowed()
+                if (g.max() if allowed is None else g[allowed].max()) > 0:
+                    return g
             return np.where(g > 0, g, _zero_af_rank(mean, std, self.threshold))
         return g
 
