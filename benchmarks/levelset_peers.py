@@ -14,6 +14,18 @@ problem's tracker, on the grid's noise-free truth):
 
 Box problems (``--boxes``) only run ``ours`` and ``fixed`` (the peer is defined on grids).
 
+``--user`` adds grids made up for issue 18 that no paper and no test names (a user's own
+studies: the kernel unknown, the threshold a quantile of the values, noise 2% of their spread);
+they have no fixed kernel, so only ``ours`` and ``botorch`` run on them:
+
+* ``user/bump``: 21 x 21 grid of ``[0, 1]^2``, a smooth bump plus a slow wave, a quarter above;
+* ``user/wave``: 21 x 21 grid, ``sin 4x + cos 3y + 0.3 x y``, a quarter above;
+* ``user/needles2d``: 41 x 41 grid of ``[0, 2] x [0, 1]``, three narrow peaks (sd 0.07) on a
+  gentle slope, 5% above (hard: three needles to find);
+* ``user/needles1d``: 301 points of ``[0, 30]``, three bumps of different widths on a slope,
+  10% above;
+* ``user/smooth3d``: 11^3 grid of ``[0, 1]^3``, a smooth function, 30% above.
+
 Writes a CSV of F-scores at the checkpoints and the seconds per step (ask + tell, the tracker
 excluded), and prints a table: mean F +- s.e. at each checkpoint, the median seconds per step,
 the worst ratio ours / fixed at the last step.
@@ -39,6 +51,7 @@ import numpy as np
 
 from boloop.algorithms import make_policy
 from boloop.problems import get
+from boloop.problems.levelset import LevelSetProblem
 from boloop.queries import BasePolicy, Evaluate, Query
 from boloop.simulate import simulate
 from boloop.spaces import CandidateSet
@@ -55,6 +68,87 @@ BOX_PROBLEMS = [
     "levelset/rosenbrock5?n_eval=20000",
     "levelset/styblinski-tang5?n_eval=20000",
 ]
+
+
+def _user(pid: str, space: CandidateSet, f: Any, quantile: float) -> LevelSetProblem:
+    vals = f(space.points)
+    th = float(np.quantile(vals, quantile))
+    return LevelSetProblem(
+        id=pid,
+        family="levelset",
+        space=space,
+        description="made up for issue 18",
+        settings={"threshold": th},
+        function=f,
+        threshold=th,
+        noise_sd=0.02 * float(np.std(vals)),
+    )
+
+
+def _user_bump() -> LevelSetProblem:
+    def f(X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X).reshape(-1, 2)
+        bump = np.exp(-((X[:, 0] - 0.7) ** 2 + (X[:, 1] - 0.3) ** 2) / 0.08)
+        return bump + 0.5 * np.sin(3 * X[:, 0]) * X[:, 1]
+
+    return _user("user/bump", CandidateSet.grid(np.array([[0.0, 1.0], [0.0, 1.0]]), 21), f, 0.75)
+
+
+def _user_wave() -> LevelSetProblem:
+    def f(X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X).reshape(-1, 2)
+        return np.sin(4 * X[:, 0]) + np.cos(3 * X[:, 1]) + 0.3 * X[:, 0] * X[:, 1]
+
+    return _user("user/wave", CandidateSet.grid(np.array([[0.0, 1.0], [0.0, 1.0]]), 21), f, 0.75)
+
+
+def _user_needles2d() -> LevelSetProblem:
+    centres = np.array([[0.3, 0.7], [1.2, 0.2], [1.75, 0.8]])
+    heights = np.array([1.0, 0.8, 1.2])
+
+    def f(X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X).reshape(-1, 2)
+        d2 = ((X[:, None, :] - centres[None]) ** 2).sum(-1)
+        return (heights * np.exp(-d2 / (2 * 0.07**2))).sum(1) + 0.1 * X[:, 0]
+
+    space = CandidateSet.grid(np.array([[0.0, 2.0], [0.0, 1.0]]), 41)
+    return _user("user/needles2d", space, f, 0.95)
+
+
+def _user_needles1d() -> LevelSetProblem:
+    def f(X: np.ndarray) -> np.ndarray:
+        x = np.asarray(X).reshape(-1)
+        return (
+            3 * np.exp(-((x - 4) ** 2) / 1.0)
+            + 2.5 * np.exp(-((x - 17) ** 2) / 0.6)
+            + 4 * np.exp(-((x - 26) ** 2) / 1.5)
+            - 0.02 * x
+        )
+
+    return _user("user/needles1d", CandidateSet.grid(np.array([[0.0, 30.0]]), 301), f, 0.90)
+
+
+def _user_smooth3d() -> LevelSetProblem:
+    def f(X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X).reshape(-1, 3)
+        return (
+            np.sin(3 * X[:, 0]) * np.cos(2 * X[:, 1]) + 0.5 * X[:, 2] ** 2 - 0.3 * X[:, 0] * X[:, 2]
+        )
+
+    return _user("user/smooth3d", CandidateSet.grid(np.array([[0.0, 1.0]] * 3), 11), f, 0.7)
+
+
+USER_PROBLEMS = {
+    "user/bump": _user_bump,
+    "user/wave": _user_wave,
+    "user/needles2d": _user_needles2d,
+    "user/needles1d": _user_needles1d,
+    "user/smooth3d": _user_smooth3d,
+}
+
+
+def _problem(pid: str) -> Any:
+    return USER_PROBLEMS[pid]() if pid in USER_PROBLEMS else get(pid)
 
 
 class BoTorchStraddle(BasePolicy):
@@ -148,7 +242,7 @@ class BoTorchStraddle(BasePolicy):
 
 
 def _run(kind: str, pid: str, seed: int, steps: int) -> dict[str, Any]:
-    problem = get(pid)
+    problem = _problem(pid)
     if kind == "ours":
         policy = make_policy("randomized-straddle", problem, seed, kernel=None)
     elif kind == "fixed":
@@ -182,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--problems", nargs="*", default=None)
     ap.add_argument("--boxes", action="store_true", help="also the 5-D box problems (no peer)")
+    ap.add_argument("--user", action="store_true", help="also the made-up user grids (no fixed)")
     ap.add_argument("--seeds", default="5", help="N (0..N-1) or A-B")
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--checkpoints", default="50,100")
@@ -193,7 +288,11 @@ def main(argv: list[str] | None = None) -> int:
         seeds = list(range(a, b + 1))
     else:
         seeds = list(range(int(args.seeds)))
-    problems = args.problems or GRID_PROBLEMS + (BOX_PROBLEMS if args.boxes else [])
+    problems = args.problems or (
+        GRID_PROBLEMS
+        + (BOX_PROBLEMS if args.boxes else [])
+        + (list(USER_PROBLEMS) if args.user else [])
+    )
     methods = args.methods.split(",")
     if "botorch" in methods:
         try:
@@ -220,10 +319,12 @@ def main(argv: list[str] | None = None) -> int:
             + ["sec_per_step_median", "sec_per_step_mean"]
         )
     for pid in problems:
-        is_grid = isinstance(get(pid).space, CandidateSet)
+        is_grid = isinstance(_problem(pid).space, CandidateSet)
         for seed in seeds:
             for kind in methods:
-                if kind == "botorch" and not is_grid:
+                if (kind == "botorch" and not is_grid) or (
+                    kind == "fixed" and pid in USER_PROBLEMS
+                ):
                     continue
                 r = _run(kind, pid, seed, args.steps)
                 results.append(r)

@@ -59,7 +59,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.special import ndtr
+from scipy.special import log_ndtr, ndtr
 
 from boloop.algorithms.registry import options_from, register_method
 from boloop.confidence import GotovosLSEBeta
@@ -778,18 +778,37 @@ class RandomizedStraddle(LevelSetPolicy):
     Each iteration draws one ``beta_t ~ chi2(2)`` (shared by every candidate) and queries
     ``argmax_x max{beta_t^(1/2) sigma_{t-1}(x) - |mu_{t-1}(x) - theta|, 0}``.
 
-    ``tie_break``: ``"unclipped"`` (default) takes the argmax of the unclipped straddle, which is
-    always an argmax of the clipped AF (spec P4); ``"random"`` picks uniformly among the maximisers
-    of the clipped AF (all of X when it is identically 0). Remaining exact ties are broken
-    uniformly at random, never by index.
+    When the clipped AF is 0 everywhere (a small draw of ``beta_t``), every point is an argmax and
+    the paper does not say which to take. ``tie_break`` decides; every rule picks an argmax of the
+    clipped AF, so the theory is unaffected:
+
+    * ``"expected"`` (the default with learned hyperparameters): the clipped AF first, then, among
+      its zeros, the largest AF expected over ``beta ~ chi2(2)``,
+      ``E_beta[a(x)] = sigma sqrt(2 pi) Phi(-|mu - theta| / sigma)``
+      (:func:`expected_af_over_beta`, the pointwise bound of the expected loss in Theorem 4.1).
+      The ambiguous points the draw would pick on average, not the ones already sampled to the
+      noise level (issue 18: with learned hyperparameters the unclipped argmax re-queried the
+      two crossings of a known bump 20 times in a row and never looked elsewhere);
+    * ``"unclipped"`` (the default with a fixed kernel, the reproduction's setting): the argmax of
+      the unclipped straddle (spec P4);
+    * ``"random"``: uniformly among the maximisers of the clipped AF (all of X when it is 0).
+
+    Remaining exact ties are broken uniformly at random, never by index.
     """
 
     method_id: ClassVar[str] = "randomized-straddle"
 
-    def __init__(self, space: Any, threshold: float, *, tie_break: str = "unclipped", **kw: Any):
-        if tie_break not in ("unclipped", "random"):
-            raise InvalidInputError(f"tie_break must be 'unclipped' or 'random', got {tie_break!r}")
+    def __init__(
+        self, space: Any, threshold: float, *, tie_break: str | None = None, **kw: Any
+    ) -> None:
+        if tie_break is not None and tie_break not in _TIE_BREAKS:
+            raise InvalidInputError(
+                f"tie_break must be one of {', '.join(map(repr, _TIE_BREAKS))} or None, "
+                f"got {tie_break!r}"
+            )
         super().__init__(space, threshold, **kw)
+        if tie_break is None:
+            tie_break = "expected" if self.fit else "unclipped"
         self.tie_break = tie_break
         self._beta_rng = np.random.default_rng(int(self.rng.integers(2**63)))
         self.beta_draws: list[float] = []  # beta_t (squared), one per iteration
@@ -807,13 +826,76 @@ class RandomizedStraddle(LevelSetPolicy):
         g = straddle(mean, std, self.threshold, self.betas[-1])
         if self.tie_break == "random" and self.finite:
             return np.maximum(g, 0.0)
+        if self.tie_break == "expected":
+            if self.finite and g.shape == (self.N,):
+                # the candidates: a positive AF among the selectable ones wins (the zero case's
+                # rank, a log-normal-cdf per point, is not needed)
+                allowed = self._allowed()
+                if (g.max() if allowed is None else g[allowed].max()) > 0:
+                    return g
+            return np.where(g > 0, g, _zero_af_rank(mean, std, self.threshold))
         return g
+
+    def _score_and_gradient(
+        self, mean: float, std: float, dmean: np.ndarray, dstd: np.ndarray, t: int
+    ) -> tuple[float, np.ndarray]:
+        val, grad = super()._score_and_gradient(mean, std, dmean, dstd, t)
+        if self.tie_break != "expected" or val > 0:
+            return val, grad
+        return _zero_af_rank_and_gradient(mean, std, dmean, dstd, self.threshold)
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()
         d["tie_break"] = self.tie_break
         d["last_beta"] = self.beta_draws[-1] if self.beta_draws else None
         return d
+
+
+_TIE_BREAKS = ("expected", "unclipped", "random")
+_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+
+
+def _log_expected_af(mean: np.ndarray, std: np.ndarray, threshold: float) -> np.ndarray:
+    """``log E_beta[a(x)] = log sigma + log sqrt(2 pi) + log Phi(-|mu - theta| / sigma)`` (N,),
+    ``-inf`` where ``sigma = 0``; exact in the far tail where :func:`expected_af_over_beta`
+    underflows to 0."""
+    sd = np.asarray(std, dtype=np.float64)
+    diff = np.abs(np.asarray(mean, dtype=np.float64) - float(threshold))
+    pos = sd > 0
+    safe = np.where(pos, sd, 1.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(safe) + _LOG_SQRT_2PI + log_ndtr(-diff / safe)
+    return np.where(pos, out, -np.inf)
+
+
+def _zero_af_rank(mean: np.ndarray, std: np.ndarray, threshold: float) -> np.ndarray:
+    """A score in ``(-inf, 0)`` increasing with ``E_beta[a(x)]``: ``-log(1 + 1 / E_beta[a(x)])``.
+
+    Ranks the points where the clipped AF is 0 below every point where it is positive, and among
+    them by the expected AF (the ``"expected"`` tie-break); computed from the log so that it keeps
+    its order far from the threshold."""
+    log_e = _log_expected_af(mean, std, threshold)
+    return np.maximum(-np.logaddexp(0.0, -log_e), -1e300)
+
+
+def _zero_af_rank_and_gradient(
+    mean: float, std: float, dmean: np.ndarray, dstd: np.ndarray, threshold: float
+) -> tuple[float, np.ndarray]:
+    """:func:`_zero_af_rank` at one point and its gradient from those of ``mean`` and ``std``.
+
+    With ``u = |mu - theta| / sigma``: ``d log E = d sigma / sigma - (phi(u) / Phi(-u)) du`` and
+    ``du = (sign(mu - theta) d mu - u d sigma) / sigma``; ``d rank = d log E / (1 + E)``."""
+    if not std > 0:
+        return -1e300, np.zeros_like(dmean)
+    diff = mean - threshold
+    u = abs(diff) / std
+    log_e = math.log(std) + _LOG_SQRT_2PI + float(log_ndtr(-u))
+    rank = -float(np.logaddexp(0.0, -log_e))
+    mills = math.exp(-0.5 * u * u - _LOG_SQRT_2PI - float(log_ndtr(-u)))  # phi(u) / Phi(-u)
+    sign = 1.0 if diff >= 0 else -1.0
+    dlog_e = dstd / std - mills * (sign * dmean - u * dstd) / std
+    weight = 1.0 / (1.0 + math.exp(min(log_e, 700.0)))
+    return max(rank, -1e300), weight * dlog_e
 
 
 class RandomizedStraddleMax(RandomizedStraddle):
@@ -1219,7 +1301,11 @@ _DOCS = {
     "n_fresh": "boxes: fresh uniform candidates per step",
     "n_refine": "boxes: L-BFGS-B restarts from the best candidates",
     "refine_maxiter": "boxes: iteration cap of each L-BFGS-B restart",
-    "tie_break": "'unclipped' (argmax of the unclipped straddle) or 'random' among maximisers",
+    "tie_break": (
+        "when the clipped AF is 0 everywhere: 'expected' (largest E_beta[AF]; default when "
+        "learned), 'unclipped' (argmax of the unclipped straddle; default with a kernel) or "
+        "'random'"
+    ),
     "a": "lower end of the max-value loss's range of f (Alg. 2); None: from the data",
     "b": "upper end of the max-value loss's range of f (Alg. 2); None: from the data",
     "n_samples": "joint posterior samples estimating E_T[r~_i] for the returned set (eq. A.2)",
