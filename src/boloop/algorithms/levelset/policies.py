@@ -1,226 +1,34 @@
-"""Active level-set estimation: the randomized straddle and the baselines of its paper.
-
-Paper: Inatsu, Takeno, Kutsukake, Takeuchi, "Active Learning for Level Set Estimation Using
-Randomized Straddle Algorithms" (``shared/seeds/001_...``; spec ``shared/specs/lse.md``).
-
-Every policy here estimates the sets with the posterior mean only (Definition 3.1, eq. 3.1)::
-
-    H_t = {x : mu_{t-1}(x) >= theta},      L_t = {x : mu_{t-1}(x) < theta}
-
-and differs only in the acquisition function (AF) that picks ``x_t``:
-
-==============================  =====================================================================
-policy (method id)              AF
-==============================  =====================================================================
-RandomizedStraddle              ``max{beta_t^(1/2) sigma - |mu - theta|, 0}``, ``beta_t ~ chi2(2)``
-(``randomized-straddle``)       drawn once per step, shared by every candidate (Definition 3.2,
-                                eq. 3.2, Algorithm 1)
-RandomizedStraddleMax           the same with ``beta_t = xi_t + 2 log|X|`` (finite, Definition A.1,
-(``randomized-straddle-max``)   Algorithm 2) or ``xi_t + 2 d log tau_t`` (boxes, Definition A.3,
-                                Algorithm 3); returns ``H_{T-hat}`` (eq. A.2)
-Straddle (``straddle``)         ``3 sigma - |mu - theta|`` (Bryan et al. 2005), unclipped
-LSE (``lse``)                   Gotovos et al. (2013) ambiguity ``min{ucb~ - theta, theta - lcb~}``
-                                with ``beta_t^(1/2) = sqrt(2 log(|X| pi^2 t^2 / (6 * 0.05)))``,
-                                bounds intersected over past steps on finite sets only (Sec. 5.2)
-MILE (``mile``)                 expected one-step growth of the confident upper set (Zanette et al.
-                                2019; robust MILE with epsilon = 0, gamma = -inf), finite sets only
-UncertaintySampling (``us``)    ``sigma^2``
-RandomSampling (``random``)     uniform
-==============================  =====================================================================
-
-Spaces. A :class:`boloop.spaces.CandidateSet` (finite X) is scored exactly, with the posterior
-cached on the candidates and updated in O(N n) per observation. On a :class:`boloop.spaces.Box`
-the AF is maximised over a fixed scrambled-Sobol candidate set (``n_candidates``, cached like a
-finite set) plus ``n_fresh`` uniform points drawn anew each step, and the best ``n_refine`` of them
-are refined by L-BFGS-B inside the box on the same AF (its unclipped form for the straddles). That
-is an approximation of the exact continuous argmax the theory assumes (spec P5).
-
-Steps. The paper starts from one random initial point (Sec. 5): ``n_initial`` queries are asked
-first, chosen uniformly at random, and do not count as iterations (``policy.iteration`` counts the
-T iterations of Algorithm 1). Iteration ``t`` (1-based) scores with the posterior given the initial
-points and ``t - 1`` iteration observations, so ``H_t`` is the paper's ``H_t``.
-
-Hyperparameters. With a ``kernel`` given the hyperparameters stay fixed (the paper's setting,
-zero prior mean). Without one (the default for a user's own problem) a squared-exponential ARD
-kernel with a constant mean and fitted noise is learned with the shared mechanism
-:class:`boloop.gp.hyperparameters.HyperparameterLearning`: priors scaled to the space and the data
-(MAP), a space-filling initial design of ``max(5, 2 d)`` points, refitted after every ``fit_every``
-observations. ``hyperparameters="plain"`` is the unguarded maximum-likelihood refit from one
-random point (logged as a warning): it can become confidently wrong and stop exploring
-(``docs/hyperparameters.md``).
-"""
+"""The level-set policies (Inatsu et al., Algorithms 1-3) and their baselines: the shared model,
+initial design and loop (LevelSetPolicy), randomized straddle (average and max-value loss),
+straddle, LSE, MILE, uncertainty sampling, random."""
 
 from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from scipy.special import log_ndtr, ndtr
 
-from boloop.algorithms.registry import options_from, register_method
+from boloop.algorithms.levelset.acquisition import (
+    _zero_af_rank,
+    _zero_af_rank_and_gradient,
+    classify,
+    mile_acquisition,
+    straddle,
+)
 from boloop.confidence import GotovosLSEBeta
 from boloop.errors import InvalidInputError, NotFittedError, QueryStateError
 from boloop.gp.cache import CandidatePosterior, FixedPointsMean
 from boloop.gp.exact import ExactGP, robust_cholesky
 from boloop.gp.hyperparameters import HyperparameterLearning, default_kernel, space_filling_design
 from boloop.gp.kernels import Kernel, SquaredExponential, StationaryKernel
-from boloop.queries import BasePolicy, Evaluate, PolicySpec, Query
+from boloop.queries import BasePolicy, Evaluate, Query
 from boloop.recommendations import LevelSetEstimate
 from boloop.spaces import Box, CandidateSet
 
-__all__ = [
-    "classify",
-    "straddle",
-    "randomized_straddle_af",
-    "expected_pointwise_loss",
-    "expected_af_over_beta",
-    "LevelSetEstimate",
-    "LevelSetPolicy",
-    "RandomizedStraddle",
-    "RandomizedStraddleMax",
-    "Straddle",
-    "LSE",
-    "MILE",
-    "UncertaintySampling",
-    "RandomSampling",
-    "mile_acquisition",
-]
-
 logger = logging.getLogger("boloop")
-
-
-# ---------------------------------------------------------------------------------------------
-# Closed forms (shapes broadcast; mean, std (N,), threshold scalar)
-# ---------------------------------------------------------------------------------------------
-
-def _norm_pdf(x: np.ndarray) -> np.ndarray:
-    """Standard normal density, the expression of ``scipy.stats.norm.pdf`` (bit for bit), without
-    importing ``scipy.stats`` (a third of a command-line call's start-up)."""
-    return np.exp(-(x**2) / 2.0) / math.sqrt(2 * math.pi)
-
-def classify(mean: np.ndarray, threshold: float) -> np.ndarray:
-    """Membership of the estimated upper set ``H_t`` (eq. 3.1): ``mean >= threshold``, bool (N,).
-
-    A point whose mean equals the threshold exactly is in ``H_t``; ``L_t`` is the complement.
-    """
-    return np.asarray(mean, dtype=np.float64) >= float(threshold)
-
-
-def straddle(mean: np.ndarray, std: np.ndarray, threshold: float, sqrt_beta: float) -> np.ndarray:
-    """The straddle heuristic ``STR = beta^(1/2) sigma - |mu - theta|`` (Sec. 2.4), (N,).
-
-    Equal to ``min{ucb - theta, theta - lcb}`` with ``ucb/lcb = mu +- beta^(1/2) sigma``.
-    """
-    return float(sqrt_beta) * np.asarray(std) - np.abs(np.asarray(mean) - float(threshold))
-
-
-def randomized_straddle_af(
-    mean: np.ndarray, std: np.ndarray, threshold: float, sqrt_beta: float
-) -> np.ndarray:
-    """The randomized straddle AF ``a = max{beta^(1/2) sigma - |mu - theta|, 0}`` (eq. 3.2), (N,)."""
-    return np.maximum(straddle(mean, std, threshold, sqrt_beta), 0.0)
-
-
-def expected_pointwise_loss(
-    mean: np.ndarray, std: np.ndarray, upper: np.ndarray, threshold: float
-) -> np.ndarray:
-    """Posterior-expected pointwise loss ``E_t[l_i(x)]`` of an estimate ``upper`` (Lemma B.2), (N,).
-
-    With ``alpha = (mu - theta) / sigma``: ``sigma [phi(alpha) - alpha (1 - Phi(alpha))]`` on
-    ``H_i`` and ``sigma [phi(-alpha) + alpha (1 - Phi(-alpha))]`` on ``L_i``; where ``sigma = 0`` the
-    limits ``max(theta - mu, 0)`` on ``H_i`` and ``max(mu - theta, 0)`` on ``L_i``.
-    """
-    mu = np.asarray(mean, dtype=np.float64)
-    sd = np.asarray(std, dtype=np.float64)
-    up = np.asarray(upper, dtype=bool)
-    diff = mu - float(threshold)
-    out = np.where(up, np.maximum(-diff, 0.0), np.maximum(diff, 0.0))
-    pos = sd > 0
-    if np.any(pos):
-        s = sd[pos]
-        a = diff[pos] / s
-        on_h = s * (_norm_pdf(a) - a * ndtr(-a))
-        on_l = s * (_norm_pdf(a) + a * ndtr(a))
-        out = out.copy()
-        out[pos] = np.where(up[pos], on_h, on_l)
-    return out
-
-
-def expected_af_over_beta(mean: np.ndarray, std: np.ndarray, threshold: float) -> np.ndarray:
-    """``E_beta[a_{t-1}(x)]`` for ``beta ~ chi2(2)`` at a fixed posterior: ``sigma sqrt(2 pi) (1 - Phi(u))``.
-
-    ``u = |mu - theta| / sigma`` (spec Sec. 2.7, derived there; 0 where ``sigma = 0``). It dominates
-    the expected loss of the current estimate, the pointwise form of the key step of Theorem 4.1.
-    """
-    sd = np.asarray(std, dtype=np.float64)
-    diff = np.abs(np.asarray(mean, dtype=np.float64) - float(threshold))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        u = np.where(sd > 0, diff / np.where(sd > 0, sd, 1.0), np.inf)
-    return np.where(sd > 0, sd * math.sqrt(2 * math.pi) * ndtr(-u), 0.0)
-
-
-def mile_acquisition(
-    mean: np.ndarray,
-    variance: np.ndarray,
-    threshold: float,
-    sqrt_beta: float,
-    noise_variance: float,
-    covariance_rows: Callable[[np.ndarray], np.ndarray],
-    *,
-    block: int = 256,
-    cutoff: float = 8.0,
-) -> tuple[np.ndarray, int]:
-    """MILE (Zanette et al. 2019): expected growth of ``S = {mu - beta^(1/2) sigma > theta}``, (N,).
-
-    For a candidate ``x*`` with ``s*^2 = sigma^2(x*) + noise`` and posterior covariance ``k(x, x*)``,
-    observing ``x*`` moves ``mu(x)`` by a normal with sd ``c = |k(x, x*)| / s*`` and leaves variance
-    ``sigma^2(x) - c^2``, so ``P(x in S after) = Phi((mu - theta - beta^(1/2) sqrt(sigma^2 - c^2)) / c)``
-    and ``a(x*) = sum_x [P(x in S after) - 1[x in S now]]`` (terms with ``c = 0`` are 0).
-
-    Because ``c <= sigma(x)``, the term of ``x`` is below ``Phi(-cutoff)`` (6e-16 for 8) in absolute
-    value whenever ``mu - theta < -cutoff sigma`` or ``mu - theta > (beta^(1/2) + cutoff) sigma``;
-    those ``x`` are skipped, so only ``N_active`` rows of the posterior covariance are formed, in
-    blocks of ``block`` rows (never an N x N matrix). ``covariance_rows(idx)`` must return the
-    posterior covariance between candidates ``idx`` (b,) and all candidates, shape (b, N).
-
-    Returns ``(a, n_active)``.
-    """
-    mu = np.asarray(mean, dtype=np.float64)
-    var = np.maximum(np.asarray(variance, dtype=np.float64), 0.0)
-    sd = np.sqrt(var)
-    m = mu - float(threshold)
-    b = float(sqrt_beta)
-    n = mu.shape[0]
-    in_s = m - b * sd > 0
-    active = np.flatnonzero((sd > 0) & (m >= -cutoff * sd) & (m <= (b + cutoff) * sd))
-    s_star = np.sqrt(var + float(noise_variance))
-    inv_s_star = np.where(s_star > 0, 1.0 / np.where(s_star > 0, s_star, 1.0), 0.0)
-    a = np.zeros(n)
-    for start in range(0, active.size, block):
-        idx = active[start : start + block]
-        C = covariance_rows(idx)  # (b, N) posterior covariance k(x, x*)
-        np.abs(C, out=C)
-        C *= inv_s_star[None, :]  # c(x, x*) = |k(x, x*)| / s*
-        z = C * C
-        np.subtract(var[idx, None], z, out=z)
-        np.maximum(z, 0.0, out=z)
-        np.sqrt(z, out=z)  # sigma(x | x*)
-        z *= -b
-        z += m[idx, None]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z /= C  # z = (mu - theta - beta^(1/2) sigma(x | x*)) / c, +-inf where c = 0
-        # Phi(z) is a step (z > 0) to 1e-16 when |z| >= cutoff: evaluate Phi only near 0
-        a += np.count_nonzero(z > 0, axis=0)
-        rows, cols = np.nonzero(np.abs(z) < cutoff)
-        if rows.size:
-            zz = z[rows, cols]
-            a += np.bincount(cols, weights=ndtr(zz) - (zz > 0), minlength=n)
-        a -= float(np.count_nonzero(in_s[idx]))
-    return a, int(active.size)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -852,50 +660,6 @@ class RandomizedStraddle(LevelSetPolicy):
 
 
 _TIE_BREAKS = ("expected", "unclipped", "random")
-_LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
-
-
-def _log_expected_af(mean: np.ndarray, std: np.ndarray, threshold: float) -> np.ndarray:
-    """``log E_beta[a(x)] = log sigma + log sqrt(2 pi) + log Phi(-|mu - theta| / sigma)`` (N,),
-    ``-inf`` where ``sigma = 0``; exact in the far tail where :func:`expected_af_over_beta`
-    underflows to 0."""
-    sd = np.asarray(std, dtype=np.float64)
-    diff = np.abs(np.asarray(mean, dtype=np.float64) - float(threshold))
-    pos = sd > 0
-    safe = np.where(pos, sd, 1.0)
-    with np.errstate(divide="ignore"):
-        out = np.log(safe) + _LOG_SQRT_2PI + log_ndtr(-diff / safe)
-    return np.where(pos, out, -np.inf)
-
-
-def _zero_af_rank(mean: np.ndarray, std: np.ndarray, threshold: float) -> np.ndarray:
-    """A score in ``(-inf, 0)`` increasing with ``E_beta[a(x)]``: ``-log(1 + 1 / E_beta[a(x)])``.
-
-    Ranks the points where the clipped AF is 0 below every point where it is positive, and among
-    them by the expected AF (the ``"expected"`` tie-break); computed from the log so that it keeps
-    its order far from the threshold."""
-    log_e = _log_expected_af(mean, std, threshold)
-    return np.maximum(-np.logaddexp(0.0, -log_e), -1e300)
-
-
-def _zero_af_rank_and_gradient(
-    mean: float, std: float, dmean: np.ndarray, dstd: np.ndarray, threshold: float
-) -> tuple[float, np.ndarray]:
-    """:func:`_zero_af_rank` at one point and its gradient from those of ``mean`` and ``std``.
-
-    With ``u = |mu - theta| / sigma``: ``d log E = d sigma / sigma - (phi(u) / Phi(-u)) du`` and
-    ``du = (sign(mu - theta) d mu - u d sigma) / sigma``; ``d rank = d log E / (1 + E)``."""
-    if not std > 0:
-        return -1e300, np.zeros_like(dmean)
-    diff = mean - threshold
-    u = abs(diff) / std
-    log_e = math.log(std) + _LOG_SQRT_2PI + float(log_ndtr(-u))
-    rank = -float(np.logaddexp(0.0, -log_e))
-    mills = math.exp(-0.5 * u * u - _LOG_SQRT_2PI - float(log_ndtr(-u)))  # phi(u) / Phi(-u)
-    sign = 1.0 if diff >= 0 else -1.0
-    dlog_e = dstd / std - mills * (sign * dmean - u * dstd) / std
-    weight = 1.0 / (1.0 + math.exp(min(log_e, 700.0)))
-    return max(rank, -1e300), weight * dlog_e
 
 
 class RandomizedStraddleMax(RandomizedStraddle):
@@ -1228,121 +992,3 @@ class RandomSampling(LevelSetPolicy):
 
     def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
         return np.zeros(np.shape(mean))
-
-
-# ---------------------------------------------------------------------------------------------
-# Registry: factories read the problem's paper settings; options override them.
-# ---------------------------------------------------------------------------------------------
-_COMMON = (
-    "kernel",
-    "noise_variance",
-    "fit_hyperparameters",
-    "n_initial",
-    "initial_points",
-    "allow_repeats",
-)
-
-
-_NONE = ("none", "null")
-
-
-def _learns(options: dict[str, Any]) -> bool:
-    """Whether method options ask to learn the hyperparameters of a problem that has a kernel."""
-    if "fit_hyperparameters" in options:
-        return bool(options["fit_hyperparameters"])
-    return ("kernel" in options and options["kernel"] is None) or "hyperparameters" in options
-
-
-def _factory(cls: type[LevelSetPolicy], extra: tuple[str, ...] = ()) -> Callable[..., Any]:
-    def factory(problem: PolicySpec, seed: int | None = 0, **options: Any) -> LevelSetPolicy:
-        s = problem.settings
-        if "threshold" not in s:
-            raise InvalidInputError(f"{problem.source or 'the settings'}: no 'threshold' setting")
-        kw: dict[str, Any] = {k: s[k] for k in _COMMON if k in s}
-        for k in extra:
-            if k in s:
-                kw[k] = s[k]
-        box_opts = s.get("box_options", {})
-        if isinstance(problem.space, Box):
-            kw.update(box_opts)
-        if isinstance(options.get("kernel"), str) and options["kernel"].lower() in _NONE:
-            options = {**options, "kernel": None}  # "kernel=None" in a bench method id
-        kw.update(options)
-        if s.get("kernel") is not None and _learns(options):
-            # a run that learns hyperparameters on a paper problem does it as a user would: the
-            # paper's kernel, noise variance and one-point start are not known either (unless
-            # given); a start the problem prescribes (initial_points) is kept and topped up
-            kw["fit_hyperparameters"] = options.get("fit_hyperparameters", True)
-            for k in ("kernel", "noise_variance", "n_initial"):
-                if k not in options:
-                    kw.pop(k, None)
-        if not isinstance(problem.space, CandidateSet | Box):
-            raise InvalidInputError(
-                f"{problem.source or 'space'}: level-set methods need a CandidateSet or a Box space"
-            )
-        return cls(problem.space, s["threshold"], seed=seed, **kw)
-
-    factory.__qualname__ = f"make_{cls.__name__}"
-    return factory
-
-
-#: one-line docs of the level-set options (the method table; types and defaults are read from the
-#: constructors, see :func:`boloop.algorithms.registry.options_from`)
-_DOCS = {
-    "kernel": "GP covariance with fixed hyperparameters (paper); None learns an SE-ARD kernel",
-    "noise_variance": "observation-noise variance (Tables 1-2); start of the fit when fitted",
-    "fit_hyperparameters": "fit even with a given kernel (True) or never (False)",
-    "hyperparameters": "when fitted: 'learned' (priors, design; default) or 'plain' (unguarded ML)",
-    "fit_every": "refit at most every fit_every observations (fitted mode only)",
-    "n_initial": "initial queries, not iterations (paper: 1; learned: max(5, 2d) space-filling)",
-    "initial_points": "fixed initial design (k, d) instead of random points",
-    "allow_repeats": "finite spaces: False removes observed candidates (Sec. 5.3)",
-    "n_candidates": "boxes: fixed Sobol candidates",
-    "n_fresh": "boxes: fresh uniform candidates per step",
-    "n_refine": "boxes: L-BFGS-B restarts from the best candidates",
-    "refine_maxiter": "boxes: iteration cap of each L-BFGS-B restart",
-    "tie_break": (
-        "when the clipped AF is 0 everywhere: 'expected' (largest E_beta[AF]; default when "
-        "learned), 'unclipped' (argmax of the unclipped straddle; default with a kernel) or "
-        "'random'"
-    ),
-    "a": "lower end of the max-value loss's range of f (Alg. 2); None: from the data",
-    "b": "upper end of the max-value loss's range of f (Alg. 2); None: from the data",
-    "n_samples": "joint posterior samples estimating E_T[r~_i] for the returned set (eq. A.2)",
-    "max_sample_points": "candidates sampled at most (a random subset beyond)",
-    "sqrt_beta": "beta^(1/2), the multiplier of the posterior std",
-    "cardinality": "|X| in the LSE beta (default: candidates on a finite set, 1e15 on a box)",
-    "delta": "failure probability in the LSE beta",
-    "intersect": "intersect the confidence intervals over time (default: on finite sets)",
-    "max_dense": "keep the dense candidate covariance up to this many candidates",
-}
-
-for _cls, _desc, _extra in (
-    (RandomizedStraddle, "randomized straddle, beta ~ chi2(2) per step (Inatsu et al. Alg. 1)", ()),
-    (
-        RandomizedStraddleMax,
-        "randomized straddle for the max-value loss, returns H_T-hat (Alg. 2 / Alg. 3)",
-        ("a", "b"),
-    ),
-    (Straddle, "straddle heuristic, beta^(1/2) = 3 (Bryan et al. 2005)", ()),
-    (
-        LSE,
-        "LSE (Gotovos et al. 2013) with the theory beta, as run by Inatsu et al.",
-        ("cardinality",),
-    ),
-    (MILE, "MILE (Zanette et al. 2019), beta^(1/2) = 3, finite sets only", ()),
-    (UncertaintySampling, "uncertainty sampling: argmax posterior variance", ()),
-    (RandomSampling, "uniform random sampling", ()),
-):
-    register_method(
-        _cls.method_id,
-        "levelset",
-        _desc,
-        # the factory also takes kernel="None" (a bench id or --option string): learn it
-        options=options_from(
-            _cls,
-            _DOCS,
-            skip=("space", "threshold", "seed"),
-            types={"kernel": "Kernel | str | None"},
-        ),
-    )(_factory(_cls, _extra))
