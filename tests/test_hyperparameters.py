@@ -26,6 +26,7 @@ from boloop.problems import get
 from boloop.problems.levelset import LevelSetProblem
 from boloop.simulate import simulate
 from boloop.spaces import CandidateSet
+from user_problems import user_grid_problem
 
 
 def _data(n=25, seed=0, width=(2.0, 0.5)):
@@ -207,18 +208,7 @@ def _user_problem(seed_fn: int = 0) -> LevelSetProblem:
         bump = np.exp(-((X[:, 0] - 0.7) ** 2 + (X[:, 1] - 0.3) ** 2) / 0.08)
         return bump + 0.5 * np.sin(3 * X[:, 0]) * X[:, 1]
 
-    vals = f(space.points)
-    th = float(np.quantile(vals, 0.75))
-    return LevelSetProblem(
-        id="user/bump",
-        family="levelset",
-        space=space,
-        description="",
-        settings={"threshold": th},
-        function=f,
-        threshold=th,
-        noise_sd=0.02 * float(np.std(vals)),
-    )
+    return user_grid_problem("bump", space, f, 0.75)
 
 
 def test_stuck_run_regression_level_set_default():

@@ -17,6 +17,7 @@ from boloop.gp.kernels import SquaredExponential
 from boloop.problems.levelset import LevelSetProblem
 from boloop.simulate import simulate
 from boloop.spaces import Box, CandidateSet
+from user_problems import user_grid_problem
 
 GRID = CandidateSet.grid(np.array([[0.0, 1.0]]), 11)
 
@@ -119,18 +120,7 @@ def _needles() -> LevelSetProblem:
             - 0.02 * x
         )
 
-    vals = f(space.points)
-    th = float(np.quantile(vals, 0.9))
-    return LevelSetProblem(
-        id="user/needles",
-        family="levelset",
-        space=space,
-        description="",
-        settings={"threshold": th},
-        function=f,
-        threshold=th,
-        noise_sd=0.02 * float(np.std(vals)),
-    )
+    return user_grid_problem("needles", space, f, 0.9)
 
 
 def test_learned_default_finds_every_bump_it_used_to_miss():
