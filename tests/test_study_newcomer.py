@@ -335,12 +335,17 @@ def test_study_calls_use_one_blas_thread_unless_the_user_says_otherwise(tmp_path
     assert _python(tmp_path, code, OMP_NUM_THREADS="3").split()[-2:] == ["1", "3"]
 
 
-def test_a_long_study_loads_from_a_snapshot_without_other_families(tmp_path):
+def test_a_long_study_loads_from_a_snapshot_without_other_families(tmp_path, monkeypatch):
     """A cheap policy with many answers gets a snapshot, and a command-line call loads from it:
     neither the other families' algorithms nor scipy.stats are imported; verify still replays
-    the whole log."""
+    the whole log. Snapshots are stored once a replay costs SNAPSHOT_AFTER_SECONDS: on a fast,
+    quiet machine 150 MR-LPF answers cost less, so the threshold is set to 0 here to make the
+    snapshot's existence independent of the machine's speed."""
     from boloop.problems import get
     from boloop.simulate import oracle_rng
+    from boloop.study import core
+
+    monkeypatch.setattr(core, "SNAPSHOT_AFTER_SECONDS", 0.0)
 
     url = f"sqlite:///{tmp_path / 'lab.db'}"
     study = create_study("pr", "mr-lpf", problem="preference/toy", storage=url, seed=0, horizon=500)
