@@ -34,6 +34,7 @@ from xml.sax.saxutils import escape as _xml_escape
 
 import numpy as np
 
+from boloop.algorithms.families import family_traits
 from boloop.recommendations import BestPoint
 from boloop.spaces import Box, CandidateSet, SafeSpace
 
@@ -510,7 +511,7 @@ def _predictor(
 def _expert_g(study: Any, policy: Any) -> Callable[[np.ndarray], np.ndarray] | None:
     """The expert's latent g (COBOL's estimate, ``predict(X)["g"]``), if the policy has one."""
     pred = getattr(policy, "predict", None)
-    if study.family != "expert" or not callable(pred):
+    if not family_traits(study.family).expert_belief or not callable(pred):
         return None
 
     def g(X: np.ndarray) -> np.ndarray:
@@ -636,13 +637,14 @@ def model_svg(study: Any) -> str:
     rec = _raw_recommendation(policy)
     if isinstance(space, SafeSpace):
         return _model_safe(study, policy, hist, rec, label)
-    if study.family == "preference" or (hist and all(r["kind"] == "compare" for r in hist)):
+    traits = family_traits(study.family)
+    if traits.duel_model or (hist and all(r["kind"] == "compare" for r in hist)):
         return _model_preference(study, hist, rec, label)
     if not hist:
         return _message("no answers yet: the model is the prior", label)
     d = space.dim
     pred = _predictor(study, policy)
-    threshold = _settings(study).get("threshold") if study.family == "levelset" else None
+    threshold = _settings(study).get("threshold") if traits.level_threshold else None
     X, answers = _evaluations(study, hist)
     y = np.array([_scalar(a) for a in answers])
     labels = [r for r in hist if r["kind"] == "label"]
@@ -1130,7 +1132,7 @@ def safe_growth(study: Any, history: list[dict[str, Any]] | None = None) -> list
     ``history``: ``study.history()`` read by the caller (a server reads it under the study's
     lock and replays without holding it; nothing else of the study changes after loading).
     """
-    if study.family != "safe" or not hasattr(study.policy, "certified"):
+    if not family_traits(study.family).growth_picture or not hasattr(study.policy, "certified"):
         return []
     hist = study.history() if history is None else history
     key = (str(study.storage_url), str(study.name))
@@ -1182,7 +1184,7 @@ def growth_svg(study: Any, history: list[dict[str, Any]] | None = None) -> str |
     each answer (for several, its lowest, median and highest level over the settings)."""
     label = f"safe set growth of study {study.name}"
     growth = safe_growth(study, history)
-    if study.family != "safe":
+    if not family_traits(study.family).growth_picture:
         return None
     if not growth:
         return _message("no answers yet: only the lowest level is known to be safe", label)
@@ -1237,7 +1239,7 @@ def pictures(study: Any, growth: bool = True) -> dict[str, str]:
     family unless ``growth=False``, ``"growth"``: :func:`growth_svg` (its first drawing replays
     the log, seconds for a long study whose method refits hyperparameters at every answer)."""
     out = {"progress": progress_svg(study), "model": model_svg(study)}
-    svg = growth_svg(study) if growth and study.family == "safe" else None
+    svg = growth_svg(study) if growth and family_traits(study.family).growth_picture else None
     if svg is not None:
         out["growth"] = svg
     return out

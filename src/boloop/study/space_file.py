@@ -53,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from boloop.algorithms.families import family_traits, space_key_owners
 from boloop.errors import InvalidInputError, OutOfSpaceError
 from boloop.problems.base import Problem
 from boloop.spaces import Box, CandidateSet, SafeSpace, Space
@@ -71,8 +72,9 @@ __all__ = [
 ]
 
 SPACE_FORMAT = 1
-#: grid points per axis when a family needs a finite set and the file gives no ``grid``
-DEFAULT_GRID = {"preference": 20, "safe": 30}
+#: grid points per axis when a parameter has a ``grid`` and the family declares no default
+#: (a family that needs a finite set declares its own: ``FamilyTraits.default_grid``)
+_GRID = 20
 _KNOWN_KEYS = {
     "format",
     "family",
@@ -354,31 +356,20 @@ def pin_defaults(spec: Mapping[str, Any], family: str) -> dict[str, Any]:
     params = out.get("parameters")
     if params is None:
         return out
-    if family == "safe" or family in DEFAULT_GRID or any("grid" in p for p in params):
-        g0 = DEFAULT_GRID.get(family, 20)
+    g_family = family_traits(family).default_grid
+    if g_family is not None or any("grid" in p for p in params):
+        g0 = _GRID if g_family is None else g_family
         out["parameters"] = [{**p, "grid": p.get("grid", g0)} for p in params]
     return out
-
-
-#: top-level space keys that only one family reads
-_FAMILY_KEYS = {
-    "threshold": ("levelset", "the level h of the set {x : f(x) > h} to map"),
-    "monotone": ("safe", "the parameter in which the safety value grows"),
-    "h": ("safe", "the safety limit g <= h"),
-    "safe_seeds": ("safe", "points known to be safe"),
-}
 
 
 def check_family_keys(spec: Mapping[str, Any], family: str, method: str) -> None:
     """Refuse keys of another family's space (``threshold`` given to ``mr-lpf``): the method
     would ignore them silently, and the person meant another method or another file."""
-    for key, (owner, meaning) in _FAMILY_KEYS.items():
+    hints = family_traits(family).key_hints
+    for key, (owner, meaning) in space_key_owners().items():
         if key in spec and spec[key] is not None and family != owner:
-            hint = (
-                " (the safe family's limit is 'h')"
-                if key == "threshold" and family == "safe"
-                else ""
-            )
+            hint = f" ({hints[key]})" if key in hints else ""
             raise InvalidInputError(
                 f"the space has {key!r} ({meaning}), which only {owner} methods use; method "
                 f"{method!r} is of the {family} family and would ignore it{hint}: remove it from "
@@ -393,7 +384,8 @@ def build_experiment(
 
     Parameters with ``grid`` make a finite grid, otherwise a :class:`Box`; families that need
     finite candidate sets (``preference``, ``safe``) always get a grid
-    (``grid`` points per axis, default :data:`DEFAULT_GRID`); the ``safe`` family gets a
+    (``grid`` points per axis, default the family's ``default_grid``,
+    :mod:`boloop.algorithms.families`); a family with a ``monotone_space`` (``safe``) gets a
     :class:`SafeSpace` whose first axis is the monotone parameter. Settings: ``threshold``
     (level-set), ``h``, ``monotone`` and ``safe_seeds`` (safe, as an (k, d) array in the space's
     column order) plus the document's ``settings`` table.
@@ -403,19 +395,17 @@ def build_experiment(
         raise InvalidInputError(
             f"the space file is for the {spec['family']!r} family, the method is {family!r}"
         )
+    traits = family_traits(family)
     settings: dict[str, Any] = dict(spec["settings"])
     labels = None
     space: Space
-    if family == "safe":
-        if "monotone" not in spec or "h" not in spec:
-            raise InvalidInputError(
-                "the safe family needs 'monotone' (the monotone parameter) and 'h' (the safety "
-                "threshold) in the space"
-            )
+    if traits.monotone_space:
+        if any(k not in spec for k in traits.required_space_keys):
+            raise InvalidInputError(traits.required_space_message)
         params = spec["parameters"]
         mono = next(p for p in params if p["name"] == spec["monotone"])
         others = [p for p in params if p["name"] != spec["monotone"]]
-        g0 = DEFAULT_GRID["safe"]
+        g0 = _GRID if traits.default_grid is None else traits.default_grid
         s_values = np.linspace(mono["low"], mono["high"], mono.get("grid", g0))
         x_bounds = [[p["low"], p["high"]] for p in others]
         x_points = CandidateSet.grid(x_bounds, [p.get("grid", g0) for p in others]).points
@@ -433,17 +423,20 @@ def build_experiment(
         params = spec["parameters"]
         names = [p["name"] for p in params]
         bounds = [[p["low"], p["high"]] for p in params]
-        if family in DEFAULT_GRID or any("grid" in p for p in params):
-            g0 = DEFAULT_GRID.get(family, 20)
+        if traits.default_grid is not None or any("grid" in p for p in params):
+            g0 = _GRID if traits.default_grid is None else traits.default_grid
             space = CandidateSet.grid(bounds, [p.get("grid", g0) for p in params], names=names)
         else:
             space = Box([b[0] for b in bounds], [b[1] for b in bounds], names=names)
     if "threshold" in spec:
         settings["threshold"] = spec["threshold"]
-    if family == "levelset" and "threshold" not in settings:
-        raise InvalidInputError("the levelset family needs 'threshold' in the space")
+    missing = [k for k in traits.required_settings if k not in settings]
+    if missing:
+        raise InvalidInputError(
+            f"the {family} family needs {' and '.join(map(repr, missing))} in the space"
+        )
     if "safe_seeds" in spec:
-        if family == "safe":
+        if traits.monotone_space:
             lowest = float(space.s_values[0])  # type: ignore[union-attr]
             above = [s for s in spec["safe_seeds"] if s[spec["monotone"]] != lowest]
             if above:

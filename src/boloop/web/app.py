@@ -40,6 +40,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 import boloop
+from boloop.algorithms.families import family_traits
 from boloop.errors import BoloopError, QueryStateError, UnknownIdError
 from boloop.study import Study, create_study, list_studies, load_study
 from boloop.study.answers import parse_measurement
@@ -649,7 +650,7 @@ def _query_json(study: Study, q: Any) -> dict[str, Any]:
     media = _query_media(study, q)
     if media:
         d["media"] = media
-    if study.family == "safe":
+    if family_traits(study.family).safety_limit:
         d["limit"] = _limit(study)
     return d
 
@@ -716,7 +717,8 @@ def _page_context(study: Study) -> dict[str, Any]:
         "query": query,
         "ask_error": ask_error,
         "media": _query_media(study, query) if query is not None else {},
-        "limit": _limit(study) if study.family == "safe" else None,
+        "limit": _limit(study) if family_traits(study.family).safety_limit else None,
+        "growth_picture": family_traits(study.family).growth_picture,
         "history": list(reversed(hist[-30:])),
         "n_history": len(hist),
         "pictures": pics,
@@ -770,7 +772,7 @@ def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None]:
                     errors[f"out.{out}"] = f"{out} must be a finite number, got {text.strip()!r}"
                 else:
                     answer[out] = v
-            limit = _limit(study) if study.family == "safe" else None
+            limit = _limit(study) if family_traits(study.family).safety_limit else None
             if (
                 not errors
                 and limit is not None
