@@ -709,11 +709,11 @@ def test_random_operation_sequences_replay_exactly(tmp_path_factory, monkeypatch
     replay agree on the history and the next query, and the history matches a plain model of the
     operations (a stack of answers). With ``snapshots``, a snapshot is stored after every write,
     so loads start from snapshots that later undos may have invalidated."""
-    from boloop.study import core
+    from boloop.study import snapshots as snapshot_settings
 
     if snapshots:
-        monkeypatch.setattr(core, "SNAPSHOT_AFTER_SECONDS", 0.0)
-        monkeypatch.setattr(core, "SNAPSHOT_COST_FACTOR", 0.0)
+        monkeypatch.setattr(snapshot_settings, "SNAPSHOT_AFTER_SECONDS", 0.0)
+        monkeypatch.setattr(snapshot_settings, "SNAPSHOT_COST_FACTOR", 0.0)
     url = f"sqlite:///{tmp_path_factory.mktemp('ops') / 's.db'}"
     study = create_study("ops", "toy-random", problem="levelset/toy", storage=url, seed=4)
     model: list[tuple] = []  # (source, value)
@@ -839,10 +839,10 @@ def test_snapshots_are_used_checked_and_optional(url, monkeypatch):
     agrees with a full replay, ignores a snapshot an undo reached behind, and falls back to a
     full replay for a snapshot of other code or unreadable data."""
     from boloop.algorithms.toy import RandomEvaluate
-    from boloop.study import core
+    from boloop.study import snapshots as snapshot_settings
 
-    monkeypatch.setattr(core, "SNAPSHOT_AFTER_SECONDS", 0.0)
-    monkeypatch.setattr(core, "SNAPSHOT_COST_FACTOR", 0.0)
+    monkeypatch.setattr(snapshot_settings, "SNAPSHOT_AFTER_SECONDS", 0.0)
+    monkeypatch.setattr(snapshot_settings, "SNAPSHOT_COST_FACTOR", 0.0)
     study = create_study("snap", "toy-random", problem="levelset/toy", storage=url, seed=1)
     for k in range(5):
         q = study.ask()
@@ -861,7 +861,7 @@ def test_snapshots_are_used_checked_and_optional(url, monkeypatch):
     con = sqlite3.connect(path)
     assert con.execute("SELECT COUNT(*) FROM boloop_snapshots").fetchone()[0] == 1
     # an undo written by a process that stores no snapshot: the snapshot is behind the undo
-    monkeypatch.setattr(core, "SNAPSHOTS_ENABLED", False)
+    monkeypatch.setattr(snapshot_settings, "SNAPSHOTS_ENABLED", False)
     load_study("snap", storage=url).undo()
     calls.clear()
     reloaded = load_study("snap", storage=url)

@@ -343,9 +343,9 @@ def test_a_long_study_loads_from_a_snapshot_without_other_families(tmp_path, mon
     snapshot's existence independent of the machine's speed."""
     from boloop.problems import get
     from boloop.simulate import oracle_rng
-    from boloop.study import core
+    from boloop.study import snapshots as snapshot_settings
 
-    monkeypatch.setattr(core, "SNAPSHOT_AFTER_SECONDS", 0.0)
+    monkeypatch.setattr(snapshot_settings, "SNAPSHOT_AFTER_SECONDS", 0.0)
 
     url = f"sqlite:///{tmp_path / 'lab.db'}"
     study = create_study("pr", "mr-lpf", problem="preference/toy", storage=url, seed=0, horizon=500)

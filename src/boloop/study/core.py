@@ -5,6 +5,12 @@ append-only event log of a :class:`~boloop.study.storage.Storage`. Every operati
 up with events other processes appended, then writes its own event in one transaction. Loading
 replays the log through a fresh policy and checks that every replayed query equals the stored one;
 a mismatch raises :class:`~boloop.errors.StorageError` naming the study and the boloop versions.
+
+The study's parts live beside it: :mod:`boloop.study.replay` (the log into a policy, checked),
+:mod:`boloop.study.snapshots` (policy snapshots: when, how, whose code),
+:mod:`boloop.study.naming` (study names, notes, stored options); this module holds the
+:class:`Study` class, its configuration and :func:`create_study`, :func:`load_study`,
+:func:`list_studies`.
 """
 
 from __future__ import annotations
@@ -13,18 +19,14 @@ import contextlib
 import copy
 import csv
 import dataclasses
-import functools
-import hashlib
 import json
 import logging
 import math
 import numbers
 import os
-import pickle
 import platform
 import secrets
 import time
-import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -40,11 +42,19 @@ from boloop.errors import (
     StorageError,
 )
 from boloop.problems.base import Problem
-from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query, query_from_dict
+from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query
 from boloop.recommendations import BestPoint
 from boloop.spaces import Box, CandidateSet, SafeSpace, Space
 from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_measurement
 from boloop.study.log import Event, SeqConflict, safe_url
+from boloop.study.naming import MAX_NOTE_CHARS as MAX_NOTE_CHARS  # moved; importable here too
+from boloop.study.naming import _check_name, _check_note, _json_options
+from boloop.study.replay import StudyReplay, _decode_answer, _decode_query, _effective_events
+from boloop.study.snapshots import SNAPSHOT_AFTER_SECONDS as SNAPSHOT_AFTER_SECONDS
+from boloop.study.snapshots import SNAPSHOT_COST_FACTOR as SNAPSHOT_COST_FACTOR
+from boloop.study.snapshots import SNAPSHOT_MAX_BYTES as SNAPSHOT_MAX_BYTES
+from boloop.study.snapshots import SNAPSHOTS_ENABLED as SNAPSHOTS_ENABLED
+from boloop.study.snapshots import StudySnapshots
 from boloop.study.space_file import (
     UserExperiment,
     build_experiment,
@@ -66,35 +76,6 @@ logger = logging.getLogger("boloop")
 
 CONFIG_FORMAT = 1
 _MAX_RETRIES = 5
-#: store a policy snapshot once replaying the events since the last one costs this many seconds
-#: (a command-line call loads the study afresh: a 300-answer replay of even a cheap policy costs
-#: tens of milliseconds, a snapshot a few)
-SNAPSHOT_AFTER_SECONDS = 0.02
-#: ... and costs this many times what writing the last snapshot took
-SNAPSHOT_COST_FACTOR = 2.0
-#: snapshots larger than this (compressed) are not stored
-SNAPSHOT_MAX_BYTES = 64 * 2**20
-#: set ``BOLOOP_SNAPSHOTS=0`` to never store snapshots (every load replays the whole log)
-SNAPSHOTS_ENABLED = os.environ.get("BOLOOP_SNAPSHOTS", "1") != "0"
-
-
-@functools.lru_cache(maxsize=1)
-def _code_fingerprint() -> str:
-    """Hash of boloop's source files and the numpy version: a snapshot is only reused by the
-    exact code that wrote it (any change to an algorithm means a full, checked replay)."""
-    h = hashlib.sha256()
-    h.update(boloop.__version__.encode())
-    h.update(np.__version__.encode())
-    root = os.path.dirname(os.path.abspath(boloop.__file__))
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for fn in sorted(filenames):
-            if fn.endswith(".py"):
-                path = os.path.join(dirpath, fn)
-                h.update(os.path.relpath(path, root).encode())
-                with open(path, "rb") as fh:
-                    h.update(fh.read())
-    return h.hexdigest()
 
 
 # -- queries with names ----------------------------------------------------------------------------
@@ -157,16 +138,6 @@ def _family_of(method: str, family: str | None) -> str:
     return get_method(method, family).family
 
 
-def _json_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    try:
-        return json.loads(json.dumps(dict(options), allow_nan=False))
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(
-            f"study options must be plain JSON values (numbers, strings, booleans, lists) so the "
-            f"study can be rebuilt from storage: {exc}"
-        ) from exc
-
-
 def _space_document(space: Any) -> dict[str, Any]:
     if isinstance(space, UserExperiment):
         return dict(space.spec)
@@ -200,16 +171,6 @@ def _problem_from_config(config: Mapping[str, Any]) -> Problem:
     return build_experiment(config["space"], config["family"], name=config["name"])
 
 
-def _check_name(name: Any) -> str:
-    if not isinstance(name, str) or not name.strip() or len(name) > 255:
-        raise InvalidInputError(
-            f"name must be a non-empty string of at most 255 characters, got {name!r}"
-        )
-    if name != name.strip():
-        raise InvalidInputError(f"name must not start or end with spaces, got {name!r}")
-    return name
-
-
 #: the status vocabulary: what an answer to each query kind is called
 _COUNT_NAME = {"evaluate": "evaluations", "label": "labels", "compare": "duels"}
 #: ``describe()`` keys a status leaves out of the method's settings: the study shows them once
@@ -227,7 +188,7 @@ _NOT_SETTINGS = (
 )
 
 # -- the study ---------------------------------------------------------------------------------------
-class Study:
+class Study(StudyReplay, StudySnapshots):
     """A persistent ask/tell loop (use :func:`create_study` / :func:`load_study`).
 
     Attributes: ``name``, ``method``, ``family``, ``seed``, ``options``, ``problem`` (a registered
@@ -653,64 +614,6 @@ class Study:
         self._dirty = True
         self._apply_new([ev])
 
-    def _reload(self) -> None:
-        """Rebuild everything from the stored log (after a failed commit or a conflict)."""
-        self._rebuild(self._storage.events(self._sid, after=-1))
-
-    def _rebuild(self, events: list[Event]) -> None:
-        """The policy after the events in effect: from the latest valid snapshot (unless
-        ``full_replay``) plus a checked replay of the events after it, else a full replay."""
-        self._events = list(events)
-        self._seq = events[-1].seq if events else -1
-        self._effective: list[Event] = []
-        self._asked: dict[int, Event] = {}
-        self._logged_open: set[int] = set()
-        self._dirty = False
-        self._cost = 0.0
-        effective = _effective_events(events, self.name)
-        start = 0
-        policy = self._snapshot_policy(events, effective) if not self._full_replay else None
-        if policy is not None:
-            self._policy, start = policy
-        else:
-            self._set_problem(None)
-            self._policy = make_policy(self.method, self.problem, self.seed, **self.options)
-        for ev in effective[:start]:
-            self._apply(ev, replay=False)
-        for ev in effective[start:]:
-            self._apply(ev)
-        self._stale = False
-
-    def _snapshot_policy(
-        self, events: list[Event], effective: list[Event]
-    ) -> tuple[BasePolicy, int] | None:
-        """``(policy, number of effective events it includes)`` from a valid snapshot."""
-        try:
-            snap = self._storage.get_snapshot(self._sid)
-        except StorageError:
-            return None
-        if snap is None:
-            return None
-        seq, fingerprint, data = snap
-        if fingerprint != _code_fingerprint() or seq > self._seq:
-            return None
-        prefix = _effective_events([e for e in events if e.seq <= seq], self.name)
-        if [e.seq for e in effective[: len(prefix)]] != [e.seq for e in prefix]:
-            return None  # a later undo reached back before the snapshot
-        t0 = time.perf_counter()
-        try:
-            saved = pickle.loads(zlib.decompress(data))
-        except Exception as exc:  # noqa: BLE001 - a cache: any failure means a full replay
-            logger.debug("study %r: snapshot at event %s unreadable: %s", self.name, seq, exc)
-            return None
-        # what loading it cost approximates what writing the next one will cost
-        self._snapshot_cost = max(self._snapshot_cost, time.perf_counter() - t0)
-        if isinstance(saved, dict) and "policy" in saved:  # {"policy", "problem"}
-            self._set_problem(saved.get("problem"))
-            return saved["policy"], len(prefix)
-        self._set_problem(None)  # an older snapshot: the policy alone
-        return saved, len(prefix)
-
     def _set_problem(self, problem: Problem | None) -> None:
         """The study's problem: ``problem`` (from a snapshot) or, if none is set yet, the one the
         configuration builds."""
@@ -718,89 +621,6 @@ class Study:
             self.problem = problem if problem is not None else _problem_from_config(self.config)
         self.space: Space = self.problem.space
         self._labels = getattr(self.problem, "labels", None)
-
-    def _maybe_snapshot(self) -> None:
-        """Store a snapshot once replaying the events since the last one would cost more than
-        :data:`SNAPSHOT_AFTER_SECONDS` (policies that refit hyperparameters at every answer) and
-        more than twice what the last snapshot cost to write (large policies snapshot rarely)."""
-        if not SNAPSHOTS_ENABLED or self._snapshot_off:
-            return
-        if self._cost < max(SNAPSHOT_AFTER_SECONDS, SNAPSHOT_COST_FACTOR * self._snapshot_cost):
-            return
-        self._cost = 0.0
-        t0 = time.perf_counter()
-        try:
-            try:  # with the problem, so a load needs no registry lookup
-                saved: Any = {"policy": self._policy, "problem": self.problem}
-                data = zlib.compress(pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL), 1)
-                if len(data) > SNAPSHOT_MAX_BYTES:
-                    raise ValueError("too large with the problem's data")
-            except Exception:  # noqa: BLE001 - a problem from a user's file, a large data set
-                raw = pickle.dumps(self._policy, protocol=pickle.HIGHEST_PROTOCOL)
-                data = zlib.compress(raw, 1)
-        except Exception as exc:  # noqa: BLE001 - unpicklable policies just replay in full
-            logger.debug("study %r: policy cannot be pickled: %s", self.name, exc)
-            self._snapshot_off = True
-            return
-        if len(data) > SNAPSHOT_MAX_BYTES:
-            logger.debug("study %r: snapshot of %d bytes not stored", self.name, len(data))
-            self._snapshot_off = True
-            return
-        self._storage.put_snapshot(self._sid, self._seq, _code_fingerprint(), data)
-        self._snapshot_cost = time.perf_counter() - t0
-
-    def _apply_new(self, new: list[Event]) -> None:
-        if any(e.kind == "withdrawn" for e in new):
-            self._rebuild(self._events + new)
-            return
-        for ev in new:
-            if ev.seq != self._seq + 1:
-                raise StorageError(f"study {self.name!r}: event {ev.seq} out of order")
-            self._apply(ev)
-            self._events.append(ev)
-            self._seq = ev.seq
-
-    def _apply(self, ev: Event, replay: bool = True) -> None:
-        """Apply one event in effect (to the policy too when ``replay``), checking replayed
-        queries against the stored ones."""
-        if ev.kind == "created":
-            return
-        t0 = time.perf_counter()
-        if ev.kind == "asked":
-            stored = _decode_query(ev, self.name)
-            if replay:
-                replayed = self._policy.ask()
-                if replayed.id != stored.id or replayed != stored:
-                    raise StorageError(
-                        f"study {self.name!r}: replaying the log gives a different query at "
-                        f"event {ev.seq}: stored {stored.to_dict()}, replayed "
-                        f"{replayed.to_dict()}. The study was created with boloop "
-                        f"{self.config.get('boloop_version')!r}; this is boloop "
-                        f"{boloop.__version__!r} (method {self.method!r}). Load it with the "
-                        "boloop version that created it."
-                    )
-            self._asked[stored.id] = ev
-            self._logged_open.add(stored.id)
-        elif ev.kind == "told":
-            qid = ev.query_id
-            if qid is None:
-                raise StorageError(f"study {self.name!r}: event {ev.seq} answers no query id")
-            if replay:
-                try:
-                    self._policy.tell(qid, _decode_answer(ev.payload.get("answer")))
-                except BoloopError as exc:
-                    raise StorageError(
-                        f"study {self.name!r}: the stored answer of event {ev.seq} (query {qid}) "
-                        f"is refused on replay: {exc}"
-                    ) from exc
-            self._logged_open.discard(qid)  # type: ignore[arg-type]
-        elif ev.kind == "added" and replay and ev.payload.get("label"):
-            x = np.asarray(ev.payload["x"], dtype=np.float64)
-            self._policy.add_labels(x[None, :], [bool(ev.payload["answer"])])  # type: ignore[attr-defined]
-        elif ev.kind == "added" and replay:
-            self._add_to_policy(np.asarray(ev.payload["x"], dtype=np.float64), ev.payload["answer"])
-        self._cost += time.perf_counter() - t0
-        self._effective.append(ev)
 
     def _by_label(self, query: Query, answer: Any) -> Any:
         """A compare answered with an option's name (a text column of the table) -> 0 or 1."""
@@ -1011,57 +831,6 @@ def _index_in(space: Space, x: np.ndarray) -> int | None:
         if js.size and d[i] <= 1e-9:
             return int(space.flat_index(i, int(js[0])))
     return None
-
-
-def _effective_events(events: list[Event], name: str) -> list[Event]:
-    """The events in effect: a ``withdrawn`` event removes the answer it names and every query
-    issued after that answer."""
-    stack: list[Event] = []
-    for ev in events:
-        if ev.kind != "withdrawn":
-            stack.append(ev)
-            continue
-        target = ev.payload.get("withdraws")
-        while stack and stack[-1].seq != target:
-            dropped = stack.pop()
-            if dropped.kind != "asked":
-                raise StorageError(
-                    f"study {name!r}: event {ev.seq} withdraws event {target}, which is not the "
-                    "last answer"
-                )
-        if not stack or stack[-1].kind not in ("told", "added"):
-            raise StorageError(f"study {name!r}: event {ev.seq} withdraws a missing answer")
-        stack.pop()
-    return stack
-
-
-#: longest note stored with an answer (characters)
-MAX_NOTE_CHARS = 2000
-
-
-def _check_note(note: Any) -> str | None:
-    """A note as stored: None or a stripped string of at most :data:`MAX_NOTE_CHARS`."""
-    if note is None:
-        return None
-    if not isinstance(note, str):
-        raise InvalidInputError(f"note must be text, got {type(note).__name__}")
-    note = note.strip()
-    if len(note) > MAX_NOTE_CHARS:
-        raise InvalidInputError(f"note is {len(note)} characters long; at most {MAX_NOTE_CHARS}")
-    return note or None
-
-
-def _decode_query(ev: Event, name: str) -> Query:
-    try:
-        return query_from_dict(ev.payload["query"])
-    except (KeyError, TypeError, BoloopError) as exc:
-        raise StorageError(
-            f"study {name!r}: event {ev.seq} holds an unreadable query: {exc}"
-        ) from exc
-
-
-def _decode_answer(value: Any) -> Any:
-    return value  # JSON keeps float, int, bool and {name: float} exactly
 
 
 def _json_default(obj: Any) -> Any:

@@ -1,0 +1,145 @@
+"""Replaying a study's event log into a policy, and checking it.
+
+A study is its log (:mod:`boloop.study.storage`): ``created``, then ``asked``, ``told``,
+``added`` and ``withdrawn`` events. :func:`_effective_events` reduces it to the events in
+effect (an undo withdraws an answer and the queries after it); :class:`StudyReplay` rebuilds the
+policy from them, asking the policy again for every stored query and refusing, with a
+:class:`~boloop.errors.StorageError` naming the boloop versions, a replay that asks anything
+else: a changed algorithm cannot silently reinterpret old answers.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+import boloop
+from boloop.algorithms.registry import make_policy
+from boloop.errors import BoloopError, StorageError
+from boloop.queries import Query, query_from_dict
+from boloop.study.log import Event
+
+__all__ = ["StudyReplay"]
+
+
+def _effective_events(events: list[Event], name: str) -> list[Event]:
+    """The events in effect: a ``withdrawn`` event removes the answer it names and every query
+    issued after that answer."""
+    stack: list[Event] = []
+    for ev in events:
+        if ev.kind != "withdrawn":
+            stack.append(ev)
+            continue
+        target = ev.payload.get("withdraws")
+        while stack and stack[-1].seq != target:
+            dropped = stack.pop()
+            if dropped.kind != "asked":
+                raise StorageError(
+                    f"study {name!r}: event {ev.seq} withdraws event {target}, which is not the "
+                    "last answer"
+                )
+        if not stack or stack[-1].kind not in ("told", "added"):
+            raise StorageError(f"study {name!r}: event {ev.seq} withdraws a missing answer")
+        stack.pop()
+    return stack
+
+
+def _decode_query(ev: Event, name: str) -> Query:
+    try:
+        return query_from_dict(ev.payload["query"])
+    except (KeyError, TypeError, BoloopError) as exc:
+        raise StorageError(
+            f"study {name!r}: event {ev.seq} holds an unreadable query: {exc}"
+        ) from exc
+
+
+def _decode_answer(value: Any) -> Any:
+    return value  # JSON keeps float, int, bool and {name: float} exactly
+
+
+class StudyReplay:
+    """The replay half of :class:`~boloop.study.core.Study` (a mixin: it works on the study's
+    own state, ``_events``, ``_seq``, ``_effective``, ``_asked``, ``_policy``...)."""
+
+    def _reload(self) -> None:
+        """Rebuild everything from the stored log (after a failed commit or a conflict)."""
+        self._rebuild(self._storage.events(self._sid, after=-1))
+
+    def _rebuild(self, events: list[Event]) -> None:
+        """The policy after the events in effect: from the latest valid snapshot (unless
+        ``full_replay``) plus a checked replay of the events after it, else a full replay."""
+        self._events = list(events)
+        self._seq = events[-1].seq if events else -1
+        self._effective: list[Event] = []
+        self._asked: dict[int, Event] = {}
+        self._logged_open: set[int] = set()
+        self._dirty = False
+        self._cost = 0.0
+        effective = _effective_events(events, self.name)
+        start = 0
+        policy = self._snapshot_policy(events, effective) if not self._full_replay else None
+        if policy is not None:
+            self._policy, start = policy
+        else:
+            self._set_problem(None)
+            self._policy = make_policy(self.method, self.problem, self.seed, **self.options)
+        for ev in effective[:start]:
+            self._apply(ev, replay=False)
+        for ev in effective[start:]:
+            self._apply(ev)
+        self._stale = False
+
+    def _apply_new(self, new: list[Event]) -> None:
+        if any(e.kind == "withdrawn" for e in new):
+            self._rebuild(self._events + new)
+            return
+        for ev in new:
+            if ev.seq != self._seq + 1:
+                raise StorageError(f"study {self.name!r}: event {ev.seq} out of order")
+            self._apply(ev)
+            self._events.append(ev)
+            self._seq = ev.seq
+
+    def _apply(self, ev: Event, replay: bool = True) -> None:
+        """Apply one event in effect (to the policy too when ``replay``), checking replayed
+        queries against the stored ones."""
+        if ev.kind == "created":
+            return
+        t0 = time.perf_counter()
+        if ev.kind == "asked":
+            stored = _decode_query(ev, self.name)
+            if replay:
+                replayed = self._policy.ask()
+                if replayed.id != stored.id or replayed != stored:
+                    raise StorageError(
+                        f"study {self.name!r}: replaying the log gives a different query at "
+                        f"event {ev.seq}: stored {stored.to_dict()}, replayed "
+                        f"{replayed.to_dict()}. The study was created with boloop "
+                        f"{self.config.get('boloop_version')!r}; this is boloop "
+                        f"{boloop.__version__!r} (method {self.method!r}). Load it with the "
+                        "boloop version that created it."
+                    )
+            self._asked[stored.id] = ev
+            self._logged_open.add(stored.id)
+        elif ev.kind == "told":
+            qid = ev.query_id
+            if qid is None:
+                raise StorageError(f"study {self.name!r}: event {ev.seq} answers no query id")
+            if replay:
+                try:
+                    self._policy.tell(qid, _decode_answer(ev.payload.get("answer")))
+                except BoloopError as exc:
+                    raise StorageError(
+                        f"study {self.name!r}: the stored answer of event {ev.seq} (query {qid}) "
+                        f"is refused on replay: {exc}"
+                    ) from exc
+            self._logged_open.discard(qid)  # type: ignore[arg-type]
+        elif ev.kind == "added" and replay and ev.payload.get("label"):
+            x = np.asarray(ev.payload["x"], dtype=np.float64)
+            self._policy.add_labels(x[None, :], [bool(ev.payload["answer"])])  # type: ignore[attr-defined]
+        elif ev.kind == "added" and replay:
+            self._add_to_policy(np.asarray(ev.payload["x"], dtype=np.float64), ev.payload["answer"])
+        self._cost += time.perf_counter() - t0
+        self._effective.append(ev)
