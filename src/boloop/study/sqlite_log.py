@@ -70,19 +70,7 @@ def open_sqlite_log(storage: str | None) -> SQLiteLog | None:
     if path is None or not os.path.isfile(path):
         return None
     log = SQLiteLog(path)
-    try:
-        with log._connect() as conn:
-            tables = {
-                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            }
-            if not _TABLES <= tables:
-                return None
-            meta = dict(conn.execute("SELECT key, value FROM boloop_meta").fetchall())
-    except sqlite3.Error:
-        return None
-    if meta.get("application") != "boloop" or meta.get("schema_version") != str(SCHEMA_VERSION):
-        return None
-    return log
+    return log if log.is_current_boloop_file() else None
 
 
 class SQLiteLog:
@@ -93,6 +81,25 @@ class SQLiteLog:
         self.path = path
         self.url = "sqlite:///" + path
         self.exists = True
+
+    def is_current_boloop_file(self) -> bool:
+        """Whether the file holds boloop's tables at this schema version (anything else, an
+        older schema to migrate or another application's file, is left to SQLAlchemy)."""
+        try:
+            with self._connect() as conn:
+                tables = {
+                    r[0]
+                    for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                }
+                if not _TABLES <= tables:
+                    return False
+                meta = dict(conn.execute("SELECT key, value FROM boloop_meta").fetchall())
+        except sqlite3.Error:
+            return False
+        return (
+            meta.get("application") == "boloop"
+            and meta.get("schema_version") == str(SCHEMA_VERSION)
+        )
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
