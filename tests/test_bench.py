@@ -346,9 +346,8 @@ def test_progress_bar(tmp_path: Path) -> None:
     assert len(lines) == 3 and lines[-1].startswith("[" + "#" * 30 + "] 3/3 runs")
 
     tty = FakeTTY()
-    bar = Progress(2, tty, width=10)
+    bar = Progress(2, tty, width=10, redraw_seconds=0.0)  # every advance redraws
     bar.advance(("p", "m", 0), 0.5)
-    bar._last_draw = 0.0
     bar.advance(("p", "m", 1), 0.5)
     assert "[#####-----] 1.0/2 runs" in tty.getvalue()
     bar.step(("p", "m", 0))

@@ -68,8 +68,8 @@ def test_schur_identity():
     lhs = np.concatenate([Z, [z]]) @ np.linalg.solve(Kn1, np.concatenate([Z, [z]]))
     m = LikelihoodRatioModel(k, jitter=jit, adapt=False)
     m.set_data(X, np.zeros(n))
-    A, s = m._directions(x)
-    w = np.linalg.solve(m._L, Z)
+    A, s = m.directions(x)
+    w = np.linalg.solve(m.cholesky, Z)
     rhs = w @ w + (z - A[0] @ w) ** 2 / s[0] ** 2
     assert abs(lhs - rhs) <= 1e-6 * abs(lhs)
 
@@ -123,17 +123,17 @@ def test_width_monotone_in_alpha_and_B_with_fixed_loglik():
     X = rng.random((10, 2))
     from boloop.gp.likelihood_ratio import support_values
 
-    A, s = m._directions(X)
+    A, s = m.directions(X)
     mle = m.mle
     widths = []
     for alpha, B in [(0.05, 2.0), (0.2, 2.0), (0.2, 3.0)]:
-        up = support_values(m._L, m._r, mle, mle.loglik - alpha, B, A, s)
-        lo = -support_values(m._L, m._r, mle, mle.loglik - alpha, B, -A, s)
+        up = support_values(m.cholesky, m.rejected, mle, mle.loglik - alpha, B, A, s)
+        lo = -support_values(m.cholesky, m.rejected, mle, mle.loglik - alpha, B, -A, s)
         widths.append(up - lo)
     assert np.all(widths[1] >= widths[0] - 1e-8)
     assert np.all(widths[2] >= widths[1] - 1e-8)
     # l*(B) non-decreasing in B
-    lls = [maximum_likelihood(m._L, m._r, B).loglik for B in (0.5, 1, 2, 4, 8)]
+    lls = [maximum_likelihood(m.cholesky, m.rejected, B).loglik for B in (0.5, 1, 2, 4, 8)]
     assert all(b >= a - 1e-10 for a, b in zip(lls, lls[1:]))
 
 

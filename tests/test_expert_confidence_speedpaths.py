@@ -31,24 +31,24 @@ def test_batched_newton_matches_the_dual_method(seed, monkeypatch):
     dual method to 1e-7, and the batched Newton method converged for every direction itself."""
     m, rng = _model(seed)
     Xq = np.vstack([rng.random((6, 4)), m.X[:3] + 1e-3, m.X[3:6]])
-    A, s = m._directions(Xq)
+    A, s = m.directions(Xq)
     mle = m.mle
     ll_min = mle.loglik - m.alpha1
     dirs = np.vstack([-A, A])
     ss = np.concatenate([s, s])
     calls = []
-    real_dual = lr._support_value_dual
+    real_dual = lr.support_value_dual
 
     def counting_dual(*args, **kwargs):
         calls.append(1)
         return real_dual(*args, **kwargs)
 
-    monkeypatch.setattr(lr, "_support_value_dual", counting_dual)
-    fast = support_values(m._L, m._r, mle, ll_min, m.norm_bound, dirs, ss)
+    monkeypatch.setattr(lr, "support_value_dual", counting_dual)
+    fast = support_values(m.cholesky, m.rejected, mle, ll_min, m.norm_bound, dirs, ss)
     assert not calls  # no fallback was needed
-    s_floor = np.maximum(ss, lr._S_MIN)
+    s_floor = np.maximum(ss, lr.S_MIN)
     for j in range(dirs.shape[0]):
-        slow = real_dual(m._L, m._r, mle, ll_min, m.norm_bound, dirs[j], float(s_floor[j]))
+        slow = real_dual(m.cholesky, m.rejected, mle, ll_min, m.norm_bound, dirs[j], float(s_floor[j]))
         assert abs(fast[j] - slow) <= 1e-7 * max(1.0, abs(slow))
 
 
@@ -58,18 +58,18 @@ def test_quadratic_model_start_solves_the_model():
     |F2| <= 1e-9 (1 + |ll_min|); asserted with 1.5x margin) with positive multipliers, and
     stationarity of the model Lagrangian."""
     m, rng = _model(3)
-    A, s = m._directions(rng.random((20, 4)))
+    A, s = m.directions(rng.random((20, 4)))
     mle = m.mle
     ll_min = mle.loglik - m.alpha1
     B = m.norm_bound
-    s = np.maximum(s, lr._S_MIN)
-    mu, nu, W = lr._model_start(m._L, m._r, mle, ll_min, B, A, s)
+    s = np.maximum(s, lr.S_MIN)
+    mu, nu, W = lr.model_start(m.cholesky, m.rejected, mle, ll_min, B, A, s)
     assert np.all(mu > 0) and np.all(nu > 0)
     from scipy.special import expit
 
     p = expit(mle.Z)
-    H = (m._L.T * (p * (1 - p))) @ m._L
-    g = m._L.T @ (m._r - p)
+    H = (m.cholesky.T * (p * (1 - p))) @ m.cholesky
+    g = m.cholesky.T @ (m.rejected - p)
     D = W - mle.w
     q = mle.loglik + D @ g - 0.5 * np.einsum("ij,jk,ik->i", D, H, D)
     np.testing.assert_allclose(np.einsum("ij,ij->i", W, W) + (s / mu) ** 2, B * B, rtol=3e-9)

@@ -174,10 +174,10 @@ def test_fast_gradient_traces_equal_dense_traces(kernel) -> None:
     random non-symmetric W, to 1e-10 relative; inputs far from the origin test the centring."""
     Xp = np.vstack([X, X[:3]]) + 30.0
     W = np.random.default_rng(1).standard_normal((Xp.shape[0], Xp.shape[0]))
-    K, state = kernel._gram_for_gradient(Xp)
+    K, state = kernel.gram_for_gradient(Xp)
     K2, dK = kernel.gradient(Xp)
     assert np.allclose(K, K2, rtol=1e-14, atol=0)
-    fast = kernel._gradient_traces(state, W)
+    fast = kernel.gradient_traces(state, W)
     dense = np.einsum("ij,kij->k", W, dK)
     assert fast.shape == dense.shape == (int(kernel.free_mask.sum()),)
     scale = max([1.0] + list(np.abs(dense)))

@@ -170,9 +170,16 @@ def test_boloop_simulate_is_callable_lazily() -> None:
 
 
 def test_policy_that_never_finishes_an_iteration_is_stopped() -> None:
+    from boloop.algorithms.toy import RandomExpert
+
+    class NeverDone(RandomExpert):
+        """A policy whose answers never complete an iteration (the contract's hook says no)."""
+
+        def _iteration_done(self, query, answer):  # type: ignore[no-untyped-def]
+            return False
+
     problem = problems.get("expert/toy")
-    policy = make_policy("toy-random", problem, seed=0)
-    policy._iteration_done = lambda q, a: False  # type: ignore[method-assign]
+    policy = NeverDone(problem.space, 0)
     with pytest.raises(RuntimeError, match="iterations"):
         simulate(policy, problem, budget=2, seed=0, max_queries=10)
 

@@ -163,7 +163,7 @@ def test_rkhs_fit_first_order_optimality_and_lbfgs(normalize):
     resid = 0.05 * model.utility + K @ at
     assert np.max(np.abs(resid)) < 1e-6
     # independent solver of the same objective in the same parametrisation
-    Phi = model._features()
+    Phi = model.features()
     Psi = Phi[pairs[:, 0]] - Phi[pairs[:, 1]]
 
     def F(v):

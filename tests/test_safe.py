@@ -54,7 +54,7 @@ def _structure(policy, i, j):
     """Spec 8.2: the chosen action is an expander (s_t^(x), x) in G_t or the maximiser
     (s_hat_t^(x), x) of a surviving x; acq is 0 off G_t and M_t; D_X^t is not empty."""
     sel = policy.last_selection
-    b, sets = policy._state
+    b, sets = policy.state()  # the cached state the selection used (same data, same step)
     assert sel.alive.any()
     is_expander = bool(sel.in_g[i]) and j == sets.boundary[i]
     is_maximiser = bool(sel.alive[i]) and j == sets.best[i]
@@ -281,7 +281,7 @@ def test_case3a_samples_the_boundary():
         F, G = prob.truth()
 
         def on_boundary(pol, i, j):
-            assert j == pol._state[1].boundary[i]
+            assert j == pol.state()[1].boundary[i]
 
         for i, j in _run(policy, prob, 12, np.random.default_rng(seed), on_boundary):
             assert G[i, j] <= prob.threshold

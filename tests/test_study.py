@@ -849,9 +849,9 @@ def test_snapshots_are_used_checked_and_optional(url, monkeypatch):
         study.tell(q.id, float(k))
     nxt = study.ask().query
     calls = []
-    orig = RandomEvaluate._observe
+    orig = RandomEvaluate.tell
     monkeypatch.setattr(
-        RandomEvaluate, "_observe", lambda self, q, a: (calls.append(q.id), orig(self, q, a))[1]
+        RandomEvaluate, "tell", lambda self, qid, a: (calls.append(qid), orig(self, qid, a))[1]
     )
     assert load_study("snap", storage=url).ask().query == nxt
     assert calls == []  # everything came from the snapshot

@@ -50,12 +50,11 @@ def _answer_for(qid: int) -> float:
 
 def _fresh_engines() -> None:
     """Forked children must not use the parent's pooled SQLite connections."""
-    storage_mod._engines.clear()
+    storage_mod.dispose_engines(close=False)
 
 
 def _dispose_engines() -> None:
-    for engine in storage_mod._engines.values():
-        engine.dispose()
+    storage_mod.dispose_engines()
 
 
 def _crash_worker(url: str, wfd: int) -> None:

@@ -278,16 +278,24 @@ class Progress:
     """A plain-text progress bar on a stream (stderr): ``[#####-----] 5.4/10 runs  12s  ~10s left``.
 
     On a terminal the bar is redrawn in place and moves with the steps of the runs in progress; on
-    other streams (logs, CI) one line is written per finished run. Thread-safe.
+    other streams (logs, CI) one line is written per finished run. Thread-safe. A terminal is
+    redrawn at most once per ``redraw_seconds`` while runs progress.
     """
 
-    def __init__(self, total: int, stream: IO[str] | None = None, width: int = 30) -> None:
+    def __init__(
+        self,
+        total: int,
+        stream: IO[str] | None = None,
+        width: int = 30,
+        redraw_seconds: float = 0.2,
+    ) -> None:
         self.total = total
         self.done = 0
         self.failed = 0
         self.partial: dict[Key, float] = {}
         self.stream = stream
         self.width = width
+        self.redraw_seconds = redraw_seconds
         self.t0 = time.perf_counter()
         self.tty = bool(stream is not None and getattr(stream, "isatty", lambda: False)())
         self._lock = threading.Lock()
@@ -300,7 +308,7 @@ class Progress:
             if key in self._finished:  # a late message from a run already counted
                 return
             self.partial[key] = min(max(fraction, 0.0), 1.0)
-            if self.tty and time.perf_counter() - self._last_draw > 0.2:
+            if self.tty and time.perf_counter() - self._last_draw > self.redraw_seconds:
                 self._draw("")
 
     def step(self, key: Key | None = None, label: str = "", failed: bool = False) -> None:

@@ -487,7 +487,7 @@ class ExactGP:
         r = self._y[: self._n] - const
         n = self._n
         if eval_gradient:
-            K, state = kernel._gram_for_gradient(X)
+            K, state = kernel.gram_for_gradient(X)
             K = K.copy()  # the state may hold K itself
         else:
             K, state = kernel.k(X), None
@@ -513,7 +513,7 @@ class ExactGP:
         W = np.outer(alpha, alpha)
         W -= _doubled_lower_inverse(L, overwrite=True)  # L is not used after this
         # tr(W dK_k) = sum(W * dK_k) as dK_k is symmetric; kernels compute it without dK
-        grad = [0.5 * kernel._gradient_traces(state, W)]
+        grad = [0.5 * kernel.gradient_traces(state, W)]
         if self.fit_noise:
             grad.append(np.array([0.5 * noise * float(np.trace(W))]))
         if self.mean == "constant":

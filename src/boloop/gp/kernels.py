@@ -142,12 +142,12 @@ class Kernel(ABC):
         """``(K, dK)``: ``K = k(X, X)`` and its derivatives wrt the free log-hyperparameters."""
 
     # --- fast likelihood gradients (used by ExactGP; results equal ``gradient``'s) -----------
-    def _gram_for_gradient(self, X: np.ndarray) -> tuple[np.ndarray, object]:
-        """``(K, state)``: ``K = k(X, X)`` (n, n) plus whatever :meth:`_gradient_traces` needs."""
+    def gram_for_gradient(self, X: np.ndarray) -> tuple[np.ndarray, object]:
+        """``(K, state)``: ``K = k(X, X)`` (n, n) plus whatever :meth:`gradient_traces` needs."""
         K, dK = self.gradient(X)
         return K, dK
 
-    def _gradient_traces(self, state: object, W: np.ndarray) -> np.ndarray:
+    def gradient_traces(self, state: object, W: np.ndarray) -> np.ndarray:
         """``sum(W * dK_k)`` for every free log-hyperparameter ``k``, shape (p_free,).
 
         ``W`` is (n, n) (not necessarily symmetric); ``dK_k`` are the symmetric derivatives of
@@ -297,7 +297,7 @@ class StationaryKernel(Kernel):
             np.multiply(slope, r2, out=dK[i])
         return K, dK
 
-    def _gram_for_gradient(self, X: np.ndarray) -> tuple[np.ndarray, object]:
+    def gram_for_gradient(self, X: np.ndarray) -> tuple[np.ndarray, object]:
         # the kernel and its slope are evaluated on the n (n - 1) / 2 distinct pairs only
         # (condensed form), then expanded; k(x, x) = variance for every stationary kernel here
         from scipy.spatial.distance import pdist, squareform  # lazily, as in scaled_sqdist
@@ -316,7 +316,7 @@ class StationaryKernel(Kernel):
         r2 = None if self.ard else squareform(r2c)
         return K, (Xs, r2, slope, K)
 
-    def _gradient_traces(self, state: object, W: np.ndarray) -> np.ndarray:
+    def gradient_traces(self, state: object, W: np.ndarray) -> np.ndarray:
         """Traces without forming ``dK``: with ``S = W * slope`` (slope ``= -2 dk/dr2``),
         ``sum(W * dK_{log l_j}) = sum_ik S_ik (x_ij - x_kj)^2 / l_j^2``
         ``= (rowsum(S) + colsum(S)) . z_j^2 - 2 z_j^T S z_j`` with ``z_j`` the centred scaled

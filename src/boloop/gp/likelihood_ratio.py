@@ -70,7 +70,7 @@ __all__ = [
 
 logger = logging.getLogger("boloop")
 
-_S_MIN = 1e-9  # floor on s(x): the u-term then contributes at most 1e-9 * B
+S_MIN = 1e-9  # floor on s(x): the u-term then contributes at most 1e-9 * B
 _NEWTON_BLOCK = 128  # rows per block of the batched Newton solves (cache-sized (128, n, n))
 
 
@@ -372,7 +372,7 @@ def _support_values(
     A = np.asarray(A, dtype=np.float64)
     m, n = A.shape
     B = float(norm_bound)
-    s = np.maximum(np.asarray(s, dtype=np.float64), _S_MIN)
+    s = np.maximum(np.asarray(s, dtype=np.float64), S_MIN)
     kappa = np.sqrt(np.einsum("ij,ij->i", A, A) + s * s)
     out = B * kappa
     if n == 0 or m == 0:
@@ -388,7 +388,7 @@ def _support_values(
     #    (the likelihood replaced by its second-order expansion at the MLE, whose Hessian's
     #    eigenbasis is shared by all candidates); then batched Newton on the exact KKT system.
     Ad, sd = A[todo], s[todo]
-    mu, nu, W = _model_start(L, r, mle, ll_min, B, Ad, sd)
+    mu, nu, W = model_start(L, r, mle, ll_min, B, Ad, sd)
     done = np.zeros(todo.size, dtype=bool)
     K_lab = L @ L.T  # the labelled points' kernel matrix (+ jitter), (n, n)
     # residuals, sigmoid and h at the current iterate of every row (kept from the line search)
@@ -500,7 +500,7 @@ def _support_values(
         )
         failed = failed[:0]
     for j in failed:
-        values[j] = _support_value_dual(L, r, mle, ll_min, B, Ad[j], float(sd[j]))
+        values[j] = support_value_dual(L, r, mle, ll_min, B, Ad[j], float(sd[j]))
     out[todo] = values
     return out
 
@@ -588,7 +588,7 @@ def _model_dual(
     return mu, nu, y
 
 
-def _model_start(
+def model_start(
     L: np.ndarray,
     r: _Likelihood | np.ndarray,
     mle: MLEResult,
@@ -672,7 +672,7 @@ def relaxed_support_values(
     return np.where(ball_ok, out, cap)
 
 
-def _support_value_dual(
+def support_value_dual(
     L: np.ndarray,
     r: _Likelihood | np.ndarray,
     mle: MLEResult,
@@ -833,6 +833,12 @@ class LikelihoodRatioModel:
         return self._r.copy()
 
     @property
+    def cholesky(self) -> np.ndarray:
+        """Lower Cholesky factor ``L`` (n, n) of ``K(X_lab, X_lab) + jitter I``: the model's
+        parametrisation ``g(X_lab) = L w`` (a copy)."""
+        return self._L.copy()
+
+    @property
     def alpha1(self) -> float:
         """Practical ``alpha_1 = c sqrt(n + 1)`` (reference code; App. F)."""
         return self.alpha_coefficient * math.sqrt(self.n + 1)
@@ -952,7 +958,7 @@ class LikelihoodRatioModel:
         return False
 
     # ------------------------------------------------------------------ predictions
-    def _directions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def directions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``a(x) = L^{-1} k(X_lab, x)`` (m, n) and ``s(x)`` (m,) (Schur complement)."""
         kxx = self.kernel.diag(X) + self.jitter
         if self.n == 0:
@@ -971,7 +977,7 @@ class LikelihoodRatioModel:
         Xa = self._points(X)
         if self.n == 0:
             return np.zeros(Xa.shape[0])
-        A, _ = self._directions(Xa)
+        A, _ = self.directions(Xa)
         return self._clip(A @ self.mle.w)
 
     def _clip(self, v: np.ndarray) -> np.ndarray:
@@ -992,7 +998,7 @@ class LikelihoodRatioModel:
         vb = self.value_bound
         for start in range(0, m, chunk_size):
             sl = slice(start, min(m, start + chunk_size))
-            A, s = self._directions(Xa[sl])
+            A, s = self.directions(Xa[sl])
             if lower and upper:
                 vals = support_values(
                     self._L,
@@ -1025,7 +1031,7 @@ class LikelihoodRatioModel:
         """Cheap outer bounds ``(lower, upper)`` with ``lower <= g_lower``, ``upper >= g_upper``
         (see :func:`relaxed_support_values`), each (m,). Used to screen candidates."""
         Xa = self._points(X)
-        A, s = self._directions(Xa)
+        A, s = self.directions(Xa)
         if self.n == 0:
             b = self.norm_bound * np.sqrt(np.einsum("ij,ij->i", A, A) + s * s)
             return -b, b

@@ -297,7 +297,10 @@ class KernelLogisticDuels:
         return sum(self.add(int(a), int(b), int(v)) for (a, b), v in zip(P, Y))
 
     # -- fitting ----------------------------------------------------------------------------------
-    def _features(self) -> np.ndarray:
+    def features(self) -> np.ndarray:
+        """Feature rows ``Phi`` (m, r) of the arms with ``Phi Phi^T = K_X`` up to the
+        eigenvalues below ``eig_rtol`` times the largest (dropped): the fit's parametrisation
+        ``f = Phi v`` (computed once per kernel)."""
         if self._Phi is None:
             lam, U = eigh(self.K_X)
             top = float(lam[-1]) if lam.size else 0.0
@@ -330,7 +333,7 @@ class KernelLogisticDuels:
         return 1.0 / self.n_duels if self.normalize_loss else 1.0
 
     def _fit_rkhs(self) -> None:
-        Phi = self._features()
+        Phi = self.features()
         P = self.pairs
         k = self.wins
         c = self.counts
@@ -482,7 +485,7 @@ class KernelLogisticDuels:
             return np.zeros(0)
         P, k, c, s = self.pairs, self.wins, self.counts, self._data_scale()
         if self.regularizer == "rkhs":
-            Phi = self._features()
+            Phi = self.features()
             Psi = Phi[P[:, 0]] - Phi[P[:, 1]]
             assert self._v is not None
             return s * (Psi.T @ (c * expit(Psi @ self._v) - k)) + self.lam * self._v
@@ -504,7 +507,7 @@ class KernelLogisticDuels:
         self.fit()
         if self.n_duels == 0:
             return 0.0
-        Phi = self._features()
+        Phi = self.features()
         P = self.pairs
         Psi = Phi[P[:, 0]] - Phi[P[:, 1]]
         assert self._v is not None

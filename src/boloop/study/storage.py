@@ -77,6 +77,7 @@ __all__ = [
     "StorageBackend",
     "StorageTransaction",
     "SeqConflict",
+    "dispose_engines",
     "open_storage",
     "resolve_storage",
     "safe_url",
@@ -294,6 +295,16 @@ def _engine_for(url: str) -> Engine:
             engine = _create_engine(url)
             _engines[url] = engine
         return engine
+
+
+def dispose_engines(close: bool = True) -> None:
+    """Forget this process's engines (the next storage opened makes a new one): ``close=True``
+    closes their pooled connections; ``close=False`` leaves them to the process that opened
+    them (a forked child, which must not use its parent's database sockets)."""
+    with _engines_lock:
+        for engine in _engines.values():
+            engine.dispose(close=close)
+        _engines.clear()
 
 
 def _create_engine(url: str) -> Engine:
