@@ -11,8 +11,18 @@ machine; the same differences of CPU times are the figure to read on a loaded ma
 ``--blas-threads N`` runs the same calls with ``OMP_NUM_THREADS`` etc. set to N (the
 user's own setting wins over the CLI's default of 1), to see what threading costs under load.
 
+Bytecode: the calls run as an installed boloop does, from compiled bytecode (``.pyc``), written
+by the untimed first round to a temporary ``PYTHONPYCACHEPREFIX``, also where the environment
+sets ``PYTHONDONTWRITEBYTECODE`` (then every call would compile boloop's sources: some 50 ms of
+CPU more per call on the development machine). ``--no-bytecode`` measures that instead.
+
+``--src A B``: the same calls with two (or more) source trees of boloop (``PYTHONPATH=A/src``...),
+interleaved call by call, each on its own copy of the studies (a snapshot is only reused by the
+code that wrote it): a before/after comparison measured in one run on the same machine.
+
 Run:  nice -n 5 .venv/bin/python benchmarks/cli_latency.py [--answers 300] [--repeats 7]
       [--methods randomized-straddle mr-lpf m-safeopt cobol] [--storage sqlite:///x.db]
+      [--src /path/to/before /path/to/after]
 """
 
 from __future__ import annotations
@@ -68,14 +78,25 @@ def _fill(url: str, name: str, method: str, n: int) -> None:
 
 
 def _oracle_text(url: str, name: str, method: str, qid: int, rng) -> str:  # noqa: ANN001
+    """The problem oracle's answer to open query ``qid``, read from the study's log (no policy
+    is loaded: the log may have been written by another source tree)."""
     from boloop.problems import get
-    from boloop.study import load_study
+    from boloop.queries import query_from_dict
     from boloop.study.answers import answer_text
+    from boloop.study.sqlite_log import open_sqlite_log
 
-    q = load_study(name, storage=url).ask()
-    assert q.id == qid, (q.id, qid)
-    answer = get(CASES[method][0]).answer(q.query, rng)
-    return answer_text(q.kind, answer).replace(" ", "")
+    log = open_sqlite_log(url)
+    assert log is not None, url
+    events = log.events(log.study_id(name))
+    asked = [e for e in events if e.kind == "asked" and e.query_id == qid]
+    assert asked, (name, qid)
+    query = query_from_dict(asked[-1].payload["query"])
+    answer = get(CASES[method][0]).answer(query, rng)
+    return answer_text(query.kind, answer).replace(" ", "")
+
+
+def _median(values: list[float]) -> float:
+    return statistics.median(values)
 
 
 def main() -> None:
@@ -85,65 +106,93 @@ def main() -> None:
     ap.add_argument("--methods", nargs="+", default=list(CASES), choices=list(CASES))
     ap.add_argument("--storage", default=None, help="reuse studies in this storage")
     ap.add_argument("--blas-threads", type=int, default=None)
+    ap.add_argument(
+        "--no-bytecode", action="store_true", help="compile boloop's sources in every call"
+    )
+    ap.add_argument(
+        "--src", nargs="+", default=None, help="source trees to compare (PYTHONPATH=TREE/src)"
+    )
     args = ap.parse_args()
 
     from boloop.simulate import oracle_rng
 
-    tmp = None if args.storage else tempfile.mkdtemp(prefix="boloop-cli-latency-")
-    url = args.storage or f"sqlite:///{os.path.join(str(tmp), 'latency.db')}"
+    tmp = tempfile.mkdtemp(prefix="boloop-cli-latency-")
+    base = args.storage or f"sqlite:///{os.path.join(tmp, 'latency.db')}"
     env = {k: v for k, v in os.environ.items() if k not in BLAS}
     if args.blas_threads is not None:
         env.update({k: str(args.blas_threads) for k in BLAS})
-    env["BOLOOP_STORAGE"] = url
+    if args.no_bytecode:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    else:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = os.path.join(tmp, "pycache")
     cli = _boloop()
     from boloop.study import list_studies
 
-    have = {r["name"] for r in list_studies(url)} if args.storage else set()
+    have = {r["name"] for r in list_studies(base)} if args.storage else set()
+    for method in args.methods:
+        if f"lat-{method}" not in have:
+            _fill(base, f"lat-{method}", method, args.answers)
+    trees: dict[str, tuple[str, dict[str, str]]] = {}  # label -> (storage url, environment)
+    if args.src:
+        assert base.startswith("sqlite:///"), "--src needs a SQLite storage (copied per tree)"
+        for i, src in enumerate(args.src):
+            label = os.path.basename(os.path.normpath(src)) or f"tree{i}"
+            label = label if label not in trees else f"{label}-{i}"
+            db = os.path.join(tmp, f"tree{i}.db")
+            shutil.copyfile(base[len("sqlite:///") :], db)
+            tree_env = dict(env, PYTHONPATH=os.path.join(os.path.abspath(src), "src"))
+            trees[label] = (f"sqlite:///{db}", tree_env)
+        cli = [sys.executable, "-m", "boloop.cli"]
+    else:
+        trees[""] = (base, env)
+    for url, tree_env in trees.values():
+        tree_env["BOLOOP_STORAGE"] = url
     print(
         f"{args.answers} answers, {args.repeats} repeats, BLAS threads "
-        f"{args.blas_threads or 'CLI default (1)'}, load average {os.getloadavg()[0]:.1f}"
+        f"{args.blas_threads or 'CLI default (1)'}, "
+        f"{'no bytecode (sources compiled per call)' if args.no_bytecode else 'bytecode cached'}"
+        f", load average {os.getloadavg()[0]:.1f}"
     )
     print(
         "| method | version s | ask s | tell s | ask - version s | tell - version s "
         "| CPU version s | CPU ask s | CPU tell s | CPU ask - version s | CPU tell - version s |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
-    rng = oracle_rng(1)
     for method in args.methods:
         name = f"lat-{method}"
-        if name not in have:
-            _fill(url, name, method, args.answers)
-        # one untimed round: pays one-off costs (a first snapshot under this code)
-        _, _, out = _timed([*cli, "study", "ask", name, "--json"], env)
-        qid = int(out.split('"id": ')[1].split(",")[0])
-        _timed(
-            [*cli, "study", "tell", name, str(qid), _oracle_text(url, name, method, qid, rng)], env
-        )
-        rows: dict[str, list[tuple[float, float]]] = {"version": [], "ask": [], "tell": []}
-        for _ in range(args.repeats):
-            w, c, _ = _timed([*cli, "--version"], env)
-            rows["version"].append((w, c))
-            w, c, out = _timed([*cli, "study", "ask", name, "--json"], env)
-            rows["ask"].append((w, c))
-            qid = int(out.split('"id": ')[1].split(",")[0])
-            text = _oracle_text(url, name, method, qid, rng)
-            w, c, _ = _timed([*cli, "study", "tell", name, str(qid), text], env)
-            rows["tell"].append((w, c))
-        med = {k: statistics.median(w for w, _ in v) for k, v in rows.items()}
-        diff_ask = statistics.median(a[0] - v[0] for a, v in zip(rows["ask"], rows["version"]))
-        diff_tell = statistics.median(t[0] - v[0] for t, v in zip(rows["tell"], rows["version"]))
-        cpu = {k: statistics.median(c for _, c in v) for k, v in rows.items()}
-        cpu_ask = statistics.median(a[1] - v[1] for a, v in zip(rows["ask"], rows["version"]))
-        cpu_tell = statistics.median(t[1] - v[1] for t, v in zip(rows["tell"], rows["version"]))
-        print(
-            f"| {method} | {med['version']:.3f} | {med['ask']:.3f} | {med['tell']:.3f} | "
-            f"{diff_ask:.3f} | {diff_tell:.3f} | {cpu['version']:.3f} | {cpu['ask']:.3f} | "
-            f"{cpu['tell']:.3f} | {cpu_ask:.3f} | {cpu_tell:.3f} |",
-            flush=True,
-        )
+        rngs = {label: oracle_rng(1) for label in trees}  # the same answers in every tree
+        rows: dict[str, dict[str, list[tuple[float, float]]]] = {
+            label: {"version": [], "ask": [], "tell": []} for label in trees
+        }
+        # one untimed round per tree: pays one-off costs (a first snapshot under this code)
+        for rnd in range(args.repeats + 1):
+            for label, (url, tree_env) in trees.items():
+                timed = rows[label] if rnd else {"version": [], "ask": [], "tell": []}
+                timed["version"].append(_timed([*cli, "--version"], tree_env)[:2])
+                w, c, out = _timed([*cli, "study", "ask", name, "--json"], tree_env)
+                timed["ask"].append((w, c))
+                qid = int(out.split('"id": ')[1].split(",")[0])
+                text = _oracle_text(url, name, method, qid, rngs[label])
+                w, c, _ = _timed([*cli, "study", "tell", name, str(qid), text], tree_env)
+                timed["tell"].append((w, c))
+        for label, timed in rows.items():
+            med = {k: _median([w for w, _ in v]) for k, v in timed.items()}
+            cpu = {k: _median([c for _, c in v]) for k, v in timed.items()}
+            d = {
+                (k, i): _median([a[i] - v[i] for a, v in zip(timed[k], timed["version"])])
+                for k in ("ask", "tell")
+                for i in (0, 1)
+            }
+            print(
+                f"| {method}{' ' + label if label else ''} | {med['version']:.3f} | "
+                f"{med['ask']:.3f} | {med['tell']:.3f} | {d['ask', 0]:.3f} | {d['tell', 0]:.3f} | "
+                f"{cpu['version']:.3f} | {cpu['ask']:.3f} | {cpu['tell']:.3f} | "
+                f"{d['ask', 1]:.3f} | {d['tell', 1]:.3f} |",
+                flush=True,
+            )
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
-    if tmp is not None:
-        shutil.rmtree(tmp, ignore_errors=True)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

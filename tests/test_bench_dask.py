@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from boloop.bench import read_results, run_sweep
-from boloop.bench.dask_executor import start_local_cluster
+from boloop.bench.dask_executor import plan_chunks, start_local_cluster
 from boloop.cli import main
 from boloop.errors import InvalidInputError
 
@@ -165,6 +165,51 @@ def test_a_worker_killed_mid_sweep_loses_no_run(tmp_path: Path, cluster, slow: s
     _wait_idle(client)  # the nanny brought the second worker back for the next tests
 
 
+def test_runs_go_in_guided_chunks_that_shrink_to_single_runs() -> None:
+    """Several runs per task (Dask's per-task cost paid once), large first and single runs last
+    (the workers finish together), for any sweep and cluster size."""
+    for n_runs in (0, 1, 5, 8, 9, 40, 120, 1000):
+        for n_workers in (1, 2, 3, 16):
+            sizes = plan_chunks(n_runs, n_workers)
+            assert sum(sizes) == n_runs and all(s >= 1 for s in sizes)
+            assert sizes == sorted(sizes, reverse=True)
+            if n_runs:
+                assert sizes[-1] == 1
+                assert sizes[0] <= max(1, -(-n_runs // (2 * n_workers)))  # every worker gets work
+            assert len(sizes) <= n_runs
+    assert len(plan_chunks(120, 2)) < 40  # far fewer tasks than runs
+    assert plan_chunks(8, 2) == [1] * 8
+
+
+def test_a_worker_killed_inside_a_chunk_loses_no_run(tmp_path: Path, cluster, slow: str) -> None:
+    """20 runs on 2 workers go in tasks of several runs: a worker SIGKILLed after the first run
+    completed, while it runs a task of several runs: that task runs again elsewhere, whole."""
+    assert max(plan_chunks(20, 2)) > 1
+    address, client = cluster
+    _wait_idle(client)
+    problem = f"{slow}?sleep=0.01"
+    killed: list[int] = []
+
+    def kill_a_busy_worker(key: tuple) -> None:
+        if killed:
+            return
+        busy = [w for w, keys in client.processing().items() if keys]
+        assert busy, "no worker is running a run"
+        pid = client.run(os.getpid, workers=[busy[0]])[busy[0]]
+        os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+
+    report = run_sweep(
+        [problem], ["toy-random"], "20", 6, tmp_path / "dask",
+        executor="dask", scheduler=address, on_complete=kill_a_busy_worker,
+    )  # fmt: skip
+    assert killed
+    assert len(report.completed) == 20 and not report.failed
+    run_sweep([problem], ["toy-random"], "20", 6, tmp_path / "pool", jobs=2)
+    assert _rows(tmp_path / "dask") == _rows(tmp_path / "pool")
+    _wait_idle(client)
+
+
 # -- an interrupted client --------------------------------------------------------------------------
 class _Interrupt(Exception):
     pass
@@ -193,6 +238,37 @@ def test_an_interrupted_client_cancels_its_runs_and_the_sweep_resumes(
     _wait_idle(client)  # the pending runs were cancelled, not left running on the cluster
     report = run_sweep(*args, tmp_path / "part", executor="dask", scheduler=address)
     assert sorted(report.skipped) == sorted(done) and len(report.completed) == 4
+    run_sweep(*args, tmp_path / "full", jobs=1)
+    assert _rows(tmp_path / "part") == _rows(tmp_path / "full")
+
+
+def test_an_interruption_inside_a_chunk_keeps_the_written_runs_and_resumes_exactly(
+    tmp_path: Path, cluster, slow: str
+) -> None:
+    """Interrupted while the runs of a finished task of several runs are being written: the runs
+    written stay, the rest (of that task too) run again, and the table equals an uninterrupted
+    one."""
+    address, client = cluster
+    problem = f"{slow}?sleep=0.005"
+    args = ([problem, TOY_LS], ["toy-random"], "10", 5)
+    assert max(plan_chunks(20, 2)) > 1
+    done: list[tuple] = []
+
+    def interrupt_after_two(key: tuple) -> None:
+        done.append(key)
+        if len(done) == 2:
+            raise _Interrupt
+
+    with pytest.raises(_Interrupt):
+        run_sweep(
+            *args, tmp_path / "part", executor="dask", scheduler=address,
+            on_complete=interrupt_after_two,
+        )  # fmt: skip
+    _, runs = read_results(tmp_path / "part")
+    assert set(runs) == set(done)
+    _wait_idle(client)
+    report = run_sweep(*args, tmp_path / "part", executor="dask", scheduler=address)
+    assert sorted(report.skipped) == sorted(done) and len(report.completed) == 18
     run_sweep(*args, tmp_path / "full", jobs=1)
     assert _rows(tmp_path / "part") == _rows(tmp_path / "full")
 

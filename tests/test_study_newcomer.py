@@ -376,6 +376,43 @@ def test_a_long_study_loads_from_a_snapshot_without_other_families(tmp_path, mon
 
 
 @pytest.mark.parametrize(
+    "method,problem_id,options",
+    [("randomized-straddle", "levelset/toy", {}), ("mr-lpf", "preference/toy", {"horizon": 500})],
+)
+def test_an_ask_after_a_command_line_tell_imports_no_scipy(tmp_path, method, problem_id, options):
+    """``boloop study tell`` leaves a snapshot with the answer in it, so the next ``boloop study
+    ask`` (a new process) loads the policy without replaying the answer: for these families no
+    factorisation is needed to answer, and scipy (linalg, special: ~0.2 s of imports) is only
+    imported where it is used. The ask's query is the one the API gives on the same log."""
+    from boloop.problems import get
+    from boloop.simulate import oracle_rng
+    from boloop.study import load_study
+    from boloop.study.answers import answer_text
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("s", method, problem=problem_id, storage=url, seed=0, **options)
+    problem, rng = get(problem_id), oracle_rng(0)
+    for _ in range(40):
+        q = study.ask()
+        study.tell(q.id, problem.answer(q.query, rng))
+    check = (
+        "import sys\nfrom boloop.cli import main\nmain(sys.argv[1:])\n"
+        "print(sorted(m for m in sys.modules if m == 'scipy' or m.startswith('scipy.')))"
+    )
+    for _ in range(2):
+        q = study.ask()
+        text = answer_text(q.kind, problem.answer(q.query, rng)).replace(" ", "")
+        tell = f"['study', 'tell', 's', '{q.id}', '{text}']"
+        _python(tmp_path, check.replace("sys.argv[1:]", tell))
+        out = _python(tmp_path, check.replace("sys.argv[1:]", "['study', 'ask', 's', '--json']"))
+        assert out.splitlines()[-1] == "[]", out
+        asked = json.loads(out.splitlines()[0])
+        study = load_study("s", storage=url, full_replay=True)
+        assert asked["id"] == study.ask().id
+        assert asked == json.loads(json.dumps(study.ask().to_dict()))
+
+
+@pytest.mark.parametrize(
     "method,space",
     [
         ("randomized-straddle", {"threshold": 0.5, "settings": {"noise_variance": 0.01}}),

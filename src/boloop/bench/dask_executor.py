@@ -1,9 +1,11 @@
 """The runs of a sweep on a Dask cluster (``boloop bench run --executor dask``).
 
 Needs the ``dask`` extra (``pip install 'boloop[dask]'``: ``distributed``), imported only here and
-only when this executor is used. Each (problem, method, seed) is one task running the same function
-as a process-pool worker (:func:`boloop.bench.runner._run_one`), so the rows are the same, row for
-row, for the same seeds; the parent writes ``results.csv`` exactly as for the process pool.
+only when this executor is used. Each (problem, method, seed) runs the same function as in a
+process-pool worker (:func:`boloop.bench.runner._run_one`), so the rows are the same, row for row,
+for the same seeds; the parent writes ``results.csv`` exactly as for the process pool. A Dask task
+runs several runs one after another (:func:`plan_chunks`: large tasks first, single runs last),
+since a task costs a few milliseconds of Dask's time, as much as a cheap run.
 
 * Without a scheduler address a ``distributed.LocalCluster`` is started on this machine
   (:func:`start_local_cluster`: one single-threaded worker process per job, BLAS/OpenMP threads 1,
@@ -11,12 +13,15 @@ row, for the same seeds; the parent writes ``results.csv`` exactly as for the pr
   scheduler's workers, which must import the same boloop (and see the same paths for
   ``file.py:factory`` problems).
 * A worker that dies (killed, out of memory) loses nothing: the scheduler runs its tasks again on
-  other workers (Dask's ``distributed.scheduler.allowed-failures``, 3 by default: a run on which
+  other workers (a task cut short runs again whole) (Dask's ``distributed.scheduler.allowed-failures``, 3 by default: a run on which
   one worker more than that died is reported failed with ``KilledWorker``).
 * The progress bar moves with the steps of the runs in progress through a Dask event topic of the
-  sweep (:meth:`distributed.Worker.log_event`), at most five messages a second per run.
+  sweep (:meth:`distributed.Worker.log_event`), at most five messages a second per run, and a run
+  finished inside a task counts as done (a full bar segment) at once; its rows are written, and
+  the count of finished runs moves, when its task ends.
 * If the client is interrupted (Ctrl-C, a killed ``boloop``), its tasks are cancelled; a rerun of
-  the sweep resumes from ``results.csv`` like any other.
+  the sweep resumes from ``results.csv`` like any other: the runs of the tasks that ended are in
+  it, those of a task cut short run again.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ from boloop.errors import InvalidInputError
 __all__ = [
     "DASK_EXTRA_MESSAGE",
     "import_distributed",
+    "start_forkserver",
     "start_local_cluster",
+    "plan_chunks",
     "dask_client",
     "run_on_dask",
 ]
@@ -81,10 +88,14 @@ FORKSERVER_PRELOAD = [
 ]
 
 
-def _forkserver_context() -> bool:
-    """Make the forkserver of this process preload :data:`FORKSERVER_PRELOAD`; False where there
-    is no forkserver (Windows). Workers forked from it start without importing anything again and
-    without importing the main script (no ``if __name__ == "__main__":`` needed)."""
+def start_forkserver() -> bool:
+    """Start this process's multiprocessing forkserver (if not yet running) preloading
+    :data:`FORKSERVER_PRELOAD`, in the environment of LocalCluster workers; False where there is
+    no forkserver (Windows). Needs no ``distributed``: :func:`boloop.bench.runner.run_sweep` calls
+    it first thing, so the forkserver imports numpy, scipy, distributed and boloop on another core
+    while this process imports ``distributed`` and plans the sweep (the LocalCluster's workers are
+    then forked in ~0.2 s instead of ~1.2 s after it). Workers forked from it import nothing again
+    but the main module of this process (``multiprocessing``'s rule for spawned children)."""
     import multiprocessing as mp
 
     if "forkserver" not in mp.get_all_start_methods():
@@ -92,10 +103,8 @@ def _forkserver_context() -> bool:
     import os
     from multiprocessing import forkserver
 
-    from distributed.utils import get_mp_context
-
-    with _dask_config({"distributed.worker.multiprocessing-method": "forkserver"}):
-        get_mp_context()  # distributed's own preload list, set once per process
+    # Dask's nanny sets its own preload list on first use (distributed.utils.get_mp_context);
+    # a forkserver already running keeps the list it was started with, ours
     mp.get_context("forkserver").set_forkserver_preload(FORKSERVER_PRELOAD)
     # the forkserver imports numpy (BLAS threads) and glibc reads its MALLOC_ variables when it
     # starts: start it (if not yet running) with the workers' environment, then restore ours
@@ -130,7 +139,7 @@ def start_local_cluster(n_workers: int) -> Any:
     Close it with ``.close()`` (or use ``with``)."""
     distributed = import_distributed()
     config: dict[str, Any] = {"distributed.nanny.pre-spawn-environ." + MALLOC_TRIM: None}
-    if _forkserver_context():
+    if start_forkserver():
         config["distributed.worker.multiprocessing-method"] = "forkserver"
     try:
         with _dask_config(config):
@@ -232,8 +241,60 @@ def _check_workers(client: Any, address: str) -> list[str]:
     return warnings
 
 
-def _run_on_worker(spec: Any, topic: str | None) -> tuple[Any, list[str], list[dict[str, Any]]]:
-    """One run in a Dask worker; progress steps go to the sweep's event ``topic``."""
+#: each task of a sweep takes 1/CHUNK_DIVISOR of the runs left per worker (see plan_chunks)
+CHUNK_DIVISOR = 4
+
+
+def plan_chunks(n_runs: int, n_workers: int, divisor: int = CHUNK_DIVISOR) -> list[int]:
+    """Sizes of the tasks (runs per task, in submission order) of a sweep of ``n_runs`` runs on
+    ``n_workers`` single-threaded workers: guided self-scheduling (Polychronopoulos and Kuck,
+    "Guided self-scheduling", IEEE Trans. Computers 36(12), 1987, where a processor takes
+    ceil(R/P) of the R iterations left), with each task taking ceil(R / (divisor * P)) runs.
+
+    Dask costs a few milliseconds per task (scheduler, messages, the parent's client), as much as
+    a cheap run; a task of several runs pays it once. The first tasks are large and the last ones
+    single runs, so the workers still finish together (the sizes adapt to the sweep and the
+    cluster, nothing is tuned to a benchmark), and a worker that dies or an interrupted client
+    loses at most one task's runs to be run again. 120 runs on 2 workers: 25 tasks (15, 14, 12,
+    ..., 1); up to 8 runs on 2 workers: one run per task.
+    """
+    if n_runs < 0 or n_workers < 1 or divisor < 1:
+        raise ValueError(f"bad chunk plan: {n_runs} runs, {n_workers} workers, /{divisor}")
+    sizes: list[int] = []
+    left = n_runs
+    while left > 0:
+        size = max(1, -(-left // (divisor * n_workers)))
+        sizes.append(size)
+        left -= size
+    return sizes
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc`` with its worker-side traceback as a note, or a RuntimeError with its text when it
+    does not survive pickling (it goes back to the client inside a task's result)."""
+    import pickle
+    import traceback
+
+    where = "".join(traceback.format_tb(exc.__traceback__))
+    try:
+        clone = pickle.loads(pickle.dumps(exc))
+    except Exception:
+        clone = RuntimeError(f"{type(exc).__name__}: {exc}")
+    note = f"Traceback in the Dask worker:\n{where}".rstrip()
+    if hasattr(clone, "add_note"):  # Python 3.11+; on 3.10 the note is kept where 3.11 keeps it
+        clone.add_note(note)
+    else:
+        clone.__notes__ = [*getattr(clone, "__notes__", []), note]
+    return clone
+
+
+def _run_chunk_on_worker(
+    specs: Sequence[Any], topic: str | None
+) -> list[tuple[Any, BaseException | None]]:
+    """The runs of one task in a Dask worker, one after another: ``(result, None)`` or
+    ``(None, error)`` per run (a run that raises does not stop the others, as in the process
+    pool). Progress steps go to the sweep's event ``topic``, and each finished run sends its last
+    step, so the bar counts it as done before its task ends."""
     from boloop.bench.runner import _run_one
 
     report_step = None
@@ -245,7 +306,15 @@ def _run_on_worker(spec: Any, topic: str | None) -> tuple[Any, list[str], list[d
         def report_step(key: tuple[str, str, int], step: int) -> None:
             worker.log_event(topic, [list(key), step])
 
-    return _run_one(spec, report_step)
+    out: list[tuple[Any, BaseException | None]] = []
+    for spec in specs:
+        try:
+            out.append((_run_one(spec, report_step), None))
+        except Exception as exc:
+            out.append((None, _portable(exc)))
+        if report_step is not None:
+            report_step(spec.key, spec.budget)
+    return out
 
 
 def run_on_dask(
@@ -254,9 +323,12 @@ def run_on_dask(
     finish: Callable[[Any, Any, BaseException | None], None],
     report_step: Callable[[tuple[str, str, int], int], None] | None,
 ) -> None:
-    """Submit one task per run spec and call ``finish(spec, result, error)`` in this thread as each
-    ends (in completion order). On any exception here (an interruption) every task still pending
-    is cancelled before it propagates."""
+    """Submit the runs in tasks of several runs (:func:`plan_chunks` for the workers present; at
+    least one) and call ``finish(spec, result, error)`` in this thread for each run of a task as
+    the task ends (tasks in completion order, runs in order within a task): the rows of a finished
+    task are written, a task cut short (killed worker, interrupted client) is run again whole. On
+    any exception here (an interruption) every task still pending is cancelled before it
+    propagates."""
     from distributed import as_completed
 
     token = uuid.uuid4().hex[:12]
@@ -272,28 +344,36 @@ def run_on_dask(
                 logger.debug("ignored progress event %r", event)
 
         client.subscribe_topic(topic, on_event)
-    futures: dict[Any, Any] = {}
+    n_workers = max(1, sum(client.nthreads().values()))
+    futures: dict[Any, list[Any]] = {}
     try:
-        for i, spec in enumerate(todo):
+        start = 0
+        for i, size in enumerate(plan_chunks(len(todo), n_workers)):
+            chunk = list(todo[start : start + size])
+            start += size
             fut = client.submit(
-                _run_on_worker, spec, topic, key=f"boloop-run-{token}-{i}", pure=False
+                _run_chunk_on_worker, chunk, topic, key=f"boloop-runs-{token}-{i}", pure=False
             )
-            futures[fut] = spec
+            futures[fut] = chunk
         for fut in as_completed(list(futures), loop=client.loop):
-            spec = futures[fut]
+            chunk = futures[fut]
             status = fut.status
             if status == "finished":
-                finish(spec, fut.result(), None)
-            elif status == "error":  # the run raised, or KilledWorker (too many worker deaths)
+                for spec, (result, error) in zip(chunk, fut.result(), strict=True):
+                    finish(spec, result, error)
+                continue
+            if status == "error":  # KilledWorker (a worker died on this task too many times)
                 error = fut.exception()
                 tb = fut.traceback()
-                finish(spec, None, error.with_traceback(tb) if tb is not None else error)
+                error = error.with_traceback(tb) if tb is not None else error
             else:  # cancelled: the connection to the scheduler was lost for too long
-                finish(spec, None, RuntimeError(f"the Dask task of this run ended {status}"))
+                error = RuntimeError(f"the Dask task of this run ended {status}")
+            for spec in chunk:
+                finish(spec, None, error)
     except BaseException:
         pending = [f for f in futures if not f.done()]
         if pending:
-            logger.info("cancelling %d pending Dask runs", len(pending))
+            logger.info("cancelling %d pending Dask tasks", len(pending))
             try:
                 client.cancel(pending, force=True)
             except Exception:  # the scheduler may already be gone

@@ -26,6 +26,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import contextlib
 import csv
+import importlib.util
 import io
 import logging
 import math
@@ -396,8 +397,11 @@ def run_sweep(
             f"a scheduler address ({scheduler!r}) needs the Dask executor: --executor dask"
         )
     if executor == "dask":
-        from boloop.bench.dask_executor import import_distributed
+        from boloop.bench.dask_executor import import_distributed, start_forkserver
 
+        if scheduler is None and importlib.util.find_spec("distributed") is not None:
+            # the LocalCluster's workers will fork from it: it imports on another core meanwhile
+            start_forkserver()
         import_distributed()  # the missing extra is an error before anything is written
     seed_list = parse_seeds(seeds) if isinstance(seeds, str | int) else parse_seeds(list(seeds))
     specs, metrics = plan_runs(problems, methods, seed_list, budget)

@@ -204,6 +204,7 @@ def _ask(args: argparse.Namespace) -> int:
 def _tell(args: argparse.Namespace) -> int:
     study = load_study(args.name, storage=args.storage)
     study.tell(args.query_id, args.answer)
+    study.save_snapshot()  # the next call (a new process) loads the answer without a replay
     row = study.history(last=1)[-1]
     print(
         f"stored: query {row['query_id']} -> {row['answer_text']} "

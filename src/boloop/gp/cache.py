@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from boloop._validation import as_points
 from boloop.errors import InvalidInputError
@@ -155,6 +154,8 @@ class FixedPointsMean:
 
     def mean(self, gp: ExactGP) -> np.ndarray:
         """The posterior mean (M,) of ``gp`` at X, given all of its current data."""
+        from scipy.linalg import solve_triangular
+
         if gp.version != self._version or gp.n < self._n:
             self._n = 0
             self._version = gp.version

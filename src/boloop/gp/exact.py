@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.linalg import LinAlgError, cho_solve, cholesky, lapack, solve_triangular
 
 from boloop._validation import as_points, as_rng, as_values
 from boloop.errors import InvalidInputError
@@ -40,6 +39,8 @@ def robust_cholesky(A: np.ndarray) -> tuple[np.ndarray, float]:
     Tries ``A + j * mean(diag(A)) * I`` for ``j`` in (0, 1e-12, ..., 1e-4) and returns the first
     success with the absolute jitter used. Raises ``numpy.linalg.LinAlgError`` if all fail.
     """
+    from scipy.linalg import LinAlgError, cholesky
+
     n = A.shape[0]
     if n == 0:
         return np.zeros((0, 0)), 0.0
@@ -66,6 +67,8 @@ def _doubled_lower_inverse(L: np.ndarray, overwrite: bool = False) -> np.ndarray
     trace(A^{-1})``. Only for the trace terms of likelihood gradients (R&W eq. 5.9); linear
     systems are always solved with the factor.
     """
+    from scipy.linalg import cho_solve, lapack
+
     upper_zero = L.shape[0] < 2 or L[0, -1] == 0
     inv, info = lapack.dpotri(L, lower=1, overwrite_c=int(overwrite and upper_zero))
     if info != 0:  # pragma: no cover - a valid factor never fails
@@ -266,6 +269,8 @@ class ExactGP:
 
     def _factorise(self, X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, float, np.ndarray]:
         """``(L, jitter, a)`` for inputs (n, d) and targets (n,) without changing any state."""
+        from scipy.linalg import solve_triangular
+
         n = X.shape[0]
         if not n:
             return np.zeros((0, 0)), 0.0, np.zeros(0)
@@ -301,6 +306,8 @@ class ExactGP:
         return self
 
     def _append_one(self, x: np.ndarray, y: float) -> None:
+        from scipy.linalg import solve_triangular
+
         n = self._n
         self._ensure_capacity(n + 1, x.shape[0])
         x2 = x[None, :]
@@ -333,6 +340,8 @@ class ExactGP:
         Fortran-ordered right-hand side LAPACK wants, so the solve works in place without a copy.
         ``L`` optionally passes the factor already in Fortran order (for repeated chunks).
         """
+        from scipy.linalg import solve_triangular
+
         n = self._n
         KsT = self.kernel.k(Xs, self._X[:n]).T
         if L is None:
@@ -478,6 +487,8 @@ class ExactGP:
         ``eval_gradient`` also returns the gradient wrt ``params`` (R&W eq. 5.9). Priors, if any,
         are not included (see :meth:`log_posterior`).
         """
+        from scipy.linalg import cho_solve, lapack
+
         if not self._n:
             raise InvalidInputError("log_marginal_likelihood needs data: call set_data first")
         p = self._pack() if params is None else np.asarray(params, dtype=np.float64)
@@ -553,6 +564,8 @@ class ExactGP:
         given, replaces the data first. ``ftol`` is L-BFGS-B's relative tolerance on the objective
         (scipy's default when ``None``). Returns ``self`` refactorised at the best optimum found.
         """
+        from scipy.linalg import LinAlgError
+
         if X is not None or y is not None:
             if X is None or y is None:
                 raise InvalidInputError("fit needs both X and y, or neither")

@@ -50,9 +50,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
-from scipy.linalg.lapack import dposv as _dposv
-from scipy.special import expit
 
 from boloop._validation import as_points
 from boloop.errors import InvalidInputError, NotFittedError
@@ -112,6 +109,8 @@ class _Likelihood:
 
     def grad(self, Z: np.ndarray) -> np.ndarray:
         """``d l_b / d Z`` (..., n)."""
+        from scipy.special import expit
+
         g = self.r - expit(Z)
         if self.box is None:
             return g
@@ -120,6 +119,8 @@ class _Likelihood:
 
     def curvature(self, Z: np.ndarray) -> np.ndarray:
         """``-d^2 l_b / d Z^2`` (diagonal, >= 0), (..., n)."""
+        from scipy.special import expit
+
         p = expit(Z)
         c = p * (1.0 - p)
         if self.box is None:
@@ -155,6 +156,8 @@ def _newton_penalised(
     max_iter: int = 100,
 ) -> np.ndarray:
     """``argmax_w l(L w) - mu/2 ||w||^2`` by Newton with backtracking; L (n, n), r (n,) -> (n,)."""
+    from scipy.linalg import cho_factor, cho_solve
+
     lik = _as_likelihood(r)
     w = w0.copy()
 
@@ -301,6 +304,8 @@ def _solve_spd_rows(K: np.ndarray, S: np.ndarray, mu: np.ndarray, rhs: np.ndarra
     factored one by one with LAPACK ``dposv`` (a Python loop over a C routine is cheaper here than
     NumPy's batched LU for n ~ 50). Returns False if some matrix is not numerically SPD.
     """
+    from scipy.linalg.lapack import dposv as _dposv
+
     m, _, n = rhs.shape
     for b0 in range(0, m, _NEWTON_BLOCK):
         Sb = S[b0 : b0 + _NEWTON_BLOCK]
@@ -686,6 +691,8 @@ def support_value_dual(
 
     q(mu, nu) = max_w [a^T w - mu/2 ||w||^2 + nu (l(L w) - ll_min)] + s^2 / (2 mu) + mu B^2 / 2.
     """
+    from scipy.linalg import cho_factor, cho_solve
+
     r = _as_likelihood(r)
     n = L.shape[0]
     w = mle.w.copy()
@@ -861,6 +868,8 @@ class LikelihoodRatioModel:
     def _warm_start(self) -> tuple[np.ndarray | None, float | None]:
         """Start of the MLE from the last one (before a new label or kernel): its values at the
         labelled points (a new point: 0) and its ball multiplier."""
+        from scipy.linalg import solve_triangular
+
         if self._warm is None or self.n == 0:
             return None, None
         Z, mu, B = self._warm
@@ -960,6 +969,8 @@ class LikelihoodRatioModel:
     # ------------------------------------------------------------------ predictions
     def directions(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``a(x) = L^{-1} k(X_lab, x)`` (m, n) and ``s(x)`` (m,) (Schur complement)."""
+        from scipy.linalg import solve_triangular
+
         kxx = self.kernel.diag(X) + self.jitter
         if self.n == 0:
             return np.zeros((X.shape[0], 0)), np.sqrt(kxx)

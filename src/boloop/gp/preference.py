@@ -47,8 +47,6 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, eigh
-from scipy.special import expit
 
 from boloop.errors import InvalidInputError, NotFittedError
 from boloop.gp.kernels import Kernel
@@ -69,6 +67,8 @@ REGULARIZERS = ("rkhs", "l2_coef")
 
 def sigmoid(a: Any) -> np.ndarray:
     """The BTL link ``mu(a) = 1 / (1 + e^{-a})`` (no temperature), elementwise."""
+    from scipy.special import expit
+
     return expit(np.asarray(a, dtype=np.float64))
 
 
@@ -301,6 +301,8 @@ class KernelLogisticDuels:
         """Feature rows ``Phi`` (m, r) of the arms with ``Phi Phi^T = K_X`` up to the
         eigenvalues below ``eig_rtol`` times the largest (dropped): the fit's parametrisation
         ``f = Phi v`` (computed once per kernel)."""
+        from scipy.linalg import eigh
+
         if self._Phi is None:
             lam, U = eigh(self.K_X)
             top = float(lam[-1]) if lam.size else 0.0
@@ -333,6 +335,9 @@ class KernelLogisticDuels:
         return 1.0 / self.n_duels if self.normalize_loss else 1.0
 
     def _fit_rkhs(self) -> None:
+        from scipy.linalg import cho_factor, cho_solve
+        from scipy.special import expit
+
         Phi = self.features()
         P = self.pairs
         k = self.wins
@@ -398,6 +403,9 @@ class KernelLogisticDuels:
         self.objective = F
 
     def _fit_l2_coef(self) -> None:
+        from scipy.linalg import cho_factor, cho_solve
+        from scipy.special import expit
+
         P = self.pairs
         k = self.wins
         c = self.counts
@@ -474,12 +482,16 @@ class KernelLogisticDuels:
 
         ``P + P^T = 1`` and the diagonal is exactly 1/2.
         """
+        from scipy.special import expit
+
         self._require_fit()
         g = self.utility if idx is None else self.utility[np.asarray(idx)]
         return expit(g[:, None] - g[None, :])
 
     def gradient(self) -> np.ndarray:
         """Gradient of the solved objective at the current solution (in its parametrisation)."""
+        from scipy.special import expit
+
         self._require_fit()
         if self.n_duels == 0:
             return np.zeros(0)
@@ -500,6 +512,8 @@ class KernelLogisticDuels:
         the optimum (negated) minus ``0.5 log det(I + Psi^T W Psi / lambda)``. Used to choose
         kernel hyperparameters when they are fitted ("rkhs" regulariser, unnormalised loss only).
         """
+        from scipy.special import expit
+
         if self.regularizer != "rkhs" or self.normalize_loss:
             raise InvalidInputError(
                 "laplace_log_evidence needs regularizer='rkhs' without normalize_loss"

@@ -30,8 +30,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.linalg import lu_factor, lu_solve, solve_triangular
-from scipy.special import expit, log_expit, ndtr
 
 from boloop.errors import InvalidInputError
 
@@ -93,6 +91,8 @@ class UtilityPosterior:
 
     # -- Laplace mode ---------------------------------------------------------------------------
     def _terms(self, f: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+        from scipy.special import expit, log_expit
+
         u = self.D @ f
         loglik = float(np.sum(log_expit(u)))
         grad = self.D.T @ expit(-u)  # d/df sum log sigmoid(D f)
@@ -104,6 +104,8 @@ class UtilityPosterior:
         return self._terms(f)[0] - 0.5 * float(f @ a)
 
     def _solve(self, tol: float = 1e-10, max_steps: int = 100) -> None:
+        from scipy.linalg import lu_factor, lu_solve
+
         n_u = self.U.size
         if n_u == 0:
             self.a = np.zeros(0)
@@ -162,6 +164,9 @@ class UtilityPosterior:
         ``V = L^{-1} S^T K_U*`` with ``L L^T = I + S^T K_UU S`` (R&W Sec. 3.4.3, eq. 3.27's
         symmetric form). Pairwise quantities then cost O(r) each instead of forming the m x m
         covariance."""
+        from scipy.linalg import solve_triangular
+        from scipy.special import expit
+
         if self._V is not None:
             return self._V
         if self.U.size == 0:
@@ -186,6 +191,8 @@ class UtilityPosterior:
 
     def covariance(self, idx: np.ndarray | None = None) -> np.ndarray:
         """Posterior covariance of the utilities of ``idx`` (all options by default)."""
+        from scipy.linalg import lu_solve
+
         cols = np.arange(self.m) if idx is None else np.asarray(idx, dtype=np.intp)
         prior = self.K[np.ix_(cols, cols)]
         if self.U.size == 0 or self._lu is None:
@@ -200,6 +207,8 @@ def expected_max(
     mu_a: np.ndarray, mu_b: np.ndarray, var_a: np.ndarray, var_b: np.ndarray, cov_ab: np.ndarray
 ) -> np.ndarray:
     """``E[max(f_a, f_b)]`` for jointly Gaussian ``(f_a, f_b)`` (elementwise; any shapes)."""
+    from scipy.special import ndtr
+
     s2 = np.maximum(var_a + var_b - 2.0 * cov_ab, 0.0)
     s = np.sqrt(s2)
     diff = mu_a - mu_b
@@ -309,6 +318,8 @@ def best_pairs(
 
 def _expected_max_given(mu_a: np.ndarray, mu_b: np.ndarray, s2: np.ndarray) -> np.ndarray:
     """``E[max(f_a, f_b)]`` from the means and the variance ``s2`` of ``f_a - f_b``."""
+    from scipy.special import ndtr
+
     s = np.sqrt(s2)
     diff = mu_a - mu_b
     pos = s > 1e-12 * np.maximum(1.0, np.abs(diff))

@@ -16,7 +16,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
 
 from boloop.errors import InvalidInputError
 from boloop.metrics import register_metric
@@ -35,6 +34,8 @@ def _utility(utility: Any) -> np.ndarray:
 def duel_regret(utility: Any, i: Any, j: Any) -> np.ndarray | float:
     """``r_t = [mu(f* - f(x_i)) + mu(f* - f(x_j)) - 1] / 2`` for arm indices ``i``, ``j``
     (scalars or arrays of the same shape)."""
+    from scipy.special import expit
+
     u = _utility(utility)
     f_star = float(np.max(u))
     i_arr = np.asarray(i)
@@ -54,5 +55,7 @@ def cumulative_duel_regret(utility: Any, pairs: Any) -> np.ndarray:
 @register_metric("simple_regret", "preference", "mu(f* - f(x_hat)) - 1/2 of the recommended arm")
 def preference_simple_regret(utility: Any, index: Any) -> float:
     """``P(x* preferred to x_hat) - 1/2`` for the recommended arm index ``index``."""
+    from scipy.special import expit
+
     u = _utility(utility)
     return float(max(expit(float(np.max(u)) - u[int(index)]) - 0.5, 0.0))

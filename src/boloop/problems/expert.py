@@ -66,7 +66,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.special import expit
 
 from boloop.errors import InvalidInputError
 from boloop.metrics.common import RunningBest, RunningSum
@@ -218,6 +217,8 @@ class ExpertProblem(Problem):
 
     def reject_probability(self, X: np.ndarray) -> np.ndarray:
         """``P(reject | x)`` of the expert at X (n, d) -> (n,)."""
+        from scipy.special import expit
+
         X = np.asarray(X, dtype=np.float64).reshape(-1, self.space.dim)
         if self.belief_centre is not None:
             d2 = np.sum((X - self.belief_centre) ** 2, axis=1)

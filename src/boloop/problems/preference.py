@@ -47,8 +47,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
-from scipy.special import expit
 
 from boloop.errors import InvalidInputError
 from boloop.gp.kernels import Kernel, Matern, SquaredExponential
@@ -95,6 +93,8 @@ class PreferenceProblem(Problem):
     utility: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
+        from scipy.special import expit
+
         u = np.asarray(self.utility, dtype=np.float64).reshape(-1)
         if not isinstance(self.space, CandidateSet) or u.shape[0] != self.space.n:
             raise InvalidInputError("utility must have one value per arm of a CandidateSet space")
@@ -135,10 +135,14 @@ class PreferenceProblem(Problem):
 
     def preference_probability(self, i: Any, j: Any) -> np.ndarray:
         """``P(x_i preferred to x_j) = mu(u_i - u_j)``."""
+        from scipy.special import expit
+
         return expit(self.utility[np.asarray(i)] - self.utility[np.asarray(j)])
 
     def compare(self, query: Compare, rng: np.random.Generator) -> int:
         """0 if ``a`` is preferred (probability ``mu(u_a - u_b)``), else 1."""
+        from scipy.special import expit
+
         i = self.arm_index(query.a, query.a_index)
         j = self.arm_index(query.b, query.b_index)
         return 0 if rng.random() < float(expit(self.utility[i] - self.utility[j])) else 1
@@ -182,6 +186,8 @@ def rkhs_function(
     Returns ``(f on x_grid, ||f||_H)`` with ``f = k(., X_s) alpha``, ``alpha = (K_s + reg I)^{-1}
     values`` and ``||f||_H^2 = alpha^T K_s alpha``.
     """
+    from scipy.linalg import cho_factor, cho_solve
+
     y = np.asarray(values, dtype=np.float64).reshape(-1)
     Xs = np.linspace(0.0, 1.0, y.size)[:, None]
     Ks = kernel.k(Xs, Xs)

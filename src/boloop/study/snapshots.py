@@ -102,13 +102,23 @@ class StudySnapshots:
         self._set_problem(None)  # an older snapshot: the policy alone
         return saved, len(prefix)
 
-    def _maybe_snapshot(self) -> None:
+    def save_snapshot(self) -> None:
+        """Store a snapshot of the policy as it is now (unless nothing was applied since the
+        last one, or snapshots are off). ``boloop study tell`` calls it: the next call, a new
+        process, loads the policy with the answer in it instead of replaying the answer (a
+        factorisation, and the import of scipy.linalg, in the level-set and safe families)."""
+        if self._cost > 0:
+            self._maybe_snapshot(force=True)
+
+    def _maybe_snapshot(self, force: bool = False) -> None:
         """Store a snapshot once replaying the events since the last one would cost more than
         :data:`SNAPSHOT_AFTER_SECONDS` (policies that refit hyperparameters at every answer) and
-        more than twice what the last snapshot cost to write (large policies snapshot rarely)."""
+        more than twice what the last snapshot cost to write (large policies snapshot rarely);
+        ``force`` stores one whatever the cost."""
         if not SNAPSHOTS_ENABLED or self._snapshot_off:
             return
-        if self._cost < max(SNAPSHOT_AFTER_SECONDS, SNAPSHOT_COST_FACTOR * self._snapshot_cost):
+        limit = max(SNAPSHOT_AFTER_SECONDS, SNAPSHOT_COST_FACTOR * self._snapshot_cost)
+        if not force and self._cost < limit:
             return
         self._cost = 0.0
         t0 = time.perf_counter()

@@ -7,7 +7,6 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy.special import log_ndtr, ndtr
 
 # ---------------------------------------------------------------------------------------------
 # Closed forms (shapes broadcast; mean, std (N,), threshold scalar)
@@ -50,6 +49,8 @@ def expected_pointwise_loss(
     ``H_i`` and ``sigma [phi(-alpha) + alpha (1 - Phi(-alpha))]`` on ``L_i``; where ``sigma = 0`` the
     limits ``max(theta - mu, 0)`` on ``H_i`` and ``max(mu - theta, 0)`` on ``L_i``.
     """
+    from scipy.special import ndtr
+
     mu = np.asarray(mean, dtype=np.float64)
     sd = np.asarray(std, dtype=np.float64)
     up = np.asarray(upper, dtype=bool)
@@ -72,6 +73,8 @@ def expected_af_over_beta(mean: np.ndarray, std: np.ndarray, threshold: float) -
     ``u = |mu - theta| / sigma`` (spec Sec. 2.7, derived there; 0 where ``sigma = 0``). It dominates
     the expected loss of the current estimate, the pointwise form of the key step of Theorem 4.1.
     """
+    from scipy.special import ndtr
+
     sd = np.asarray(std, dtype=np.float64)
     diff = np.abs(np.asarray(mean, dtype=np.float64) - float(threshold))
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -105,6 +108,8 @@ def mile_acquisition(
 
     Returns ``(a, n_active)``.
     """
+    from scipy.special import ndtr
+
     mu = np.asarray(mean, dtype=np.float64)
     var = np.maximum(np.asarray(variance, dtype=np.float64), 0.0)
     sd = np.sqrt(var)
@@ -144,6 +149,8 @@ def _log_expected_af(mean: np.ndarray, std: np.ndarray, threshold: float) -> np.
     """``log E_beta[a(x)] = log sigma + log sqrt(2 pi) + log Phi(-|mu - theta| / sigma)`` (N,),
     ``-inf`` where ``sigma = 0``; exact in the far tail where :func:`expected_af_over_beta`
     underflows to 0."""
+    from scipy.special import log_ndtr
+
     sd = np.asarray(std, dtype=np.float64)
     diff = np.abs(np.asarray(mean, dtype=np.float64) - float(threshold))
     pos = sd > 0
@@ -170,6 +177,8 @@ def _zero_af_rank_and_gradient(
 
     With ``u = |mu - theta| / sigma``: ``d log E = d sigma / sigma - (phi(u) / Phi(-u)) du`` and
     ``du = (sign(mu - theta) d mu - u d sigma) / sigma``; ``d rank = d log E / (1 + E)``."""
+    from scipy.special import log_ndtr
+
     if not std > 0:
         return -1e300, np.zeros_like(dmean)
     diff = mean - threshold

@@ -9,7 +9,6 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.linalg import solve_triangular
 
 from boloop.algorithms.levelset.acquisition import (
     _zero_af_rank,
@@ -464,6 +463,8 @@ class LevelSetPolicy(BasePolicy):
         return self._argmax(self._score_candidates(t), self._allowed())
 
     def _select_box(self, t: int) -> np.ndarray:
+        from scipy.linalg import solve_triangular
+
         box: Box = self.space  # type: ignore[assignment]
         mean, std = self.candidate_posterior()
         pts = [self.candidates]
@@ -525,6 +526,8 @@ class LevelSetPolicy(BasePolicy):
         ``d mean = J^T alpha`` and ``d var = -2 J^T L^{-T} L^{-1} k(X, x)`` with ``J = dk(x, X)/dx``
         (n, d) and ``alpha = L^{-T} a``; ``alpha`` is passed in (computed once per step).
         """
+        from scipy.linalg import solve_triangular
+
         gp = self.gp
         kern: StationaryKernel = self.kernel  # type: ignore[assignment]
         kxx = float(kern.variance)
