@@ -31,6 +31,7 @@ import numpy as np
 
 import boloop.problems as problems
 from boloop.queries import BasePolicy, Compare, Query
+from boloop.recommendations import BestPoint
 from boloop.simulate import simulate
 
 
@@ -118,8 +119,22 @@ class BoTorchEUBO(BasePolicy):
     def recommend_index(self) -> int:
         return int(np.argmax(self._mean))
 
-    def recommend(self) -> np.ndarray:
-        return self.options[self.recommend_index()].copy()
+    def recommend(self) -> BestPoint:
+        k = self.recommend_index()
+        return BestPoint(self.options[k].copy(), k)
+
+    def hyperparameters(self) -> dict[str, Any]:
+        """The fitted kernel of the last refit: output scale and length-scales (unit cube)."""
+        if self._model is None:
+            return {}
+        cm = self._model.covar_module
+        base = getattr(cm, "base_kernel", cm)
+        out: dict[str, Any] = {
+            "lengthscale": base.lengthscale.detach().numpy().reshape(-1).tolist()
+        }
+        if hasattr(cm, "outputscale"):
+            out["outputscale"] = float(cm.outputscale.detach())
+        return out
 
 
 def run(problem_id: str, method: str, seed: int, duels: int) -> dict:
@@ -130,7 +145,9 @@ def run(problem_id: str, method: str, seed: int, duels: int) -> dict:
     else:
         trace = simulate(method, problem, duels, seed=seed, kernel="fit")
     rec = trace.records
+    extra = {"hyper": policy.hyperparameters()} if method == "botorch-eubo" else {}
     return {
+        **extra,
         "R": {
             t: rec[t - 1]["metrics"]["cumulative_regret"]
             for t in (25, 50, 100, 200)
