@@ -11,8 +11,8 @@ tracker) for
   largest ``AnalyticExpectedUtilityOfBestOption`` over all pairs of options (the first duel a
   random pair from the seed), recommending the option of largest posterior mean.
 
-Prints R(25) / R(50) / R(100) (cumulative regret), simple regret at the end and the median
-seconds per duel (ask + tell). Needs the optional ``peers`` extra for the peer (``torch``,
+Prints R(25) / R(50) / R(100) (cumulative regret) and the simple regret at the end (mean ± standard
+error over seeds) and the median milliseconds per duel (ask + tell). Needs the optional ``peers`` extra for the peer (``torch``,
 ``botorch``); without it only our methods run::
 
     OMP_NUM_THREADS=1 python benchmarks/preference_peers.py --seeds 5 --duels 100
@@ -158,6 +158,12 @@ def run(problem_id: str, method: str, seed: int, duels: int) -> dict:
     }
 
 
+def _mean_se(values: list[float]) -> str:
+    if len(values) < 2:
+        return f"{values[0]:.2f}"
+    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values) / len(values) ** 0.5:.2f}"
+
+
 def _cached(path: Path | None) -> dict[tuple[str, str, int, int], dict]:
     if path is None or not path.exists():
         return {}
@@ -177,6 +183,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--problems", nargs="*", default=[e.id for e in problems.list("preference")])
     ap.add_argument("--no-peer", action="store_true", help="our methods only")
     ap.add_argument(
+        "--cached-peer-only",
+        action="store_true",
+        help="the peer's rows from --cache only: seeds not cached are left out (the table says "
+        "how many seeds each cell has), nothing of BoTorch's is run",
+    )
+    ap.add_argument(
         "--cache",
         type=Path,
         default=None,
@@ -195,11 +207,11 @@ def main(argv: list[str] | None = None) -> None:
     cache = _cached(args.cache)
     cps = [t for t in (25, 50, 100, 200) if t <= args.duels]
     print(
-        "| problem | method | "
+        "| problem | method | seeds | "
         + " | ".join(f"R({t})" for t in cps)
         + " | simple regret | ms/duel |"
     )
-    print("|---" * (4 + len(cps)) + "|")
+    print("|---" * (5 + len(cps)) + "|")
     for pid in args.problems:
         for m in methods:
             rows = []
@@ -208,18 +220,23 @@ def main(argv: list[str] | None = None) -> None:
                 if m == "botorch-eubo" and key in cache:
                     rows.append(cache[key])
                     continue
+                if m == "botorch-eubo" and args.cached_peer_only:
+                    continue
                 row = run(pid, m, s, args.duels)
                 if m == "botorch-eubo" and args.cache is not None:
                     row.update(problem=pid, method=m, seed=s, duels=args.duels, when=time.time())
                     with args.cache.open("a") as fh:
                         fh.write(json.dumps(row) + "\n")
                 rows.append(row)
-            cells = " | ".join(f"{statistics.mean(r['R'][t] for r in rows):.2f}" for t in cps)
+            if not rows:
+                print(f"| {pid} | {m} | 0 |" + " - |" * (len(cps) + 2), flush=True)
+                continue
+            cells = " | ".join(_mean_se([r["R"][t] for r in rows]) for t in cps)
             sr = [r["simple"] for r in rows]
             ms = 1000 * statistics.median(r["per_duel"] for r in rows)
             print(
-                f"| {pid} | {m} | {cells} | {statistics.mean(sr):.3f} ± "
-                f"{statistics.pstdev(sr) / len(sr) ** 0.5:.3f} | {ms:.2f} |",
+                f"| {pid} | {m} | {len(rows)} | {cells} | {statistics.mean(sr):.3f} ± "
+                f"{(statistics.stdev(sr) if len(sr) > 1 else 0.0) / len(sr) ** 0.5:.3f} | {ms:.2f} |",
                 flush=True,
             )
 
