@@ -11,8 +11,8 @@ tracker) for
   largest ``AnalyticExpectedUtilityOfBestOption`` over all pairs of options (the first duel a
   random pair from the seed), recommending the option of largest posterior mean.
 
-Prints R(25) / R(50) / R(100) (cumulative regret), simple regret at the end and the median
-seconds per duel (ask + tell). Needs the optional ``peers`` extra for the peer (``torch``,
+Prints R(25) / R(50) / R(100) (cumulative regret) and the simple regret at the end (mean ± standard
+error over seeds) and the median milliseconds per duel (ask + tell). Needs the optional ``peers`` extra for the peer (``torch``,
 ``botorch``); without it only our methods run::
 
     OMP_NUM_THREADS=1 python benchmarks/preference_peers.py --seeds 5 --duels 100
@@ -31,6 +31,7 @@ import numpy as np
 
 import boloop.problems as problems
 from boloop.queries import BasePolicy, Compare, Query
+from boloop.recommendations import BestPoint
 from boloop.simulate import simulate
 
 
@@ -118,8 +119,22 @@ class BoTorchEUBO(BasePolicy):
     def recommend_index(self) -> int:
         return int(np.argmax(self._mean))
 
-    def recommend(self) -> np.ndarray:
-        return self.options[self.recommend_index()].copy()
+    def recommend(self) -> BestPoint:
+        k = self.recommend_index()
+        return BestPoint(self.options[k].copy(), k)
+
+    def hyperparameters(self) -> dict[str, Any]:
+        """The fitted kernel of the last refit: output scale and length-scales (unit cube)."""
+        if self._model is None:
+            return {}
+        cm = self._model.covar_module
+        base = getattr(cm, "base_kernel", cm)
+        out: dict[str, Any] = {
+            "lengthscale": base.lengthscale.detach().numpy().reshape(-1).tolist()
+        }
+        if hasattr(cm, "outputscale"):
+            out["outputscale"] = float(cm.outputscale.detach())
+        return out
 
 
 def run(problem_id: str, method: str, seed: int, duels: int) -> dict:
@@ -130,7 +145,9 @@ def run(problem_id: str, method: str, seed: int, duels: int) -> dict:
     else:
         trace = simulate(method, problem, duels, seed=seed, kernel="fit")
     rec = trace.records
+    extra = {"hyper": policy.hyperparameters()} if method == "botorch-eubo" else {}
     return {
+        **extra,
         "R": {
             t: rec[t - 1]["metrics"]["cumulative_regret"]
             for t in (25, 50, 100, 200)
@@ -139,6 +156,12 @@ def run(problem_id: str, method: str, seed: int, duels: int) -> dict:
         "simple": rec[-1]["metrics"]["simple_regret"],
         "per_duel": statistics.median(r["ask_seconds"] + r["tell_seconds"] for r in rec),
     }
+
+
+def _mean_se(values: list[float]) -> str:
+    if len(values) < 2:
+        return f"{values[0]:.2f}"
+    return f"{statistics.mean(values):.2f} ± {statistics.stdev(values) / len(values) ** 0.5:.2f}"
 
 
 def _cached(path: Path | None) -> dict[tuple[str, str, int, int], dict]:
@@ -160,6 +183,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--problems", nargs="*", default=[e.id for e in problems.list("preference")])
     ap.add_argument("--no-peer", action="store_true", help="our methods only")
     ap.add_argument(
+        "--cached-peer-only",
+        action="store_true",
+        help="the peer's rows from --cache only: seeds not cached are left out (the table says "
+        "how many seeds each cell has), nothing of BoTorch's is run",
+    )
+    ap.add_argument(
         "--cache",
         type=Path,
         default=None,
@@ -178,11 +207,11 @@ def main(argv: list[str] | None = None) -> None:
     cache = _cached(args.cache)
     cps = [t for t in (25, 50, 100, 200) if t <= args.duels]
     print(
-        "| problem | method | "
+        "| problem | method | seeds | "
         + " | ".join(f"R({t})" for t in cps)
         + " | simple regret | ms/duel |"
     )
-    print("|---" * (4 + len(cps)) + "|")
+    print("|---" * (5 + len(cps)) + "|")
     for pid in args.problems:
         for m in methods:
             rows = []
@@ -191,18 +220,23 @@ def main(argv: list[str] | None = None) -> None:
                 if m == "botorch-eubo" and key in cache:
                     rows.append(cache[key])
                     continue
+                if m == "botorch-eubo" and args.cached_peer_only:
+                    continue
                 row = run(pid, m, s, args.duels)
                 if m == "botorch-eubo" and args.cache is not None:
                     row.update(problem=pid, method=m, seed=s, duels=args.duels, when=time.time())
                     with args.cache.open("a") as fh:
                         fh.write(json.dumps(row) + "\n")
                 rows.append(row)
-            cells = " | ".join(f"{statistics.mean(r['R'][t] for r in rows):.2f}" for t in cps)
+            if not rows:
+                print(f"| {pid} | {m} | 0 |" + " - |" * (len(cps) + 2), flush=True)
+                continue
+            cells = " | ".join(_mean_se([r["R"][t] for r in rows]) for t in cps)
             sr = [r["simple"] for r in rows]
             ms = 1000 * statistics.median(r["per_duel"] for r in rows)
             print(
-                f"| {pid} | {m} | {cells} | {statistics.mean(sr):.3f} ± "
-                f"{statistics.pstdev(sr) / len(sr) ** 0.5:.3f} | {ms:.2f} |",
+                f"| {pid} | {m} | {len(rows)} | {cells} | {statistics.mean(sr):.3f} ± "
+                f"{(statistics.stdev(sr) if len(sr) > 1 else 0.0) / len(sr) ** 0.5:.3f} | {ms:.2f} |",
                 flush=True,
             )
 
