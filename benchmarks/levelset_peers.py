@@ -40,7 +40,10 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
+import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -53,10 +56,12 @@ from boloop.algorithms import make_policy
 from boloop.problems import get
 from boloop.problems.levelset import LevelSetProblem
 from boloop.queries import BasePolicy, Evaluate, Query
+from boloop.recommendations import LevelSetEstimate
 from boloop.simulate import simulate
 from boloop.spaces import CandidateSet
 
 GRID_PROBLEMS = [
+    "levelset/toy",
     "levelset/sinusoidal",
     "levelset/himmelblau",
     "levelset/gp-sample",
@@ -187,6 +192,7 @@ class BoTorchStraddle(BasePolicy):
         self._Xc = torch.tensor(self.candidates, dtype=torch.float64)
         self.cache = SimpleNamespace(mean=np.zeros(self.candidates.shape[0]))
         self._sd = np.ones(self.candidates.shape[0])
+        self._model: Any = None
 
     def _propose(self) -> Query:
         n = len(self._y)
@@ -229,6 +235,7 @@ class BoTorchStraddle(BasePolicy):
             except Exception:  # botorch warns and keeps the initial values; so do we
                 pass
         model.eval()
+        self._model = model
         with torch.no_grad():
             post = model.posterior(self._Xc)
             self.cache.mean = post.mean.squeeze(-1).numpy().astype(np.float64)
@@ -237,8 +244,65 @@ class BoTorchStraddle(BasePolicy):
     def _iteration_done(self, query: Query, answer: Any) -> bool:
         return query.id not in self._initial_ids
 
-    def recommend(self) -> Any:
-        return self.cache.mean >= self.threshold
+    def recommend(self, **_: Any) -> LevelSetEstimate:
+        """The sets ``{mu >= h}`` of the current posterior, as our policies return them (the
+        problem's tracker classifies its evaluation points with it)."""
+        upper = self.cache.mean >= self.threshold
+        model, torch, cands, h = self._model, self.torch, self.candidates, self.threshold
+
+        def classify(X: np.ndarray) -> np.ndarray:
+            X = np.asarray(X, dtype=np.float64)
+            if X.shape == cands.shape and np.array_equal(X, cands):
+                return upper.copy()
+            with torch.no_grad():
+                m = model.posterior(torch.tensor(X, dtype=torch.float64)).mean.squeeze(-1)
+            return m.numpy() >= h
+
+        return LevelSetEstimate(h, self.iteration + 1, self.candidates, upper, classify)
+
+
+def _design_key(pid: str, seed: int) -> str:
+    """A digest of the initial design our policy would start from (the peer starts there too):
+    a cached run is reused only while that design is unchanged."""
+    design = make_policy("randomized-straddle", _problem(pid), seed, kernel=None).initial_design
+    data = b"" if design is None else np.ascontiguousarray(design).tobytes()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+class RunCache:
+    """Finished runs, one JSON object a line, keyed by (problem, method, seed, steps, design).
+
+    Only methods whose runs cannot change with our code are cached (the peer, and the paper's
+    fixed kernel, whose traces are kept bit-identical): an interrupted benchmark resumes, and no
+    peer run is paid twice.
+    """
+
+    def __init__(self, path: str | None, methods: set[str]):
+        self.path = Path(path) if path else None
+        self.methods = methods
+        self.runs: dict[tuple[str, str, int, int, str], dict[str, Any]] = {}
+        if self.path is not None and self.path.exists():
+            for line in self.path.read_text().splitlines():
+                if line.strip():
+                    r = json.loads(line)
+                    self.runs[self._key(r)] = r
+
+    @staticmethod
+    def _key(r: dict[str, Any]) -> tuple[str, str, int, int, str]:
+        return (r["problem"], r["method"], int(r["seed"]), int(r["steps"]), r["design"])
+
+    def get(self, kind: str, pid: str, seed: int, steps: int, design: str) -> dict[str, Any] | None:
+        if kind not in self.methods:
+            return None
+        return self.runs.get((pid, kind, seed, steps, design))
+
+    def put(self, r: dict[str, Any]) -> None:
+        if self.path is None or r["method"] not in self.methods:
+            return
+        self.runs[self._key(r)] = r
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a") as fh:
+            fh.write(json.dumps(r) + "\n")
 
 
 def _run(kind: str, pid: str, seed: int, steps: int) -> dict[str, Any]:
@@ -256,9 +320,24 @@ def _run(kind: str, pid: str, seed: int, steps: int) -> dict[str, Any]:
             seed,
             allow_repeats=problem.settings.get("allow_repeats", True),
         )
-    t0 = time.perf_counter()
+    # CPU seconds of ask + tell alone (the tracker excluded): wall-clock on a shared machine
+    # measures the scheduler as much as the step
+    cpu_steps = [0.0]
+    for name in ("ask", "tell"):
+        bound = getattr(policy, name)
+
+        def timed(*a: Any, _f: Any = bound, **k: Any) -> Any:
+            c = time.process_time()
+            try:
+                return _f(*a, **k)
+            finally:
+                cpu_steps[0] += time.process_time() - c
+
+        setattr(policy, name, timed)
+    load = os.getloadavg()[0]
+    t0, c0 = time.perf_counter(), time.process_time()
     trace = simulate(policy, problem, steps, seed, method=kind)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     rows = trace.step_rows()
     seconds = [r["ask_seconds"] + r["tell_seconds"] for r in rows]
     return {
@@ -269,6 +348,10 @@ def _run(kind: str, pid: str, seed: int, steps: int) -> dict[str, Any]:
         "sec_per_step": float(np.median(seconds)),
         "mean_sec_per_step": float(np.mean(seconds)),
         "wall": wall,
+        "cpu_per_step": cpu / max(len(rows), 1),
+        "cpu_ask_tell_per_step": cpu_steps[0] / max(len(rows), 1),
+        "load": load,
+        "steps": steps,
     }
 
 
@@ -282,6 +365,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--checkpoints", default="50,100")
     ap.add_argument("--methods", default="ours,fixed,botorch")
     ap.add_argument("--out", default=None, help="CSV of per-run results")
+    ap.add_argument(
+        "--cache",
+        default=None,
+        help="JSON-lines file of finished runs: cached methods are read from it when present "
+        "(same problem, seed, steps and initial design) and appended to it when run",
+    )
+    ap.add_argument(
+        "--cache-methods",
+        default="botorch,fixed",
+        help="methods whose runs the cache keeps (not 'ours', which changes with the code)",
+    )
     args = ap.parse_args(argv)
     if "-" in args.seeds:
         a, b = (int(v) for v in args.seeds.split("-"))
@@ -305,7 +399,12 @@ def main(argv: list[str] | None = None) -> int:
                 "torch/botorch not installed (pip install -e '.[peers]'): no peer", file=sys.stderr
             )
             methods.remove("botorch")
+    # one-time imports are not a step's cost (a study process pays them once): load them first
+    import scipy.optimize  # noqa: F401
+    import scipy.stats  # noqa: F401
+
     checkpoints = [int(c) for c in args.checkpoints.split(",") if int(c) <= args.steps]
+    cache = RunCache(args.cache, set(args.cache_methods.split(",")))
     results: list[dict[str, Any]] = []
     writer = None
     fh = None
@@ -316,7 +415,8 @@ def main(argv: list[str] | None = None) -> int:
         writer.writerow(
             ["problem", "method", "seed"]
             + [f"F{c}" for c in checkpoints]
-            + ["sec_per_step_median", "sec_per_step_mean"]
+            + ["sec_per_step_median", "sec_per_step_mean", "cpu_per_step", "cpu_ask_tell_per_step"]
+            + ["load", "cached"]
         )
     for pid in problems:
         is_grid = isinstance(_problem(pid).space, CandidateSet)
@@ -326,13 +426,25 @@ def main(argv: list[str] | None = None) -> int:
                     kind == "fixed" and pid in USER_PROBLEMS
                 ):
                     continue
-                r = _run(kind, pid, seed, args.steps)
+                design = _design_key(pid, seed)
+                r = cache.get(kind, pid, seed, args.steps, design)
+                cached = r is not None
+                if r is None:
+                    r = _run(kind, pid, seed, args.steps)
+                    r["design"] = design
+                    cache.put(r)
                 results.append(r)
                 if writer is not None:
                     writer.writerow(
                         [pid, kind, seed]
                         + [f"{r['fscore'][c - 1]:.6f}" for c in checkpoints]
                         + [f"{r['sec_per_step']:.6g}", f"{r['mean_sec_per_step']:.6g}"]
+                        + [
+                            f"{r.get('cpu_per_step', math.nan):.6g}",
+                            f"{r.get('cpu_ask_tell_per_step', math.nan):.6g}",
+                            f"{r.get('load', math.nan):.2f}",
+                        ]
+                        + [int(cached)]
                     )
                     assert fh is not None
                     fh.flush()
@@ -378,9 +490,14 @@ def _report(
             ]
             print(f"|   {pid}: worst F(ours)/F(fixed) at T={T}: {min(ratios):.3f} |")
         if "ours" in per and "botorch" in per:
-            for key, what in (("sec_per_step", "median"), ("mean_sec_per_step", "mean")):
-                so = np.median([r[key] for r in per["ours"].values()])
-                sb = np.median([r[key] for r in per["botorch"].values()])
+            for key, what in (
+                ("sec_per_step", "median"),
+                ("mean_sec_per_step", "mean"),
+                ("cpu_per_step", "CPU incl. tracker"),
+                ("cpu_ask_tell_per_step", "CPU of ask + tell, mean"),
+            ):
+                so = np.median([r.get(key, math.nan) for r in per["ours"].values()])
+                sb = np.median([r.get(key, math.nan) for r in per["botorch"].values()])
                 print(f"|   {pid}: botorch / ours seconds per step ({what}): {sb / so:.0f}x |")
 
 
