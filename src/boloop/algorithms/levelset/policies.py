@@ -125,6 +125,11 @@ class LevelSetPolicy(BasePolicy):
     #: whether the policy works on boxes
     supports_box: ClassVar[bool] = True
 
+    @property
+    def betas(self) -> list[float]:
+        """Old name of :attr:`sqrt_betas`, the multipliers of sigma per iteration."""
+        return self.sqrt_betas
+
     def __init__(
         self,
         space: CandidateSet | Box | np.ndarray,
@@ -223,7 +228,7 @@ class LevelSetPolicy(BasePolicy):
         self._fixed_mean: FixedPointsMean | None = None
         self.N = int(self.candidates.shape[0])
         self.observed = np.zeros(self.N, dtype=bool)  # finite: which candidates were observed
-        self.betas: list[float] = []  # sqrt_beta used at each iteration (NaN if none)
+        self.sqrt_betas: list[float] = []  # sqrt_beta used at each iteration (NaN if none)
         self._n_obs = 0
         self._n_at_iteration: list[int] = []  # observations behind the posterior of iteration t
         self._initial_ids: set[int] = set()
@@ -441,7 +446,7 @@ class LevelSetPolicy(BasePolicy):
     # -- selection ----------------------------------------------------------------------------
     def _prepare_step(self, t: int) -> None:
         """Per-iteration state drawn/updated exactly once (beta draws, bound intersections)."""
-        self.betas.append(math.nan)
+        self.sqrt_betas.append(math.nan)
 
     def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
         """AF values (higher is better) at points with posterior ``mean, std`` (m,)."""
@@ -553,7 +558,7 @@ class LevelSetPolicy(BasePolicy):
         self, mean: float, std: float, dmean: np.ndarray, dstd: np.ndarray, t: int
     ) -> tuple[float, np.ndarray]:
         """AF value and gradient at one point (boxes); default: the straddle with ``betas[-1]``."""
-        sb = self.betas[-1]
+        sb = self.sqrt_betas[-1]
         sign = 1.0 if mean >= self.threshold else -1.0
         return sb * std - abs(mean - self.threshold), sb * dstd - sign * dmean
 
@@ -573,7 +578,7 @@ class LevelSetPolicy(BasePolicy):
                 "space": repr(self.space),
                 "n_candidates": self.N,
                 "allow_repeats": self.allow_repeats,
-                "last_sqrt_beta": self.betas[-1] if self.betas else None,
+                "last_sqrt_beta": self.sqrt_betas[-1] if self.sqrt_betas else None,
             }
         )
         return d
@@ -628,10 +633,10 @@ class RandomizedStraddle(LevelSetPolicy):
         xi = float(self._beta_rng.chisquare(2.0))
         beta = xi + self._beta_shift(t)
         self.beta_draws.append(beta)
-        self.betas.append(math.sqrt(beta))
+        self.sqrt_betas.append(math.sqrt(beta))
 
     def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
-        g = straddle(mean, std, self.threshold, self.betas[-1])
+        g = straddle(mean, std, self.threshold, self.sqrt_betas[-1])
         if self.tie_break == "random" and self.finite:
             return np.maximum(g, 0.0)
         if self.tie_break == "expected":
@@ -828,7 +833,7 @@ class Straddle(LevelSetPolicy):
         self.sqrt_beta = sqrt_beta
 
     def _prepare_step(self, t: int) -> None:
-        self.betas.append(self.sqrt_beta)
+        self.sqrt_betas.append(self.sqrt_beta)
 
     def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
         return straddle(mean, std, self.threshold, self.sqrt_beta)
@@ -869,7 +874,7 @@ class LSE(LevelSetPolicy):
 
     def _prepare_step(self, t: int) -> None:
         sb = self.schedule.sqrt_beta(t)
-        self.betas.append(sb)
+        self.sqrt_betas.append(sb)
         if self.intersect:
             mean, std = self.candidate_posterior()
             ucb, lcb = mean + sb * std, mean - sb * std
@@ -883,7 +888,7 @@ class LSE(LevelSetPolicy):
         return super()._score_candidates(t)
 
     def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
-        return straddle(mean, std, self.threshold, self.betas[-1])
+        return straddle(mean, std, self.threshold, self.sqrt_betas[-1])
 
 
 class MILE(LevelSetPolicy):
@@ -919,7 +924,7 @@ class MILE(LevelSetPolicy):
         self._sigma_version = -1
 
     def _prepare_step(self, t: int) -> None:
-        self.betas.append(self.sqrt_beta)
+        self.sqrt_betas.append(self.sqrt_beta)
 
     def _cached_V(self) -> np.ndarray:
         return self.cache.whitened_cross_covariance
@@ -987,7 +992,7 @@ class RandomSampling(LevelSetPolicy):
         if self._n_obs < self.n_initial:
             return self._initial_query()
         self._n_at_iteration.append(self.gp.n)
-        self.betas.append(math.nan)
+        self.sqrt_betas.append(math.nan)
         return self._random_query()
 
     def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
