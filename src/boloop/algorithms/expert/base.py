@@ -14,6 +14,7 @@ from boloop.errors import InvalidInputError, QueryStateError
 from boloop.gp.exact import ExactGP, GammaPrior
 from boloop.gp.kernels import SquaredExponential
 from boloop.gp.likelihood_ratio import LikelihoodRatioModel
+from boloop.gp.optimize import perturb_on_box
 from boloop.queries import BasePolicy, Evaluate, Label, Query
 from boloop.recommendations import BestPoint
 from boloop.spaces import Box, CandidateSet
@@ -307,19 +308,10 @@ class ExpertPolicy(BasePolicy):
         i = int(np.argmin(vals))
         if idx is not None:
             return U[i], int(idx[i]), float(vals[i])
-        pool_U, pool_v = U, vals
-        for radius in radii:
-            order = np.argsort(pool_v)[:n_keep]
-            centres = pool_U[order]
-            local = centres[:, None, :] + radius * self.rng.standard_normal(
-                (centres.shape[0], n_local, self.dim)
-            )
-            local = np.clip(local.reshape(-1, self.dim), 0.0, 1.0)
-            lv = score(local)
-            pool_U = np.vstack([centres, local])
-            pool_v = np.concatenate([pool_v[order], lv])
-        i = int(np.argmin(pool_v))
-        return pool_U[i], None, float(pool_v[i])
+        x, v = perturb_on_box(
+            score, U, vals, self.rng, n_keep=n_keep, radii=radii, n_local=n_local
+        )
+        return x, None, v
 
     # ------------------------------------------------------------------ BasePolicy
     def _propose(self) -> Query:

@@ -24,6 +24,7 @@ from boloop.gp.cache import CandidatePosterior, FixedPointsMean
 from boloop.gp.exact import ExactGP, robust_cholesky
 from boloop.gp.hyperparameters import HyperparameterLearning, default_kernel, space_filling_design
 from boloop.gp.kernels import Kernel, SquaredExponential, StationaryKernel
+from boloop.gp.optimize import refine_on_box
 from boloop.queries import BasePolicy, Evaluate, Query
 from boloop.recommendations import LevelSetEstimate
 from boloop.spaces import Box, CandidateSet
@@ -503,23 +504,21 @@ class LevelSetPolicy(BasePolicy):
                 val, grad = self._score_and_gradient(mu, sd, dmu, dsd, t)
                 return -val, -grad
 
-            for k in order:
-                from scipy.optimize import minimize  # lazily: ~0.1 s a study call skips
+            def rescored(x_new: np.ndarray) -> float:
+                m_new, s_new = self.predict(x_new.reshape(1, -1))
+                return float(self._score(m_new, s_new, t)[0])
 
-                res = minimize(
-                    negative,
-                    P[k],
-                    jac=analytic,
-                    method="L-BFGS-B",
-                    bounds=list(zip(box.lower, box.upper)),
-                    options={"maxiter": self.refine_maxiter, "maxfun": 3 * self.refine_maxiter},
-                )
-                x_new = np.clip(res.x, box.lower, box.upper)
-                if np.all(np.isfinite(x_new)):
-                    m_new, s_new = self.predict(x_new.reshape(1, -1))
-                    val = float(self._score(m_new, s_new, t)[0])
-                    if val > best_s:
-                        best_x, best_s = x_new, val
+            best_x, best_s = refine_on_box(
+                negative,
+                (P[k] for k in order),
+                box.lower,
+                box.upper,
+                score=rescored,
+                best_x=best_x,
+                best_value=best_s,
+                jac=analytic,
+                options={"maxiter": self.refine_maxiter, "maxfun": 3 * self.refine_maxiter},
+            )
         return np.asarray(best_x, dtype=np.float64)
 
     def _posterior_with_gradient(
