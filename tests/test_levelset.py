@@ -79,7 +79,7 @@ def test_beta_draws_are_chi_squared_two():
     assert abs(sb.mean() - math.sqrt(2 * math.pi) / 2) < 0.008
     q = np.quantile(sb, [0.025, 0.975])
     assert abs(q[0] - 0.225) < 0.01 and abs(q[1] - 2.716) < 0.01
-    np.testing.assert_allclose(np.array(p.betas), sb)
+    np.testing.assert_allclose(np.array(p.sqrt_betas), sb)
 
 
 def test_one_beta_draw_per_step_shared_by_all_candidates():
@@ -136,7 +136,7 @@ def test_all_zero_af_is_not_broken_by_first_index():
     std = np.full(GRID1.n, 0.01)
     for tie in ("unclipped", "random"):
         p = RandomizedStraddle(GRID1, 0.0, kernel=SquaredExponential(0.2), tie_break=tie, seed=0)
-        p.betas.append(1.0)
+        p.sqrt_betas.append(1.0)
         picks = {p._argmax(p._score(mean, std, 1), None) for _ in range(30)}
         assert len(picks) > 5  # uniform among the exact ties
 
@@ -249,7 +249,7 @@ def test_max_variant_finite_beta_shift_and_t_hat():
     _run(pol, prob.value, 15, np.random.default_rng(1), prob.noise_sd)
     xi = np.array(pol.beta_draws) - 2 * math.log(2500)
     assert np.all(xi > 0)
-    np.testing.assert_allclose(np.array(pol.betas) ** 2, np.array(pol.beta_draws))
+    np.testing.assert_allclose(np.array(pol.sqrt_betas) ** 2, np.array(pol.beta_draws))
     t_hat = pol.t_hat()
     assert 1 <= t_hat <= 15
     est = pol.recommend()
@@ -323,7 +323,7 @@ def test_lse_beta_values_and_intersection():
         if prev_u is not None:
             assert np.all(pol._ucb <= prev_u) and np.all(pol._lcb >= prev_l)
         prev_u, prev_l = pol._ucb.copy(), pol._lcb.copy()
-    assert pol.betas[0] == pytest.approx(4.758, abs=5e-4)
+    assert pol.sqrt_betas[0] == pytest.approx(4.758, abs=5e-4)
     box = make_policy("lse", get("levelset/sphere5", n_eval=100), seed=0, n_candidates=64)
     assert not box.intersect and box.schedule.sqrt_beta(1) == pytest.approx(8.721, abs=5e-4)
 
@@ -553,7 +553,7 @@ def test_box_refinement_gradient_matches_finite_differences(kernel):
     pol = Straddle(box, 0.2, kernel=kernel, noise_variance=1e-3, n_candidates=32, seed=0)
     X = box.sample(9, seed=1)
     pol.gp.set_data(X, np.sin(X[:, 0]) + X[:, 1])
-    pol.betas.append(3.0)
+    pol.sqrt_betas.append(3.0)
     gp = pol.gp
     alpha = np.linalg.solve(gp.cholesky_factor.T, gp.whitened_residual)
     x = np.array([0.31, -0.47])

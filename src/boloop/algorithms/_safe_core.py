@@ -37,15 +37,15 @@ class Bounds:
     std_f: np.ndarray
     mean_g: np.ndarray
     std_g: np.ndarray
-    beta_f: float
-    beta_g: float
+    sqrt_beta_f: float
+    sqrt_beta_g: float
 
     def __post_init__(self) -> None:
         # computed once: the set computations read each of them several times
-        self.ucb_f = self.mean_f + self.beta_f * self.std_f
-        self.lcb_f = self.mean_f - self.beta_f * self.std_f
-        self.ucb_g = self.mean_g + self.beta_g * self.std_g
-        self.lcb_g = self.mean_g - self.beta_g * self.std_g
+        self.ucb_f = self.mean_f + self.sqrt_beta_f * self.std_f
+        self.lcb_f = self.mean_f - self.sqrt_beta_f * self.std_f
+        self.ucb_g = self.mean_g + self.sqrt_beta_g * self.std_g
+        self.lcb_g = self.mean_g - self.sqrt_beta_g * self.std_g
 
 
 @dataclass
@@ -174,8 +174,8 @@ def select_msafeopt(
     rows = np.arange(n_x)
     j = sets.boundary
     last = n_s - 1
-    width_f = b.beta_f * b.std_f
-    width_g = b.beta_g * b.std_g
+    width_f = b.sqrt_beta_f * b.std_f
+    width_g = b.sqrt_beta_g * b.std_g
     if case == "1":
         elim = (sets.ucb_best < sets.max_lcb) & (sets.expansion <= sets.max_lcb)  # (20), (21)
         expd = sets.expansion > sets.max_lcb  # (22)
@@ -227,7 +227,7 @@ def select_safeopt_mc(b: Bounds, sets: SafeSets) -> Selection:
     n_x, n_s = b.mean_f.shape
     rows = np.arange(n_x)
     j = sets.boundary
-    width = np.maximum(b.beta_f * b.std_f, b.beta_g * b.std_g)
+    width = np.maximum(b.sqrt_beta_f * b.std_f, b.sqrt_beta_g * b.std_g)
     in_m = sets.prefix & (b.ucb_f > sets.max_lcb)
     in_g = j < n_s - 1
     member = in_m.copy()
@@ -243,7 +243,7 @@ def select_predvar(b: Bounds, sets: SafeSets) -> Selection:
     """PredVar extended to f and g (Schreiter et al. 2015; B.2.2): the largest confidence width
     ``max{beta^f sigma^f, beta^g sigma^g}`` over the whole safe set ``S_t``."""
     n_x, n_s = b.mean_f.shape
-    width = np.maximum(b.beta_f * b.std_f, b.beta_g * b.std_g)
+    width = np.maximum(b.sqrt_beta_f * b.std_f, b.sqrt_beta_g * b.std_g)
     acq = np.where(sets.prefix, width, 0.0)
     fb = np.where(sets.prefix, b.ucb_f, -np.inf)
     i, s, used = _argmax_or_fallback(acq, fb)

@@ -382,6 +382,11 @@ class MRLPF(_DuelingPolicy):
 
     method_id = "mr-lpf"
 
+    @property
+    def betas(self) -> np.ndarray:
+        """Old name of :attr:`sqrt_betas`, the multipliers of sigma per round."""
+        return self.sqrt_betas
+
     def __init__(
         self,
         candidates: Any,
@@ -418,7 +423,9 @@ class MRLPF(_DuelingPolicy):
         self.horizon = int(horizon) if not isinstance(horizon, bool) else 0
         self.schedule = mrlpf_round_schedule(horizon)
         R = len(self.schedule)
-        self.betas = self._per_round(beta, "beta", R, B, kappa, delta)
+        #: the multiplier of sigma in each round: eq. 14's ``beta_(r)`` multiplies sigma itself,
+        #: so the ``beta`` option is taken as it is
+        self.sqrt_betas = self._per_round(beta, "beta", R, B, kappa, delta)
         self.sigma_regs = self._per_round_rho(sigma_reg, R, kappa)
         #: index of the current round (0-based); equals len(schedule) when all rounds are done
         self.round = 0
@@ -480,7 +487,7 @@ class MRLPF(_DuelingPolicy):
         model = self._model.fit()
         P = model.preference_matrix()
         S = np.sqrt(self._cov.variance_matrix())
-        ucb = P + self.betas[self.round] * S
+        ucb = P + self.sqrt_betas[self.round] * S
         np.fill_diagonal(ucb, 1.0)  # x' = x is exactly 1/2 >= 1/2: skipped (pitfall P7)
         keep = np.all(ucb >= 0.5 - 1e-12, axis=1)
         if not np.any(keep):  # cannot happen: the argmax of the fitted utility always survives
@@ -544,7 +551,7 @@ class MRLPF(_DuelingPolicy):
                 "round": self.round + 1,
                 "n_in_round": self.n_in_round,
                 "n_surviving": int(self.M.size),
-                "beta": list(self.betas),
+                "beta": list(self.sqrt_betas),
                 "sigma_reg": list(self.sigma_regs),
             }
         )
@@ -569,6 +576,11 @@ class MaxMinLCB(_DuelingPolicy):
     """
 
     method_id = "maxminlcb"
+
+    @property
+    def beta(self) -> float:
+        """Old name of :attr:`sqrt_beta`, the multiplier of sigma."""
+        return self.sqrt_beta
 
     def __init__(
         self,
@@ -604,7 +616,7 @@ class MaxMinLCB(_DuelingPolicy):
         b = float(beta)
         if not math.isfinite(b) or b < 0:
             raise InvalidInputError(f"beta must be >= 0 and finite, got {beta!r}")
-        self.beta = b
+        self.sqrt_beta = b
         self.sigma_reg = self.lam if sigma_reg is None else float(sigma_reg)
         if not math.isfinite(self.sigma_reg) or self.sigma_reg <= 0:
             raise InvalidInputError(f"sigma_reg must be positive, got {sigma_reg!r}")
@@ -627,7 +639,7 @@ class MaxMinLCB(_DuelingPolicy):
         P = 1.0 / (1.0 + np.exp(-P))
         S = np.sqrt(self._cov.variance_matrix())
         if self.use_candidate_set:
-            ucb = P + self.beta * S
+            ucb = P + self.sqrt_beta * S
             np.fill_diagonal(ucb, np.inf)
             M = np.flatnonzero(ucb.min(axis=1) >= 0.5)
             if M.size == 0:  # numerically impossible: argmax g has UCB >= 1/2 against all
@@ -637,7 +649,7 @@ class MaxMinLCB(_DuelingPolicy):
         self.n_candidates_last = int(M.size)
         if M.size == 1:
             return self._compare(int(M[0]), int(M[0]))
-        lcb = (P - self.beta * S)[np.ix_(M, M)]
+        lcb = (P - self.sqrt_beta * S)[np.ix_(M, M)]
         if not self.allow_self_duel:
             np.fill_diagonal(lcb, np.inf)
         leader = self._pick(lcb.min(axis=1))
@@ -661,7 +673,7 @@ class MaxMinLCB(_DuelingPolicy):
         d = super().describe()
         d.update(
             {
-                "beta": self.beta,
+                "beta": self.sqrt_beta,
                 "sigma_reg": self.sigma_reg,
                 "use_candidate_set": self.use_candidate_set,
                 "allow_self_duel": self.allow_self_duel,

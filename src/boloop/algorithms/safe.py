@@ -260,8 +260,8 @@ class _SafePolicy(BasePolicy):
             raise InvalidInputError(f"threshold must be finite, got {threshold!r}")
         self.space = space
         self.threshold = h
-        self.beta_f = _schedule(sqrt_beta_f, "sqrt_beta_f")
-        self.beta_g = _schedule(sqrt_beta_g, "sqrt_beta_g")
+        self.sqrt_beta_f = _schedule(sqrt_beta_f, "sqrt_beta_f")
+        self.sqrt_beta_g = _schedule(sqrt_beta_g, "sqrt_beta_g")
         self.fit_hyperparameters = bool(fit_hyperparameters)
         #: the shared mechanism of learned hyperparameters (None: fixed, or the paper's refit)
         self.learning = _resolve_learning(hyperparameters, self.fit_hyperparameters)
@@ -477,12 +477,12 @@ class _SafePolicy(BasePolicy):
     def _bounds(self, t: int) -> Bounds:
         mg, sg = self.post_g.mean_std()
         mg = mg + self.threshold
-        bg = self.beta_g.sqrt_beta(t, rng=self.rng)
+        bg = self.sqrt_beta_g.sqrt_beta(t, rng=self.rng)
         if self.post_f is None:  # case 3b: f = g
             b = Bounds(mg, sg, mg, sg, bg, bg)
         else:
             mf, sf = self.post_f.mean_std()
-            bf = self.beta_f.sqrt_beta(t, rng=self.rng)
+            bf = self.sqrt_beta_f.sqrt_beta(t, rng=self.rng)
             b = Bounds(mf, sf, mg, sg, bf, bg)
         if self._over_limit:  # rows with a measured g > h: never certified at or above it
             b.ucb_g = np.where(
@@ -597,8 +597,16 @@ class _SafePolicy(BasePolicy):
         t = self.iteration + 1
         d.update(
             threshold=self.threshold,
-            sqrt_beta_f=self.beta_f.sqrt_beta(t) if not self.beta_f.random else repr(self.beta_f),
-            sqrt_beta_g=self.beta_g.sqrt_beta(t) if not self.beta_g.random else repr(self.beta_g),
+            sqrt_beta_f=(
+                self.sqrt_beta_f.sqrt_beta(t)
+                if not self.sqrt_beta_f.random
+                else repr(self.sqrt_beta_f)
+            ),
+            sqrt_beta_g=(
+                self.sqrt_beta_g.sqrt_beta(t)
+                if not self.sqrt_beta_g.random
+                else repr(self.sqrt_beta_g)
+            ),
             kernel_f=None if self.gp_f is None else repr(self.gp_f.kernel),
             kernel_g=repr(self.gp_g.kernel) + " (models g - h)",
             fit_hyperparameters=self.fit_hyperparameters,

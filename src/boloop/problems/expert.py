@@ -68,6 +68,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from boloop.errors import InvalidInputError
+from boloop.gp.optimize import refine_on_box
 from boloop.metrics.common import RunningBest, RunningSum
 from boloop.problems import functions as F
 from boloop.problems.base import MetricTracker, Problem
@@ -577,19 +578,22 @@ def _battery_factory(stand_in: BatteryTask) -> Callable[..., ExpertProblem]:
         lo, hi = _estimate_range(task.f, box, 0.95)
         blo, bhi = _estimate_range(task.belief, box, 0.95)
         # the optimum: best of the Sobol sample refined by Nelder-Mead from it
-        from scipy.optimize import minimize
         from scipy.stats import qmc
 
         U = qmc.Sobol(3, scramble=True, seed=7).random(4096)
         Xs = box.from_unit(U)
         x0 = Xs[int(np.argmin(task.f(Xs)))]
-        res = minimize(
-            lambda x: float(task.f(np.clip(x, box.lower, box.upper)[None])[0]),
-            x0,
+        x_opt, _ = refine_on_box(
+            lambda x: float(task.f(x[None])[0]),
+            [x0],
+            box.lower,
+            box.upper,
+            score=lambda x: -float(task.f(x[None])[0]),
+            best_x=x0,
+            best_value=-math.inf,
             method="Nelder-Mead",
             options={"xatol": 1e-8, "fatol": 1e-10},
         )
-        x_opt = np.clip(res.x, box.lower, box.upper)
         f_opt = min(float(task.f(x_opt[None])[0]), lo)
         # the expert's rho is computed on its belief's own range
         belief = task.belief

@@ -14,6 +14,7 @@ from boloop.errors import InvalidInputError, QueryStateError
 from boloop.gp.exact import ExactGP, GammaPrior
 from boloop.gp.kernels import SquaredExponential
 from boloop.gp.likelihood_ratio import LikelihoodRatioModel
+from boloop.gp.optimize import perturb_on_box
 from boloop.queries import BasePolicy, Evaluate, Label, Query
 from boloop.recommendations import BestPoint
 from boloop.spaces import Box, CandidateSet
@@ -107,6 +108,11 @@ class ExpertPolicy(BasePolicy):
     )
     answer_counts = ("labels", "evaluations")
 
+    @property
+    def beta_f(self) -> float:
+        """Old name of :attr:`sqrt_beta_f`, the multiplier of sigma."""
+        return self.sqrt_beta_f
+
     def __init__(
         self,
         space: Box | CandidateSet,
@@ -138,7 +144,7 @@ class ExpertPolicy(BasePolicy):
         self.n_initial_labels = _count(n_initial_labels, "n_initial_labels", 0)
         self.fit_hyperparameters = bool(fit_hyperparameters)
         self.noise_variance = _number(noise_variance, "noise_variance", low=1e-12)
-        self.beta_fixed = None if beta is None else _number(beta, "beta", low=0.0)
+        self.sqrt_beta_fixed = None if beta is None else _number(beta, "beta", low=0.0)
         self.B_f = _number(B_f, "B_f", low=0.0)
         self.delta = _number(delta, "delta", low=1e-12)
         self.n_candidates = _count(n_candidates, "n_candidates", 1)
@@ -257,11 +263,11 @@ class ExpertPolicy(BasePolicy):
         return np.atleast_1d(np.asarray(k.lengthscale, dtype=np.float64)).copy()
 
     @property
-    def beta_f(self) -> float:
+    def sqrt_beta_f(self) -> float:
         """``beta_f`` of Lemma 3.1: ``B_f + sigma sqrt(2 (gamma + 1 + ln(2/delta)))`` with
         ``sigma = r`` (Table 3) and ``gamma`` the information gain of the observed points."""
-        if self.beta_fixed is not None:
-            return self.beta_fixed
+        if self.sqrt_beta_fixed is not None:
+            return self.sqrt_beta_fixed
         try:
             gamma = self.gp.information_gain() if self.gp.n else 0.0
             val = self.B_f + self.noise_variance * math.sqrt(
@@ -275,7 +281,7 @@ class ExpertPolicy(BasePolicy):
         """``(f_lower, f_upper, std)`` at U (m, d) in standardised units (eq. 2a/2b, Lemma 3.1)."""
         mean, var = self.gp.predict(U)
         std = np.sqrt(var)
-        b = self.beta_f
+        b = self.sqrt_beta_f
         return mean - b * std, mean + b * std, std
 
     def _f_lower(self, U: np.ndarray) -> np.ndarray:
@@ -302,19 +308,10 @@ class ExpertPolicy(BasePolicy):
         i = int(np.argmin(vals))
         if idx is not None:
             return U[i], int(idx[i]), float(vals[i])
-        pool_U, pool_v = U, vals
-        for radius in radii:
-            order = np.argsort(pool_v)[:n_keep]
-            centres = pool_U[order]
-            local = centres[:, None, :] + radius * self.rng.standard_normal(
-                (centres.shape[0], n_local, self.dim)
-            )
-            local = np.clip(local.reshape(-1, self.dim), 0.0, 1.0)
-            lv = score(local)
-            pool_U = np.vstack([centres, local])
-            pool_v = np.concatenate([pool_v[order], lv])
-        i = int(np.argmin(pool_v))
-        return pool_U[i], None, float(pool_v[i])
+        x, v = perturb_on_box(
+            score, U, vals, self.rng, n_keep=n_keep, radii=radii, n_local=n_local
+        )
+        return x, None, v
 
     # ------------------------------------------------------------------ BasePolicy
     def _propose(self) -> Query:
@@ -440,7 +437,7 @@ class ExpertPolicy(BasePolicy):
             {
                 "evaluations": self.n_evaluations,
                 "expert_queries": self.n_expert_queries,
-                "beta_f": self.beta_f,
+                "beta_f": self.sqrt_beta_f,
                 "lengthscale": self._lengthscale().tolist(),
                 "outcomes": {k: self.outcomes.count(k) for k in sorted(set(self.outcomes))},
             }

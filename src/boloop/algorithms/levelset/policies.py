@@ -23,6 +23,7 @@ from boloop.gp.cache import CandidatePosterior, FixedPointsMean
 from boloop.gp.exact import ExactGP, robust_cholesky
 from boloop.gp.hyperparameters import HyperparameterLearning, default_kernel, space_filling_design
 from boloop.gp.kernels import Kernel, SquaredExponential, StationaryKernel
+from boloop.gp.optimize import refine_on_box
 from boloop.queries import BasePolicy, Evaluate, Query
 from boloop.recommendations import LevelSetEstimate
 from boloop.spaces import Box, CandidateSet
@@ -124,6 +125,11 @@ class LevelSetPolicy(BasePolicy):
     #: whether the policy works on boxes
     supports_box: ClassVar[bool] = True
 
+    @property
+    def betas(self) -> list[float]:
+        """Old name of :attr:`sqrt_betas`, the multipliers of sigma per iteration."""
+        return self.sqrt_betas
+
     def __init__(
         self,
         space: CandidateSet | Box | np.ndarray,
@@ -222,7 +228,7 @@ class LevelSetPolicy(BasePolicy):
         self._fixed_mean: FixedPointsMean | None = None
         self.N = int(self.candidates.shape[0])
         self.observed = np.zeros(self.N, dtype=bool)  # finite: which candidates were observed
-        self.betas: list[float] = []  # sqrt_beta used at each iteration (NaN if none)
+        self.sqrt_betas: list[float] = []  # sqrt_beta used at each iteration (NaN if none)
         self._n_obs = 0
         self._n_at_iteration: list[int] = []  # observations behind the posterior of iteration t
         self._initial_ids: set[int] = set()
@@ -440,7 +446,7 @@ class LevelSetPolicy(BasePolicy):
     # -- selection ----------------------------------------------------------------------------
     def _prepare_step(self, t: int) -> None:
         """Per-iteration state drawn/updated exactly once (beta draws, bound intersections)."""
-        self.betas.append(math.nan)
+        self.sqrt_betas.append(math.nan)
 
     def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
         """AF values (higher is better) at points with posterior ``mean, std`` (m,)."""
@@ -499,23 +505,21 @@ class LevelSetPolicy(BasePolicy):
                 val, grad = self._score_and_gradient(mu, sd, dmu, dsd, t)
                 return -val, -grad
 
-            for k in order:
-                from scipy.optimize import minimize  # lazily: ~0.1 s a study call skips
+            def rescored(x_new: np.ndarray) -> float:
+                m_new, s_new = self.predict(x_new.reshape(1, -1))
+                return float(self._score(m_new, s_new, t)[0])
 
-                res = minimize(
-                    negative,
-                    P[k],
-                    jac=analytic,
-                    method="L-BFGS-B",
-                    bounds=list(zip(box.lower, box.upper)),
-                    options={"maxiter": self.refine_maxiter, "maxfun": 3 * self.refine_maxiter},
-                )
-                x_new = np.clip(res.x, box.lower, box.upper)
-                if np.all(np.isfinite(x_new)):
-                    m_new, s_new = self.predict(x_new.reshape(1, -1))
-                    val = float(self._score(m_new, s_new, t)[0])
-                    if val > best_s:
-                        best_x, best_s = x_new, val
+            best_x, best_s = refine_on_box(
+                negative,
+                (P[k] for k in order),
+                box.lower,
+                box.upper,
+                score=rescored,
+                best_x=best_x,
+                best_value=best_s,
+                jac=analytic,
+                options={"maxiter": self.refine_maxiter, "maxfun": 3 * self.refine_maxiter},
+            )
         return np.asarray(best_x, dtype=np.float64)
 
     def _posterior_with_gradient(
@@ -556,7 +560,7 @@ class LevelSetPolicy(BasePolicy):
         self, mean: float, std: float, dmean: np.ndarray, dstd: np.ndarray, t: int
     ) -> tuple[float, np.ndarray]:
         """AF value and gradient at one point (boxes); default: the straddle with ``betas[-1]``."""
-        sb = self.betas[-1]
+        sb = self.sqrt_betas[-1]
         sign = 1.0 if mean >= self.threshold else -1.0
         return sb * std - abs(mean - self.threshold), sb * dstd - sign * dmean
 
@@ -576,7 +580,7 @@ class LevelSetPolicy(BasePolicy):
                 "space": repr(self.space),
                 "n_candidates": self.N,
                 "allow_repeats": self.allow_repeats,
-                "last_sqrt_beta": self.betas[-1] if self.betas else None,
+                "last_sqrt_beta": self.sqrt_betas[-1] if self.sqrt_betas else None,
             }
         )
         return d
@@ -631,10 +635,10 @@ class RandomizedStraddle(LevelSetPolicy):
         xi = float(self._beta_rng.chisquare(2.0))
         beta = xi + self._beta_shift(t)
         self.beta_draws.append(beta)
-        self.betas.append(math.sqrt(beta))
+        self.sqrt_betas.append(math.sqrt(beta))
 
     def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
-        g = straddle(mean, std, self.threshold, self.betas[-1])
+        g = straddle(mean, std, self.threshold, self.sqrt_betas[-1])
         if self.tie_break == "random" and self.finite:
             return np.maximum(g, 0.0)
         if self.tie_break == "expected":
@@ -831,7 +835,7 @@ class Straddle(LevelSetPolicy):
         self.sqrt_beta = sqrt_beta
 
     def _prepare_step(self, t: int) -> None:
-        self.betas.append(self.sqrt_beta)
+        self.sqrt_betas.append(self.sqrt_beta)
 
     def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
         return straddle(mean, std, self.threshold, self.sqrt_beta)
@@ -872,7 +876,7 @@ class LSE(LevelSetPolicy):
 
     def _prepare_step(self, t: int) -> None:
         sb = self.schedule.sqrt_beta(t)
-        self.betas.append(sb)
+        self.sqrt_betas.append(sb)
         if self.intersect:
             mean, std = self.candidate_posterior()
             ucb, lcb = mean + sb * std, mean - sb * std
@@ -886,7 +890,7 @@ class LSE(LevelSetPolicy):
         return super()._score_candidates(t)
 
     def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
-        return straddle(mean, std, self.threshold, self.betas[-1])
+        return straddle(mean, std, self.threshold, self.sqrt_betas[-1])
 
 
 class MILE(LevelSetPolicy):
@@ -922,7 +926,7 @@ class MILE(LevelSetPolicy):
         self._sigma_version = -1
 
     def _prepare_step(self, t: int) -> None:
-        self.betas.append(self.sqrt_beta)
+        self.sqrt_betas.append(self.sqrt_beta)
 
     def _cached_V(self) -> np.ndarray:
         return self.cache.whitened_cross_covariance
@@ -990,7 +994,7 @@ class RandomSampling(LevelSetPolicy):
         if self._n_obs < self.n_initial:
             return self._initial_query()
         self._n_at_iteration.append(self.gp.n)
-        self.betas.append(math.nan)
+        self.sqrt_betas.append(math.nan)
         return self._random_query()
 
     def _score(self, mean: np.ndarray, std: np.ndarray, t: int) -> np.ndarray:
