@@ -538,3 +538,39 @@ def test_plot_of_a_safe_study_adds_the_safe_sets_growth_unless_asked_not_to(tmp_
     res = _boloop(tmp_path, "study", "plot", "dose", "--no-growth", "--out", "lean.svg")
     assert res.returncode == 0 and "growth" not in res.stdout
     assert "certified safe share" not in (tmp_path / "lean.svg").read_text()
+
+
+def test_a_snapshot_holds_the_gp_buffers_in_use_and_restores_them_bit_for_bit():
+    """A study snapshot pickles its GPs: the buffers' spare capacity (a 300-point GP in buffers
+    for 512) is not stored, and the unpickled GP and candidate cache continue bit for bit as the
+    originals (same factor, same predictions, same appends)."""
+    import pickle
+
+    import numpy as np
+
+    from boloop.gp.cache import CandidatePosterior
+    from boloop.gp.exact import ExactGP
+    from boloop.gp.kernels import SquaredExponential
+
+    rng = np.random.default_rng(0)
+    gp = ExactGP(SquaredExponential(lengthscale=0.3), noise_variance=1e-4)
+    cands = rng.uniform(size=(400, 2))
+    cache = CandidatePosterior(gp, cands)
+    for _ in range(300):  # one append at a time: the buffers grow by doubling, to 512 rows
+        x = rng.uniform(size=2)
+        gp.condition(x, float(np.sin(5 * x).sum()))
+        if gp.n % 50 == 0:
+            cache.mean  # noqa: B018 - keep the cache in step, as a policy does
+    data = pickle.dumps((gp, cache), protocol=pickle.HIGHEST_PROTOCOL)
+    assert len(data) < 8 * (300 * 300 + 300 * 400 + 10_000)  # 512 x 512 alone is 2.1 MB
+    gp2, cache2 = pickle.loads(data)
+    assert cache2.gp is gp2
+    x_new = rng.uniform(size=(3, 2))  # past the 300 rows in use, inside the capacity
+    for g in (gp, gp2):
+        g.condition(x_new, np.cos(x_new).sum(axis=1))
+    assert np.array_equal(gp.cholesky_factor, gp2.cholesky_factor)
+    test = rng.uniform(size=(50, 2))
+    for a, b in zip(gp.predict(test), gp2.predict(test)):
+        assert np.array_equal(a, b)
+    assert np.array_equal(cache.mean, cache2.mean)
+    assert np.array_equal(cache.variance, cache2.variance)

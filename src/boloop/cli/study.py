@@ -235,6 +235,7 @@ def _add(args: argparse.Namespace) -> int:
             f"PARAMS must be named values, e.g. temperature=35,ratio=0.4, got {text!r}"
         )
     study.add(params, args.value)
+    study.save_snapshot()  # as after a tell: the next call loads it without a replay
     print(f"stored measurement at {params} ({_n(study.n_answered, 'answer')})")
     return 0
 

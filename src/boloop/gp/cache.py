@@ -46,6 +46,23 @@ class CandidatePosterior:
         self._mean = np.zeros(self.candidates.shape[0])
         self._var = self._prior_var.copy()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The state without the unused rows of ``V`` (allocated with spare capacity by
+        ``_grow``): a study snapshot stores the n rows in use."""
+        state = self.__dict__.copy()
+        state["_V"] = (self._V.shape, np.ascontiguousarray(self._V[: self._n]))
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """``V`` with its capacity (the same shape and layout) and the rows in use."""
+        state = dict(state)
+        if isinstance(state["_V"], tuple):
+            shape, used = state["_V"]
+            V = np.empty(shape)
+            V[: used.shape[0]] = used
+            state["_V"] = V
+        self.__dict__.update(state)
+
     @property
     def N(self) -> int:
         return int(self.candidates.shape[0])
