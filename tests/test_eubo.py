@@ -240,3 +240,29 @@ def test_regret_aware_eubo_duels_plausible_options_and_is_eubo_without_its_terms
     assert [r["points"] for r in plain.records] == [r["points"] for r in same.records]
     with pytest.raises(InvalidInputError):
         make_policy("eubo-regret", prob, 0, exploit=-1.0)
+
+
+def test_lengthscale_prior_weights_the_grid_before_any_duel():
+    """With no duels every grid model has the same evidence, so the weights are the prior:
+    uniform under ``"flat"`` (the default), and under ``"dimension"`` the Hvarfner et al. (2024)
+    log-normal ``log l ~ N(sqrt2 + log(d) / 2, 3)`` at the grid's length-scales."""
+    X = np.random.default_rng(0).random((30, 3))
+    grid = (0.05, 0.2, 0.8)
+    kw = {"lengthscales": grid, "variances": (1.0,), "min_weight": 0.0, "max_models": 3}
+
+    def weights(policy):
+        return {m["lengthscale"]: m["weight"] for m in policy.describe()["models"]}
+
+    flat = weights(EUBO(X, seed=0, **kw))
+    assert weights(EUBO(X, seed=0, lengthscale_prior="flat", **kw)) == flat
+    assert flat == pytest.approx({ls: 1 / 3 for ls in grid})
+    prior = weights(EUBO(X, seed=0, lengthscale_prior="dimension", **kw))
+    dens = {ls: stats.norm(np.sqrt(2) + np.log(3) / 2, np.sqrt(3)).pdf(np.log(ls)) for ls in grid}
+    total = sum(dens.values())
+    assert prior == pytest.approx({ls: d / total for ls, d in dens.items()})
+    with pytest.raises(InvalidInputError, match="lengthscale_prior"):
+        EUBO(X, seed=0, lengthscale_prior="hvarfner")
+    toy = problems.get("preference/toy")
+    with pytest.raises(InvalidInputError, match="lengthscale_prior"):
+        make_policy("eubo-regret", toy, seed=0, kernel="fit", lengthscale_prior="hvarfner")
+    assert make_policy("eubo-regret", toy, seed=0, kernel="fit", lengthscale_prior="dimension")

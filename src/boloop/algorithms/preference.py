@@ -76,6 +76,8 @@ KAPPA_LATER_ROUNDS = 6.0
 
 #: recommendation rules of every preference method (see ``_DuelingPolicy.recommend_index``)
 RECOMMEND_RULES = ("utility", "copeland")
+#: priors over EUBO's length-scale grid (see ``EUBO._log_prior``)
+LENGTHSCALE_PRIORS = ("dimension", "flat")
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -748,6 +750,7 @@ class EUBO(_DuelingPolicy):
         lengthscales: Sequence[float] = DEFAULT_LENGTHSCALES,
         min_weight: float = 0.01,
         max_models: int = 3,
+        lengthscale_prior: str = "flat",
         exploit: float = 0.0,
         optimism: float = 0.0,
         plausible_beta: float | None = None,
@@ -777,6 +780,12 @@ class EUBO(_DuelingPolicy):
         if isinstance(max_models, bool) or int(max_models) != max_models or max_models < 1:
             raise InvalidInputError(f"max_models must be a positive integer, got {max_models!r}")
         self.max_models = int(max_models)
+        if lengthscale_prior not in LENGTHSCALE_PRIORS:
+            raise InvalidInputError(
+                f"lengthscale_prior must be one of {', '.join(LENGTHSCALE_PRIORS)}, "
+                f"got {lengthscale_prior!r}"
+            )
+        self.lengthscale_prior = lengthscale_prior
         ex = float(exploit)
         if not math.isfinite(ex) or ex < 0:
             raise InvalidInputError(f"exploit must be >= 0 and finite, got {exploit!r}")
@@ -823,6 +832,8 @@ class EUBO(_DuelingPolicy):
         ]
         self._warm.update({(ls, var): p for (ls, var, _), p in zip(grid, posts)})
         ev = np.array([p.log_evidence for p in posts])
+        if self.fit_kernel:
+            ev = ev + np.array([self._log_prior(ls) for ls, _, _ in grid])
         weights = np.exp(ev - ev.max())
         weights /= weights.sum()
         keep = weights >= min(self.min_weight, float(weights.max()))
@@ -832,6 +843,19 @@ class EUBO(_DuelingPolicy):
         weights = weights[kept] / weights[kept].sum()
         self._mixture = [(float(wk), posts[k]) for wk, k in zip(weights, kept)]
         self._models = [grid[k] for k in kept]
+
+    def _log_prior(self, lengthscale: float) -> float:
+        """Log prior mass of a grid length-scale (unit-cube units), up to a constant.
+
+        ``"dimension"``: the dimension-scaled log-normal of Hvarfner, Hellsten and Nardi
+        (ICML 2024) that the shared mechanism uses (:class:`HyperparameterLearning`,
+        ``log l ~ N(sqrt2 + log(d) / 2, 3)``), evaluated at the grid's points (the grid is
+        evenly spaced in ``log l``, so the density is the mass); ``"flat"``: none."""
+        if self.lengthscale_prior == "flat":
+            return 0.0
+        mu0, sd0 = HyperparameterLearning().lengthscale_prior
+        mu = mu0 + 0.5 * math.log(self._features.shape[1])
+        return -0.5 * ((math.log(lengthscale) - mu) / sd0) ** 2
 
     def plausible(self) -> np.ndarray:
         """Indices of the options that may still be the best: ``mean + beta sd`` at least the
@@ -947,6 +971,7 @@ class RegretAwareEUBO(EUBO):
         lengthscales: Sequence[float] = DEFAULT_LENGTHSCALES,
         min_weight: float = 0.01,
         max_models: int = 3,
+        lengthscale_prior: str = "flat",
         exploit: float = 1.0,
         optimism: float = 1.0,
         plausible_beta: float | None = None,
@@ -963,6 +988,7 @@ class RegretAwareEUBO(EUBO):
             lengthscales=lengthscales,
             min_weight=min_weight,
             max_models=max_models,
+            lengthscale_prior=lengthscale_prior,
             exploit=exploit,
             optimism=optimism,
             plausible_beta=plausible_beta,
@@ -1028,6 +1054,8 @@ _DOCS = {
 }
 _KERNEL_OR_FIT = {"kernel": "Kernel | str | None"}
 _EUBO_DOCS = {
+    "lengthscale_prior": "prior over the length-scale grid when fitted: 'dimension' "
+    "(Hvarfner et al. 2024, log l ~ N(sqrt2 + log(d)/2, 3)) or 'flat'",
     "exploit": "weight of the duel's utility (u_a + u_b) / 2 added to E[max(f_a, f_b)]",
     "optimism": "u = posterior mean + optimism x posterior sd in the duel's utility",
     "plausible_beta": "duel only options with mean + beta sd >= the best mean - beta sd "
