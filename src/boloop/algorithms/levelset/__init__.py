@@ -44,8 +44,9 @@ Hyperparameters. With a ``kernel`` given the hyperparameters stay fixed (the pap
 zero prior mean). Without one (the default for a user's own problem) a squared-exponential ARD
 kernel with a constant mean and fitted noise is learned with the shared mechanism
 :class:`boloop.gp.hyperparameters.HyperparameterLearning`: priors scaled to the space and the data
-(MAP), a space-filling initial design of ``max(5, 2 d)`` points, refitted after every ``fit_every``
-observations. ``hyperparameters="plain"`` is the unguarded maximum-likelihood refit from one
+(MAP), a space-filling initial design of ``max(5, 2 d)`` points, refitted on the mechanism's
+schedule, each refit started from the previous optimum and one draw of the priors
+(``refit_restarts="every"``). ``hyperparameters="plain"`` is the unguarded maximum-likelihood refit from one
 random point (logged as a warning): it can become confidently wrong and stop exploring
 (``docs/hyperparameters.md``).
 """

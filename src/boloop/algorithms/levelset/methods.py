@@ -84,6 +84,9 @@ _DOCS = {
     "fit_hyperparameters": "fit even with a given kernel (True) or never (False)",
     "hyperparameters": "when fitted: 'learned' (priors, design; default) or 'plain' (unguarded ML)",
     "fit_every": "refit at most every fit_every observations (fitted mode only)",
+    "refit_restarts": (
+        "fitted mode: restarts from the priors at 'every' refit (default) or on 'doubling' of n"
+    ),
     "n_initial": "initial queries, not iterations (paper: 1; learned: max(5, 2d) space-filling)",
     "initial_points": "fixed initial design (k, d) instead of random points",
     "allow_repeats": "finite spaces: False removes observed candidates (Sec. 5.3)",
