@@ -82,6 +82,8 @@ _DOCS = {
     "max_reject_streak": "after this many rejections in a row evaluate x^u unasked; None: never",
     "harm_budget": "stop following the expert once its evaluated proposals cost this much "
     "(standardised units) against GP-LCB's expectation of its own; None: never",
+    "agreement_gate": "let the expert lead only while the GP of f expects its rejects to be "
+    "worse than its accepts (else GP-LCB's step, after a calibration label); False: the paper",
     "max_pinpoint_labels": "labels asked at most to pinpoint one point",
     "max_rejections": "proposals rejected at most before one is evaluated anyway",
     "w0": "initial trust w_0 in the human's belief (w_t = w0 gamma^t)",
