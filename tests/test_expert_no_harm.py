@@ -288,3 +288,36 @@ def test_agreement_gate_keeps_an_adversary_from_leading():
     off = COBOL(bad.space, 1, agreement_gate=False, **FAST)
     simulate(off, bad, 12, seed=1)
     assert off.gated == 0 and set(off.outcomes) & {"accept", "unasked", "reject"}
+
+
+def test_a_gated_cobol_repeats_gp_lcb_exactly():
+    """Common random numbers: every expert policy draws the initial label points, so a COBOL run
+    in which the agreement gate hands every step to GP-LCB evaluates exactly GP-LCB's points
+    (2-D Ackley, a = -2, seed 1, 12 evaluations)."""
+    p = _ackley2(-2.0)
+    cob = COBOL(p.space, 1, **FAST)
+    simulate(cob, p, 12, seed=1)
+    lcb = GPLCB(p.space, 1, **FAST)
+    simulate(lcb, p, 12, seed=1)
+    assert cob.gated == 12
+    xs_c = [q.x for q, _ in cob.history if isinstance(q, Evaluate)]
+    xs_l = [q.x for q, _ in lcb.history if isinstance(q, Evaluate)]
+    assert len(xs_c) == len(xs_l) == 15
+    assert all(np.array_equal(a, b) for a, b in zip(xs_c, xs_l, strict=True))
+
+
+def test_f_model_fits_output_scale_and_noise_below_r():
+    """The f-GP's noise is fitted within [noise_floor, r] (Table 3's marginal likelihood, capped
+    at the paper's r) and its output scale is fitted; ``fit_output_scale=False, fit_noise=False``
+    keep the reference code's output scale 1 and noise r."""
+    p = get("expert/rosenbrock3")
+    pol = make_policy("gp-lcb", p, 0, **FAST)
+    simulate(pol, p, 6, seed=0)
+    noise = pol.gp.noise_variance
+    assert pol.noise_floor <= noise <= pol.noise_variance == 1e-4
+    assert pol.gp.kernel.variance != 1.0
+    ref = make_policy("gp-lcb", p, 0, fit_output_scale=False, fit_noise=False, **FAST)
+    simulate(ref, p, 6, seed=0)
+    assert ref.gp.noise_variance == 1e-4 and ref.gp.kernel.variance == 1.0
+    with pytest.raises(InvalidInputError):
+        make_policy("gp-lcb", p, 0, noise_floor=1e-3)
