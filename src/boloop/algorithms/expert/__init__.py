@@ -17,7 +17,10 @@ Policies (method ids of DESIGN.md):
   ``x^u``); the default budget counts f-evaluations (``budget="iterations"``: Algorithm 1's
   accounting, a reject consumes the iteration, lines 11-12). An expert whose evaluated
   proposals keep doing worse than GP-LCB's forecasts is dismissed (``harm_budget``, not in
-  the paper): COBOL then is GP-LCB.
+  the paper): COBOL then is GP-LCB. Before that, the expert leads only while the GP of f
+  expects its rejects to be worse than its accepts (``agreement_gate``, not in the paper);
+  otherwise the step is GP-LCB's, and a run the gate hands to GP-LCB throughout repeats
+  GP-LCB's run of the same seed exactly.
 * :class:`COBOHL` (``cobohl``) -- Algorithm 2 (App. E): LCB constrained to ``g_lower <= 0``; if
   the expert is asked, the iteration ends without an evaluation whatever the answer.
 * :class:`GPLCB` (``gp-lcb``) -- vanilla GP-LCB (the paper's "vanilla LCB").
