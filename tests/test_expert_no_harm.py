@@ -67,7 +67,15 @@ def test_stuck_mode_regression_on_2d_ackley():
     evaluation; its simple regret (observed 0.038) is at most 3x GP-LCB's (observed 0.0436)."""
     p = _ackley2(2.0)
     paper = COBOL(
-        p.space, 4, reject_rule="paper", budget="iterations", harm_budget=None, n_candidates=256
+        p.space,
+        4,
+        reject_rule="paper",
+        budget="iterations",
+        harm_budget=None,
+        agreement_gate=False,
+        fit_output_scale=False,
+        fit_noise=False,
+        n_candidates=256,
     )
     simulate(paper, p, 30, seed=4)
     assert paper.lam == 0.0 and _final_reject_run(paper) >= 8
@@ -87,8 +95,10 @@ def test_stuck_mode_regression_on_2d_ackley():
     cobohl=st.booleans(),
 )
 def test_a_rejected_proposal_is_never_proposed_again_unchanged(seed, answers, cobohl):
-    """Whatever the expert answers, no BO-phase query (label or evaluation) repeats a point the
-    expert rejected, and a reject is always followed by an evaluation (COBOL and COBOHL)."""
+    """Whatever the expert answers, the expert is never asked again about a point it rejected
+    (COBOHL: no BO-phase query at all repeats it), and a reject is always followed by an
+    evaluation. (COBOL may evaluate a rejected point when it is GP-LCB's own ``x^u``: falling
+    back to GP-LCB is the no-harm rule, a reject does not veto GP-LCB's step.)"""
     cls = COBOHL if cobohl else COBOL
     pol = cls(Box([0, 0], [1, 1]), seed, n_initial_labels=4, **FAST)
     rejected: list[np.ndarray] = []
@@ -97,7 +107,7 @@ def test_a_rejected_proposal_is_never_proposed_again_unchanged(seed, answers, co
     while pol.iteration < 6:
         q = pol.ask()
         bo = not q.initial
-        if bo:
+        if bo and (cobohl or isinstance(q, Label)):
             assert not any(np.array_equal(q.x, r) for r in rejected)
             if last_was_reject:
                 assert isinstance(q, Evaluate)
@@ -127,7 +137,9 @@ def test_budget_counts_evaluations_and_labels_are_reported():
     assert last["labels_asked"] == pol.labels_asked == pol.describe()["labels_asked"]
     assert last["labels_rejected"] == pol.labels_rejected
     assert last["labels_rejected"] <= last["labels_asked"]
-    paper = make_policy("cobol", p, 0, budget="iterations", **FAST)
+    # the paper's accounting of Algorithm 1 (a reject uses an iteration; the agreement gate's
+    # calibration labels, always followed by an evaluation, would not)
+    paper = make_policy("cobol", p, 0, budget="iterations", agreement_gate=False, **FAST)
     simulate(paper, p, 8, seed=0)
     assert paper.n_evaluations + paper.labels_rejected == 8
 
@@ -236,9 +248,10 @@ def test_harm_budget_dismisses_an_adversarial_expert():
     1[x^c improved]`` each, in [-1, 1]); once that estimated cost exceeds ``harm_budget`` the
     expert is dismissed: no
     label is asked after that and every evaluation is GP-LCB's x^u. Without a budget (the
-    paper's line 6 alone) the same run keeps consulting the expert."""
+    paper's line 6 alone) the same run keeps consulting the expert. (The agreement gate is off:
+    this tests the dismissal of an expert that leads.)"""
     p = _ackley2(-2.0)
-    ours = COBOL(p.space, 5, **FAST)
+    ours = COBOL(p.space, 5, agreement_gate=False, **FAST)
     simulate(ours, p, 14, seed=5)
     assert ours.expert_dismissed and ours.harm > ours.harm_budget
     assert ours.describe()["expert_dismissed"]
@@ -249,7 +262,62 @@ def test_harm_budget_dismisses_an_adversarial_expert():
     after = bo[last_label + 1 :]
     assert len(after) >= 3 and all(isinstance(q, Evaluate) for q in after)
     assert ours.outcomes[-len(after) + 1 :] == ["vanilla"] * (len(after) - 1)
-    paper = COBOL(p.space, 5, harm_budget=None, **FAST)
+    paper = COBOL(p.space, 5, harm_budget=None, agreement_gate=False, **FAST)
     simulate(paper, p, 14, seed=5)
     assert paper.harm > 1.0  # the same evidence, ignored
     assert not paper.expert_dismissed and paper.labels_asked > ours.labels_asked
+
+
+def test_agreement_gate_keeps_an_adversary_from_leading():
+    """2-D Ackley, 12 evaluations: with a = -2 the data soon expect the expert's rejects to be
+    better than its accepts (agreement < 1/2), so every BO evaluation is GP-LCB's x^u (outcomes
+    "vanilla" or "calibrate": a label at x^u, then x^u evaluated whatever the answer); with a =
+    2 the agreement is above 1/2 and the expert leads some evaluations. Off, the adversary
+    leads as in the paper."""
+    bad = _ackley2(-2.0)
+    pol = COBOL(bad.space, 1, **FAST)
+    simulate(pol, bad, 12, seed=1)
+    assert 0.0 <= pol.agreement < 0.5
+    assert set(pol.outcomes) <= {"vanilla", "calibrate"} and pol.gated == 12
+    assert pol.describe()["gated"] == 12
+    good = _ackley2(2.0)
+    pol = COBOL(good.space, 1, **FAST)
+    simulate(pol, good, 12, seed=1)
+    assert pol.agreement > 0.5 and pol.gated < 12
+    assert set(pol.outcomes) & {"accept", "unasked", "reject"}
+    off = COBOL(bad.space, 1, agreement_gate=False, **FAST)
+    simulate(off, bad, 12, seed=1)
+    assert off.gated == 0 and set(off.outcomes) & {"accept", "unasked", "reject"}
+
+
+def test_a_gated_cobol_repeats_gp_lcb_exactly():
+    """Common random numbers: every expert policy draws the initial label points, so a COBOL run
+    in which the agreement gate hands every step to GP-LCB evaluates exactly GP-LCB's points
+    (2-D Ackley, a = -2, seed 1, 12 evaluations)."""
+    p = _ackley2(-2.0)
+    cob = COBOL(p.space, 1, **FAST)
+    simulate(cob, p, 12, seed=1)
+    lcb = GPLCB(p.space, 1, **FAST)
+    simulate(lcb, p, 12, seed=1)
+    assert cob.gated == 12
+    xs_c = [q.x for q, _ in cob.history if isinstance(q, Evaluate)]
+    xs_l = [q.x for q, _ in lcb.history if isinstance(q, Evaluate)]
+    assert len(xs_c) == len(xs_l) == 15
+    assert all(np.array_equal(a, b) for a, b in zip(xs_c, xs_l, strict=True))
+
+
+def test_f_model_fits_output_scale_and_noise_below_r():
+    """The f-GP's noise is fitted within [noise_floor, r] (Table 3's marginal likelihood, capped
+    at the paper's r) and its output scale is fitted; ``fit_output_scale=False, fit_noise=False``
+    keep the reference code's output scale 1 and noise r."""
+    p = get("expert/rosenbrock3")
+    pol = make_policy("gp-lcb", p, 0, **FAST)
+    simulate(pol, p, 6, seed=0)
+    noise = pol.gp.noise_variance
+    assert pol.noise_floor <= noise <= pol.noise_variance == 1e-4
+    assert pol.gp.kernel.variance != 1.0
+    ref = make_policy("gp-lcb", p, 0, fit_output_scale=False, fit_noise=False, **FAST)
+    simulate(ref, p, 6, seed=0)
+    assert ref.gp.noise_variance == 1e-4 and ref.gp.kernel.variance == 1.0
+    with pytest.raises(InvalidInputError):
+        make_policy("gp-lcb", p, 0, noise_floor=1e-3)

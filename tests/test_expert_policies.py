@@ -46,9 +46,10 @@ def _run(policy, expert, iterations, f=_sphere, max_queries=2000):
 
 def test_bookkeeping_four_outcomes():
     """Each iteration is exactly one of: vanilla, unasked x^c, accept + evaluation, reject.
-    |Q^f| + #rejects = T; the GP data grow only on evaluations (the paper's accounting)."""
+    |Q^f| + #rejects = T; the GP data grow only on evaluations (the paper's accounting;
+    Algorithm 1's outcomes: the agreement gate, which adds "calibrate", is off)."""
     box = Box([0, 0], [1, 1])
-    pol = COBOL(box, seed=3, budget="iterations", **FAST)
+    pol = COBOL(box, seed=3, budget="iterations", agreement_gate=False, **FAST)
     rng = np.random.default_rng(0)
     T = 12
     n_f_before = []
@@ -75,7 +76,7 @@ def test_bookkeeping_four_outcomes():
 
 def test_lambda_never_negative_and_moves_with_g_lower():
     """lambda >= 0 always (the clip of eq. 5), and lambda rises iff g_lower(x^c) > 0."""
-    pol = COBOL(Box([0, 0], [1, 1]), seed=1, lambda0=0.05, zeta=0.5, **FAST)
+    pol = COBOL(Box([0, 0], [1, 1]), seed=1, lambda0=0.05, zeta=0.5, agreement_gate=False, **FAST)
     rng = np.random.default_rng(1)
     _run(pol, lambda x: bool(rng.random() < 0.3), 10)
     assert all(lam >= 0 for lam in pol.lambda_history)
@@ -255,7 +256,7 @@ def test_reject_streak_guard():
         return best
 
     box = Box([0, 0], [1, 1])
-    paper = {"reject_rule": "paper", "budget": "iterations", **FAST}
+    paper = {"reject_rule": "paper", "budget": "iterations", "agreement_gate": False, **FAST}
     pol = _run(COBOL(box, seed=0, lambda0=0.0, max_reject_streak=2, **paper), lambda x: False, 9)
     assert longest_reject_run(pol.outcomes) <= 2 and pol.guarded >= 1
     assert pol.n_evaluations == pol.outcomes.count("vanilla") + pol.outcomes.count("unasked")

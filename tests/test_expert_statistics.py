@@ -67,7 +67,7 @@ def test_handover_expert_queries_fall_in_the_second_half():
     those during evaluations 1-15 (observed with the veto rule, at most one label per
     evaluation: 10 vs 4 and 10 vs 1-3). With the paper's g_thr = 0.1 and the App. F doubling
     no handover is seen at this budget (docs/reproductions/expert.md). The harm budget is off:
-    this is line 8's handover, not the dismissal of an expert."""
+    this is line 8's handover, not the dismissal of an expert (nor the agreement gate)."""
     for s in (1, 2):
         p = get("expert/ackley4?a=1")
         pol = make_policy(
@@ -78,6 +78,7 @@ def test_handover_expert_queries_fall_in_the_second_half():
             adapt_norm_bound=False,
             g_thr=0.3,
             harm_budget=None,
+            agreement_gate=False,
             **OPTS,
         )
         rows = simulate(pol, p, 30, seed=s).step_rows()

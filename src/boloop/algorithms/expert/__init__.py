@@ -17,7 +17,10 @@ Policies (method ids of DESIGN.md):
   ``x^u``); the default budget counts f-evaluations (``budget="iterations"``: Algorithm 1's
   accounting, a reject consumes the iteration, lines 11-12). An expert whose evaluated
   proposals keep doing worse than GP-LCB's forecasts is dismissed (``harm_budget``, not in
-  the paper): COBOL then is GP-LCB.
+  the paper): COBOL then is GP-LCB. Before that, the expert leads only while the GP of f
+  expects its rejects to be worse than its accepts (``agreement_gate``, not in the paper);
+  otherwise the step is GP-LCB's, and a run the gate hands to GP-LCB throughout repeats
+  GP-LCB's run of the same seed exactly.
 * :class:`COBOHL` (``cobohl``) -- Algorithm 2 (App. E): LCB constrained to ``g_lower <= 0``; if
   the expert is asked, the iteration ends without an evaluation whatever the answer.
 * :class:`GPLCB` (``gp-lcb``) -- vanilla GP-LCB (the paper's "vanilla LCB").
@@ -28,10 +31,11 @@ Policies (method ids of DESIGN.md):
   proposals that the expert accepts or rejects; an accepted one is evaluated, Sec. 5, Fig. 4).
 
 Common protocol (Sec. 5): inputs scaled to the unit cube, outputs standardised every iteration,
-ARD squared-exponential kernel for f with output scale 1 and noise ``r = 1e-4`` (Table 3), its
-length-scales fitted by marginal likelihood (Gamma(3, 6) prior, BoTorch's default) and copied to
-``k_g``; ``beta_f`` from Lemma 3.1 with ``B_f = 1``, ``sigma = r``, ``delta = 0.01`` and the
-information gain of the observed points. Every policy starts with the same 3 uniformly random
+ARD squared-exponential kernel for f, its length-scales (Gamma(3, 6) prior), output scale and
+noise (in ``[1e-6, r]``, ``r = 1e-4``) fitted by marginal likelihood (Table 3: BoTorch's default;
+the reference code fixes output scale 1 and noise ``r``: ``fit_output_scale=False,
+fit_noise=False``), the length-scales copied to ``k_g``; ``beta_f`` from Lemma 3.1 with
+``B_f = 1``, ``sigma`` = the noise, ``delta = 0.01`` and the information gain of the observed points. Every policy starts with the same 3 uniformly random
 evaluations for a given seed; the label-using ones first ask 10 labels at uniform points.
 Initial queries do not count as iterations.
 

@@ -78,7 +78,20 @@ class ExpertPolicy(BasePolicy):
     lengthscale:
         Initial (or fixed) length-scale(s) in unit-cube coordinates.
     noise_variance:
-        GP noise ``r`` on standardised outputs (Table 3: 1e-4).
+        GP noise ``r`` on standardised outputs (Table 3 and the reference code: 1e-4): fixed,
+        or with ``fit_noise`` the largest noise the fit may choose.
+    fit_output_scale, fit_noise, noise_floor:
+        Which hyperparameters besides the length-scales the marginal likelihood fits (when
+        ``fit_hyperparameters``). Default: the output scale, and the noise within
+        ``[noise_floor, r]`` (``noise_floor`` 1e-6, the reference code's numerical epsilon):
+        Table 3 fits the f-kernel's hyperparameters as BoTorch does by default (output scale
+        and noise included); the reference code fixes output scale 1 and noise ``r``
+        (``fit_output_scale=False, fit_noise=False``). A fixed ``r`` on standardised outputs
+        fixes the model's resolution at ``sqrt(r)`` = 1% of the outputs' standard deviation,
+        which a heavy-tailed objective (Rosenbrock on [-5, 10]^3: values 0 to 1e6, standard
+        deviation ~3e5) turns into a noise level of a few thousand, above every value near the
+        optimum (issue 12); the cap ``r`` keeps the fit from explaining a multimodal objective
+        as noise (a free noise went to ~1 on Michalewicz 5-D).
     beta:
         A fixed ``beta_f`` (the multiplier of the std); ``None``: Lemma 3.1 with ``B_f``,
         ``sigma = sqrt(noise_variance)`` is not used -- the paper sets ``sigma = r`` -- and
@@ -123,6 +136,9 @@ class ExpertPolicy(BasePolicy):
         fit_hyperparameters: bool = True,
         lengthscale: float | Any = 0.3,
         noise_variance: float = 1e-4,
+        fit_output_scale: bool = True,
+        fit_noise: bool = True,
+        noise_floor: float = 1e-6,
         beta: float | None = None,
         B_f: float = 1.0,
         delta: float = 0.01,
@@ -155,9 +171,22 @@ class ExpertPolicy(BasePolicy):
         if np.any(ls <= 0) or not np.all(np.isfinite(ls)):
             raise InvalidInputError(f"lengthscale must be positive, got {lengthscale!r}")
         priors = {"lengthscale": GammaPrior(3.0, 6.0)} if self.fit_hyperparameters else None
+        self.fit_output_scale = bool(fit_output_scale)
+        self.fit_noise = bool(fit_noise)
+        self.noise_floor = _number(noise_floor, "noise_floor", low=1e-12)
+        if self.fit_noise and self.noise_floor > self.noise_variance:
+            raise InvalidInputError(
+                f"noise_floor ({noise_floor!r}) must be at most noise_variance ({noise_variance!r})"
+            )
         self.gp = ExactGP(
-            SquaredExponential(lengthscale=ls, variance=1.0, fixed=("variance",)),
+            SquaredExponential(
+                lengthscale=ls,
+                variance=1.0,
+                fixed=() if self.fit_output_scale else ("variance",),
+            ),
             noise_variance=self.noise_variance,
+            fit_noise=self.fit_noise,
+            noise_floor=self.noise_floor,
             priors=priors,
         )
         # data in unit-cube coordinates; y raw
@@ -169,11 +198,11 @@ class ExpertPolicy(BasePolicy):
         self._y_mean, self._y_std = 0.0, 1.0
         # the shared initial design: drawn first so every method gets the same points per seed
         self._init_f = self._sample_unit(self.n_initial)
-        self._init_g = (
-            self._sample_unit(self.n_initial_labels)
-            if self.uses_labels
-            else (np.zeros((0, self.dim)), None)
-        )
+        # the initial label points are drawn by every policy, used or not: the policies of one
+        # seed then share the random stream that follows (common random numbers), so COBOL
+        # taking GP-LCB's steps repeats GP-LCB's run exactly
+        init_g = self._sample_unit(self.n_initial_labels)
+        self._init_g = init_g if self.uses_labels else (np.zeros((0, self.dim)), None)
         self.initial_query_ids: set[int] = set()
         self.outcomes: list[str] = []
         self.n_evaluations = 0  # |Q^f| after the initial design
@@ -247,8 +276,9 @@ class ExpertPolicy(BasePolicy):
             if gp is self.gp:
                 self._last_fit_n = n
             seed = int(rng.integers(2**31))
+            bounds = {"noise": (self.noise_floor, self.noise_variance)} if self.fit_noise else None
             try:
-                gp.fit(n_restarts=self.n_restarts, seed=seed)
+                gp.fit(n_restarts=self.n_restarts, seed=seed, bounds=bounds)
             except Exception as exc:  # keep the previous hyperparameters
                 logger.debug("GP fit failed (%s); keeping hyperparameters", exc)
                 gp.set_data(self.X_f, ys)
@@ -270,7 +300,7 @@ class ExpertPolicy(BasePolicy):
             return self.sqrt_beta_fixed
         try:
             gamma = self.gp.information_gain() if self.gp.n else 0.0
-            val = self.B_f + self.noise_variance * math.sqrt(
+            val = self.B_f + self.gp.noise_variance * math.sqrt(
                 2 * (gamma + 1 + math.log(2 / self.delta))
             )
         except Exception:

@@ -99,6 +99,19 @@ class COBOL(ExpertPolicy):
         adds at most 1, so a bad expert costs at most about ``harm_budget + 1`` evaluations
         that improve nothing beyond what GP-LCB's would have, a constant. ``None``: line 6
         alone (the paper).
+    agreement_gate:
+        Let the expert lead only while the f-data expect it to agree with f (not in the paper;
+        issue 12): :attr:`agreement` is the posterior expectation, under the GP of f, of the
+        fraction of (rejected, accepted) pairs of labelled points in which the rejected point
+        has the higher f (the AUC of the expert's labels as a classifier of f; 1/2 for an
+        expert who ranks like a coin, or when the labels hold one class only, or when the GP
+        knows nothing there). While it is at most 1/2 the step is GP-LCB's ``x^u``: the
+        expert is asked about ``x^u`` if the handover test says the expert model is unsure
+        there (line 8) and the expert's last answer was not a reject, and ``x^u`` is evaluated
+        whatever the answer (a *calibration* label, at a point whose f the next evaluation
+        shows). An expert whose rejects the data place at better values than its accepts
+        never leads an evaluation; the harm budget still watches the expert once it leads.
+        ``False``: the expert leads from the start (the paper).
     max_reject_streak:
         Guard against reject streaks (spec pitfall 9; not in the paper): after this many
         rejections in a row the next iteration evaluates the vanilla LCB point x^u without
@@ -140,10 +153,15 @@ class COBOL(ExpertPolicy):
         max_pinpoint_labels: int = 200,
         initial_labels: Any = None,
         harm_budget: float | None = 1.0,
+        agreement_gate: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(space, seed, **kwargs)
         self.eta = _number(eta, "eta", low=1.0, allow_inf=True)
+        self.agreement_gate = bool(agreement_gate)
+        #: BO steps given to GP-LCB because the data did not expect the expert to agree with f
+        self.gated = 0
+        self._calibration_ids: set[int] = set()
         self.harm_budget = (
             None if harm_budget is None else _number(harm_budget, "harm_budget", allow_inf=True)
         )
@@ -366,6 +384,8 @@ class COBOL(ExpertPolicy):
             self.guarded += int(guard)
             self.outcomes.append("vanilla")
             return self._gp_led(u_u, i_u)
+        if self.agreement_gate and self.candidate == "primal-dual" and self.agreement <= 0.5:
+            return self._gated_step()
         if self.candidate == "pinpoint" and not self._pinpoint_ready():
             U, idx = self._sample_unit(1)
             return self._ask_unit(U[0], None if idx is None else int(idx[0]), "label")
@@ -446,6 +466,42 @@ class COBOL(ExpertPolicy):
             self._harm_refs[q.id] = ref
         return q
 
+    @property
+    def agreement(self) -> float:
+        """Posterior expected AUC of the expert's labels as a classifier of f (agreement_gate):
+        the mean over pairs (i rejected, j accepted) of ``P_GP(f(x_i) > f(x_j))``; 1/2 without
+        f-data or without labels of both kinds."""
+        from scipy.special import ndtr
+
+        self._sync_gp()
+        rej = self.rejected > 0.5
+        if not self.gp.n or rej.all() or not rej.any():
+            return 0.5
+        mean, _ = self.gp.predict(self.X_g)
+        C = self.gp.posterior_covariance(self.X_g, self.X_g)
+        i, j = np.flatnonzero(rej), np.flatnonzero(~rej)
+        diag = np.diag(C)
+        var = diag[i][:, None] + diag[j][None, :] - 2.0 * C[np.ix_(i, j)]
+        d = mean[i][:, None] - mean[j][None, :]
+        return float(np.mean(ndtr(d / np.sqrt(np.maximum(var, 1e-12)))))
+
+    def _gated_step(self) -> Query:
+        """GP-LCB's step while the data do not expect the expert to agree with f: ``x^u``,
+        after a calibration label if the expert model is unsure there (line 8) and the last
+        label was not a reject (at most one label per evaluation after a reject)."""
+        U, idx = self._candidates()
+        u_u, i_u, _ = self._minimise(self._f_lower, U, idx)
+        self.gated += 1
+        lo, up = self.expert.bounds(u_u[None, :])
+        assert lo is not None and up is not None
+        if float(up[0] - lo[0]) > self.g_thr and not self._after_reject:
+            q = self._ask_unit(u_u, i_u, "label")
+            self._calibration_ids.add(q.id)
+            self._harm_refs[q.id] = ("gp", *self._improvement_forecast(u_u))
+            return q
+        self.outcomes.append("vanilla")
+        return self._gp_led(u_u, i_u)
+
     def _improvement_forecast(self, u: np.ndarray) -> tuple[float, float]:
         """``(P_GP(f(u) < best), best)``: the GP's probability that ``u`` improves the best value
         observed so far (probability of improvement, standardised units)."""
@@ -518,8 +574,15 @@ class COBOL(ExpertPolicy):
             else:
                 self._pinpoint_streak += 1
             return
-        self._note_label(query, accepted)
         ref = self._harm_refs.pop(query.id, None)
+        if query.id in self._calibration_ids:  # agreement_gate: x^u is evaluated either way
+            self.labels_asked += 1
+            self.labels_rejected += 0 if accepted else 1
+            self.outcomes.append("calibrate")
+            self._pending_eval = (self._to_unit(query.x)[0], query.index)
+            self._pending_ref = ref
+            return
+        self._note_label(query, accepted)
         if accepted:
             self.outcomes.append("accept")
             self._pending_eval = (self._to_unit(query.x)[0], query.index)
@@ -533,6 +596,8 @@ class COBOL(ExpertPolicy):
             return False
         if isinstance(query, Label):
             if self.candidate == "pinpoint" or self.budget == "evaluations":
+                return False
+            if query.id in self._calibration_ids:  # x^u's evaluation follows in this iteration
                 return False
             return not bool(answer)  # a reject consumes the iteration; accept -> evaluation
         return True
@@ -552,6 +617,7 @@ class COBOL(ExpertPolicy):
                 "budget": self.budget,
                 "harm": self.harm,
                 "expert_dismissed": self.expert_dismissed,
+                "gated": self.gated,
             }
         )
         return d

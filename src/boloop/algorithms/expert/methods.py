@@ -43,7 +43,13 @@ _DOCS = {
     "n_initial_labels": "initial labels at uniform points, for the policies that use labels (10)",
     "fit_hyperparameters": "fit the f-kernel length-scales by marginal likelihood (paper)",
     "lengthscale": "initial (or fixed) length-scale(s) in unit-cube coordinates",
-    "noise_variance": "GP noise r on standardised outputs (Table 3: 1e-4)",
+    "noise_variance": "GP noise r on standardised outputs: start of the fit, or fixed (Table 3: "
+    "1e-4)",
+    "fit_output_scale": "fit the f-kernel's output scale by marginal likelihood (Table 3's BoTorch "
+    "default; the reference code fixes it at 1)",
+    "fit_noise": "fit the GP noise by marginal likelihood, at least noise_floor (Table 3's BoTorch "
+    "default; the reference code fixes r = 1e-4)",
+    "noise_floor": "lowest fitted GP noise variance (standardised outputs)",
     "beta": "a fixed beta_f multiplying the std; None: Lemma 3.1 with B_f and delta",
     "B_f": "RKHS norm bound of f in the beta_f of Lemma 3.1",
     "delta": "failure probability in the beta_f of Lemma 3.1",
@@ -76,6 +82,8 @@ _DOCS = {
     "max_reject_streak": "after this many rejections in a row evaluate x^u unasked; None: never",
     "harm_budget": "stop following the expert once its evaluated proposals cost this much "
     "(standardised units) against GP-LCB's expectation of its own; None: never",
+    "agreement_gate": "let the expert lead only while the GP of f expects its rejects to be "
+    "worse than its accepts (else GP-LCB's step, after a calibration label); False: the paper",
     "max_pinpoint_labels": "labels asked at most to pinpoint one point",
     "max_rejections": "proposals rejected at most before one is evaluated anyway",
     "w0": "initial trust w_0 in the human's belief (w_t = w0 gamma^t)",
