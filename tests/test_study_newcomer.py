@@ -375,6 +375,22 @@ def test_a_long_study_loads_from_a_snapshot_without_other_families(tmp_path, mon
     assert res.returncode == 0 and "151 answers" in res.stdout
 
 
+def test_importing_the_models_and_every_family_imports_no_scipy(tmp_path):
+    """scipy (0.2 s of CPU at its first import) is imported by the functions that use it, not
+    by importing boloop's GPs, policies, problems or metrics: a study command pays for it only
+    when its step factorises, solves or fits."""
+    out = _python(
+        tmp_path,
+        "import sys\nimport boloop.gp.exact, boloop.gp.cache, boloop.gp.preference, "
+        "boloop.gp.utility_laplace, boloop.gp.likelihood_ratio, boloop.algorithms.levelset, "
+        "boloop.algorithms.preference, boloop.algorithms.safe, boloop.algorithms.expert, "
+        "boloop.problems, boloop.problems.preference, boloop.problems.expert, "
+        "boloop.metrics.preference, boloop.study.core\n"
+        "print(sorted(m for m in sys.modules if m == 'scipy' or m.startswith('scipy.')))",
+    )
+    assert out.strip() == "[]"
+
+
 @pytest.mark.parametrize(
     "method,problem_id,options",
     [("randomized-straddle", "levelset/toy", {}), ("mr-lpf", "preference/toy", {"horizon": 500})],
