@@ -321,3 +321,16 @@ def test_f_model_fits_output_scale_and_noise_below_r():
     assert ref.gp.noise_variance == 1e-4 and ref.gp.kernel.variance == 1.0
     with pytest.raises(InvalidInputError):
         make_policy("gp-lcb", p, 0, noise_floor=1e-3)
+
+
+def test_rosenbrock_adversary_run_that_broke_the_mle_root_search():
+    """Rosenbrock 3-D, a = -2, seed 6, 40 evaluations: the warm-started root search of the MLE
+    (37) re-evaluated a bracket end whose norm excess was 0 up to rounding with the other sign
+    and raised (brentq: "f(a) and f(b) must have different signs"); it now falls back to the
+    full bracket. The run is gated throughout, so it ends exactly where GP-LCB does."""
+    p = get("expert/rosenbrock3?a=-2")
+    cob = make_policy("cobol", p, 6)
+    sr = simulate(cob, p, 40, seed=6).final_metrics["simple_regret"]
+    lcb = make_policy("gp-lcb", p, 6)
+    assert sr == simulate(lcb, p, 40, seed=6).final_metrics["simple_regret"]
+    assert cob.n_evaluations == 40

@@ -223,14 +223,23 @@ def maximum_likelihood(
         state["w"] = w
         return float(np.linalg.norm(w)) - B
 
+    def root(a: float, b: float) -> float | None:
+        """brentq on [a, b]; None if the end values' signs agree on re-evaluation (the Newton
+        solves are warm-started, so a value within rounding of 0 can change sign)."""
+        try:
+            return float(brentq(norm_excess, a, b, xtol=1e-13, rtol=1e-13, maxiter=200))
+        except ValueError:
+            return None
+
     if mu_hint is not None and mu_hint > 0:  # warm start: a narrow bracket around the hint
         h = math.log(mu_hint)
         f_a = norm_excess(h - 0.5)
         if f_a >= 0:
             f_b = norm_excess(h + 0.5)
             if f_b <= 0:
-                log_mu = brentq(norm_excess, h - 0.5, h + 0.5, xtol=1e-13, rtol=1e-13, maxiter=200)
-                return _mle_at(L, r, math.exp(log_mu), state["w"], B)
+                log_mu = root(h - 0.5, h + 0.5)
+                if log_mu is not None:
+                    return _mle_at(L, r, math.exp(log_mu), state["w"], B)
     # ||w(mu)|| <= ||L^T (r - p)|| / mu <= ||L||_2 sqrt(n) / mu: mu_hi makes the ball inactive
     mu_hi = float(np.linalg.norm(L, 2)) * math.sqrt(n) / B * 1.01 + 1e-12
     lo = math.log(mu_hi) - 2.0
@@ -252,7 +261,9 @@ def maximum_likelihood(
         while f_hi > 0 and hi < 50:
             hi += 3.0
             f_hi = norm_excess(hi)
-    log_mu = brentq(norm_excess, lo, hi, xtol=1e-13, rtol=1e-13, maxiter=200)
+    log_mu = root(lo, hi)
+    if log_mu is None:  # an end value is 0 up to rounding: that end is the root
+        log_mu = min((lo, hi), key=lambda x: abs(norm_excess(x)))
     return _mle_at(L, r, math.exp(log_mu), state["w"], B)
 
 

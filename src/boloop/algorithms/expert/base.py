@@ -94,8 +94,8 @@ class ExpertPolicy(BasePolicy):
         as noise (a free noise went to ~1 on Michalewicz 5-D).
     beta:
         A fixed ``beta_f`` (the multiplier of the std); ``None``: Lemma 3.1 with ``B_f``,
-        ``sigma = sqrt(noise_variance)`` is not used -- the paper sets ``sigma = r`` -- and
-        ``delta``.
+        ``sigma`` = the GP's noise variance (the paper sets ``sigma = r``; with ``fit_noise``
+        the fitted ``r``), and ``delta``.
     n_candidates:
         Sobol points scored per iteration on a box.
     initial_observations:
@@ -295,7 +295,8 @@ class ExpertPolicy(BasePolicy):
     @property
     def sqrt_beta_f(self) -> float:
         """``beta_f`` of Lemma 3.1: ``B_f + sigma sqrt(2 (gamma + 1 + ln(2/delta)))`` with
-        ``sigma = r`` (Table 3) and ``gamma`` the information gain of the observed points."""
+        ``sigma = r`` (Table 3; the fitted noise with ``fit_noise``) and ``gamma`` the
+        information gain of the observed points."""
         if self.sqrt_beta_fixed is not None:
             return self.sqrt_beta_fixed
         try:
