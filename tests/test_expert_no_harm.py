@@ -95,10 +95,13 @@ def test_stuck_mode_regression_on_2d_ackley():
     cobohl=st.booleans(),
 )
 def test_a_rejected_proposal_is_never_proposed_again_unchanged(seed, answers, cobohl):
-    """Whatever the expert answers, the expert is never asked again about a point it rejected
-    (COBOHL: no BO-phase query at all repeats it), and a reject is always followed by an
-    evaluation. (COBOL may evaluate a rejected point when it is GP-LCB's own ``x^u``: falling
-    back to GP-LCB is the no-harm rule, a reject does not veto GP-LCB's step.)"""
+    """Whatever the expert answers, the expert is never asked again about a point it rejected,
+    and a reject is always followed by an evaluation. A rejected point may be *evaluated* again
+    only as GP-LCB's own ``x^u`` (the step's outcome is ``vanilla``, or ``calibrate``: x^u after
+    a calibration label): falling back to GP-LCB is the no-harm rule (COBOL's agreement gate and
+    harm budget, COBOHL when every candidate is vetoed), a reject does not veto GP-LCB's step.
+    (COBOHL, seed 28, every answer a reject: its vetoes cover the box and its fallback evaluates
+    GP-LCB's corner point, which the expert had rejected.)"""
     cls = COBOHL if cobohl else COBOL
     pol = cls(Box([0, 0], [1, 1]), seed, n_initial_labels=4, **FAST)
     rejected: list[np.ndarray] = []
@@ -107,10 +110,11 @@ def test_a_rejected_proposal_is_never_proposed_again_unchanged(seed, answers, co
     while pol.iteration < 6:
         q = pol.ask()
         bo = not q.initial
-        if bo and (cobohl or isinstance(q, Label)):
-            assert not any(np.array_equal(q.x, r) for r in rejected)
-            if last_was_reject:
-                assert isinstance(q, Evaluate)
+        if bo and any(np.array_equal(q.x, r) for r in rejected):
+            assert isinstance(q, Evaluate), "the expert was asked again about a rejected point"
+            assert pol.outcomes[-1] in ("vanilla", "calibrate"), pol.outcomes[-3:]
+        if bo and last_was_reject:
+            assert isinstance(q, Evaluate)
         if isinstance(q, Label):
             ans = answers[k % len(answers)] if bo else bool(seed % 2)
             k += bo
