@@ -128,9 +128,13 @@ def read_results(path: str | Path) -> tuple[list[str], dict[Key, list[dict[str, 
     path = Path(path)
     if path.is_dir():
         path = path / RESULTS_FILE
-    if not path.exists():
+    try:
+        fh = path.open(newline="")
+    except FileNotFoundError:
         return [], {}
-    with path.open(newline="") as fh:
+    except IsADirectoryError:  # a sweep created its output folder after the is_dir() check
+        return read_results(path)
+    with fh:
         reader = csv.DictReader(fh)
         header = list(reader.fieldnames or [])
         missing = [c for c in (*KEY_COLUMNS, *TIME_COLUMNS) if c not in header]
