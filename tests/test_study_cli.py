@@ -197,9 +197,10 @@ def _spawn_run(url: str, *extra: str) -> subprocess.Popen:
     """``boloop study run`` in a child that starts with Ctrl-C's default action.
 
     An ignored SIGINT is inherited through exec, and a Python started with SIGINT ignored never
-    raises KeyboardInterrupt. Something earlier in a full test session leaves SIGINT ignored in
-    this process (seen twice: the child then sat at its prompt through the Ctrl-C until the 60 s
-    timeout), so the handler is the default one while the child is started, and put back after.
+    raises KeyboardInterrupt. pytest itself runs with SIGINT ignored when it is started as a
+    background job of a non-interactive shell or under ``nohup`` (seen twice: the child then sat
+    at its prompt through the Ctrl-C until the 60 s timeout), so the handler is the default one
+    while the child is started, and put back after.
     """
     main_thread = threading.current_thread() is threading.main_thread()
     old = signal.signal(signal.SIGINT, signal.default_int_handler) if main_thread else None
