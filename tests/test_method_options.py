@@ -15,6 +15,7 @@ from boloop.algorithms.registry import Option, get_method
 from boloop.bench.runner import plan_runs
 from boloop.errors import InvalidInputError, OptionError
 from boloop.problems import get
+from cli_runner import run_cli
 
 #: one small problem per family
 PROBLEMS = {
@@ -162,14 +163,16 @@ def test_study_create_refuses_unknown_and_mistyped_options(
     url = f"sqlite:///{tmp_path / 's.db'}"
     base = ["study", "create", "s", "--storage", url, "--method", method]
     base += ["--problem", PROBLEMS[family], "--seed", "0"]
-    res = _boloop(*base, "--option", "zz_not_an_option=1", cwd=tmp_path)
+    # the command in this process (tests/cli_runner.py); test_bench_run_cli_refuses_unknown_option
+    # runs the real entry point
+    res = run_cli([*base, "--option", "zz_not_an_option=1"], cwd=tmp_path)
     assert res.returncode == 2, res.stderr
     assert "unknown option 'zz_not_an_option'" in res.stderr and "valid options" in res.stderr
     name = get_method(method, family).options[0].name
-    res = _boloop(*base, "--option", f'{name}={{"a": 1}}', cwd=tmp_path)
+    res = run_cli([*base, "--option", f'{name}={{"a": 1}}'], cwd=tmp_path)
     assert res.returncode == 2, res.stderr
     assert f"option '{name}' of method '{method}' ({family}) must be" in res.stderr
-    listed = _boloop("study", "list", "--storage", url, "--json", cwd=tmp_path)
+    listed = run_cli(["study", "list", "--storage", url, "--json"], cwd=tmp_path)
     assert '"s"' not in listed.stdout  # nothing stored
 
 

@@ -12,8 +12,14 @@ import pytest
 
 import boloop.problems as problems
 from boloop.algorithms import make_policy
-from boloop.algorithms._safe_core import Bounds, expansion_limit, safe_sets, select_msafeopt
-from boloop.algorithms.safe import GridPosterior, MSafeOpt
+from boloop.algorithms.safe import (
+    Bounds,
+    GridPosterior,
+    MSafeOpt,
+    expansion_limit,
+    safe_sets,
+    select_msafeopt,
+)
 from boloop.errors import AnswerTypeError, UnsafeSeedError
 from boloop.gp.exact import ExactGP
 from boloop.gp.kernels import Matern

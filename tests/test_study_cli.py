@@ -194,13 +194,27 @@ def test_cli_status_list_undo_export(tmp_path, capsys):
 
 
 def _spawn_run(url: str, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "boloop.cli", "study", "run", "p", "--storage", url, *extra],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    """``boloop study run`` in a child that starts with Ctrl-C's default action.
+
+    An ignored SIGINT is inherited through exec, and a Python started with SIGINT ignored never
+    raises KeyboardInterrupt. pytest itself runs with SIGINT ignored when it is started as a
+    background job of a non-interactive shell or under ``nohup`` (seen twice: the child then sat
+    at its prompt through the Ctrl-C until the 60 s timeout), so the handler is the default one
+    while the child is started, and put back after.
+    """
+    main_thread = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGINT, signal.default_int_handler) if main_thread else None
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "boloop.cli", "study", "run", "p", "--storage", url, *extra],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, old)
 
 
 class _PipeReader:

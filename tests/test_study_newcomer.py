@@ -15,19 +15,13 @@ import pytest
 
 from boloop.errors import AnswerTypeError, InvalidInputError
 from boloop.study import create_study
+from cli_runner import run_cli
 
 
 def _boloop(cwd: Path, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """The command in this process (tests/cli_runner.py), with the lab's storage."""
     env = {**os.environ, "BOLOOP_STORAGE": f"sqlite:///{cwd / 'lab.db'}"}
-    return subprocess.run(
-        [sys.executable, "-m", "boloop.cli", *argv],
-        cwd=cwd,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_cli(argv, cwd=cwd, env=env, stdin=stdin)
 
 
 def _events(cwd: Path) -> list[tuple]:
@@ -479,6 +473,11 @@ def test_status_after_every_answer_leaves_the_queries_of_a_replay(
 
 
 def _boloop_env(cwd: Path, env: dict, *argv: str) -> subprocess.CompletedProcess:
+    return run_cli(argv, cwd=cwd, env={**os.environ, **env})
+
+
+def _boloop_process(cwd: Path, env: dict, *argv: str) -> subprocess.CompletedProcess:
+    """``python -m boloop.cli``, the real entry point."""
     return subprocess.run(
         [sys.executable, "-m", "boloop.cli", *argv],
         cwd=cwd,
@@ -519,7 +518,7 @@ def test_a_storage_that_cannot_be_right_is_refused_before_anything_is_created(
 
 
 def test_a_bare_sqlite_file_name_still_works(tmp_path):
-    res = _boloop_env(
+    res = _boloop_process(
         tmp_path,
         {"BOLOOP_STORAGE": ""},
         "study",

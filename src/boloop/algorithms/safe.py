@@ -74,6 +74,7 @@ from boloop.algorithms._safe_core import (
     Bounds,
     SafeSets,
     Selection,
+    expansion_limit,
     safe_sets,
     select_msafeopt,
     select_predvar,
@@ -91,7 +92,21 @@ from boloop.queries import BasePolicy, Evaluate, Query
 from boloop.recommendations import SafeRecommendation
 from boloop.spaces import SafeSpace
 
-__all__ = ["MSafeOpt", "SafeOptMC", "PredVar", "GridPosterior"]
+__all__ = [
+    "MSafeOpt",
+    "SafeOptMC",
+    "PredVar",
+    "GridPosterior",
+    # the per-round set computations of Algorithm 1 as pure functions (algorithms/_safe_core.py)
+    "Bounds",
+    "SafeSets",
+    "Selection",
+    "expansion_limit",
+    "safe_sets",
+    "select_msafeopt",
+    "select_predvar",
+    "select_safeopt_mc",
+]
 
 logger = logging.getLogger("boloop")
 
