@@ -98,7 +98,7 @@ class LevelSetPolicy(BasePolicy):
         never (``False``).
     hyperparameters:
         How hyperparameters are learned when they are fitted: a
-        :class:`~boloop.gp.hyperparameters.HyperparameterLearning`, ``"learned"`` (its defaults,
+        :class:`~boloop.gp.hyperparameters.HyperparameterLearning`, ``"learned"`` (:data:`LEVELSET_LEARNING`,
         also what ``None`` means) or ``"plain"`` (unguarded maximum likelihood, with a warning).
     fit_every:
         Refit at most every ``fit_every`` observations (fitted mode only), on the mechanism's
