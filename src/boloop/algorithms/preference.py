@@ -738,6 +738,10 @@ class EUBO(_DuelingPolicy):
     cannot make a long length-scale (a confident trend) win the evidence. Models of weight
     below ``min_weight`` are dropped, and between the refits after 10, 20, 40, ... duels only
     the ``max_models`` heaviest are updated (every grid model while there are at most 10 duels).
+    The grid's models have equal prior weight (``lengthscale_prior="flat"``) or, with
+    ``"dimension"``, the dimension-scaled log-normal of Hvarfner et al. (2024) over the
+    length-scale (:meth:`_log_prior`); measured in ``docs/reproductions/preference.md`` it helps
+    on some multi-dimensional tables and costs on others, so it is not the default.
     """
 
     method_id = "eubo"
