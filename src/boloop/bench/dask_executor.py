@@ -355,9 +355,15 @@ def run_on_dask(
                 _run_chunk_on_worker, chunk, topic, key=f"boloop-runs-{token}-{i}", pure=False
             )
             futures[fut] = chunk
-        for fut in as_completed(list(futures), loop=client.loop):
+        completed = as_completed(list(futures), loop=client.loop)
+        for fut in completed:
             chunk = futures[fut]
             status = fut.status
+            if status in ("lost", "pending"):
+                # the worker holding the finished task's result died before the result was
+                # read: the scheduler runs the task again (this client still wants it); wait
+                completed.add(fut)
+                continue
             if status == "finished":
                 for spec, (result, error) in zip(chunk, fut.result(), strict=True):
                     finish(spec, result, error)
