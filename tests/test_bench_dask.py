@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,8 +141,22 @@ def test_a_worker_killed_mid_sweep_loses_no_run(tmp_path: Path, cluster, slow: s
     scheduler runs its tasks again elsewhere (the nanny restarts the worker) and the results equal
     the process pool's."""
     address, client = cluster
-    _wait_idle(client)
     problem = f"{slow}?sleep=0.04"
+    report, killed = _sweep_killing_a_busy_worker(tmp_path, cluster, problem, "6", 10)
+    assert len(report.completed) == 6 and not report.failed
+    assert killed[0] not in client.run(os.getpid).values()  # that process is really gone
+    run_sweep([problem], ["toy-random"], "6", 10, tmp_path / "pool", jobs=2)
+    assert _rows(tmp_path / "dask") == _rows(tmp_path / "pool")
+    _wait_idle(client)  # the nanny brought the second worker back for the next tests
+
+
+def _sweep_killing_a_busy_worker(
+    tmp_path: Path, cluster, problem: str, seeds: str, budget: int
+) -> tuple[Any, list[int]]:
+    """A toy-random sweep into ``tmp_path / "dask"`` on the cluster whose first completed run
+    SIGKILLs a worker process that is running a run; the report and the killed pid."""
+    address, client = cluster
+    _wait_idle(client)
     killed: list[int] = []
 
     def kill_a_busy_worker(key: tuple) -> None:
@@ -154,15 +169,11 @@ def test_a_worker_killed_mid_sweep_loses_no_run(tmp_path: Path, cluster, slow: s
         killed.append(pid)
 
     report = run_sweep(
-        [problem], ["toy-random"], "6", 10, tmp_path / "dask",
+        [problem], ["toy-random"], seeds, budget, tmp_path / "dask",
         executor="dask", scheduler=address, on_complete=kill_a_busy_worker,
     )  # fmt: skip
     assert killed
-    assert len(report.completed) == 6 and not report.failed
-    assert killed[0] not in client.run(os.getpid).values()  # that process is really gone
-    run_sweep([problem], ["toy-random"], "6", 10, tmp_path / "pool", jobs=2)
-    assert _rows(tmp_path / "dask") == _rows(tmp_path / "pool")
-    _wait_idle(client)  # the nanny brought the second worker back for the next tests
+    return report, killed
 
 
 def test_runs_go_in_guided_chunks_that_shrink_to_single_runs() -> None:
@@ -185,25 +196,9 @@ def test_a_worker_killed_inside_a_chunk_loses_no_run(tmp_path: Path, cluster, sl
     """20 runs on 2 workers go in tasks of several runs: a worker SIGKILLed after the first run
     completed, while it runs a task of several runs: that task runs again elsewhere, whole."""
     assert max(plan_chunks(20, 2)) > 1
-    address, client = cluster
-    _wait_idle(client)
+    _, client = cluster
     problem = f"{slow}?sleep=0.01"
-    killed: list[int] = []
-
-    def kill_a_busy_worker(key: tuple) -> None:
-        if killed:
-            return
-        busy = [w for w, keys in client.processing().items() if keys]
-        assert busy, "no worker is running a run"
-        pid = client.run(os.getpid, workers=[busy[0]])[busy[0]]
-        os.kill(pid, signal.SIGKILL)
-        killed.append(pid)
-
-    report = run_sweep(
-        [problem], ["toy-random"], "20", 6, tmp_path / "dask",
-        executor="dask", scheduler=address, on_complete=kill_a_busy_worker,
-    )  # fmt: skip
-    assert killed
+    report, _ = _sweep_killing_a_busy_worker(tmp_path, cluster, problem, "20", 6)
     assert len(report.completed) == 20 and not report.failed
     run_sweep([problem], ["toy-random"], "20", 6, tmp_path / "pool", jobs=2)
     assert _rows(tmp_path / "dask") == _rows(tmp_path / "pool")
