@@ -210,12 +210,12 @@ class _Interrupt(Exception):
     pass
 
 
-def test_an_interrupted_client_cancels_its_runs_and_the_sweep_resumes(
-    tmp_path: Path, cluster, slow: str
-) -> None:
+def _interrupt_after_two_then_resume(tmp_path: Path, cluster, args: tuple) -> tuple[Any, list]:
+    """A dask sweep of ``args`` into ``tmp_path / "part"`` interrupted (an exception from the
+    completion callback) after two completed runs, then run again on the cluster: checks that the
+    two completed runs were written before the interruption and that the pending runs were
+    cancelled, not left running; the report of the resumed sweep and the two runs."""
     address, client = cluster
-    problem = f"{slow}?sleep=0.02"
-    args = ([problem], ["toy-random"], "6", 8)
     done: list[tuple] = []
 
     def interrupt_after_two(key: tuple) -> None:
@@ -232,6 +232,15 @@ def test_an_interrupted_client_cancels_its_runs_and_the_sweep_resumes(
     assert set(runs) == set(done)  # the two completed runs were written before the interruption
     _wait_idle(client)  # the pending runs were cancelled, not left running on the cluster
     report = run_sweep(*args, tmp_path / "part", executor="dask", scheduler=address)
+    return report, done
+
+
+def test_an_interrupted_client_cancels_its_runs_and_the_sweep_resumes(
+    tmp_path: Path, cluster, slow: str
+) -> None:
+    problem = f"{slow}?sleep=0.02"
+    args = ([problem], ["toy-random"], "6", 8)
+    report, done = _interrupt_after_two_then_resume(tmp_path, cluster, args)
     assert sorted(report.skipped) == sorted(done) and len(report.completed) == 4
     run_sweep(*args, tmp_path / "full", jobs=1)
     assert _rows(tmp_path / "part") == _rows(tmp_path / "full")
@@ -243,26 +252,10 @@ def test_an_interruption_inside_a_chunk_keeps_the_written_runs_and_resumes_exact
     """Interrupted while the runs of a finished task of several runs are being written: the runs
     written stay, the rest (of that task too) run again, and the table equals an uninterrupted
     one."""
-    address, client = cluster
     problem = f"{slow}?sleep=0.005"
     args = ([problem, TOY_LS], ["toy-random"], "10", 5)
     assert max(plan_chunks(20, 2)) > 1
-    done: list[tuple] = []
-
-    def interrupt_after_two(key: tuple) -> None:
-        done.append(key)
-        if len(done) == 2:
-            raise _Interrupt
-
-    with pytest.raises(_Interrupt):
-        run_sweep(
-            *args, tmp_path / "part", executor="dask", scheduler=address,
-            on_complete=interrupt_after_two,
-        )  # fmt: skip
-    _, runs = read_results(tmp_path / "part")
-    assert set(runs) == set(done)
-    _wait_idle(client)
-    report = run_sweep(*args, tmp_path / "part", executor="dask", scheduler=address)
+    report, done = _interrupt_after_two_then_resume(tmp_path, cluster, args)
     assert sorted(report.skipped) == sorted(done) and len(report.completed) == 18
     run_sweep(*args, tmp_path / "full", jobs=1)
     assert _rows(tmp_path / "part") == _rows(tmp_path / "full")
