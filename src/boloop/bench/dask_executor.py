@@ -182,6 +182,13 @@ def dask_client(
             raise InvalidInputError("--scheduler needs an address like tcp://host:8786")
     try:
         try:
+            # an unknown scheme is refused before a Client exists: a Client that fails on one
+            # could leave distributed's loop state so that the next Client of this process did
+            # not start its event loop (seen once in the test suite)
+            from distributed.comm import parse_address
+            from distributed.comm.registry import get_backend
+
+            get_backend(parse_address(address)[0])
             client = distributed.Client(address, set_as_default=False)
         except (OSError, ValueError, TypeError) as exc:  # refused, timed out, malformed address
             raise InvalidInputError(
