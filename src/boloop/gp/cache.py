@@ -19,7 +19,7 @@ import numpy as np
 
 from boloop._validation import as_points
 from boloop.errors import InvalidInputError
-from boloop.gp.exact import ExactGP
+from boloop.gp.exact import ExactGP, pack_used_rows, unpack_used_rows
 
 __all__ = ["CandidatePosterior", "FixedPointsMean"]
 
@@ -50,17 +50,13 @@ class CandidatePosterior:
         """The state without the unused rows of ``V`` (allocated with spare capacity by
         ``_grow``): a study snapshot stores the n rows in use."""
         state = self.__dict__.copy()
-        state["_V"] = (self._V.shape, np.ascontiguousarray(self._V[: self._n]))
+        state["_V"] = pack_used_rows(self._V, self._n)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """``V`` with its capacity (the same shape and layout) and the rows in use."""
         state = dict(state)
-        if isinstance(state["_V"], tuple):
-            shape, used = state["_V"]
-            V = np.empty(shape)
-            V[: used.shape[0]] = used
-            state["_V"] = V
+        state["_V"] = unpack_used_rows(state["_V"])
         self.__dict__.update(state)
 
     @property

@@ -191,28 +191,16 @@ class ExactGP:
         observations in buffers of 512 stores a 300 x 300 factor, not 512 x 512 (a third of the
         bytes to compress at every ``boloop study tell`` of a safe study)."""
         state = self.__dict__.copy()
-        n = self._n
         for name in self._BUFFERS:
-            buf = getattr(self, name)
-            used = buf[:n, :n] if name == "_L" else buf[:n]
-            state[name] = (buf.shape, np.ascontiguousarray(used))
+            state[name] = pack_used_rows(getattr(self, name), self._n, square=name == "_L")
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """The buffers as they were: zeros of the same shapes (so the same capacity and memory
         layout) holding the rows in use."""
         state = dict(state)
-        n = int(state["_n"])
         for name in self._BUFFERS:
-            if not isinstance(state[name], tuple):  # pickled whole (before this method)
-                continue
-            shape, used = state[name]
-            buf = np.zeros(shape)
-            if name == "_L":
-                buf[:n, :n] = used
-            else:
-                buf[:n] = used
-            state[name] = buf
+            state[name] = unpack_used_rows(state[name], square=name == "_L")
         self.__dict__.update(state)
 
     # ------------------------------------------------------------------ data
@@ -670,3 +658,28 @@ class ExactGP:
         import copy
 
         return copy.deepcopy(self)
+
+
+def pack_used_rows(
+    buf: np.ndarray, n: int, *, square: bool = False
+) -> tuple[tuple[int, ...], np.ndarray]:
+    """``(shape, rows in use)`` of a buffer allocated with spare capacity, for pickling: the
+    first ``n`` rows (and ``n`` columns when ``square``, a triangular factor)."""
+    used = buf[:n, :n] if square else buf[:n]
+    return buf.shape, np.ascontiguousarray(used)
+
+
+def unpack_used_rows(packed: Any, *, square: bool = False) -> np.ndarray:
+    """The buffer :func:`pack_used_rows` packed: zeros of the same shape (the same capacity and
+    memory layout) holding the rows in use; an array pickled whole (before packing existed) is
+    returned as it is."""
+    if not isinstance(packed, tuple):
+        return packed
+    shape, used = packed
+    n = used.shape[0]
+    buf = np.zeros(shape)
+    if square:
+        buf[:n, :n] = used
+    else:
+        buf[:n] = used
+    return buf
