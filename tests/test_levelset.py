@@ -64,22 +64,46 @@ def _run(policy, f, steps, rng, noise_sd=0.0):
 # ---------------------------------------------------------------------------------------------
 # 1-3: beta draws, the straddle identity, AF properties
 # ---------------------------------------------------------------------------------------------
+def _check_chi_squared_two(beta, n_se):
+    """mean(beta) = 2 (sd 2), mean(sqrt beta) = sqrt(2 pi)/2 (sd 0.655), each within ``n_se``
+    standard errors of the mean of ``beta.size`` draws."""
+    n = beta.size
+    assert abs(beta.mean() - 2.0) < n_se * 2.0 / math.sqrt(n)
+    assert abs(np.sqrt(beta).mean() - math.sqrt(2 * math.pi) / 2) < n_se * 0.655 / math.sqrt(n)
+
+
 def test_beta_draws_are_chi_squared_two():
     """Spec 7.1: mean(beta) = 2, mean(sqrt beta) = sqrt(2 pi)/2, quantiles 0.225/2.716 of sqrt beta.
 
-    200,000 draws: s.e. of mean(beta) is 0.0045 and of mean(sqrt beta) 0.0015; margins 0.03 and
-    0.008 (about 5-6 s.e.), quantiles within 0.01.
+    The policy's schedule, 200,000 draws: s.e. of mean(beta) is 0.0045 and of mean(sqrt beta)
+    0.0015; margins 0.03 and 0.008 (about 5-6 s.e.), quantiles within 0.01. The policy's own
+    draws through ask/tell (200 runs of 20 iterations, 4,000 draws): the same means within 5 s.e.
+    (0.16 and 0.052: a chi2(1) or chi2(3), an exponential of mean 1 or the square root and
+    the square swapped are all more than 0.4 away), and ``sqrt_betas`` their square roots.
     """
     p = RandomizedStraddle(GRID1, 0.0, kernel=SquaredExponential(0.2), seed=3)
-    for _ in range(200_000):
-        p._prepare_step(1)
-    beta = np.array(p.beta_draws)
+    assert p.beta_shift(1) == 0.0
+    rng = np.random.default_rng(3)
+    beta = np.array([p.schedule.beta(1, rng=rng) for _ in range(200_000)])
     sb = np.sqrt(beta)
+    _check_chi_squared_two(beta, 6.6)  # margins 0.03 and 0.0097
     assert abs(beta.mean() - 2.0) < 0.03
     assert abs(sb.mean() - math.sqrt(2 * math.pi) / 2) < 0.008
     q = np.quantile(sb, [0.025, 0.975])
     assert abs(q[0] - 0.225) < 0.01 and abs(q[1] - 2.716) < 0.01
-    np.testing.assert_allclose(np.array(p.sqrt_betas), sb)
+    draws, roots = [], []
+    for seed in range(200):
+        pol = RandomizedStraddle(
+            GRID1, 0.0, kernel=SquaredExponential(0.2), noise_variance=1.0, seed=seed
+        )
+        while pol.iteration < 20:
+            q = pol.ask()
+            pol.tell(q.id, 0.0)
+        draws += pol.beta_draws
+        roots += pol.sqrt_betas
+    assert len(draws) == 4000
+    _check_chi_squared_two(np.array(draws), 5.0)
+    np.testing.assert_allclose(roots, np.sqrt(draws), rtol=1e-15)
 
 
 def test_one_beta_draw_per_step_shared_by_all_candidates():
@@ -131,13 +155,24 @@ def test_argmax_of_unclipped_is_argmax_of_clipped():
 
 
 def test_all_zero_af_is_not_broken_by_first_index():
-    """Spec P4: when a == 0 everywhere the pick is never np.argmax of the clipped vector (index 0)."""
-    mean = np.full(GRID1.n, 5.0)
-    std = np.full(GRID1.n, 0.01)
-    for tie in ("unclipped", "random"):
-        p = RandomizedStraddle(GRID1, 0.0, kernel=SquaredExponential(0.2), tie_break=tie, seed=0)
-        p.sqrt_betas.append(1.0)
-        picks = {p._argmax(p._score(mean, std, 1), None) for _ in range(30)}
+    """Spec P4: when a == 0 everywhere the pick is never np.argmax of the clipped vector (index 0).
+
+    No data and no initial design: the prior mean 0 and std 1 are the same at every candidate, so
+    with theta = 5 the clipped AF is 0 everywhere unless beta_1 > 25 (probability e^-12.5) and
+    the unclipped straddle and the expected AF are the same everywhere: all 41 candidates are
+    exact ties of every rule, and the first query of 30 seeds must be spread over them.
+    """
+    for tie in ("unclipped", "random", "expected"):
+        picks = set()
+        for seed in range(30):
+            p = RandomizedStraddle(
+                GRID1, 5.0, kernel=SquaredExponential(0.2), tie_break=tie, n_initial=0, seed=seed
+            )
+            q = p.ask()
+            assert not q.initial and len(p.beta_draws) == 1 and p.beta_draws[0] < 25
+            mean, std = p.candidate_posterior()
+            assert np.ptp(mean) == 0.0 and np.ptp(std) == 0.0  # exact ties
+            picks.add(q.index)
         assert len(picks) > 5  # uniform among the exact ties
 
 
@@ -174,9 +209,9 @@ def test_lemma_b3_current_estimate_minimises_expected_loss():
     prob = get("levelset/sinusoidal")
     pol = make_policy("randomized-straddle-max", prob, seed=4, n_samples=50)
     rng = np.random.default_rng(4)
-    _run(pol, prob.value, 25, rng, prob.noise_sd)
+    queries = _run(pol, prob.value, 25, rng, prob.noise_sd)
     T = pol.iteration
-    j = pol._obs_before_iteration(T)
+    j = len(queries) - 1  # the posterior of iteration T: every observation before its query
     gp = ExactGP(pol.kernel.clone(), pol.gp.noise_variance).set_data(pol.gp.X[:j], pol.gp.y[:j])
     mean, var = gp.predict(pol.candidates)
     np.testing.assert_allclose(classify(mean, prob.threshold), pol.upper_history[-1])
@@ -283,11 +318,21 @@ def test_max_variant_box_discretisation():
     h = 10 / tau
     x = np.array([[-5 + h, -5 + 0.3 * h]])
     np.testing.assert_allclose(pol.round_to_grid(x, 1), [[-5 + 0.5 * h, -5 + 0.5 * h]])
-    pol._prepare_step(1)
-    assert pol.beta_draws[-1] - 2 * 2 * math.log(tau) == pytest.approx(
-        pol.beta_draws[-1] - pol._beta_shift(1)
+    assert pol.beta_shift(1) == pytest.approx(2 * 2 * math.log(tau))
+    # beta_t = xi_t + 2 d log tau_t: the same seed's Algorithm 1 on the box draws the same xi_t
+    # (the beta stream is the first thing drawn from the seed after the Sobol candidates)
+    plain = RandomizedStraddle(
+        box, 0.0, kernel=SquaredExponential(1.0), n_candidates=64, n_fresh=8, seed=0
     )
-    assert pol._beta_shift(1) == pytest.approx(2 * 2 * math.log(tau))
+    f = lambda X: np.sin(X[:, 0]) + 0.1 * X[:, 1]  # noqa: E731
+    for p in (pol, plain):
+        _run(p, f, 3, np.random.default_rng(0))
+    assert len(pol.beta_draws) == len(plain.beta_draws) == 3
+    for t in (1, 2, 3):
+        shift = 2 * 2 * math.log(pol.tau(t))
+        assert pol.beta_shift(t) == pytest.approx(shift)
+        assert pol.beta_draws[t - 1] - plain.beta_draws[t - 1] == pytest.approx(shift, rel=1e-12)
+        assert pol.sqrt_betas[t - 1] == pytest.approx(math.sqrt(pol.beta_draws[t - 1]), rel=1e-15)
     with pytest.raises(InvalidInputError, match="a and b"):
         RandomizedStraddleMax(box, 0.0, kernel=SquaredExponential(1.0))
 
@@ -318,11 +363,16 @@ def test_lse_beta_values_and_intersection():
     assert pol.intersect
     rng = np.random.default_rng(0)
     prev_u = prev_l = None
+    assert pol.intersected_bounds is None  # before the first iteration
     for _ in range(6):
         _run(pol, prob.value, pol.iteration + 1, rng, prob.noise_sd)
+        bounds = pol.intersected_bounds
+        assert bounds is not None
+        lcb, ucb = bounds
         if prev_u is not None:
-            assert np.all(pol._ucb <= prev_u) and np.all(pol._lcb >= prev_l)
-        prev_u, prev_l = pol._ucb.copy(), pol._lcb.copy()
+            assert np.all(ucb <= prev_u) and np.all(lcb >= prev_l)
+            assert np.any(ucb < prev_u) and np.any(lcb > prev_l)  # and they do tighten
+        prev_u, prev_l = ucb, lcb
     assert pol.sqrt_betas[0] == pytest.approx(4.758, abs=5e-4)
     box = make_policy("lse", get("levelset/sphere5", n_eval=100), seed=0, n_candidates=64)
     assert not box.intersect and box.schedule.sqrt_beta(1) == pytest.approx(8.721, abs=5e-4)
@@ -552,12 +602,9 @@ def test_box_refinement_gradient_matches_finite_differences(kernel):
     box = Box([-2.0, -2.0], [2.0, 2.0])
     pol = Straddle(box, 0.2, kernel=kernel, noise_variance=1e-3, n_candidates=32, seed=0)
     X = box.sample(9, seed=1)
-    pol.gp.set_data(X, np.sin(X[:, 0]) + X[:, 1])
-    pol.sqrt_betas.append(3.0)
-    gp = pol.gp
-    alpha = np.linalg.solve(gp.cholesky_factor.T, gp.whitened_residual)
+    pol.observe(X, np.sin(X[:, 0]) + X[:, 1])
     x = np.array([0.31, -0.47])
-    m, s, dm, ds = pol._posterior_with_gradient(x, alpha)
+    m, s, dm, ds = pol.predict_with_gradient(x)
     pm, ps = pol.predict(x.reshape(1, -1))
     assert m == pytest.approx(pm[0], rel=1e-9) and s == pytest.approx(ps[0], rel=1e-9)
     h = 1e-6
@@ -573,7 +620,9 @@ def test_box_refinement_gradient_matches_finite_differences(kernel):
 def test_add_observations_preloads_data_without_iterations():
     prob = get("levelset/sinusoidal")
     pol = make_policy("randomized-straddle-max", prob, seed=0, n_samples=20)
-    X = prob.space.points[[5, 700, 1800]]
+    # the last of the three is the candidate of largest value: above the threshold
+    best = int(np.argmax(prob.value(prob.space.points)))
+    X = prob.space.points[[5, 700, best]]
     pol.add_observations(X, prob.value(X))
     assert pol.gp.n == 3 and pol.iteration == 0 and pol.observed.sum() == 3
     q = pol.ask()  # the initial design is already covered: the first query is iteration 1
@@ -581,7 +630,16 @@ def test_add_observations_preloads_data_without_iterations():
     with pytest.raises(QueryStateError):
         pol.add_observations(X[:1], [0.0])
     pol.tell(q.id, 0.5)
-    assert pol.iteration == 1 and pol._obs_before_iteration(1) == 3
+    assert pol.iteration == 1
+    # iteration 1 was chosen from the posterior of the three added observations: its sets H_1
+    # (Algorithm 2's recommendation after one iteration) are those of a GP on them alone (not
+    # empty: the prior, or a GP without the last point, puts every candidate below)
+    gp3 = ExactGP(pol.kernel.clone(), pol.gp.noise_variance).set_data(X, prob.value(X))
+    h1 = classify(gp3.predict(pol.candidates)[0], prob.threshold)
+    rec = pol.recommend(final_update=False)
+    assert rec.iteration == 1 and 0 < h1.sum() < h1.size
+    np.testing.assert_array_equal(rec.upper, h1)
+    np.testing.assert_array_equal(rec.classify(pol.candidates), h1)
     with pytest.raises(InvalidInputError):
         pol.add_observations(X[:1], [np.nan])
     with pytest.raises(OutOfSpaceError):
@@ -605,6 +663,7 @@ def test_mile_dense_downdate_equals_blocked_rows():
         dense.tell(qd.id, y)
         blocked.tell(qb.id, y)
     idx = np.arange(0, 144, 7)
-    np.testing.assert_allclose(
-        dense._covariance_rows(idx), blocked._covariance_rows(idx), atol=1e-9
-    )
+    rows = dense.posterior_covariance_rows(idx)
+    np.testing.assert_allclose(rows, blocked.posterior_covariance_rows(idx), atol=1e-9)
+    C = dense.candidates  # an independent oracle: the GP's own posterior covariance
+    np.testing.assert_allclose(rows, dense.gp.posterior_covariance(C[idx], C), atol=1e-9)

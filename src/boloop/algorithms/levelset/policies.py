@@ -17,7 +17,7 @@ from boloop.algorithms.levelset.acquisition import (
     mile_acquisition,
     straddle,
 )
-from boloop.confidence import GotovosLSEBeta
+from boloop.confidence import ChiSquaredBeta, GotovosLSEBeta
 from boloop.errors import InvalidInputError, NotFittedError, QueryStateError
 from boloop.gp.cache import CandidatePosterior, FixedPointsMean
 from boloop.gp.exact import ExactGP, robust_cholesky
@@ -302,6 +302,27 @@ class LevelSetPolicy(BasePolicy):
         """``(mean, std)`` of the current posterior at X (m, d)."""
         mean, var = self.gp.predict(X)
         return mean, np.sqrt(var)
+
+    def predict_with_gradient(self, x: Any) -> tuple[float, float, np.ndarray, np.ndarray]:
+        """``(mean, std, d mean/dx, d std/dx)`` of the current posterior at one point x (d,),
+        the gradients (d,) in closed form (R&W eq. 2.25-2.26 differentiated in x; stationary
+        kernels only): what the L-BFGS-B refinement of the acquisition on a box uses."""
+        from scipy.linalg import solve_triangular
+
+        if not isinstance(self.kernel, StationaryKernel):
+            raise InvalidInputError(
+                f"gradients need a stationary kernel, got {type(self.kernel).__name__}"
+            )
+        xa = np.asarray(x, dtype=np.float64).reshape(-1)
+        if xa.shape[0] != self._d or not np.all(np.isfinite(xa)):
+            raise InvalidInputError(f"x must be a finite point of dimension {self._d}")
+        gp = self.gp
+        alpha = (
+            solve_triangular(gp.cholesky_factor, gp.whitened_residual, lower=True, trans="T")
+            if gp.n
+            else np.zeros(0)
+        )
+        return self._posterior_with_gradient(xa, alpha)
 
     def posterior_mean_at(self, X: Any) -> np.ndarray:
         """The current posterior mean (m,) at X (m, d). The candidates' mean is read from the
@@ -654,14 +675,19 @@ class RandomizedStraddle(LevelSetPolicy):
             tie_break = "expected" if self.fit else "unclipped"
         self.tie_break = tie_break
         self._beta_rng = np.random.default_rng(int(self.rng.integers(2**63)))
+        #: the random part ``xi_t ~ chi2(2)`` of ``beta_t`` (Definition 3.2), drawn once per
+        #: iteration from a stream of the policy's seed: ``beta_t = xi_t + beta_shift(t)``
+        self.schedule = ChiSquaredBeta(df=2.0)
         self.beta_draws: list[float] = []  # beta_t (squared), one per iteration
 
-    def _beta_shift(self, t: int) -> float:
+    def beta_shift(self, t: int) -> float:
+        """The deterministic part of ``beta_t = xi_t + beta_shift(t)`` at iteration ``t``: 0 for
+        Algorithm 1 (Definition 3.2); see :meth:`RandomizedStraddleMax.beta_shift`."""
         return 0.0
 
     def _prepare_step(self, t: int) -> None:
-        xi = float(self._beta_rng.chisquare(2.0))
-        beta = xi + self._beta_shift(t)
+        xi = self.schedule.beta(t, rng=self._beta_rng)
+        beta = xi + self.beta_shift(t)
         self.beta_draws.append(beta)
         self.sqrt_betas.append(math.sqrt(beta))
 
@@ -774,7 +800,9 @@ class RandomizedStraddleMax(RandomizedStraddle):
         k = np.clip(np.ceil(u) - 1.0, 0, tau - 1)
         return box.lower + (k + 0.5) * h
 
-    def _beta_shift(self, t: int) -> float:
+    def beta_shift(self, t: int) -> float:
+        """``2 log|X|`` on a finite set (Definition A.1) or ``2 d log tau_t`` on a box
+        (Definition A.3): what Algorithms 2 and 3 add to the ``chi2(2)`` draw in ``beta_t``."""
         if self.finite:
             return 2.0 * math.log(self.N)
         return 2.0 * self._d * math.log(self.tau(t))
@@ -911,6 +939,16 @@ class LSE(LevelSetPolicy):
             self._ucb = ucb if self._ucb is None else np.minimum(self._ucb, ucb)
             self._lcb = lcb if self._lcb is None else np.maximum(self._lcb, lcb)
 
+    @property
+    def intersected_bounds(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(lcb~_{t-1}, ucb~_{t-1})`` at the candidates, each (N,) (copies): the running
+        intersection ``max_{i <= t} lcb_{i-1}``, ``min_{i <= t} ucb_{i-1}`` of the confidence
+        intervals that LSE classifies by (Gotovos et al. 2013, Sec. 3, ``C_t = C_{t-1} cap Q_t``).
+        ``None`` before the first iteration or without ``intersect``."""
+        if self._ucb is None or self._lcb is None:
+            return None
+        return self._lcb.copy(), self._ucb.copy()
+
     def _score_candidates(self, t: int) -> np.ndarray:
         if self.intersect:
             assert self._ucb is not None and self._lcb is not None
@@ -985,6 +1023,20 @@ class MILE(LevelSetPolicy):
         if V.shape[0]:
             rows -= V[:, idx].T @ V
         return rows
+
+    def posterior_covariance_rows(self, idx: Any) -> np.ndarray:
+        """Rows ``Sigma_t[idx, :]`` (k, N) of the current posterior covariance over the
+        candidates (R&W eq. 2.24): the ``k_{t-1}(x, x*)`` of MILE's one-step look-ahead
+        (Zanette et al. 2019; :func:`mile_acquisition`). Read from the downdated dense matrix when
+        ``N <= max_dense``, else computed in one block; a new array either way."""
+        i = np.asarray(idx)
+        if (
+            i.ndim != 1
+            or not np.issubdtype(i.dtype, np.integer)
+            or (i.size and (i.min() < -self.N or i.max() >= self.N))
+        ):
+            raise InvalidInputError(f"idx must be a 1-D array of candidate indices (< {self.N})")
+        return self._covariance_rows(i)
 
     def _score_candidates(self, t: int) -> np.ndarray:
         a, self.last_active = mile_acquisition(
