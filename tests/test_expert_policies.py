@@ -145,12 +145,20 @@ def test_same_seed_same_trace_and_shared_initial_design():
     t2 = simulate(make_policy("cobol", p, 4, **FAST), p, 3, seed=4)
     key = [(r["kind"], r["points"], r["answer"]) for r in t1.records]
     assert key == [(r["kind"], r["points"], r["answer"]) for r in t2.records]
-    first = {}
+    design = {}
     for m in ("cobol", "gp-lcb", "random", "expert-sampling", "cobohl"):
         pol = make_policy(m, p, 9)
-        first[m] = pol._init_f[0]
-    for m in first:
-        np.testing.assert_array_equal(first[m], first["cobol"])
+        points = []
+        while len(points) < pol.n_initial:  # answer the initial labels, collect the evaluations
+            q = pol.ask()
+            assert q.initial
+            if isinstance(q, Evaluate):
+                points.append(q.x)
+            pol.tell(q.id, True if isinstance(q, Label) else _sphere(q.x))
+        design[m] = np.array(points)
+    assert design["cobol"].shape == (3, p.space.dim)
+    for m in design:
+        np.testing.assert_array_equal(design[m], design["cobol"])
 
 
 def test_baselines_and_finite_candidate_sets():
@@ -220,26 +228,46 @@ def test_tracker_counts_bo_phase_only():
     assert final["cumulative_regret"] >= final["simple_regret"]
 
 
+@pytest.mark.parametrize("consistent", [False, True])
 @pytest.mark.parametrize("primal_dual", [True, False])
-def test_screened_expert_candidate_is_the_exact_minimiser(primal_dual):
+def test_screened_expert_candidate_is_the_exact_minimiser(primal_dual, consistent):
     """x^c from the screened branch and bound equals the brute-force argmin over candidates of
-    f_lower + lambda g_lower (primal-dual) or of the constrained score."""
+    f_lower + lambda g_lower (primal-dual) or of the constrained score. A coin-flipping expert
+    (x^c is GP-LCB's x^u here) and one who accepts only x_0 > 0.5, away from the optimum at 0.3
+    (x^c is another point: the expert's term decides)."""
     cs = CandidateSet.grid([[0, 1], [0, 1]], 15)
     pol = COBOL(
-        cs, seed=5, lambda0=1.0, primal_dual=primal_dual, norm_bound=2.0, reject_rule="paper"
+        cs,
+        seed=5,
+        lambda0=1.0,
+        primal_dual=primal_dual,
+        norm_bound=2.0,
+        reject_rule="paper",
+        agreement_gate=False,  # every step solves line 4 (no gated GP-LCB step) ...
+        harm_budget=None,  # ... and the expert is never dismissed
     )
     rng = np.random.default_rng(5)
-    _run(pol, lambda x: bool(rng.random() < 0.5), 4)
-    pol._sync_gp()
-    U, idx = pol._candidates()
-    f_low = pol._f_bounds(U)[0]
-    g_low, _ = pol.expert.bounds(U, upper=False)
+    _run(pol, (lambda x: x[0] > 0.5) if consistent else (lambda x: bool(rng.random() < 0.5)), 4)
+    n_decisions = len(pol.width_history)
+    pol.ask()
+    assert len(pol.width_history) == n_decisions + 1  # this ask solved lines 4-6 afresh
+    decision = pol.last_decision
+    # the models after the ask (public, side-effect free): f_lower (eq. 2b) in the GP's
+    # standardised units, g_lower (39) at every candidate
+    pred = pol.predict(cs.points, bounds=True)
+    y_mean, y_std = float(np.mean(pol.y_f)), float(np.std(pol.y_f)) or 1.0
+    f_low = (pred["f_mean"] - pol.sqrt_beta_f * pred["f_std"] - y_mean) / y_std
+    assert f_low[np.flatnonzero(np.all(cs.to_unit() == decision["x_u"], axis=1))[0]] == (
+        pytest.approx(f_low.min(), abs=1e-9)
+    )  # x^u is GP-LCB's point: the units are right
+    g_low = pred["g_lower"]
     if primal_dual:
-        brute = f_low + pol.lam * g_low
+        brute = f_low + decision["lambda"] * g_low
     else:
         brute = np.where(g_low <= 0, f_low, 1e6 + g_low)
-    _, index = pol._expert_candidate(U, idx, lambda V: pol._f_bounds(V)[0])
+    [index] = np.flatnonzero(np.all(cs.to_unit() == decision["x_c"], axis=1))
     assert brute[index] == pytest.approx(brute.min(), abs=1e-9)
+    assert consistent != np.array_equal(decision["x_c"], decision["x_u"])
 
 
 def test_reject_streak_guard():
