@@ -245,9 +245,18 @@ def test_maxminlcb_leader_and_follower(use_candidate_set):
     rng = np.random.default_rng(4)
     _run(pol, p, 40, rng)
     q = pol.ask()
-    g = pol._model.fit().utility
+    # the estimator (eq. 7) and eq. 10 rebuilt from the policy's public record of the duels
+    assert not pol.fit_kernel and len(pol.duels) == 40
+    model = KernelLogisticDuels(
+        pol.K_X, pol.lam, regularizer=pol.regularizer, normalize_loss=pol.normalize_loss
+    )
+    cov = DuelCovariance(pol.K_X, pol.sigma_reg)
+    for i, j, y in pol.duels:
+        model.add(i, j, y)
+        cov.update(i, j)
+    g = model.fit().utility
     Pm = expit(g[:, None] - g[None, :])
-    S = np.sqrt(pol._cov.variance_matrix())
+    S = pol.sqrt_beta * np.sqrt(cov.variance_matrix())
     lcb, ucb = Pm - S, Pm + S
     np.fill_diagonal(ucb, np.inf)
     M = np.flatnonzero(ucb.min(axis=1) >= 0.5) if use_candidate_set else np.arange(p.space.n)
