@@ -152,10 +152,10 @@ def test_default_budget_from_problem_settings(tmp_path: Path) -> None:
 @register_method("zz-crash", "levelset", "test only: raises in its third ask")
 def _crashing(problem, seed, **options):  # type: ignore[no-untyped-def]
     class Crash(RandomEvaluate):
-        def _propose(self):  # type: ignore[no-untyped-def]
+        def ask(self):  # type: ignore[no-untyped-def]
             if len(self.history) == 2:
                 raise RuntimeError("boom")
-            return super()._propose()
+            return super().ask()
 
     return Crash(problem.space, seed, threshold=0.25, sets=True)
 
@@ -356,17 +356,21 @@ def test_progress_bar(tmp_path: Path) -> None:
     assert tty.getvalue().endswith("\n") and "[##########] 2/2 runs" in tty.getvalue()
 
 
-def test_sweep_budget_is_the_horizon_of_mr_lpf():
+def test_sweep_budget_is_the_horizon_of_mr_lpf(tmp_path: Path) -> None:
     """MR-LPF plans its rounds for T duels: a sweep with --budget T must run it with horizon T."""
     from boloop.algorithms import make_policy
-    from boloop.bench.runner import RunSpec, _run_one
     from boloop.problems import get
     from boloop.simulate import simulate
 
-    _, _, rows = _run_one(RunSpec(problem="preference/toy", method="mr-lpf", seed=0, budget=12))
-    problem = get("preference/toy")
+    report = run_sweep([TOY_PREF], ["mr-lpf"], [0], 12, tmp_path, jobs=1)
+    assert not report.failed
+    rows = _rows(tmp_path)
+    problem = get(TOY_PREF)
     explicit = make_policy("mr-lpf", problem, 0, horizon=12)
     assert explicit.schedule == [4, 7, 1]
     expected = simulate(explicit, problem, 12, 0).step_rows()
-    assert [r["regret"] for r in rows] == [r["regret"] for r in expected]
+    assert [float(r["regret"]) for r in rows] == [r["regret"] for r in expected]
     assert [int(r["step"]) for r in rows] == list(range(1, 13))
+    # the default horizon plans other rounds: the comparison above can tell them apart
+    default = simulate(make_policy("mr-lpf", problem, 0), problem, 12, 0).step_rows()
+    assert [r["regret"] for r in default] != [r["regret"] for r in expected]
