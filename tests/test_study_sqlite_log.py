@@ -68,7 +68,7 @@ def test_two_tellers_of_one_query_one_wins_across_the_two_paths(url, monkeypatch
     q = a.ask()
     assert b.ask().id == q.id
     a.tell(q.id, 1.0)
-    real = sqlite_log._Transaction.events
+    real = sqlite_log.SQLiteTransaction.events
     hidden = {"n": 1}
 
     def stale(self, study_id, after=-1):
@@ -77,7 +77,7 @@ def test_two_tellers_of_one_query_one_wins_across_the_two_paths(url, monkeypatch
             return []
         return real(self, study_id, after)
 
-    monkeypatch.setattr(sqlite_log._Transaction, "events", stale)
+    monkeypatch.setattr(sqlite_log.SQLiteTransaction, "events", stale)
     with pytest.raises(QueryStateError, match="already answered"):
         b.tell(q.id, 2.0)
     assert hidden["n"] == 0

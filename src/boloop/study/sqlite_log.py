@@ -117,14 +117,14 @@ class SQLiteLog:
             conn.close()
 
     @contextmanager
-    def transaction(self, write: bool = True) -> Iterator[_Transaction]:
+    def transaction(self, write: bool = True) -> Iterator[SQLiteTransaction]:
         """A transaction (writing ones ``BEGIN IMMEDIATE``): commits when the block ends
         normally, rolls back if it raises."""
         try:
             with self._connect() as conn:
                 conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
                 try:
-                    yield _Transaction(conn, self.url)
+                    yield SQLiteTransaction(conn, self.url)
                 except BaseException:
                     with contextlib.suppress(sqlite3.Error):  # already rolled back by SQLite
                         conn.execute("ROLLBACK")
@@ -190,8 +190,9 @@ class SQLiteLog:
         return sum(os.path.getsize(p) for p in (self.path, self.path + "-wal") if os.path.exists(p))
 
 
-class _Transaction:
-    """Reads and appends within one transaction (the ``Transaction`` of Storage)."""
+class SQLiteTransaction:
+    """Reads and appends within one transaction of the quick path, what
+    :meth:`SQLiteLog.transaction` yields (the ``Transaction`` of Storage)."""
 
     def __init__(self, conn: sqlite3.Connection, url: str) -> None:
         self.conn = conn
