@@ -49,7 +49,7 @@ from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_me
 from boloop.study.log import Event, SeqConflict, safe_url
 from boloop.study.naming import MAX_NOTE_CHARS as MAX_NOTE_CHARS  # moved; importable here too
 from boloop.study.naming import _check_name, _check_note, _json_options
-from boloop.study.replay import StudyReplay, _decode_answer, _decode_query, _effective_events
+from boloop.study.replay import StudyReplay, decode_answer, decode_query, effective_events
 from boloop.study.snapshots import SNAPSHOT_AFTER_SECONDS as SNAPSHOT_AFTER_SECONDS
 from boloop.study.snapshots import SNAPSHOT_COST_FACTOR as SNAPSHOT_COST_FACTOR
 from boloop.study.snapshots import SNAPSHOT_MAX_BYTES as SNAPSHOT_MAX_BYTES
@@ -682,7 +682,7 @@ class Study(StudyReplay, StudySnapshots):
         )
 
     def _row(self, ev: Event) -> dict[str, Any]:
-        answer = _decode_answer(ev.payload.get("answer"))
+        answer = decode_answer(ev.payload.get("answer"))
         if ev.kind == "added":
             kind = "label" if ev.payload.get("label") else "evaluate"
             return {
@@ -699,7 +699,7 @@ class Study(StudyReplay, StudySnapshots):
                 "note": None,
             }
         asked = self._asked[ev.query_id]  # type: ignore[index]
-        sq = self._wrap(_decode_query(asked, self.name))
+        sq = self._wrap(decode_query(asked, self.name))
         row = {
             "query_id": ev.query_id,
             "kind": sq.kind,
@@ -1063,7 +1063,7 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
         sid = store.study_id(name)
         events = store.events(sid)
         cfg = events[0].payload if events else {}
-        effective = _effective_events(events, name)
+        effective = effective_events(events, name)
         answered = len([e for e in effective if e.kind in ("told", "added")])
         told = {e.query_id for e in effective if e.kind == "told"}
         asked = [e.query_id for e in effective if e.kind == "asked" and e.query_id not in told]

@@ -1,7 +1,7 @@
 """Replaying a study's event log into a policy, and checking it.
 
 A study is its log (:mod:`boloop.study.storage`): ``created``, then ``asked``, ``told``,
-``added`` and ``withdrawn`` events. :func:`_effective_events` reduces it to the events in
+``added`` and ``withdrawn`` events. :func:`effective_events` reduces it to the events in
 effect (an undo withdraws an answer and the queries after it); :class:`StudyReplay` rebuilds the
 policy from them, asking the policy again for every stored query and refusing, with a
 :class:`~boloop.errors.StorageError` naming the boloop versions, a replay that asks anything
@@ -11,7 +11,8 @@ else: a changed algorithm cannot silently reinterpret old answers.
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -21,10 +22,15 @@ from boloop.errors import BoloopError, StorageError
 from boloop.queries import Query, query_from_dict
 from boloop.study.log import Event
 
-__all__ = ["StudyReplay"]
+if TYPE_CHECKING:
+    from boloop.queries import BasePolicy
+    from boloop.study.sqlite_log import SQLiteLog
+    from boloop.study.storage import StorageBackend
+
+__all__ = ["StudyReplay", "decode_answer", "decode_query", "effective_events"]
 
 
-def _effective_events(events: list[Event], name: str) -> list[Event]:
+def effective_events(events: list[Event], name: str) -> list[Event]:
     """The events in effect: a ``withdrawn`` event removes the answer it names and every query
     issued after that answer."""
     stack: list[Event] = []
@@ -46,7 +52,7 @@ def _effective_events(events: list[Event], name: str) -> list[Event]:
     return stack
 
 
-def _decode_query(ev: Event, name: str) -> Query:
+def decode_query(ev: Event, name: str) -> Query:
     try:
         return query_from_dict(ev.payload["query"])
     except (KeyError, TypeError, BoloopError) as exc:
@@ -55,13 +61,39 @@ def _decode_query(ev: Event, name: str) -> Query:
         ) from exc
 
 
-def _decode_answer(value: Any) -> Any:
+def decode_answer(value: Any) -> Any:
     return value  # JSON keeps float, int, bool and {name: float} exactly
 
 
 class StudyReplay:
     """The replay half of :class:`~boloop.study.core.Study` (a mixin: it works on the study's
-    own state, ``_events``, ``_seq``, ``_effective``, ``_asked``, ``_policy``...)."""
+    own state). What it needs from the study is declared below (annotations only: no attribute
+    is created here); :meth:`_rebuild` sets the replay state, the rest is set by ``Study``."""
+
+    # set by Study.__init__
+    name: str
+    method: str
+    seed: int
+    options: dict[str, Any]
+    config: dict[str, Any]
+    problem: Any
+    _storage: StorageBackend | SQLiteLog
+    _sid: int
+    _full_replay: bool
+    # set by _rebuild and kept up to date by _apply / _apply_new (read by Study and snapshots)
+    _events: list[Event]
+    _seq: int
+    _effective: list[Event]
+    _asked: dict[int, Event]
+    _logged_open: set[int]
+    _dirty: bool
+    _cost: float
+    _stale: bool
+    _policy: BasePolicy
+    # hooks of the host: Study (problem, measurements) and StudySnapshots (snapshot load)
+    _set_problem: Callable[[Any], None]
+    _add_to_policy: Callable[[np.ndarray, Any], None]
+    _snapshot_policy: Callable[[list[Event], list[Event]], tuple[BasePolicy, int] | None]
 
     def _reload(self) -> None:
         """Rebuild everything from the stored log (after a failed commit or a conflict)."""
@@ -77,7 +109,7 @@ class StudyReplay:
         self._logged_open: set[int] = set()
         self._dirty = False
         self._cost = 0.0
-        effective = _effective_events(events, self.name)
+        effective = effective_events(events, self.name)
         start = 0
         policy = self._snapshot_policy(events, effective) if not self._full_replay else None
         if policy is not None:
@@ -109,7 +141,7 @@ class StudyReplay:
             return
         t0 = time.perf_counter()
         if ev.kind == "asked":
-            stored = _decode_query(ev, self.name)
+            stored = decode_query(ev, self.name)
             if replay:
                 replayed = self._policy.ask()
                 if replayed.id != stored.id or replayed != stored:
@@ -129,7 +161,7 @@ class StudyReplay:
                 raise StorageError(f"study {self.name!r}: event {ev.seq} answers no query id")
             if replay:
                 try:
-                    self._policy.tell(qid, _decode_answer(ev.payload.get("answer")))
+                    self._policy.tell(qid, decode_answer(ev.payload.get("answer")))
                 except BoloopError as exc:
                     raise StorageError(
                         f"study {self.name!r}: the stored answer of event {ev.seq} (query {qid}) "

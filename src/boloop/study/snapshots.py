@@ -17,7 +17,8 @@ import os
 import pickle
 import time
 import zlib
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,7 +26,11 @@ import boloop
 from boloop.errors import StorageError
 from boloop.queries import BasePolicy
 from boloop.study.log import Event
-from boloop.study.replay import _effective_events
+from boloop.study.replay import effective_events
+
+if TYPE_CHECKING:
+    from boloop.study.sqlite_log import SQLiteLog
+    from boloop.study.storage import StorageBackend
 
 __all__ = [
     "SNAPSHOT_AFTER_SECONDS",
@@ -70,7 +75,23 @@ def _code_fingerprint() -> str:
 
 class StudySnapshots:
     """The snapshot half of :class:`~boloop.study.core.Study` (a mixin: it works on the study's
-    own state, ``_storage``, ``_sid``, ``_seq``, ``_policy``, ``_cost``...)."""
+    own state). What it needs from the study is declared below (annotations only: no attribute
+    is created here)."""
+
+    # set by Study.__init__
+    name: str
+    problem: Any
+    _storage: StorageBackend | SQLiteLog
+    _sid: int
+    _snapshot_off: bool  # True once the policy could not be pickled or was too large
+    _snapshot_cost: float  # seconds the last snapshot took to write (or to load)
+    # the replay state (StudyReplay): the last event's seq, the live policy, replay seconds
+    # since the last snapshot
+    _seq: int
+    _policy: BasePolicy
+    _cost: float
+    # hook of the host: Study (the problem from a snapshot, or built from the configuration)
+    _set_problem: Callable[[Any], None]
 
     def _snapshot_policy(
         self, events: list[Event], effective: list[Event]
@@ -85,7 +106,7 @@ class StudySnapshots:
         seq, fingerprint, data = snap
         if fingerprint != _code_fingerprint() or seq > self._seq:
             return None
-        prefix = _effective_events([e for e in events if e.seq <= seq], self.name)
+        prefix = effective_events([e for e in events if e.seq <= seq], self.name)
         if [e.seq for e in effective[: len(prefix)]] != [e.seq for e in prefix]:
             return None  # a later undo reached back before the snapshot
         t0 = time.perf_counter()
