@@ -619,7 +619,8 @@ def test_box_refinement_gradient_matches_finite_differences(kernel):
 
 def test_add_observations_preloads_data_without_iterations():
     prob = get("levelset/sinusoidal")
-    pol = make_policy("randomized-straddle-max", prob, seed=0, n_samples=20)
+    # (T-hat from 20 samples on 100 points: recommend(final_update=False) stays cheap)
+    pol = make_policy("randomized-straddle-max", prob, seed=0, n_samples=20, max_sample_points=100)
     # the last of the three is the candidate of largest value: above the threshold
     best = int(np.argmax(prob.value(prob.space.points)))
     X = prob.space.points[[5, 700, best]]
