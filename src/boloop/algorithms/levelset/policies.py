@@ -24,6 +24,7 @@ from boloop.gp.exact import ExactGP, robust_cholesky
 from boloop.gp.hyperparameters import HyperparameterLearning, default_kernel, space_filling_design
 from boloop.gp.kernels import Kernel, SquaredExponential, StationaryKernel
 from boloop.gp.optimize import refine_on_box
+from boloop.gp.posterior_gradient import posterior_weights, posterior_with_gradient
 from boloop.queries import BasePolicy, Evaluate, Query
 from boloop.recommendations import LevelSetEstimate
 from boloop.spaces import Box, CandidateSet
@@ -307,8 +308,6 @@ class LevelSetPolicy(BasePolicy):
         """``(mean, std, d mean/dx, d std/dx)`` of the current posterior at one point x (d,),
         the gradients (d,) in closed form (R&W eq. 2.25-2.26 differentiated in x; stationary
         kernels only): what the L-BFGS-B refinement of the acquisition on a box uses."""
-        from scipy.linalg import solve_triangular
-
         if not isinstance(self.kernel, StationaryKernel):
             raise InvalidInputError(
                 f"gradients need a stationary kernel, got {type(self.kernel).__name__}"
@@ -316,13 +315,7 @@ class LevelSetPolicy(BasePolicy):
         xa = np.asarray(x, dtype=np.float64).reshape(-1)
         if xa.shape[0] != self._d or not np.all(np.isfinite(xa)):
             raise InvalidInputError(f"x must be a finite point of dimension {self._d}")
-        gp = self.gp
-        alpha = (
-            solve_triangular(gp.cholesky_factor, gp.whitened_residual, lower=True, trans="T")
-            if gp.n
-            else np.zeros(0)
-        )
-        return self._posterior_with_gradient(xa, alpha)
+        return posterior_with_gradient(self.gp, xa, posterior_weights(self.gp))
 
     def posterior_mean_at(self, X: Any) -> np.ndarray:
         """The current posterior mean (m,) at X (m, d). The candidates' mean is read from the
@@ -515,7 +508,6 @@ class LevelSetPolicy(BasePolicy):
         return self._argmax(self._score_candidates(t), self._allowed())
 
     def _select_box(self, t: int) -> np.ndarray:
-        from scipy.linalg import solve_triangular
 
         box: Box = self.space  # type: ignore[assignment]
         mean, std = self.candidate_posterior()
@@ -537,17 +529,13 @@ class LevelSetPolicy(BasePolicy):
                 gp = self.gp
                 # one Fortran-ordered copy of the factor per step (the GP's is a strided view)
                 LF = np.asfortranarray(gp.cholesky_factor)
-                alpha = (
-                    solve_triangular(LF, gp.whitened_residual, lower=True, trans="T")
-                    if gp.n
-                    else np.zeros(0)
-                )
+                alpha = posterior_weights(gp, LF)
 
             def negative(x: np.ndarray) -> Any:
                 if not analytic:
                     m, s = self.predict(x.reshape(1, -1))
                     return -float(self._score(m, s, t)[0])
-                mu, sd, dmu, dsd = self._posterior_with_gradient(x, alpha, LF)
+                mu, sd, dmu, dsd = posterior_with_gradient(gp, x, alpha, LF)
                 val, grad = self._score_and_gradient(mu, sd, dmu, dsd, t)
                 return -val, -grad
 
@@ -567,40 +555,6 @@ class LevelSetPolicy(BasePolicy):
                 options={"maxiter": self.refine_maxiter, "maxfun": 3 * self.refine_maxiter},
             )
         return np.asarray(best_x, dtype=np.float64)
-
-    def _posterior_with_gradient(
-        self, x: np.ndarray, alpha: np.ndarray, L: np.ndarray | None = None
-    ) -> tuple[float, float, np.ndarray, np.ndarray]:
-        """Posterior ``mean, std`` at one point x (d,) and their gradients (d,) (stationary kernels).
-
-        ``d mean = J^T alpha`` and ``d var = -2 J^T L^{-T} L^{-1} k(X, x)`` with ``J = dk(x, X)/dx``
-        (n, d) and ``alpha = L^{-T} a``; ``alpha`` is passed in (computed once per step).
-        """
-        from scipy.linalg import solve_triangular
-
-        gp = self.gp
-        kern: StationaryKernel = self.kernel  # type: ignore[assignment]
-        kxx = float(kern.variance)
-        d = x.shape[0]
-        if gp.n == 0:
-            return gp.mean_constant, math.sqrt(kxx), np.zeros(d), np.zeros(d)
-        ls2 = np.asarray(kern.lengthscale, dtype=np.float64) ** 2
-        diff = x[None, :] - gp.X  # (n, d)
-        r2 = np.sum(diff * diff / ls2, axis=1)
-        kx = kern.k_of_r2(r2)
-        r2c = np.maximum(r2, 1e-20)
-        ratio = kern.dk_dr2_times_r2(r2c) / r2c  # -2 dk/dr2
-        J = -(ratio[:, None] * diff) / ls2  # dk(x, x_i)/dx
-        if L is None:
-            L = gp.cholesky_factor
-        v = solve_triangular(L, kx, lower=True, check_finite=False)
-        mean = gp.mean_constant + float(v @ gp.whitened_residual)
-        var = kxx - float(v @ v)
-        w = solve_triangular(L, v, lower=True, trans="T", check_finite=False)
-        dmean = J.T @ alpha
-        std = math.sqrt(max(var, 0.0))
-        dstd = (-(J.T @ w) / std) if std > 1e-300 else np.zeros(d)
-        return mean, std, dmean, dstd
 
     def _score_and_gradient(
         self, mean: float, std: float, dmean: np.ndarray, dstd: np.ndarray, t: int
