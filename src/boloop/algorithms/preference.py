@@ -1005,6 +1005,12 @@ class RegretAwareEUBO(EUBO):
     (``plausible_beta``, off by default) both options are drawn from the plausible maximisers
     (:meth:`EUBO.plausible`); measured at 100 duels with ``beta = 2`` the bounds never excluded an
     option on the registered problems (the posterior is still wide), so it is not a default.
+    ``exploit_schedule="sharpening"`` (off by default) multiplies ``exploit`` before each duel by
+    ``1 - rho``, ``rho`` the fraction of the prior variance of the utility differences to the
+    incumbent that the duels have not removed (:meth:`EUBO.remaining_uncertainty`): plain EUBO
+    before any duel, the full duel utility once the differences are known. Measured on 21 option
+    tables (15 seeds each, ``docs/reproductions/preference.md``) it helps on some 3-D tables and
+    costs on others, so it is not the default either.
     Everything else (model, hyperparameter averaging, exact search over the pairs) is
     :class:`EUBO`'s.
     """
