@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 import boloop.problems as problems
+from boloop.problems import parse_problem_id
 from boloop.queries import BasePolicy, Compare, Query
 from boloop.recommendations import BestPoint
 from boloop.simulate import simulate
@@ -142,8 +143,11 @@ def run(problem_id: str, method: str, seed: int, duels: int) -> dict:
     if method == "botorch-eubo":
         policy: Any = BoTorchEUBO(problem.space.points, seed)
         trace = simulate(policy, problem, duels, seed=seed)
-    else:
-        trace = simulate(method, problem, duels, seed=seed, kernel="fit")
+    else:  # a method id may carry options, as in ``boloop bench run``: eubo-regret?exploit=0.5
+        name, options = parse_problem_id(method)
+        trace = simulate(
+            name, problem, duels, seed=seed, method=method, **{"kernel": "fit", **options}
+        )
     rec = trace.records
     extra = {"hyper": policy.hyperparameters()} if method == "botorch-eubo" else {}
     return {

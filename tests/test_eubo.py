@@ -266,3 +266,30 @@ def test_lengthscale_prior_weights_the_grid_before_any_duel():
     with pytest.raises(InvalidInputError, match="lengthscale_prior"):
         make_policy("eubo-regret", toy, seed=0, kernel="fit", lengthscale_prior="hvarfner")
     assert make_policy("eubo-regret", toy, seed=0, kernel="fit", lengthscale_prior="dimension")
+
+
+def test_remaining_uncertainty_is_the_posterior_over_prior_variance_of_differences():
+    """``remaining_uncertainty(r)`` against the dense posterior covariance (an independent path:
+    the LU form of R&W eq. 3.24, not the factor the method uses): the summed variance of
+    ``f(x) - f(r)`` over the options, posterior over prior, mixture-weighted; 1 before any duel
+    and shrinking as the duels accumulate on a fixed kernel."""
+    X = np.random.default_rng(1).random((25, 2))
+    u = np.sin(4 * X[:, 0]) + X[:, 1]
+    pol = EUBO(X, kernel=SquaredExponential(0.3, 1.0), exploit=1.0, optimism=1.0, seed=0)
+    assert pol.remaining_uncertainty(0) == pytest.approx(1.0)
+    rng = np.random.default_rng(2)
+    for _ in range(4):
+        for _ in range(10):
+            q = pol.ask()
+            a, b = q.a_index, q.b_index
+            pol.tell(q.id, 0 if rng.random() < 1 / (1 + np.exp(-(u[a] - u[b]))) else 1)
+        r = int(np.argmax(pol.posterior_mean()))
+        expected = 0.0
+        for wk, post in pol.posteriors():
+            C, K = post.covariance(), post.K
+            post_d = np.diag(C) + C[r, r] - 2 * C[:, r]
+            prior_d = np.diag(K) + K[r, r] - 2 * K[:, r]
+            expected += wk * post_d.sum() / prior_d.sum()
+        rho = pol.remaining_uncertainty(r)
+        assert rho == pytest.approx(expected, rel=1e-9)
+        assert 0 < rho < 1
