@@ -507,9 +507,10 @@ class COBOL(ExpertPolicy):
 
     @property
     def agreement(self) -> float:
-        """Posterior expected AUC of the expert's labels as a classifier of f (agreement_gate):
-        the mean over pairs (i rejected, j accepted) of ``P_GP(f(x_i) > f(x_j))``; 1/2 without
-        f-data or without labels of both kinds."""
+        """Posterior expected AUC of the expert's labels as a classifier of f (the agreement
+        gate's statistic with ``agreement_level=None``; the default gate reads
+        :attr:`agreement_probability`): the mean over pairs (i rejected, j accepted) of
+        ``P_GP(f(x_i) > f(x_j))``; 1/2 without f-data or without labels of both kinds."""
         from scipy.special import ndtr
 
         self._sync_gp()
