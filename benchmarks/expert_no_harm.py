@@ -1,7 +1,7 @@
 """COBOL's two-sided promise with default settings (issue 12 acceptance): no harm, some help.
 
 Run with ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/expert_no_harm.py [--seeds 5]
-[--evaluations 40] [--jobs 2] [--problems ID ...]``.
+[--evaluations 40] [--jobs 2] [--problems ID ...] [--cobol KEY=VALUE ...]``.
 
 For every problem (default: the five synthetic expert problems of the paper, App. J.2.1) and
 expert accuracy a in {-2, 2}, COBOL and GP-LCB run with their **default settings** for the same
@@ -113,10 +113,21 @@ def _reject_runs(history: list) -> tuple[int, int]:
     return best, cur
 
 
-def run_one(args: tuple[str, str, int, int]) -> dict:
-    problem_id, method, seed, n_evals = args
+def _value(text: str) -> object:
+    """An option's value from ``--cobol KEY=VALUE``: None, a bool, a number or the text."""
+    words = {"None": None, "True": True, "False": False}
+    if text in words:
+        return words[text]
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def run_one(args: tuple[str, str, int, int, dict]) -> dict:
+    problem_id, method, seed, n_evals, options = args
     problem = _get(problem_id)
-    policy = make_policy(method, problem, seed)
+    policy = make_policy(method, problem, seed, **(options if method == "cobol" else {}))
     t0 = time.perf_counter()
     trace = simulate(policy, problem, n_evals, seed=seed)
     history = [(q, a) for q, a in policy.history if not q.initial]
@@ -143,7 +154,11 @@ def main() -> None:
     ap.add_argument("--problems", nargs="+", default=list(SYNTHETIC))
     ap.add_argument("--unseen", action="store_true", help="the made-up problems instead")
     ap.add_argument("--experts", nargs="+", help="pairs (bad good) of experts, e.g. a=-2 a=2")
+    ap.add_argument(
+        "--cobol", nargs="+", default=[], metavar="KEY=VALUE", help="COBOL options (not defaults)"
+    )
     args = ap.parse_args()
+    options = {k: _value(v) for k, _, v in (o.partition("=") for o in args.cobol)}
     experts: tuple[str, ...] = ("a=-2", "a=2")
     if args.unseen:
         args.problems = ["unseen/levy3", "unseen/styblinski4"]
@@ -153,9 +168,9 @@ def main() -> None:
     jobs = []
     for pid in args.problems:
         for s in range(args.seeds):
-            jobs.append((pid, "gp-lcb", s, args.evaluations))
+            jobs.append((pid, "gp-lcb", s, args.evaluations, {}))
             for e in experts:
-                jobs.append((f"{pid}?{e}", "cobol", s, args.evaluations))
+                jobs.append((f"{pid}?{e}", "cobol", s, args.evaluations, options))
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         results = []
         for r in pool.map(run_one, jobs):  # one line per run as it ends (partial sweeps count)
@@ -170,7 +185,8 @@ def main() -> None:
         return [r for r in results if r["problem"] == problem_id and r["method"] == method]
 
     print(
-        f"{args.seeds} seeds x {args.evaluations} f-evaluations, default settings; "
+        f"{args.seeds} seeds x {args.evaluations} f-evaluations, "
+        f"{'COBOL options ' + str(options) if options else 'default settings'}; "
         "SR = mean simple regret (s.e.)"
     )
     head = (

@@ -252,10 +252,12 @@ def test_harm_budget_dismisses_an_adversarial_expert():
     1[x^c improved]`` each, in [-1, 1]); once that estimated cost exceeds ``harm_budget`` the
     expert is dismissed: no
     label is asked after that and every evaluation is GP-LCB's x^u. Without a budget (the
-    paper's line 6 alone) the same run keeps consulting the expert. (The agreement gate is off:
-    this tests the dismissal of an expert that leads.)"""
+    paper's line 6 alone) the same run keeps consulting the expert. (The agreement gate is off
+    and a reject is followed by the re-solved x^c, ``reject_fallback="xc"``: this tests the
+    dismissal of an expert that leads; with the default fallback this run's adversary leads too
+    few evaluations to exhaust the budget in 14.)"""
     p = _ackley2(-2.0)
-    ours = COBOL(p.space, 5, agreement_gate=False, **FAST)
+    ours = COBOL(p.space, 5, agreement_gate=False, reject_fallback="xc", **FAST)
     simulate(ours, p, 14, seed=5)
     assert ours.expert_dismissed and ours.harm > ours.harm_budget
     assert ours.describe()["expert_dismissed"]
@@ -266,7 +268,7 @@ def test_harm_budget_dismisses_an_adversarial_expert():
     after = bo[last_label + 1 :]
     assert len(after) >= 3 and all(isinstance(q, Evaluate) for q in after)
     assert ours.outcomes[-len(after) + 1 :] == ["vanilla"] * (len(after) - 1)
-    paper = COBOL(p.space, 5, harm_budget=None, agreement_gate=False, **FAST)
+    paper = COBOL(p.space, 5, harm_budget=None, agreement_gate=False, reject_fallback="xc", **FAST)
     simulate(paper, p, 14, seed=5)
     assert paper.harm > 1.0  # the same evidence, ignored
     assert not paper.expert_dismissed and paper.labels_asked > ours.labels_asked
@@ -338,3 +340,79 @@ def test_rosenbrock_adversary_run_that_broke_the_mle_root_search():
     lcb = make_policy("gp-lcb", p, 6)
     assert sr == simulate(lcb, p, 40, seed=6).final_metrics["simple_regret"]
     assert cob.n_evaluations == 40
+
+
+def test_agreement_probability_reads_the_labels_against_f():
+    """``agreement_probability`` is ``P_GP(AUC > 1/2)`` of the labels as a classifier of f: close
+    to 1 when the expert rejected exactly the measured points with the higher values, close to
+    0 when it rejected the lower ones, 1/2 with labels of one class only, and undecided (not
+    near 0 or 1) when the labelled points are far from every measurement."""
+    box = Box([0, 0], [1, 1])
+    X = np.array([[0.1, 0.1], [0.3, 0.2], [0.5, 0.5], [0.7, 0.8], [0.9, 0.9], [0.2, 0.8]])
+    y = np.sum((X - 0.2) ** 2, axis=1)
+    high = y > np.median(y)
+    agree = COBOL(box, 0, n_initial_labels=6, initial_observations=(X, y), **FAST)
+    agree.add_labels(X, [bool(v) for v in ~high])  # accepts the low values
+    assert agree.agreement_probability > 0.99
+    adverse = COBOL(box, 0, n_initial_labels=6, initial_observations=(X, y), **FAST)
+    adverse.add_labels(X, [bool(v) for v in high])
+    assert adverse.agreement_probability < 0.01
+    one = COBOL(box, 0, n_initial_labels=6, initial_observations=(X, y), **FAST)
+    one.add_labels(X, [True] * 6)
+    assert one.agreement_probability == 0.5
+    # labels far from the three measurements in one corner: the GP cannot rank them
+    near = np.array([[0.0, 0.0], [0.05, 0.02], [0.02, 0.06]])
+    far = COBOL(box, 0, n_initial_labels=4, lengthscale=0.05, fit_hyperparameters=False, **FAST)
+    far.add_observations(near, np.sum(near**2, axis=1))
+    far.add_labels([[0.9, 0.9], [0.8, 0.95], [0.95, 0.7], [0.7, 0.85]], [True, False, True, False])
+    assert 0.1 < far.agreement_probability < 0.9
+
+
+def _post_reject_steps(fallback: str) -> list[tuple[str, bool, float]]:
+    """(outcome, evaluated point is x^c, g-width at x^c) of every step after a reject: 2-D
+    Ackley with an adversary that rejects every point below the middle of f's range, gate and
+    harm budget off so that the expert leads, seeds 0-2, 12 evaluations each."""
+    p = _ackley2(-2.0)
+    mid = 0.5 * (p.f_min + p.f_max)
+    steps = []
+    for seed in range(3):
+        pol = COBOL(
+            p.space,
+            seed,
+            agreement_gate=False,
+            harm_budget=None,
+            reject_fallback=fallback,
+            **FAST,
+        )
+        after_reject = False
+        while pol.n_evaluations < 12:
+            q = pol.ask()
+            fx = float(p.value(q.x[None, :])[0])
+            if isinstance(q, Label):
+                pol.tell(q.id, bool(fx >= mid))
+                after_reject = not q.initial and fx < mid
+                continue
+            if after_reject:
+                d = pol.last_decision
+                at_xc = bool(np.allclose(p.space.to_unit(q.x[None, :])[0], d["x_c"]))
+                steps.append((pol.outcomes[-1], at_xc, d["g_width_xc"]))
+            pol.tell(q.id, fx)
+            after_reject = False
+    return steps
+
+
+def test_after_a_reject_an_unendorsed_expert_point_is_not_evaluated():
+    """With the default ``reject_fallback="lcb"`` the evaluation after a reject is the re-solved
+    x^c only where Algorithm 1 would evaluate it without a label (line 8: ``g_upper - g_lower
+    <= g_thr``), otherwise GP-LCB's x^u (outcome "vanilla"). With ``"xc"`` (the earlier rule)
+    x^c is evaluated after a reject where the expert model is unsure."""
+    steps = _post_reject_steps("lcb")
+    assert len(steps) >= 3
+    g_thr = COBOL(Box([0, 0], [1, 1]), 0).g_thr
+    for outcome, _, width in steps:
+        if outcome == "unasked":
+            assert width <= g_thr
+        else:
+            assert outcome == "vanilla"
+    old = _post_reject_steps("xc")
+    assert any(o == "unasked" and at_xc and w > g_thr for o, at_xc, w in old)

@@ -44,21 +44,22 @@ def test_no_harm_with_an_adversarial_expert():
 
 
 def test_acceleration_with_an_accurate_expert():
-    """a = 2 on Ackley-4D, defaults (512 candidates, f-evaluation budget, veto rule), seeds 0-4:
-    COBOL's mean simple regret is lower than GP-LCB's after 20 and 30 f-evaluations (observed
-    0.24 / 0.054 against 0.62 / 0.40). No margin. After 10 evaluations it is not (2.11 against
-    1.96: the accurate expert's vetoes cost evaluations spent elsewhere early on)."""
+    """a = 2 on Ackley-4D, defaults (512 candidates, f-evaluation budget, veto rule, agreement
+    gate at level 0.99), seeds 0-4: COBOL's mean simple regret is lower than GP-LCB's after 30
+    f-evaluations (observed 0.11 against 0.23). No margin. After 20 evaluations it is not
+    (0.83 against 0.77; 0.42 with the gate's earlier rule, the expected AUC above 1/2): the
+    gate lets the expert lead only once the data show it ranks f better than a coin: GP-LCB
+    took 7-30 of the 30 steps here (seed 4: all)."""
     cobol, lcb = [], []
     for s in range(5):
         p = get("expert/ackley4?a=2")
         pol = make_policy("cobol", p, s)
         rows = simulate(pol, p, 30, seed=s).step_rows()
-        cobol.append([rows[i]["simple_regret"] for i in (19, 29)])
+        cobol.append(rows[29]["simple_regret"])
         pol = make_policy("gp-lcb", p, s)
         rows = simulate(pol, p, 30, seed=s).step_rows()
-        lcb.append([rows[i]["simple_regret"] for i in (19, 29)])
-    cobol_mean, lcb_mean = np.mean(cobol, axis=0), np.mean(lcb, axis=0)
-    assert np.all(cobol_mean < lcb_mean), (cobol_mean, lcb_mean)
+        lcb.append(rows[29]["simple_regret"])
+    assert np.mean(cobol) < np.mean(lcb), (cobol, lcb)
 
 
 def test_handover_expert_queries_fall_in_the_second_half():

@@ -13,12 +13,13 @@ Policies (method ids of DESIGN.md):
   problem (5)/(6), vanilla LCB ``x^u`` (line 5), the no-harm test (line 6), the handover test
   ``g_upper - g_lower > g_thr`` (line 8); an accepted label is followed by the evaluation of
   ``x^c``. After a reject (default ``reject_rule="veto"``) the rejected proposal is never put to
-  the expert again and the next proposal is evaluated (``x^c`` if it passes line 6, else
-  ``x^u``); the default budget counts f-evaluations (``budget="iterations"``: Algorithm 1's
+  the expert again and the next proposal is evaluated (``x^c`` if it passes line 6 and the
+  expert model is sure there, line 8, else ``x^u``); the default budget counts f-evaluations (``budget="iterations"``: Algorithm 1's
   accounting, a reject consumes the iteration, lines 11-12). An expert whose evaluated
   proposals keep doing worse than GP-LCB's forecasts is dismissed (``harm_budget``, not in
   the paper): COBOL then is GP-LCB. Before that, the expert leads only while the GP of f
-  expects its rejects to be worse than its accepts (``agreement_gate``, not in the paper);
+  shows, with probability ``agreement_level`` (0.99), that its rejects are worse than its
+  accepts more often than not (``agreement_gate``, not in the paper);
   otherwise the step is GP-LCB's, and a run the gate hands to GP-LCB throughout repeats
   GP-LCB's run of the same seed exactly.
 * :class:`COBOHL` (``cobohl``) -- Algorithm 2 (App. E): LCB constrained to ``g_lower <= 0``; if

@@ -64,14 +64,21 @@ class COBOL(ExpertPolicy):
         its neighbourhood (candidates whose ``k_g``-correlation with it is at least
         ``veto_correlation``) are removed from the search for ``x^c`` for the rest of the run, so
         the same proposal is never put to the expert again; the next proposal (lines 4-6
-        re-solved with the updated confidence set and lambda) is *not* put to the expert: the
-        new ``x^c`` is evaluated if it passes the no-harm test of line 6, otherwise ``x^u``
-        (GP-LCB's point, whatever the expert said about it). So every reject is followed by an
-        evaluation (at most one label per evaluation, never two rejects in a row) and an expert
-        who keeps contradicting the data leaves exactly GP-LCB's choice ``x^u`` once the
-        no-harm test stops admitting the alternatives. ``"paper"``: Algorithm 1 as printed
+        re-solved with the updated confidence set and lambda) is *not* put to the expert: see
+        ``reject_fallback``. So every reject is followed by an evaluation (at most one label
+        per evaluation, never two rejects in a row) and an expert who keeps contradicting the
+        data leaves exactly GP-LCB's choice ``x^u``. ``"paper"``: Algorithm 1 as printed
         (line 12: back to line 4; with lambda = 0 the same rejected ``x^u`` is proposed and
         asked again until the width there falls below ``g_thr``).
+    reject_fallback:
+        The evaluation that follows a reject (``"veto"`` rule). ``"lcb"`` (default): the
+        re-solved ``x^c`` is evaluated only where Algorithm 1 would evaluate it without a label
+        (it passes line 6 and the expert model is sure there, ``g_upper - g_lower <= g_thr``,
+        line 8); where line 8 would ask the expert again, the step is GP-LCB's ``x^u``. An
+        ``x^c`` that the expert was never asked about and whose ``g`` is unknown is only the
+        optimism of ``g_lower`` (about -3 wherever labels are few), not the expert's advice.
+        ``"xc"``: the re-solved ``x^c`` is evaluated whenever it passes line 6 (the first to
+        third sessions of issue 12; it evaluated such points right after an adversary's reject).
     veto_correlation:
         Correlation ``k_g(x, x_rejected)`` (in (0, 1]) from which a candidate counts as the
         same proposal as a rejected one (``"veto"`` rule); 0.5: within about 1.18 length-scales.
@@ -105,13 +112,24 @@ class COBOL(ExpertPolicy):
         fraction of (rejected, accepted) pairs of labelled points in which the rejected point
         has the higher f (the AUC of the expert's labels as a classifier of f; 1/2 for an
         expert who ranks like a coin, or when the labels hold one class only, or when the GP
-        knows nothing there). While it is at most 1/2 the step is GP-LCB's ``x^u``: the
+        knows nothing there). The expert leads only while the data show, with posterior
+        probability at least ``agreement_level``, that it ranks f better than a coin
+        (:attr:`agreement_probability`, ``P_GP(AUC > 1/2)``); otherwise the step is GP-LCB's
+        ``x^u``: the
         expert is asked about ``x^u`` if the handover test says the expert model is unsure
         there (line 8) and the expert's last answer was not a reject, and ``x^u`` is evaluated
         whatever the answer (a *calibration* label, at a point whose f the next evaluation
         shows). An expert whose rejects the data place at better values than its accepts
         never leads an evaluation; the harm budget still watches the expert once it leads.
         ``False``: the expert leads from the start (the paper).
+    agreement_level:
+        The posterior probability the agreement gate asks for: ``1 - delta`` with the paper's
+        confidence ``delta = 0.01`` (Lemma 3.1, Table 3) by default, the level at which COBOL
+        trusts its bounds on f. A point estimate is not evidence: with three to five
+        evaluations the expected AUC of an adversary's labels is 1/2 plus noise, and crossing
+        1/2 by chance let it lead early steps that sent the rest of the run down another path
+        (issue 12, 10 seeds: 4-D Ackley seed 7, shifted Levy seed 0). ``None``: the third
+        session's rule (lead while the expected AUC exceeds 1/2).
     max_reject_streak:
         Guard against reject streaks (spec pitfall 9; not in the paper): after this many
         rejections in a row the next iteration evaluates the vanilla LCB point x^u without
@@ -154,11 +172,27 @@ class COBOL(ExpertPolicy):
         initial_labels: Any = None,
         harm_budget: float | None = 1.0,
         agreement_gate: bool = True,
+        agreement_level: float | None = 0.99,
+        reject_fallback: str = "lcb",
         **kwargs: Any,
     ) -> None:
         super().__init__(space, seed, **kwargs)
         self.eta = _number(eta, "eta", low=1.0, allow_inf=True)
         self.agreement_gate = bool(agreement_gate)
+        if agreement_level is not None:
+            agreement_level = _number(agreement_level, "agreement_level", low=0.0)
+            if agreement_level >= 1.0:
+                raise InvalidInputError(
+                    f"agreement_level must be in [0, 1), got {agreement_level!r}"
+                )
+        self.agreement_level = agreement_level
+        #: joint posterior draws of f behind :attr:`agreement_probability`
+        self.agreement_draws = 512
+        if reject_fallback not in ("lcb", "xc"):
+            raise InvalidInputError(
+                f"reject_fallback must be 'lcb' or 'xc', got {reject_fallback!r}"
+            )
+        self.reject_fallback = reject_fallback
         #: BO steps given to GP-LCB because the data did not expect the expert to agree with f
         self.gated = 0
         self._calibration_ids: set[int] = set()
@@ -384,7 +418,7 @@ class COBOL(ExpertPolicy):
             self.guarded += int(guard)
             self.outcomes.append("vanilla")
             return self._gp_led(u_u, i_u)
-        if self.agreement_gate and self.candidate == "primal-dual" and self.agreement <= 0.5:
+        if self.agreement_gate and self.candidate == "primal-dual" and not self._expert_may_lead():
             return self._gated_step()
         if self.candidate == "pinpoint" and not self._pinpoint_ready():
             U, idx = self._sample_unit(1)
@@ -457,6 +491,11 @@ class COBOL(ExpertPolicy):
         # remember the GP's forecast that x^u improves the best value (harm_budget)
         distinct = float(np.max(np.abs(u_c - u_u))) > 0.01  # unit-cube coordinates
         ref = ("expert" if distinct else "gp", *self._improvement_forecast(u_u))
+        if width > self.g_thr and self._after_reject and self.reject_fallback == "lcb":
+            # line 8 would ask again; at most one label per evaluation: GP-LCB's step instead
+            self._after_reject = False
+            self.outcomes.append("vanilla")
+            return self._gp_led(u_u, i_u)
         if width > self.g_thr and not self._after_reject:  # line 8: the expert is unsure -> ask
             q = self._ask_unit(u_c, i_c, "label")
         else:
@@ -468,9 +507,10 @@ class COBOL(ExpertPolicy):
 
     @property
     def agreement(self) -> float:
-        """Posterior expected AUC of the expert's labels as a classifier of f (agreement_gate):
-        the mean over pairs (i rejected, j accepted) of ``P_GP(f(x_i) > f(x_j))``; 1/2 without
-        f-data or without labels of both kinds."""
+        """Posterior expected AUC of the expert's labels as a classifier of f (the agreement
+        gate's statistic with ``agreement_level=None``; the default gate reads
+        :attr:`agreement_probability`): the mean over pairs (i rejected, j accepted) of
+        ``P_GP(f(x_i) > f(x_j))``; 1/2 without f-data or without labels of both kinds."""
         from scipy.special import ndtr
 
         self._sync_gp()
@@ -484,6 +524,35 @@ class COBOL(ExpertPolicy):
         var = diag[i][:, None] + diag[j][None, :] - 2.0 * C[np.ix_(i, j)]
         d = mean[i][:, None] - mean[j][None, :]
         return float(np.mean(ndtr(d / np.sqrt(np.maximum(var, 1e-12)))))
+
+    @property
+    def agreement_probability(self) -> float:
+        """Posterior probability, under the GP of f, that the expert's labels rank f better than
+        a coin: ``P_GP(AUC > 1/2)`` with AUC the fraction of (rejected i, accepted j) pairs of
+        labelled points with ``f(x_i) > f(x_j)`` (ties count 1/2). Monte Carlo over joint
+        posterior draws of f at the labelled points, with fixed standard normal draws (a
+        quadrature rule: the policy's generator is not touched). 1/2 without f-data or without
+        labels of both kinds."""
+        self._sync_gp()
+        rej = self.rejected > 0.5
+        if not self.gp.n or rej.all() or not rej.any():
+            return 0.5
+        mean, _ = self.gp.predict(self.X_g)
+        C = self.gp.posterior_covariance(self.X_g, self.X_g)
+        w, V = np.linalg.eigh(0.5 * (C + C.T))
+        root = V * np.sqrt(np.maximum(w, 0.0))
+        z = np.random.default_rng(0).standard_normal((self.agreement_draws, mean.size))
+        F = mean[None, :] + z @ root.T  # (S, n) joint draws
+        i, j = np.flatnonzero(rej), np.flatnonzero(~rej)
+        diff = F[:, i][:, :, None] - F[:, j][:, None, :]
+        auc = np.mean(np.sign(diff), axis=(1, 2))  # 2 AUC - 1
+        return float(np.mean(auc > 0.0) + 0.5 * np.mean(auc == 0.0))
+
+    def _expert_may_lead(self) -> bool:
+        """agreement_gate: whether the data let the expert lead this step (see the class doc)."""
+        if self.agreement_level is None:  # the third session's rule: expected AUC above 1/2
+            return self.agreement > 0.5
+        return self.agreement_probability >= self.agreement_level
 
     def _gated_step(self) -> Query:
         """GP-LCB's step while the data do not expect the expert to agree with f: ``x^u``,

@@ -84,6 +84,10 @@ _DOCS = {
     "(standardised units) against GP-LCB's expectation of its own; None: never",
     "agreement_gate": "let the expert lead only while the GP of f expects its rejects to be "
     "worse than its accepts (else GP-LCB's step, after a calibration label); False: the paper",
+    "agreement_level": "posterior probability that the labels rank f better than a coin the "
+    "agreement gate asks for (1 - delta); None: expected AUC above 1/2",
+    "reject_fallback": "after a reject: 'lcb' evaluates x^c only where line 8 would not ask "
+    "again, else x^u; 'xc' evaluates x^c whenever it passes line 6",
     "max_pinpoint_labels": "labels asked at most to pinpoint one point",
     "max_rejections": "proposals rejected at most before one is evaluated anyway",
     "w0": "initial trust w_0 in the human's belief (w_t = w0 gamma^t)",
