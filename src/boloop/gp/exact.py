@@ -524,12 +524,17 @@ class ExactGP:
         ``eval_gradient`` also returns the gradient wrt ``params`` (R&W eq. 5.9). Priors, if any,
         are not included (see :meth:`log_posterior`).
         """
-        from scipy.linalg import cho_solve, lapack
-
         if not self._n:
             raise InvalidInputError("log_marginal_likelihood needs data: call set_data first")
         p = self._pack() if params is None else np.asarray(params, dtype=np.float64)
-        theta, noise, const = self._unpack(p)
+        return self._lml(*self._unpack(p), eval_gradient)
+
+    def _lml(
+        self, theta: np.ndarray, noise: float, const: float, eval_gradient: bool
+    ) -> float | tuple[float, np.ndarray]:
+        """:meth:`log_marginal_likelihood` at unpacked hyperparameters."""
+        from scipy.linalg import cho_solve, lapack
+
         kernel = self.kernel.with_theta(theta)
         X = self._X[: self._n]
         r = self._y[: self._n] - const
@@ -577,8 +582,10 @@ class ExactGP:
 
     def log_posterior(self, params: np.ndarray) -> tuple[float, np.ndarray]:
         """Log marginal likelihood plus log priors, and its gradient."""
-        lml, grad = self.log_marginal_likelihood(params, eval_gradient=True)  # type: ignore[misc]
-        theta, noise, _ = self._unpack(params)
+        if not self._n:
+            raise InvalidInputError("log_marginal_likelihood needs data: call set_data first")
+        theta, noise, const = self._unpack(np.asarray(params, dtype=np.float64))
+        lml, grad = self._lml(theta, noise, const, True)  # type: ignore[misc]
         lp, gp = self._prior_terms(theta, noise)
         return lml + lp, (grad + gp if gp.size else grad)
 
