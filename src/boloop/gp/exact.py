@@ -77,7 +77,7 @@ def _doubled_lower_inverse(L: np.ndarray, overwrite: bool = False) -> np.ndarray
         inv = np.tril(inv)
     d = np.diag(inv).copy()
     inv *= 2.0
-    inv[np.diag_indices_from(inv)] = d
+    inv.flat[:: inv.shape[0] + 1] = d
     return inv
 
 
@@ -191,6 +191,7 @@ class ExactGP:
         observations in buffers of 512 stores a 300 x 300 factor, not 512 x 512 (a third of the
         bytes to compress at every ``boloop study tell`` of a safe study)."""
         state = self.__dict__.copy()
+        state.pop("_layout_cache", None)  # a memo, rebuilt on use
         for name in self._BUFFERS:
             state[name] = pack_used_rows(getattr(self, name), self._n, square=name == "_L")
         return state
@@ -457,10 +458,28 @@ class ExactGP:
             bounds.append((None, None))
         return bounds
 
+    def _layout(self) -> tuple[np.ndarray, int, tuple[tuple[int, Any], ...]]:
+        """``(free mask, number free, ((index, prior), ...))`` over the kernel's ``theta``:
+        fixed by the kernel's structure and the priors, so memoised on them (a fit evaluates
+        the likelihood dozens of times)."""
+        k = self.kernel
+        key = (type(k), k.fixed, tuple(k.hyperparameter_groups().items()), *self.priors.items())
+        cached = getattr(self, "_layout_cache", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        mask = k.free_mask
+        pairs = []
+        for i, name in enumerate(k.theta_names):
+            prior = self.priors.get(name) or self.priors.get(name.split("[")[0])
+            if prior is not None:
+                pairs.append((i, prior))
+        layout = (mask, int(mask.sum()), tuple(pairs))
+        self._layout_cache = (key, layout)
+        return layout
+
     def _unpack(self, p: np.ndarray) -> tuple[np.ndarray, float, float]:
-        mask = self.kernel.free_mask
+        mask, k, _ = self._layout()
         theta = self.kernel.theta.copy()
-        k = int(mask.sum())
         theta[mask] = p[:k]
         i = k
         noise = self.noise_variance
@@ -476,17 +495,13 @@ class ExactGP:
         """Log prior and its gradient wrt the packed free vector."""
         if not self.priors:
             return 0.0, np.zeros(0)
-        mask = self.kernel.free_mask
-        names = self.kernel.theta_names
+        mask, _, pairs = self._layout()
         grad_full = np.zeros(theta.size)
         total = 0.0
-        for i, name in enumerate(names):
-            base = name.split("[")[0]
-            prior = self.priors.get(name) or self.priors.get(base)
-            if prior is not None:
-                lp, g = prior.logpdf_theta(float(theta[i]))
-                total += lp
-                grad_full[i] = g
+        for i, prior in pairs:
+            lp, g = prior.logpdf_theta(float(theta[i]))
+            total += lp
+            grad_full[i] = g
         extra = []
         if self.fit_noise:
             prior = self.priors.get("noise")
@@ -509,12 +524,17 @@ class ExactGP:
         ``eval_gradient`` also returns the gradient wrt ``params`` (R&W eq. 5.9). Priors, if any,
         are not included (see :meth:`log_posterior`).
         """
-        from scipy.linalg import cho_solve, lapack
-
         if not self._n:
             raise InvalidInputError("log_marginal_likelihood needs data: call set_data first")
         p = self._pack() if params is None else np.asarray(params, dtype=np.float64)
-        theta, noise, const = self._unpack(p)
+        return self._lml(*self._unpack(p), eval_gradient)
+
+    def _lml(
+        self, theta: np.ndarray, noise: float, const: float, eval_gradient: bool
+    ) -> float | tuple[float, np.ndarray]:
+        """:meth:`log_marginal_likelihood` at unpacked hyperparameters."""
+        from scipy.linalg import cho_solve, lapack
+
         kernel = self.kernel.with_theta(theta)
         X = self._X[: self._n]
         r = self._y[: self._n] - const
@@ -524,14 +544,17 @@ class ExactGP:
             K = K.copy()  # the state may hold K itself
         else:
             K, state = kernel.k(X), None
-        K[np.diag_indices_from(K)] += noise
+        K.flat[:: n + 1] += noise
         # K is a private copy: factorise it in place, with the jitter ladder only on failure
         L, info = lapack.dpotrf(K, lower=1, clean=1, overwrite_a=1)
         if info != 0 or not np.isfinite(L[-1, -1]):
             K = kernel.k(X)
             K[np.diag_indices_from(K)] += noise
             L, _ = robust_cholesky(K)
-        alpha = cho_solve((L, True), r, check_finite=False)
+        # scipy's cho_solve is this LAPACK call after checks a step's small solves pay for
+        alpha, info = lapack.dpotrs(L, r, lower=1)
+        if info != 0:  # pragma: no cover - a valid factor never fails
+            alpha = cho_solve((L, True), r, check_finite=False)
         lml = (
             -0.5 * float(r @ alpha)
             - float(np.sum(np.log(np.diag(L))))
@@ -559,8 +582,10 @@ class ExactGP:
 
     def log_posterior(self, params: np.ndarray) -> tuple[float, np.ndarray]:
         """Log marginal likelihood plus log priors, and its gradient."""
-        lml, grad = self.log_marginal_likelihood(params, eval_gradient=True)  # type: ignore[misc]
-        theta, noise, _ = self._unpack(params)
+        if not self._n:
+            raise InvalidInputError("log_marginal_likelihood needs data: call set_data first")
+        theta, noise, const = self._unpack(np.asarray(params, dtype=np.float64))
+        lml, grad = self._lml(theta, noise, const, True)  # type: ignore[misc]
         lp, gp = self._prior_terms(theta, noise)
         return lml + lp, (grad + gp if gp.size else grad)
 

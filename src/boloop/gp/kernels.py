@@ -298,12 +298,29 @@ class StationaryKernel(Kernel):
         return K, dK
 
     def gram_for_gradient(self, X: np.ndarray) -> tuple[np.ndarray, object]:
-        # the kernel and its slope are evaluated on the n (n - 1) / 2 distinct pairs only
-        # (condensed form), then expanded; k(x, x) = variance for every stationary kernel here
-        from scipy.spatial.distance import pdist, squareform  # lazily, as in scaled_sqdist
-
+        # the distances are the same sequential sums of rounded squares as pdist's (so the same
+        # values bit for bit, without pdist's and squareform's per-call overhead, most of a
+        # marginal-likelihood evaluation for the few points of a step); above
+        # _NUMPY_SQDIST_TERMS the kernel and its slope are evaluated on the n (n - 1) / 2
+        # distinct pairs only (condensed form), then expanded; k(x, x) = variance for every
+        # stationary kernel here
         X = self._check(X, "X")
         Xs = X / self.lengthscale
+        n = Xs.shape[0]
+        if n * n * Xs.shape[1] <= _NUMPY_SQDIST_TERMS:
+            r2 = _sqeuclidean(Xs, Xs)  # symmetric with a zero diagonal, exactly
+            if "lengthscale" in self.fixed:
+                K = self._k_of_r2_inplace(r2)
+                K.flat[:: n + 1] = self.variance
+                return K, (Xs, None, None, K)
+            K, slope = self._k_and_slope(r2)
+            if slope is K:  # the squared exponential's slope is k itself
+                slope = K.copy()
+            K.flat[:: n + 1] = self.variance
+            slope.flat[:: n + 1] = 0.0  # as squareform's diagonal: only multiplies zero distances
+            return K, (Xs, None if self.ard else r2, slope, K)
+        from scipy.spatial.distance import pdist, squareform  # lazily, as in scaled_sqdist
+
         r2c = pdist(Xs, "sqeuclidean")
         if "lengthscale" in self.fixed:
             K = squareform(self._k_of_r2_inplace(r2c))

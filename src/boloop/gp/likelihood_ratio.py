@@ -69,6 +69,7 @@ logger = logging.getLogger("boloop")
 
 S_MIN = 1e-9  # floor on s(x): the u-term then contributes at most 1e-9 * B
 _NEWTON_BLOCK = 128  # rows per block of the batched Newton solves (cache-sized (128, n, n))
+_HALVING_BLOCKS = (2, 6, 21)  # the line search's halvings 1-2, 3-8, 9-29, each block in one batch
 
 
 def log_likelihood(Z: np.ndarray, rejected: np.ndarray) -> np.ndarray:
@@ -129,6 +130,21 @@ class _Likelihood:
         den = np.maximum(b2 - Z * Z, 1e-12 * b2)
         return c + self.tau * 2.0 * (b2 + Z * Z) / (den * den)
 
+    def grad_curvature(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(grad(Z), curvature(Z))`` with the shared terms computed once (the same values, bit
+        for bit, as the two methods)."""
+        from scipy.special import expit
+
+        p = expit(Z)
+        g = self.r - p
+        c = p * (1.0 - p)
+        if self.box is None:
+            return g, c
+        b2 = self.box**2
+        ZZ = Z * Z
+        den = np.maximum(b2 - ZZ, 1e-12 * b2)
+        return g - self.tau * 2.0 * Z / den, c + self.tau * 2.0 * (b2 + ZZ) / (den * den)
+
 
 def _as_likelihood(rejected: Any, box: float | None = None) -> _Likelihood:
     if isinstance(rejected, _Likelihood):
@@ -156,7 +172,7 @@ def _newton_penalised(
     max_iter: int = 100,
 ) -> np.ndarray:
     """``argmax_w l(L w) - mu/2 ||w||^2`` by Newton with backtracking; L (n, n), r (n,) -> (n,)."""
-    from scipy.linalg import cho_factor, cho_solve
+    from scipy.linalg.lapack import dpotrf, dpotrs
 
     lik = _as_likelihood(r)
     w = w0.copy()
@@ -167,15 +183,18 @@ def _newton_penalised(
     f = F(w)
     for _ in range(max_iter):
         Z = L @ w
-        grad = L.T @ lik.grad(Z) - mu * w
+        g, D = lik.grad_curvature(Z)
+        grad = L.T @ g - mu * w
         if float(np.max(np.abs(grad))) <= tol:
             break
-        D = lik.curvature(Z)
         H = (L.T * D) @ L
-        H[np.diag_indices_from(H)] += mu
-        try:
-            step = cho_solve(cho_factor(H, lower=True, check_finite=False), grad)
-        except np.linalg.LinAlgError:
+        H.flat[:: H.shape[0] + 1] += mu
+        # scipy's cho_factor / cho_solve are these LAPACK calls (lower triangle of H) after
+        # checks that cost more than the solve at this size
+        c, info = dpotrf(H, lower=1, clean=0)
+        if info == 0:
+            step, info = dpotrs(c, grad, lower=1)
+        if info != 0:  # not positive definite: a gradient step
             step = grad / max(mu, 1e-12)
         t = 1.0
         while t > 1e-10:
@@ -205,8 +224,9 @@ def maximum_likelihood(
     ``value_bound``: also ``|Z_i| <= value_bound`` (by the log-barrier of :class:`_Likelihood`;
     ``loglik`` then includes the barrier term). ``w0`` and ``mu_hint`` (the ball multiplier of a
     nearby problem, e.g. before the last label or kernel change) are warm starts: the root search
-    for ``mu`` first tries a bracket of one unit of ``log mu`` around the hint; the solution is
-    the same (to the root tolerance) either way.
+    for ``mu`` first tries a bracket of one unit of ``log mu`` around the hint (``mu_hint = 0``,
+    a ball inactive there: with ``value_bound`` the unconstrained maximiser is tried first); the
+    solution is the same (to the root and Newton tolerances) either way.
     """
     from scipy.optimize import brentq  # lazily: a study call must not pay for scipy.optimize
 
@@ -231,6 +251,14 @@ def maximum_likelihood(
         except ValueError:
             return None
 
+    if mu_hint == 0.0 and r.box is not None:
+        # the nearby problem's ball was inactive: try the unconstrained maximiser first (it
+        # exists with the box's barrier); inside the ball it is the MLE, found without the
+        # bracket search down to mu = 1e-14 (a dozen Newton solves)
+        w = _newton_penalised(L, r, 0.0, w_start)
+        if np.linalg.norm(w) <= B:
+            Z = L @ w
+            return MLEResult(w, Z, float(r.value(Z)), 0.0)
     if mu_hint is not None and mu_hint > 0:  # warm start: a narrow bracket around the hint
         h = math.log(mu_hint)
         f_a = norm_excess(h - 0.5)
@@ -295,11 +323,12 @@ def _kkt_residuals(
     without a box) and h = L^T l'(Z) (m, n).
     """
     Z = W @ L.T
-    h = r.grad(Z) @ L
+    g, D = r.grad_curvature(Z)
+    h = g @ L
     r_w = A + nu[:, None] * h - mu[:, None] * W
     r_mu = 0.5 * (B * B - np.einsum("ij,ij->i", W, W) - (s / mu) ** 2)
     r_nu = r.value(Z) - ll_min
-    return r_w, r_mu, r_nu, r.curvature(Z), h
+    return r_w, r_mu, r_nu, D, h
 
 
 def _merit(r_w: np.ndarray, r_mu: np.ndarray, r_nu: np.ndarray, B: float) -> np.ndarray:
@@ -418,21 +447,19 @@ def _support_values(
         act = np.flatnonzero(~done)
         if act.size == 0:
             break
-        Wa, mua, nua, Aa, sa = W[act], mu[act], nu[act], Ad[act], sd[act]
-        r_w, r_mu, r_nu, P, h = R_w[act], R_mu[act], R_nu[act], P_all[act], h_all[act]
-        scale = 1.0 + np.abs(nua) + np.abs(mua)
+        scale = 1.0 + np.abs(nu[act]) + np.abs(mu[act])
         conv = (
-            (np.max(np.abs(r_w), axis=1) <= tol * scale)
-            & (np.abs(r_mu) <= tol * B * B + 1e-14)
-            & (np.abs(r_nu) <= tol * (1 + abs(ll_min)))
+            (np.max(np.abs(R_w[act]), axis=1) <= tol * scale)
+            & (np.abs(R_mu[act]) <= tol * B * B + 1e-14)
+            & (np.abs(R_nu[act]) <= tol * (1 + abs(ll_min)))
         )
         done[act[conv]] = True
         keep = ~conv
         if not np.any(keep):
             break
         act = act[keep]
-        Wa, mua, nua, Aa, sa = Wa[keep], mua[keep], nua[keep], Aa[keep], sa[keep]
-        r_w, r_mu, r_nu, P, h = r_w[keep], r_mu[keep], r_nu[keep], P[keep], h[keep]
+        Wa, mua, nua, Aa, sa = W[act], mu[act], nu[act], Ad[act], sd[act]
+        r_w, r_mu, r_nu, P, h = R_w[act], R_mu[act], R_nu[act], P_all[act], h_all[act]
         # Newton matrix M_j = mu_j I + U_j U_j^T with U_j = L^T S_j, S_j = sqrt(nu_j D_j); by
         # Woodbury M_j^{-1} b = (b - U_j G_j^{-1} U_j^T b) / mu_j with G_j = mu_j I + S_j K S_j,
         # whose entries are formed elementwise (O(n^2) per row instead of a 2 n^3 product)
@@ -475,24 +502,54 @@ def _support_values(
                 frac = np.where(np.abs(dZ) > 0, room / np.abs(dZ), np.inf)
             t = np.minimum(t, 0.99 * np.min(frac, axis=1))
         merit0 = _merit(r_w, r_mu, r_nu, B)
-        pend = np.arange(act.size)  # rows whose step length is not accepted yet
-        for _bt in range(30):
-            tp = t[pend]
-            Wn = Wa[pend] + tp[:, None] * dW[pend]
-            mun = mua[pend] + tp * dmu[pend]
-            nun = nua[pend] + tp * dnu[pend]
-            res = _kkt_residuals(L, r, Aa[pend], sa[pend], Wn, mun, nun, ll_min, B)
-            merit1 = _merit(res[0], res[1], res[2], B)
-            bad = ~(merit1 <= (1 - 1e-4 * tp) * merit0[pend]) & (tp > 1e-8)
-            rows, good = act[pend], ~bad
-            W[rows[good]], mu[rows[good]], nu[rows[good]] = Wn[good], mun[good], nun[good]
-            R_w[rows[good]], R_mu[rows[good]], R_nu[rows[good]] = (x[good] for x in res[:3])
-            P_all[rows[good]], h_all[rows[good]] = res[3][good], res[4][good]
-            if not np.any(bad):
+        # backtracking: trial b (0, 1, ..., 29) of a row is the step t / 2^b, accepted when it
+        # satisfies the Armijo test on the merit or is below 1e-8; after 30 rejected trials the
+        # next halving is taken unchecked. The first trial is evaluated for every row, then the
+        # halvings of the rows still pending in blocks of several trials each (_HALVING_BLOCKS):
+        # the same accepted step as trying them one by one, in a few batched evaluations (a
+        # row stalled at the box's edge needs ~27 halvings per iteration)
+        Wn = Wa + t[:, None] * dW
+        mun = mua + t * dmu
+        nun = nua + t * dnu
+        res = _kkt_residuals(L, r, Aa, sa, Wn, mun, nun, ll_min, B)
+        merit1 = _merit(res[0], res[1], res[2], B)
+        bad = ~(merit1 <= (1 - 1e-4 * t) * merit0) & (t > 1e-8)
+        if not bad.any():  # every trial accepted
+            W[act], mu[act], nu[act] = Wn, mun, nun
+            R_w[act], R_mu[act], R_nu[act], P_all[act], h_all[act] = res
+            continue
+        good = np.flatnonzero(~bad)
+        rg = act[good]
+        W[rg], mu[rg], nu[rg] = Wn[good], mun[good], nun[good]
+        R_w[rg], R_mu[rg], R_nu[rg] = res[0][good], res[1][good], res[2][good]
+        P_all[rg], h_all[rg] = res[3][good], res[4][good]
+        pend = np.flatnonzero(bad)
+        b = 0  # halvings tried
+        for k in _HALVING_BLOCKS:
+            if not pend.size:
                 break
-            pend = pend[bad]
-            t[pend] *= 0.5
-        else:  # the last halving was not evaluated: take it unchecked (as before)
+            p = pend.size
+            tp = t[pend][:, None] * (0.5 ** np.arange(b + 1, b + k + 1))  # (p, k), exact
+            Wn = (Wa[pend][:, None, :] + tp[:, :, None] * dW[pend][:, None, :]).reshape(p * k, n)
+            mun = (mua[pend][:, None] + tp * dmu[pend][:, None]).reshape(-1)
+            nun = (nua[pend][:, None] + tp * dnu[pend][:, None]).reshape(-1)
+            res = _kkt_residuals(
+                L, r, np.repeat(Aa[pend], k, axis=0), np.repeat(sa[pend], k), Wn, mun, nun,
+                ll_min, B,
+            )
+            merit1 = _merit(res[0], res[1], res[2], B).reshape(p, k)
+            ok = (merit1 <= (1 - 1e-4 * tp) * merit0[pend][:, None]) | ~(tp > 1e-8)
+            hit = ok.any(axis=1)
+            first = np.argmax(ok, axis=1)
+            sel = np.flatnonzero(hit) * k + first[hit]  # the first accepted trial of each row
+            rows = act[pend[hit]]
+            W[rows], mu[rows], nu[rows] = Wn[sel], mun[sel], nun[sel]
+            R_w[rows], R_mu[rows], R_nu[rows] = res[0][sel], res[1][sel], res[2][sel]
+            P_all[rows], h_all[rows] = res[3][sel], res[4][sel]
+            pend = pend[~hit]
+            b += k
+        if pend.size:  # 30 trials rejected: the next halving, taken unchecked (as before)
+            t[pend] *= 0.5 ** (b + 1)
             rows = act[pend]
             Wn = Wa[pend] + t[pend, None] * dW[pend]
             if r.box is not None:  # never step out of the box (the barrier is -inf there)
@@ -890,7 +947,7 @@ class LikelihoodRatioModel:
         if self.value_bound is not None:
             Z0 = np.clip(Z0, -0.99 * self.value_bound, 0.99 * self.value_bound)
         w0 = solve_triangular(self._L, Z0, lower=True, check_finite=False)
-        return w0, (mu if mu > 0 else None)
+        return w0, mu
 
     @property
     def loglik_mle(self) -> float:
@@ -964,6 +1021,10 @@ class LikelihoodRatioModel:
         if not self.adapt or self.norm_bound * 2 > self.max_norm_bound or self.n == 0:
             return False
         current = self.mle
+        if current.mu == 0.0:
+            # the ball is inactive at B: the MLE is the unconstrained maximiser, which the larger
+            # ball of 2B contains too, so l(MLE | 2B) = l(MLE | B) and the test cannot pass
+            return False
         doubled = maximum_likelihood(
             self._L, self._r, 2 * self.norm_bound, w0=current.w, value_bound=self.value_bound
         )
