@@ -614,9 +614,14 @@ class ExactGP:
             for _ in range(int(n_restarts)):
                 starts.append(rng.uniform(lo, hi))
 
+        # the same function without per-evaluation overhead where the kernel allows (stationary)
+        from boloop.gp.marginal_likelihood import StationaryLogPosterior
+
+        log_posterior = StationaryLogPosterior.for_gp(self) or self.log_posterior
+
         def objective(p: np.ndarray) -> tuple[float, np.ndarray]:
             try:
-                val, grad = self.log_posterior(p)
+                val, grad = log_posterior(p)
             except (LinAlgError, FloatingPointError, ValueError):
                 return 1e25, np.zeros_like(p)
             if not math.isfinite(val) or not np.all(np.isfinite(grad)):
@@ -628,18 +633,18 @@ class ExactGP:
             if not bounds:
                 best_p, best_val = start, objective(start)[0]
                 break
-            from scipy.optimize import minimize  # lazily: ~0.1 s a study call often skips
+            # scipy's L-BFGS-B without its per-evaluation wrapping (the same iterates)
+            from boloop.gp.optimize import minimize_lbfgsb
 
-            res = minimize(
+            x_end, f_end, _ = minimize_lbfgsb(
                 objective,
                 start,
-                jac=True,
-                method="L-BFGS-B",
-                bounds=bounds,
-                options={"maxiter": maxiter, **({} if ftol is None else {"ftol": float(ftol)})},
+                bounds,
+                maxiter=maxiter,
+                **({} if ftol is None else {"ftol": float(ftol)}),
             )
-            if res.fun < best_val:
-                best_p, best_val = res.x, float(res.fun)
+            if f_end < best_val:
+                best_p, best_val = x_end, f_end
         assert best_p is not None
         theta, noise, const = self._unpack(best_p)
         previous = (self.kernel.theta.copy(), self.noise_variance, self.mean_constant)

@@ -417,7 +417,10 @@ class HyperparameterLearning:
                 error=str(exc),
             )
         k = gp.kernel
-        lp = gp.log_posterior(gp.free_parameters())[0]
+        from boloop.gp.marginal_likelihood import StationaryLogPosterior
+
+        log_posterior = StationaryLogPosterior.for_gp(gp) or gp.log_posterior
+        lp = log_posterior(gp.free_parameters())[0]
         return FitReport(
             True,
             n,

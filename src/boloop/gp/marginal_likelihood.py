@@ -1,0 +1,187 @@
+"""The log posterior of a stationary-kernel GP's hyperparameters, lean enough to be optimised
+at every refit.
+
+:meth:`boloop.gp.exact.ExactGP.fit` maximises the log marginal likelihood (Rasmussen and Williams
+2006, eq. 2.30) plus the log priors of the hyperparameters, with its gradient (eq. 5.9), by
+L-BFGS-B: some thirty evaluations per refit on the few dozen observations of a study, where the
+level-set family refits after most answers (issue 18). The general path
+(:meth:`ExactGP.log_posterior`) builds a kernel object, unpacks the parameters by name and
+expands condensed distance matrices at every evaluation: Python overhead several times the cost
+of the linear algebra at these sizes. :class:`StationaryLogPosterior` is the same function for a
+:class:`~boloop.gp.kernels.StationaryKernel` (squared exponential or Matern, isotropic or ARD)
+with everything that does not depend on the parameters prepared once per fit: the data, the
+packing of the free parameters, the priors by position. Per evaluation it forms the Gram matrix
+once (squared distances summed coordinate by coordinate, the kernel and its slope
+``-2 dk/d(r^2)`` from them), factorises it once (LAPACK potrf), and takes the gradient traces
+``0.5 tr((alpha alpha^T - K^{-1}) dK_k)`` without forming any ``dK_k`` (see
+:meth:`StationaryKernel.gradient_traces`).
+
+It performs the general path's floating-point operations in the same order, so its values and
+gradients are the same numbers, bit for bit (checked in ``tests/test_gp_marginal_likelihood.py``
+against :meth:`ExactGP.log_posterior`, scikit-learn's ``log_marginal_likelihood`` and finite
+differences): fits, and the runs built on them, do not change. Where the factorisation fails it
+hands the evaluation to the general path (its jitter ladder).
+
+Shapes: training inputs (n, d), targets (n,), packed free parameters (p,).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+from scipy.linalg import lapack
+
+from boloop.gp.exact import ExactGP
+from boloop.gp.kernels import StationaryKernel
+
+__all__ = ["StationaryLogPosterior"]
+
+_LOG_2PI = math.log(2 * math.pi)
+_potrf, _potrs, _potri = lapack.dpotrf, lapack.dpotrs, lapack.dpotri
+
+
+def _pairwise_sqdist(Xs: np.ndarray) -> np.ndarray:
+    """``sum_j (x_ij - x_kj)^2`` (n, n) for scaled inputs ``Xs`` (n, d), summed over ``j`` in
+    order: the values of ``squareform(pdist(Xs, "sqeuclidean"))``, zero diagonal included."""
+    Xt = np.ascontiguousarray(Xs.T)
+    D = np.subtract.outer(Xt[0], Xt[0])
+    D *= D
+    for j in range(1, Xt.shape[0]):
+        t = np.subtract.outer(Xt[j], Xt[j])
+        t *= t
+        D += t
+    return D
+
+
+class StationaryLogPosterior:
+    """``params -> (log posterior, gradient)`` of ``gp``'s packed free hyperparameters.
+
+    Built from the GP's current data, kernel, priors and packing (:meth:`ExactGP.free_parameters`:
+    the free kernel log-hyperparameters, then the log noise if fitted, then the constant mean if
+    any). Use :meth:`for_gp`, which returns ``None`` where the general path must be used (a
+    kernel that is not stationary, or fixed length-scales). The GP is not modified.
+    """
+
+    def __init__(self, gp: ExactGP) -> None:
+        kern = gp.kernel
+        assert isinstance(kern, StationaryKernel)
+        self._gp = gp
+        # a private shallow copy whose variance and length-scales are set per evaluation (the
+        # kernel's own formulas k(r^2) and slope(r^2) are used on them)
+        self._kern = copy.copy(kern)
+        self._X = np.array(gp.X, dtype=np.float64)
+        self._y = np.array(gp.y, dtype=np.float64)
+        self._n = int(self._y.size)
+        self._mask = kern.free_mask
+        self._n_free = int(self._mask.sum())
+        self._theta = kern.theta.copy()
+        self._fit_variance = "variance" not in kern.fixed
+        self._fit_noise = gp.fit_noise
+        self._noise = gp.noise_variance
+        self._constant = gp.mean == "constant"
+        self._mean = gp.mean_constant
+        self._half_n_log_2pi = 0.5 * self._n * _LOG_2PI
+        self._ard = kern.ard
+        self._n_params = self._n_free + int(self._fit_noise) + int(self._constant)
+        self._diag = slice(None, None, self._n + 1)
+        priors = gp.priors
+        # (index in theta, index in the packed vector or -1 when fixed, prior)
+        self._theta_priors = []
+        packed = np.cumsum(self._mask) - 1
+        for i, name in enumerate(kern.theta_names):
+            prior = priors.get(name) or priors.get(name.split("[")[0])
+            if prior is not None:
+                self._theta_priors.append((i, int(packed[i]) if self._mask[i] else -1, prior))
+        self._noise_prior = priors.get("noise") if self._fit_noise else None
+        self._has_priors = bool(priors)
+
+    @classmethod
+    def for_gp(cls, gp: ExactGP) -> StationaryLogPosterior | None:
+        """The lean objective for ``gp``, or ``None`` when only the general path applies."""
+        kern = gp.kernel
+        if not isinstance(kern, StationaryKernel) or "lengthscale" in kern.fixed or gp.n < 1:
+            return None
+        return cls(gp)
+
+    def __call__(self, params: np.ndarray) -> tuple[float, np.ndarray]:
+        """Log marginal likelihood plus log priors at ``params`` (p,), and the gradient (p,)."""
+        p = np.asarray(params, dtype=np.float64)
+        # unpack (as ExactGP._unpack and the kernel's theta setter do)
+        theta = self._theta.copy()
+        k = self._n_free
+        theta[self._mask] = p[:k]
+        i = k
+        noise = self._noise
+        if self._fit_noise:
+            noise = float(np.exp(p[i]))
+            i += 1
+        const = float(p[i]) if self._constant else self._mean
+        kern = self._kern
+        variance = float(np.exp(theta[0]))
+        ls = np.exp(theta[1:])
+        kern.variance = variance
+        kern.lengthscale = ls if self._ard else float(ls[0])
+        # Gram matrix and the slope -2 dk/d(r^2), from the scaled squared distances
+        Xs = self._X / kern.lengthscale
+        r2 = _pairwise_sqdist(Xs)
+        K, slope = kern._k_and_slope(r2)
+        diag = self._diag
+        # K + noise I is symmetric: its transpose is the Fortran-ordered array LAPACK factorises
+        # in place; K itself keeps the variance on its diagonal
+        K.flat[diag] = variance + noise
+        Kn = K.T.copy(order="F")
+        K.flat[diag] = variance
+        L, info = _potrf(Kn, lower=1, clean=1, overwrite_a=1)
+        if info != 0 or not math.isfinite(L[-1, -1]):
+            return self._gp.log_posterior(p)  # the general path's jitter ladder
+        r = self._y - const
+        alpha, _ = _potrs(L, r, lower=1)
+        lml = -0.5 * float(r @ alpha) - float(np.sum(np.log(L.diagonal()))) - self._half_n_log_2pi
+        # R&W eq. 5.9 through W = alpha alpha^T - K^{-1} (see ExactGP.log_marginal_likelihood):
+        # K^{-1}'s lower triangle from the factor (potri, in place; the upper part stays zero),
+        # doubled off the diagonal; invT is its C-ordered transpose (upper triangle)
+        inv, info = _potri(L, lower=1, overwrite_c=1)
+        if info != 0:  # pragma: no cover - a valid factor never fails
+            return self._gp.log_posterior(p)
+        invT = inv.T
+        d = invT.diagonal().copy()
+        invT *= 2.0
+        invT.flat[diag] = d
+        W = np.outer(alpha, alpha)
+        W -= inv
+        g = np.empty(self._n_params)
+        j = 0
+        if self._fit_variance:
+            g[0] = 0.5 * float(np.vdot(W, K))
+            j = 1
+        S = W * slope
+        S.flat[diag] = W.flat[diag] * 0.0  # the slope's diagonal only multiplies zero distances
+        if self._ard:
+            Z = Xs - Xs.sum(axis=0) / self._n
+            sums = S.sum(axis=1) + S.sum(axis=0)
+            g[j : j + Z.shape[1]] = 0.5 * (sums @ (Z * Z) - 2.0 * np.einsum("ij,ij->j", Z, S @ Z))
+            j += Z.shape[1]
+        else:
+            g[j] = 0.5 * float(np.vdot(S, r2))
+            j += 1
+        if self._fit_noise:
+            g[j] = 0.5 * noise * float(np.trace(W))
+            j += 1
+        if self._constant:
+            g[j] = float(np.sum(alpha))
+        if not self._has_priors:
+            return lml, g
+        # log priors in theta = log p and their gradients (as ExactGP._prior_terms)
+        total = 0.0
+        for i, j, prior in self._theta_priors:
+            lp, dlp = prior.logpdf_theta(float(theta[i]))
+            total += lp
+            if j >= 0:
+                g[j] += dlp
+        if self._noise_prior is not None:
+            lp, dlp = self._noise_prior.logpdf_theta(math.log(noise))
+            total += lp
+            g[self._n_free] += dlp
+        return lml + total, g

@@ -1,0 +1,176 @@
+"""The lean log posterior of hyperparameter fits and the lean L-BFGS-B driver.
+
+Oracles: :meth:`ExactGP.log_posterior` (the general path; the lean one must give the same numbers
+bit for bit, so that fits and the runs built on them do not change), scikit-learn's
+``log_marginal_likelihood`` with its gradient (an independent implementation), central finite
+differences and scipy's ``check_grad``; for the driver, ``scipy.optimize.minimize`` itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import check_grad, minimize
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process import kernels as skk
+
+from boloop.gp import ExactGP, GammaPrior, LogNormalPrior, Matern, SquaredExponential
+from boloop.gp.marginal_likelihood import StationaryLogPosterior
+from boloop.gp.optimize import minimize_lbfgsb
+
+
+def _gp(seed: int) -> ExactGP:
+    """A random GP configuration of the kinds the families fit (kernel, ARD or not, fixed
+    variance, noise fitted or not, constant or zero mean, priors or none, duplicates)."""
+    rng = np.random.default_rng(seed)
+    d = int(rng.integers(1, 5))
+    n = int(rng.integers(1, 50))
+    ls = rng.uniform(0.1, 2.0, size=d) if rng.random() < 0.7 else float(rng.uniform(0.1, 2.0))
+    kind = int(rng.integers(4))
+    fixed = ("variance",) if rng.random() < 0.2 else ()
+    if kind == 0:
+        kern = SquaredExponential(ls, 1.3, fixed=fixed)
+    else:
+        kern = Matern((0.5, 1.5, 2.5)[kind - 1], ls, 1.3, fixed=fixed)
+    priors = {}
+    if rng.random() < 0.7:
+        priors = {"lengthscale": LogNormalPrior(0.3, 1.2), "noise": GammaPrior(1.1, 0.5)}
+        if not fixed:
+            priors["variance"] = LogNormalPrior(0.1, 1.0)
+    gp = ExactGP(
+        kern,
+        0.01,
+        fit_noise=bool(rng.random() < 0.7),
+        mean="constant" if rng.random() < 0.6 else "zero",
+        priors=priors,
+    )
+    X = rng.uniform(0, 3, size=(n, d))
+    if n > 3:
+        X[1] = X[0]
+    gp.set_data(X, np.sin(X).sum(axis=1) + 0.1 * rng.standard_normal(n))
+    return gp
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_lean_log_posterior_is_the_general_one_bit_for_bit(seed: int) -> None:
+    gp = _gp(seed)
+    lean = StationaryLogPosterior.for_gp(gp)
+    assert lean is not None
+    rng = np.random.default_rng(1000 + seed)
+    p0 = gp.free_parameters()
+    for _ in range(5):
+        p = p0 + rng.standard_normal(p0.size)
+        val, grad = gp.log_posterior(p)
+        lval, lgrad = lean(p)
+        assert lval == val
+        assert np.array_equal(lgrad, grad)
+
+
+@pytest.mark.parametrize("ard", [True, False])
+def test_lean_log_posterior_matches_sklearn_value_and_gradient(ard: bool) -> None:
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 2, size=(25, 3))
+    y = np.sin(3 * X[:, 0]) + X[:, 1] * X[:, 2] + 0.05 * rng.standard_normal(25)
+    ls = np.array([0.5, 0.9, 1.4]) if ard else 0.8
+    gp = ExactGP(SquaredExponential(ls, 1.7), 0.03, fit_noise=True)
+    gp.set_data(X, y)
+    lean = StationaryLogPosterior.for_gp(gp)
+    assert lean is not None
+    sk_kernel = skk.ConstantKernel(1.7) * skk.RBF(ls) + skk.WhiteKernel(0.03)
+    sk = GaussianProcessRegressor(sk_kernel, alpha=0.0, optimizer=None).fit(X, y)
+    # sklearn's theta: log variance, log length-scales, log noise: the order of ours
+    for shift in (0.0, 0.3, -0.4):
+        p = gp.free_parameters() + shift
+        val, grad = lean(p)
+        sk_val, sk_grad = sk.log_marginal_likelihood(p, eval_gradient=True)
+        assert val == pytest.approx(sk_val, rel=1e-10)
+        np.testing.assert_allclose(grad, sk_grad, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_lean_gradient_matches_finite_differences(seed: int) -> None:
+    gp = _gp(100 + seed)
+    lean = StationaryLogPosterior.for_gp(gp)
+    assert lean is not None
+    p = gp.free_parameters() + 0.1
+    err = check_grad(lambda q: lean(q)[0], lambda q: lean(q)[1], p, epsilon=1e-6)
+    scale = max(1.0, float(np.linalg.norm(lean(p)[1])))
+    assert err <= 1e-4 * scale
+
+
+def test_lean_path_declines_what_it_does_not_cover() -> None:
+    gp = ExactGP(SquaredExponential(0.5, 1.0, fixed=("lengthscale",)), 0.01)
+    gp.set_data(np.array([[0.0], [1.0]]), np.array([0.0, 1.0]))
+    assert StationaryLogPosterior.for_gp(gp) is None
+    empty = ExactGP(SquaredExponential(0.5, 1.0), 0.01)
+    assert StationaryLogPosterior.for_gp(empty) is None
+
+
+def _rosenbrock(x: np.ndarray) -> tuple[float, np.ndarray]:
+    a, b = x[:-1], x[1:]
+    f = float(np.sum(100.0 * (b - a**2) ** 2 + (1 - a) ** 2))
+    g = np.zeros_like(x)
+    g[:-1] = -400.0 * a * (b - a**2) - 2.0 * (1 - a)
+    g[1:] += 200.0 * (b - a**2)
+    return f, g
+
+
+@pytest.mark.parametrize(
+    ("x0", "bounds", "options"),
+    [
+        (np.array([-1.2, 1.0, 0.5]), [(-2, 2), (-2, 2), (-2, 2)], {"maxiter": 200}),
+        (np.array([-1.2, 1.0, 0.5]), [(None, None), (0.2, None), (None, 0.7)], {}),
+        (np.array([3.0, -3.0]), [(-1, 1), (-1, 1)], {"maxiter": 5}),  # clipped start, cut short
+        (np.array([0.1, 0.2, 0.3, 0.4]), [(-2, 2)] * 4, {"ftol": 1e-4}),
+    ],
+)
+def test_lbfgsb_driver_is_scipys_minimize(x0, bounds, options) -> None:
+    x, f, nfev = minimize_lbfgsb(_rosenbrock, x0, bounds, **options)
+    ref = minimize(_rosenbrock, x0, jac=True, method="L-BFGS-B", bounds=bounds, options=options)
+    assert np.array_equal(x, ref.x)
+    assert f == ref.fun
+    assert nfev == ref.nfev
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fit_finds_the_optimum_scipy_finds_on_the_general_objective(seed: int) -> None:
+    """ExactGP.fit (lean objective, lean driver) against scipy's minimize on the general
+    log posterior from the same start and bounds: the same optimum, bit for bit."""
+    gp = _gp(200 + seed)
+    ref_gp = gp.copy()
+    names = {
+        "variance": (1e-3, 1e3),
+        "lengthscale": (1e-2, 1e2),
+        **({"noise": (1e-6, 1e2)} if gp.fit_noise else {}),
+    }
+    if "variance" in gp.kernel.fixed:
+        del names["variance"]
+    p0 = ref_gp.free_parameters()
+    gp.fit(n_restarts=0, bounds=names, maxiter=100, ftol=1e-6)
+
+    def negative(p: np.ndarray) -> tuple[float, np.ndarray]:
+        v, g = ref_gp.log_posterior(p)
+        return -v, -g
+
+    bounds = []
+    for name in [n for n, free in zip(gp.kernel.theta_names, gp.kernel.free_mask) if free]:
+        lo, hi = names[name.split("[")[0]]
+        bounds.append((np.log(lo), np.log(hi)))
+    if gp.fit_noise:
+        bounds.append((np.log(max(1e-6, gp.noise_floor)), np.log(1e2)))
+    if gp.mean == "constant":
+        ym, ys = float(np.mean(gp.y)), float(np.std(gp.y)) or 1.0
+        bounds.append((ym - 10 * ys - 1.0, ym + 10 * ys + 1.0))
+        p0[-1] = ym
+    p0 = np.clip(p0, [b[0] for b in bounds], [b[1] for b in bounds])
+    ref = minimize(
+        negative,
+        p0,
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"maxiter": 100, "ftol": 1e-6},
+    )
+    # the same end point (up to the log(exp(.)) round trip of storing it in the kernel)
+    np.testing.assert_allclose(gp.free_parameters(), ref.x, rtol=1e-12, atol=1e-12)
+    assert gp.log_posterior(gp.free_parameters())[0] == pytest.approx(-ref.fun, rel=1e-12)
