@@ -1,7 +1,8 @@
 """The lean log posterior of hyperparameter fits and the lean L-BFGS-B driver.
 
 Oracles: :meth:`ExactGP.log_posterior` (the general path; the lean one must give the same numbers
-bit for bit, so that fits and the runs built on them do not change), scikit-learn's
+bit for bit without replicated inputs, so that fits and the runs built on them do not change, and
+to rounding with them), scikit-learn's
 ``log_marginal_likelihood`` with its gradient (an independent implementation), central finite
 differences and scipy's ``check_grad``; for the driver, ``scipy.optimize.minimize`` itself.
 """
@@ -19,9 +20,10 @@ from boloop.gp.marginal_likelihood import StationaryLogPosterior
 from boloop.gp.optimize import minimize_lbfgsb
 
 
-def _gp(seed: int) -> ExactGP:
+def _gp(seed: int, replicates: bool = False) -> ExactGP:
     """A random GP configuration of the kinds the families fit (kernel, ARD or not, fixed
-    variance, noise fitted or not, constant or zero mean, priors or none, duplicates)."""
+    variance, noise fitted or not, constant or zero mean, priors or none); with ``replicates``
+    the inputs repeat (a policy re-querying points of a grid)."""
     rng = np.random.default_rng(seed)
     d = int(rng.integers(1, 5))
     n = int(rng.integers(1, 50))
@@ -45,7 +47,10 @@ def _gp(seed: int) -> ExactGP:
         priors=priors,
     )
     X = rng.uniform(0, 3, size=(n, d))
-    if n > 3:
+    if replicates:
+        n = max(n, 3)
+        grid = rng.uniform(0, 3, size=(max(2, n // 3), d))
+        X = grid[rng.integers(0, grid.shape[0], size=n)]
         X[1] = X[0]
     gp.set_data(X, np.sin(X).sum(axis=1) + 0.1 * rng.standard_normal(n))
     return gp
@@ -64,6 +69,42 @@ def test_lean_log_posterior_is_the_general_one_bit_for_bit(seed: int) -> None:
         lval, lgrad = lean(p)
         assert lval == val
         assert np.array_equal(lgrad, grad)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_collapsed_replicates_give_the_full_log_posterior(seed: int) -> None:
+    """Replicated inputs are collapsed to their means plus the within-group scatter: the same
+    function as the full n x n path, to rounding."""
+    gp = _gp(300 + seed, replicates=True)
+    lean = StationaryLogPosterior.for_gp(gp)
+    assert lean is not None
+    rng = np.random.default_rng(2000 + seed)
+    p0 = gp.free_parameters()
+    for _ in range(5):
+        p = p0 + 0.7 * rng.standard_normal(p0.size)
+        val, grad = gp.log_posterior(p)
+        lval, lgrad = lean(p)
+        assert lval == pytest.approx(val, rel=1e-11, abs=1e-9)
+        np.testing.assert_allclose(lgrad, grad, rtol=1e-7, atol=1e-7 * max(1.0, np.abs(grad).max()))
+
+
+def test_collapsed_replicates_match_sklearn() -> None:
+    rng = np.random.default_rng(5)
+    grid = rng.uniform(-1, 2, size=(7, 2))
+    X = grid[rng.integers(0, 7, size=30)]
+    y = np.sin(3 * X[:, 0]) + X[:, 1] + 0.1 * rng.standard_normal(30)
+    gp = ExactGP(SquaredExponential([0.6, 1.1], 1.4), 0.02, fit_noise=True)
+    gp.set_data(X, y)
+    lean = StationaryLogPosterior.for_gp(gp)
+    assert lean is not None
+    sk_kernel = skk.ConstantKernel(1.4) * skk.RBF([0.6, 1.1]) + skk.WhiteKernel(0.02)
+    sk = GaussianProcessRegressor(sk_kernel, alpha=0.0, optimizer=None).fit(X, y)
+    for shift in (0.0, 0.5, -0.5):
+        p = gp.free_parameters() + shift
+        val, grad = lean(p)
+        sk_val, sk_grad = sk.log_marginal_likelihood(p, eval_gradient=True)
+        assert val == pytest.approx(sk_val, rel=1e-10)
+        np.testing.assert_allclose(grad, sk_grad, rtol=1e-7, atol=1e-9)
 
 
 @pytest.mark.parametrize("ard", [True, False])
@@ -88,14 +129,26 @@ def test_lean_log_posterior_matches_sklearn_value_and_gradient(ard: bool) -> Non
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_lean_gradient_matches_finite_differences(seed: int) -> None:
-    gp = _gp(100 + seed)
+@pytest.mark.parametrize("replicates", [False, True])
+def test_lean_gradient_matches_finite_differences(seed: int, replicates: bool) -> None:
+    gp = _gp(100 + seed, replicates)
     lean = StationaryLogPosterior.for_gp(gp)
     assert lean is not None
     p = gp.free_parameters() + 0.1
     err = check_grad(lambda q: lean(q)[0], lambda q: lean(q)[1], p, epsilon=1e-6)
     scale = max(1.0, float(np.linalg.norm(lean(p)[1])))
     assert err <= 1e-4 * scale
+
+
+def test_replicates_without_noise_are_not_collapsed() -> None:
+    """With a fixed zero noise there is no scatter term: the full path (and its jitter)."""
+    gp = ExactGP(SquaredExponential(0.5, 1.0), 0.0)
+    X = np.array([[0.0], [1.0], [1.0]])
+    gp.set_data(X, np.array([0.0, 1.0, 1.0]))
+    lean = StationaryLogPosterior.for_gp(gp)
+    assert lean is not None
+    p = gp.free_parameters()
+    assert lean(p)[0] == gp.log_posterior(p)[0]
 
 
 def test_lean_path_declines_what_it_does_not_cover() -> None:
