@@ -91,8 +91,13 @@ class StationaryLogPosterior:
         # collapsed to their means where the noise is positive (see the module docstring)
         self._replicates: tuple[np.ndarray, float, float, float] | None = None
         if y.size > 1 and (gp.fit_noise or gp.noise_variance > 0):
+            # rows compared as a whole (one column: as numbers, several times faster)
             Xu, first, where, counts = np.unique(
-                X, axis=0, return_index=True, return_inverse=True, return_counts=True
+                X[:, 0] if X.shape[1] == 1 else X,
+                axis=None if X.shape[1] == 1 else 0,
+                return_index=True,
+                return_inverse=True,
+                return_counts=True,
             )
             if Xu.shape[0] < y.size:
                 order = np.argsort(first, kind="stable")  # groups in order of first appearance
