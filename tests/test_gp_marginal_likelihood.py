@@ -56,9 +56,11 @@ def _gp(seed: int, replicates: bool = False) -> ExactGP:
     return gp
 
 
-@pytest.mark.parametrize("seed", range(60))
-def test_lean_log_posterior_is_the_general_one_bit_for_bit(seed: int) -> None:
-    gp = _gp(seed)
+@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("replicates", [False, True])
+def test_lean_log_posterior_is_the_general_one_bit_for_bit(seed: int, replicates: bool) -> None:
+    """Without collapsing replicates (the default), the same numbers as the general path."""
+    gp = _gp(seed, replicates)
     lean = StationaryLogPosterior.for_gp(gp)
     assert lean is not None
     rng = np.random.default_rng(1000 + seed)
@@ -76,7 +78,7 @@ def test_collapsed_replicates_give_the_full_log_posterior(seed: int) -> None:
     """Replicated inputs are collapsed to their means plus the within-group scatter: the same
     function as the full n x n path, to rounding."""
     gp = _gp(300 + seed, replicates=True)
-    lean = StationaryLogPosterior.for_gp(gp)
+    lean = StationaryLogPosterior.for_gp(gp, collapse_replicates=True)
     assert lean is not None
     rng = np.random.default_rng(2000 + seed)
     p0 = gp.free_parameters()
@@ -95,7 +97,7 @@ def test_collapsed_replicates_match_sklearn() -> None:
     y = np.sin(3 * X[:, 0]) + X[:, 1] + 0.1 * rng.standard_normal(30)
     gp = ExactGP(SquaredExponential([0.6, 1.1], 1.4), 0.02, fit_noise=True)
     gp.set_data(X, y)
-    lean = StationaryLogPosterior.for_gp(gp)
+    lean = StationaryLogPosterior.for_gp(gp, collapse_replicates=True)
     assert lean is not None
     sk_kernel = skk.ConstantKernel(1.4) * skk.RBF([0.6, 1.1]) + skk.WhiteKernel(0.02)
     sk = GaussianProcessRegressor(sk_kernel, alpha=0.0, optimizer=None).fit(X, y)
@@ -132,7 +134,7 @@ def test_lean_log_posterior_matches_sklearn_value_and_gradient(ard: bool) -> Non
 @pytest.mark.parametrize("replicates", [False, True])
 def test_lean_gradient_matches_finite_differences(seed: int, replicates: bool) -> None:
     gp = _gp(100 + seed, replicates)
-    lean = StationaryLogPosterior.for_gp(gp)
+    lean = StationaryLogPosterior.for_gp(gp, collapse_replicates=replicates)
     assert lean is not None
     p = gp.free_parameters() + 0.1
     err = check_grad(lambda q: lean(q)[0], lambda q: lean(q)[1], p, epsilon=1e-6)
@@ -145,7 +147,7 @@ def test_replicates_without_noise_are_not_collapsed() -> None:
     gp = ExactGP(SquaredExponential(0.5, 1.0), 0.0)
     X = np.array([[0.0], [1.0], [1.0]])
     gp.set_data(X, np.array([0.0, 1.0, 1.0]))
-    lean = StationaryLogPosterior.for_gp(gp)
+    lean = StationaryLogPosterior.for_gp(gp, collapse_replicates=True)
     assert lean is not None
     p = gp.free_parameters()
     assert lean(p)[0] == gp.log_posterior(p)[0]
@@ -227,3 +229,28 @@ def test_fit_finds_the_optimum_scipy_finds_on_the_general_objective(seed: int) -
     # the same end point (up to the log(exp(.)) round trip of storing it in the kernel)
     np.testing.assert_allclose(gp.free_parameters(), ref.x, rtol=1e-12, atol=1e-12)
     assert gp.log_posterior(gp.free_parameters())[0] == pytest.approx(-ref.fun, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_fit_with_collapsed_replicates_finds_the_same_optimum(seed: int) -> None:
+    """The mechanism's MAP fit on replicated data, with and without collapsing: the same
+    hyperparameters and log posterior (the functions agree to rounding)."""
+    from boloop.gp import HyperparameterLearning
+
+    rng = np.random.default_rng(400 + seed)
+    d = 1 + seed % 2
+    grid = rng.uniform(0, 1, size=(6 + seed, d))
+    X = grid[rng.integers(0, grid.shape[0], size=40)]
+    y = np.sin(5 * X).sum(axis=1) + 0.1 * rng.standard_normal(40)
+    fits = []
+    for collapse in (False, True):
+        gp = ExactGP(
+            SquaredExponential(np.full(d, 0.3), 1.0), 0.01, fit_noise=True, mean="constant"
+        )
+        learning = HyperparameterLearning(n_restarts=1, collapse_replicates=collapse)
+        report = learning.fit(gp, np.ones(d), X=X, y=y, rng=seed)
+        assert report.refitted
+        fits.append((gp.free_parameters(), report.log_posterior))
+    (p0, lp0), (p1, lp1) = fits
+    np.testing.assert_allclose(p1, p0, rtol=1e-4, atol=1e-4)
+    assert lp1 == pytest.approx(lp0, abs=1e-6)

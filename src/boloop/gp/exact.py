@@ -575,6 +575,7 @@ class ExactGP:
         bounds: Mapping[str, tuple[float, float]] | None = None,
         starts: Any = None,
         ftol: float | None = None,
+        collapse_replicates: bool = False,
     ) -> ExactGP:
         """Maximise the log marginal likelihood (plus log priors) with L-BFGS-B.
 
@@ -584,7 +585,10 @@ class ExactGP:
         hyperparameter, keyed like ``priors`` (``"variance"``, ``"lengthscale"``,
         ``"lengthscale[1]"``, ``"noise"``), as ``(low, high)`` in natural units. With ``X, y``
         given, replaces the data first. ``ftol`` is L-BFGS-B's relative tolerance on the objective
-        (scipy's default when ``None``). Returns ``self`` refactorised at the best optimum found.
+        (scipy's default when ``None``). ``collapse_replicates``: evaluate the log marginal
+        likelihood on the means of replicated inputs plus their scatter (the same function to
+        rounding, cheaper when a policy re-queries points; :mod:`boloop.gp.marginal_likelihood`).
+        Returns ``self`` refactorised at the best optimum found.
         """
         from scipy.linalg import LinAlgError
 
@@ -617,7 +621,10 @@ class ExactGP:
         # the same function without per-evaluation overhead where the kernel allows (stationary)
         from boloop.gp.marginal_likelihood import StationaryLogPosterior
 
-        log_posterior = StationaryLogPosterior.for_gp(self) or self.log_posterior
+        log_posterior = (
+            StationaryLogPosterior.for_gp(self, collapse_replicates=collapse_replicates)
+            or self.log_posterior
+        )
 
         def objective(p: np.ndarray) -> tuple[float, np.ndarray]:
             try:

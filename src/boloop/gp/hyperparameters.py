@@ -197,6 +197,11 @@ class HyperparameterLearning:
         append), which is what makes a step cheap.
     warn:
         Log a warning whenever an unguarded fit is used (set by :meth:`plain`).
+    collapse_replicates:
+        Evaluate the log posterior on the means of replicated inputs plus their scatter
+        (:mod:`boloop.gp.marginal_likelihood`): the same function to rounding, a ``u x u``
+        instead of ``n x n`` factorisation when a policy re-queries points (``u`` distinct
+        inputs). Off by default: the last bits of a fit can change a fixed-seed trace.
     """
 
     priors: bool = True
@@ -214,6 +219,7 @@ class HyperparameterLearning:
     min_points: int = 2
     refit_growth: float = 0.1
     warn: bool = False
+    collapse_replicates: bool = False
 
     def __post_init__(self) -> None:
         lo, hi = self.lengthscale_bounds
@@ -405,6 +411,7 @@ class HyperparameterLearning:
                 ftol=self.ftol,
                 bounds=bounds,
                 starts=starts,
+                collapse_replicates=self.collapse_replicates,
             )
         except Exception as exc:  # keep the previous hyperparameters
             logger.warning("hyperparameter fit failed, keeping the previous ones: %s", exc)
@@ -419,7 +426,10 @@ class HyperparameterLearning:
         k = gp.kernel
         from boloop.gp.marginal_likelihood import StationaryLogPosterior
 
-        log_posterior = StationaryLogPosterior.for_gp(gp) or gp.log_posterior
+        log_posterior = (
+            StationaryLogPosterior.for_gp(gp, collapse_replicates=self.collapse_replicates)
+            or gp.log_posterior
+        )
         lp = log_posterior(gp.free_parameters())[0]
         return FitReport(
             True,

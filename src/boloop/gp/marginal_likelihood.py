@@ -34,7 +34,11 @@ process modeling for large simulation experiments", JCGS 2018)::
 
 so the factorisation is ``u x u`` instead of ``n x n``; the gradient in ``log sigma^2`` gains
 ``-(n - u) / 2 + S / (2 sigma^2)``. The same function to rounding (relative 1e-13 in the tests),
-better conditioned than the full matrix whose identical rows differ only by the noise.
+better conditioned than the full matrix whose identical rows differ only by the noise. Being
+equal only to rounding, it changes fixed-seed traces where a run depends on the last bits of a
+fit (the safe family's `safe/random-gp` runs do), so it is asked for
+(``collapse_replicates=True`` of :meth:`ExactGP.fit` and of
+:class:`~boloop.gp.hyperparameters.HyperparameterLearning`), by the level-set family.
 
 Shapes: training inputs (n, d), targets (n,), packed free parameters (p,).
 """
@@ -75,10 +79,13 @@ class StationaryLogPosterior:
     Built from the GP's current data, kernel, priors and packing (:meth:`ExactGP.free_parameters`:
     the free kernel log-hyperparameters, then the log noise if fitted, then the constant mean if
     any). Use :meth:`for_gp`, which returns ``None`` where the general path must be used (a
-    kernel that is not stationary, or fixed length-scales). The GP is not modified.
+    kernel that is not stationary, or fixed length-scales). ``collapse_replicates`` collapses
+    replicated inputs (module docstring): the same function to rounding only, so it is an
+    option (the level-set family's refits use it; fits whose traces are kept bit for bit do
+    not). The GP is not modified.
     """
 
-    def __init__(self, gp: ExactGP) -> None:
+    def __init__(self, gp: ExactGP, *, collapse_replicates: bool = False) -> None:
         kern = gp.kernel
         assert isinstance(kern, StationaryKernel)
         self._gp = gp
@@ -90,7 +97,7 @@ class StationaryLogPosterior:
         # replicates (the same input observed again: a policy re-querying a grid point) are
         # collapsed to their means where the noise is positive (see the module docstring)
         self._replicates: tuple[np.ndarray, float, float, float] | None = None
-        if y.size > 1 and (gp.fit_noise or gp.noise_variance > 0):
+        if collapse_replicates and y.size > 1 and (gp.fit_noise or gp.noise_variance > 0):
             # rows compared as a whole (one column: as numbers, several times faster)
             Xu, first, where, counts = np.unique(
                 X[:, 0] if X.shape[1] == 1 else X,
@@ -138,12 +145,14 @@ class StationaryLogPosterior:
         self._has_priors = bool(priors)
 
     @classmethod
-    def for_gp(cls, gp: ExactGP) -> StationaryLogPosterior | None:
+    def for_gp(
+        cls, gp: ExactGP, *, collapse_replicates: bool = False
+    ) -> StationaryLogPosterior | None:
         """The lean objective for ``gp``, or ``None`` when only the general path applies."""
         kern = gp.kernel
         if not isinstance(kern, StationaryKernel) or "lengthscale" in kern.fixed or gp.n < 1:
             return None
-        return cls(gp)
+        return cls(gp, collapse_replicates=collapse_replicates)
 
     def __call__(self, params: np.ndarray) -> tuple[float, np.ndarray]:
         """Log marginal likelihood plus log priors at ``params`` (p,), and the gradient (p,)."""
