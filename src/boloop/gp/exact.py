@@ -180,6 +180,9 @@ class ExactGP:
         #: increases whenever the factorisation is recomputed (hyperparameters or data replaced);
         #: caches built on this GP use it to know when an incremental update is not enough.
         self.version = 0
+        #: the log marginal likelihood plus log priors at the optimum the last :meth:`fit` found,
+        #: as the fit evaluated it (NaN before a fit)
+        self.fit_log_posterior = math.nan
 
     # ------------------------------------------------------------------ pickling
     #: the data buffers, allocated with spare capacity (``_ensure_capacity``), of which only the
@@ -663,6 +666,7 @@ class ExactGP:
         except Exception:
             self.kernel.theta, self.noise_variance, self.mean_constant = previous
             raise
+        self.fit_log_posterior = -best_val
         logger.debug("fitted %r noise=%.3g lml=%.4g", self.kernel, noise, -best_val)
         return self
 

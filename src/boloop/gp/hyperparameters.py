@@ -149,7 +149,7 @@ class FitReport:
     variance: float
     lengthscale: np.ndarray
     noise_variance: float
-    log_posterior: float = math.nan
+    log_posterior: float = math.nan  # at the optimum the fit found (ExactGP.fit_log_posterior)
     error: str | None = None
 
 
@@ -424,20 +424,13 @@ class HyperparameterLearning:
                 error=str(exc),
             )
         k = gp.kernel
-        from boloop.gp.marginal_likelihood import StationaryLogPosterior
-
-        log_posterior = (
-            StationaryLogPosterior.for_gp(gp, collapse_replicates=self.collapse_replicates)
-            or gp.log_posterior
-        )
-        lp = log_posterior(gp.free_parameters())[0]
         return FitReport(
             True,
             n,
             float(getattr(k, "variance", math.nan)),
             np.atleast_1d(np.asarray(getattr(k, "lengthscale", np.nan), dtype=np.float64)),
             gp.noise_variance,
-            float(lp),
+            float(gp.fit_log_posterior),  # the optimum, as the fit evaluated it
         )
 
     def conservative(self, gp: ExactGP, *, level: float | None = None) -> float:
