@@ -51,12 +51,13 @@ import math
 import numpy as np
 from scipy.linalg import lapack
 
-from boloop.gp.exact import ExactGP
+from boloop.gp.exact import ExactGP, LogNormalPrior
 from boloop.gp.kernels import StationaryKernel
 
 __all__ = ["StationaryLogPosterior"]
 
 _LOG_2PI = math.log(2 * math.pi)
+_HALF_LOG_2PI = 0.5 * math.log(2 * math.pi)
 _potrf, _potrs, _potri = lapack.dpotrf, lapack.dpotrs, lapack.dpotri
 
 
@@ -134,13 +135,19 @@ class StationaryLogPosterior:
         self._n_params = self._n_free + int(self._fit_noise) + int(self._constant)
         self._diag = slice(None, None, self._n + 1)
         priors = gp.priors
-        # (index in theta, index in the packed vector or -1 when fixed, prior)
+        # (index in theta, index in the packed vector or -1 when fixed, prior, and for a
+        # log-normal prior its (mu, sigma, log sigma))
         self._theta_priors = []
         packed = np.cumsum(self._mask) - 1
         for i, name in enumerate(kern.theta_names):
             prior = priors.get(name) or priors.get(name.split("[")[0])
             if prior is not None:
-                self._theta_priors.append((i, int(packed[i]) if self._mask[i] else -1, prior))
+                normal = None
+                if type(prior) is LogNormalPrior:
+                    normal = (prior.mu, prior.sigma, math.log(prior.sigma))
+                self._theta_priors.append(
+                    (i, int(packed[i]) if self._mask[i] else -1, prior, normal)
+                )
         self._noise_prior = priors.get("noise") if self._fit_noise else None
         self._has_priors = bool(priors)
 
@@ -177,23 +184,19 @@ class StationaryLogPosterior:
         r2 = _pairwise_sqdist(Xs)
         K, slope = kern._k_and_slope(r2)
         diag = self._diag
-        # K + noise I is symmetric: its transpose is the Fortran-ordered array LAPACK factorises
-        # in place; K itself keeps the variance on its diagonal
+        K.flat[diag] = variance
+        Kn = K.copy()
         rep = self._replicates
-        if rep is None:
-            K.flat[diag] = variance + noise
-            Kn = K.T.copy(order="F")
-            K.flat[diag] = variance
-        else:  # the means of m_i replicates have noise variance noise / m_i
-            K.flat[diag] = variance
-            Kn = K.T.copy(order="F")
-            Kn.flat[diag] += noise * rep[0]
-        L, info = _potrf(Kn, lower=1, clean=1, overwrite_a=1)
+        # the means of m_i replicates have noise variance noise / m_i
+        Kn.flat[diag] += noise if rep is None else noise * rep[0]
+        # K + noise I is symmetric: its transpose is the Fortran-ordered array LAPACK factorises
+        # in place
+        L, info = _potrf(Kn.T, lower=1, clean=1, overwrite_a=1)
         if info != 0 or not math.isfinite(L[-1, -1]):
             return self._gp.log_posterior(p)  # the general path's jitter ladder
         r = self._y - const
         alpha, _ = _potrs(L, r, lower=1)
-        lml = -0.5 * float(r @ alpha) - float(np.sum(np.log(L.diagonal()))) - self._half_n_log_2pi
+        lml = -0.5 * float(r @ alpha) - float(np.log(L.diagonal()).sum()) - self._half_n_log_2pi
         # R&W eq. 5.9 through W = alpha alpha^T - K^{-1} (see ExactGP.log_marginal_likelihood):
         # K^{-1}'s lower triangle from the factor (potri, in place; the upper part stays zero),
         # doubled off the diagonal; invT is its C-ordered transpose (upper triangle)
@@ -212,13 +215,14 @@ class StationaryLogPosterior:
             g[0] = 0.5 * float(np.vdot(W, K))
             j = 1
         S = W * slope
-        S.flat[diag] = W.flat[diag] * 0.0  # the slope's diagonal only multiplies zero distances
         if self._ard:
+            # the slope's diagonal only multiplies zero distances (the general path has 0 there)
+            S.flat[diag] = W.flat[diag] * 0.0
             Z = Xs - Xs.sum(axis=0) / self._n
             sums = S.sum(axis=1) + S.sum(axis=0)
             g[j : j + Z.shape[1]] = 0.5 * (sums @ (Z * Z) - 2.0 * np.einsum("ij,ij->j", Z, S @ Z))
             j += Z.shape[1]
-        else:
+        else:  # r2's diagonal is 0: S's diagonal adds (signed) zeros only
             g[j] = 0.5 * float(np.vdot(S, r2))
             j += 1
         if rep is not None:  # the within-group scatter of the replicates
@@ -226,19 +230,24 @@ class StationaryLogPosterior:
             lml += const - 0.5 * n_extra * math.log(noise) - 0.5 * scatter / noise
         if self._fit_noise:
             if rep is None:
-                g[j] = 0.5 * noise * float(np.trace(W))
+                g[j] = 0.5 * noise * float(W.trace())
             else:
                 g[j] = 0.5 * noise * float(W.diagonal() @ inv_m) - 0.5 * n_extra
                 g[j] += 0.5 * scatter / noise
             j += 1
         if self._constant:
-            g[j] = float(np.sum(alpha))
+            g[j] = float(alpha.sum())
         if not self._has_priors:
             return lml, g
         # log priors in theta = log p and their gradients (as ExactGP._prior_terms)
         total = 0.0
-        for i, j, prior in self._theta_priors:
-            lp, dlp = prior.logpdf_theta(float(theta[i]))
+        for i, j, prior, normal in self._theta_priors:
+            if normal is not None:  # LogNormalPrior.logpdf_theta, inlined
+                mu, sigma, log_sigma = normal
+                z = (float(theta[i]) - mu) / sigma
+                lp, dlp = -0.5 * z * z - log_sigma - _HALF_LOG_2PI, -z / sigma
+            else:
+                lp, dlp = prior.logpdf_theta(float(theta[i]))
             total += lp
             if j >= 0:
                 g[j] += dlp
