@@ -180,6 +180,9 @@ class ExactGP:
         #: increases whenever the factorisation is recomputed (hyperparameters or data replaced);
         #: caches built on this GP use it to know when an incremental update is not enough.
         self.version = 0
+        #: the log marginal likelihood plus log priors at the optimum the last :meth:`fit` found,
+        #: as the fit evaluated it (NaN before a fit)
+        self.fit_log_posterior = math.nan
 
     # ------------------------------------------------------------------ pickling
     #: the data buffers, allocated with spare capacity (``_ensure_capacity``), of which only the
@@ -600,6 +603,7 @@ class ExactGP:
         bounds: Mapping[str, tuple[float, float]] | None = None,
         starts: Any = None,
         ftol: float | None = None,
+        collapse_replicates: bool = False,
     ) -> ExactGP:
         """Maximise the log marginal likelihood (plus log priors) with L-BFGS-B.
 
@@ -609,7 +613,10 @@ class ExactGP:
         hyperparameter, keyed like ``priors`` (``"variance"``, ``"lengthscale"``,
         ``"lengthscale[1]"``, ``"noise"``), as ``(low, high)`` in natural units. With ``X, y``
         given, replaces the data first. ``ftol`` is L-BFGS-B's relative tolerance on the objective
-        (scipy's default when ``None``). Returns ``self`` refactorised at the best optimum found.
+        (scipy's default when ``None``). ``collapse_replicates``: evaluate the log marginal
+        likelihood on the means of replicated inputs plus their scatter (the same function to
+        rounding, cheaper when a policy re-queries points; :mod:`boloop.gp.marginal_likelihood`).
+        Returns ``self`` refactorised at the best optimum found.
         """
         from scipy.linalg import LinAlgError
 
@@ -639,9 +646,17 @@ class ExactGP:
             for _ in range(int(n_restarts)):
                 starts.append(rng.uniform(lo, hi))
 
+        # the same function without per-evaluation overhead where the kernel allows (stationary)
+        from boloop.gp.marginal_likelihood import StationaryLogPosterior
+
+        log_posterior = (
+            StationaryLogPosterior.for_gp(self, collapse_replicates=collapse_replicates)
+            or self.log_posterior
+        )
+
         def objective(p: np.ndarray) -> tuple[float, np.ndarray]:
             try:
-                val, grad = self.log_posterior(p)
+                val, grad = log_posterior(p)
             except (LinAlgError, FloatingPointError, ValueError):
                 return 1e25, np.zeros_like(p)
             if not math.isfinite(val) or not np.all(np.isfinite(grad)):
@@ -653,18 +668,18 @@ class ExactGP:
             if not bounds:
                 best_p, best_val = start, objective(start)[0]
                 break
-            from scipy.optimize import minimize  # lazily: ~0.1 s a study call often skips
+            # scipy's L-BFGS-B without its per-evaluation wrapping (the same iterates)
+            from boloop.gp.optimize import minimize_lbfgsb
 
-            res = minimize(
+            x_end, f_end, _ = minimize_lbfgsb(
                 objective,
                 start,
-                jac=True,
-                method="L-BFGS-B",
-                bounds=bounds,
-                options={"maxiter": maxiter, **({} if ftol is None else {"ftol": float(ftol)})},
+                bounds,
+                maxiter=maxiter,
+                **({} if ftol is None else {"ftol": float(ftol)}),
             )
-            if res.fun < best_val:
-                best_p, best_val = res.x, float(res.fun)
+            if f_end < best_val:
+                best_p, best_val = x_end, f_end
         assert best_p is not None
         theta, noise, const = self._unpack(best_p)
         previous = (self.kernel.theta.copy(), self.noise_variance, self.mean_constant)
@@ -676,6 +691,7 @@ class ExactGP:
         except Exception:
             self.kernel.theta, self.noise_variance, self.mean_constant = previous
             raise
+        self.fit_log_posterior = -best_val
         logger.debug("fitted %r noise=%.3g lml=%.4g", self.kernel, noise, -best_val)
         return self
 

@@ -149,7 +149,7 @@ class FitReport:
     variance: float
     lengthscale: np.ndarray
     noise_variance: float
-    log_posterior: float = math.nan
+    log_posterior: float = math.nan  # at the optimum the fit found (ExactGP.fit_log_posterior)
     error: str | None = None
 
 
@@ -197,6 +197,11 @@ class HyperparameterLearning:
         append), which is what makes a step cheap.
     warn:
         Log a warning whenever an unguarded fit is used (set by :meth:`plain`).
+    collapse_replicates:
+        Evaluate the log posterior on the means of replicated inputs plus their scatter
+        (:mod:`boloop.gp.marginal_likelihood`): the same function to rounding, a ``u x u``
+        instead of ``n x n`` factorisation when a policy re-queries points (``u`` distinct
+        inputs). Off by default: the last bits of a fit can change a fixed-seed trace.
     """
 
     priors: bool = True
@@ -214,6 +219,7 @@ class HyperparameterLearning:
     min_points: int = 2
     refit_growth: float = 0.1
     warn: bool = False
+    collapse_replicates: bool = False
 
     def __post_init__(self) -> None:
         lo, hi = self.lengthscale_bounds
@@ -405,6 +411,7 @@ class HyperparameterLearning:
                 ftol=self.ftol,
                 bounds=bounds,
                 starts=starts,
+                collapse_replicates=self.collapse_replicates,
             )
         except Exception as exc:  # keep the previous hyperparameters
             logger.warning("hyperparameter fit failed, keeping the previous ones: %s", exc)
@@ -417,14 +424,13 @@ class HyperparameterLearning:
                 error=str(exc),
             )
         k = gp.kernel
-        lp = gp.log_posterior(gp.free_parameters())[0]
         return FitReport(
             True,
             n,
             float(getattr(k, "variance", math.nan)),
             np.atleast_1d(np.asarray(getattr(k, "lengthscale", np.nan), dtype=np.float64)),
             gp.noise_variance,
-            float(lp),
+            float(gp.fit_log_posterior),  # the optimum, as the fit evaluated it
         )
 
     def conservative(self, gp: ExactGP, *, level: float | None = None) -> float:
