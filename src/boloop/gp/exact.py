@@ -359,6 +359,18 @@ class ExactGP:
         self._n = n + 1
 
     # ------------------------------------------------------------------ prediction
+    def whitened_cross_covariance(self, X: Any) -> np.ndarray:
+        """``V = L^{-1} K(X_train, X)`` (n, m), with ``L`` the Cholesky factor of
+        ``K + sigma_n^2 I`` (R&W Algorithm 2.1, line 5): the posterior mean at X is
+        ``m + V^T (L^{-1} (y - m))`` and the posterior covariance ``K(X, X') - V^T V'``; the first
+        j rows are the same quantities for the posterior on the first j observations."""
+        Xa = np.asarray(X, dtype=np.float64)
+        if Xa.ndim != 2 or (self._n and Xa.shape[1] != self._X.shape[1]):
+            raise InvalidInputError(f"X must be (m, {self.dim}), got shape {Xa.shape}")
+        if not self._n:
+            return np.zeros((0, Xa.shape[0]))
+        return self._cross_solve(Xa)
+
     def _cross_solve(self, Xs: np.ndarray, L: np.ndarray | None = None) -> np.ndarray:
         """``V = L^{-1} K(X, Xs)``, shape (n, m) (Fortran-ordered).
 

@@ -371,7 +371,7 @@ class LevelSetPolicy(BasePolicy):
         if gp.n == 0:
             out[:] = gp.mean_constant
             return out
-        V = gp._cross_solve(X)  # (n, m)
+        V = gp.whitened_cross_covariance(X)  # (n, m)
         cum = np.cumsum(V * gp.whitened_residual[:, None], axis=0)
         for k, j in enumerate(upto):
             out[k] = gp.mean_constant + (cum[j - 1] if j > 0 else 0.0)
@@ -789,7 +789,7 @@ class RandomizedStraddleMax(RandomizedStraddle):
         mean = self._past_means(P, np.array([j]))[0]
         cov = gp.kernel.k(P, P)
         if j:
-            V = gp._cross_solve(P)[:j]
+            V = gp.whitened_cross_covariance(P)[:j]
             cov -= V.T @ V
         L, _ = robust_cholesky(0.5 * (cov + cov.T))
         F = mean[:, None] + L @ rng.standard_normal((P.shape[0], self.n_samples))  # (m, M)
