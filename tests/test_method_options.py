@@ -125,6 +125,21 @@ def test_bench_method_id_refuses_unknown_option(family: str, method: str) -> Non
         plan_runs([PROBLEMS[family]], [f"{method}?{name}=[1,2]"], [0], 2)
 
 
+def test_none_in_a_method_id_sets_an_optional_option_to_none() -> None:
+    """``none``/``null`` in an id is None (as JSON's null in ``study create --option``): an
+    optional option (``float | None``) can be switched off from the command line."""
+    from boloop.problems import parse_problem_id
+
+    assert parse_problem_id("cobol?agreement_level=none&harm_budget=NULL&eta=2") == (
+        "cobol",
+        {"agreement_level": None, "harm_budget": None, "eta": 2},
+    )
+    specs, _ = plan_runs(["expert/ackley4?a=2"], ["cobol?agreement_level=none"], [0], 2)
+    assert [s.method for s in specs] == ["cobol?agreement_level=none"]
+    opt = get_method("cobol", "expert").option("agreement_level")
+    assert opt is not None and "None" in opt.type and opt.accepts(None)
+
+
 def _boloop(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "boloop.cli", *args],

@@ -23,6 +23,10 @@ def register(
 
 
 def _parse_value(text: str) -> Any:
+    """A value in an id: int, float, ``true``/``false``, ``none``/``null`` (None, as JSON's
+    ``null`` in ``boloop study create --option``), else the text."""
+    if text.lower() in ("none", "null"):
+        return None
     for cast in (int, float):
         try:
             return cast(text)
@@ -34,7 +38,7 @@ def _parse_value(text: str) -> Any:
 
 
 def parse_problem_id(problem_id: str) -> tuple[str, dict[str, Any]]:
-    """Split ``"family/name?a=-2&b=x"`` into ``("family/name", {"a": -2, "b": "x"})``."""
+    """Split ``"family/name?a=-2&b=x&c=none"`` into ``("family/name", {"a": -2, "b": "x", "c": None})``."""
     name, _, query = problem_id.partition("?")
     options: dict[str, Any] = {}
     if query:
