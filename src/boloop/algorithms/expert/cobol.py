@@ -505,6 +505,16 @@ class COBOL(ExpertPolicy):
             self._harm_refs[q.id] = ref
         return q
 
+    def _labelled_f_posterior(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """``(rejected mask, mean, covariance)`` of the f-GP's posterior at the labelled points,
+        or None without f-data or without labels of both kinds (the agreement statistics)."""
+        self._sync_gp()
+        rej = self.rejected > 0.5
+        if not self.gp.n or rej.all() or not rej.any():
+            return None
+        mean, _ = self.gp.predict(self.X_g)
+        return rej, mean, self.gp.posterior_covariance(self.X_g, self.X_g)
+
     @property
     def agreement(self) -> float:
         """Posterior expected AUC of the expert's labels as a classifier of f (the agreement
@@ -513,12 +523,10 @@ class COBOL(ExpertPolicy):
         ``P_GP(f(x_i) > f(x_j))``; 1/2 without f-data or without labels of both kinds."""
         from scipy.special import ndtr
 
-        self._sync_gp()
-        rej = self.rejected > 0.5
-        if not self.gp.n or rej.all() or not rej.any():
+        labelled = self._labelled_f_posterior()
+        if labelled is None:
             return 0.5
-        mean, _ = self.gp.predict(self.X_g)
-        C = self.gp.posterior_covariance(self.X_g, self.X_g)
+        rej, mean, C = labelled
         i, j = np.flatnonzero(rej), np.flatnonzero(~rej)
         diag = np.diag(C)
         var = diag[i][:, None] + diag[j][None, :] - 2.0 * C[np.ix_(i, j)]
@@ -533,12 +541,10 @@ class COBOL(ExpertPolicy):
         posterior draws of f at the labelled points, with fixed standard normal draws (a
         quadrature rule: the policy's generator is not touched). 1/2 without f-data or without
         labels of both kinds."""
-        self._sync_gp()
-        rej = self.rejected > 0.5
-        if not self.gp.n or rej.all() or not rej.any():
+        labelled = self._labelled_f_posterior()
+        if labelled is None:
             return 0.5
-        mean, _ = self.gp.predict(self.X_g)
-        C = self.gp.posterior_covariance(self.X_g, self.X_g)
+        rej, mean, C = labelled
         w, V = np.linalg.eigh(0.5 * (C + C.T))
         root = V * np.sqrt(np.maximum(w, 0.0))
         z = np.random.default_rng(0).standard_normal((self.agreement_draws, mean.size))
