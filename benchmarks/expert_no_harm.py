@@ -37,7 +37,7 @@ import numpy as np  # noqa: E402
 
 from boloop.algorithms import make_policy  # noqa: E402
 from boloop.problems import functions as F  # noqa: E402
-from boloop.problems import get  # noqa: E402
+from boloop.problems import get, parse_problem_id  # noqa: E402
 from boloop.problems.expert import ExpertProblem, _estimate_range  # noqa: E402
 from boloop.queries import Label  # noqa: E402
 from boloop.simulate import simulate  # noqa: E402
@@ -113,17 +113,6 @@ def _reject_runs(history: list) -> tuple[int, int]:
     return best, cur
 
 
-def _value(text: str) -> object:
-    """An option's value from ``--cobol KEY=VALUE``: None, a bool, a number or the text."""
-    words = {"None": None, "True": True, "False": False}
-    if text in words:
-        return words[text]
-    try:
-        return float(text)
-    except ValueError:
-        return text
-
-
 def run_one(args: tuple[str, str, int, int, dict]) -> dict:
     problem_id, method, seed, n_evals, options = args
     problem = _get(problem_id)
@@ -158,7 +147,8 @@ def main() -> None:
         "--cobol", nargs="+", default=[], metavar="KEY=VALUE", help="COBOL options (not defaults)"
     )
     args = ap.parse_args()
-    options = {k: _value(v) for k, _, v in (o.partition("=") for o in args.cobol)}
+    # the values as in a method id (cobol?KEY=VALUE): numbers, true/false, none/null
+    options = parse_problem_id("cobol?" + "&".join(args.cobol))[1] if args.cobol else {}
     experts: tuple[str, ...] = ("a=-2", "a=2")
     if args.unseen:
         args.problems = ["unseen/levy3", "unseen/styblinski4"]

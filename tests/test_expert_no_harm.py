@@ -368,6 +368,31 @@ def test_agreement_probability_reads_the_labels_against_f():
     assert 0.1 < far.agreement_probability < 0.9
 
 
+def test_agreement_probability_is_the_pairwise_count_with_many_labels():
+    """With 300 labels (a user's own, given up front) the statistic is the fraction of joint
+    posterior draws whose pairwise AUC of the labels exceeds 1/2 (ties 1/2), counted here pair by
+    pair from the GP's public posterior and the same fixed standard normal draws. The labels lie
+    far from the measurements (short length-scale), so the draws disagree: both outcomes occur."""
+    rng = np.random.default_rng(4)
+    box = Box([0, 0], [1, 1])
+    X = rng.uniform(0, 0.1, size=(5, 2))
+    pol = COBOL(
+        box, 0, n_initial_labels=0, initial_observations=(X, X.sum(axis=1)),
+        lengthscale=0.05, fit_hyperparameters=False, **FAST,
+    )
+    pol.add_labels(rng.uniform(0.5, 1, size=(300, 2)), [bool(v) for v in rng.random(300) < 0.5])
+    p = pol.agreement_probability
+    mean, _ = pol.gp.predict(pol.X_g)
+    C = pol.gp.posterior_covariance(pol.X_g, pol.X_g)
+    w, V = np.linalg.eigh(0.5 * (C + C.T))
+    z = np.random.default_rng(0).standard_normal((pol.agreement_draws, mean.size))
+    F = mean[None, :] + z @ (V * np.sqrt(np.maximum(w, 0.0))).T
+    rej = pol.rejected > 0.5
+    wins = np.array([np.sign(f[rej][:, None] - f[~rej][None, :]).sum() for f in F])
+    assert (wins > 0).any() and (wins < 0).any()
+    assert p == np.mean(wins > 0) + 0.5 * np.mean(wins == 0)
+
+
 def _post_reject_steps(fallback: str) -> list[tuple[str, bool, float]]:
     """(outcome, evaluated point is x^c, g-width at x^c) of every step after a reject: 2-D
     Ackley with an adversary that rejects every point below the middle of f's range, gate and

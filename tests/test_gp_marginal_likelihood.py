@@ -185,6 +185,9 @@ def test_lbfgsb_driver_is_scipys_minimize(x0, bounds, options) -> None:
     assert np.array_equal(x, ref.x)
     assert f == ref.fun
     assert nfev == ref.nfev
+    # the path taken when scipy's step has another signature: scipy's public minimize
+    xp, fp, nfevp = minimize_lbfgsb(_rosenbrock, x0, bounds, public_interface=True, **options)
+    assert np.array_equal(xp, x) and fp == f and nfevp == nfev
 
 
 @pytest.mark.parametrize("seed", range(6))

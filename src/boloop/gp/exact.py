@@ -627,7 +627,8 @@ class ExactGP:
         given, replaces the data first. ``ftol`` is L-BFGS-B's relative tolerance on the objective
         (scipy's default when ``None``). ``collapse_replicates``: evaluate the log marginal
         likelihood on the means of replicated inputs plus their scatter (the same function to
-        rounding, cheaper when a policy re-queries points; :mod:`boloop.gp.marginal_likelihood`).
+        rounding, cheaper when a policy re-queries points; :mod:`boloop.gp.marginal_likelihood`;
+        stationary kernels with free length-scales only: otherwise the full likelihood is used).
         Returns ``self`` refactorised at the best optimum found.
         """
         from scipy.linalg import LinAlgError
@@ -703,7 +704,8 @@ class ExactGP:
         except Exception:
             self.kernel.theta, self.noise_variance, self.mean_constant = previous
             raise
-        self.fit_log_posterior = -best_val
+        # NaN when no evaluation of the objective succeeded (every value was the 1e25 penalty)
+        self.fit_log_posterior = -best_val if best_val < 1e25 else math.nan
         logger.debug("fitted %r noise=%.3g lml=%.4g", self.kernel, noise, -best_val)
         return self
 

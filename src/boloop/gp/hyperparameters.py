@@ -201,7 +201,8 @@ class HyperparameterLearning:
         Evaluate the log posterior on the means of replicated inputs plus their scatter
         (:mod:`boloop.gp.marginal_likelihood`): the same function to rounding, a ``u x u``
         instead of ``n x n`` factorisation when a policy re-queries points (``u`` distinct
-        inputs). Off by default: the last bits of a fit can change a fixed-seed trace.
+        inputs). Off by default: the last bits of a fit can change a fixed-seed trace. Applies to
+        stationary kernels with free length-scales; other fits use the full likelihood.
     """
 
     priors: bool = True

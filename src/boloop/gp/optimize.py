@@ -120,6 +120,7 @@ def minimize_lbfgsb(
     maxcor: int = 10,
     maxls: int = 20,
     maxfun: int = 15000,
+    public_interface: bool = False,
 ) -> tuple[np.ndarray, float, int]:
     """Minimise ``fun(x) -> (value, gradient)`` from ``x0`` (p,) within ``bounds`` (p pairs,
     ``None`` for no bound) by L-BFGS-B (Byrd, Lu, Nocedal and Zhu 1995): returns ``(x, value,
@@ -131,10 +132,11 @@ def minimize_lbfgsb(
     standardisation, a scalar-function object, a result with an inverse-Hessian operator) costs
     as much as a likelihood evaluation. It drives scipy's own L-BFGS-B step (the ``setulb``
     reverse communication of scipy >= 1.15) with the loop of scipy's ``_minimize_lbfgsb``; with
-    another scipy it calls ``scipy.optimize.minimize``.
+    another scipy, or with ``public_interface=True``, it calls ``scipy.optimize.minimize``
+    (the same result; tests compare the two).
     """
-    setulb = _setulb()
-    if setulb is None:  # pragma: no cover - depends on the scipy version
+    setulb = None if public_interface else _setulb()
+    if setulb is None:
         from scipy.optimize import minimize
 
         res = minimize(

@@ -550,9 +550,16 @@ class COBOL(ExpertPolicy):
         z = np.random.default_rng(0).standard_normal((self.agreement_draws, mean.size))
         F = mean[None, :] + z @ root.T  # (S, n) joint draws
         i, j = np.flatnonzero(rej), np.flatnonzero(~rej)
-        diff = F[:, i][:, :, None] - F[:, j][:, None, :]
-        auc = np.mean(np.sign(diff), axis=(1, 2))  # 2 AUC - 1
-        return float(np.mean(auc > 0.0) + 0.5 * np.mean(auc == 0.0))
+        # the Mann-Whitney count by ranks, O(S n) memory instead of S x rejected x accepted:
+        # with mid-ranks, U = (rank sum of the rejected) - r (r + 1) / 2 counts the pairs with
+        # f(x_i) > f(x_j) plus half the ties, so 2 U - r a = #(>) - #(<) = r a (2 AUC - 1), exactly
+        # (sums of half-integers)
+        from scipy.stats import rankdata
+
+        r, a = i.size, j.size
+        U = rankdata(F, axis=1)[:, i].sum(axis=1) - r * (r + 1) / 2.0
+        excess = 2.0 * U - r * a
+        return float(np.mean(excess > 0.0) + 0.5 * np.mean(excess == 0.0))
 
     def _expert_may_lead(self) -> bool:
         """agreement_gate: whether the data let the expert lead this step (see the class doc)."""
@@ -693,6 +700,8 @@ class COBOL(ExpertPolicy):
                 "harm": self.harm,
                 "expert_dismissed": self.expert_dismissed,
                 "gated": self.gated,
+                "agreement_level": self.agreement_level,
+                "reject_fallback": self.reject_fallback,
             }
         )
         return d
