@@ -369,7 +369,7 @@ def test_agreement_probability_reads_the_labels_against_f():
 
 
 def test_agreement_probability_is_the_pairwise_count_with_many_labels():
-    """With 300 labels (a user's own, given up front) the statistic is the fraction of joint
+    """With 60 labels (a user's own, given up front) the statistic is the fraction of joint
     posterior draws whose pairwise AUC of the labels exceeds 1/2 (ties 1/2), counted here pair by
     pair from the GP's public posterior and the same fixed standard normal draws. The labels lie
     far from the measurements (short length-scale), so the draws disagree: both outcomes occur."""
@@ -380,7 +380,7 @@ def test_agreement_probability_is_the_pairwise_count_with_many_labels():
         box, 0, n_initial_labels=0, initial_observations=(X, X.sum(axis=1)),
         lengthscale=0.05, fit_hyperparameters=False, **FAST,
     )
-    pol.add_labels(rng.uniform(0.5, 1, size=(300, 2)), [bool(v) for v in rng.random(300) < 0.5])
+    pol.add_labels(rng.uniform(0.5, 1, size=(60, 2)), [bool(v) for v in rng.random(60) < 0.5])
     p = pol.agreement_probability
     mean, _ = pol.gp.predict(pol.X_g)
     C = pol.gp.posterior_covariance(pol.X_g, pol.X_g)
