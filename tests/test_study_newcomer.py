@@ -197,17 +197,10 @@ def test_status_names_every_count_the_horizon_default_and_summarises_sets(tmp_pa
 
 def test_status_of_a_level_set_and_an_expert_study(tmp_path):
     url = f"sqlite:///{tmp_path / 'lab.db'}"
-    from boloop.problems import get
-    from boloop.simulate import oracle_rng
-
     for name, method, pid, n in (("ls", "randomized-straddle", "levelset/toy", 6),
                                  ("ex", "cobol", "expert/toy", 12)):  # fmt: skip
         opts = {"fit_hyperparameters": False} if method == "cobol" else {}
-        study = create_study(name, method, problem=pid, storage=url, seed=0, **opts)
-        problem, rng = get(pid), oracle_rng(0)
-        for _ in range(n):
-            q = study.ask()
-            study.tell(q.id, problem.answer(q.query, rng))
+        _answered_study(name, method, pid, url, n, **opts)
     out = _boloop(tmp_path, "study", "status", "ls").stdout
     assert "answers:        6 in effect (6 evaluations)" in out
     assert "candidates estimated above the threshold 0.25" in out
@@ -296,6 +289,24 @@ def test_plot_writes_the_web_pages_pictures_as_one_svg_or_an_html_page(lab):
 
 
 # -- 5. quick calls (behaviour only; the latency is in benchmarks/cli_latency.py) ------------------
+def _answered_study(name: str, method: str, problem_id: str, url: str, n: int, *,
+                    seed: int = 0, after_each=None, **options):
+    """A study of ``method`` on the registered problem, with ``n`` queries answered by the
+    problem's own oracle (``after_each(study)`` called after every tell); returns the study, the
+    problem and the oracle's generator, to answer further queries the same way."""
+    from boloop.problems import get
+    from boloop.simulate import oracle_rng
+
+    study = create_study(name, method, problem=problem_id, storage=url, seed=seed, **options)
+    problem, rng = get(problem_id), oracle_rng(0)
+    for _ in range(n):
+        q = study.ask()
+        study.tell(q.id, problem.answer(q.query, rng))
+        if after_each is not None:
+            after_each(study)
+    return study, problem, rng
+
+
 def _python(cwd: Path, code: str, **env: str) -> str:
     base = {k: v for k, v in os.environ.items() if not k.endswith("_NUM_THREADS")}
     res = subprocess.run(
@@ -335,18 +346,12 @@ def test_a_long_study_loads_from_a_snapshot_without_other_families(tmp_path, mon
     the whole log. Snapshots are stored once a replay costs SNAPSHOT_AFTER_SECONDS: on a fast,
     quiet machine 150 MR-LPF answers cost less, so the threshold is set to 0 here to make the
     snapshot's existence independent of the machine's speed."""
-    from boloop.problems import get
-    from boloop.simulate import oracle_rng
     from boloop.study import snapshots as snapshot_settings
 
     monkeypatch.setattr(snapshot_settings, "SNAPSHOT_AFTER_SECONDS", 0.0)
 
     url = f"sqlite:///{tmp_path / 'lab.db'}"
-    study = create_study("pr", "mr-lpf", problem="preference/toy", storage=url, seed=0, horizon=500)
-    problem, rng = get("preference/toy"), oracle_rng(0)
-    for _ in range(150):
-        q = study.ask()
-        study.tell(q.id, problem.answer(q.query, rng))
+    _answered_study("pr", "mr-lpf", "preference/toy", url, 150, horizon=500)
     with sqlite3.connect(tmp_path / "lab.db") as con:
         assert con.execute("SELECT COUNT(*) FROM boloop_snapshots").fetchone()[0] == 1
     out = _python(
@@ -394,17 +399,11 @@ def test_an_ask_after_a_command_line_tell_imports_no_scipy(tmp_path, method, pro
     ask`` (a new process) loads the policy without replaying the answer: for these families no
     factorisation is needed to answer, and scipy (linalg, special: ~0.2 s of imports) is only
     imported where it is used. The ask's query is the one the API gives on the same log."""
-    from boloop.problems import get
-    from boloop.simulate import oracle_rng
     from boloop.study import load_study
     from boloop.study.answers import answer_text
 
     url = f"sqlite:///{tmp_path / 'lab.db'}"
-    study = create_study("s", method, problem=problem_id, storage=url, seed=0, **options)
-    problem, rng = get(problem_id), oracle_rng(0)
-    for _ in range(40):
-        q = study.ask()
-        study.tell(q.id, problem.answer(q.query, rng))
+    study, problem, rng = _answered_study("s", method, problem_id, url, 40, **options)
     check = (
         "import sys\nfrom boloop.cli import main\nmain(sys.argv[1:])\n"
         "print(sorted(m for m in sys.modules if m == 'scipy' or m.startswith('scipy.')))"
@@ -456,17 +455,12 @@ def test_status_after_every_answer_leaves_the_queries_of_a_replay(
 ):
     """``study run`` prints a status line after every answer: computing it (recommendation,
     settings) must not change the next query, or the log would not replay."""
-    from boloop.problems import get
-    from boloop.simulate import oracle_rng
     from boloop.study import load_study
 
     url = f"sqlite:///{tmp_path / 'lab.db'}"
-    study = create_study("s", method, problem=problem_id, storage=url, seed=3, **options)
-    problem, rng = get(problem_id), oracle_rng(0)
-    for _ in range(8):
-        q = study.ask()
-        study.tell(q.id, problem.answer(q.query, rng))
-        study.status(last=1)
+    study, _, _ = _answered_study(
+        "s", method, problem_id, url, 8, seed=3, after_each=lambda st: st.status(last=1), **options
+    )
     study.ask()
     replayed = load_study("s", storage=url, full_replay=True)  # raises if a query differs
     assert replayed.n_answered == 8
@@ -536,17 +530,11 @@ def test_a_bare_sqlite_file_name_still_works(tmp_path):
 
 
 def test_plot_of_a_safe_study_adds_the_safe_sets_growth_unless_asked_not_to(tmp_path):
-    from boloop.problems import get
-    from boloop.simulate import oracle_rng
 
-    problem, rng = get("safe/toy"), oracle_rng(0)
-    study = create_study(
-        "dose", "m-safeopt", problem="safe/toy", storage=f"sqlite:///{tmp_path / 'lab.db'}",
-        seed=0, fit_hyperparameters=False,
+    _answered_study(
+        "dose", "m-safeopt", "safe/toy", f"sqlite:///{tmp_path / 'lab.db'}", 5,
+        fit_hyperparameters=False,
     )  # fmt: skip
-    for _ in range(5):
-        q = study.ask()
-        study.tell(q.id, problem.answer(q.query, rng))
     res = _boloop(tmp_path, "study", "plot", "dose")
     assert res.returncode == 0 and "safe set growth" in res.stdout, res.stderr
     assert "certified safe share of the space" in (tmp_path / "dose.svg").read_text()
