@@ -10,7 +10,7 @@ from sklearn.gaussian_process import kernels as skk
 
 from boloop.errors import InvalidInputError
 from boloop.gp import ExactGP, Linear, Matern, SquaredExponential
-from boloop.gp.posterior_gradient import posterior_weights, posterior_with_gradient
+from boloop.gp.posterior_gradient import posterior_with_gradient
 
 
 @pytest.mark.parametrize(
@@ -30,7 +30,7 @@ def test_value_and_gradient_match_scikit_learn(ours, theirs) -> None:
     y = np.sin(5 * X[:, 0]) + X[:, 1] ** 2
     gp = ExactGP(ours, 1e-3).set_data(X, y)
     sk = GaussianProcessRegressor(theirs, alpha=1e-3, optimizer=None).fit(X, y)
-    alpha = posterior_weights(gp)
+    alpha = gp.posterior_weights()
     h = 1e-6
     for x in rng.uniform(0, 1, size=(5, 2)):
         m, s, dm, ds = posterior_with_gradient(gp, x, alpha)
@@ -48,7 +48,7 @@ def test_value_and_gradient_match_scikit_learn(ours, theirs) -> None:
 
 def test_prior_has_zero_gradient_and_the_prior_std() -> None:
     gp = ExactGP(SquaredExponential([0.5], variance=2.0), 1e-3)
-    m, s, dm, ds = posterior_with_gradient(gp, np.array([0.3]), posterior_weights(gp))
+    m, s, dm, ds = posterior_with_gradient(gp, np.array([0.3]), gp.posterior_weights())
     assert (m, s) == (0.0, pytest.approx(np.sqrt(2.0)))
     assert np.all(dm == 0) and np.all(ds == 0)
 
@@ -56,4 +56,4 @@ def test_prior_has_zero_gradient_and_the_prior_std() -> None:
 def test_a_non_stationary_kernel_is_refused() -> None:
     gp = ExactGP(Linear(), 1e-3).set_data(np.array([[0.1], [0.5]]), np.array([0.0, 1.0]))
     with pytest.raises(InvalidInputError, match="stationary"):
-        posterior_with_gradient(gp, np.array([0.3]), posterior_weights(gp))
+        posterior_with_gradient(gp, np.array([0.3]), gp.posterior_weights())

@@ -167,7 +167,6 @@ class FixedPointsMean:
 
     def mean(self, gp: ExactGP) -> np.ndarray:
         """The posterior mean (M,) of ``gp`` at X, given all of its current data."""
-        from scipy.linalg import solve_triangular
 
         if gp.version != self._version or gp.n < self._n:
             self._n = 0
@@ -182,5 +181,4 @@ class FixedPointsMean:
         if n > self._n:
             self._K[self._n : n] = gp.kernel.k(gp.X[self._n : n], self.X)
             self._n = n
-        alpha = solve_triangular(gp.cholesky_factor, gp.whitened_residual, lower=True, trans="T")
-        return gp.mean_constant + alpha @ self._K[:n]
+        return gp.mean_constant + gp.posterior_weights() @ self._K[:n]

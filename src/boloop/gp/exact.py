@@ -359,6 +359,17 @@ class ExactGP:
         self._n = n + 1
 
     # ------------------------------------------------------------------ prediction
+    def posterior_weights(self, L: np.ndarray | None = None) -> np.ndarray:
+        """``alpha = (K + sigma_n^2 I)^{-1} (y - m)`` (n,), R&W eq. (2.25): the posterior mean at
+        x is ``m + k(x, X) alpha`` (empty with no data). ``L`` optionally the Cholesky factor in
+        a (Fortran-ordered) copy the caller reuses."""
+        from scipy.linalg import solve_triangular
+
+        if self._n == 0:
+            return np.zeros(0)
+        factor = self.cholesky_factor if L is None else L
+        return solve_triangular(factor, self.whitened_residual, lower=True, trans="T")
+
     def whitened_cross_covariance(self, X: Any) -> np.ndarray:
         """``V = L^{-1} K(X_train, X)`` (n, m), with ``L`` the Cholesky factor of
         ``K + sigma_n^2 I`` (R&W Algorithm 2.1, line 5): the posterior mean at X is

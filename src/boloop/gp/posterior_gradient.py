@@ -18,18 +18,7 @@ from boloop.errors import InvalidInputError
 from boloop.gp.exact import ExactGP
 from boloop.gp.kernels import StationaryKernel
 
-__all__ = ["posterior_weights", "posterior_with_gradient"]
-
-
-def posterior_weights(gp: ExactGP, L: np.ndarray | None = None) -> np.ndarray:
-    """``alpha = (K + sigma_n^2 I)^{-1} (y - m)`` (n,), R&W eq. (2.25): computed once per
-    posterior and passed to :func:`posterior_with_gradient` for each point (empty with no data)."""
-    from scipy.linalg import solve_triangular
-
-    if gp.n == 0:
-        return np.zeros(0)
-    factor = gp.cholesky_factor if L is None else L
-    return solve_triangular(factor, gp.whitened_residual, lower=True, trans="T")
+__all__ = ["posterior_with_gradient"]
 
 
 def posterior_with_gradient(
@@ -37,7 +26,7 @@ def posterior_with_gradient(
 ) -> tuple[float, float, np.ndarray, np.ndarray]:
     """``(mean, std, d mean/dx, d std/dx)`` of ``gp``'s posterior at one point x (d,).
 
-    ``alpha`` is :func:`posterior_weights` of the same posterior; ``L`` optionally the GP's
+    ``alpha`` is :meth:`ExactGP.posterior_weights` of the same posterior; ``L`` optionally the GP's
     Cholesky factor in a (Fortran-ordered) copy reused across points. The kernel must be
     stationary (its value a function of the scaled squared distance ``r^2``).
     """

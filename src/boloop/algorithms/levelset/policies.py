@@ -24,7 +24,7 @@ from boloop.gp.exact import ExactGP, robust_cholesky
 from boloop.gp.hyperparameters import HyperparameterLearning, default_kernel, space_filling_design
 from boloop.gp.kernels import Kernel, SquaredExponential, StationaryKernel
 from boloop.gp.optimize import refine_on_box
-from boloop.gp.posterior_gradient import posterior_weights, posterior_with_gradient
+from boloop.gp.posterior_gradient import posterior_with_gradient
 from boloop.queries import BasePolicy, Evaluate, Query
 from boloop.recommendations import LevelSetEstimate
 from boloop.spaces import Box, CandidateSet
@@ -316,7 +316,7 @@ class LevelSetPolicy(BasePolicy):
         xa = np.asarray(x, dtype=np.float64).reshape(-1)
         if xa.shape[0] != self._d or not np.all(np.isfinite(xa)):
             raise InvalidInputError(f"x must be a finite point of dimension {self._d}")
-        return posterior_with_gradient(self.gp, xa, posterior_weights(self.gp))
+        return posterior_with_gradient(self.gp, xa, self.gp.posterior_weights())
 
     def posterior_mean_at(self, X: Any) -> np.ndarray:
         """The current posterior mean (m,) at X (m, d). The candidates' mean is read from the
@@ -530,7 +530,7 @@ class LevelSetPolicy(BasePolicy):
                 gp = self.gp
                 # one Fortran-ordered copy of the factor per step (the GP's is a strided view)
                 LF = np.asfortranarray(gp.cholesky_factor)
-                alpha = posterior_weights(gp, LF)
+                alpha = gp.posterior_weights(LF)
 
             def negative(x: np.ndarray) -> Any:
                 if not analytic:
