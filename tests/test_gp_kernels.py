@@ -190,15 +190,3 @@ def test_with_theta_does_not_share_state() -> None:
     k2.lengthscale[0] = 99.0  # mutate the copy's array in place
     assert np.array_equal(k.lengthscale, [0.5, 0.7]) and k.variance == 1.3
     assert k2.nu == 2.5 and isinstance(k2, Matern)
-
-
-@pytest.mark.parametrize("kernel", [SquaredExponential(LS, 0.6), Matern(2.5, 0.9, 1.3)])
-def test_cross_covariance_equal_in_small_and_large_products(kernel) -> None:
-    """Small products sum squared distances in numpy, large ones call scipy's cdist (or numpy
-    while scipy.spatial is not imported): the values are the same bit for bit either way."""
-    rng = np.random.default_rng(5)
-    B = rng.uniform(-2, 2, size=(300, 3))
-    for n in (1200, 2400):  # 1.1e6 and 2.2e6 terms: below and above the numpy-only limit
-        A = rng.uniform(-2, 2, size=(n, 3))
-        rows = np.vstack([kernel.k(A[i : i + 40], B) for i in range(0, n, 40)])
-        np.testing.assert_array_equal(kernel.k(A, B), rows)
