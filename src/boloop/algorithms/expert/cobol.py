@@ -580,13 +580,13 @@ class COBOL(ExpertPolicy):
 
     def _improvement_forecast(self, u: np.ndarray) -> tuple[float, float]:
         """``(P_GP(f(u) < best), best)``: the GP's probability that ``u`` improves the best value
-        observed so far (probability of improvement, standardised units)."""
-        from scipy.special import ndtr
-
+        observed so far (probability of improvement, standardised units). The normal CDF by
+        ``math.erfc`` (within an ulp of scipy.special.ndtr; scipy.special costs a command-line
+        ask ~0.025 s to import, issue 15)."""
         mean, var = self.gp.predict(u[None, :])
         best = float(np.min(self.y_f))
         z = ((best - self._y_mean) / self._y_std - mean[0]) / math.sqrt(max(var[0], 1e-300))
-        return float(ndtr(z)), best
+        return 0.5 * math.erfc(-z / math.sqrt(2.0)), best
 
     def _gp_led(self, u: np.ndarray, index: int | None) -> Query:
         """Evaluate GP-LCB's own proposal x^u, keeping the GP's forecast for harm_budget."""
