@@ -107,7 +107,7 @@ class ExpertPolicy(BasePolicy):
         When the hyperparameters are refitted (warm-started from the last fit). ``0.1``
         (default, as the library's other families, :mod:`boloop.gp.hyperparameters`): once the
         f data have grown by this fraction since the last fit (at least one point: every new
-        point up to 10 points, then every second, ..., every 30th at 300); in between the GP
+        point up to 10 points, then every second, ..., about every 28th at 300); in between the GP
         is conditioned on the new data with the hyperparameters kept. The refit is most of a
         command-line ask's time (issue 15). ``0``: refitted whenever f data arrive (the
         paper's protocol, Sec. 5).
