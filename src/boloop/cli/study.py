@@ -187,13 +187,13 @@ _INTERRUPTED = "\ninterrupted; everything answered so far is stored"
 
 def _create(args: argparse.Namespace) -> int:
     options = dict(args.option)
+    if args.from_storage is not None and args.from_study is None:
+        raise InvalidInputError("--from-storage is the storage of --from OLD: give --from too")
     if args.from_study is None and args.space is None and args.problem is None:
         raise InvalidInputError(
             "create needs --space FILE (your experiment) or --problem ID, or --from OLD to "
             "continue a stored study"
         )
-    if args.from_storage is not None and args.from_study is None:
-        raise InvalidInputError("--from-storage is the storage of --from OLD: give --from too")
     from boloop.study.core import create_study
     from boloop.study.storage import safe_url
 
@@ -302,7 +302,7 @@ def status_lines(st: dict[str, Any], labels: Sequence[str] | None = None) -> lis
     c = st["counts"]
     parts = [f"{v} {k if v != 1 else k[:-1]}" for k, v in c.items() if k != "added"]
     if c.get("added"):
-        parts.append(f"of which {c['added']} measurements you added")
+        parts.append(f"of which {c['added']} added as your own data")
     lines = [
         f"study {st['name']!r}: method {st['method']} ({st['family']} family), seed {st['seed']}",
         f"  storage:        {st['storage']}",
