@@ -69,16 +69,41 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         return p
 
     p = add("create", "create a study", _create)
+    p.description = (
+        "Create a study: --space FILE (your experiment) or --problem ID. With --from OLD, "
+        "continue the stored study OLD with all its answers (for instance one that no longer "
+        "replays with this boloop version): OLD's method, space or problem, options and seed "
+        "unless given here, and every answer in effect recorded as the new study's own data "
+        "(measurements as with `add`, expert labels as outside labels). OLD is read, never "
+        "replayed, and left as it is; a study of duels (the preference family) cannot be "
+        "continued this way and is refused with nothing stored."
+    )
     p.add_argument(
         "--method",
         default=None,
         help="method id, e.g. randomized-straddle, mr-lpf (default: the family's default method "
-        "where it has one: eubo-regret for preference spaces)",
+        "where it has one: eubo-regret for preference spaces; with --from: OLD's method)",
     )
-    g = p.add_mutually_exclusive_group(required=True)
+    g = p.add_mutually_exclusive_group(required=False)
     g.add_argument("--problem", help="a registered problem id (answers come from you)")
     g.add_argument("--space", help="your experiment: a .json, .toml or .csv space file")
-    p.add_argument("--seed", type=int, default=None, help="policy seed (random if omitted)")
+    p.add_argument(
+        "--from",
+        dest="from_study",
+        default=None,
+        metavar="OLD",
+        help="continue study OLD with all its answers as this study's data (OLD's method, "
+        "space, options and seed unless given)",
+    )
+    p.add_argument(
+        "--from-storage",
+        default=None,
+        metavar="URL",
+        help="with --from: the storage holding OLD, when not --storage",
+    )
+    p.add_argument(
+        "--seed", type=int, default=None, help="policy seed (random if omitted; with --from: OLD's)"
+    )
     p.add_argument("--family", default=None, help="family, when the method id is in several")
     p.add_argument(
         "--option",
@@ -162,9 +187,19 @@ _INTERRUPTED = "\ninterrupted; everything answered so far is stored"
 
 def _create(args: argparse.Namespace) -> int:
     options = dict(args.option)
+    if args.from_storage is not None and args.from_study is None:
+        raise InvalidInputError("--from-storage is the storage of --from OLD: give --from too")
+    if args.from_study is None and args.space is None and args.problem is None:
+        raise InvalidInputError(
+            "create needs --space FILE (your experiment) or --problem ID, or --from OLD to "
+            "continue a stored study"
+        )
     from boloop.study.core import create_study
     from boloop.study.storage import safe_url
 
+    extra = {}
+    if args.from_study is not None:
+        extra = {"from_study": args.from_study, "from_storage": args.from_storage}
     study = create_study(
         args.name,
         args.method,
@@ -173,12 +208,21 @@ def _create(args: argparse.Namespace) -> int:
         storage=args.storage,
         seed=args.seed,
         family=args.family,
+        **extra,
         **options,
     )
     print(
         f"created study {study.name!r}: method {study.method} ({study.family}), seed {study.seed}, "
         f"parameters {study.names}, storage {safe_url(study.storage_url)}"
     )
+    if args.from_study is not None:
+        c = study.status(last=0)["counts"]
+        kinds = ", ".join(f"{v} {k if v != 1 else k[:-1]}" for k, v in c.items() if k != "added")
+        print(
+            f"continued from study {args.from_study!r}: {_n(study.n_answered, 'answer')} in "
+            f"effect carried as this study's own data ({kinds or 'none'}); {args.from_study!r} "
+            f"is unchanged. Next: boloop study ask {_quote(study.name)}"
+        )
     hz = study.status(last=0)["horizon"]
     if hz and hz["source"] == "default":
         print(
@@ -258,7 +302,7 @@ def status_lines(st: dict[str, Any], labels: Sequence[str] | None = None) -> lis
     c = st["counts"]
     parts = [f"{v} {k if v != 1 else k[:-1]}" for k, v in c.items() if k != "added"]
     if c.get("added"):
-        parts.append(f"of which {c['added']} measurements you added")
+        parts.append(f"of which {c['added']} added as your own data")
     lines = [
         f"study {st['name']!r}: method {st['method']} ({st['family']} family), seed {st['seed']}",
         f"  storage:        {st['storage']}",
@@ -650,7 +694,7 @@ def _row_text(row: dict[str, Any]) -> str:
         return f"{label} ({fmt(p)})" if label else fmt(p)
 
     if row["query_id"] is None:
-        who = "added measurement"
+        who = "added label" if row["kind"] == "label" else "added measurement"
     else:
         who = f"query {row['query_id']} [{_KIND_WORD.get(row['kind'], row['kind'])}]"
     if row["a"] is not None:

@@ -330,12 +330,14 @@ class Study(StudyReplay, StudySnapshots):
                 self._reload()
         raise StorageError(f"study {self.name!r}: too many concurrent writers, try again")
 
-    def add(self, params: Mapping[str, Any], value: Any) -> None:
+    def add(self, params: Mapping[str, Any], value: Any, note: str | None = None) -> None:
         """Record a measurement the user made on their own at ``params`` (named values).
 
         Only for methods that take measurements outside their own queries (their policy has
-        ``add(x, value)``); the open query, if any, stays open.
+        ``add(x, value)``); the open query, if any, stays open. ``note``: free text stored with
+        it (as :meth:`tell`'s), never given to the method.
         """
+        note = _check_note(note)
         x = params_to_point(self.space, params, "params")
         measured = parse_measurement(value)
         if isinstance(measured, float) and not math.isfinite(measured):
@@ -347,18 +349,23 @@ class Study(StudyReplay, StudySnapshots):
         for _ in range(_MAX_RETRIES):
             try:
                 with self._write() as tx:
-                    self._append(tx, "added", None, {"x": x.tolist(), "answer": measured})
+                    payload: dict[str, Any] = {"x": x.tolist(), "answer": measured}
+                    if note:
+                        payload["note"] = note
+                    self._append(tx, "added", None, payload)
                 self._maybe_snapshot()
                 return
             except SeqConflict:
                 self._reload()
         raise StorageError(f"study {self.name!r}: too many concurrent writers, try again")
 
-    def label(self, params: Mapping[str, Any], accepted: Any) -> None:
+    def label(self, params: Mapping[str, Any], accepted: Any, note: str | None = None) -> None:
         """Record a label the expert gave outside the loop: ``accepted`` (bool, ``True`` =
         accept) at ``params`` -- the counterpart of :meth:`add` for the expert family (the
         policy's ``add_labels``). Refused like an answer (bad point, non-boolean label, an open
-        query the policy must see answered first), with nothing stored."""
+        query the policy must see answered first), with nothing stored. ``note`` as in
+        :meth:`add`."""
+        note = _check_note(note)
         x = params_to_point(self.space, params, "params")
         if not isinstance(accepted, bool | np.bool_):
             raise InvalidInputError(f"accepted must be a bool (True = accept), got {accepted!r}")
@@ -367,6 +374,8 @@ class Study(StudyReplay, StudySnapshots):
                 f"method {self.method!r} does not take labels outside its own queries"
             )
         payload = {"x": x.tolist(), "answer": bool(accepted), "label": True}
+        if note:
+            payload["note"] = note
         for _ in range(_MAX_RETRIES):
             try:
                 with self._write() as tx:
@@ -696,7 +705,7 @@ class Study(StudyReplay, StudySnapshots):
                 "answer_text": answer_text(kind, answer),
                 "asked_at": None,
                 "told_at": ev.created_at,
-                "note": None,
+                "note": ev.payload.get("note"),
             }
         asked = self._asked[ev.query_id]  # type: ignore[index]
         sq = self._wrap(decode_query(asked, self.name))
@@ -844,7 +853,7 @@ def _json_default(obj: Any) -> Any:
 # -- module functions ----------------------------------------------------------------------------
 def create_study(
     name: str,
-    method: str | None,
+    method: str | None = None,
     space: Any = None,
     *,
     problem: str | Problem | None = None,
@@ -852,6 +861,8 @@ def create_study(
     seed: int | None = None,
     family: str | None = None,
     load_if_exists: bool = False,
+    from_study: str | None = None,
+    from_storage: str | None = None,
     **options: Any,
 ) -> Study:
     """Create a study named ``name`` running ``method`` and store it.
@@ -881,12 +892,43 @@ def create_study(
         or from the space's ``family`` key otherwise.
     load_if_exists:
         Load the existing study of that name instead of failing.
+    from_study:
+        Continue this stored study (say, one whose log no longer replays with this boloop) with
+        all its answers: its method, space or problem, options and seed unless given here, and
+        every answer in effect recorded as outside data of the new study (measurements through
+        :meth:`Study.add`, expert labels through :meth:`Study.label`); its log is read, never
+        replayed. See :func:`boloop.study.carry.create_from`. ``load_if_exists`` is refused
+        with it (an existing name is an error).
+    from_storage:
+        With ``from_study``: the storage holding it, when not ``storage``.
     options:
         Method options, passed to ``make_policy``; must be plain JSON values.
 
-    Nothing is stored unless the policy can be built from this configuration.
+    Nothing is stored unless the policy can be built from this configuration (and, with
+    ``from_study``, every answer is taken).
     """
     name = _check_name(name)
+    if from_study is not None:
+        if load_if_exists:
+            raise InvalidInputError(
+                "from_study creates a new study: it cannot be combined with load_if_exists"
+            )
+        from boloop.study.carry import create_from
+
+        return create_from(
+            name,
+            from_study,
+            method=method,
+            space=space,
+            problem=problem,
+            storage=storage,
+            from_storage=from_storage,
+            seed=seed,
+            family=family,
+            options=options,
+        )
+    if from_storage is not None:
+        raise InvalidInputError("from_storage is the storage of from_study: give from_study too")
     if (
         isinstance(space, str)
         and problem is None

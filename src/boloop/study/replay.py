@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from boloop.study.sqlite_log import SQLiteLog
     from boloop.study.storage import StorageBackend
 
-__all__ = ["StudyReplay", "decode_answer", "decode_query", "effective_events"]
+__all__ = ["StudyReplay", "continue_command", "decode_answer", "decode_query", "effective_events"]
 
 
 def effective_events(events: list[Event], name: str) -> list[Event]:
@@ -50,6 +50,36 @@ def effective_events(events: list[Event], name: str) -> list[Event]:
             raise StorageError(f"study {name!r}: event {ev.seq} withdraws a missing answer")
         stack.pop()
     return stack
+
+
+def continue_command(name: str, storage: StorageBackend | SQLiteLog) -> str:
+    """The command that continues study ``name`` in a new study with all its answers
+    (``boloop study create NEW --from NAME``), with a free name for NEW and ``--storage`` when
+    the storage is not the default one."""
+    import os
+    import shlex
+
+    try:
+        taken = {n for n, _ in storage.study_names()}
+    except BoloopError:
+        taken = set()
+    new = f"{name}-continued"
+    k = 2
+    while new in taken:
+        new, k = f"{name}-continued-{k}", k + 1
+    cmd = f"boloop study create {shlex.quote(new)} --from {shlex.quote(name)}"
+    default = os.environ.get("BOLOOP_STORAGE") or "sqlite:///boloop.db"
+    try:
+        from boloop.study.storage import resolve_storage
+
+        is_default = resolve_storage(default) == resolve_storage(storage.url)
+    except BoloopError:
+        is_default = False
+    if not is_default:
+        from boloop.study.log import safe_url
+
+        cmd += f" --storage {shlex.quote(safe_url(storage.url))}"
+    return cmd
 
 
 def decode_query(ev: Event, name: str) -> Query:
@@ -94,6 +124,35 @@ class StudyReplay:
     _set_problem: Callable[[Any], None]
     _add_to_policy: Callable[[np.ndarray, Any], None]
     _snapshot_policy: Callable[[list[Event], list[Event]], tuple[BasePolicy, int] | None]
+
+    def _mismatch_advice(self) -> str:
+        """What happened when the log does not replay, and the way forward that keeps every
+        answer (:mod:`boloop.study.carry`)."""
+        made = self.config.get("boloop_version")
+        if made != boloop.__version__:
+            why = (
+                f"The study was created with boloop {made!r}; this is boloop "
+                f"{boloop.__version__!r}, whose method {self.method!r} proposes differently. "
+                "Load it with the boloop version that created it, or"
+            )
+        else:
+            why = (
+                f"The study was created with boloop {made!r}, the version number of this one, "
+                f"but this boloop's method {self.method!r} proposes differently from the one "
+                "that wrote the log (a development version, or changed defaults). Either load "
+                "it with the boloop code that created it, or"
+            )
+        return (
+            f"{why} continue with this version and all {self._n_stored_answers()} stored answers "
+            f"kept as the new study's data: {continue_command(self.name, self._storage)}"
+        )
+
+    def _n_stored_answers(self) -> int:
+        try:
+            effective = effective_events(self._storage.events(self._sid, after=-1), self.name)
+        except BoloopError:
+            return sum(1 for e in self._effective if e.kind in ("told", "added"))
+        return sum(1 for e in effective if e.kind in ("told", "added"))
 
     def _reload(self) -> None:
         """Rebuild everything from the stored log (after a failed commit or a conflict)."""
@@ -148,10 +207,7 @@ class StudyReplay:
                     raise StorageError(
                         f"study {self.name!r}: replaying the log gives a different query at "
                         f"event {ev.seq}: stored {stored.to_dict()}, replayed "
-                        f"{replayed.to_dict()}. The study was created with boloop "
-                        f"{self.config.get('boloop_version')!r}; this is boloop "
-                        f"{boloop.__version__!r} (method {self.method!r}). Load it with the "
-                        "boloop version that created it."
+                        f"{replayed.to_dict()}. {self._mismatch_advice()}"
                     )
             self._asked[stored.id] = ev
             self._logged_open.add(stored.id)
@@ -165,7 +221,7 @@ class StudyReplay:
                 except BoloopError as exc:
                     raise StorageError(
                         f"study {self.name!r}: the stored answer of event {ev.seq} (query {qid}) "
-                        f"is refused on replay: {exc}"
+                        f"is refused on replay: {exc}. {self._mismatch_advice()}"
                     ) from exc
             self._logged_open.discard(qid)  # type: ignore[arg-type]
         elif ev.kind == "added" and replay and ev.payload.get("label"):

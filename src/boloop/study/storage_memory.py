@@ -19,7 +19,7 @@ from boloop.errors import InvalidInputError, StorageError, UnknownIdError
 from boloop.study.log import EVENT_KINDS, Event, SeqConflict, decode_events, encode_payload, now_iso
 from boloop.study.storage import check_import
 
-__all__ = ["MemoryStorage"]
+__all__ = ["MemoryStorage", "discard_memory_store"]
 
 _Row = tuple[int, str, "int | None", str, str]  # seq, kind, query_id, payload text, created_at
 
@@ -169,3 +169,10 @@ class MemoryStorage:
 
     def size_bytes(self) -> int | None:
         return None
+
+
+def discard_memory_store(url: str) -> None:
+    """Forget the in-process store ``url`` and everything in it (a private staging store, see
+    :mod:`boloop.study.carry`); a store that does not exist is ignored."""
+    with _stores_lock:
+        _stores.pop(url, None)

@@ -1,0 +1,228 @@
+"""A new study that continues an old one with all its answers: ``create_study(NEW, from_study=OLD)``
+and ``boloop study create NEW --from OLD`` (issue 15, "nothing lost").
+
+Loading a study replays its log through a fresh policy and checks every replayed query against
+the stored one (:mod:`boloop.study.replay`). When a method proposes differently from the one
+that wrote the log (another boloop version, a development version, changed defaults), the log no
+longer replays and the study refuses to load. Its answers are still stored; this module reads
+them as data, *without* a policy, and records every answer in effect as outside data of a new
+study through the public paths a person would use: measurements with
+:meth:`~boloop.study.core.Study.add` and expert labels with :meth:`~boloop.study.core.Study.label`.
+
+Nothing is written to the target storage until every answer has been taken: the new study is
+first built in a private in-process store, then its whole log is imported in one transaction
+(:meth:`~boloop.study.storage.StorageBackend.import_study`). A refusal at any step (an unknown
+old study, a name that exists, an answer the new method cannot take as outside data, such as a
+preference study's duels) stores nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from boloop.errors import BoloopError, InvalidInputError, StorageError
+from boloop.study.log import Event, safe_url
+from boloop.study.naming import MAX_NOTE_CHARS, _check_name
+from boloop.study.replay import decode_answer, decode_query, effective_events
+
+if TYPE_CHECKING:
+    from boloop.study.core import Study
+
+__all__ = ["CarriedAnswer", "carried_answers", "create_from"]
+
+
+@dataclasses.dataclass(frozen=True)
+class CarriedAnswer:
+    """One answer in effect of the old study: ``kind`` ``"evaluate"``, ``"label"`` or
+    ``"compare"``; ``x`` the point (``None`` for a duel), ``answer`` as stored, ``query_id``
+    (``None`` for an added measurement or label), ``seq`` of its event, ``note`` its note."""
+
+    kind: str
+    x: list[float] | None
+    answer: Any
+    query_id: int | None
+    seq: int
+    note: str | None
+
+
+def carried_answers(events: list[Event], name: str) -> list[CarriedAnswer]:
+    """The answers in effect of a study's log (told and added, minus withdrawn ones), oldest
+    first, read as data: no policy is built and nothing is replayed."""
+    effective = effective_events(events, name)
+    asked: dict[int, Event] = {}
+    out: list[CarriedAnswer] = []
+    for ev in effective:
+        if ev.kind == "asked" and ev.query_id is not None:
+            asked[ev.query_id] = ev
+        elif ev.kind == "told":
+            if ev.query_id not in asked:
+                raise StorageError(
+                    f"study {name!r}: event {ev.seq} answers query {ev.query_id}, never asked"
+                )
+            q = decode_query(asked[ev.query_id], name)
+            x = getattr(q, "x", None)
+            out.append(
+                CarriedAnswer(
+                    kind=q.kind,
+                    x=None if x is None else [float(v) for v in x],
+                    answer=decode_answer(ev.payload.get("answer")),
+                    query_id=ev.query_id,
+                    seq=ev.seq,
+                    note=ev.payload.get("note"),
+                )
+            )
+        elif ev.kind == "added":
+            out.append(
+                CarriedAnswer(
+                    kind="label" if ev.payload.get("label") else "evaluate",
+                    x=[float(v) for v in ev.payload["x"]],
+                    answer=decode_answer(ev.payload.get("answer")),
+                    query_id=None,
+                    seq=ev.seq,
+                    note=ev.payload.get("note"),
+                )
+            )
+    return out
+
+
+def _provenance(old: str, a: CarriedAnswer) -> str:
+    """The note of a carried answer: where it came from, then the old answer's own note."""
+    where = f"query {a.query_id}" if a.query_id is not None else f"your own data, event {a.seq}"
+    text = f"from study {old!r}, {where}"
+    if a.note:
+        text = f"{text}: {a.note}"
+    return text[:MAX_NOTE_CHARS]
+
+
+def create_from(
+    name: str,
+    from_study: str,
+    *,
+    method: str | None = None,
+    space: Any = None,
+    problem: Any = None,
+    storage: str | None = None,
+    from_storage: str | None = None,
+    seed: int | None = None,
+    family: str | None = None,
+    options: Mapping[str, Any] | None = None,
+) -> Study:
+    """Create study ``name`` continuing ``from_study`` with every answer in effect as its own data.
+
+    The old study's method, space (or problem), options and seed are used unless given
+    (options given are merged over the old ones when the method stays the same; another method
+    starts from the options given only). ``from_storage`` is the old study's storage (default
+    ``storage``). The old log is read, never replayed, so this works exactly when the old study
+    no longer loads. Measurements go in through :meth:`Study.add`, expert labels through
+    :meth:`Study.label`, each with a note naming the old study and query; the ``created`` event
+    records the old study in ``from_study``. Duels have no outside-data path: a study with
+    duels is refused, naming why. Nothing is stored unless every answer is taken.
+    """
+    from boloop.study.core import Study, _open_existing, _problem_from_config, create_study
+    from boloop.study.space_file import point_to_params
+    from boloop.study.storage import open_storage, resolve_storage
+    from boloop.study.storage_memory import MemoryStorage, discard_memory_store
+
+    name = _check_name(name)
+    if not isinstance(from_study, str):
+        raise InvalidInputError(f"from_study must be a study name, got {from_study!r}")
+    source_url = from_storage if from_storage is not None else storage
+    same_storage = resolve_storage(source_url) == resolve_storage(storage)
+    if same_storage and name == from_study:
+        raise InvalidInputError(
+            f"the new study needs a name of its own: {name!r} is the study it continues"
+        )
+    old_store = _open_existing(source_url)
+    old_sid = old_store.study_id(from_study)  # UnknownIdError listing the stored names
+    events = old_store.events(old_sid)
+    if not events or events[0].kind != "created":
+        raise StorageError(f"study {from_study!r} has no 'created' event")
+    config = events[0].payload
+    target = old_store if same_storage else _open_existing(storage)
+    if name in {n for n, _ in target.study_names()}:
+        raise InvalidInputError(
+            f"a study named {name!r} already exists in storage {safe_url(target.url)!r}; "
+            "choose another name for the continued study"
+        )
+    answers = carried_answers(events, from_study)
+    duels = sum(1 for a in answers if a.kind == "compare")
+    if duels:
+        raise InvalidInputError(
+            f"study {from_study!r} cannot be continued in a new study: {duels} of its answers are "
+            "duels, and a study takes duels only as answers to its own queries (add and label "
+            "take measurements and labels, there is no way to record a duel from outside), so "
+            "they would be lost. Load it with the boloop version that created it "
+            f"({config.get('boloop_version')!r})"
+        )
+    old_method = config.get("method")
+    same_method = method is None or method == old_method
+    if method is None:
+        method = old_method
+    if family is None and same_method:
+        family = config.get("family")
+    if space is None and problem is None:
+        if config.get("problem") is not None:
+            problem = config["problem"]
+        else:
+            space = config.get("space")
+    merged = dict(config.get("options") or {}) if same_method else {}
+    merged.update(options or {})
+    if seed is None:
+        seed = int(config.get("seed", 0))
+    try:
+        old_space = _problem_from_config(config).space
+    except BoloopError as exc:
+        raise StorageError(
+            f"study {from_study!r}: its stored space or problem cannot be rebuilt: {exc}"
+        ) from exc
+
+    # build the new study in a private in-process store first: the target gets all or nothing
+    staging_url = f"memory://boloop-from-{secrets.token_hex(8)}"
+    try:
+        staged = create_study(
+            name,
+            method,
+            space,
+            problem=problem,
+            storage=staging_url,
+            seed=seed,
+            family=family,
+            **merged,
+        )
+        for i, a in enumerate(answers):
+            assert a.x is not None
+            params = point_to_params(old_space, a.x)
+            try:
+                if a.kind == "label":
+                    staged.label(params, bool(a.answer), note=_provenance(from_study, a))
+                else:
+                    staged.add(params, a.answer, note=_provenance(from_study, a))
+            except BoloopError as exc:
+                what = "label" if a.kind == "label" else "measurement"
+                origin = f"query {a.query_id}" if a.query_id is not None else f"event {a.seq}"
+                raise InvalidInputError(
+                    f"study {from_study!r} cannot be continued as {name!r} (method "
+                    f"{staged.method!r}): its answer {i + 1} of {len(answers)} ({what} of "
+                    f"{origin}) cannot be recorded as outside data: {exc}. Nothing was stored"
+                ) from exc
+        staged_store = MemoryStorage(staging_url, create=False)
+        new_events = staged_store.events(staged_store.study_id(name))
+    finally:
+        discard_memory_store(staging_url)
+    provenance = {
+        "study": from_study,
+        "storage": safe_url(old_store.url),
+        "method": old_method,
+        "boloop_version": config.get("boloop_version"),
+        "answers": len(answers),
+    }
+    first = new_events[0]
+    new_events[0] = dataclasses.replace(first, payload={**first.payload, "from_study": provenance})
+    store = open_storage(storage, create=True)
+    sid = store.import_study(name, first.created_at, new_events)
+    study = Study(store, sid, name, store.events(sid))
+    study.save_snapshot()
+    return study
