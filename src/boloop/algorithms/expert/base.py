@@ -333,22 +333,14 @@ class ExpertPolicy(BasePolicy):
         n_keep: int = 3,
         radii: tuple[float, ...] = (0.05, 0.015, 0.004),
         n_local: int = 24,
-        rng: np.random.Generator | None = None,
     ) -> tuple[np.ndarray, int | None, float]:
-        """Minimise ``score`` (batched, (m, d) -> (m,)) over candidates, then refine locally
-        (random perturbations drawn from ``rng``, by default the policy's generator)."""
+        """Minimise ``score`` (batched, (m, d) -> (m,)) over candidates, then refine locally."""
         vals = score(U) if values is None else values
         i = int(np.argmin(vals))
         if idx is not None:
             return U[i], int(idx[i]), float(vals[i])
         x, v = perturb_on_box(
-            score,
-            U,
-            vals,
-            self.rng if rng is None else rng,
-            n_keep=n_keep,
-            radii=radii,
-            n_local=n_local,
+            score, U, vals, self.rng, n_keep=n_keep, radii=radii, n_local=n_local
         )
         return x, None, v
 

@@ -174,44 +174,9 @@ class COBOL(ExpertPolicy):
         agreement_gate: bool = True,
         agreement_level: float | None = 0.99,
         reject_fallback: str = "lcb",
-        tie_break: str | None = None,
-        belief: str = "lower",
-        free_steps: bool = False,
-        label_initial_design: bool = False,
-        search_stream: bool = False,
-        dual_belief: str = "lower",
         **kwargs: Any,
     ) -> None:
         super().__init__(space, seed, **kwargs)
-        if tie_break not in (None, "upper", "lower"):
-            raise InvalidInputError(
-                f"tie_break must be None, 'upper' or 'lower', got {tie_break!r}"
-            )
-        self.tie_break = tie_break
-        self.belief = belief
-        self.free_steps = bool(free_steps)
-        self.label_initial_design = bool(label_initial_design)
-        self._search_rng = None
-        if search_stream:  # not Generator.spawn: scipy's Sobol seeding spawns from self.rng too
-            ss = self.rng.bit_generator.seed_seq
-            key = (*ss.spawn_key, 0x5EA4C4)
-            self._search_rng = np.random.default_rng(
-                np.random.SeedSequence(ss.entropy, spawn_key=key)
-            )
-        if self.label_initial_design and not self.X_f.shape[0]:
-            k = min(self.n_initial, self._init_g[0].shape[0])
-            Ug = self._init_g[0].copy()
-            Ug[:k] = self._init_f[0][:k]
-            ig = self._init_g[1]
-            if ig is not None:
-                ig = ig.copy()
-                ig[:k] = self._init_f[1][:k]
-            self._init_g = (Ug, ig)
-        #: uninformative GP-LCB steps given to the expert
-        self.free_given = 0
-        self.dual_belief = dual_belief
-        #: GP-LCB steps moved by the expert's tie-break
-        self.tie_breaks = 0
         self.eta = _number(eta, "eta", low=1.0, allow_inf=True)
         self.agreement_gate = bool(agreement_gate)
         if agreement_level is not None:
@@ -400,13 +365,8 @@ class COBOL(ExpertPolicy):
         def score(V: np.ndarray) -> np.ndarray:
             f_low = f_low_fn(V)
             vetoed = self._is_vetoed(V)
-            if self.belief == "constrained":
-                gm = self.expert.mle_predict(V)
-                return np.where(vetoed, np.inf, np.where(gm <= 0, f_low, _BIG + gm))
             if primal_dual and lam == 0.0:
                 return np.where(vetoed, np.inf, f_low)
-            if self.belief == "mle":
-                return np.where(vetoed, np.inf, phi(f_low, self.expert.mle_predict(V)))
             g_hi = self.expert.mle_predict(V)  # >= g_lower
             g_lo_rel, _ = self.expert.relaxed_bounds(V)  # <= g_lower
             lb, ub = phi(f_low, g_lo_rel), phi(f_low, g_hi)
@@ -430,7 +390,7 @@ class COBOL(ExpertPolicy):
                 start += self.screen_batch
             return out
 
-        u, index, value = self._minimise(score, U, idx, rng=self._search_rng)
+        u, index, value = self._minimise(score, U, idx)
         self._candidate_found = bool(np.isfinite(value))
         return u, index
 
@@ -458,18 +418,15 @@ class COBOL(ExpertPolicy):
             self.guarded += int(guard)
             self.outcomes.append("vanilla")
             return self._gp_led(u_u, i_u)
+        if self.agreement_gate and self.candidate == "primal-dual" and not self._expert_may_lead():
+            return self._gated_step()
         if self.candidate == "pinpoint" and not self._pinpoint_ready():
             U, idx = self._sample_unit(1)
             return self._ask_unit(U[0], None if idx is None else int(idx[0]), "label")
         U, idx = self._candidates()
+
         # line 5: vanilla LCB
         u_u, i_u, flow_u = self._minimise(self._f_lower, U, idx)
-        if self.free_steps and self.candidate == "primal-dual":
-            q = self._free_step(U, idx, u_u)
-            if q is not None:
-                return q
-        if self.agreement_gate and self.candidate == "primal-dual" and not self._expert_may_lead():
-            return self._gated_step(U, idx, u_u, i_u)
         # line 4: expert-augmented LCB
         if self.candidate == "pinpoint":
             u_c, i_c = self._pinpoint_point()
@@ -483,8 +440,6 @@ class COBOL(ExpertPolicy):
         g_low_c, g_up_c = self.expert.bounds(u_c[None, :])
         assert g_low_c is not None and g_up_c is not None
         z_star = float(g_low_c[0])
-        if self.dual_belief == "mle":
-            z_star = float(self.expert.mle_predict(u_c[None, :])[0])
         width = float(g_up_c[0] - g_low_c[0])
         lam_used = self.lam
         if self.primal_dual and self.candidate == "primal-dual":  # dual update of eq. (5)
@@ -498,7 +453,7 @@ class COBOL(ExpertPolicy):
             if idx is None
             else np.concatenate([idx, [self._nearest_index(x) for x in self.X_f], [i_u, i_c]])
         )
-        u_ucb, _, min_f_up = self._minimise(self._f_upper, U_up, idx_up, rng=self._search_rng)
+        u_ucb, _, min_f_up = self._minimise(self._f_upper, U_up, idx_up)
         f_low_pts, _, std_pts = self._f_bounds(np.vstack([pts, u_ucb]))
         flow_c = float(f_low_pts[1])
         if self.no_harm == "paper":
@@ -531,7 +486,7 @@ class COBOL(ExpertPolicy):
             return self._ask_unit(u_u, i_u, "evaluate")
         if not passes:
             self.outcomes.append("vanilla")
-            return self._gp_led(*self._expert_tie_break(u_u, i_u, U, idx))
+            return self._gp_led(u_u, i_u)
         # an expert-led proposal (x^c a different point than x^u) or GP-LCB's own (x^c = x^u):
         # remember the GP's forecast that x^u improves the best value (harm_budget)
         distinct = float(np.max(np.abs(u_c - u_u))) > 0.01  # unit-cube coordinates
@@ -540,7 +495,7 @@ class COBOL(ExpertPolicy):
             # line 8 would ask again; at most one label per evaluation: GP-LCB's step instead
             self._after_reject = False
             self.outcomes.append("vanilla")
-            return self._gp_led(*self._expert_tie_break(u_u, i_u, U, idx))
+            return self._gp_led(u_u, i_u)
         if width > self.g_thr and not self._after_reject:  # line 8: the expert is unsure -> ask
             q = self._ask_unit(u_c, i_c, "label")
         else:
@@ -612,13 +567,12 @@ class COBOL(ExpertPolicy):
             return self.agreement > 0.5
         return self.agreement_probability >= self.agreement_level
 
-    def _gated_step(
-        self, U: np.ndarray, idx: np.ndarray | None, u_u: np.ndarray, i_u: int | None
-    ) -> Query:
+    def _gated_step(self) -> Query:
         """GP-LCB's step while the data do not expect the expert to agree with f: ``x^u``,
         after a calibration label if the expert model is unsure there (line 8) and the last
         label was not a reject (at most one label per evaluation after a reject)."""
-        u_u, i_u = self._expert_tie_break(u_u, i_u, U, idx)
+        U, idx = self._candidates()
+        u_u, i_u, _ = self._minimise(self._f_lower, U, idx)
         self.gated += 1
         lo, up = self.expert.bounds(u_u[None, :])
         assert lo is not None and up is not None
@@ -629,57 +583,6 @@ class COBOL(ExpertPolicy):
             return q
         self.outcomes.append("vanilla")
         return self._gp_led(u_u, i_u)
-
-    def _free_step(self, U: np.ndarray, idx: np.ndarray | None, u_u: np.ndarray) -> Query | None:
-        """free_steps: when GP-LCB's step would learn nothing (x^u's posterior variance is at
-        most the noise variance: a re-measurement), the expert picks, among the informative
-        candidates that pass line 6's first test (``f_lower <= min f_upper``: they may beat the
-        incumbent), the one its model most expects to accept; f is evaluated there, with a
-        calibration label if the expert model is unsure there. None: not such a step."""
-        noise = float(self.gp.noise_variance)
-        _, var_u = self.gp.predict(u_u[None, :])
-        if float(var_u[0]) > noise:
-            return None
-        f_lo, f_up, std = self._f_bounds(U)
-        min_up = min(float(np.min(f_up)), float(np.min(self._f_upper(u_u[None, :]))))
-        ok = (std**2 > noise) & (f_lo <= min_up) & ~self._is_vetoed(U)
-        if not ok.any():
-            return None
-        g = self.expert.mle_predict(U)
-        order = np.lexsort((f_lo, g))
-        j = int(order[np.flatnonzero(ok[order])[0]])
-        u, index = U[j], None if idx is None else int(idx[j])
-        self.free_given += 1
-        lo, up = self.expert.bounds(u[None, :])
-        assert lo is not None and up is not None
-        if float(up[0] - lo[0]) > self.g_thr and not self._after_reject:
-            q = self._ask_unit(u, index, "label")
-            self._calibration_ids.add(q.id)
-            self._harm_refs[q.id] = ("gp", *self._improvement_forecast(u))
-            return q
-        self.outcomes.append("vanilla")
-        return self._gp_led(u, index)
-
-    def _expert_tie_break(
-        self, u_u: np.ndarray, i_u: int | None, U: np.ndarray, idx: np.ndarray | None
-    ) -> tuple[np.ndarray, int | None]:
-        """GP-LCB's step x^u, or the candidate the expert model most expects to accept
-        (lowest ``g^MLE``) among those that cost nothing by the no-harm argument (tie_break)."""
-        if self.tie_break is None or self.expert.n == 0:
-            return u_u, i_u
-        V = np.vstack([u_u[None, :], U])
-        f_lo, f_up, std = self._f_bounds(V)
-        if self.tie_break == "upper":
-            ok = (f_up <= f_up[0]) & (std[0] <= self.eta * std)
-        else:
-            ok = f_lo <= f_lo[0] + self.sqrt_beta_f * std
-        ok &= ~self._is_vetoed(V)
-        g = np.where(ok, self.expert.mle_predict(V), np.inf)
-        j = int(np.argmin(g))
-        if j == 0 or not g[j] < g[0]:
-            return u_u, i_u
-        self.tie_breaks += 1
-        return V[j], None if idx is None else int(idx[j - 1])
 
     def _improvement_forecast(self, u: np.ndarray) -> tuple[float, float]:
         """``(P_GP(f(u) < best), best)``: the GP's probability that ``u`` improves the best value
