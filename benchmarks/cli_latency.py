@@ -22,7 +22,12 @@ code that wrote it): a before/after comparison measured in one run on the same m
 
 Run:  nice -n 5 .venv/bin/python benchmarks/cli_latency.py [--answers 300] [--repeats 7]
       [--methods randomized-straddle mr-lpf m-safeopt cobol] [--storage sqlite:///x.db]
-      [--src /path/to/before /path/to/after]
+      [--src /path/to/before /path/to/after [--fill-per-tree]]
+
+``--fill-per-tree``: with ``--src``, each tree fills its own studies through the Python API (in a
+subprocess with that tree's code) instead of copying one set: needed when the trees' methods
+propose different queries (a study is refused by code whose replay gives other queries), e.g.
+a change of a method's default; the studies then differ in their points, not in their size.
 """
 
 from __future__ import annotations
@@ -112,6 +117,15 @@ def main() -> None:
     ap.add_argument(
         "--src", nargs="+", default=None, help="source trees to compare (PYTHONPATH=TREE/src)"
     )
+    ap.add_argument(
+        "--fill-per-tree",
+        action="store_true",
+        help="with --src: each tree fills its own studies (needed when the trees' methods "
+        "propose differently: a study only loads under code that replays it)",
+    )
+    if len(sys.argv) == 5 and sys.argv[1] == "--fill-only":  # internal: --fill-only URL METHOD N
+        _fill(sys.argv[2], f"lat-{sys.argv[3]}", sys.argv[3], int(sys.argv[4]))
+        return
     args = ap.parse_args()
 
     from boloop.simulate import oracle_rng
@@ -130,7 +144,7 @@ def main() -> None:
     from boloop.study import list_studies
 
     have = {r["name"] for r in list_studies(base)} if args.storage else set()
-    for method in args.methods:
+    for method in args.methods if not (args.src and args.fill_per_tree) else ():
         if f"lat-{method}" not in have:
             _fill(base, f"lat-{method}", method, args.answers)
     trees: dict[str, tuple[str, dict[str, str]]] = {}  # label -> (storage url, environment)
@@ -140,8 +154,17 @@ def main() -> None:
             label = os.path.basename(os.path.normpath(src)) or f"tree{i}"
             label = label if label not in trees else f"{label}-{i}"
             db = os.path.join(tmp, f"tree{i}.db")
-            shutil.copyfile(base[len("sqlite:///") :], db)
             tree_env = dict(env, PYTHONPATH=os.path.join(os.path.abspath(src), "src"))
+            if args.fill_per_tree:  # each tree answers its own study (its own queries)
+                for method in args.methods:
+                    subprocess.run(
+                        [sys.executable, os.path.abspath(__file__), "--fill-only",
+                         f"sqlite:///{db}", method, str(args.answers)],
+                        env=dict(tree_env, OMP_NUM_THREADS="1"),
+                        check=True,
+                    )  # fmt: skip
+            else:
+                shutil.copyfile(base[len("sqlite:///") :], db)
             trees[label] = (f"sqlite:///{db}", tree_env)
         cli = [sys.executable, "-m", "boloop.cli"]
     else:

@@ -23,6 +23,7 @@ import numpy as np  # noqa: E402
 
 from boloop.algorithms.expert import COBOL  # noqa: E402
 from boloop.problems import functions as F  # noqa: E402
+from boloop.problems import parse_problem_id  # noqa: E402
 from boloop.problems.expert import ExpertProblem  # noqa: E402
 from boloop.queries import Label  # noqa: E402
 from boloop.spaces import Box  # noqa: E402
@@ -40,7 +41,7 @@ def ackley2(a: float = 1.0) -> ExpertProblem:
     )
 
 
-def run(seed: int, T: int, **options: float) -> tuple[list[float], list[float]]:
+def run(seed: int, T: int, **options: object) -> tuple[list[float], list[float]]:
     problem = ackley2()
     rng = np.random.default_rng(10_000 + seed)
     policy = COBOL(problem.space, seed, **options)
@@ -74,17 +75,26 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--iterations", type=int, default=30)
-    ap.add_argument("--refit-growth", type=float, default=0.0, help="COBOL's refit_growth")
+    ap.add_argument(
+        "--refit-growth", type=float, default=None, help="COBOL's refit_growth (default: COBOL's)"
+    )
+    ap.add_argument(
+        "--cobol", nargs="+", default=[], metavar="KEY=VALUE", help="other COBOL options"
+    )
     args = ap.parse_args()
     wall: list[float] = []
     cpu: list[float] = []
+    options = parse_problem_id("cobol?" + "&".join(args.cobol))[1] if args.cobol else {}
+    if args.refit_growth is not None:
+        options["refit_growth"] = args.refit_growth
     for seed in range(args.repeats):
-        w, c = run(seed, args.iterations, refit_growth=args.refit_growth)
+        w, c = run(seed, args.iterations, **options)
         wall += w
         cpu += c
     print(
         f"COBOL, 2-D Ackley, a = 1, T = {args.iterations}, 10 initial labels, "
-        f"{args.repeats} seeds ({len(wall)} iterations), refit_growth={args.refit_growth}"
+        f"{args.repeats} seeds ({len(wall)} iterations), "
+        f"{'COBOL options ' + str(options) if options else 'default settings'}"
     )
     print(f"median wall ms per iteration: {1000 * statistics.median(wall):.1f} (target 10)")
     print(f"median CPU ms per iteration:  {1000 * statistics.median(cpu):.1f}")

@@ -348,3 +348,30 @@ def test_refit_growth_skips_refits_but_conditions_on_every_value():
     assert scales[-1] == scales[-2] == scales[-3]  # no refit after the first
     with pytest.raises(InvalidInputError):
         GPLCB(Box([0, 0], [1, 1]), 0, refit_growth=-1.0)
+
+
+def test_default_refits_once_the_values_grew_by_a_tenth():
+    """The default ``refit_growth=0.1`` (as the other families): the f-kernel's length-scales
+    change only at proposals where the values have grown by a tenth since the last fit (every
+    value up to 10, then 11, 13, 15, ..., 21, 24, 27, 30, 33, 37), never in between."""
+    pol = COBOL(Box([0, 0], [1, 1]), 0, **FAST)
+    due, last = [], 3  # the first fit: the first proposal after the 3 initial values
+    for n in range(3, 41):
+        if n == 3 or n - last >= max(1.0, 0.1 * last):
+            due.append(n)
+            last = n
+    n_values, previous, changed_at = 0, None, []
+    while n_values < 40:
+        q = pol.ask()
+        scales = pol.describe()["lengthscale"]
+        if previous is not None and scales != previous:
+            changed_at.append(n_values)
+        previous = scales
+        if isinstance(q, Label):
+            pol.tell(q.id, bool(_sphere(q.x) < 0.2))
+        else:
+            pol.tell(q.id, _sphere(q.x))
+            n_values += 1
+    assert changed_at, "the length-scales were never refitted"
+    assert set(changed_at) <= set(due), (changed_at, due)
+    assert any(n > 20 for n in changed_at)  # refits go on as the data grow

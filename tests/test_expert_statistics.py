@@ -64,12 +64,16 @@ def test_acceleration_with_an_accurate_expert():
 
 def test_handover_expert_queries_fall_in_the_second_half():
     """Handover mechanism: Ackley-4D, a = 1, B_g fixed at 1 (no doubling), g_thr = 0.3,
-    30 f-evaluations, seeds 1-2: expert queries during evaluations 16-30 are at most half of
-    those during evaluations 1-15 (observed with the veto rule, at most one label per
-    evaluation: 10 vs 4 and 10 vs 1-3). With the paper's g_thr = 0.1 and the App. F doubling
-    no handover is seen at this budget (docs/reproductions/expert.md). The harm budget is off:
-    this is line 8's handover, not the dismissal of an expert (nor the agreement gate)."""
-    for s in (1, 2):
+    30 f-evaluations, seeds 0-4: expert queries during evaluations 16-30 are at most half of
+    those during evaluations 1-15, summed over the seeds. Per seed the split is noisy (seeds
+    0-9, first/second half: 7 of 10 seeds at most half with Sobol candidates and a refit at
+    every value, 8 of 10 with uniform candidates and the 10% refit schedule; summed 128/44
+    and 121/43): a check on two seeds tested the random stream, not the handover. With the
+    paper's g_thr = 0.1 and the App. F doubling no handover is seen at this budget
+    (docs/reproductions/expert.md). The harm budget is off: this is line 8's handover, not the
+    dismissal of an expert (nor the agreement gate)."""
+    first = second = 0
+    for s in range(5):
         p = get("expert/ackley4?a=1")
         pol = make_policy(
             "cobol",
@@ -84,5 +88,5 @@ def test_handover_expert_queries_fall_in_the_second_half():
         )
         rows = simulate(pol, p, 30, seed=s).step_rows()
         q = np.array([r["expert_queries"] for r in rows])
-        first, second = q[14], q[-1] - q[14]
-        assert second <= 0.5 * first, (s, first, second)
+        first, second = first + q[14], second + q[-1] - q[14]
+    assert first > 0 and second <= 0.5 * first, (first, second)

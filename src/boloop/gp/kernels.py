@@ -24,6 +24,7 @@ level-set paper's ``s2 * exp(-|x - x'|^2 / L)`` is ``SquaredExponential.from_sca
 from __future__ import annotations
 
 import math
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 
@@ -42,6 +43,10 @@ _LOG_BOUNDS = (math.log(1e-5), math.log(1e5))
 #: below this many (n m d) terms the squared distances are summed with numpy (no scipy.spatial
 #: import, ~0.05-0.4 s of a command-line study call); above, scipy's cdist (one pass in C)
 _NUMPY_SQDIST_TERMS = 200_000
+#: ... and, while scipy.spatial is not imported yet, up to this many: numpy takes ~2 ms for the
+#: 776 x 264 x 2 terms of a 300-answer expert study's candidates (cdist 0.2 ms), the import of
+#: scipy.spatial ~0.05 s, which a command-line call pays for one such product (issue 15)
+_NUMPY_SQDIST_TERMS_COLD = 2_000_000
 
 
 def _sqeuclidean(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
@@ -50,7 +55,11 @@ def _sqeuclidean(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
     the small matrices of a study step."""
     n, d = X.shape
     m = Y.shape[0]
-    if n * m * d > _NUMPY_SQDIST_TERMS or d == 0:
+    terms = n * m * d
+    if d == 0 or (
+        terms > _NUMPY_SQDIST_TERMS
+        and (terms > _NUMPY_SQDIST_TERMS_COLD or "scipy.spatial.distance" in sys.modules)
+    ):
         from scipy.spatial.distance import cdist
 
         return cdist(X, Y, "sqeuclidean")

@@ -40,8 +40,10 @@ fit_noise=False``), the length-scales copied to ``k_g``; ``beta_f`` from Lemma 3
 evaluations for a given seed; the label-using ones first ask 10 labels at uniform points.
 Initial queries do not count as iterations.
 
-Continuous boxes: each iteration scores a fresh scrambled Sobol set (plus the evaluated points)
-and refines the best few by shrinking Gaussian perturbations. Finite candidate
+The hyperparameters are refitted (warm-started) once the f-values have grown by a tenth since
+the last fit (``refit_growth=0.1``, as the other families; ``0``: at every value, the paper's
+Sec. 5). Continuous boxes: each iteration scores a fresh set of uniformly random points (plus
+the evaluated points) and refines the best few by shrinking Gaussian perturbations. Finite candidate
 sets (:class:`~boloop.spaces.CandidateSet`) are scored exhaustively.
 
 Each iteration of COBOL/COBOHL records its outcome in ``outcomes``: ``"vanilla"`` (x^u evaluated),

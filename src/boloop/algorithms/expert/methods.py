@@ -53,10 +53,10 @@ _DOCS = {
     "beta": "a fixed beta_f multiplying the std; None: Lemma 3.1 with B_f and delta",
     "B_f": "RKHS norm bound of f in the beta_f of Lemma 3.1",
     "delta": "failure probability in the beta_f of Lemma 3.1",
-    "n_candidates": "Sobol points scored per iteration on a box",
+    "n_candidates": "uniformly random points scored per iteration on a box",
     "n_restarts": "local refinements of the best candidates on a box",
-    "refit_growth": "0: refit the length-scales on every new f value (paper); > 0: only after the "
-    "data grew by this fraction",
+    "refit_growth": "refit the hyperparameters once the f data grew by this fraction (0.1, as "
+    "the other families); 0: on every new f value (paper)",
     "eta": "no-harm ratio of Alg. 1 line 6: sigma(x^u) <= eta sigma(x^c)",
     "lambda0": "initial dual variable lambda of eq. 5/6",
     "g_thr": "expert-uncertainty threshold below which x^c is evaluated without a label",
