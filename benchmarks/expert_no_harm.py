@@ -21,11 +21,17 @@ synthetic expert (a = -2 bad, a = 2 good) and a Gaussian belief in the spirit of
 ``P(accept) = exp(-|u - m|^2 / (2 0.2^2))`` in unit-cube coordinates (the paper's Sigma = I in
 the problem's coordinates rejects almost everything on these boxes), centred at the box corner
 farthest from the optimum ("gauss-wrong", bad) or at the optimum ("gauss-strong", good).
+``--fresh`` runs it on three more made-up problems, chosen and written down (issue 12, fifth
+session) before any rule was measured on them: a reflected 3-D Hartmann on [0, 1]^3
+(``x -> 1 - x``), a 5-D sum of six Gaussian wells of width 0.15 on [0, 1]^5 (centres from
+``default_rng(2024)``, depths 1, 0.8, 0.8, 0.7, 0.6, 0.5) and 2-D Branin on its usual domain (three
+global minima), each with the synthetic expert at a = -2 / a = 2 and a = -1 / a = 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -97,7 +103,54 @@ def _unseen(pid: str) -> ExpertProblem:
     return ExpertProblem(name, f, box, f_opt, x_opt, min(lo, f_opt), hi, a=a)
 
 
+_WELL_CENTRES = np.random.default_rng(2024).random((6, 5))
+_WELL_DEPTHS = np.array([1.0, 0.8, 0.8, 0.7, 0.6, 0.5])
+
+
+def _wells(X: np.ndarray) -> np.ndarray:
+    """Six Gaussian wells of width 0.15 in [0, 1]^5 (made up for ``--fresh``)."""
+    d2 = np.sum((np.asarray(X)[:, None, :] - _WELL_CENTRES[None]) ** 2, axis=2)
+    return -np.exp(-0.5 * d2 / 0.15**2) @ _WELL_DEPTHS
+
+
+def _fresh(pid: str) -> ExpertProblem:
+    """``fresh/hartmann3``, ``fresh/wells5`` or ``fresh/branin2`` with ``?a=VALUE`` (synthetic
+    expert; no expert: a = 1, for GP-LCB, which ignores it)."""
+    from scipy.optimize import minimize
+
+    name, _, expert = pid.partition("?")
+    if name == "fresh/hartmann3":
+        box = Box([0.0] * 3, [1.0] * 3)
+
+        def f(X: np.ndarray) -> np.ndarray:
+            return F.hartmann3(1.0 - np.asarray(X))
+
+        x_opt, f_opt = 1.0 - np.array([0.114614, 0.555649, 0.852547]), -3.86278
+    elif name == "fresh/wells5":
+        box = Box([0.0] * 5, [1.0] * 5)
+        f = _wells
+        best = min(
+            (
+                minimize(lambda x: float(_wells(x[None, :])[0]), c, bounds=[(0, 1)] * 5)
+                for c in _WELL_CENTRES
+            ),
+            key=lambda r: r.fun,
+        )
+        x_opt, f_opt = best.x, float(best.fun)
+    elif name == "fresh/branin2":
+        box = Box([-5.0, 0.0], [10.0, 15.0])
+        f = F.branin
+        x_opt, f_opt = np.array([math.pi, 2.275]), 0.397887
+    else:
+        raise ValueError(f"unknown fresh problem {pid!r}")
+    lo, hi = _estimate_range(f, box)
+    a = float(expert[2:]) if expert.startswith("a=") else 1.0
+    return ExpertProblem(name, f, box, f_opt, x_opt, min(lo, f_opt), hi, a=a)
+
+
 def _get(pid: str):
+    if pid.startswith("fresh/"):
+        return _fresh(pid)
     return _unseen(pid) if pid.startswith("unseen/") else get(pid)
 
 
@@ -142,6 +195,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--problems", nargs="+", default=list(SYNTHETIC))
     ap.add_argument("--unseen", action="store_true", help="the made-up problems instead")
+    ap.add_argument("--fresh", action="store_true", help="the fifth session's made-up problems")
     ap.add_argument("--experts", nargs="+", help="pairs (bad good) of experts, e.g. a=-2 a=2")
     ap.add_argument(
         "--cobol", nargs="+", default=[], metavar="KEY=VALUE", help="COBOL options (not defaults)"
@@ -153,6 +207,9 @@ def main() -> None:
     if args.unseen:
         args.problems = ["unseen/levy3", "unseen/styblinski4"]
         experts = ("a=-2", "a=2", "gauss-wrong", "gauss-strong")
+    if args.fresh:
+        args.problems = ["fresh/hartmann3", "fresh/wells5", "fresh/branin2"]
+        experts = ("a=-2", "a=2", "a=-1", "a=1")
     if args.experts:
         experts = tuple(args.experts)
     jobs = []
