@@ -1,0 +1,86 @@
+"""The fused likelihood evaluations of the confidence set's solvers (issue 12, speed): the
+value, gradient and curvature of the (boxed) log-likelihood in one call, and the penalised
+Newton solve of the MLE (37), against closed forms, finite differences and scipy's optimiser.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+import boloop.gp.likelihood_ratio as lr
+from boloop.gp.kernels import SquaredExponential
+
+
+def _closed_form(Z: np.ndarray, r: np.ndarray, box: float | None, tau: float) -> np.ndarray:
+    """``sum r Z - log(1 + e^Z)`` plus ``tau sum log(1 - (Z / box)^2)``, -inf outside the box."""
+    ll = np.sum(r * Z - np.log1p(np.exp(Z)), axis=-1)
+    if box is None:
+        return ll
+    out = ll + tau * np.sum(np.log(1.0 - (Z / box) ** 2), axis=-1)
+    return np.where(np.all(np.abs(Z) < box, axis=-1), out, -np.inf) if out.ndim else out
+
+
+@pytest.mark.parametrize("box", [None, 3.0])
+def test_terms_equal_the_separate_methods_and_the_closed_form(box):
+    rng = np.random.default_rng(0)
+    n = 12
+    r = (rng.random(n) < 0.5).astype(float)
+    lik = lr._Likelihood(r, box)
+    Z = rng.uniform(-2.5, 2.5, (7, n))
+    value, grad, curv = lik.terms(Z)
+    # bit for bit the separate methods (the solvers' iterates must not change)
+    assert np.array_equal(value, lik.value(Z))
+    assert np.array_equal(value, lik.value_unchecked(Z))
+    g2, c2 = lik.grad_curvature(Z)
+    assert np.array_equal(grad, g2) and np.array_equal(grad, lik.grad(Z))
+    assert np.array_equal(curv, c2) and np.array_equal(curv, lik.curvature(Z))
+    # against the closed form and central differences of it
+    tau = lik.tau
+    assert np.allclose(value, [_closed_form(z, r, box, tau) for z in Z], rtol=1e-12, atol=1e-12)
+    h = 1e-5
+    for i in range(n):
+        e = np.zeros(n)
+        e[i] = h
+        up = np.array([_closed_form(z + e, r, box, tau) for z in Z])
+        dn = np.array([_closed_form(z - e, r, box, tau) for z in Z])
+        mid = np.array([_closed_form(z, r, box, tau) for z in Z])
+        assert np.allclose(grad[:, i], (up - dn) / (2 * h), rtol=1e-6, atol=1e-7)
+        assert np.allclose(curv[:, i], -(up - 2 * mid + dn) / h**2, rtol=1e-4, atol=1e-4)
+
+
+def test_values_outside_the_box_are_minus_infinity():
+    r = np.array([1.0, 0.0, 1.0])
+    lik = lr._Likelihood(r, 2.0)
+    Z = np.array([[0.5, -2.5, 0.1], [0.0, 0.0, 2.0], [0.1, 0.2, 0.3]])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value, _, _ = lik.terms(Z)
+        unchecked = lik.value_unchecked(Z)
+    assert np.isneginf(value[0]) and np.isneginf(value[1]) and np.isfinite(value[2])
+    assert np.array_equal(value, unchecked)
+    assert np.array_equal(value, lik.value(Z))
+
+
+@pytest.mark.parametrize(("box", "mu"), [(None, 0.3), (3.0, 0.3), (3.0, 0.0)])
+def test_penalised_newton_matches_scipy(box, mu):
+    """``argmax_w l(L w) - mu/2 ||w||^2`` equals an independent L-BFGS-B solve of the same
+    objective (closed-form likelihood), to the optimisers' tolerance."""
+    rng = np.random.default_rng(4)
+    n = 15
+    X = rng.random((n, 2))
+    K = SquaredExponential(lengthscale=np.full(2, 0.4), variance=1.0).k(X) + 1e-6 * np.eye(n)
+    L = np.linalg.cholesky(K)
+    r = (rng.random(n) < 0.5).astype(float)
+    lik = lr._Likelihood(r, box)
+    w = lr._newton_penalised(L, lik, mu, np.zeros(n))
+
+    def neg(v: np.ndarray) -> float:
+        Z = L @ v
+        if box is not None and np.any(np.abs(Z) >= box):
+            return 1e300
+        return -float(_closed_form(Z, r, box, lik.tau)) + 0.5 * mu * float(v @ v)
+
+    ref = minimize(neg, np.zeros(n), method="BFGS", options={"gtol": 1e-10})
+    assert neg(w) <= ref.fun + 1e-9
+    assert np.allclose(L @ w, L @ ref.x, atol=1e-4)
