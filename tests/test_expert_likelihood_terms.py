@@ -84,3 +84,28 @@ def test_penalised_newton_matches_scipy(box, mu):
     ref = minimize(neg, np.zeros(n), method="BFGS", options={"gtol": 1e-10})
     assert neg(w) <= ref.fun + 1e-9
     assert np.allclose(L @ w, L @ ref.x, atol=1e-4)
+
+
+def test_mle_eigenbasis_is_the_hessians_and_never_stale():
+    """The eigenbasis shared by the bounds' starts: ``V diag(sig) V^T`` is the Hessian
+    ``L^T diag(-l''(Z*)) L`` at the MLE; a second call with equal inputs returns the same values,
+    and one with an input changed in place gets the new decomposition."""
+    rng = np.random.default_rng(2)
+    n = 10
+    X = rng.random((n, 2))
+    K = SquaredExponential(lengthscale=np.full(2, 0.5), variance=1.0).k(X) + 1e-6 * np.eye(n)
+    L = np.linalg.cholesky(K)
+    r = (rng.random(n) < 0.5).astype(float)
+    lik = lr._Likelihood(r, 3.0)
+    mle = lr.maximum_likelihood(L, r, 2.0, value_bound=3.0)
+    sig, V, wV, gV = lr._mle_eigenbasis(L, lik, mle)
+    H = L.T @ np.diag(lik.curvature(mle.Z)) @ L
+    assert np.allclose(V @ np.diag(sig) @ V.T, H, atol=1e-12)
+    assert np.allclose(wV, mle.w @ V) and np.allclose(gV, L.T @ lik.grad(mle.Z) @ V)
+    again = lr._mle_eigenbasis(L.copy(), lr._Likelihood(r.copy(), 3.0), mle)
+    assert all(np.array_equal(a, b) for a, b in zip(again, (sig, V, wV, gV), strict=True))
+    L[:, 0] *= 1.5  # changed in place: not served from the cache
+    sig2, V2, _, _ = lr._mle_eigenbasis(L, lik, mle)
+    H2 = L.T @ np.diag(lik.curvature(mle.Z)) @ L
+    assert np.allclose(V2 @ np.diag(sig2) @ V2.T, H2, atol=1e-12)
+    assert not np.allclose(sig2, sig)

@@ -532,7 +532,7 @@ def _support_values(
     for _ in range(n_iter):
         scale = 1.0 + np.abs(nua) + np.abs(mua)
         conv = (
-            (np.max(np.abs(r_w), axis=1) <= tol * scale)
+            (np.abs(r_w).max(axis=1) <= tol * scale)
             & (np.abs(r_mu) <= tol_mu)
             & (np.abs(r_nu) <= tol_nu)
         )
@@ -586,17 +586,15 @@ def _support_values(
         dnu = (a11 * b2 - a12 * b1) / det
         dW = p_ - q_ * dmu[:, None] + m_ * dnu[:, None]
         # fraction to the boundary: mu > 0, nu > 0
-        t = np.ones(k_act)
-        neg = dmu < 0
-        t[neg] = np.minimum(t[neg], 0.9 * mua[neg] / -dmu[neg])
-        neg = dnu < 0
-        t[neg] = np.minimum(t[neg], 0.9 * nua[neg] / -dnu[neg])
+        # (the same values as t = 1, t[neg] = min(t[neg], 0.9 mu[neg] / -dmu[neg]), ...)
+        t = np.where(dmu < 0, np.minimum(1.0, 0.9 * mua / -dmu), 1.0)
+        t = np.where(dnu < 0, np.minimum(t, 0.9 * nua / -dnu), t)
         if Za is not None:  # and |Z_i| < box (the barrier's domain)
             dZ = dW @ LT
             room = np.where(dZ > 0, r.box - Za, r.box + Za)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                frac = np.where(np.abs(dZ) > 0, room / np.abs(dZ), np.inf)
-            t = np.minimum(t, 0.99 * np.min(frac, axis=1))
+            adZ = np.abs(dZ)
+            frac = np.where(adZ > 0, room / adZ, np.inf)
+            t = np.minimum(t, 0.99 * frac.min(axis=1))
         # backtracking: trial b (0, 1, ..., 29) of a row is the step t / 2^b, accepted when it
         # satisfies the Armijo test on the merit or is below 1e-8; after 30 rejected trials the
         # next halving is taken unchecked. The first trial is evaluated for every row, then the
@@ -781,6 +779,46 @@ def _model_dual(
     return mu, nu, y
 
 
+_EIGEN_CACHE: list[tuple[Any, ...]] = []  # recent (inputs, outputs) of _mle_eigenbasis
+
+
+def _mle_eigenbasis(
+    L: np.ndarray, r: _Likelihood, mle: MLEResult
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(sig, V, w* V, (L^T grad l(Z*)) V)`` of :func:`model_start`: the eigendecomposition of
+    the Hessian ``H* = L^T diag(-l''(Z*)) L`` at the MLE (eigenvalues floored at 0) and the MLE
+    and its gradient in that basis.
+
+    Every bound of one model state (the exact bounds of a branch-and-bound step come in several
+    batches, each refined point in its own call) shares them: the last few results are kept and
+    returned for inputs equal, element for element, to theirs (the same values as recomputing;
+    inputs are compared by value, so an array changed in place is never served stale).
+    """
+    box = r.box
+    for key, out in _EIGEN_CACHE:
+        L0, r0, box0, tau0, w0, Z0 = key
+        if (
+            box0 == box
+            and tau0 == r.tau
+            and L0.shape == L.shape
+            and np.array_equal(w0, mle.w)
+            and np.array_equal(Z0, mle.Z)
+            and np.array_equal(r0, r.r)
+            and np.array_equal(L0, L)
+        ):
+            return out
+    H = (L.T * r.curvature(mle.Z)) @ L
+    sig, V = np.linalg.eigh(H)
+    sig = np.maximum(sig, 0.0)
+    out = (sig, V, mle.w @ V, (r.grad(mle.Z) @ L) @ V)
+    for a in out:
+        a.setflags(write=False)
+    key = (L.copy(), r.r.copy(), box, r.tau, mle.w.copy(), mle.Z.copy())
+    _EIGEN_CACHE.insert(0, (key, out))
+    del _EIGEN_CACHE[4:]
+    return out
+
+
 def model_start(
     L: np.ndarray,
     r: _Likelihood | np.ndarray,
@@ -801,12 +839,10 @@ def model_start(
     """
     r = _as_likelihood(r)
     m, n = A.shape
-    H = (L.T * r.curvature(mle.Z)) @ L
-    sig, V = np.linalg.eigh(H)
-    sig = np.maximum(sig, 0.0)
+    sig, V, wV, gV = _mle_eigenbasis(L, r, mle)
     c = A @ V
-    y0 = np.tile(mle.w @ V, (m, 1))
-    g = np.tile((r.grad(mle.Z) @ L) @ V, (m, 1))
+    y0 = np.tile(wV, (m, 1))
+    g = np.tile(gV, (m, 1))
     l0 = np.full(m, mle.loglik)
     alpha = max(mle.loglik - ll_min, 1e-12)
     mu_star = max(mle.mu, 1e-8)
