@@ -109,3 +109,29 @@ def test_mle_eigenbasis_is_the_hessians_and_never_stale():
     H2 = L.T @ np.diag(lik.curvature(mle.Z)) @ L
     assert np.allclose(V2 @ np.diag(sig2) @ V2.T, H2, atol=1e-12)
     assert not np.allclose(sig2, sig)
+
+
+@pytest.mark.parametrize("value_bound", [None, 3.0])
+def test_doubling_gain_bound_bounds_the_doubled_mle(value_bound):
+    """App. F's doubling test compares ``l(MLE | 2B) - l(MLE | B)`` with ``alpha_1(2B)``; the
+    closed-form bound is never below that gain (the MLE at 2B solved in full is the oracle), and
+    it is tight enough to decide the test without that solve when the ball barely binds."""
+    rng = np.random.default_rng(7)
+    decided = 0
+    for frac in (0.3, 0.7, 0.95, 0.99, 0.999):
+        for _ in range(3):
+            n = int(rng.integers(5, 30))
+            X = rng.random((n, 2))
+            ls = float(rng.uniform(0.1, 0.6))
+            K = SquaredExponential(lengthscale=np.full(2, ls), variance=1.0).k(X)
+            L = np.linalg.cholesky(K + 1e-6 * np.eye(n))
+            r = (rng.random(n) < rng.uniform(0.2, 0.8)).astype(float)
+            # B a fraction of the norm of the (boxed) unconstrained maximiser: the ball binds
+            free = lr.maximum_likelihood(L, r, 1e6, value_bound=3.0)
+            B = frac * float(np.linalg.norm(free.w))
+            at_B = lr.maximum_likelihood(L, r, B, value_bound=value_bound)
+            at_2B = lr.maximum_likelihood(L, r, 2 * B, w0=at_B.w, value_bound=value_bound)
+            bound = lr.doubling_gain_bound(L, r, at_B, 2 * B, value_bound)
+            assert at_2B.loglik - at_B.loglik <= bound
+            decided += bound < 0.01 * np.sqrt(n + 1)
+    assert decided >= 1

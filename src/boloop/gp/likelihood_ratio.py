@@ -62,6 +62,7 @@ __all__ = [
     "MLEResult",
     "support_values",
     "relaxed_support_values",
+    "doubling_gain_bound",
     "LikelihoodRatioModel",
 ]
 
@@ -371,6 +372,28 @@ def maximum_likelihood(
     if log_mu is None:  # an end value is 0 up to rounding: that end is the root
         log_mu = min((lo, hi), key=lambda x: abs(norm_excess(x)))
     return _mle_at(L, r, math.exp(log_mu), state["w"], B)
+
+
+def doubling_gain_bound(
+    L: np.ndarray,
+    rejected: np.ndarray,
+    mle: MLEResult,
+    norm_bound: float,
+    value_bound: float | None = None,
+) -> float:
+    """Upper bound on ``l(MLE | norm_bound) - mle.loglik`` (the gain of App. F's doubling test
+    when ``norm_bound`` is the doubled ``B``), with a margin for rounding.
+
+    ``w -> l(L w)`` is concave (with the box's barrier too, on its domain), so every ``w`` with
+    ``||w|| <= B'`` has ``l(L w) <= l(L w*) + h^T (w - w*) <= l(L w*) + B' ||h|| - h^T w*``,
+    ``h = L^T grad l(Z*)`` at any point ``w*`` of the domain (here the MLE at ``B``; the
+    maximiser at ``B'`` is such a ``w``, and so is the point the solver returns for it). The
+    margin ``1e-8 (1 + |l*|)`` covers the rounding of the computed log-likelihoods. O(n^2).
+    """
+    r = _as_likelihood(rejected, value_bound)
+    h = L.T @ r.grad(mle.Z)
+    gain = float(norm_bound) * float(np.linalg.norm(h)) - float(h @ mle.w)
+    return gain + 1e-8 * (1.0 + abs(mle.loglik))
 
 
 def _mle_at(L: np.ndarray, r: _Likelihood, mu: float, w0: np.ndarray, B: float) -> MLEResult:
@@ -1181,10 +1204,15 @@ class LikelihoodRatioModel:
             # the ball is inactive at B: the MLE is the unconstrained maximiser, which the larger
             # ball of 2B contains too, so l(MLE | 2B) = l(MLE | B) and the test cannot pass
             return False
+        alpha_doubled = 2 * self.alpha_coefficient * math.sqrt(self.n + 1)
+        bound = doubling_gain_bound(
+            self._L, self._r, current, 2 * self.norm_bound, self.value_bound
+        )
+        if bound < alpha_doubled:  # the test cannot pass: the MLE at 2B is not needed
+            return False
         doubled = maximum_likelihood(
             self._L, self._r, 2 * self.norm_bound, w0=current.w, value_bound=self.value_bound
         )
-        alpha_doubled = 2 * self.alpha_coefficient * math.sqrt(self.n + 1)
         if doubled.loglik - current.loglik > alpha_doubled:
             self.norm_bound *= 2
             self.alpha_coefficient *= 2
