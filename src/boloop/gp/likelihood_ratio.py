@@ -744,56 +744,58 @@ def _model_dual(
     loose and the iterations are capped. c, g, y0 (m, n); sig (n,) >= 0; s, l0, mu, nu (m,) -> (mu, nu, y).
     """
     e = g + sig * y0
+    ss = s * s
+    BB = B * B
 
     def evaluate(mu_: np.ndarray, nu_: np.ndarray) -> tuple[np.ndarray, ...]:
-        den = mu_[:, None] + nu_[:, None] * sig
-        y = (c + nu_[:, None] * e) / den
+        nu_c = nu_[:, None]
+        den = mu_[:, None] + nu_c * sig
+        y = (c + nu_c * e) / den
         d = y - y0
         q = l0 + np.einsum("ij,ij->i", g, d) - 0.5 * np.einsum("ij,ij->i", sig * d, d)
         yy = np.einsum("ij,ij->i", y, y)
-        phi = (
-            np.einsum("ij,ij->i", c, y)
-            + nu_ * (q - ll_min)
-            - 0.5 * mu_ * yy
-            + s * s / (2 * mu_)
-            + 0.5 * mu_ * B * B
-        )
+        half_mu = 0.5 * mu_
+        phi = np.einsum("ij,ij->i", c, y) + nu_ * (q - ll_min) - half_mu * yy + ss / (2 * mu_)
+        phi += half_mu * B * B
         return y, d, q, yy, den, phi
 
     y, d, q, yy, den, phi = evaluate(mu, nu)
     frozen = np.zeros(mu.shape, dtype=bool)  # rows whose line search found no decrease
+    tol_F2 = tol * (1 + abs(ll_min))
+    tol_F1 = tol * B * B
     for _ in range(max_iter):
-        F1 = 0.5 * (B * B - yy - (s / mu) ** 2)  # d phi / d mu
+        F1 = 0.5 * (BB - yy - (s / mu) ** 2)  # d phi / d mu
         F2 = q - ll_min  # d phi / d nu
         # KKT of the dual: F1 = 0 and (F2 = 0, or nu = 0 with F2 >= 0: the model's likelihood
         # constraint is inactive); converged rows are kept fixed (zero step)
-        ok2 = (np.abs(F2) <= tol * (1 + abs(ll_min))) | ((nu == 0) & (F2 >= 0))
-        conv = ((np.abs(F1) <= tol * B * B) & ok2) | frozen
-        if np.all(conv):
+        at_zero = (nu == 0) & (F2 >= 0)  # nu at its bound: Newton in mu alone (below)
+        conv = ((np.abs(F1) <= tol_F1) & ((np.abs(F2) <= tol_F2) | at_zero)) | frozen
+        if conv.all():
             break
         t = g - sig * d  # gradient of the model at y
-        h11 = np.einsum("ij,ij->i", y, y / den) + s * s / mu**3
+        h11 = np.einsum("ij,ij->i", y, y / den) + ss / mu**3
         h12 = -np.einsum("ij,ij->i", y, t / den)
         h22 = np.einsum("ij,ij->i", t, t / den)
         det = h11 * h22 - h12 * h12
         det = np.where(det > 1e-300, det, 1e-300)
         dmu = -(h22 * F1 - h12 * F2) / det
         dnu = -(h11 * F2 - h12 * F1) / det
-        at_zero = (nu == 0) & (F2 >= 0)  # nu stays at its bound: Newton in mu alone
-        dmu[at_zero] = -F1[at_zero] / h11[at_zero]
-        dnu[at_zero] = 0.0
+        if at_zero.any():
+            dmu[at_zero] = -F1[at_zero] / h11[at_zero]
+            dnu[at_zero] = 0.0
         dmu[conv] = 0.0
         dnu[conv] = 0.0
+        # st = 1, st[neg] = min(1, 0.9 mu[neg] / -dmu[neg]) (the same values, fewer calls)
         st = np.ones_like(mu)
-        neg = dmu < 0
-        st[neg] = np.minimum(1.0, 0.9 * mu[neg] / -dmu[neg])
+        np.divide(0.9 * mu, -dmu, out=st, where=dmu < 0)
+        np.minimum(st, 1.0, out=st)
         slope = F1 * dmu + F2 * dnu
         for _bt in range(30):
             # projected step: nu >= 0 (phi is convex, so the projected Armijo test is valid)
             mun, nun = mu + st * dmu, np.maximum(nu + st * dnu, 0.0)
             new = evaluate(mun, nun)
             bad = ~(new[5] <= phi + 1e-4 * st * slope + 1e-15 * np.abs(phi)) & (st > 1e-12)
-            if not np.any(bad):
+            if not bad.any():
                 break
             st[bad] *= 0.5
         frozen |= st <= 1e-12
