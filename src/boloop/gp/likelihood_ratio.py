@@ -71,6 +71,11 @@ logger = logging.getLogger("boloop")
 S_MIN = 1e-9  # floor on s(x): the u-term then contributes at most 1e-9 * B
 _NEWTON_BLOCK = 128  # rows per block of the batched Newton solves (cache-sized (128, n, n))
 _HALVING_BLOCKS = (2, 6, 21)  # the line search's halvings 1-2, 3-8, 9-29, each block in one batch
+# the step factors 2^-b of each block's halvings (b = 1, 2; 3, ..., 8; 9, ..., 29)
+_HALVING_FACTORS = tuple(
+    0.5 ** np.arange(sum(_HALVING_BLOCKS[:i]) + 1, sum(_HALVING_BLOCKS[: i + 1]) + 1)
+    for i in range(len(_HALVING_BLOCKS))
+)
 
 
 def log_likelihood(Z: np.ndarray, rejected: np.ndarray) -> np.ndarray:
@@ -653,11 +658,11 @@ def _support_values(
         merit_old, merit0 = merit0, np.where(good, merit1, merit0)
         pend = np.flatnonzero(bad)
         b = 0  # halvings tried
-        for k in _HALVING_BLOCKS:
+        for k, halvings in zip(_HALVING_BLOCKS, _HALVING_FACTORS, strict=True):
             if not pend.size:
                 break
             p = pend.size
-            tp = t[pend][:, None] * (0.5 ** np.arange(b + 1, b + k + 1))  # (p, k), exact
+            tp = t[pend][:, None] * halvings  # (p, k), exact
             Wn = (W_old[pend][:, None, :] + tp[:, :, None] * dW[pend][:, None, :]).reshape(p * k, n)
             mun = (mu_old[pend][:, None] + tp * dmu[pend][:, None]).reshape(-1)
             nun = (nu_old[pend][:, None] + tp * dnu[pend][:, None]).reshape(-1)
@@ -675,6 +680,9 @@ def _support_values(
             merit1 = _merit(res[0], res[1], res[2], B).reshape(p, k)
             ok = (merit1 <= (1 - 1e-4 * tp) * merit_old[pend][:, None]) | ~(tp > 1e-8)
             hit = ok.any(axis=1)
+            b += k
+            if not hit.any():  # no row accepted a trial of this block (a stalled row)
+                continue
             first = np.argmax(ok, axis=1)
             sel = np.flatnonzero(hit) * k + first[hit]  # the first accepted trial of each row
             rows = pend[hit]
@@ -683,7 +691,6 @@ def _support_values(
             P[rows], h[rows] = res[3][sel], res[4][sel]
             merit0[rows] = merit1.reshape(-1)[sel]
             pend = pend[~hit]
-            b += k
         if pend.size:  # 30 trials rejected: the next halving, taken unchecked (as before)
             t[pend] *= 0.5 ** (b + 1)
             rows = pend
