@@ -62,6 +62,7 @@ __all__ = [
     "MLEResult",
     "support_values",
     "relaxed_support_values",
+    "doubling_gain_bound",
     "LikelihoodRatioModel",
 ]
 
@@ -70,6 +71,11 @@ logger = logging.getLogger("boloop")
 S_MIN = 1e-9  # floor on s(x): the u-term then contributes at most 1e-9 * B
 _NEWTON_BLOCK = 128  # rows per block of the batched Newton solves (cache-sized (128, n, n))
 _HALVING_BLOCKS = (2, 6, 21)  # the line search's halvings 1-2, 3-8, 9-29, each block in one batch
+# the step factors 2^-b of each block's halvings (b = 1, 2; 3, ..., 8; 9, ..., 29)
+_HALVING_FACTORS = tuple(
+    0.5 ** np.arange(sum(_HALVING_BLOCKS[:i]) + 1, sum(_HALVING_BLOCKS[: i + 1]) + 1)
+    for i in range(len(_HALVING_BLOCKS))
+)
 
 
 def log_likelihood(Z: np.ndarray, rejected: np.ndarray) -> np.ndarray:
@@ -110,9 +116,7 @@ class _Likelihood:
 
     def grad(self, Z: np.ndarray) -> np.ndarray:
         """``d l_b / d Z`` (..., n)."""
-        from scipy.special import expit
-
-        g = self.r - expit(Z)
+        g = self.r - _expit()(Z)
         if self.box is None:
             return g
         den = np.maximum(self.box**2 - Z * Z, 1e-12 * self.box**2)
@@ -120,9 +124,7 @@ class _Likelihood:
 
     def curvature(self, Z: np.ndarray) -> np.ndarray:
         """``-d^2 l_b / d Z^2`` (diagonal, >= 0), (..., n)."""
-        from scipy.special import expit
-
-        p = expit(Z)
+        p = _expit()(Z)
         c = p * (1.0 - p)
         if self.box is None:
             return c
@@ -130,12 +132,45 @@ class _Likelihood:
         den = np.maximum(b2 - Z * Z, 1e-12 * b2)
         return c + self.tau * 2.0 * (b2 + Z * Z) / (den * den)
 
+    def terms(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(value(Z), grad(Z), curvature(Z))`` in one call: the same values, bit for bit, as
+        the three methods (the same operations in the same order), without their per-call
+        overhead. The caller suppresses the floating-point warnings (``np.errstate``) of points
+        outside the box."""
+        expit = _expit()
+        r = self.r
+        ll = np.add.reduce(r * Z - np.logaddexp(0.0, Z), axis=-1)
+        p = expit(Z)
+        g = r - p
+        c = p * (1.0 - p)
+        box = self.box
+        if box is None:
+            return ll, g, c
+        q = (Z / box) ** 2
+        inside = np.logical_and.reduce(q < 1.0, axis=-1)
+        bar = np.add.reduce(np.log1p(-np.minimum(q, 1.0 - 1e-300)), axis=-1)
+        value = np.where(inside, ll + self.tau * bar, -np.inf)
+        b2 = box**2
+        ZZ = Z * Z
+        den = np.maximum(b2 - ZZ, 1e-12 * b2)
+        return value, g - self.tau * 2.0 * Z / den, c + self.tau * 2.0 * (b2 + ZZ) / (den * den)
+
+    def value_unchecked(self, Z: np.ndarray) -> np.ndarray:
+        """:meth:`value` (the same values, bit for bit) without its ``np.errstate``: the caller
+        suppresses the warnings of points outside the box."""
+        ll = np.add.reduce(self.r * Z - np.logaddexp(0.0, Z), axis=-1)
+        box = self.box
+        if box is None:
+            return ll
+        q = (Z / box) ** 2
+        inside = np.logical_and.reduce(q < 1.0, axis=-1)
+        bar = np.add.reduce(np.log1p(-np.minimum(q, 1.0 - 1e-300)), axis=-1)
+        return np.where(inside, ll + self.tau * bar, -np.inf)
+
     def grad_curvature(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(grad(Z), curvature(Z))`` with the shared terms computed once (the same values, bit
         for bit, as the two methods)."""
-        from scipy.special import expit
-
-        p = expit(Z)
+        p = _expit()(Z)
         g = self.r - p
         c = p * (1.0 - p)
         if self.box is None:
@@ -144,6 +179,46 @@ class _Likelihood:
         ZZ = Z * Z
         den = np.maximum(b2 - ZZ, 1e-12 * b2)
         return g - self.tau * 2.0 * Z / den, c + self.tau * 2.0 * (b2 + ZZ) / (den * den)
+
+
+_EXPIT: Any = None
+
+
+def _expit() -> Any:
+    """``scipy.special.expit``, imported on first use (a study call that never needs it skips
+    the import)."""
+    global _EXPIT
+    if _EXPIT is None:
+        from scipy.special import expit
+
+        _EXPIT = expit
+    return _EXPIT
+
+
+_CHO: Any = None
+
+
+def _cho_lapack() -> Any:
+    """LAPACK ``(dpotrf, dpotrs)`` (scipy), imported on first use."""
+    global _CHO
+    if _CHO is None:
+        from scipy.linalg.lapack import dpotrf, dpotrs
+
+        _CHO = (dpotrf, dpotrs)
+    return _CHO
+
+
+_DPOSV: Any = None
+
+
+def _dposv() -> Any:
+    """LAPACK ``dposv`` (scipy), imported on first use."""
+    global _DPOSV
+    if _DPOSV is None:
+        from scipy.linalg.lapack import dposv
+
+        _DPOSV = dposv
+    return _DPOSV
 
 
 def _as_likelihood(rejected: Any, box: float | None = None) -> _Likelihood:
@@ -172,22 +247,30 @@ def _newton_penalised(
     max_iter: int = 100,
 ) -> np.ndarray:
     """``argmax_w l(L w) - mu/2 ||w||^2`` by Newton with backtracking; L (n, n), r (n,) -> (n,)."""
-    from scipy.linalg.lapack import dpotrf, dpotrs
-
     lik = _as_likelihood(r)
+    # trial points outside the box have the value -inf: their warnings are expected
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _newton_penalised_loop(L, lik, mu, w0, tol, max_iter)
+
+
+def _newton_penalised_loop(
+    L: np.ndarray, lik: _Likelihood, mu: float, w0: np.ndarray, tol: float, max_iter: int
+) -> np.ndarray:
+    """Implementation of :func:`_newton_penalised` (the objective ``l(L v) - mu/2 ||v||^2``
+    evaluated without per-call overhead; ``L w`` of an accepted trial point is kept for the next
+    iteration: the same product, so the same values)."""
+    dpotrf, dpotrs = _cho_lapack()
     w = w0.copy()
-
-    def F(v: np.ndarray) -> float:
-        return float(lik.value(L @ v)) - 0.5 * mu * float(v @ v)
-
-    f = F(w)
+    LT = L.T
+    half_mu = 0.5 * mu
+    Zw = L @ w
+    f = float(lik.value_unchecked(Zw)) - half_mu * float(w @ w)
     for _ in range(max_iter):
-        Z = L @ w
-        g, D = lik.grad_curvature(Z)
-        grad = L.T @ g - mu * w
-        if float(np.max(np.abs(grad))) <= tol:
+        g, D = lik.grad_curvature(Zw)
+        grad = LT @ g - mu * w
+        if float(np.abs(grad).max()) <= tol:
             break
-        H = (L.T * D) @ L
+        H = (LT * D) @ L
         H.flat[:: H.shape[0] + 1] += mu
         # scipy's cho_factor / cho_solve are these LAPACK calls (lower triangle of H) after
         # checks that cost more than the solve at this size
@@ -199,13 +282,14 @@ def _newton_penalised(
         t = 1.0
         while t > 1e-10:
             w_new = w + t * step
-            f_new = F(w_new)
+            Z_new = L @ w_new
+            f_new = float(lik.value_unchecked(Z_new)) - half_mu * float(w_new @ w_new)
             if f_new >= f - 1e-14 * max(1.0, abs(f)):
                 break
             t *= 0.5
         if t <= 1e-10:
             break
-        w, f = w_new, f_new
+        w, f, Zw = w_new, f_new, Z_new
     return w
 
 
@@ -241,7 +325,7 @@ def maximum_likelihood(
     def norm_excess(log_mu: float) -> float:
         w = _newton_penalised(L, r, math.exp(log_mu), state["w"])
         state["w"] = w
-        return float(np.linalg.norm(w)) - B
+        return math.sqrt(float(w.dot(w))) - B  # np.linalg.norm(w), the same operations
 
     def root(a: float, b: float) -> float | None:
         """brentq on [a, b]; None if the end values' signs agree on re-evaluation (the Newton
@@ -295,6 +379,28 @@ def maximum_likelihood(
     return _mle_at(L, r, math.exp(log_mu), state["w"], B)
 
 
+def doubling_gain_bound(
+    L: np.ndarray,
+    rejected: np.ndarray,
+    mle: MLEResult,
+    norm_bound: float,
+    value_bound: float | None = None,
+) -> float:
+    """Upper bound on ``l(MLE | norm_bound) - mle.loglik`` (the gain of App. F's doubling test
+    when ``norm_bound`` is the doubled ``B``), with a margin for rounding.
+
+    ``w -> l(L w)`` is concave (with the box's barrier too, on its domain), so every ``w`` with
+    ``||w|| <= B'`` has ``l(L w) <= l(L w*) + h^T (w - w*) <= l(L w*) + B' ||h|| - h^T w*``,
+    ``h = L^T grad l(Z*)`` at any point ``w*`` of the domain (here the MLE at ``B``; the
+    maximiser at ``B'`` is such a ``w``, and so is the point the solver returns for it). The
+    margin ``1e-8 (1 + |l*|)`` covers the rounding of the computed log-likelihoods. O(n^2).
+    """
+    r = _as_likelihood(rejected, value_bound)
+    h = L.T @ r.grad(mle.Z)
+    gain = float(norm_bound) * float(np.linalg.norm(h)) - float(h @ mle.w)
+    return gain + 1e-8 * (1.0 + abs(mle.loglik))
+
+
 def _mle_at(L: np.ndarray, r: _Likelihood, mu: float, w0: np.ndarray, B: float) -> MLEResult:
     """The MLE for the ball multiplier ``mu`` found by the root search of (37)."""
     w = _newton_penalised(L, r, mu, w0)
@@ -323,11 +429,11 @@ def _kkt_residuals(
     without a box) and h = L^T l'(Z) (m, n).
     """
     Z = W @ L.T
-    g, D = r.grad_curvature(Z)
+    ll, g, D = r.terms(Z)
     h = g @ L
     r_w = A + nu[:, None] * h - mu[:, None] * W
     r_mu = 0.5 * (B * B - np.einsum("ij,ij->i", W, W) - (s / mu) ** 2)
-    r_nu = r.value(Z) - ll_min
+    r_nu = ll - ll_min
     return r_w, r_mu, r_nu, D, h
 
 
@@ -344,8 +450,7 @@ def _solve_spd_rows(K: np.ndarray, S: np.ndarray, mu: np.ndarray, rhs: np.ndarra
     factored one by one with LAPACK ``dposv`` (a Python loop over a C routine is cheaper here than
     NumPy's batched LU for n ~ 50). Returns False if some matrix is not numerically SPD.
     """
-    from scipy.linalg.lapack import dposv as _dposv
-
+    dposv = _dposv()
     m, _, n = rhs.shape
     for b0 in range(0, m, _NEWTON_BLOCK):
         Sb = S[b0 : b0 + _NEWTON_BLOCK]
@@ -355,7 +460,7 @@ def _solve_spd_rows(K: np.ndarray, S: np.ndarray, mu: np.ndarray, rhs: np.ndarra
         for i in range(G.shape[0]):
             # G[i] is symmetric, so its transpose is the same matrix in Fortran order (no copy);
             # rhs[b0 + i].T is the Fortran-ordered (n, k) right-hand side, solved in place
-            _, x, info = _dposv(G[i].T, rhs[b0 + i].T, lower=1, overwrite_a=1, overwrite_b=1)
+            _, x, info = dposv(G[i].T, rhs[b0 + i].T, lower=1, overwrite_a=1, overwrite_b=1)
             if info != 0:
                 return False
             rhs[b0 + i] = x.T
@@ -385,7 +490,7 @@ def support_values(
     """
     # trial points of the line searches may leave the box (value -inf, rejected by the merit
     # test): their arithmetic warnings are expected
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         return _support_values(
             L,
             rejected,
@@ -436,36 +541,55 @@ def _support_values(
     mu, nu, W = model_start(L, r, mle, ll_min, B, Ad, sd)
     done = np.zeros(todo.size, dtype=bool)
     K_lab = L @ L.T  # the labelled points' kernel matrix (+ jitter), (n, n)
-    # residuals, sigmoid and h at the current iterate of every row (kept from the line search)
-    R_w, R_mu, R_nu, P_all, h_all = _kkt_residuals(L, r, Ad, sd, W, mu, nu, ll_min, B)
-    # (P_all holds the curvature D of the likelihood at each iterate)
+    LT = L.T
+    # the state of the rows still iterating, compacted (row j of every array is row act[j] of
+    # the problem; converged rows are written back to W, mu, nu and dropped): the current
+    # iterate, its residuals, the likelihood's curvature D and h (kept from the line search)
+    # and its merit. Every row's arithmetic is that of a per-row loop over the same batched
+    # operations, in the same order, so the values do not depend on the compaction.
+    act = np.arange(todo.size)
+    Wa, mua, nua, Aa, sa = W, mu, nu, Ad, sd
+    r_w, r_mu, r_nu, P, h = _kkt_residuals(L, r, Aa, sa, Wa, mua, nua, ll_min, B)
+    merit0 = _merit(r_w, r_mu, r_nu, B)
     # with a box, a direction whose optimum sits at the barrier's edge makes Newton stall: such
     # rows are finished (conservatively, see below) after fewer iterations than converging
     # ones ever need (about 10)
     n_iter = max_iter if r.box is None else min(max_iter, 25)
+    tol_mu = tol * B * B + 1e-14
+    tol_nu = tol * (1 + abs(ll_min))
     for _ in range(n_iter):
-        act = np.flatnonzero(~done)
-        if act.size == 0:
-            break
-        scale = 1.0 + np.abs(nu[act]) + np.abs(mu[act])
+        scale = 1.0 + np.abs(nua) + np.abs(mua)
         conv = (
-            (np.max(np.abs(R_w[act]), axis=1) <= tol * scale)
-            & (np.abs(R_mu[act]) <= tol * B * B + 1e-14)
-            & (np.abs(R_nu[act]) <= tol * (1 + abs(ll_min)))
+            (np.abs(r_w).max(axis=1) <= tol * scale)
+            & (np.abs(r_mu) <= tol_mu)
+            & (np.abs(r_nu) <= tol_nu)
         )
-        done[act[conv]] = True
-        keep = ~conv
-        if not np.any(keep):
-            break
-        act = act[keep]
-        Wa, mua, nua, Aa, sa = W[act], mu[act], nu[act], Ad[act], sd[act]
-        r_w, r_mu, r_nu, P, h = R_w[act], R_mu[act], R_nu[act], P_all[act], h_all[act]
+        if conv.any():
+            rows = act[conv]
+            done[rows] = True
+            W[rows], mu[rows], nu[rows] = Wa[conv], mua[conv], nua[conv]
+            keep = ~conv
+            if not keep.any():
+                act = act[:0]
+                break
+            act, Wa, mua, nua, Aa, sa = (
+                act[keep],
+                Wa[keep],
+                mua[keep],
+                nua[keep],
+                Aa[keep],
+                sa[keep],
+            )
+            r_w, r_mu, r_nu, P, h = r_w[keep], r_mu[keep], r_nu[keep], P[keep], h[keep]
+            merit0 = merit0[keep]
+        k_act = act.size
         # Newton matrix M_j = mu_j I + U_j U_j^T with U_j = L^T S_j, S_j = sqrt(nu_j D_j); by
         # Woodbury M_j^{-1} b = (b - U_j G_j^{-1} U_j^T b) / mu_j with G_j = mu_j I + S_j K S_j,
         # whose entries are formed elementwise (O(n^2) per row instead of a 2 n^3 product)
         Sn = np.sqrt(P * nua[:, None])
-        rhs = np.empty((act.size, 3, n))  # row j: the three right-hand sides S_j L b
-        rhs[:, 0], rhs[:, 1], rhs[:, 2] = r_w @ L.T, Wa @ L.T, h @ L.T
+        rhs = np.empty((k_act, 3, n))  # row j: the three right-hand sides S_j L b
+        rhs[:, 0], rhs[:, 1], rhs[:, 2] = r_w @ LT, Wa @ LT, h @ LT
+        Za = rhs[:, 1].copy() if r.box is not None else None  # Z = L w of the current iterate
         rhs *= Sn[:, None, :]
         if not _solve_spd_rows(K_lab, Sn, mua, rhs):
             break
@@ -490,18 +614,15 @@ def _support_values(
         dnu = (a11 * b2 - a12 * b1) / det
         dW = p_ - q_ * dmu[:, None] + m_ * dnu[:, None]
         # fraction to the boundary: mu > 0, nu > 0
-        t = np.ones(act.size)
-        neg = dmu < 0
-        t[neg] = np.minimum(t[neg], 0.9 * mua[neg] / -dmu[neg])
-        neg = dnu < 0
-        t[neg] = np.minimum(t[neg], 0.9 * nua[neg] / -dnu[neg])
-        if r.box is not None:  # and |Z_i| < box (the barrier's domain)
-            Za, dZ = Wa @ L.T, dW @ L.T
+        # (the same values as t = 1, t[neg] = min(t[neg], 0.9 mu[neg] / -dmu[neg]), ...)
+        t = np.where(dmu < 0, np.minimum(1.0, 0.9 * mua / -dmu), 1.0)
+        t = np.where(dnu < 0, np.minimum(t, 0.9 * nua / -dnu), t)
+        if Za is not None:  # and |Z_i| < box (the barrier's domain)
+            dZ = dW @ LT
             room = np.where(dZ > 0, r.box - Za, r.box + Za)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                frac = np.where(np.abs(dZ) > 0, room / np.abs(dZ), np.inf)
-            t = np.minimum(t, 0.99 * np.min(frac, axis=1))
-        merit0 = _merit(r_w, r_mu, r_nu, B)
+            adZ = np.abs(dZ)
+            frac = np.where(adZ > 0, room / adZ, np.inf)
+            t = np.minimum(t, 0.99 * frac.min(axis=1))
         # backtracking: trial b (0, 1, ..., 29) of a row is the step t / 2^b, accepted when it
         # satisfies the Armijo test on the merit or is below 1e-8; after 30 rejected trials the
         # next halving is taken unchecked. The first trial is evaluated for every row, then the
@@ -515,51 +636,78 @@ def _support_values(
         merit1 = _merit(res[0], res[1], res[2], B)
         bad = ~(merit1 <= (1 - 1e-4 * t) * merit0) & (t > 1e-8)
         if not bad.any():  # every trial accepted
-            W[act], mu[act], nu[act] = Wn, mun, nun
-            R_w[act], R_mu[act], R_nu[act], P_all[act], h_all[act] = res
+            Wa, mua, nua = Wn, mun, nun
+            r_w, r_mu, r_nu, P, h = res
+            merit0 = merit1
             continue
-        good = np.flatnonzero(~bad)
-        rg = act[good]
-        W[rg], mu[rg], nu[rg] = Wn[good], mun[good], nun[good]
-        R_w[rg], R_mu[rg], R_nu[rg] = res[0][good], res[1][good], res[2][good]
-        P_all[rg], h_all[rg] = res[3][good], res[4][good]
+        # the old iterate of the pending rows is read below: the accepted rows are updated in
+        # fresh arrays
+        good = ~bad
+        W_old, mu_old, nu_old = Wa, mua, nua  # the iterate before the step
+        Wa, mua, nua = (
+            np.where(good[:, None], Wn, Wa),
+            np.where(good, mun, mua),
+            np.where(good, nun, nua),
+        )
+        r_w, r_mu, r_nu = (
+            np.where(good[:, None], res[0], r_w),
+            np.where(good, res[1], r_mu),
+            np.where(good, res[2], r_nu),
+        )
+        P, h = np.where(good[:, None], res[3], P), np.where(good[:, None], res[4], h)
+        merit_old, merit0 = merit0, np.where(good, merit1, merit0)
         pend = np.flatnonzero(bad)
         b = 0  # halvings tried
-        for k in _HALVING_BLOCKS:
+        for k, halvings in zip(_HALVING_BLOCKS, _HALVING_FACTORS, strict=True):
             if not pend.size:
                 break
             p = pend.size
-            tp = t[pend][:, None] * (0.5 ** np.arange(b + 1, b + k + 1))  # (p, k), exact
-            Wn = (Wa[pend][:, None, :] + tp[:, :, None] * dW[pend][:, None, :]).reshape(p * k, n)
-            mun = (mua[pend][:, None] + tp * dmu[pend][:, None]).reshape(-1)
-            nun = (nua[pend][:, None] + tp * dnu[pend][:, None]).reshape(-1)
+            tp = t[pend][:, None] * halvings  # (p, k), exact
+            Wn = (W_old[pend][:, None, :] + tp[:, :, None] * dW[pend][:, None, :]).reshape(p * k, n)
+            mun = (mu_old[pend][:, None] + tp * dmu[pend][:, None]).reshape(-1)
+            nun = (nu_old[pend][:, None] + tp * dnu[pend][:, None]).reshape(-1)
             res = _kkt_residuals(
-                L, r, np.repeat(Aa[pend], k, axis=0), np.repeat(sa[pend], k), Wn, mun, nun,
-                ll_min, B,
+                L,
+                r,
+                np.repeat(Aa[pend], k, axis=0),
+                np.repeat(sa[pend], k),
+                Wn,
+                mun,
+                nun,
+                ll_min,
+                B,
             )
             merit1 = _merit(res[0], res[1], res[2], B).reshape(p, k)
-            ok = (merit1 <= (1 - 1e-4 * tp) * merit0[pend][:, None]) | ~(tp > 1e-8)
+            ok = (merit1 <= (1 - 1e-4 * tp) * merit_old[pend][:, None]) | ~(tp > 1e-8)
             hit = ok.any(axis=1)
+            b += k
+            if not hit.any():  # no row accepted a trial of this block (a stalled row)
+                continue
             first = np.argmax(ok, axis=1)
             sel = np.flatnonzero(hit) * k + first[hit]  # the first accepted trial of each row
-            rows = act[pend[hit]]
-            W[rows], mu[rows], nu[rows] = Wn[sel], mun[sel], nun[sel]
-            R_w[rows], R_mu[rows], R_nu[rows] = res[0][sel], res[1][sel], res[2][sel]
-            P_all[rows], h_all[rows] = res[3][sel], res[4][sel]
+            rows = pend[hit]
+            Wa[rows], mua[rows], nua[rows] = Wn[sel], mun[sel], nun[sel]
+            r_w[rows], r_mu[rows], r_nu[rows] = res[0][sel], res[1][sel], res[2][sel]
+            P[rows], h[rows] = res[3][sel], res[4][sel]
+            merit0[rows] = merit1.reshape(-1)[sel]
             pend = pend[~hit]
-            b += k
         if pend.size:  # 30 trials rejected: the next halving, taken unchecked (as before)
             t[pend] *= 0.5 ** (b + 1)
-            rows = act[pend]
-            Wn = Wa[pend] + t[pend, None] * dW[pend]
+            rows = pend
+            Wn = W_old[pend] + t[pend, None] * dW[pend]
             if r.box is not None:  # never step out of the box (the barrier is -inf there)
-                inside = np.all(np.abs(Wn @ L.T) < r.box, axis=1)
-                rows, pend, Wn = rows[inside], pend[inside], Wn[inside]
-            W[rows] = Wn
-            mu[rows] = mua[pend] + t[pend] * dmu[pend]
-            nu[rows] = nua[pend] + t[pend] * dnu[pend]
-            res = _kkt_residuals(L, r, Ad[rows], sd[rows], W[rows], mu[rows], nu[rows], ll_min, B)
-            R_w[rows], R_mu[rows], R_nu[rows], P_all[rows], h_all[rows] = res
+                inside = np.all(np.abs(Wn @ LT) < r.box, axis=1)
+                rows, Wn = rows[inside], Wn[inside]
+            Wa[rows] = Wn
+            mua[rows] = mu_old[rows] + t[rows] * dmu[rows]
+            nua[rows] = nu_old[rows] + t[rows] * dnu[rows]
+            res = _kkt_residuals(
+                L, r, Aa[rows], sa[rows], Wa[rows], mua[rows], nua[rows], ll_min, B
+            )
+            r_w[rows], r_mu[rows], r_nu[rows], P[rows], h[rows] = res
+            merit0[rows] = _merit(res[0], res[1], res[2], B)
+    if act.size:  # rows that did not converge: their last iterate
+        W[act], mu[act], nu[act] = Wa, mua, nua
     # feasibility-safe value: the u that exactly fills the ball for the current w
     u_fill = np.sqrt(np.maximum(B * B - np.einsum("ij,ij->i", W, W), 0.0))
     values = np.einsum("ij,ij->i", Ad, W) + sd * u_fill
@@ -603,62 +751,104 @@ def _model_dual(
     loose and the iterations are capped. c, g, y0 (m, n); sig (n,) >= 0; s, l0, mu, nu (m,) -> (mu, nu, y).
     """
     e = g + sig * y0
+    ss = s * s
+    BB = B * B
 
     def evaluate(mu_: np.ndarray, nu_: np.ndarray) -> tuple[np.ndarray, ...]:
-        den = mu_[:, None] + nu_[:, None] * sig
-        y = (c + nu_[:, None] * e) / den
+        nu_c = nu_[:, None]
+        den = mu_[:, None] + nu_c * sig
+        y = (c + nu_c * e) / den
         d = y - y0
         q = l0 + np.einsum("ij,ij->i", g, d) - 0.5 * np.einsum("ij,ij->i", sig * d, d)
         yy = np.einsum("ij,ij->i", y, y)
-        phi = (
-            np.einsum("ij,ij->i", c, y)
-            + nu_ * (q - ll_min)
-            - 0.5 * mu_ * yy
-            + s * s / (2 * mu_)
-            + 0.5 * mu_ * B * B
-        )
+        half_mu = 0.5 * mu_
+        phi = np.einsum("ij,ij->i", c, y) + nu_ * (q - ll_min) - half_mu * yy + ss / (2 * mu_)
+        phi += half_mu * B * B
         return y, d, q, yy, den, phi
 
     y, d, q, yy, den, phi = evaluate(mu, nu)
     frozen = np.zeros(mu.shape, dtype=bool)  # rows whose line search found no decrease
+    tol_F2 = tol * (1 + abs(ll_min))
+    tol_F1 = tol * B * B
     for _ in range(max_iter):
-        F1 = 0.5 * (B * B - yy - (s / mu) ** 2)  # d phi / d mu
+        F1 = 0.5 * (BB - yy - (s / mu) ** 2)  # d phi / d mu
         F2 = q - ll_min  # d phi / d nu
         # KKT of the dual: F1 = 0 and (F2 = 0, or nu = 0 with F2 >= 0: the model's likelihood
         # constraint is inactive); converged rows are kept fixed (zero step)
-        ok2 = (np.abs(F2) <= tol * (1 + abs(ll_min))) | ((nu == 0) & (F2 >= 0))
-        conv = ((np.abs(F1) <= tol * B * B) & ok2) | frozen
-        if np.all(conv):
+        at_zero = (nu == 0) & (F2 >= 0)  # nu at its bound: Newton in mu alone (below)
+        conv = ((np.abs(F1) <= tol_F1) & ((np.abs(F2) <= tol_F2) | at_zero)) | frozen
+        if conv.all():
             break
         t = g - sig * d  # gradient of the model at y
-        h11 = np.einsum("ij,ij->i", y, y / den) + s * s / mu**3
+        h11 = np.einsum("ij,ij->i", y, y / den) + ss / mu**3
         h12 = -np.einsum("ij,ij->i", y, t / den)
         h22 = np.einsum("ij,ij->i", t, t / den)
         det = h11 * h22 - h12 * h12
         det = np.where(det > 1e-300, det, 1e-300)
         dmu = -(h22 * F1 - h12 * F2) / det
         dnu = -(h11 * F2 - h12 * F1) / det
-        at_zero = (nu == 0) & (F2 >= 0)  # nu stays at its bound: Newton in mu alone
-        dmu[at_zero] = -F1[at_zero] / h11[at_zero]
-        dnu[at_zero] = 0.0
+        if at_zero.any():
+            dmu[at_zero] = -F1[at_zero] / h11[at_zero]
+            dnu[at_zero] = 0.0
         dmu[conv] = 0.0
         dnu[conv] = 0.0
+        # st = 1, st[neg] = min(1, 0.9 mu[neg] / -dmu[neg]) (the same values, fewer calls)
         st = np.ones_like(mu)
-        neg = dmu < 0
-        st[neg] = np.minimum(1.0, 0.9 * mu[neg] / -dmu[neg])
+        np.divide(0.9 * mu, -dmu, out=st, where=dmu < 0)
+        np.minimum(st, 1.0, out=st)
         slope = F1 * dmu + F2 * dnu
         for _bt in range(30):
             # projected step: nu >= 0 (phi is convex, so the projected Armijo test is valid)
             mun, nun = mu + st * dmu, np.maximum(nu + st * dnu, 0.0)
             new = evaluate(mun, nun)
             bad = ~(new[5] <= phi + 1e-4 * st * slope + 1e-15 * np.abs(phi)) & (st > 1e-12)
-            if not np.any(bad):
+            if not bad.any():
                 break
             st[bad] *= 0.5
         frozen |= st <= 1e-12
         mu, nu = mun, nun
         y, d, q, yy, den, phi = new
     return mu, nu, y
+
+
+_EIGEN_CACHE: list[tuple[Any, ...]] = []  # recent (inputs, outputs) of _mle_eigenbasis
+
+
+def _mle_eigenbasis(
+    L: np.ndarray, r: _Likelihood, mle: MLEResult
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(sig, V, w* V, (L^T grad l(Z*)) V)`` of :func:`model_start`: the eigendecomposition of
+    the Hessian ``H* = L^T diag(-l''(Z*)) L`` at the MLE (eigenvalues floored at 0) and the MLE
+    and its gradient in that basis.
+
+    Every bound of one model state (the exact bounds of a branch-and-bound step come in several
+    batches, each refined point in its own call) shares them: the last few results are kept and
+    returned for inputs equal, element for element, to theirs (the same values as recomputing;
+    inputs are compared by value, so an array changed in place is never served stale).
+    """
+    box = r.box
+    for key, out in _EIGEN_CACHE:
+        L0, r0, box0, tau0, w0, Z0 = key
+        if (
+            box0 == box
+            and tau0 == r.tau
+            and L0.shape == L.shape
+            and np.array_equal(w0, mle.w)
+            and np.array_equal(Z0, mle.Z)
+            and np.array_equal(r0, r.r)
+            and np.array_equal(L0, L)
+        ):
+            return out
+    H = (L.T * r.curvature(mle.Z)) @ L
+    sig, V = np.linalg.eigh(H)
+    sig = np.maximum(sig, 0.0)
+    out = (sig, V, mle.w @ V, (r.grad(mle.Z) @ L) @ V)
+    for a in out:
+        a.setflags(write=False)
+    key = (L.copy(), r.r.copy(), box, r.tau, mle.w.copy(), mle.Z.copy())
+    _EIGEN_CACHE.insert(0, (key, out))
+    del _EIGEN_CACHE[4:]
+    return out
 
 
 def model_start(
@@ -681,12 +871,10 @@ def model_start(
     """
     r = _as_likelihood(r)
     m, n = A.shape
-    H = (L.T * r.curvature(mle.Z)) @ L
-    sig, V = np.linalg.eigh(H)
-    sig = np.maximum(sig, 0.0)
+    sig, V, wV, gV = _mle_eigenbasis(L, r, mle)
     c = A @ V
-    y0 = np.tile(mle.w @ V, (m, 1))
-    g = np.tile((r.grad(mle.Z) @ L) @ V, (m, 1))
+    y0 = np.tile(wV, (m, 1))
+    g = np.tile(gV, (m, 1))
     l0 = np.full(m, mle.loglik)
     alpha = max(mle.loglik - ll_min, 1e-12)
     mu_star = max(mle.mu, 1e-8)
@@ -1025,10 +1213,15 @@ class LikelihoodRatioModel:
             # the ball is inactive at B: the MLE is the unconstrained maximiser, which the larger
             # ball of 2B contains too, so l(MLE | 2B) = l(MLE | B) and the test cannot pass
             return False
+        alpha_doubled = 2 * self.alpha_coefficient * math.sqrt(self.n + 1)
+        bound = doubling_gain_bound(
+            self._L, self._r, current, 2 * self.norm_bound, self.value_bound
+        )
+        if bound < alpha_doubled:  # the test cannot pass: the MLE at 2B is not needed
+            return False
         doubled = maximum_likelihood(
             self._L, self._r, 2 * self.norm_bound, w0=current.w, value_bound=self.value_bound
         )
-        alpha_doubled = 2 * self.alpha_coefficient * math.sqrt(self.n + 1)
         if doubled.loglik - current.loglik > alpha_doubled:
             self.norm_bound *= 2
             self.alpha_coefficient *= 2
