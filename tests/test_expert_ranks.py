@@ -48,3 +48,10 @@ def test_excess_is_the_pairwise_count() -> None:
 def test_midranks_rejects_a_vector() -> None:
     with pytest.raises(ValueError):
         midranks(np.zeros(3))
+
+
+def test_nan_and_a_mask_of_the_wrong_length_are_refused():
+    with pytest.raises(ValueError, match="NaN"):
+        midranks(np.array([[0.0, np.nan, 1.0]]))
+    with pytest.raises(ValueError, match="mask of shape"):
+        mann_whitney_excess(np.zeros((2, 3)), np.array([True, False]))

@@ -293,3 +293,98 @@ def test_api_carries_safe_measurements_and_merges_options(tmp_path):
     assert new.options == {"fit_hyperparameters": False, "sqrt_beta_f": 2.0}
     assert [(r["params"], r["answer"]) for r in new.history()] == stored
     assert new.ask().kind == "evaluate"
+
+
+# -- review fixes: every printed way forward works -------------------------------------------
+def _edit_created(db: Path, name: str, edit) -> None:  # noqa: ANN001
+    """Apply ``edit`` to the stored configuration (the ``created`` event) of study ``name``."""
+    with sqlite3.connect(db) as con:
+        (sid,) = con.execute("SELECT study_id FROM boloop_studies WHERE name=?", (name,)).fetchone()
+        eid, text = con.execute(
+            "SELECT event_id, payload FROM boloop_events WHERE study_id=? AND seq=0", (sid,)
+        ).fetchone()
+        config = json.loads(text)
+        edit(config)
+        con.execute(
+            "UPDATE boloop_events SET payload=? WHERE event_id=?", (json.dumps(config), eid)
+        )
+        con.execute("DELETE FROM boloop_snapshots WHERE study_id=?", (sid,))
+
+
+def test_a_study_of_duels_that_no_longer_replays_is_not_offered_a_dead_end(tmp_path):
+    """Duels cannot be carried, so the message must not offer --from: it says that the answers
+    are safe and which boloop loads them."""
+    db = tmp_path / "lab.db"
+    url = f"sqlite:///{db}"
+    _answered_study(url, "cake", "eubo-regret", "preference/toy", 3)
+    with sqlite3.connect(db) as con:  # swap the first duel's options: the log no longer replays
+        eid, text = con.execute(
+            "SELECT event_id, payload FROM boloop_events WHERE kind='asked' ORDER BY seq LIMIT 1"
+        ).fetchone()
+        payload = json.loads(text)
+        q = payload["query"]
+        for one, other in (("a", "b"), ("i", "j"), ("index_a", "index_b")):
+            if one in q and other in q:
+                q[one], q[other] = q[other], q[one]
+        con.execute(
+            "UPDATE boloop_events SET payload=? WHERE event_id=?", (json.dumps(payload), eid)
+        )
+        con.execute("DELETE FROM boloop_snapshots")
+    line = _refused(_subprocess(tmp_path, "study", "verify", "cake"), "different query")
+    assert "--from cake" not in line and "-continued" not in line
+    assert "its 3 stored answers are safe in the storage" in line and "3 of them duels" in line
+    assert "load it with the boloop code that created it" in line.lower()
+    # and --from, tried anyway, says the same in its own words
+    line = _refused(_cli(tmp_path, "study", "create", "cake2", "--from", "cake"), "duels")
+    assert "boloop code that created it" in line and "safe in the storage" in line
+
+
+def test_a_given_method_leaves_the_old_options_behind(tmp_path):
+    """An option the old study stored that this boloop no longer knows: without --method the
+    refusal names where it came from and the way out; with --method the study is continued."""
+    db = tmp_path / "lab.db"
+    url = f"sqlite:///{db}"
+    _answered_study(url, "s", "randomized-straddle", "levelset/toy", 3)
+    _edit_created(db, "s", lambda c: c["options"].update(sobol_candidates=True))
+    before = _events(db)
+    line = _refused(_cli(tmp_path, "study", "create", "t", "--from", "s"), "sobol_candidates")
+    assert "come from study 's'" in line and "--method randomized-straddle" in line
+    assert _events(db) == before
+    res = _cli(tmp_path, "study", "create", "t", "--from", "s", "--method", "randomized-straddle")
+    assert res.returncode == 0, res.stderr
+    new = load_study("t", storage=url)
+    assert new.options == {} and new.n_answered == 3
+
+
+def test_a_space_this_version_cannot_rebuild_is_replaced_by_the_one_given(tmp_path):
+    db = tmp_path / "lab.db"
+    url = f"sqlite:///{db}"
+    _answered_study(url, "s", "randomized-straddle", "levelset/toy", 3)
+    _edit_created(db, "s", lambda c: c.update(problem="levelset/toy-v0"))
+    _refused(
+        _cli(tmp_path, "study", "create", "t", "--from", "s"), "cannot be rebuilt", "--problem"
+    )
+    res = _cli(tmp_path, "study", "create", "t", "--from", "s", "--problem", "levelset/toy")
+    assert res.returncode == 0, res.stderr
+    assert load_study("t", storage=url).n_answered == 3
+    # a space of another dimension cannot take the points
+    res = _cli(tmp_path, "study", "create", "u", "--from", "s", "--problem", "levelset/sinusoidal")
+    _refused(res, "1 parameters", "2")
+
+
+def test_the_printed_next_steps_name_the_storage_and_the_old_answer_times(tmp_path):
+    other = tmp_path / "elsewhere.db"
+    url = f"sqlite:///{other}"
+    old = _answered_study(url, "s", "randomized-straddle", "levelset/toy", 2)
+    told_at = [r["told_at"] for r in old.history()]
+    old.add({"x0": 0.5}, 0.3, note="n" * 1990 + "END")  # too long once the origin is prefixed
+    res = _cli(tmp_path, "study", "create", "t", "--from", "s", "--storage", url)
+    assert res.returncode == 0, res.stderr
+    assert f"Next: boloop study ask t --storage {url}" in res.stdout
+    hist = load_study("t", storage=url).history()
+    for row, when in zip(hist, told_at):
+        assert f"given {when.isoformat() if hasattr(when, 'isoformat') else when}" in row["note"]
+    assert hist[-1]["note"].endswith("[cut]") and "END" not in hist[-1]["note"]
+    # the old study in another storage than --storage: the refusal says how to name it
+    line = _refused(_cli(tmp_path, "study", "create", "t2", "--from", "s"), "no study named 's'")
+    assert "--from-storage" in line

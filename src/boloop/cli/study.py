@@ -216,12 +216,15 @@ def _create(args: argparse.Namespace) -> int:
         f"parameters {study.names}, storage {safe_url(study.storage_url)}"
     )
     if args.from_study is not None:
+        from boloop.study.replay import storage_option
+
         c = study.status(last=0)["counts"]
         kinds = ", ".join(f"{v} {k if v != 1 else k[:-1]}" for k, v in c.items() if k != "added")
         print(
             f"continued from study {args.from_study!r}: {_n(study.n_answered, 'answer')} in "
             f"effect carried as this study's own data ({kinds or 'none'}); {args.from_study!r} "
             f"is unchanged. Next: boloop study ask {_quote(study.name)}"
+            f"{storage_option(study.storage_url)}"
         )
     hz = study.status(last=0)["horizon"]
     if hz and hz["source"] == "default":

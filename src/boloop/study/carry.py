@@ -23,7 +23,7 @@ import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from boloop.errors import BoloopError, InvalidInputError, StorageError
+from boloop.errors import BoloopError, InvalidInputError, StorageError, UnknownIdError
 from boloop.study.log import Event, safe_url
 from boloop.study.naming import MAX_NOTE_CHARS, _check_name
 from boloop.study.replay import decode_answer, decode_query, effective_events
@@ -38,7 +38,8 @@ __all__ = ["CarriedAnswer", "carried_answers", "create_from"]
 class CarriedAnswer:
     """One answer in effect of the old study: ``kind`` ``"evaluate"``, ``"label"`` or
     ``"compare"``; ``x`` the point (``None`` for a duel), ``answer`` as stored, ``query_id``
-    (``None`` for an added measurement or label), ``seq`` of its event, ``note`` its note."""
+    (``None`` for an added measurement or label), ``seq`` of its event, ``note`` its note,
+    ``given_at`` when it was stored (ISO 8601, UTC)."""
 
     kind: str
     x: list[float] | None
@@ -46,6 +47,7 @@ class CarriedAnswer:
     query_id: int | None
     seq: int
     note: str | None
+    given_at: str | None = None
 
 
 def carried_answers(events: list[Event], name: str) -> list[CarriedAnswer]:
@@ -72,6 +74,7 @@ def carried_answers(events: list[Event], name: str) -> list[CarriedAnswer]:
                     query_id=ev.query_id,
                     seq=ev.seq,
                     note=ev.payload.get("note"),
+                    given_at=_iso(ev),
                 )
             )
         elif ev.kind == "added":
@@ -83,18 +86,56 @@ def carried_answers(events: list[Event], name: str) -> list[CarriedAnswer]:
                     query_id=None,
                     seq=ev.seq,
                     note=ev.payload.get("note"),
+                    given_at=_iso(ev),
                 )
             )
     return out
 
 
+def _iso(ev: Event) -> str | None:
+    t = getattr(ev, "created_at", None)
+    if t is None:
+        return None
+    return t.isoformat() if hasattr(t, "isoformat") else str(t)
+
+
+def _duel_refusal(from_study: str, config: Mapping[str, Any], duels: int, url: str) -> str:
+    """Why a study with duels cannot be continued in a new one, and what can be done."""
+    import boloop
+
+    made = config.get("boloop_version")
+    if made != boloop.__version__:
+        load = f"load it with the boloop version that created it ({made!r})"
+    else:
+        load = (
+            "load it with the boloop code that created it (its version number is this one's: "
+            "a development version, or changed defaults)"
+        )
+    return (
+        f"study {from_study!r} cannot be continued in a new study: {duels} of its answers are "
+        "duels, and a study takes duels only as answers to its own queries (add and label take "
+        "measurements and labels; there is no way to record a duel from outside). To keep "
+        f"working with it, {load}: its answers are safe in the storage {safe_url(url)!r}, which "
+        "no boloop changes"
+    )
+
+
+_CUT = " [cut]"
+
+
 def _provenance(old: str, a: CarriedAnswer) -> str:
-    """The note of a carried answer: where it came from, then the old answer's own note."""
+    """The note of a carried answer: where it came from and when it was given (the new study's
+    event carries the time of the carry), then the old answer's own note; a note too long for
+    the new one ends in ``[cut]``."""
     where = f"query {a.query_id}" if a.query_id is not None else f"your own data, event {a.seq}"
     text = f"from study {old!r}, {where}"
+    if a.given_at:
+        text = f"{text}, given {a.given_at}"
     if a.note:
         text = f"{text}: {a.note}"
-    return text[:MAX_NOTE_CHARS]
+    if len(text) > MAX_NOTE_CHARS:
+        text = text[: MAX_NOTE_CHARS - len(_CUT)] + _CUT
+    return text
 
 
 def create_from(
@@ -136,7 +177,15 @@ def create_from(
             f"the new study needs a name of its own: {name!r} is the study it continues"
         )
     old_store = _open_existing(source_url)
-    old_sid = old_store.study_id(from_study)  # UnknownIdError listing the stored names
+    try:
+        old_sid = old_store.study_id(from_study)  # UnknownIdError listing the stored names
+    except UnknownIdError as exc:
+        if from_storage is not None:
+            raise
+        raise UnknownIdError(
+            f"{exc}. If the study is in another storage, name it with --from-storage URL "
+            "(from_storage= in Python)"
+        ) from exc
     events = old_store.events(old_sid)
     if not events or events[0].kind != "created":
         raise StorageError(f"study {from_study!r} has no 'created' event")
@@ -150,20 +199,18 @@ def create_from(
     answers = carried_answers(events, from_study)
     duels = sum(1 for a in answers if a.kind == "compare")
     if duels:
-        raise InvalidInputError(
-            f"study {from_study!r} cannot be continued in a new study: {duels} of its answers are "
-            "duels, and a study takes duels only as answers to its own queries (add and label "
-            "take measurements and labels, there is no way to record a duel from outside), so "
-            "they would be lost. Load it with the boloop version that created it "
-            f"({config.get('boloop_version')!r})"
-        )
+        raise InvalidInputError(_duel_refusal(from_study, config, duels, old_store.url))
     old_method = config.get("method")
-    same_method = method is None or method == old_method
+    # the old study's options come along only when the method is not given: a method given
+    # (even the same one) starts from the options given, so that an option this version no
+    # longer knows can be left behind
+    same_method = method is None
     if method is None:
         method = old_method
     if family is None and same_method:
         family = config.get("family")
-    if space is None and problem is None:
+    space_given = space is not None or problem is not None
+    if not space_given:
         if config.get("problem") is not None:
             problem = config["problem"]
         else:
@@ -175,26 +222,45 @@ def create_from(
     try:
         old_space = _problem_from_config(config).space
     except BoloopError as exc:
-        raise StorageError(
-            f"study {from_study!r}: its stored space or problem cannot be rebuilt: {exc}"
-        ) from exc
+        if not space_given:
+            raise StorageError(
+                f"study {from_study!r}: its stored space or problem cannot be rebuilt with this "
+                f"boloop ({exc}); give the new study's --space or --problem (its parameters in "
+                "the old study's order) to carry the answers into it"
+            ) from exc
+        old_space = None  # the answers' points are read in the new study's space
 
     # build the new study in a private in-process store first: the target gets all or nothing
     staging_url = f"memory://boloop-from-{secrets.token_hex(8)}"
     try:
-        staged = create_study(
-            name,
-            method,
-            space,
-            problem=problem,
-            storage=staging_url,
-            seed=seed,
-            family=family,
-            **merged,
-        )
+        try:
+            staged = create_study(
+                name,
+                method,
+                space,
+                problem=problem,
+                storage=staging_url,
+                seed=seed,
+                family=family,
+                **merged,
+            )
+        except InvalidInputError as exc:
+            kept = sorted(set(config.get("options") or {}) - set(options or {}))
+            if not (same_method and kept):
+                raise
+            raise InvalidInputError(
+                f"{exc} (the options {kept} come from study {from_study!r}; give the method, "
+                f"--method {method}, to start from your --option values only)"
+            ) from exc
+        points_space = old_space if old_space is not None else staged.space
         for i, a in enumerate(answers):
             assert a.x is not None
-            params = point_to_params(old_space, a.x)
+            if len(a.x) != points_space.dim:
+                raise InvalidInputError(
+                    f"study {from_study!r}'s answers have {len(a.x)} parameters, the new "
+                    f"study's space {points_space.dim}; nothing was stored"
+                )
+            params = point_to_params(points_space, a.x)
             try:
                 if a.kind == "label":
                     staged.label(params, bool(a.answer), note=_provenance(from_study, a))

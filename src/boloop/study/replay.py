@@ -27,7 +27,14 @@ if TYPE_CHECKING:
     from boloop.study.sqlite_log import SQLiteLog
     from boloop.study.storage import StorageBackend
 
-__all__ = ["StudyReplay", "continue_command", "decode_answer", "decode_query", "effective_events"]
+__all__ = [
+    "StudyReplay",
+    "continue_command",
+    "decode_answer",
+    "decode_query",
+    "effective_events",
+    "storage_option",
+]
 
 
 def effective_events(events: list[Event], name: str) -> list[Event]:
@@ -56,30 +63,39 @@ def continue_command(name: str, storage: StorageBackend | SQLiteLog) -> str:
     """The command that continues study ``name`` in a new study with all its answers
     (``boloop study create NEW --from NAME``), with a free name for NEW and ``--storage`` when
     the storage is not the default one."""
-    import os
     import shlex
 
     try:
         taken = {n for n, _ in storage.study_names()}
     except BoloopError:
         taken = set()
-    new = f"{name}-continued"
+    stem = name[: 255 - len("-continued-99")]  # names are at most 255 characters
+    new = f"{stem}-continued"
     k = 2
     while new in taken:
-        new, k = f"{name}-continued-{k}", k + 1
+        new, k = f"{stem}-continued-{k}", k + 1
     cmd = f"boloop study create {shlex.quote(new)} --from {shlex.quote(name)}"
-    default = os.environ.get("BOLOOP_STORAGE") or "sqlite:///boloop.db"
+    return cmd + storage_option(storage.url)
+
+
+def storage_option(url: str) -> str:
+    """`` --storage URL`` for a command line when ``url`` is not the default storage (the one
+    ``--storage`` falls back to: ``$BOLOOP_STORAGE``, else ``sqlite:///boloop.db``), else ``""``.
+    A URL with a password is not printed: the option then says where to put it."""
+    import shlex
+
+    from boloop.study.log import safe_url
+    from boloop.study.storage import resolve_storage
+
     try:
-        from boloop.study.storage import resolve_storage
-
-        is_default = resolve_storage(default) == resolve_storage(storage.url)
+        if resolve_storage(None) == resolve_storage(url):
+            return ""
     except BoloopError:
-        is_default = False
-    if not is_default:
-        from boloop.study.log import safe_url
-
-        cmd += f" --storage {shlex.quote(safe_url(storage.url))}"
-    return cmd
+        pass
+    shown = safe_url(url)
+    if shown != url:  # masked: pasting it would fail
+        return " --storage YOUR_STORAGE_URL"
+    return f" --storage {shlex.quote(shown)}"
 
 
 def decode_query(ev: Event, name: str) -> Query:
@@ -127,32 +143,47 @@ class StudyReplay:
 
     def _mismatch_advice(self) -> str:
         """What happened when the log does not replay, and the way forward that keeps every
-        answer (:mod:`boloop.study.carry`)."""
+        answer (:mod:`boloop.study.carry`; for a study of duels, which cannot be carried, where
+        its answers are)."""
         made = self.config.get("boloop_version")
         if made != boloop.__version__:
             why = (
                 f"The study was created with boloop {made!r}; this is boloop "
                 f"{boloop.__version__!r}, whose method {self.method!r} proposes differently. "
-                "Load it with the boloop version that created it, or"
+                "Load it with the boloop version that created it"
             )
         else:
             why = (
                 f"The study was created with boloop {made!r}, the version number of this one, "
                 f"but this boloop's method {self.method!r} proposes differently from the one "
-                "that wrote the log (a development version, or changed defaults). Either load "
-                "it with the boloop code that created it, or"
+                "that wrote the log (a development version, or changed defaults). Load it with "
+                "the boloop code that created it"
+            )
+        n, duels = self._stored_answers()
+        if duels:
+            return (
+                f"{why}: its {n} stored answers are safe in the storage, which no boloop "
+                f"changes ({duels} of them duels, which a new study cannot take as its own data, "
+                "so `boloop study create NEW --from` cannot continue it)"
             )
         return (
-            f"{why} continue with this version and all {self._n_stored_answers()} stored answers "
-            f"kept as the new study's data: {continue_command(self.name, self._storage)}"
+            f"{why}, or continue with this version and all {n} stored answers kept as the new "
+            f"study's data: {continue_command(self.name, self._storage)}"
         )
 
-    def _n_stored_answers(self) -> int:
+    def _stored_answers(self) -> tuple[int, int]:
+        """(answers in effect, of which duels) in the stored log."""
         try:
             effective = effective_events(self._storage.events(self._sid, after=-1), self.name)
         except BoloopError:
-            return sum(1 for e in self._effective if e.kind in ("told", "added"))
-        return sum(1 for e in effective if e.kind in ("told", "added"))
+            effective = list(self._effective)
+        compare = {
+            e.query_id
+            for e in effective
+            if e.kind == "asked" and (e.payload.get("query") or {}).get("kind") == "compare"
+        }
+        answers = [e for e in effective if e.kind in ("told", "added")]
+        return len(answers), sum(1 for e in answers if e.kind == "told" and e.query_id in compare)
 
     def _reload(self) -> None:
         """Rebuild everything from the stored log (after a failed commit or a conflict)."""

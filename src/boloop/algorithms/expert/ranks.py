@@ -19,12 +19,15 @@ __all__ = ["midranks", "mann_whitney_excess"]
 def midranks(V: np.ndarray) -> np.ndarray:
     """Mid-ranks (1-based; ties averaged) of every row of ``V`` (S, n), shape (S, n), float.
 
-    Equal to ``scipy.stats.rankdata(V, method="average", axis=1)``: in each row's sorted order a
-    run of equal values at positions ``p .. q`` (0-based) gets the rank ``(p + q) / 2 + 1``.
+    Equal to ``scipy.stats.rankdata(V, method="average", axis=1)`` for values without NaN (which
+    are refused; scipy would give a row of NaN): in each row's sorted order a run of equal values
+    at positions ``p .. q`` (0-based) gets the rank ``(p + q) / 2 + 1``.
     """
     V = np.asarray(V, dtype=np.float64)
     if V.ndim != 2:
         raise ValueError(f"V must be 2-D (S, n), got shape {V.shape}")
+    if np.isnan(V).any():
+        raise ValueError("V must not contain NaN (a rank of NaN is undefined)")
     S, n = V.shape
     out = np.empty((S, n), dtype=np.float64)
     if n == 0:
@@ -48,6 +51,8 @@ def mann_whitney_excess(V: np.ndarray, group: np.ndarray) -> np.ndarray:
     Mann-Whitney statistic of the boolean mask ``group`` (n,) (r True, a False). Positive where
     the group's values rank above the rest's more often than not (AUC > 1/2)."""
     g = np.asarray(group, dtype=bool)
+    if g.shape != (np.shape(V)[-1],):
+        raise ValueError(f"group must be a mask of shape ({np.shape(V)[-1]},), got {g.shape}")
     r, a = int(np.count_nonzero(g)), int(np.count_nonzero(~g))
     U = midranks(V)[:, g].sum(axis=1) - r * (r + 1) / 2.0
     return 2.0 * U - r * a
