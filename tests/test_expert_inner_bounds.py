@@ -45,8 +45,9 @@ CASES = [  # seed, n, d, B, c, box
 @pytest.mark.parametrize("case", CASES)
 def test_inner_values_never_exceed_the_support_values(case):
     """At random points, near and at labelled points, in both directions: inner <= Newton's
-    support value (+1e-9) and <= the dual method's (an upper bound of its own, unboxed case);
-    and the inner values are not vacuous (above the MLE's own value a^T w*)."""
+    support value (+1e-9) and <= the dual method's (an upper bound of its own, unboxed case),
+    without the quadratic-model candidates no higher; and the inner values are not vacuous
+    (above the MLE's own value a^T w*)."""
     seed, n, d, B, c, box = case
     m, rng = _model(seed, n, d, B, c, box)
     Xq = np.vstack([rng.random((8, d)), m.X[:3] + 1e-3, m.X[3:6]])
@@ -57,8 +58,10 @@ def test_inner_values_never_exceed_the_support_values(case):
     ss = np.concatenate([s, s])
     args = (m.cholesky, m.rejected, mle, ll_min, m.norm_bound, dirs, ss)
     inner = inner_support_values(*args, value_bound=box)
+    cheap = inner_support_values(*args, value_bound=box, model=False)
     exact = support_values(*args, value_bound=box)
     assert np.all(inner <= exact + 1e-9)
+    assert np.all(cheap <= inner)  # the cheap candidates are a subset
     assert np.all(inner >= dirs @ mle.w - 1e-12)
     if box is None:
         s_floor = np.maximum(ss, lr.S_MIN)

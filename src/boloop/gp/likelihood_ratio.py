@@ -912,17 +912,20 @@ def inner_support_values(
     s: np.ndarray,
     *,
     value_bound: float | None = None,
+    model: bool = True,
 ) -> np.ndarray:
     """Cheap inner bound on :func:`support_values` (the same arguments): for each row the value
     ``a^T w + s u`` at a *feasible* point of ``C = {||(w, u)|| <= B, l(L w) >= ll_min}`` (with the
     box if ``value_bound``), so never above the support value (39)/(38) of that set; O(n^2) per
     row, no Newton iterations.
 
-    Candidates: the ball's maximiser ``B (a, s) / ||(a, s)||`` if it is feasible (then the value
-    is exact), else the points ``w* + theta (w0 - w*)`` for ``theta`` in {1, 3/4, 1/2, 1/4, 0}
-    between the MLE ``w*`` (feasible: ``l(L w*) = l* >= ll_min``) and the quadratic-model start
-    ``w0`` of :func:`model_start` (the set is convex), each with the ``u`` that fills the ball;
-    the best feasible one. A (m, n), s (m,) -> (m,).
+    Candidates: the ball's maximiser ``w_B = B a / ||(a, s)||`` if it is feasible (then the
+    value is exact), else the points ``w* + theta (w_B - w*)`` for ``theta = 2^-k``, k = 1..5,
+    and, with ``model`` (about ten times the cost), ``w* + theta (w0 - w*)`` for ``theta`` in
+    {1, 3/4, 1/2, 1/4} with ``w0`` the quadratic-model start of :func:`model_start`: points
+    between the MLE ``w*`` (feasible: ``l(L w*) = l* >= ll_min``) and another point of the ball
+    (the set is convex), each with the ``u`` that fills the ball; the best feasible one, or the
+    MLE's. A (m, n), s (m,) -> (m,).
     """
     A = np.asarray(A, dtype=np.float64)
     m, n = A.shape
@@ -934,14 +937,19 @@ def inner_support_values(
         return out
     r = _as_likelihood(rejected, value_bound)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        ok = r.value(((B / kappa)[:, None] * A) @ L.T) >= ll_min
+        W_ball = (B / kappa)[:, None] * A
+        ok = r.value(W_ball @ L.T) >= ll_min
         todo = np.flatnonzero(~ok)
         if todo.size == 0:
             return out
         Ad, sd = A[todo], s[todo]
-        _, _, W0 = model_start(L, r, mle, ll_min, B, Ad, sd)
-        thetas = np.array([1.0, 0.75, 0.5, 0.25])
-        Wt = mle.w + thetas[None, :, None] * (W0 - mle.w)[:, None, :]  # (k, 4, n)
+        ends = [(W_ball[todo], np.array([0.5, 0.25, 0.125, 0.0625, 0.03125]))]
+        if model:
+            _, _, W0 = model_start(L, r, mle, ll_min, B, Ad, sd)
+            ends.append((W0, np.array([1.0, 0.75, 0.5, 0.25])))
+        Wt = np.concatenate(
+            [mle.w + th[None, :, None] * (W - mle.w)[:, None, :] for W, th in ends], axis=1
+        )  # (k, candidates, n)
         sq = B * B - np.einsum("ijk,ijk->ij", Wt, Wt)
         feasible = (sq >= 0.0) & (r.value(Wt @ L.T) >= ll_min)
         vals = np.einsum("ik,ijk->ij", Ad, Wt) + sd[:, None] * np.sqrt(np.maximum(sq, 0.0))
@@ -1368,10 +1376,11 @@ class LikelihoodRatioModel:
         up = relaxed_support_values(mle, self.alpha1, self.norm_bound, A, s)
         return self._clip(lo), self._clip(up)
 
-    def inner_bounds(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+    def inner_bounds(self, X: Any, *, model: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Cheap inner bounds ``(lower, upper)`` with ``lower >= g_lower``, ``upper <= g_upper``
         up to the exact solver's tolerance (values at feasible points of the set, see
-        :func:`inner_support_values`), each (m,). Computes the MLE as :meth:`bounds` does."""
+        :func:`inner_support_values`; ``model``: also its quadratic-model candidates), each
+        (m,). Computes the MLE as :meth:`bounds` does."""
         Xa = self._points(X)
         A, s = self.directions(Xa)
         mle = self.mle
@@ -1385,6 +1394,7 @@ class LikelihoodRatioModel:
             np.vstack([-A, A]),
             np.concatenate([s, s]),
             value_bound=self.value_bound,
+            model=model,
         )
         k = A.shape[0]
         return self._clip(-vals[:k]), self._clip(vals[k:])
@@ -1392,14 +1402,20 @@ class LikelihoodRatioModel:
     def width_exceeds(self, X: Any, threshold: float) -> np.ndarray:
         """Whether ``g_upper - g_lower > threshold`` at X (m, d), (m,) bool: the same answers as
         ``width(X) > threshold``, with the exact bounds (39) computed only at the points whose
-        inner bounds (:meth:`inner_bounds`) do not already show a width above ``threshold +
-        INNER_MARGIN`` (the margin covers the exact solver's convergence tolerance, 1e-10 on the
-        KKT residuals: inner bounds are values at feasible points, the exact ones within the
-        tolerance of the optimum of the same convex problem)."""
+        inner bounds (:meth:`inner_bounds`, first without, then with the quadratic-model
+        candidates) do not already show a width above ``threshold + INNER_MARGIN`` (the margin
+        covers the exact solver's convergence tolerance, 1e-10 on the KKT residuals: inner
+        bounds are values at feasible points, the exact ones within the tolerance of the
+        optimum of the same convex problem)."""
         Xa = self._points(X)
-        lo, up = self.inner_bounds(Xa)
-        out = (up - lo) > float(threshold) + INNER_MARGIN
+        limit = float(threshold) + INNER_MARGIN
+        lo, up = self.inner_bounds(Xa, model=False)
+        out = (up - lo) > limit
         rest = np.flatnonzero(~out)
+        if rest.size:
+            lo, up = self.inner_bounds(Xa[rest])
+            out[rest] = (up - lo) > limit
+            rest = rest[~out[rest]]
         if rest.size:
             out[rest] = self.width(Xa[rest]) > float(threshold)
         return out
