@@ -570,9 +570,15 @@ class COBOL(ExpertPolicy):
         self.gated += 1
         # line 8's test reads only whether the width at x^u exceeds g_thr (nothing records the
         # width here): decided by inner bounds where they show it, else by the exact bounds
-        # (39); the MLE is computed either way, as the exact bounds did (it warm-starts the next)
-        unsure = bool(self.expert.width_exceeds(u_u[None, :], self.g_thr)[0])
-        if unsure and not self._after_reject:
+        # (39), and not at all after a reject. The MLE (37) is computed either way, as the
+        # exact bounds always did: it warm-starts the next one, so skipping it would change
+        # later values
+        if self._after_reject:
+            self.expert.mle  # noqa: B018 - computed for its warm start (see above)
+            unsure = False
+        else:
+            unsure = bool(self.expert.width_exceeds(u_u[None, :], self.g_thr)[0])
+        if unsure:
             q = self._ask_unit(u_u, i_u, "label")
             self._calibration_ids.add(q.id)
             self._harm_refs[q.id] = ("gp", *self._improvement_forecast(u_u))
