@@ -62,6 +62,7 @@ __all__ = [
     "MLEResult",
     "support_values",
     "relaxed_support_values",
+    "inner_support_values",
     "doubling_gain_bound",
     "LikelihoodRatioModel",
 ]
