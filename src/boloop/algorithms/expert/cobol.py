@@ -568,9 +568,17 @@ class COBOL(ExpertPolicy):
         U, idx = self._candidates()
         u_u, i_u, _ = self._minimise(self._f_lower, U, idx)
         self.gated += 1
-        lo, up = self.expert.bounds(u_u[None, :])
-        assert lo is not None and up is not None
-        if float(up[0] - lo[0]) > self.g_thr and not self._after_reject:
+        # line 8's test reads only whether the width at x^u exceeds g_thr (nothing records the
+        # width here): decided by inner bounds where they show it, else by the exact bounds
+        # (39), and not at all after a reject. The MLE (37) is computed either way, as the
+        # exact bounds always did: it warm-starts the next one, so skipping it would change
+        # later values
+        if self._after_reject:
+            self.expert.mle  # noqa: B018 - computed for its warm start (see above)
+            unsure = False
+        else:
+            unsure = bool(self.expert.width_exceeds(u_u[None, :], self.g_thr)[0])
+        if unsure:
             q = self._ask_unit(u_u, i_u, "label")
             self._calibration_ids.add(q.id)
             self._harm_refs[q.id] = ("gp", *self._improvement_forecast(u_u))
