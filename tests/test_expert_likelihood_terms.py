@@ -27,7 +27,7 @@ def test_terms_equal_the_separate_methods_and_the_closed_form(box):
     rng = np.random.default_rng(0)
     n = 12
     r = (rng.random(n) < 0.5).astype(float)
-    lik = lr._Likelihood(r, box)
+    lik = lr.BoxedLogLikelihood(r, box)
     Z = rng.uniform(-2.5, 2.5, (7, n))
     value, grad, curv = lik.terms(Z)
     # bit for bit the separate methods (the solvers' iterates must not change)
@@ -52,7 +52,7 @@ def test_terms_equal_the_separate_methods_and_the_closed_form(box):
 
 def test_values_outside_the_box_are_minus_infinity():
     r = np.array([1.0, 0.0, 1.0])
-    lik = lr._Likelihood(r, 2.0)
+    lik = lr.BoxedLogLikelihood(r, 2.0)
     Z = np.array([[0.5, -2.5, 0.1], [0.0, 0.0, 2.0], [0.1, 0.2, 0.3]])
     with np.errstate(divide="ignore", invalid="ignore"):
         value, _, _ = lik.terms(Z)
@@ -72,8 +72,8 @@ def test_penalised_newton_matches_scipy(box, mu):
     K = SquaredExponential(lengthscale=np.full(2, 0.4), variance=1.0).k(X) + 1e-6 * np.eye(n)
     L = np.linalg.cholesky(K)
     r = (rng.random(n) < 0.5).astype(float)
-    lik = lr._Likelihood(r, box)
-    w = lr._newton_penalised(L, lik, mu, np.zeros(n))
+    lik = lr.BoxedLogLikelihood(r, box)
+    w = lr.penalised_maximum_likelihood(L, lik, mu, np.zeros(n))
 
     def neg(v: np.ndarray) -> float:
         Z = L @ v
@@ -96,16 +96,16 @@ def test_mle_eigenbasis_is_the_hessians_and_never_stale():
     K = SquaredExponential(lengthscale=np.full(2, 0.5), variance=1.0).k(X) + 1e-6 * np.eye(n)
     L = np.linalg.cholesky(K)
     r = (rng.random(n) < 0.5).astype(float)
-    lik = lr._Likelihood(r, 3.0)
+    lik = lr.BoxedLogLikelihood(r, 3.0)
     mle = lr.maximum_likelihood(L, r, 2.0, value_bound=3.0)
-    sig, V, wV, gV = lr._mle_eigenbasis(L, lik, mle)
+    sig, V, wV, gV = lr.mle_eigenbasis(L, lik, mle)
     H = L.T @ np.diag(lik.curvature(mle.Z)) @ L
     assert np.allclose(V @ np.diag(sig) @ V.T, H, atol=1e-12)
     assert np.allclose(wV, mle.w @ V) and np.allclose(gV, L.T @ lik.grad(mle.Z) @ V)
-    again = lr._mle_eigenbasis(L.copy(), lr._Likelihood(r.copy(), 3.0), mle)
+    again = lr.mle_eigenbasis(L.copy(), lr.BoxedLogLikelihood(r.copy(), 3.0), mle)
     assert all(np.array_equal(a, b) for a, b in zip(again, (sig, V, wV, gV), strict=True))
     L[:, 0] *= 1.5  # changed in place: not served from the cache
-    sig2, V2, _, _ = lr._mle_eigenbasis(L, lik, mle)
+    sig2, V2, _, _ = lr.mle_eigenbasis(L, lik, mle)
     H2 = L.T @ np.diag(lik.curvature(mle.Z)) @ L
     assert np.allclose(V2 @ np.diag(sig2) @ V2.T, H2, atol=1e-12)
     assert not np.allclose(sig2, sig)

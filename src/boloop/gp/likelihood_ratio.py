@@ -65,6 +65,9 @@ __all__ = [
     "inner_support_values",
     "doubling_gain_bound",
     "LikelihoodRatioModel",
+    "BoxedLogLikelihood",
+    "penalised_maximum_likelihood",
+    "mle_eigenbasis",
 ]
 
 logger = logging.getLogger("boloop")
@@ -86,10 +89,10 @@ def log_likelihood(Z: np.ndarray, rejected: np.ndarray) -> np.ndarray:
     return np.sum(rejected * Z - np.logaddexp(0.0, Z), axis=-1)
 
 
-_BOX_BARRIER = 1e-3  # weight of the log-barrier that boxes the labelled values (see _Likelihood)
+_BOX_BARRIER = 1e-3  # weight of the log-barrier that boxes the labelled values (see BoxedLogLikelihood)
 
 
-class _Likelihood:
+class BoxedLogLikelihood:
     """``l(Z)`` of (4) and, with a box ``|Z_i| <= b`` on the labelled values, ``l(Z) + tau
     sum log(1 - (Z_i / b)^2)`` (``-inf`` outside the box).
 
@@ -224,10 +227,10 @@ def _dposv() -> Any:
     return _DPOSV
 
 
-def _as_likelihood(rejected: Any, box: float | None = None) -> _Likelihood:
-    if isinstance(rejected, _Likelihood):
+def _as_likelihood(rejected: Any, box: float | None = None) -> BoxedLogLikelihood:
+    if isinstance(rejected, BoxedLogLikelihood):
         return rejected
-    return _Likelihood(np.asarray(rejected, dtype=np.float64), box)
+    return BoxedLogLikelihood(np.asarray(rejected, dtype=np.float64), box)
 
 
 @dataclass(frozen=True)
@@ -241,15 +244,19 @@ class MLEResult:
     mu: float
 
 
-def _newton_penalised(
+def penalised_maximum_likelihood(
     L: np.ndarray,
-    r: np.ndarray | _Likelihood,
+    r: np.ndarray | BoxedLogLikelihood,
     mu: float,
     w0: np.ndarray,
     tol: float = 1e-11,
     max_iter: int = 100,
 ) -> np.ndarray:
-    """``argmax_w l(L w) - mu/2 ||w||^2`` by Newton with backtracking; L (n, n), r (n,) -> (n,)."""
+    """``argmax_w l(L w) - mu/2 ||w||^2`` by Newton with backtracking; L (n, n), r (n,) -> (n,).
+
+    The Lagrangian form of the MLE (37) of Xu et al. (COBOL) for one multiplier ``mu`` of the
+    norm ball ``||w|| <= B``: :func:`maximum_likelihood` searches ``mu`` so that the ball binds.
+    ``r`` is the rejected indicator or a :class:`BoxedLogLikelihood` (boxed labelled values)."""
     lik = _as_likelihood(r)
     # trial points outside the box have the value -inf: their warnings are expected
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -257,9 +264,9 @@ def _newton_penalised(
 
 
 def _newton_penalised_loop(
-    L: np.ndarray, lik: _Likelihood, mu: float, w0: np.ndarray, tol: float, max_iter: int
+    L: np.ndarray, lik: BoxedLogLikelihood, mu: float, w0: np.ndarray, tol: float, max_iter: int
 ) -> np.ndarray:
-    """Implementation of :func:`_newton_penalised` (the objective ``l(L v) - mu/2 ||v||^2``
+    """Implementation of :func:`penalised_maximum_likelihood` (the objective ``l(L v) - mu/2 ||v||^2``
     evaluated without per-call overhead; ``L w`` of an accepted trial point is kept for the next
     iteration: the same product, so the same values)."""
     dpotrf, dpotrs = _cho_lapack()
@@ -308,7 +315,7 @@ def maximum_likelihood(
     """Solve (37): ``max_Z l(Z) s.t. Z^T K^{-1} Z <= B^2`` in whitened form ``Z = L w``.
 
     ``L`` (n, n) is the lower Cholesky factor of ``K + jitter I``; ``rejected`` (n,) in {0, 1}.
-    ``value_bound``: also ``|Z_i| <= value_bound`` (by the log-barrier of :class:`_Likelihood`;
+    ``value_bound``: also ``|Z_i| <= value_bound`` (by the log-barrier of :class:`BoxedLogLikelihood`;
     ``loglik`` then includes the barrier term). ``w0`` and ``mu_hint`` (the ball multiplier of a
     nearby problem, e.g. before the last label or kernel change) are warm starts: the root search
     for ``mu`` first tries a bracket of one unit of ``log mu`` around the hint (``mu_hint = 0``,
@@ -326,7 +333,7 @@ def maximum_likelihood(
     state = {"w": w_start}
 
     def norm_excess(log_mu: float) -> float:
-        w = _newton_penalised(L, r, math.exp(log_mu), state["w"])
+        w = penalised_maximum_likelihood(L, r, math.exp(log_mu), state["w"])
         state["w"] = w
         return math.sqrt(float(w.dot(w))) - B  # np.linalg.norm(w), the same operations
 
@@ -342,7 +349,7 @@ def maximum_likelihood(
         # the nearby problem's ball was inactive: try the unconstrained maximiser first (it
         # exists with the box's barrier); inside the ball it is the MLE, found without the
         # bracket search down to mu = 1e-14 (a dozen Newton solves)
-        w = _newton_penalised(L, r, 0.0, w_start)
+        w = penalised_maximum_likelihood(L, r, 0.0, w_start)
         if np.linalg.norm(w) <= B:
             Z = L @ w
             return MLEResult(w, Z, float(r.value(Z)), 0.0)
@@ -364,7 +371,7 @@ def maximum_likelihood(
         lo -= 3.0
         f_lo = norm_excess(lo)
     if f_lo < 0:  # the unpenalised maximiser lies inside the ball: the constraint is inactive
-        w = _newton_penalised(L, r, 0.0, state["w"])
+        w = penalised_maximum_likelihood(L, r, 0.0, state["w"])
         if np.linalg.norm(w) <= B:
             Z = L @ w
             return MLEResult(w, Z, float(r.value(Z)), 0.0)
@@ -404,9 +411,9 @@ def doubling_gain_bound(
     return gain + 1e-8 * (1.0 + abs(mle.loglik))
 
 
-def _mle_at(L: np.ndarray, r: _Likelihood, mu: float, w0: np.ndarray, B: float) -> MLEResult:
+def _mle_at(L: np.ndarray, r: BoxedLogLikelihood, mu: float, w0: np.ndarray, B: float) -> MLEResult:
     """The MLE for the ball multiplier ``mu`` found by the root search of (37)."""
-    w = _newton_penalised(L, r, mu, w0)
+    w = penalised_maximum_likelihood(L, r, mu, w0)
     # project onto the sphere to remove the root-finding residual (feasibility is exact)
     nw = float(np.linalg.norm(w))
     if nw > B:
@@ -417,7 +424,7 @@ def _mle_at(L: np.ndarray, r: _Likelihood, mu: float, w0: np.ndarray, B: float) 
 
 def _kkt_residuals(
     L: np.ndarray,
-    r: _Likelihood,
+    r: BoxedLogLikelihood,
     A: np.ndarray,
     s: np.ndarray,
     W: np.ndarray,
@@ -488,7 +495,7 @@ def support_values(
     L (n, n); rejected (n,); A (m, n) the directions ``a``; s (m,) >= 0 -> values (m,).
     ``g_upper(x) = support(a(x), s(x))`` and ``g_lower(x) = -support(-a(x), s(x))``.
     ``value_bound``: the labelled values are also boxed, ``|L w| <= value_bound`` (the
-    barrier-augmented likelihood of :class:`_Likelihood`; ``mle`` and ``ll_min`` must come from
+    barrier-augmented likelihood of :class:`BoxedLogLikelihood`; ``mle`` and ``ll_min`` must come from
     the same augmented likelihood).
     """
     # trial points of the line searches may leave the box (value -inf, rejected by the merit
@@ -814,11 +821,11 @@ def _model_dual(
     return mu, nu, y
 
 
-_EIGEN_CACHE: list[tuple[Any, ...]] = []  # recent (inputs, outputs) of _mle_eigenbasis
+_EIGEN_CACHE: list[tuple[Any, ...]] = []  # recent (inputs, outputs) of mle_eigenbasis
 
 
-def _mle_eigenbasis(
-    L: np.ndarray, r: _Likelihood, mle: MLEResult
+def mle_eigenbasis(
+    L: np.ndarray, r: BoxedLogLikelihood, mle: MLEResult
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(sig, V, w* V, (L^T grad l(Z*)) V)`` of :func:`model_start`: the eigendecomposition of
     the Hessian ``H* = L^T diag(-l''(Z*)) L`` at the MLE (eigenvalues floored at 0) and the MLE
@@ -856,7 +863,7 @@ def _mle_eigenbasis(
 
 def model_start(
     L: np.ndarray,
-    r: _Likelihood | np.ndarray,
+    r: BoxedLogLikelihood | np.ndarray,
     mle: MLEResult,
     ll_min: float,
     B: float,
@@ -874,7 +881,7 @@ def model_start(
     """
     r = _as_likelihood(r)
     m, n = A.shape
-    sig, V, wV, gV = _mle_eigenbasis(L, r, mle)
+    sig, V, wV, gV = mle_eigenbasis(L, r, mle)
     c = A @ V
     y0 = np.tile(wV, (m, 1))
     g = np.tile(gV, (m, 1))
@@ -996,7 +1003,7 @@ def relaxed_support_values(
 
 def support_value_dual(
     L: np.ndarray,
-    r: _Likelihood | np.ndarray,
+    r: BoxedLogLikelihood | np.ndarray,
     mle: MLEResult,
     ll_min: float,
     B: float,
@@ -1094,7 +1101,7 @@ class LikelihoodRatioModel:
     value_bound:
         If given, the latent values are boxed to ``[-value_bound, value_bound]``: at the labelled
         points inside (37)-(39) (``|Z_i| <= value_bound``, imposed by a log-barrier of weight
-        1e-3, see :class:`_Likelihood`) and at query points by clipping the bounds and MLE
+        1e-3, see :class:`BoxedLogLikelihood`) and at query points by clipping the bounds and MLE
         predictions. The synthetic expert of Example 2.2 has ``g = a rho(f)`` with ``rho`` onto
         ``[-3, 3]``, and the reference code boxes every value to ``[-3, 3]``; the box also stops
         the App. F doubling from growing ``B_g`` once the labelled values can reach the box.
