@@ -89,7 +89,7 @@ def log_likelihood(Z: np.ndarray, rejected: np.ndarray) -> np.ndarray:
     return np.sum(rejected * Z - np.logaddexp(0.0, Z), axis=-1)
 
 
-_BOX_BARRIER = 1e-3  # weight of the log-barrier that boxes the labelled values (see BoxedLogLikelihood)
+_BOX_BARRIER = 1e-3  # weight of the barrier that boxes the labelled values (BoxedLogLikelihood)
 
 
 class BoxedLogLikelihood:
@@ -515,6 +515,36 @@ def support_values(
         )
 
 
+def _ball_decided(
+    L: np.ndarray,
+    rejected: np.ndarray | BoxedLogLikelihood,
+    ll_min: float,
+    norm_bound: float,
+    A: np.ndarray,
+    s: np.ndarray,
+    value_bound: float | None,
+) -> tuple[
+    np.ndarray, np.ndarray, float, np.ndarray, BoxedLogLikelihood | None, np.ndarray, np.ndarray
+]:
+    """The opening both support-value solvers share: ``(A, s, B, out, r, W_ball, todo)`` with
+    ``out = B ||(a, s)||`` the ball's support values (exact where the ball's maximiser ``W_ball``
+    satisfies the likelihood constraint), ``todo`` the rows where it does not, ``s`` floored at
+    ``S_MIN``; ``r`` is None when there are no labels or no rows (``out`` is then the answer)."""
+    A = np.asarray(A, dtype=np.float64)
+    m, n = A.shape
+    B = float(norm_bound)
+    s = np.maximum(np.asarray(s, dtype=np.float64), S_MIN)
+    kappa = np.sqrt(np.einsum("ij,ij->i", A, A) + s * s)
+    out = B * kappa
+    if n == 0 or m == 0:
+        return A, s, B, out, None, A, np.zeros(0, dtype=np.intp)
+    r = _as_likelihood(rejected, value_bound)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        W_ball = (B / kappa)[:, None] * A
+        ok = r.value(W_ball @ L.T) >= ll_min
+    return A, s, B, out, r, W_ball, np.flatnonzero(~ok)
+
+
 def _support_values(
     L: np.ndarray,
     rejected: np.ndarray,
@@ -529,21 +559,11 @@ def _support_values(
     value_bound: float | None = None,
 ) -> np.ndarray:
     """Implementation of :func:`support_values`."""
-    A = np.asarray(A, dtype=np.float64)
-    m, n = A.shape
-    B = float(norm_bound)
-    s = np.maximum(np.asarray(s, dtype=np.float64), S_MIN)
-    kappa = np.sqrt(np.einsum("ij,ij->i", A, A) + s * s)
-    out = B * kappa
-    if n == 0 or m == 0:
-        return out
-    r = _as_likelihood(rejected, value_bound)
     # 1) the ball's maximiser satisfies the likelihood constraint: the ball alone decides
-    W_ball = (B / kappa)[:, None] * A
-    ok = r.value(W_ball @ L.T) >= ll_min
-    todo = np.flatnonzero(~ok)
-    if todo.size == 0:
+    A, s, B, out, r, _, todo = _ball_decided(L, rejected, ll_min, norm_bound, A, s, value_bound)
+    if r is None or todo.size == 0:
         return out
+    n = A.shape[1]
     # 2) both constraints active. Start: the exact solution of a quadratic model of the problem
     #    (the likelihood replaced by its second-order expansion at the MLE, whose Hessian's
     #    eigenbasis is shared by all candidates); then batched Newton on the exact KKT system.
@@ -935,21 +955,12 @@ def inner_support_values(
     (the set is convex), each with the ``u`` that fills the ball; the best feasible one, or the
     MLE's. A (m, n), s (m,) -> (m,).
     """
-    A = np.asarray(A, dtype=np.float64)
-    m, n = A.shape
-    B = float(norm_bound)
-    s = np.maximum(np.asarray(s, dtype=np.float64), S_MIN)
-    kappa = np.sqrt(np.einsum("ij,ij->i", A, A) + s * s)
-    out = B * kappa
-    if n == 0 or m == 0:
+    A, s, B, out, r, W_ball, todo = _ball_decided(
+        L, rejected, ll_min, norm_bound, A, s, value_bound
+    )
+    if r is None or todo.size == 0:
         return out
-    r = _as_likelihood(rejected, value_bound)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        W_ball = (B / kappa)[:, None] * A
-        ok = r.value(W_ball @ L.T) >= ll_min
-        todo = np.flatnonzero(~ok)
-        if todo.size == 0:
-            return out
         Ad, sd = A[todo], s[todo]
         ends = [(W_ball[todo], np.array([0.5, 0.25, 0.125, 0.0625, 0.03125]))]
         if model:
