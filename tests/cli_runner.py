@@ -48,3 +48,15 @@ def run_cli(
         os.environ.clear()
         os.environ.update(old_env)
     return subprocess.CompletedProcess(list(argv), code, out.getvalue(), err.getvalue())
+
+
+def assert_refused(res: subprocess.CompletedProcess, *words: str) -> str:
+    """Check that a command was refused as the CLI promises (exit status 2, one line
+    ``boloop: error: ...`` naming each of ``words``, no traceback) and return that line."""
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert "Traceback" not in res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("boloop: error: "), res.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+    return lines[0]

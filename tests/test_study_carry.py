@@ -18,7 +18,7 @@ import pytest
 
 from boloop.errors import InvalidInputError, StorageError, UnknownIdError
 from boloop.study import create_study, load_study
-from cli_runner import run_cli
+from cli_runner import assert_refused, run_cli
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 
@@ -127,16 +127,6 @@ def _subprocess(cwd: Path, *argv: str) -> subprocess.CompletedProcess:
     )
 
 
-def _refused(res: subprocess.CompletedProcess, *words: str) -> str:
-    assert res.returncode == 2, (res.stdout, res.stderr)
-    assert "Traceback" not in res.stderr
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("boloop: error: "), res.stderr
-    for w in words:
-        assert w in lines[0], lines[0]
-    return lines[0]
-
-
 # -- the message and the way forward, through the real command line ----------------------------
 def test_a_study_that_no_longer_replays_is_continued_with_every_answer(tmp_path):
     db = tmp_path / "lab.db"
@@ -153,7 +143,7 @@ def test_a_study_that_no_longer_replays_is_continued_with_every_answer(tmp_path)
 
     for command in ("ask", "verify", "status"):
         res = _subprocess(tmp_path, "study", command, "process")
-        line = _refused(res, "study 'process'", "different query", "proposes differently")
+        line = assert_refused(res, "study 'process'", "different query", "proposes differently")
         assert "a development version, or changed defaults" in line  # same version number
         assert f"all {len(stored)} stored answers kept" in line
         assert line.rstrip().endswith("boloop study create process-continued --from process")
@@ -223,11 +213,15 @@ def test_refusals_store_nothing(tmp_path):
     _answered_study(url, "old", "randomized-straddle", "levelset/toy", 3)
     create_study("taken", "randomized-straddle", problem="levelset/toy", storage=url, seed=0)
     before = _events(db)
-    _refused(_cli(tmp_path, "study", "create", "new", "--from", "nope"), "no study named 'nope'")
-    _refused(_cli(tmp_path, "study", "create", "taken", "--from", "old"), "'taken' already exists")
-    _refused(_cli(tmp_path, "study", "create", "old", "--from", "old"), "name of its own")
-    _refused(_cli(tmp_path, "study", "create", "new"), "--space", "--problem", "--from")
-    _refused(_cli(tmp_path, "study", "create", "new", "--from-storage", url), "give --from")
+    assert_refused(
+        _cli(tmp_path, "study", "create", "new", "--from", "nope"), "no study named 'nope'"
+    )
+    assert_refused(
+        _cli(tmp_path, "study", "create", "taken", "--from", "old"), "'taken' already exists"
+    )
+    assert_refused(_cli(tmp_path, "study", "create", "old", "--from", "old"), "name of its own")
+    assert_refused(_cli(tmp_path, "study", "create", "new"), "--space", "--problem", "--from")
+    assert_refused(_cli(tmp_path, "study", "create", "new", "--from-storage", url), "give --from")
     # a space whose bounds leave out the old points: refused at the answer, nothing half-made
     space = tmp_path / "narrow.json"
     space.write_text(
@@ -239,18 +233,20 @@ def test_refusals_store_nothing(tmp_path):
         )
     )
     res = _cli(tmp_path, "study", "create", "new", "--from", "old", "--space", str(space))
-    _refused(res, "study 'old' cannot be continued as 'new'", "answer 1 of 3", "Nothing was stored")
+    assert_refused(
+        res, "study 'old' cannot be continued as 'new'", "answer 1 of 3", "Nothing was stored"
+    )
     assert _events(db) == before
     assert _study_names(db) == ["old", "taken"]
 
 
-def test_duels_have_no_outside_path_and_are_refused(tmp_path):
+def test_duels_have_no_outside_path_and_areassert_refused(tmp_path):
     db = tmp_path / "lab.db"
     url = f"sqlite:///{db}"
     _answered_study(url, "cake", "mr-lpf", "preference/toy", 2, horizon=20)
     before = _events(db)
     res = _cli(tmp_path, "study", "create", "cake2", "--from", "cake")
-    _refused(res, "2 of its answers are duels", "no way to record a duel")
+    assert_refused(res, "2 of its answers are duels", "no way to record a duel")
     assert _events(db) == before and _study_names(db) == ["cake"]
     # a preference study without answers loses nothing: it can be continued
     create_study("empty", "mr-lpf", problem="preference/toy", storage=url, seed=1, horizon=20)
@@ -330,12 +326,12 @@ def test_a_study_of_duels_that_no_longer_replays_is_not_offered_a_dead_end(tmp_p
             "UPDATE boloop_events SET payload=? WHERE event_id=?", (json.dumps(payload), eid)
         )
         con.execute("DELETE FROM boloop_snapshots")
-    line = _refused(_subprocess(tmp_path, "study", "verify", "cake"), "different query")
+    line = assert_refused(_subprocess(tmp_path, "study", "verify", "cake"), "different query")
     assert "--from cake" not in line and "-continued" not in line
     assert "its 3 stored answers are safe in the storage" in line and "3 of them duels" in line
     assert "load it with the boloop code that created it" in line.lower()
     # and --from, tried anyway, says the same in its own words
-    line = _refused(_cli(tmp_path, "study", "create", "cake2", "--from", "cake"), "duels")
+    line = assert_refused(_cli(tmp_path, "study", "create", "cake2", "--from", "cake"), "duels")
     assert "boloop code that created it" in line and "safe in the storage" in line
 
 
@@ -347,7 +343,7 @@ def test_a_given_method_leaves_the_old_options_behind(tmp_path):
     _answered_study(url, "s", "randomized-straddle", "levelset/toy", 3)
     _edit_created(db, "s", lambda c: c["options"].update(sobol_candidates=True))
     before = _events(db)
-    line = _refused(_cli(tmp_path, "study", "create", "t", "--from", "s"), "sobol_candidates")
+    line = assert_refused(_cli(tmp_path, "study", "create", "t", "--from", "s"), "sobol_candidates")
     assert "come from study 's'" in line and "--method randomized-straddle" in line
     assert _events(db) == before
     res = _cli(tmp_path, "study", "create", "t", "--from", "s", "--method", "randomized-straddle")
@@ -361,7 +357,7 @@ def test_a_space_this_version_cannot_rebuild_is_replaced_by_the_one_given(tmp_pa
     url = f"sqlite:///{db}"
     _answered_study(url, "s", "randomized-straddle", "levelset/toy", 3)
     _edit_created(db, "s", lambda c: c.update(problem="levelset/toy-v0"))
-    _refused(
+    assert_refused(
         _cli(tmp_path, "study", "create", "t", "--from", "s"), "cannot be rebuilt", "--problem"
     )
     res = _cli(tmp_path, "study", "create", "t", "--from", "s", "--problem", "levelset/toy")
@@ -369,7 +365,7 @@ def test_a_space_this_version_cannot_rebuild_is_replaced_by_the_one_given(tmp_pa
     assert load_study("t", storage=url).n_answered == 3
     # a space of another dimension cannot take the points
     res = _cli(tmp_path, "study", "create", "u", "--from", "s", "--problem", "levelset/sinusoidal")
-    _refused(res, "1 parameters", "2")
+    assert_refused(res, "1 parameters", "2")
 
 
 def test_the_printed_next_steps_name_the_storage_and_the_old_answer_times(tmp_path):
@@ -386,5 +382,7 @@ def test_the_printed_next_steps_name_the_storage_and_the_old_answer_times(tmp_pa
         assert f"given {when.isoformat() if hasattr(when, 'isoformat') else when}" in row["note"]
     assert hist[-1]["note"].endswith("[cut]") and "END" not in hist[-1]["note"]
     # the old study in another storage than --storage: the refusal says how to name it
-    line = _refused(_cli(tmp_path, "study", "create", "t2", "--from", "s"), "no study named 's'")
+    line = assert_refused(
+        _cli(tmp_path, "study", "create", "t2", "--from", "s"), "no study named 's'"
+    )
     assert "--from-storage" in line

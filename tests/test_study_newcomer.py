@@ -15,7 +15,7 @@ import pytest
 
 from boloop.errors import AnswerTypeError, InvalidInputError
 from boloop.study import create_study
-from cli_runner import run_cli
+from cli_runner import assert_refused, run_cli
 
 
 def _boloop(cwd: Path, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -30,15 +30,6 @@ def _events(cwd: Path) -> list[tuple]:
         return []
     with sqlite3.connect(db) as con:
         return con.execute("SELECT seq, kind, query_id, payload FROM boloop_events").fetchall()
-
-
-def _refused(res: subprocess.CompletedProcess, *words: str) -> None:
-    assert res.returncode == 2, (res.stdout, res.stderr)
-    assert "Traceback" not in res.stderr
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("boloop: error: "), res.stderr
-    for w in words:
-        assert w in lines[0], lines[0]
 
 
 def _write(path: Path, doc: dict) -> str:
@@ -102,7 +93,7 @@ def test_bad_create_inputs_are_refused_before_anything_is_stored(tmp_path):
     ]
     for args, words, method in cases:
         res = _boloop(tmp_path, "study", "create", "s", "--method", method, *args)
-        _refused(res, *words)
+        assert_refused(res, *words)
         assert not (tmp_path / "lab.db").exists()  # nothing created, not even the database
 
 
@@ -117,7 +108,7 @@ def test_settings_the_method_reads_are_accepted(tmp_path):
     res = _boloop(tmp_path, "study", "create", "p", "--method", "mr-lpf", "--space", pr)
     assert res.returncode == 0, res.stderr
     res = _boloop(tmp_path, "study", "create", "c", "--method", "cobol", "--space", pr)
-    _refused(res, "['budget', 'lam']", "cobol")
+    assert_refused(res, "['budget', 'lam']", "cobol")
 
 
 @pytest.fixture()
@@ -151,7 +142,7 @@ def lab(tmp_path):
 def test_bad_study_commands_exit_2_with_the_log_unchanged(lab, argv, words):
     before = _events(lab)
     res = _boloop(lab, *argv, stdin="a\n")
-    _refused(res, *words)
+    assert_refused(res, *words)
     assert "None" not in res.stderr
     assert _events(lab) == before
     assert not (lab / "missing").exists()
@@ -245,7 +236,7 @@ def test_labels_and_duels_take_the_same_words_on_the_command_line(tmp_path):
         assert res.returncode == 0 and f"-> {shown}" in res.stdout, res.stderr
     q = json.loads(_boloop(tmp_path, "study", "ask", "p", "--json").stdout)
     before = _events(tmp_path)
-    _refused(_boloop(tmp_path, "study", "tell", "p", str(q["id"]), "0"), "1 = A and 2 = B")
+    assert_refused(_boloop(tmp_path, "study", "tell", "p", str(q["id"]), "0"), "1 = A and 2 = B")
     assert _events(tmp_path) == before
 
 
@@ -283,14 +274,23 @@ def test_plot_writes_the_web_pages_pictures_as_one_svg_or_an_html_page(lab):
     res = _boloop(lab, "study", "plot", "cake", "--out", "page.html")
     assert res.returncode == 0 and (lab / "page.html").read_text().count("<svg") >= 2
     before = sorted(p.name for p in lab.iterdir())
-    _refused(_boloop(lab, "study", "plot", "cake", "--out", "p.png"), ".svg or .html")
-    _refused(_boloop(lab, "study", "plot", "cake", "--out", "no/p.svg"), "does not exist")
+    assert_refused(_boloop(lab, "study", "plot", "cake", "--out", "p.png"), ".svg or .html")
+    assert_refused(_boloop(lab, "study", "plot", "cake", "--out", "no/p.svg"), "does not exist")
     assert sorted(p.name for p in lab.iterdir()) == before
 
 
 # -- 5. quick calls (behaviour only; the latency is in benchmarks/cli_latency.py) ------------------
-def _answered_study(name: str, method: str, problem_id: str, url: str, n: int, *,
-                    seed: int = 0, after_each=None, **options):
+def _answered_study(
+    name: str,
+    method: str,
+    problem_id: str,
+    url: str,
+    n: int,
+    *,
+    seed: int = 0,
+    after_each=None,
+    **options,
+):
     """A study of ``method`` on the registered problem, with ``n`` queries answered by the
     problem's own oracle (``after_each(study)`` called after every tell); returns the study, the
     problem and the oracle's generator, to answer further queries the same way."""
@@ -530,7 +530,6 @@ def test_a_bare_sqlite_file_name_still_works(tmp_path):
 
 
 def test_plot_of_a_safe_study_adds_the_safe_sets_growth_unless_asked_not_to(tmp_path):
-
     _answered_study(
         "dose", "m-safeopt", "safe/toy", f"sqlite:///{tmp_path / 'lab.db'}", 5,
         fit_hyperparameters=False,
@@ -598,7 +597,9 @@ def test_an_expert_ask_after_a_command_line_tell_imports_no_scipy_stats(tmp_path
     for _ in range(3):
         q = study.ask()
         text = answer_text(q.kind, problem.answer(q.query, rng)).replace(" ", "")
-        _python(tmp_path, check.replace("sys.argv[1:]", f"['study', 'tell', 'e', '{q.id}', '{text}']"))
+        _python(
+            tmp_path, check.replace("sys.argv[1:]", f"['study', 'tell', 'e', '{q.id}', '{text}']")
+        )
         out = _python(tmp_path, check.replace("sys.argv[1:]", "['study', 'ask', 'e', '--json']"))
         imported.append(out.splitlines()[-1])
         asked = json.loads(out.splitlines()[0])
