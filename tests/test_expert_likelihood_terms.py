@@ -62,16 +62,22 @@ def test_values_outside_the_box_are_minus_infinity():
     assert np.array_equal(value, lik.value(Z))
 
 
+def _labelled(seed: int, n: int, lengthscale: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(L, r)``: the Cholesky factor of an SE kernel matrix (+ 1e-6 jitter) at ``n`` uniform
+    points in 2-D and coin-flip rejections, drawn with ``seed``."""
+    rng = np.random.default_rng(seed)
+    X = rng.random((n, 2))
+    k = SquaredExponential(lengthscale=np.full(2, lengthscale), variance=1.0)
+    L = np.linalg.cholesky(k.k(X) + 1e-6 * np.eye(n))
+    return L, (rng.random(n) < 0.5).astype(float)
+
+
 @pytest.mark.parametrize(("box", "mu"), [(None, 0.3), (3.0, 0.3), (3.0, 0.0)])
 def test_penalised_newton_matches_scipy(box, mu):
     """``argmax_w l(L w) - mu/2 ||w||^2`` equals an independent L-BFGS-B solve of the same
     objective (closed-form likelihood), to the optimisers' tolerance."""
-    rng = np.random.default_rng(4)
     n = 15
-    X = rng.random((n, 2))
-    K = SquaredExponential(lengthscale=np.full(2, 0.4), variance=1.0).k(X) + 1e-6 * np.eye(n)
-    L = np.linalg.cholesky(K)
-    r = (rng.random(n) < 0.5).astype(float)
+    L, r = _labelled(seed=4, n=n, lengthscale=0.4)
     lik = lr.BoxedLogLikelihood(r, box)
     w = lr.penalised_maximum_likelihood(L, lik, mu, np.zeros(n))
 
@@ -90,12 +96,7 @@ def test_mle_eigenbasis_is_the_hessians_and_never_stale():
     """The eigenbasis shared by the bounds' starts: ``V diag(sig) V^T`` is the Hessian
     ``L^T diag(-l''(Z*)) L`` at the MLE; a second call with equal inputs returns the same values,
     and one with an input changed in place gets the new decomposition."""
-    rng = np.random.default_rng(2)
-    n = 10
-    X = rng.random((n, 2))
-    K = SquaredExponential(lengthscale=np.full(2, 0.5), variance=1.0).k(X) + 1e-6 * np.eye(n)
-    L = np.linalg.cholesky(K)
-    r = (rng.random(n) < 0.5).astype(float)
+    L, r = _labelled(seed=2, n=10, lengthscale=0.5)
     lik = lr.BoxedLogLikelihood(r, 3.0)
     mle = lr.maximum_likelihood(L, r, 2.0, value_bound=3.0)
     sig, V, wV, gV = lr.mle_eigenbasis(L, lik, mle)
