@@ -469,11 +469,14 @@ def _solve_spd_rows(K: np.ndarray, S: np.ndarray, mu: np.ndarray, rhs: np.ndarra
         G.reshape(G.shape[0], -1)[:, :: n + 1] += mu[b0 : b0 + _NEWTON_BLOCK, None]
         for i in range(G.shape[0]):
             # G[i] is symmetric, so its transpose is the same matrix in Fortran order (no copy);
-            # rhs[b0 + i].T is the Fortran-ordered (n, k) right-hand side, solved in place
-            _, x, info = dposv(G[i].T, rhs[b0 + i].T, lower=1, overwrite_a=1, overwrite_b=1)
+            # rhs[b0 + i].T is the Fortran-ordered (n, k) right-hand side, solved in place (the
+            # arguments by position: a, b, lower, overwrite_a, overwrite_b)
+            bt = rhs[b0 + i].T
+            _, x, info = dposv(G[i].T, bt, 1, 1, 1)
             if info != 0:
                 return False
-            rhs[b0 + i] = x.T
+            if x is not bt:  # LAPACK worked on a copy (not for these layouts): write it back
+                rhs[b0 + i] = x.T
     return True
 
 
