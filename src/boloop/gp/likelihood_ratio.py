@@ -72,6 +72,12 @@ __all__ = [
 
 logger = logging.getLogger("boloop")
 
+try:  # the C routine that ``np.einsum`` calls when not optimising (the same values, without
+    # its Python-level dispatch, ~1.5 us a call: the Newton loop makes ~300 such calls per bound)
+    from numpy._core.multiarray import c_einsum as _einsum
+except ImportError:  # pragma: no cover - NumPy < 2 or a future layout
+    _einsum = np.einsum
+
 S_MIN = 1e-9  # floor on s(x): the u-term then contributes at most 1e-9 * B
 # how far an inner width must exceed a threshold to decide it without the exact bounds
 INNER_MARGIN = 1e-6
@@ -442,14 +448,14 @@ def _kkt_residuals(
     ll, g, D = r.terms(Z)
     h = g @ L
     r_w = A + nu[:, None] * h - mu[:, None] * W
-    r_mu = 0.5 * (B * B - np.einsum("ij,ij->i", W, W) - (s / mu) ** 2)
+    r_mu = 0.5 * (B * B - _einsum("ij,ij->i", W, W) - (s / mu) ** 2)
     r_nu = ll - ll_min
     return r_w, r_mu, r_nu, D, h
 
 
 def _merit(r_w: np.ndarray, r_mu: np.ndarray, r_nu: np.ndarray, B: float) -> np.ndarray:
     """Squared KKT residual; the ball residual (units of B^2) is scaled by 1/B."""
-    return np.einsum("ij,ij->i", r_w, r_w) + (r_mu / B) ** 2 + r_nu**2
+    return _einsum("ij,ij->i", r_w, r_w) + (r_mu / B) ** 2 + r_nu**2
 
 
 def _solve_spd_rows(K: np.ndarray, S: np.ndarray, mu: np.ndarray, rhs: np.ndarray) -> bool:
@@ -537,7 +543,7 @@ def _ball_decided(
     m, n = A.shape
     B = float(norm_bound)
     s = np.maximum(np.asarray(s, dtype=np.float64), S_MIN)
-    kappa = np.sqrt(np.einsum("ij,ij->i", A, A) + s * s)
+    kappa = np.sqrt(_einsum("ij,ij->i", A, A) + s * s)
     out = B * kappa
     if n == 0 or m == 0:
         return A, s, B, out, None, A, np.zeros(0, dtype=np.intp)
@@ -631,11 +637,11 @@ def _support_values(
         p_ = (r_w - rhs[:, 0] @ L) * inv_mu
         q_ = (Wa - rhs[:, 1] @ L) * inv_mu
         m_ = (h - rhs[:, 2] @ L) * inv_mu
-        wq = np.einsum("ij,ij->i", Wa, q_)
-        wm = np.einsum("ij,ij->i", Wa, m_)
-        hm = np.einsum("ij,ij->i", h, m_)
-        wp = np.einsum("ij,ij->i", Wa, p_)
-        hp = np.einsum("ij,ij->i", h, p_)
+        wq = _einsum("ij,ij->i", Wa, q_)
+        wm = _einsum("ij,ij->i", Wa, m_)
+        hm = _einsum("ij,ij->i", h, m_)
+        wp = _einsum("ij,ij->i", Wa, p_)
+        hp = _einsum("ij,ij->i", h, p_)
         a11 = wq + sa * sa / mua**3
         a12 = -wm
         a22 = hm
@@ -742,8 +748,8 @@ def _support_values(
     if act.size:  # rows that did not converge: their last iterate
         W[act], mu[act], nu[act] = Wa, mua, nua
     # feasibility-safe value: the u that exactly fills the ball for the current w
-    u_fill = np.sqrt(np.maximum(B * B - np.einsum("ij,ij->i", W, W), 0.0))
-    values = np.einsum("ij,ij->i", Ad, W) + sd * u_fill
+    u_fill = np.sqrt(np.maximum(B * B - _einsum("ij,ij->i", W, W), 0.0))
+    values = _einsum("ij,ij->i", Ad, W) + sd * u_fill
     failed = np.flatnonzero(~done)
     if r.box is not None and failed.size:
         # the box binds sharply at these directions (the barrier's edge) and Newton stalls:
@@ -792,10 +798,10 @@ def _model_dual(
         den = mu_[:, None] + nu_c * sig
         y = (c + nu_c * e) / den
         d = y - y0
-        q = l0 + np.einsum("ij,ij->i", g, d) - 0.5 * np.einsum("ij,ij->i", sig * d, d)
-        yy = np.einsum("ij,ij->i", y, y)
+        q = l0 + _einsum("ij,ij->i", g, d) - 0.5 * _einsum("ij,ij->i", sig * d, d)
+        yy = _einsum("ij,ij->i", y, y)
         half_mu = 0.5 * mu_
-        phi = np.einsum("ij,ij->i", c, y) + nu_ * (q - ll_min) - half_mu * yy + ss / (2 * mu_)
+        phi = _einsum("ij,ij->i", c, y) + nu_ * (q - ll_min) - half_mu * yy + ss / (2 * mu_)
         phi += half_mu * B * B
         return y, d, q, yy, den, phi
 
@@ -813,9 +819,9 @@ def _model_dual(
         if conv.all():
             break
         t = g - sig * d  # gradient of the model at y
-        h11 = np.einsum("ij,ij->i", y, y / den) + ss / mu**3
-        h12 = -np.einsum("ij,ij->i", y, t / den)
-        h22 = np.einsum("ij,ij->i", t, t / den)
+        h11 = _einsum("ij,ij->i", y, y / den) + ss / mu**3
+        h12 = -_einsum("ij,ij->i", y, t / den)
+        h22 = _einsum("ij,ij->i", t, t / den)
         det = h11 * h22 - h12 * h12
         det = np.where(det > 1e-300, det, 1e-300)
         dmu = -(h22 * F1 - h12 * F2) / det
@@ -912,7 +918,7 @@ def model_start(
     alpha = max(mle.loglik - ll_min, 1e-12)
     mu_star = max(mle.mu, 1e-8)
     # multipliers of the problem without the ball, at the MLE: a guess for the dual's start
-    nu = np.sqrt(np.maximum(np.einsum("ij,ij->i", c, c / (sig + mu_star)), 1e-16) / (2 * alpha))
+    nu = np.sqrt(np.maximum(_einsum("ij,ij->i", c, c / (sig + mu_star)), 1e-16) / (2 * alpha))
     nu = np.maximum(nu, 1e-6)
     mu = np.maximum(s / B, nu * mu_star)
     mu, nu, y = _model_dual(c, s, g, y0, sig, l0, ll_min, B, mu, nu)
@@ -972,9 +978,9 @@ def inner_support_values(
         Wt = np.concatenate(
             [mle.w + th[None, :, None] * (W - mle.w)[:, None, :] for W, th in ends], axis=1
         )  # (k, candidates, n)
-        sq = B * B - np.einsum("ijk,ijk->ij", Wt, Wt)
+        sq = B * B - _einsum("ijk,ijk->ij", Wt, Wt)
         feasible = (sq >= 0.0) & (r.value(Wt @ L.T) >= ll_min)
-        vals = np.einsum("ik,ijk->ij", Ad, Wt) + sd[:, None] * np.sqrt(np.maximum(sq, 0.0))
+        vals = _einsum("ik,ijk->ij", Ad, Wt) + sd[:, None] * np.sqrt(np.maximum(sq, 0.0))
         vals = np.where(feasible, vals, -np.inf)
         # theta = 0: the MLE itself (its norm may exceed B by a rounding error: u = 0 then)
         v_mle = Ad @ mle.w + sd * math.sqrt(max(B * B - float(mle.w @ mle.w), 0.0))
@@ -996,7 +1002,7 @@ def relaxed_support_values(
     A = np.asarray(A, dtype=np.float64)
     B = float(norm_bound)
     s = np.asarray(s, dtype=np.float64)
-    c2 = np.einsum("ij,ij->i", A, A) + s * s
+    c2 = _einsum("ij,ij->i", A, A) + s * s
     c_norm = np.sqrt(c2)
     out = B * c_norm
     w_norm = float(np.linalg.norm(mle.w)) if mle.w.size else 0.0
@@ -1323,7 +1329,7 @@ class LikelihoodRatioModel:
             return np.zeros((X.shape[0], 0)), np.sqrt(kxx)
         Kc = self.kernel.k(self._X, X)
         A = solve_triangular(self._L, Kc, lower=True, check_finite=False).T
-        s2 = kxx - np.einsum("ij,ij->i", A, A)
+        s2 = kxx - _einsum("ij,ij->i", A, A)
         return A, np.sqrt(np.maximum(s2, 0.0))
 
     def _points(self, X: Any) -> np.ndarray:
@@ -1391,7 +1397,7 @@ class LikelihoodRatioModel:
         Xa = self._points(X)
         A, s = self.directions(Xa)
         if self.n == 0:
-            b = self.norm_bound * np.sqrt(np.einsum("ij,ij->i", A, A) + s * s)
+            b = self.norm_bound * np.sqrt(_einsum("ij,ij->i", A, A) + s * s)
             return -b, b
         mle = self.mle
         lo = -relaxed_support_values(mle, self.alpha1, self.norm_bound, -A, s)
