@@ -160,7 +160,9 @@ class BoxedLogLikelihood:
             return ll, g, c
         q = (Z / box) ** 2
         inside = np.logical_and.reduce(q < 1.0, axis=-1)
-        bar = np.add.reduce(np.log1p(-np.minimum(q, 1.0 - 1e-300)), axis=-1)
+        # no floor on q as in value(): where a row is inside, every q < 1 (and the floor,
+        # 1 - 1e-300 == 1.0, changes nothing); elsewhere the row's value is -inf either way
+        bar = np.add.reduce(np.log1p(-q), axis=-1)
         value = np.where(inside, ll + self.tau * bar, -np.inf)
         b2 = box**2
         ZZ = Z * Z
@@ -695,7 +697,7 @@ def _support_values(
         )
         P, h = np.where(good[:, None], res[3], P), np.where(good[:, None], res[4], h)
         merit_old, merit0 = merit0, np.where(good, merit1, merit0)
-        pend = np.flatnonzero(bad)
+        pend = bad.nonzero()[0]
         b = 0  # halvings tried
         for k, halvings in zip(_HALVING_BLOCKS, _HALVING_FACTORS, strict=True):
             if not pend.size:
@@ -708,8 +710,8 @@ def _support_values(
             res = _kkt_residuals(
                 L,
                 r,
-                np.repeat(Aa[pend], k, axis=0),
-                np.repeat(sa[pend], k),
+                Aa[pend].repeat(k, axis=0),
+                sa[pend].repeat(k),
                 Wn,
                 mun,
                 nun,
@@ -722,8 +724,8 @@ def _support_values(
             b += k
             if not hit.any():  # no row accepted a trial of this block (a stalled row)
                 continue
-            first = np.argmax(ok, axis=1)
-            sel = np.flatnonzero(hit) * k + first[hit]  # the first accepted trial of each row
+            first = ok.argmax(axis=1)
+            sel = hit.nonzero()[0] * k + first[hit]  # the first accepted trial of each row
             rows = pend[hit]
             Wa[rows], mua[rows], nua[rows] = Wn[sel], mun[sel], nun[sel]
             r_w[rows], r_mu[rows], r_nu[rows] = res[0][sel], res[1][sel], res[2][sel]
