@@ -500,6 +500,7 @@ def support_values(
     tol: float = 1e-10,
     max_iter: int = 60,
     value_bound: float | None = None,
+    cap: float | None = None,
 ) -> np.ndarray:
     """``max a_j^T w + s_j u`` over ``C = {||(w, u)|| <= B, l(L w) >= ll_min}`` for each row j.
 
@@ -508,6 +509,10 @@ def support_values(
     ``value_bound``: the labelled values are also boxed, ``|L w| <= value_bound`` (the
     barrier-augmented likelihood of :class:`BoxedLogLikelihood`; ``mle`` and ``ll_min`` must come from
     the same augmented likelihood).
+    ``cap``: only values below ``cap`` are needed exactly (the caller clips at ``cap``): a row
+    whose Newton iterate is a feasible point of C with value at least ``cap + INNER_MARGIN``
+    (so its support value is at least that, and any solver's value at least ``cap``) stops
+    there and returns that value, which clips to ``cap`` like the exact one.
     """
     # trial points of the line searches may leave the box (value -inf, rejected by the merit
     # test): their arithmetic warnings are expected
@@ -523,6 +528,7 @@ def support_values(
             tol=tol,
             max_iter=max_iter,
             value_bound=value_bound,
+            cap=cap,
         )
 
 
@@ -568,6 +574,7 @@ def _support_values(
     tol: float = 1e-10,
     max_iter: int = 60,
     value_bound: float | None = None,
+    cap: float | None = None,
 ) -> np.ndarray:
     """Implementation of :func:`support_values`."""
     # 1) the ball's maximiser satisfies the likelihood constraint: the ball alone decides
@@ -596,6 +603,11 @@ def _support_values(
     # rows are finished (conservatively, see below) after fewer iterations than converging
     # ones ever need (about 10)
     n_iter = max_iter if r.box is None else min(max_iter, 25)
+    # with a cap, the value of a feasible iterate reaching cap + INNER_MARGIN (-inf: none yet);
+    # certified rows keep iterating with the others (a row's bits depend on its batch) until
+    # every row still iterating is certified
+    cert = None if cap is None else np.full(todo.size, -np.inf)
+    stopped = act[:0]
     tol_mu = tol * B * B + 1e-14
     tol_nu = tol * (1 + abs(ll_min))
     for _ in range(n_iter):
@@ -605,6 +617,11 @@ def _support_values(
             & (np.abs(r_mu) <= tol_mu)
             & (np.abs(r_nu) <= tol_nu)
         )
+        if cert is not None:  # a feasible iterate reaching the cap: the row's certificate
+            room = B * B - _einsum("ij,ij->i", Wa, Wa)
+            v_in = _einsum("ij,ij->i", Aa, Wa) + sa * np.sqrt(np.maximum(room, 0.0))
+            reach = (r_nu > tol_nu) & (room > 0.0) & (v_in >= cap + INNER_MARGIN)
+            cert[act[reach]] = v_in[reach]
         if conv.any():
             rows = act[conv]
             done[rows] = True
@@ -623,6 +640,12 @@ def _support_values(
             )
             r_w, r_mu, r_nu, P, h = r_w[keep], r_mu[keep], r_nu[keep], P[keep], h[keep]
             merit0 = merit0[keep]
+        if cert is not None and np.isfinite(cert[act]).all():
+            # every row still iterating has a certificate: stop (the rows that converged kept
+            # their batches, so their values are those of the full run)
+            done[act] = True
+            stopped = act
+            break
         k_act = act.size
         # Newton matrix M_j = mu_j I + U_j U_j^T with U_j = L^T S_j, S_j = sqrt(nu_j D_j); by
         # Woodbury M_j^{-1} b = (b - U_j G_j^{-1} U_j^T b) / mu_j with G_j = mu_j I + S_j K S_j,
@@ -752,13 +775,18 @@ def _support_values(
     # feasibility-safe value: the u that exactly fills the ball for the current w
     u_fill = np.sqrt(np.maximum(B * B - _einsum("ij,ij->i", W, W), 0.0))
     values = _einsum("ij,ij->i", Ad, W) + sd * u_fill
+    if stopped.size:
+        values[stopped] = cert[stopped]  # type: ignore[index]
     failed = np.flatnonzero(~done)
+    if cert is not None and failed.size and np.isfinite(cert[failed]).all():
+        values[failed] = cert[failed]  # every failed row reaches the cap: no re-solve
+        failed = failed[:0]
     if r.box is not None and failed.size:
         # the box binds sharply at these directions (the barrier's edge) and Newton stalls:
         # take the support value of the same set without the box -- a superset, so the bound is
         # conservative (never tighter than the boxed one); then clipped like every bound
         values[failed] = _support_values(
-            L, r.r, mle, ll_min, B, Ad[failed], sd[failed], tol=tol, max_iter=max_iter
+            L, r.r, mle, ll_min, B, Ad[failed], sd[failed], tol=tol, max_iter=max_iter, cap=cap
         )
         failed = failed[:0]
     for j in failed:
@@ -1375,17 +1403,18 @@ class LikelihoodRatioModel:
                     np.vstack([-A, A]),
                     np.concatenate([s, s]),
                     value_bound=vb,
+                    cap=vb,
                 )
                 k = A.shape[0]
                 lo[sl] = -vals[:k]  # type: ignore[index]
                 up[sl] = vals[k:]  # type: ignore[index]
             elif lower:
                 lo[sl] = -support_values(  # type: ignore[index]
-                    self._L, self._r, mle, ll_min, self.norm_bound, -A, s, value_bound=vb
+                    self._L, self._r, mle, ll_min, self.norm_bound, -A, s, value_bound=vb, cap=vb
                 )
             elif upper:
                 up[sl] = support_values(  # type: ignore[index]
-                    self._L, self._r, mle, ll_min, self.norm_bound, A, s, value_bound=vb
+                    self._L, self._r, mle, ll_min, self.norm_bound, A, s, value_bound=vb, cap=vb
                 )
         if lo is not None:
             lo = self._clip(lo)
