@@ -510,9 +510,12 @@ def support_values(
     barrier-augmented likelihood of :class:`BoxedLogLikelihood`; ``mle`` and ``ll_min`` must come from
     the same augmented likelihood).
     ``cap``: only values below ``cap`` are needed exactly (the caller clips at ``cap``): a row
-    whose Newton iterate is a feasible point of C with value at least ``cap + INNER_MARGIN``
-    (so its support value is at least that, and any solver's value at least ``cap``) stops
-    there and returns that value, which clips to ``cap`` like the exact one.
+    whose Newton iterate is a strictly feasible point of C with value at least ``cap +
+    INNER_MARGIN`` is certified (its support value is at least that, and any solver's value at
+    least ``cap``); once every row still iterating is certified the solve stops, and failed rows
+    skip the unboxed re-solve when all of them are certified. A certified row returns its
+    feasible point's value, which clips to ``cap`` like the exact one; every other row's value
+    is unchanged to the bit (certified rows keep iterating in its batches until then).
     """
     # trial points of the line searches may leave the box (value -inf, rejected by the merit
     # test): their arithmetic warnings are expected
