@@ -76,3 +76,28 @@ def test_quadratic_model_start_solves_the_model():
     np.testing.assert_allclose(q, ll_min, rtol=0, atol=1.5e-9 * (1 + abs(ll_min)))
     stat = A + nu[:, None] * (g - D @ H) - mu[:, None] * W
     assert np.max(np.abs(stat)) <= 1e-7 * (1 + np.max(np.abs(A)))
+
+
+@pytest.mark.parametrize("strided", [False, True])
+def test_newton_row_solves_match_a_dense_solve(strided):
+    """The Woodbury solves of the batched Newton method, ``(mu_j I + diag(S_j) K diag(S_j)) x =
+    b``, against numpy's dense solve: with the contiguous right-hand sides the method uses
+    (solved in place by LAPACK) and with strided ones (LAPACK works on a copy, written back)."""
+    rng = np.random.default_rng(3)
+    m, k, n = 5, 3, 9
+    F = rng.standard_normal((n, n))
+    K = F @ F.T + 0.1 * np.eye(n)
+    S = rng.random((m, n)) + 0.1
+    mu = rng.random(m) + 0.5
+    b = rng.standard_normal((m, k, n))
+    if strided:
+        rhs = np.zeros((m, k, 2 * n))[:, :, ::2]
+        rhs[...] = b
+    else:
+        rhs = b.copy()
+    assert lr._solve_spd_rows(K, S, mu, rhs)
+    for j in range(m):
+        M = mu[j] * np.eye(n) + S[j][:, None] * K * S[j][None, :]
+        assert np.allclose(rhs[j], np.linalg.solve(M, b[j].T).T, rtol=1e-10, atol=1e-12)
+    # not positive definite: reported, not solved
+    assert not lr._solve_spd_rows(-K, S, mu * 0.0, b.copy())

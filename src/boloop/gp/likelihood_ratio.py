@@ -72,6 +72,12 @@ __all__ = [
 
 logger = logging.getLogger("boloop")
 
+try:  # the C routine that ``np.einsum`` calls when not optimising (the same values, without
+    # its Python-level dispatch, ~1.5 us a call: the Newton loop makes ~300 such calls per bound)
+    from numpy._core.multiarray import c_einsum as _einsum
+except ImportError:  # pragma: no cover - NumPy < 2 or a future layout
+    _einsum = np.einsum
+
 S_MIN = 1e-9  # floor on s(x): the u-term then contributes at most 1e-9 * B
 # how far an inner width must exceed a threshold to decide it without the exact bounds
 INNER_MARGIN = 1e-6
@@ -154,7 +160,9 @@ class BoxedLogLikelihood:
             return ll, g, c
         q = (Z / box) ** 2
         inside = np.logical_and.reduce(q < 1.0, axis=-1)
-        bar = np.add.reduce(np.log1p(-np.minimum(q, 1.0 - 1e-300)), axis=-1)
+        # no floor on q as in value(): where a row is inside, every q < 1 (and the floor,
+        # 1 - 1e-300 == 1.0, changes nothing); elsewhere the row's value is -inf either way
+        bar = np.add.reduce(np.log1p(-q), axis=-1)
         value = np.where(inside, ll + self.tau * bar, -np.inf)
         b2 = box**2
         ZZ = Z * Z
@@ -442,14 +450,14 @@ def _kkt_residuals(
     ll, g, D = r.terms(Z)
     h = g @ L
     r_w = A + nu[:, None] * h - mu[:, None] * W
-    r_mu = 0.5 * (B * B - np.einsum("ij,ij->i", W, W) - (s / mu) ** 2)
+    r_mu = 0.5 * (B * B - _einsum("ij,ij->i", W, W) - (s / mu) ** 2)
     r_nu = ll - ll_min
     return r_w, r_mu, r_nu, D, h
 
 
 def _merit(r_w: np.ndarray, r_mu: np.ndarray, r_nu: np.ndarray, B: float) -> np.ndarray:
     """Squared KKT residual; the ball residual (units of B^2) is scaled by 1/B."""
-    return np.einsum("ij,ij->i", r_w, r_w) + (r_mu / B) ** 2 + r_nu**2
+    return _einsum("ij,ij->i", r_w, r_w) + (r_mu / B) ** 2 + r_nu**2
 
 
 def _solve_spd_rows(K: np.ndarray, S: np.ndarray, mu: np.ndarray, rhs: np.ndarray) -> bool:
@@ -469,11 +477,14 @@ def _solve_spd_rows(K: np.ndarray, S: np.ndarray, mu: np.ndarray, rhs: np.ndarra
         G.reshape(G.shape[0], -1)[:, :: n + 1] += mu[b0 : b0 + _NEWTON_BLOCK, None]
         for i in range(G.shape[0]):
             # G[i] is symmetric, so its transpose is the same matrix in Fortran order (no copy);
-            # rhs[b0 + i].T is the Fortran-ordered (n, k) right-hand side, solved in place
-            _, x, info = dposv(G[i].T, rhs[b0 + i].T, lower=1, overwrite_a=1, overwrite_b=1)
+            # rhs[b0 + i].T is the Fortran-ordered (n, k) right-hand side, solved in place (the
+            # arguments by position: a, b, lower, overwrite_a, overwrite_b)
+            bt = rhs[b0 + i].T
+            _, x, info = dposv(G[i].T, bt, 1, 1, 1)
             if info != 0:
                 return False
-            rhs[b0 + i] = x.T
+            if x is not bt:  # LAPACK worked on a copy (not for these layouts): write it back
+                rhs[b0 + i] = x.T
     return True
 
 
@@ -489,6 +500,7 @@ def support_values(
     tol: float = 1e-10,
     max_iter: int = 60,
     value_bound: float | None = None,
+    cap: float | None = None,
 ) -> np.ndarray:
     """``max a_j^T w + s_j u`` over ``C = {||(w, u)|| <= B, l(L w) >= ll_min}`` for each row j.
 
@@ -497,6 +509,13 @@ def support_values(
     ``value_bound``: the labelled values are also boxed, ``|L w| <= value_bound`` (the
     barrier-augmented likelihood of :class:`BoxedLogLikelihood`; ``mle`` and ``ll_min`` must come from
     the same augmented likelihood).
+    ``cap``: only values below ``cap`` are needed exactly (the caller clips at ``cap``): a row
+    whose Newton iterate is a strictly feasible point of C with value at least ``cap +
+    INNER_MARGIN`` is certified (its support value is at least that, and any solver's value at
+    least ``cap``); once every row still iterating is certified the solve stops, and failed rows
+    skip the unboxed re-solve when all of them are certified. A certified row returns its
+    feasible point's value, which clips to ``cap`` like the exact one; every other row's value
+    is unchanged to the bit (certified rows keep iterating in its batches until then).
     """
     # trial points of the line searches may leave the box (value -inf, rejected by the merit
     # test): their arithmetic warnings are expected
@@ -512,6 +531,7 @@ def support_values(
             tol=tol,
             max_iter=max_iter,
             value_bound=value_bound,
+            cap=cap,
         )
 
 
@@ -534,7 +554,7 @@ def _ball_decided(
     m, n = A.shape
     B = float(norm_bound)
     s = np.maximum(np.asarray(s, dtype=np.float64), S_MIN)
-    kappa = np.sqrt(np.einsum("ij,ij->i", A, A) + s * s)
+    kappa = np.sqrt(_einsum("ij,ij->i", A, A) + s * s)
     out = B * kappa
     if n == 0 or m == 0:
         return A, s, B, out, None, A, np.zeros(0, dtype=np.intp)
@@ -557,6 +577,7 @@ def _support_values(
     tol: float = 1e-10,
     max_iter: int = 60,
     value_bound: float | None = None,
+    cap: float | None = None,
 ) -> np.ndarray:
     """Implementation of :func:`support_values`."""
     # 1) the ball's maximiser satisfies the likelihood constraint: the ball alone decides
@@ -585,6 +606,11 @@ def _support_values(
     # rows are finished (conservatively, see below) after fewer iterations than converging
     # ones ever need (about 10)
     n_iter = max_iter if r.box is None else min(max_iter, 25)
+    # with a cap, the value of a feasible iterate reaching cap + INNER_MARGIN (-inf: none yet);
+    # certified rows keep iterating with the others (a row's bits depend on its batch) until
+    # every row still iterating is certified
+    cert = None if cap is None else np.full(todo.size, -np.inf)
+    stopped = act[:0]
     tol_mu = tol * B * B + 1e-14
     tol_nu = tol * (1 + abs(ll_min))
     for _ in range(n_iter):
@@ -594,6 +620,11 @@ def _support_values(
             & (np.abs(r_mu) <= tol_mu)
             & (np.abs(r_nu) <= tol_nu)
         )
+        if cert is not None:  # a feasible iterate reaching the cap: the row's certificate
+            room = B * B - _einsum("ij,ij->i", Wa, Wa)
+            v_in = _einsum("ij,ij->i", Aa, Wa) + sa * np.sqrt(np.maximum(room, 0.0))
+            reach = (r_nu > tol_nu) & (room > 0.0) & (v_in >= cap + INNER_MARGIN)
+            cert[act[reach]] = v_in[reach]
         if conv.any():
             rows = act[conv]
             done[rows] = True
@@ -612,6 +643,12 @@ def _support_values(
             )
             r_w, r_mu, r_nu, P, h = r_w[keep], r_mu[keep], r_nu[keep], P[keep], h[keep]
             merit0 = merit0[keep]
+        if cert is not None and np.isfinite(cert[act]).all():
+            # every row still iterating has a certificate: stop (the rows that converged kept
+            # their batches, so their values are those of the full run)
+            done[act] = True
+            stopped = act
+            break
         k_act = act.size
         # Newton matrix M_j = mu_j I + U_j U_j^T with U_j = L^T S_j, S_j = sqrt(nu_j D_j); by
         # Woodbury M_j^{-1} b = (b - U_j G_j^{-1} U_j^T b) / mu_j with G_j = mu_j I + S_j K S_j,
@@ -628,11 +665,11 @@ def _support_values(
         p_ = (r_w - rhs[:, 0] @ L) * inv_mu
         q_ = (Wa - rhs[:, 1] @ L) * inv_mu
         m_ = (h - rhs[:, 2] @ L) * inv_mu
-        wq = np.einsum("ij,ij->i", Wa, q_)
-        wm = np.einsum("ij,ij->i", Wa, m_)
-        hm = np.einsum("ij,ij->i", h, m_)
-        wp = np.einsum("ij,ij->i", Wa, p_)
-        hp = np.einsum("ij,ij->i", h, p_)
+        wq = _einsum("ij,ij->i", Wa, q_)
+        wm = _einsum("ij,ij->i", Wa, m_)
+        hm = _einsum("ij,ij->i", h, m_)
+        wp = _einsum("ij,ij->i", Wa, p_)
+        hp = _einsum("ij,ij->i", h, p_)
         a11 = wq + sa * sa / mua**3
         a12 = -wm
         a22 = hm
@@ -686,7 +723,7 @@ def _support_values(
         )
         P, h = np.where(good[:, None], res[3], P), np.where(good[:, None], res[4], h)
         merit_old, merit0 = merit0, np.where(good, merit1, merit0)
-        pend = np.flatnonzero(bad)
+        pend = bad.nonzero()[0]
         b = 0  # halvings tried
         for k, halvings in zip(_HALVING_BLOCKS, _HALVING_FACTORS, strict=True):
             if not pend.size:
@@ -699,8 +736,8 @@ def _support_values(
             res = _kkt_residuals(
                 L,
                 r,
-                np.repeat(Aa[pend], k, axis=0),
-                np.repeat(sa[pend], k),
+                Aa[pend].repeat(k, axis=0),
+                sa[pend].repeat(k),
                 Wn,
                 mun,
                 nun,
@@ -713,8 +750,8 @@ def _support_values(
             b += k
             if not hit.any():  # no row accepted a trial of this block (a stalled row)
                 continue
-            first = np.argmax(ok, axis=1)
-            sel = np.flatnonzero(hit) * k + first[hit]  # the first accepted trial of each row
+            first = ok.argmax(axis=1)
+            sel = hit.nonzero()[0] * k + first[hit]  # the first accepted trial of each row
             rows = pend[hit]
             Wa[rows], mua[rows], nua[rows] = Wn[sel], mun[sel], nun[sel]
             r_w[rows], r_mu[rows], r_nu[rows] = res[0][sel], res[1][sel], res[2][sel]
@@ -739,15 +776,20 @@ def _support_values(
     if act.size:  # rows that did not converge: their last iterate
         W[act], mu[act], nu[act] = Wa, mua, nua
     # feasibility-safe value: the u that exactly fills the ball for the current w
-    u_fill = np.sqrt(np.maximum(B * B - np.einsum("ij,ij->i", W, W), 0.0))
-    values = np.einsum("ij,ij->i", Ad, W) + sd * u_fill
+    u_fill = np.sqrt(np.maximum(B * B - _einsum("ij,ij->i", W, W), 0.0))
+    values = _einsum("ij,ij->i", Ad, W) + sd * u_fill
+    if stopped.size:
+        values[stopped] = cert[stopped]  # type: ignore[index]
     failed = np.flatnonzero(~done)
+    if cert is not None and failed.size and np.isfinite(cert[failed]).all():
+        values[failed] = cert[failed]  # every failed row reaches the cap: no re-solve
+        failed = failed[:0]
     if r.box is not None and failed.size:
         # the box binds sharply at these directions (the barrier's edge) and Newton stalls:
         # take the support value of the same set without the box -- a superset, so the bound is
         # conservative (never tighter than the boxed one); then clipped like every bound
         values[failed] = _support_values(
-            L, r.r, mle, ll_min, B, Ad[failed], sd[failed], tol=tol, max_iter=max_iter
+            L, r.r, mle, ll_min, B, Ad[failed], sd[failed], tol=tol, max_iter=max_iter, cap=cap
         )
         failed = failed[:0]
     for j in failed:
@@ -789,10 +831,10 @@ def _model_dual(
         den = mu_[:, None] + nu_c * sig
         y = (c + nu_c * e) / den
         d = y - y0
-        q = l0 + np.einsum("ij,ij->i", g, d) - 0.5 * np.einsum("ij,ij->i", sig * d, d)
-        yy = np.einsum("ij,ij->i", y, y)
+        q = l0 + _einsum("ij,ij->i", g, d) - 0.5 * _einsum("ij,ij->i", sig * d, d)
+        yy = _einsum("ij,ij->i", y, y)
         half_mu = 0.5 * mu_
-        phi = np.einsum("ij,ij->i", c, y) + nu_ * (q - ll_min) - half_mu * yy + ss / (2 * mu_)
+        phi = _einsum("ij,ij->i", c, y) + nu_ * (q - ll_min) - half_mu * yy + ss / (2 * mu_)
         phi += half_mu * B * B
         return y, d, q, yy, den, phi
 
@@ -810,9 +852,9 @@ def _model_dual(
         if conv.all():
             break
         t = g - sig * d  # gradient of the model at y
-        h11 = np.einsum("ij,ij->i", y, y / den) + ss / mu**3
-        h12 = -np.einsum("ij,ij->i", y, t / den)
-        h22 = np.einsum("ij,ij->i", t, t / den)
+        h11 = _einsum("ij,ij->i", y, y / den) + ss / mu**3
+        h12 = -_einsum("ij,ij->i", y, t / den)
+        h22 = _einsum("ij,ij->i", t, t / den)
         det = h11 * h22 - h12 * h12
         det = np.where(det > 1e-300, det, 1e-300)
         dmu = -(h22 * F1 - h12 * F2) / det
@@ -909,7 +951,7 @@ def model_start(
     alpha = max(mle.loglik - ll_min, 1e-12)
     mu_star = max(mle.mu, 1e-8)
     # multipliers of the problem without the ball, at the MLE: a guess for the dual's start
-    nu = np.sqrt(np.maximum(np.einsum("ij,ij->i", c, c / (sig + mu_star)), 1e-16) / (2 * alpha))
+    nu = np.sqrt(np.maximum(_einsum("ij,ij->i", c, c / (sig + mu_star)), 1e-16) / (2 * alpha))
     nu = np.maximum(nu, 1e-6)
     mu = np.maximum(s / B, nu * mu_star)
     mu, nu, y = _model_dual(c, s, g, y0, sig, l0, ll_min, B, mu, nu)
@@ -969,9 +1011,9 @@ def inner_support_values(
         Wt = np.concatenate(
             [mle.w + th[None, :, None] * (W - mle.w)[:, None, :] for W, th in ends], axis=1
         )  # (k, candidates, n)
-        sq = B * B - np.einsum("ijk,ijk->ij", Wt, Wt)
+        sq = B * B - _einsum("ijk,ijk->ij", Wt, Wt)
         feasible = (sq >= 0.0) & (r.value(Wt @ L.T) >= ll_min)
-        vals = np.einsum("ik,ijk->ij", Ad, Wt) + sd[:, None] * np.sqrt(np.maximum(sq, 0.0))
+        vals = _einsum("ik,ijk->ij", Ad, Wt) + sd[:, None] * np.sqrt(np.maximum(sq, 0.0))
         vals = np.where(feasible, vals, -np.inf)
         # theta = 0: the MLE itself (its norm may exceed B by a rounding error: u = 0 then)
         v_mle = Ad @ mle.w + sd * math.sqrt(max(B * B - float(mle.w @ mle.w), 0.0))
@@ -993,7 +1035,7 @@ def relaxed_support_values(
     A = np.asarray(A, dtype=np.float64)
     B = float(norm_bound)
     s = np.asarray(s, dtype=np.float64)
-    c2 = np.einsum("ij,ij->i", A, A) + s * s
+    c2 = _einsum("ij,ij->i", A, A) + s * s
     c_norm = np.sqrt(c2)
     out = B * c_norm
     w_norm = float(np.linalg.norm(mle.w)) if mle.w.size else 0.0
@@ -1320,7 +1362,7 @@ class LikelihoodRatioModel:
             return np.zeros((X.shape[0], 0)), np.sqrt(kxx)
         Kc = self.kernel.k(self._X, X)
         A = solve_triangular(self._L, Kc, lower=True, check_finite=False).T
-        s2 = kxx - np.einsum("ij,ij->i", A, A)
+        s2 = kxx - _einsum("ij,ij->i", A, A)
         return A, np.sqrt(np.maximum(s2, 0.0))
 
     def _points(self, X: Any) -> np.ndarray:
@@ -1364,17 +1406,18 @@ class LikelihoodRatioModel:
                     np.vstack([-A, A]),
                     np.concatenate([s, s]),
                     value_bound=vb,
+                    cap=vb,
                 )
                 k = A.shape[0]
                 lo[sl] = -vals[:k]  # type: ignore[index]
                 up[sl] = vals[k:]  # type: ignore[index]
             elif lower:
                 lo[sl] = -support_values(  # type: ignore[index]
-                    self._L, self._r, mle, ll_min, self.norm_bound, -A, s, value_bound=vb
+                    self._L, self._r, mle, ll_min, self.norm_bound, -A, s, value_bound=vb, cap=vb
                 )
             elif upper:
                 up[sl] = support_values(  # type: ignore[index]
-                    self._L, self._r, mle, ll_min, self.norm_bound, A, s, value_bound=vb
+                    self._L, self._r, mle, ll_min, self.norm_bound, A, s, value_bound=vb, cap=vb
                 )
         if lo is not None:
             lo = self._clip(lo)
@@ -1388,7 +1431,7 @@ class LikelihoodRatioModel:
         Xa = self._points(X)
         A, s = self.directions(Xa)
         if self.n == 0:
-            b = self.norm_bound * np.sqrt(np.einsum("ij,ij->i", A, A) + s * s)
+            b = self.norm_bound * np.sqrt(_einsum("ij,ij->i", A, A) + s * s)
             return -b, b
         mle = self.mle
         lo = -relaxed_support_values(mle, self.alpha1, self.norm_bound, -A, s)
