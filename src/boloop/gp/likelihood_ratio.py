@@ -596,8 +596,9 @@ def _support_values(
     # the state of the rows still iterating, compacted (row j of every array is row act[j] of
     # the problem; converged rows are written back to W, mu, nu and dropped): the current
     # iterate, its residuals, the likelihood's curvature D and h (kept from the line search)
-    # and its merit. Every row's arithmetic is that of a per-row loop over the same batched
-    # operations, in the same order, so the values do not depend on the compaction.
+    # and its merit. Every row's arithmetic is that of the same batched operations in the same
+    # order; the last bits of a row can still depend on which rows share its batch (BLAS
+    # kernels block by batch size), so rows are dropped only when they converge, as before.
     act = np.arange(todo.size)
     Wa, mua, nua, Aa, sa = W, mu, nu, Ad, sd
     r_w, r_mu, r_nu, P, h = _kkt_residuals(L, r, Aa, sa, Wa, mua, nua, ll_min, B)
