@@ -11,22 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 import boloop.gp.likelihood_ratio as lr
-from boloop.algorithms.expert import COBOL
-from boloop.gp.kernels import SquaredExponential
-from boloop.gp.likelihood_ratio import LikelihoodRatioModel, support_values
-from boloop.queries import Label
-from boloop.spaces import Box
-
-
-def _model(seed: int, n: int, d: int, B: float, c: float, box: float | None):
-    rng = np.random.default_rng(seed)
-    X = rng.random((n, d))
-    r = (rng.random(n) < 0.5).astype(float)
-    k = SquaredExponential(lengthscale=np.full(d, 0.3), variance=1.0)
-    m = LikelihoodRatioModel(k, norm_bound=B, alpha_coefficient=c, adapt=False, value_bound=box)
-    m.set_data(X, r)
-    return m, rng
-
+from boloop.gp.likelihood_ratio import support_values
+from expert_fixtures import cobol_queries, labelled_model
 
 CASES = [  # seed, n, d, B, c, box
     (0, 10, 2, 4.0, 0.01, 3.0),
@@ -40,7 +26,7 @@ CASES = [  # seed, n, d, B, c, box
 def test_capped_values_clip_to_the_full_solves():
     certified = 0
     for seed, n, d, B, c, box in CASES:
-        m, rng = _model(seed, n, d, B, c, box)
+        m, rng = labelled_model(seed, n, d, B, c, box)
         Xq = np.vstack([rng.random((40, d)), m.X[:3] + 1e-3])
         A, s = m.directions(Xq)
         mle = m.mle
@@ -67,7 +53,7 @@ def test_capped_values_clip_to_the_full_solves():
 
 
 def test_bounds_are_the_clipped_full_solves():
-    m, rng = _model(1, 25, 2, 8.0, 0.05, 3.0)
+    m, rng = labelled_model(1, 25, 2, 8.0, 0.05, 3.0)
     Xq = rng.random((30, 2))
     lo, up = m.bounds(Xq)
     A, s = m.directions(Xq)
@@ -79,30 +65,12 @@ def test_bounds_are_the_clipped_full_solves():
     assert np.any(lo == -3.0) or np.any(up == 3.0)  # some bound is clipped
 
 
-def _ackley2(x: np.ndarray) -> float:
-    z = np.asarray(x, dtype=float) - np.array([0.4, -0.3])
-    a = -20.0 * np.exp(-0.2 * np.sqrt(0.5 * float(z @ z)))
-    return float(a - np.exp(0.5 * float(np.sum(np.cos(2 * np.pi * z)))) + 20.0 + np.e)
-
-
-def _queries(seed: int, iterations: int) -> list:
-    policy = COBOL(Box([-1, -1], [1, 1]), seed)
-    out = []
-    while policy.iteration < iterations:
-        q = policy.ask()
-        fx = _ackley2(q.x)
-        answer = bool(fx < 4.0) if isinstance(q, Label) else fx
-        out.append((type(q).__name__, q.x.tobytes(), answer))
-        policy.tell(q.id, answer)
-    return out
-
-
 def test_cobol_asks_as_without_the_cap(monkeypatch):
-    fast = _queries(1, 12)
+    fast, _ = cobol_queries(1, 12)
     full = lr.support_values
 
     def uncapped(*args, cap=None, **kwargs):
         return full(*args, **kwargs)
 
     monkeypatch.setattr(lr, "support_values", uncapped)
-    assert _queries(1, 12) == fast
+    assert cobol_queries(1, 12)[0] == fast

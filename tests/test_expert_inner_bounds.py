@@ -12,26 +12,12 @@ import numpy as np
 import pytest
 
 import boloop.gp.likelihood_ratio as lr
-from boloop.algorithms.expert import COBOL
-from boloop.gp.kernels import SquaredExponential
 from boloop.gp.likelihood_ratio import (
     LikelihoodRatioModel,
     inner_support_values,
     support_values,
 )
-from boloop.queries import Label
-from boloop.spaces import Box
-
-
-def _model(seed: int, n: int, d: int, B: float, c: float, box: float | None):
-    rng = np.random.default_rng(seed)
-    X = rng.random((n, d))
-    r = (rng.random(n) < 0.5).astype(float)
-    k = SquaredExponential(lengthscale=np.full(d, 0.3), variance=1.0)
-    m = LikelihoodRatioModel(k, norm_bound=B, alpha_coefficient=c, adapt=False, value_bound=box)
-    m.set_data(X, r)
-    return m, rng
-
+from expert_fixtures import cobol_queries, labelled_model
 
 CASES = [  # seed, n, d, B, c, box
     (0, 10, 2, 1.0, 0.01, 3.0),
@@ -49,7 +35,7 @@ def test_inner_values_never_exceed_the_support_values(case):
     without the quadratic-model candidates no higher; and the inner values are not vacuous
     (above the MLE's own value a^T w*)."""
     seed, n, d, B, c, box = case
-    m, rng = _model(seed, n, d, B, c, box)
+    m, rng = labelled_model(seed, n, d, B, c, box)
     Xq = np.vstack([rng.random((8, d)), m.X[:3] + 1e-3, m.X[3:6]])
     A, s = m.directions(Xq)
     mle = m.mle
@@ -80,7 +66,7 @@ def test_width_exceeds_answers_as_the_exact_width(case, monkeypatch):
     """For each point and thresholds around its exact width (and 0, 0.1, inf): the same answer as
     ``width(x) > t``; small thresholds are decided without the exact bounds at some point."""
     seed, n, d, B, c, box = case
-    m, rng = _model(seed, n, d, B, c, box)
+    m, rng = labelled_model(seed, n, d, B, c, box)
     Xq = np.vstack([rng.random((6, d)), m.X[:2] + 1e-2, m.X[2:4]])
     exact_width = LikelihoodRatioModel.width
     calls = []
@@ -103,38 +89,16 @@ def test_width_exceeds_answers_as_the_exact_width(case, monkeypatch):
     assert np.array_equal(batch, exact_width(m, Xq) > 0.1)
 
 
-def _ackley2(x: np.ndarray) -> float:
-    z = np.asarray(x) - np.array([0.4, -0.3])
-    return float(
-        -20 * np.exp(-0.2 * np.sqrt(np.mean(z * z)))
-        - np.exp(np.mean(np.cos(2 * np.pi * z)))
-        + 20
-        + np.e
-    )
-
-
-def _queries(seed: int, iterations: int) -> tuple[list, int]:
-    policy = COBOL(Box([-1, -1], [1, 1]), seed)
-    out = []
-    while policy.iteration < iterations:
-        q = policy.ask()
-        fx = _ackley2(q.x)
-        answer = bool(fx < 4.0) if isinstance(q, Label) else fx
-        out.append((type(q).__name__, q.x.tobytes(), answer))
-        policy.tell(q.id, answer)
-    return out, int(policy.describe()["gated"])
-
-
 def test_cobol_gated_steps_ask_as_with_the_exact_width(monkeypatch):
     """COBOL's gated steps (agreement gate closed) decide line 8 through ``width_exceeds``: the
     same queries, to the bit, as with the exact test ``width(x) > g_thr``."""
-    fast, gated = _queries(0, 12)
+    fast, gated = cobol_queries(0, 12)
     assert gated > 0  # the gated step was exercised
 
     def exact_rule(self, X, threshold):
         return self.width(X) > threshold
 
     monkeypatch.setattr(LikelihoodRatioModel, "width_exceeds", exact_rule)
-    slow, gated_slow = _queries(0, 12)
+    slow, gated_slow = cobol_queries(0, 12)
     assert gated_slow == gated
     assert fast == slow
