@@ -71,6 +71,8 @@ __all__ = [
 DEFAULT_LENGTHSCALES = (0.05, 0.1, 0.2, 0.4, 0.8)
 #: how the weight of the duel's utility in :class:`RegretAwareEUBO` changes with the duels
 EXPLOIT_SCHEDULES = ("constant", "sharpening")
+#: how the duel is chosen from the model mixture: its average, or one model drawn by weight
+MODEL_CHOICES = ("average", "draw")
 #: the sigmoid's Lipschitz constant over pairs that include x = x' (L = mu'(0) = 1/4)
 SIGMOID_L = 0.25
 #: kappa_r for r >= 2 in the MR-LPF analysis (eq. 28)
@@ -745,6 +747,10 @@ class EUBO(_DuelingPolicy):
     ``"dimension"``, the dimension-scaled log-normal of Hvarfner et al. (2024) over the
     length-scale (:meth:`_log_prior`); measured in ``docs/reproductions/preference.md`` it helps
     on some multi-dimensional tables and costs on others, so it is not the default.
+    ``model_choice="draw"`` (off by default) scores the pairs under one model of the mixture drawn
+    by its weight before each duel instead of under the mixture (Thompson sampling of the
+    hyperparameters, so that a model of small weight still chooses some duels); measured in the
+    same document it does not remove the lock-in of issue 17, so it is not the default.
     """
 
     method_id = "eubo"
@@ -762,6 +768,7 @@ class EUBO(_DuelingPolicy):
         optimism: float = 0.0,
         exploit_schedule: str = "constant",
         plausible_beta: float | None = None,
+        model_choice: str = "average",
         n_candidates: int = 256,
         tie_break: str = "random",
         tie_tol: float = 1e-12,
@@ -818,6 +825,11 @@ class EUBO(_DuelingPolicy):
                 )
             plausible_beta = pb
         self.plausible_beta = plausible_beta
+        if model_choice not in MODEL_CHOICES:
+            raise InvalidInputError(
+                f"model_choice must be one of {', '.join(MODEL_CHOICES)}, got {model_choice!r}"
+            )
+        self.model_choice = model_choice
         #: options the last duel was chosen among (all options without ``plausible_beta``)
         self.n_plausible_last = self.m
         self._warm: dict[tuple[float, float], UtilityPosterior] = {}
@@ -901,8 +913,13 @@ class EUBO(_DuelingPolicy):
         if exploit and self.exploit_schedule == "sharpening":
             exploit *= 1.0 - self.remaining_uncertainty(ref)
         self.exploit_last = exploit
+        mixture = self._mixture
+        if self.model_choice == "draw" and len(mixture) > 1:
+            weights = np.array([wk for wk, _ in mixture])
+            k = int(self.rng.choice(weights.size, p=weights / weights.sum()))
+            mixture = [(1.0, mixture[k][1])]
         a, b, score = best_pairs(
-            self._mixture,
+            mixture,
             exploit=exploit,
             among=M,
             tol=self.tie_tol,
@@ -977,6 +994,7 @@ class EUBO(_DuelingPolicy):
                 "exploit_schedule": self.exploit_schedule,
                 "exploit_last": self.exploit_last,
                 "plausible_beta": self.plausible_beta,
+                "model_choice": self.model_choice,
                 "n_plausible_last": self.n_plausible_last,
             }
         )
@@ -1031,6 +1049,7 @@ class RegretAwareEUBO(EUBO):
         optimism: float = 1.0,
         exploit_schedule: str = "constant",
         plausible_beta: float | None = None,
+        model_choice: str = "average",
         n_candidates: int = 256,
         tie_break: str = "random",
         tie_tol: float = 1e-12,
@@ -1049,6 +1068,7 @@ class RegretAwareEUBO(EUBO):
             optimism=optimism,
             exploit_schedule=exploit_schedule,
             plausible_beta=plausible_beta,
+            model_choice=model_choice,
             n_candidates=n_candidates,
             tie_break=tie_break,
             tie_tol=tie_tol,
@@ -1210,6 +1230,8 @@ _EUBO_DOCS = {
     "fraction of the prior uncertainty of utility differences the duels have removed)",
     "plausible_beta": "duel only options with mean + beta sd >= the best mean - beta sd "
     "(None: every option)",
+    "model_choice": "'average' (the duel maximises the mixture's score) or 'draw' (the score of "
+    "one model drawn by its evidence weight each duel: Thompson sampling of the hyperparameters)",
 }
 
 
