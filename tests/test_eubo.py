@@ -206,7 +206,7 @@ def test_copeland_winner_counts_predicted_wins():
         copeland_winner(np.zeros((2, 3)))
 
 
-@pytest.mark.parametrize("method", ["mr-lpf", "maxminlcb", "random", "eubo", "eubo-regret"])
+@pytest.mark.parametrize("method", ["mr-lpf", "maxminlcb", "random", "eubo", "eubo-regret", "dts"])
 def test_every_method_recommends_by_either_rule(method):
     prob = problems.get("preference/toy")
     util = simulate(method, prob, 30, seed=1, kernel="fit")
@@ -293,3 +293,51 @@ def test_remaining_uncertainty_is_the_posterior_over_prior_variance_of_differenc
         rho = pol.remaining_uncertainty(r)
         assert rho == pytest.approx(expected, rel=1e-9)
         assert 0 < rho < 1
+
+
+def test_double_thompson_draws_have_the_posterior_moments():
+    prob = problems.get("preference/random-table?n=12&dim=1&table_seed=4")
+    # a fixed kernel: one model, so a draw is N(mean, covariance) of that posterior
+    pol = make_policy("dts", prob, 0, kernel=SquaredExponential(0.2, 1.0))
+    simulate(pol, prob, 15, seed=0)
+    ((weight, post),) = pol.posteriors()
+    assert weight == 1.0
+    draws = np.array([pol.thompson_draw() for _ in range(20000)])
+    se = np.sqrt(post.variance() / draws.shape[0])
+    assert np.all(np.abs(draws.mean(axis=0) - post.mean()) < 5 * se + 1e-12)
+    np.testing.assert_allclose(np.cov(draws.T), post.covariance(), atol=0.06)
+
+
+def test_double_thompson_duels_good_options_and_seed_reproduces():
+    prob = problems.get("preference/random-table?n=40&dim=2&table_seed=5")
+    a = simulate("dts", prob, 60, seed=2, kernel="fit")
+    b = simulate("dts", prob, 60, seed=2, kernel="fit")
+    assert [r["points"] for r in a.records] == [r["points"] for r in b.records]
+    first = np.mean([r["metrics"]["regret"] for r in a.records[:15]])
+    last = np.mean([r["metrics"]["regret"] for r in a.records[-15:]])
+    assert last < first
+    assert make_policy("dts", prob, 0).describe()["plausible_beta"] == 2.0
+    with pytest.raises(InvalidInputError):
+        make_policy("dts", prob, 0, plausible_beta=-1.0)
+
+
+def test_model_draw_scores_duels_under_one_model_of_the_mixture():
+    prob = problems.get("preference/random-table?n=30&dim=1&table_seed=4")
+    assert (
+        make_policy("eubo-regret", prob, 0, model_choice="draw").describe()["model_choice"]
+        == "draw"
+    )
+    for seed in range(6):
+        pol = make_policy("eubo-regret", prob, seed, model_choice="draw")
+        simulate(pol, prob, 12, seed=seed)
+        mixture = pol.posteriors()
+        ref = int(np.argmax(pol.posterior_mean()))
+        # the next duel is the best pair of one model of the mixture, scored alone (weight 1)
+        best_of = set()
+        for _, post in mixture:
+            a, b, _ = best_pairs([(1.0, post)], exploit=1.0, optimism=1.0, reference=ref)
+            best_of.update(zip(a.tolist(), b.tolist()))
+        q = pol.ask()
+        assert tuple(sorted((q.a_index, q.b_index))) in best_of
+    with pytest.raises(InvalidInputError):
+        make_policy("eubo-regret", prob, 0, model_choice="median")

@@ -58,6 +58,7 @@ __all__ = [
     "RandomDuels",
     "EUBO",
     "RegretAwareEUBO",
+    "DoubleThompsonDuels",
     "mrlpf_round_schedule",
     "mrlpf_theory_beta",
     "confidence_beta",
@@ -70,6 +71,8 @@ __all__ = [
 DEFAULT_LENGTHSCALES = (0.05, 0.1, 0.2, 0.4, 0.8)
 #: how the weight of the duel's utility in :class:`RegretAwareEUBO` changes with the duels
 EXPLOIT_SCHEDULES = ("constant", "sharpening")
+#: how the duel is chosen from the model mixture: its average, or one model drawn by weight
+MODEL_CHOICES = ("average", "draw")
 #: the sigmoid's Lipschitz constant over pairs that include x = x' (L = mu'(0) = 1/4)
 SIGMOID_L = 0.25
 #: kappa_r for r >= 2 in the MR-LPF analysis (eq. 28)
@@ -744,6 +747,10 @@ class EUBO(_DuelingPolicy):
     ``"dimension"``, the dimension-scaled log-normal of Hvarfner et al. (2024) over the
     length-scale (:meth:`_log_prior`); measured in ``docs/reproductions/preference.md`` it helps
     on some multi-dimensional tables and costs on others, so it is not the default.
+    ``model_choice="draw"`` (off by default) scores the pairs under one model of the mixture drawn
+    by its weight before each duel instead of under the mixture (Thompson sampling of the
+    hyperparameters, so that a model of small weight still chooses some duels); measured in the
+    same document it does not remove the lock-in of issue 17, so it is not the default.
     """
 
     method_id = "eubo"
@@ -761,6 +768,7 @@ class EUBO(_DuelingPolicy):
         optimism: float = 0.0,
         exploit_schedule: str = "constant",
         plausible_beta: float | None = None,
+        model_choice: str = "average",
         n_candidates: int = 256,
         tie_break: str = "random",
         tie_tol: float = 1e-12,
@@ -817,6 +825,11 @@ class EUBO(_DuelingPolicy):
                 )
             plausible_beta = pb
         self.plausible_beta = plausible_beta
+        if model_choice not in MODEL_CHOICES:
+            raise InvalidInputError(
+                f"model_choice must be one of {', '.join(MODEL_CHOICES)}, got {model_choice!r}"
+            )
+        self.model_choice = model_choice
         #: options the last duel was chosen among (all options without ``plausible_beta``)
         self.n_plausible_last = self.m
         self._warm: dict[tuple[float, float], UtilityPosterior] = {}
@@ -900,8 +913,13 @@ class EUBO(_DuelingPolicy):
         if exploit and self.exploit_schedule == "sharpening":
             exploit *= 1.0 - self.remaining_uncertainty(ref)
         self.exploit_last = exploit
+        mixture = self._mixture
+        if self.model_choice == "draw" and len(mixture) > 1:
+            weights = np.array([wk for wk, _ in mixture])
+            k = int(self.rng.choice(weights.size, p=weights / weights.sum()))
+            mixture = [(1.0, mixture[k][1])]
         a, b, score = best_pairs(
-            self._mixture,
+            mixture,
             exploit=exploit,
             among=M,
             tol=self.tie_tol,
@@ -976,6 +994,7 @@ class EUBO(_DuelingPolicy):
                 "exploit_schedule": self.exploit_schedule,
                 "exploit_last": self.exploit_last,
                 "plausible_beta": self.plausible_beta,
+                "model_choice": self.model_choice,
                 "n_plausible_last": self.n_plausible_last,
             }
         )
@@ -1030,6 +1049,7 @@ class RegretAwareEUBO(EUBO):
         optimism: float = 1.0,
         exploit_schedule: str = "constant",
         plausible_beta: float | None = None,
+        model_choice: str = "average",
         n_candidates: int = 256,
         tie_break: str = "random",
         tie_tol: float = 1e-12,
@@ -1048,12 +1068,104 @@ class RegretAwareEUBO(EUBO):
             optimism=optimism,
             exploit_schedule=exploit_schedule,
             plausible_beta=plausible_beta,
+            model_choice=model_choice,
             n_candidates=n_candidates,
             tie_break=tie_break,
             tie_tol=tie_tol,
             recommend_rule=recommend_rule,
             seed=seed,
         )
+
+
+class DoubleThompsonDuels(EUBO):
+    """Double Thompson Sampling for dueling bandits on the utility posterior of :class:`EUBO`.
+
+    Wu and Liu, "Double Thompson Sampling for dueling bandits" (NeurIPS 2016), Algorithm 1, for
+    cumulative regret: the first option of a duel is the winner of a Thompson draw among the
+    plausible winners, the second the option a second, independent draw says most likely to beat
+    the first, among the options not yet known to lose to it. With a utility model the
+    preference matrix is ``P(i > j) = sigmoid(f_i - f_j)``, so (Algorithm 1, lines 10-20):
+
+    - ``a = argmax_{i in M} f1_i``, ``f1`` one joint draw of the utilities from the mixture
+      posterior (a model drawn by its weight, then ``f ~ N(mean_k, cov_k)``), ``M`` the plausible
+      maximisers (:meth:`EUBO.plausible` at ``plausible_beta``; the upper-confidence Copeland
+      set of the paper's line 10);
+    - ``b = argmax_{j in S} f2_j`` with ``f2`` a second draw and ``S`` the options whose lower
+      confidence bound on ``f_j - f_a`` is at most 0 (``mean - beta sd`` of the difference,
+      mixture moments; the paper's ``l_ja <= 1/2``), ``a`` itself included with ``theta_aa =
+      1/2``: when the draw puts no option above ``a`` the duel is ``a`` against itself, which
+      costs no regret and teaches nothing (the paper's self-duel).
+
+    The draws use the seed's generator. ``plausible_beta`` defaults to 2 (two posterior standard
+    deviations). Everything else (model, hyperparameter averaging) is :class:`EUBO`'s.
+    """
+
+    method_id = "dts"
+
+    def __init__(
+        self,
+        candidates: Any,
+        kernel: Kernel | None = None,
+        variances: Sequence[float] = (1.0, 4.0, 16.0),
+        lengthscales: Sequence[float] = DEFAULT_LENGTHSCALES,
+        min_weight: float = 0.01,
+        max_models: int = 3,
+        lengthscale_prior: str = "flat",
+        plausible_beta: float | None = 2.0,
+        n_candidates: int = 256,
+        tie_break: str = "random",
+        recommend_rule: str = "utility",
+        seed: int | np.random.Generator | None = None,
+    ) -> None:
+        super().__init__(
+            candidates,
+            kernel=kernel,
+            variances=variances,
+            lengthscales=lengthscales,
+            min_weight=min_weight,
+            max_models=max_models,
+            lengthscale_prior=lengthscale_prior,
+            plausible_beta=plausible_beta,
+            n_candidates=n_candidates,
+            tie_break=tie_break,
+            recommend_rule=recommend_rule,
+            seed=seed,
+        )
+
+    def thompson_draw(self) -> np.ndarray:
+        """One joint draw of every option's utility from the mixture posterior, (m,)."""
+        weights = np.array([wk for wk, _ in self._mixture])
+        _, post = self._mixture[int(self.rng.choice(weights.size, p=weights / weights.sum()))]
+        C = post.covariance()
+        lam, Q = np.linalg.eigh(0.5 * (C + C.T))
+        z = self.rng.standard_normal(self.m)
+        return post.mean() + Q @ (np.sqrt(np.maximum(lam, 0.0)) * z)
+
+    def _propose(self) -> Query:
+        if self.m == 1:
+            return self._compare(0, 0)
+        M = self.plausible()
+        self.n_plausible_last = int(M.size)
+        f1 = self.thompson_draw()
+        a = int(M[self._pick(f1[M])])
+        # mixture moments of f_j - f_a: the paper's lower confidence bound l_ja
+        mean = self.posterior_mean()
+        second = np.zeros(self.m)
+        for wk, post in self._mixture:
+            V = post.factor()
+            d_mu = post.mean() - post.mean(np.array([a]))[0]
+            kd = np.diag(post.K)
+            va = post.K[a, a] - V[:, a] @ V[:, a]
+            var = kd - np.einsum("ij,ij->j", V, V) + va - 2.0 * (post.K[:, a] - V.T @ V[:, a])
+            second += wk * (np.maximum(var, 0.0) + d_mu * d_mu)
+        d_mean = mean - mean[a]
+        sd = np.sqrt(np.maximum(second - d_mean * d_mean, 0.0))
+        beta = 0.0 if self.plausible_beta is None else self.plausible_beta
+        S = np.flatnonzero(d_mean - beta * sd <= 0.0)
+        S = np.union1d(S, [a])
+        f2 = self.thompson_draw()
+        b = int(S[self._pick(f2[S])])
+        return self._compare(a, b) if a <= b else self._compare(b, a)
 
 
 # -- registry ---------------------------------------------------------------------------------------
@@ -1118,6 +1230,8 @@ _EUBO_DOCS = {
     "fraction of the prior uncertainty of utility differences the duels have removed)",
     "plausible_beta": "duel only options with mean + beta sd >= the best mean - beta sd "
     "(None: every option)",
+    "model_choice": "'average' (the duel maximises the mixture's score) or 'draw' (the score of "
+    "one model drawn by its evidence weight each duel: Thompson sampling of the hyperparameters)",
 }
 
 
@@ -1201,3 +1315,27 @@ def _make_eubo(problem: Any, seed: int | None, **options: Any) -> EUBO:
 def _make_eubo_regret(problem: Any, seed: int | None, **options: Any) -> RegretAwareEUBO:
     kw = {k: problem.settings[k] for k in ("kernel", "tie_break") if k in problem.settings}
     return RegretAwareEUBO(problem.space, seed=seed, **_options(kw, options))
+
+
+@register_method(
+    "dts",
+    "preference",
+    "Double Thompson Sampling (Wu and Liu 2016) on the Laplace utility posterior",
+    options=options_from(
+        DoubleThompsonDuels,
+        {
+            **_DOCS,
+            "variances": "output variances averaged over when fitted (the smallest is a floor)",
+            "min_weight": "models of smaller evidence weight are dropped",
+            "max_models": "models kept and updated between refits",
+            "lengthscale_prior": _EUBO_DOCS["lengthscale_prior"],
+            "plausible_beta": "first option among mean + beta sd >= the best mean - beta sd; "
+            "second among options whose difference to the first has mean - beta sd <= 0",
+        },
+        skip=("candidates", "seed"),
+        types=_KERNEL_OR_FIT,
+    ),
+)
+def _make_dts(problem: Any, seed: int | None, **options: Any) -> DoubleThompsonDuels:
+    kw = {k: problem.settings[k] for k in ("kernel", "tie_break") if k in problem.settings}
+    return DoubleThompsonDuels(problem.space, seed=seed, **_options(kw, options))
