@@ -146,6 +146,11 @@ def test_factor_and_variance_reproduce_the_covariance():
         V = post.factor()
         np.testing.assert_allclose(K - V.T @ V, post.covariance(), atol=1e-9)
         np.testing.assert_allclose(post.variance(), np.diag(post.covariance()), atol=1e-9)
+        C = post.covariance()  # dense, by its own LU path
+        for r in (0, K.shape[0] // 2):
+            expected = np.diag(C) + C[r, r] - 2.0 * C[:, r]
+            np.testing.assert_allclose(post.difference_variance(r), expected, atol=1e-9)
+            assert abs(post.difference_variance(r)[r]) <= 1e-9  # f(r) - f(r) = 0
 
 
 def test_warm_start_reaches_the_same_mode_in_fewer_steps():

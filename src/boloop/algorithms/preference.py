@@ -945,10 +945,7 @@ class EUBO(_DuelingPolicy):
             prior = float(np.sum(kd + K[r, r] - 2.0 * K[:, r]))
             if prior <= 0.0:
                 continue
-            V = post.factor()
-            vr = V[:, r]
-            post_var = kd - np.einsum("ij,ij->j", V, V) + (K[r, r] - vr @ vr)
-            post_var -= 2.0 * (K[:, r] - V.T @ vr)
+            post_var = post.difference_variance(r)
             rho += wk * min(1.0, max(0.0, float(np.sum(np.maximum(post_var, 0.0))) / prior))
         return rho
 
@@ -1152,11 +1149,8 @@ class DoubleThompsonDuels(EUBO):
         mean = self.posterior_mean()
         second = np.zeros(self.m)
         for wk, post in self._mixture:
-            V = post.factor()
             d_mu = post.mean() - post.mean(np.array([a]))[0]
-            kd = np.diag(post.K)
-            va = post.K[a, a] - V[:, a] @ V[:, a]
-            var = kd - np.einsum("ij,ij->j", V, V) + va - 2.0 * (post.K[:, a] - V.T @ V[:, a])
+            var = post.difference_variance(a)
             second += wk * (np.maximum(var, 0.0) + d_mu * d_mu)
         d_mean = mean - mean[a]
         sd = np.sqrt(np.maximum(second - d_mean * d_mean, 0.0))

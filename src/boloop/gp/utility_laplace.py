@@ -189,6 +189,18 @@ class UtilityPosterior:
         V = self.factor()
         return np.maximum(np.diag(self.K) - np.einsum("ij,ij->j", V, V), 0.0)
 
+    def difference_variance(self, r: int) -> np.ndarray:
+        """Posterior variance of ``f(x) - f(r)`` for every option ``x``, (m,) (rounding can make
+        entries slightly negative): ``Var f(x) + Var f(r) - 2 Cov(f(x), f(r))`` with the
+        covariance ``K - V^T V`` of :meth:`factor`. Duels identify differences of utilities, so
+        this, not :meth:`variance`, shrinks as an option is duelled against ``r``."""
+        K = self.K
+        V = self.factor()
+        vr = V[:, r]
+        var = np.diag(K) - np.einsum("ij,ij->j", V, V) + (K[r, r] - vr @ vr)
+        var -= 2.0 * (K[:, r] - V.T @ vr)
+        return var
+
     def covariance(self, idx: np.ndarray | None = None) -> np.ndarray:
         """Posterior covariance of the utilities of ``idx`` (all options by default)."""
         from scipy.linalg import lu_solve
