@@ -915,9 +915,7 @@ class EUBO(_DuelingPolicy):
         self.exploit_last = exploit
         mixture = self._mixture
         if self.model_choice == "draw" and len(mixture) > 1:
-            weights = np.array([wk for wk, _ in mixture])
-            k = int(self.rng.choice(weights.size, p=weights / weights.sum()))
-            mixture = [(1.0, mixture[k][1])]
+            mixture = [(1.0, self.drawn_model())]
         a, b, score = best_pairs(
             mixture,
             exploit=exploit,
@@ -952,6 +950,12 @@ class EUBO(_DuelingPolicy):
     def _observe(self, query: Query, answer: Any) -> None:
         self.duels.append(self._duel_of(query, answer))
         self._update()
+
+    def drawn_model(self) -> UtilityPosterior:
+        """One Laplace posterior of the mixture, drawn with its weight from the seed's generator
+        (Thompson sampling of the hyperparameters)."""
+        weights = np.array([wk for wk, _ in self._mixture])
+        return self._mixture[int(self.rng.choice(weights.size, p=weights / weights.sum()))][1]
 
     def posteriors(self) -> list[tuple[float, UtilityPosterior]]:
         """The model mixture the duels are chosen from: ``(weight, Laplace posterior)`` pairs."""
@@ -1131,8 +1135,7 @@ class DoubleThompsonDuels(EUBO):
 
     def thompson_draw(self) -> np.ndarray:
         """One joint draw of every option's utility from the mixture posterior, (m,)."""
-        weights = np.array([wk for wk, _ in self._mixture])
-        _, post = self._mixture[int(self.rng.choice(weights.size, p=weights / weights.sum()))]
+        post = self.drawn_model()
         C = post.covariance()
         lam, Q = np.linalg.eigh(0.5 * (C + C.T))
         z = self.rng.standard_normal(self.m)
