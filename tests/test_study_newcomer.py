@@ -252,6 +252,13 @@ def test_run_marks_the_kind_of_answer_shows_progress_and_the_real_resume_command
     assert "progress: 1 answer (0 evaluations, 1 label); iteration" in out
     assert "progress: 2 answers (1 evaluation, 1 label)" in out
     assert 'resume with: boloop study run "my study"' in out and "NAME" not in out
+    # a study in another storage than the default: the resume command names it
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    assert _boloop(tmp_path, "study", "create", "s2", "--method", "toy-random", "--space",
+                   space, "--storage", other).returncode == 0  # fmt: skip
+    res = _boloop(tmp_path, "study", "run", "s2", "--storage", other, stdin="q\n")
+    assert res.returncode == 0, res.stderr
+    assert f"resume with: boloop study run s2 --storage {other}" in res.stdout
 
 
 # -- 4. pictures ----------------------------------------------------------------------------------

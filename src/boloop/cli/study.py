@@ -531,16 +531,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.max is not None and args.max < 1:
         raise InvalidInputError(f"--max must be a positive number of answers, got {args.max}")
     study = load_study(args.name, storage=args.storage)
-    resume = f"boloop study run {_quote(study.name)}"
-    if args.storage:
-        resume += f" --storage {_quote_arg(study.storage_url)}"
+    from boloop.study.replay import storage_option
+
+    resume = f"boloop study run {_quote(study.name)}{storage_option(study.storage_url)}"
     return run_loop(study, sys.stdin, sys.stdout, max_answers=args.max, resume=resume)
-
-
-def _quote_arg(text: str) -> str:
-    import shlex
-
-    return shlex.quote(text)
 
 
 # -- the interactive loop -----------------------------------------------------------------------
