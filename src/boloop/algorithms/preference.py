@@ -47,6 +47,7 @@ from boloop.errors import InvalidInputError, QueryStateError
 from boloop.gp.hyperparameters import HyperparameterLearning
 from boloop.gp.kernels import Kernel, SquaredExponential
 from boloop.gp.preference import DuelCovariance, KernelLogisticDuels
+from boloop.gp.utility_ep import UtilityPosteriorEP
 from boloop.gp.utility_laplace import UtilityPosterior, best_pairs
 from boloop.queries import BasePolicy, Compare, Query
 from boloop.recommendations import BestPoint
@@ -73,6 +74,8 @@ DEFAULT_LENGTHSCALES = (0.05, 0.1, 0.2, 0.4, 0.8)
 EXPLOIT_SCHEDULES = ("constant", "sharpening")
 #: how the duel is chosen from the model mixture: its average, or one model drawn by weight
 MODEL_CHOICES = ("average", "draw")
+#: the Gaussian approximation of the utility posterior: Laplace's method or expectation propagation
+APPROXIMATIONS = ("laplace", "ep")
 #: the sigmoid's Lipschitz constant over pairs that include x = x' (L = mu'(0) = 1/4)
 SIGMOID_L = 0.25
 #: kappa_r for r >= 2 in the MR-LPF analysis (eq. 28)
@@ -751,6 +754,9 @@ class EUBO(_DuelingPolicy):
     by its weight before each duel instead of under the mixture (Thompson sampling of the
     hyperparameters, so that a model of small weight still chooses some duels); measured in the
     same document it does not remove the lock-in of issue 17, so it is not the default.
+    ``approximation="ep"`` (off by default) finds each model's Gaussian posterior and evidence by
+    expectation propagation with the probit link (:class:`~boloop.gp.utility_ep.UtilityPosteriorEP`)
+    instead of Laplace's method; measured in the same document, it is not better either.
     """
 
     method_id = "eubo"
@@ -769,6 +775,7 @@ class EUBO(_DuelingPolicy):
         exploit_schedule: str = "constant",
         plausible_beta: float | None = None,
         model_choice: str = "average",
+        approximation: str = "laplace",
         n_candidates: int = 256,
         tie_break: str = "random",
         tie_tol: float = 1e-12,
@@ -830,6 +837,11 @@ class EUBO(_DuelingPolicy):
                 f"model_choice must be one of {', '.join(MODEL_CHOICES)}, got {model_choice!r}"
             )
         self.model_choice = model_choice
+        if approximation not in APPROXIMATIONS:
+            raise InvalidInputError(
+                f"approximation must be one of {', '.join(APPROXIMATIONS)}, got {approximation!r}"
+            )
+        self.approximation = approximation
         #: options the last duel was chosen among (all options without ``plausible_beta``)
         self.n_plausible_last = self.m
         self._warm: dict[tuple[float, float], UtilityPosterior] = {}
@@ -854,8 +866,9 @@ class EUBO(_DuelingPolicy):
             cap = HyperparameterLearning().lengthscale_cap(len(self.duels), self._features.shape[1])
             shortest = min(self.lengthscales)
             grid = [g for g in grid if g[0] <= cap or g[0] == shortest]
+        posterior = UtilityPosteriorEP if self.approximation == "ep" else UtilityPosterior
         posts = [
-            UtilityPosterior(K * var, w, los, start=self._warm.get((ls, var)))
+            posterior(K * var, w, los, start=self._warm.get((ls, var)))  # type: ignore[arg-type]
             for ls, var, K in grid
         ]
         self._warm.update({(ls, var): p for (ls, var, _), p in zip(grid, posts)})
@@ -996,6 +1009,7 @@ class EUBO(_DuelingPolicy):
                 "exploit_last": self.exploit_last,
                 "plausible_beta": self.plausible_beta,
                 "model_choice": self.model_choice,
+                "approximation": self.approximation,
                 "n_plausible_last": self.n_plausible_last,
             }
         )
@@ -1051,6 +1065,7 @@ class RegretAwareEUBO(EUBO):
         exploit_schedule: str = "constant",
         plausible_beta: float | None = None,
         model_choice: str = "average",
+        approximation: str = "laplace",
         n_candidates: int = 256,
         tie_break: str = "random",
         tie_tol: float = 1e-12,
@@ -1070,6 +1085,7 @@ class RegretAwareEUBO(EUBO):
             exploit_schedule=exploit_schedule,
             plausible_beta=plausible_beta,
             model_choice=model_choice,
+            approximation=approximation,
             n_candidates=n_candidates,
             tie_break=tie_break,
             tie_tol=tie_tol,
@@ -1113,6 +1129,7 @@ class DoubleThompsonDuels(EUBO):
         max_models: int = 3,
         lengthscale_prior: str = "flat",
         plausible_beta: float | None = 2.0,
+        approximation: str = "laplace",
         n_candidates: int = 256,
         tie_break: str = "random",
         recommend_rule: str = "utility",
@@ -1127,6 +1144,7 @@ class DoubleThompsonDuels(EUBO):
             max_models=max_models,
             lengthscale_prior=lengthscale_prior,
             plausible_beta=plausible_beta,
+            approximation=approximation,
             n_candidates=n_candidates,
             tie_break=tie_break,
             recommend_rule=recommend_rule,
@@ -1229,6 +1247,8 @@ _EUBO_DOCS = {
     "(None: every option)",
     "model_choice": "'average' (the duel maximises the mixture's score) or 'draw' (the score of "
     "one model drawn by its evidence weight each duel: Thompson sampling of the hyperparameters)",
+    "approximation": "Gaussian approximation of the utility posterior and its evidence: "
+    "'laplace' (logistic link) or 'ep' (expectation propagation, probit link)",
 }
 
 
@@ -1328,6 +1348,7 @@ def _make_eubo_regret(problem: Any, seed: int | None, **options: Any) -> RegretA
             "lengthscale_prior": _EUBO_DOCS["lengthscale_prior"],
             "plausible_beta": "first option among mean + beta sd >= the best mean - beta sd; "
             "second among options whose difference to the first has mean - beta sd <= 0",
+            "approximation": _EUBO_DOCS["approximation"],
         },
         skip=("candidates", "seed"),
         types=_KERNEL_OR_FIT,
