@@ -249,8 +249,9 @@ def test_regret_aware_eubo_duels_plausible_options_and_is_eubo_without_its_terms
 
 def test_lengthscale_prior_weights_the_grid_before_any_duel():
     """With no duels every grid model has the same evidence, so the weights are the prior:
-    uniform under ``"flat"`` (the default), and under ``"dimension"`` the Hvarfner et al. (2024)
-    log-normal ``log l ~ N(sqrt2 + log(d) / 2, 3)`` at the grid's length-scales."""
+    uniform under ``"flat"`` (the default), under ``"dimension"`` the Hvarfner et al. (2024)
+    log-normal ``log l ~ N(sqrt2 + log(d) / 2, 3)`` at the grid's length-scales, under
+    ``"gamma"`` BoTorch's Gamma prior."""
     X = np.random.default_rng(0).random((30, 3))
     grid = (0.05, 0.2, 0.8)
     kw = {"lengthscales": grid, "variances": (1.0,), "min_weight": 0.0, "max_models": 3}
@@ -265,6 +266,12 @@ def test_lengthscale_prior_weights_the_grid_before_any_duel():
     dens = {ls: stats.norm(np.sqrt(2) + np.log(3) / 2, np.sqrt(3)).pdf(np.log(ls)) for ls in grid}
     total = sum(dens.values())
     assert prior == pytest.approx({ls: d / total for ls, d in dens.items()})
+    # "gamma": BoTorch's PairwiseGP default l ~ Gamma(2.4, rate 2.7); the grid is evenly spaced
+    # in log l, so a grid point's mass is the density of log l there, Gamma's pdf times l
+    gamma = weights(EUBO(X, seed=0, lengthscale_prior="gamma", **kw))
+    dens = {ls: ls * stats.gamma(2.4, scale=1 / 2.7).pdf(ls) for ls in grid}
+    total = sum(dens.values())
+    assert gamma == pytest.approx({ls: d / total for ls, d in dens.items()})
     with pytest.raises(InvalidInputError, match="lengthscale_prior"):
         EUBO(X, seed=0, lengthscale_prior="hvarfner")
     toy = problems.get("preference/toy")

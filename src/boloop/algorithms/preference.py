@@ -85,7 +85,10 @@ KAPPA_LATER_ROUNDS = 6.0
 #: recommendation rules of every preference method (see ``_DuelingPolicy.recommend_index``)
 RECOMMEND_RULES = ("utility", "copeland")
 #: priors over EUBO's length-scale grid (see ``EUBO._log_prior``)
-LENGTHSCALE_PRIORS = ("dimension", "flat")
+LENGTHSCALE_PRIORS = ("dimension", "flat", "gamma")
+#: ``(concentration, rate)`` of the Gamma length-scale prior of ``lengthscale_prior="gamma"``:
+#: the default of BoTorch's ``PairwiseGP`` (inputs in the unit cube), the peer of issue 17
+GAMMA_LENGTHSCALE_PRIOR = (2.4, 2.7)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -748,8 +751,9 @@ class EUBO(_DuelingPolicy):
     the ``max_models`` heaviest are updated (every grid model while there are at most 10 duels).
     The grid's models have equal prior weight (``lengthscale_prior="flat"``) or, with
     ``"dimension"``, the dimension-scaled log-normal of Hvarfner et al. (2024) over the
-    length-scale (:meth:`_log_prior`); measured in ``docs/reproductions/preference.md`` it helps
-    on some multi-dimensional tables and costs on others, so it is not the default.
+    length-scale (:meth:`_log_prior`), or with ``"gamma"`` BoTorch's ``PairwiseGP`` default
+    ``l ~ Gamma(2.4, 2.7)``; measured in ``docs/reproductions/preference.md`` each helps on some
+    option sets and costs on others, so neither is the default.
     ``model_choice="draw"`` (off by default) scores the pairs under one model of the mixture drawn
     by its weight before each duel instead of under the mixture (Thompson sampling of the
     hyperparameters, so that a model of small weight still chooses some duels); measured in the
@@ -891,9 +895,14 @@ class EUBO(_DuelingPolicy):
         ``"dimension"``: the dimension-scaled log-normal of Hvarfner, Hellsten and Nardi
         (ICML 2024) that the shared mechanism uses (:class:`HyperparameterLearning`,
         ``log l ~ N(sqrt2 + log(d) / 2, 3)``), evaluated at the grid's points (the grid is
-        evenly spaced in ``log l``, so the density is the mass); ``"flat"``: none."""
+        evenly spaced in ``log l``, so the density is the mass); ``"gamma"``: the density of
+        ``log l`` under BoTorch's ``l ~ Gamma(2.4, 2.7)``; ``"flat"``: none."""
         if self.lengthscale_prior == "flat":
             return 0.0
+        if self.lengthscale_prior == "gamma":
+            # log density of log l: Gamma(l; k, r) times the Jacobian l, up to a constant
+            k, r = GAMMA_LENGTHSCALE_PRIOR
+            return k * math.log(lengthscale) - r * lengthscale
         mu0, sd0 = HyperparameterLearning().lengthscale_prior
         mu = mu0 + 0.5 * math.log(self._features.shape[1])
         return -0.5 * ((math.log(lengthscale) - mu) / sd0) ** 2
@@ -1238,7 +1247,8 @@ _DOCS = {
 _KERNEL_OR_FIT = {"kernel": "Kernel | str | None"}
 _EUBO_DOCS = {
     "lengthscale_prior": "prior over the length-scale grid when fitted: 'dimension' "
-    "(Hvarfner et al. 2024, log l ~ N(sqrt2 + log(d)/2, 3)) or 'flat'",
+    "(Hvarfner et al. 2024, log l ~ N(sqrt2 + log(d)/2, 3)), 'gamma' (BoTorch's PairwiseGP "
+    "default, l ~ Gamma(2.4, 2.7)) or 'flat'",
     "exploit": "weight of the duel's utility (u_a + u_b) / 2 added to E[max(f_a, f_b)]",
     "optimism": "u = posterior mean + optimism x posterior sd in the duel's utility",
     "exploit_schedule": "'constant' (exploit as given) or 'sharpening' (exploit times the "
