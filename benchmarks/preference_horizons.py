@@ -31,13 +31,16 @@ CHECKPOINTS = (25, 50, 100, 200)
 
 def run(job: tuple[str, str, int, int]) -> dict:
     problem_id, method, seed, horizon = job
+    from boloop.problems import parse_problem_id
     from boloop.simulate import simulate
 
-    options = {"kernel": "fit"}
-    if method == "mr-lpf":
-        options["horizon"] = horizon
+    # a method id may carry options, as in ``boloop bench run``: eubo-regret?max_models=15
+    name, given = parse_problem_id(method)
+    options: dict = {"kernel": "fit", **given}
+    if name == "mr-lpf":
+        options.setdefault("horizon", horizon)
     t0 = time.perf_counter()
-    trace = simulate(method, problem_id, horizon, seed=seed, **options)
+    trace = simulate(name, problem_id, horizon, seed=seed, method=method, **options)
     seconds = time.perf_counter() - t0
     rec = trace.records
     return {
