@@ -872,7 +872,7 @@ class EUBO(_DuelingPolicy):
             grid = [g for g in grid if g[0] <= cap or g[0] == shortest]
         posterior = UtilityPosteriorEP if self.approximation == "ep" else UtilityPosterior
         posts = [
-            posterior(K * var, w, los, start=self._warm.get((ls, var)))  # type: ignore[arg-type]
+            posterior(K * var, w, los, start=self._warm.get((ls, var)))
             for ls, var, K in grid
         ]
         self._warm.update({(ls, var): p for (ls, var, _), p in zip(grid, posts)})

@@ -31,6 +31,7 @@ R&W eq. 3.65 in the numerically stable form of their Algorithm 3.6 (eq. 3.74).
 
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
@@ -39,6 +40,8 @@ from boloop.errors import InvalidInputError
 from boloop.gp.utility_laplace import UtilityPosterior
 
 __all__ = ["UtilityPosteriorEP", "PROBIT_SLOPE", "probit_tilted_moments"]
+
+logger = logging.getLogger("boloop")
 
 #: ``kappa`` of the probit ``Phi(kappa d)`` with the logistic's slope at 0 (MacKay 1992)
 PROBIT_SLOPE = math.sqrt(math.pi / 8.0)
@@ -77,7 +80,7 @@ class UtilityPosteriorEP(UtilityPosterior):
         Option indices (n,) of each duel's winner and loser (a duel may repeat).
     start:
         An EP posterior of the same options whose duels are the first duels of these (typically
-        the previous duel's): its site parameters start these (the fixed point is the same up
+        the previous duel's; anything else is ignored): its site parameters start these (the fixed point is the same up
         to ``tol``; the start changes the number of sweeps).
     kappa:
         The probit's slope.
@@ -93,7 +96,7 @@ class UtilityPosteriorEP(UtilityPosterior):
         K: np.ndarray,
         winners: np.ndarray,
         losers: np.ndarray,
-        start: UtilityPosteriorEP | None = None,
+        start: UtilityPosterior | None = None,
         kappa: float = PROBIT_SLOPE,
         damping: float = 0.5,
         tol: float = 1e-7,
@@ -128,11 +131,11 @@ class UtilityPosteriorEP(UtilityPosterior):
         self, Kd: np.ndarray, tau: np.ndarray, nu: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Posterior marginals of the differences: ``(mean, variance, L, V_d)``."""
+        from scipy.linalg import solve_triangular
+
         s = np.sqrt(tau)
         B = np.eye(tau.size) + s[:, None] * Kd * s[None, :]
         L = np.linalg.cholesky(B)
-        from scipy.linalg import solve_triangular
-
         Vd = solve_triangular(L, s[:, None] * Kd, lower=True, check_finite=False)
         var = np.diag(Kd) - np.einsum("ij,ij->j", Vd, Vd)
         mean = Kd @ nu - Vd.T @ (Vd @ nu)
@@ -183,6 +186,13 @@ class UtilityPosteriorEP(UtilityPosterior):
             self.sweeps = sweep + 1
             if change < self.tol:
                 break
+        else:
+            logger.warning(
+                "EP did not converge in %d sweeps (last site change %.3g, tol %.3g)",
+                self.max_sweeps,
+                change,
+                self.tol,
+            )
         self.site_precision = tau
         self.site_natural_mean = nu
         s = np.sqrt(tau)
