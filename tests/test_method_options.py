@@ -140,6 +140,21 @@ def test_none_in_a_method_id_sets_an_optional_option_to_none() -> None:
     assert opt is not None and "None" in opt.type and opt.accepts(None)
 
 
+def test_numbers_separated_by_commas_in_a_method_id_are_a_sequence_option() -> None:
+    """``variances=1,4`` in an id is the list ``[1, 4]``, so an option that takes a sequence can
+    be given on the command line; text with commas that are not all numbers stays text."""
+    from boloop.problems import parse_problem_id
+
+    assert parse_problem_id("eubo-regret?variances=1,4.5&x=a,b&y=1,b") == (
+        "eubo-regret",
+        {"variances": [1, 4.5], "x": "a,b", "y": "1,b"},
+    )
+    specs, _ = plan_runs(["preference/toy"], ["eubo-regret?variances=1,4"], [0], 2)
+    assert [s.method for s in specs] == ["eubo-regret?variances=1,4"]
+    with pytest.raises(OptionError, match="must be"):
+        plan_runs(["preference/toy"], ["eubo-regret?variances=1,b"], [0], 2)
+
+
 def _boloop(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "boloop.cli", *args],

@@ -22,23 +22,36 @@ def register(
     return _PROBLEMS.register(problem_id, problem_id.split("/", 1)[0], description)
 
 
-def _parse_value(text: str) -> Any:
-    """A value in an id: int, float, ``true``/``false``, ``none``/``null`` (None, as JSON's
-    ``null`` in ``boloop study create --option``), else the text."""
-    if text.lower() in ("none", "null"):
-        return None
+def _parse_number(text: str) -> int | float | None:
     for cast in (int, float):
         try:
             return cast(text)
         except ValueError:
             pass
+    return None
+
+
+def _parse_value(text: str) -> Any:
+    """A value in an id: int, float, ``true``/``false``, ``none``/``null`` (None, as JSON's
+    ``null`` in ``boloop study create --option``), numbers separated by commas (a list, for an
+    option that takes a sequence: ``variances=1,4``), else the text."""
+    if text.lower() in ("none", "null"):
+        return None
+    number = _parse_number(text)
+    if number is not None:
+        return number
     if text.lower() in ("true", "false"):
         return text.lower() == "true"
+    if "," in text:
+        numbers = [_parse_number(part) for part in text.split(",")]
+        if all(n is not None for n in numbers):
+            return numbers
     return text
 
 
 def parse_problem_id(problem_id: str) -> tuple[str, dict[str, Any]]:
-    """Split ``"family/name?a=-2&b=x&c=none"`` into ``("family/name", {"a": -2, "b": "x", "c": None})``."""
+    """Split ``"family/name?a=-2&b=x&c=none&d=1,4"`` into ``("family/name", {"a": -2, "b": "x",
+    "c": None, "d": [1, 4]})``."""
     name, _, query = problem_id.partition("?")
     options: dict[str, Any] = {}
     if query:
