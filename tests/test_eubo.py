@@ -280,6 +280,25 @@ def test_lengthscale_prior_weights_the_grid_before_any_duel():
     assert make_policy("eubo-regret", toy, seed=0, kernel="fit", lengthscale_prior="dimension")
 
 
+def test_lengthscale_cap_leaves_out_long_lengthscales_unless_switched_off():
+    """The shared mechanism's shrinking cap (``cap0 (n0 / n)^(1 / (d + 1))``, ``n0 = 5`` in 2-D)
+    removes the grid's long length-scales once the duels are many; ``lengthscale_cap=False``
+    keeps every grid model (all kept here: ``max_models`` is the grid's size, no weight floor)."""
+    prob = problems.get("preference/random-table?dim=2&n=40&table_seed=1")
+    kw = {"kernel": "fit", "max_models": 15, "min_weight": 0.0}
+    cap = (5 / 40) ** (1 / 3)  # 0.5 after 40 duels: 0.8 is out, 0.4 is in
+
+    def lengthscales(**options):
+        policy = make_policy("eubo-regret", prob, seed=0, **kw, **options)
+        simulate(policy, prob, 40, seed=0)
+        return {m["lengthscale"] for m in policy.describe()["models"]}
+
+    assert lengthscales() == {ls for ls in (0.05, 0.1, 0.2, 0.4, 0.8) if ls <= cap}
+    assert lengthscales(lengthscale_cap=False) == {0.05, 0.1, 0.2, 0.4, 0.8}
+    with pytest.raises(InvalidInputError, match="lengthscale_cap"):
+        make_policy("eubo-regret", prob, seed=0, kernel="fit", lengthscale_cap="no")
+
+
 def test_remaining_uncertainty_is_the_posterior_over_prior_variance_of_differences():
     """``remaining_uncertainty(r)`` against the dense posterior covariance (an independent path:
     the LU form of R&W eq. 3.24, not the factor the method uses): the summed variance of

@@ -746,7 +746,8 @@ class EUBO(_DuelingPolicy):
     (issue 17): the smallest output variance is a floor, and length-scales longer than the shared
     mechanism's shrinking cap (:meth:`HyperparameterLearning.lengthscale_cap`, after A-GP-UCB,
     Berkenkamp et al. JMLR 2019) are left out, so that a few duels of two look-alike options
-    cannot make a long length-scale (a confident trend) win the evidence. Models of weight
+    cannot make a long length-scale (a confident trend) win the evidence (``lengthscale_cap=False``
+    keeps the whole grid, weighted by its evidence and prior only). Models of weight
     below ``min_weight`` are dropped, and between the refits after 10, 20, 40, ... duels only
     the ``max_models`` heaviest are updated (every grid model while there are at most 10 duels).
     The grid's models have equal prior weight (``lengthscale_prior="flat"``) or, with
@@ -774,6 +775,7 @@ class EUBO(_DuelingPolicy):
         min_weight: float = 0.01,
         max_models: int = 3,
         lengthscale_prior: str = "flat",
+        lengthscale_cap: bool = True,
         exploit: float = 0.0,
         optimism: float = 0.0,
         exploit_schedule: str = "constant",
@@ -812,6 +814,11 @@ class EUBO(_DuelingPolicy):
                 f"got {lengthscale_prior!r}"
             )
         self.lengthscale_prior = lengthscale_prior
+        if not isinstance(lengthscale_cap, (bool, np.bool_)):
+            raise InvalidInputError(
+                f"lengthscale_cap must be True or False, got {lengthscale_cap!r}"
+            )
+        self.lengthscale_cap = bool(lengthscale_cap)
         ex = float(exploit)
         if not math.isfinite(ex) or ex < 0:
             raise InvalidInputError(f"exploit must be >= 0 and finite, got {exploit!r}")
@@ -866,15 +873,12 @@ class EUBO(_DuelingPolicy):
         n = len(self.duels)
         full = not self.fit_kernel or n <= 10 or _refit_due(n)
         grid = self._grid if full else self._models
-        if self.fit_kernel and full:
+        if self.fit_kernel and full and self.lengthscale_cap:
             cap = HyperparameterLearning().lengthscale_cap(len(self.duels), self._features.shape[1])
             shortest = min(self.lengthscales)
             grid = [g for g in grid if g[0] <= cap or g[0] == shortest]
         posterior = UtilityPosteriorEP if self.approximation == "ep" else UtilityPosterior
-        posts = [
-            posterior(K * var, w, los, start=self._warm.get((ls, var)))
-            for ls, var, K in grid
-        ]
+        posts = [posterior(K * var, w, los, start=self._warm.get((ls, var))) for ls, var, K in grid]
         self._warm.update({(ls, var): p for (ls, var, _), p in zip(grid, posts)})
         ev = np.array([p.log_evidence for p in posts])
         if self.fit_kernel:
@@ -1069,6 +1073,7 @@ class RegretAwareEUBO(EUBO):
         min_weight: float = 0.01,
         max_models: int = 3,
         lengthscale_prior: str = "flat",
+        lengthscale_cap: bool = True,
         exploit: float = 1.0,
         optimism: float = 1.0,
         exploit_schedule: str = "constant",
@@ -1089,6 +1094,7 @@ class RegretAwareEUBO(EUBO):
             min_weight=min_weight,
             max_models=max_models,
             lengthscale_prior=lengthscale_prior,
+            lengthscale_cap=lengthscale_cap,
             exploit=exploit,
             optimism=optimism,
             exploit_schedule=exploit_schedule,
@@ -1137,6 +1143,7 @@ class DoubleThompsonDuels(EUBO):
         min_weight: float = 0.01,
         max_models: int = 3,
         lengthscale_prior: str = "flat",
+        lengthscale_cap: bool = True,
         plausible_beta: float | None = 2.0,
         approximation: str = "laplace",
         n_candidates: int = 256,
@@ -1152,6 +1159,7 @@ class DoubleThompsonDuels(EUBO):
             min_weight=min_weight,
             max_models=max_models,
             lengthscale_prior=lengthscale_prior,
+            lengthscale_cap=lengthscale_cap,
             plausible_beta=plausible_beta,
             approximation=approximation,
             n_candidates=n_candidates,
@@ -1249,6 +1257,8 @@ _EUBO_DOCS = {
     "lengthscale_prior": "prior over the length-scale grid when fitted: 'dimension' "
     "(Hvarfner et al. 2024, log l ~ N(sqrt2 + log(d)/2, 3)), 'gamma' (BoTorch's PairwiseGP "
     "default, l ~ Gamma(2.4, 2.7)) or 'flat'",
+    "lengthscale_cap": "leave out grid length-scales above the shared mechanism's shrinking cap "
+    "(False: the whole grid, weighted by evidence and prior only)",
     "exploit": "weight of the duel's utility (u_a + u_b) / 2 added to E[max(f_a, f_b)]",
     "optimism": "u = posterior mean + optimism x posterior sd in the duel's utility",
     "exploit_schedule": "'constant' (exploit as given) or 'sharpening' (exploit times the "
@@ -1356,6 +1366,7 @@ def _make_eubo_regret(problem: Any, seed: int | None, **options: Any) -> RegretA
             "min_weight": "models of smaller evidence weight are dropped",
             "max_models": "models kept and updated between refits",
             "lengthscale_prior": _EUBO_DOCS["lengthscale_prior"],
+            "lengthscale_cap": _EUBO_DOCS["lengthscale_cap"],
             "plausible_beta": "first option among mean + beta sd >= the best mean - beta sd; "
             "second among options whose difference to the first has mean - beta sd <= 0",
             "approximation": _EUBO_DOCS["approximation"],
