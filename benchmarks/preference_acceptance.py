@@ -4,7 +4,12 @@ A candidate is ``label=method`` or ``label=method:{json options}`` (options as P
 that sequences such as ``variances`` can be given, which a method id's ``?k=v`` cannot). Each is
 run on seeds ``0..seeds-1`` for 100 duels with the kernel fitted, as in
 ``preference_peers.py``; BoTorch's rows come from the cache only. A cell passes when the mean
-R(50) and R(100) are below BoTorch's and the mean simple regret at 100 is at most BoTorch's::
+R(50) and R(100) are below BoTorch's and the mean simple regret at 100 is at most BoTorch's.
+
+``--peer-self-check`` adds a column ``BoTorch'``: BoTorch's own runs on the next ``seeds`` seeds
+(``seeds..2 seeds - 1``, from the cache) judged by the same rule against its runs on the first
+``seeds``. A method no better and no worse than BoTorch passes a set only as often as that column
+does: the rule's noise floor at this many seeds::
 
     OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/preference_acceptance.py \\
         --cache benchmarks/preference_peers_botorch.jsonl \\
@@ -46,6 +51,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--candidates", nargs="+", required=True)
     ap.add_argument("--problems", nargs="+", required=True)
     ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument(
+        "--peer-self-check",
+        action="store_true",
+        help="also judge BoTorch's cached seeds seeds..2*seeds-1 against its seeds 0..seeds-1",
+    )
     args = ap.parse_args(argv)
     cands = [_candidate(c) for c in args.candidates]
     peer: dict[tuple[str, int], dict] = {}
@@ -54,11 +64,10 @@ def main(argv: list[str] | None = None) -> None:
         if row["method"] == "botorch-eubo" and row["duels"] == 100:
             peer[(row["problem"], row["seed"])] = row
     mean = statistics.mean
-    print(
-        "| option set | BoTorch R(50) / R(100) / simple | " + " | ".join(c[0] for c in cands) + " |"
-    )
-    print("|---" * (2 + len(cands)) + "|")
-    passes = {c[0]: 0 for c in cands}
+    labels = [c[0] for c in cands] + (["BoTorch'"] if args.peer_self_check else [])
+    print("| option set | BoTorch R(50) / R(100) / simple | " + " | ".join(labels) + " |")
+    print("|---" * (2 + len(labels)) + "|")
+    passes = {label: 0 for label in labels}
     for pid in args.problems:
         b = [peer[(pid, s)] for s in range(args.seeds) if (pid, s) in peer]
         if len(b) < args.seeds:
@@ -66,9 +75,23 @@ def main(argv: list[str] | None = None) -> None:
             continue
         b50, b100 = mean(r["R"]["50"] for r in b), mean(r["R"]["100"] for r in b)
         bs = mean(r["simple"] for r in b)
+        runs = {
+            label: [_run(pid, method, opts, s, 100) for s in range(args.seeds)]
+            for label, method, opts in cands
+        }
+        if args.peer_self_check:
+            again = [peer.get((pid, s)) for s in range(args.seeds, 2 * args.seeds)]
+            if all(again):
+                runs["BoTorch'"] = [
+                    {"R50": r["R"]["50"], "R100": r["R"]["100"], "simple": r["simple"]}
+                    for r in again
+                ]
         cells = []
-        for label, method, opts in cands:
-            rs = [_run(pid, method, opts, s, 100) for s in range(args.seeds)]
+        for label in labels:
+            if label not in runs:
+                cells.append("not cached")
+                continue
+            rs = runs[label]
             a50, a100, a_s = (mean(r[k] for r in rs) for k in ("R50", "R100", "simple"))
             ok = a50 < b50 and a100 < b100 and a_s <= bs
             passes[label] += ok
