@@ -25,7 +25,10 @@ synthetic expert (a = -2 bad, a = 2 good) and a Gaussian belief in the spirit of
 ``P(accept) = exp(-|u - m|^2 / (2 0.2^2))`` in unit-cube coordinates (the paper's Sigma = I in
 the problem's coordinates rejects almost everything on these boxes), centred at the box corner
 farthest from the optimum ("gauss-wrong", bad) or at the optimum ("gauss-strong", good).
-``--fresh`` runs it on three more made-up problems, chosen and written down (issue 12, fifth
+``--subsets K`` (with more than 5 seeds) also prints how often the two 5-seed rules would pass
+on 5 of the seeds drawn at random, K times: the chance that a 5-seed run of the acceptance
+passes, rather than one draw of it. ``--experts a=-2 a=0`` puts a random expert in the good
+expert's place (the null the good expert should beat). ``--fresh`` runs it on three more made-up problems, chosen and written down (issue 12, fifth
 session) before any rule was measured on them: a reflected 3-D Hartmann on [0, 1]^3
 (``x -> 1 - x``), a 5-D sum of six Gaussian wells of width 0.15 on [0, 1]^5 (centres from
 ``default_rng(2024)``, depths 1, 0.8, 0.8, 0.7, 0.6, 0.5) and 2-D Branin on its usual domain (three
@@ -207,7 +210,16 @@ def main() -> None:
     ap.add_argument(
         "--cobol", nargs="+", default=[], metavar="KEY=VALUE", help="COBOL options (not defaults)"
     )
+    ap.add_argument(
+        "--subsets",
+        type=int,
+        default=0,
+        metavar="K",
+        help="also estimate how often the 5-seed rules pass: K random draws of 5 of the seeds run",
+    )
     args = ap.parse_args()
+    if args.subsets and args.seeds <= 5:
+        ap.error("--subsets needs more than 5 seeds to draw 5 from")
     # the values as in a method id (cobol?KEY=VALUE): numbers, true/false, none/null
     options = parse_problem_id("cobol?" + "&".join(args.cobol))[1] if args.cobol else {}
     experts: tuple[str, ...] = ("a=-2", "a=2")
@@ -299,12 +311,44 @@ def main() -> None:
             vals = " ".join(f"{r['simple_regret']:.3g}" for r in rs)
             print(f"  per seed {pid} COBOL {e}: {vals}")
     print(f"longest final reject run: {worst_end} (acceptance: <= 5)")
+    if args.subsets:
+        _subsets(results, rows_out, args.seeds, args.subsets)
     secs = [r["seconds"] for r in results if r["method"] == "cobol"]
     print(f"COBOL seconds per run: median {np.median(secs):.1f} (machine shared; under load)")
 
 
 def _seed(r: dict) -> int:
     return int(r["seed"])
+
+
+def _subsets(results: list[dict], rows_out: list, n_seeds: int, k: int) -> None:
+    """How often the acceptance's 5-seed rules pass on 5 seeds drawn (without replacement, the
+    same seeds for every method, as in a run with ``--seeds 5``) from the ``n_seeds`` run:
+    help = the good expert below GP-LCB on at least 4 of every 5 rows (``ceil(0.8 n)`` of n);
+    no harm = the bad expert within 1.5x on every row. Draws from ``default_rng(0)``."""
+    sr: dict[tuple[str, str], np.ndarray] = {}
+    for r in results:
+        key = (r["problem"], r["method"])
+        sr.setdefault(key, np.full(n_seeds, np.nan))[int(r["seed"])] = r["simple_regret"]
+    need = math.ceil(0.8 * len(rows_out))
+    rng = np.random.default_rng(0)
+    helped = unharmed = 0
+    below_total = 0
+    for _ in range(k):
+        S = rng.choice(n_seeds, size=5, replace=False)
+        below = harm_ok = 0
+        for pid, (bad, good) in rows_out:
+            lcb = sr[(pid, "gp-lcb")][S].mean()
+            below += sr[(f"{pid}?{good}", "cobol")][S].mean() < lcb
+            harm_ok += sr[(f"{pid}?{bad}", "cobol")][S].mean() <= 1.5 * lcb
+        helped += below >= need
+        unharmed += harm_ok == len(rows_out)
+        below_total += below
+    print(
+        f"{k} draws of 5 of the {n_seeds} seeds: good expert below GP-LCB on >= {need} of "
+        f"{len(rows_out)} in {helped / k:.3f} of them (mean count below {below_total / k:.2f}); "
+        f"bad expert within 1.5x everywhere in {unharmed / k:.3f}"
+    )
 
 
 if __name__ == "__main__":
