@@ -375,3 +375,76 @@ def test_default_refits_once_the_values_grew_by_a_tenth():
     assert changed_at, "the length-scales were never refitted"
     assert set(changed_at) <= set(due), (changed_at, due)
     assert any(n > 20 for n in changed_at)  # refits go on as the data grow
+
+
+def _first_calibration_label(pol, accept, max_queries=300):
+    """Drive ``pol`` (labels by ``accept``, values by ``_sphere``) to its first calibration label."""
+    for _ in range(max_queries):
+        q = pol.ask()
+        if isinstance(q, Label) and q.calibration:
+            return q
+        pol.tell(q.id, bool(accept(q.x)) if isinstance(q, Label) else _sphere(q.x))
+    raise AssertionError("no calibration label asked")
+
+
+@pytest.mark.parametrize("answer", [True, False])
+def test_a_calibration_label_says_its_point_is_measured_whatever_the_answer(answer):
+    """agreement_gate: before the data show the expert agrees with f, COBOL may ask a label at
+    GP-LCB's point and measure that point whatever the answer; the query says so
+    (``Label.calibration``, also in ``to_dict``), and an ordinary label does not."""
+    pol = COBOL(Box([0, 0], [1, 1]), 0, n_initial_labels=4, **FAST)
+    q = _first_calibration_label(pol, accept=lambda x: x[0] > 0.5)  # an expert against f
+    assert q.to_dict()["calibration"] is True
+    pol.tell(q.id, answer)
+    nxt = pol.ask()
+    assert isinstance(nxt, Evaluate)
+    np.testing.assert_array_equal(nxt.x, q.x)
+    first = COBOL(Box([0, 0], [1, 1]), 0, n_initial_labels=4, **FAST).ask()
+    assert isinstance(first, Label) and not first.calibration
+    assert "calibration" not in first.to_dict()
+
+
+def test_a_study_prompt_tells_the_expert_about_a_calibration_label(tmp_path):
+    from boloop.study import create_study
+
+    study = create_study(
+        "cal", "cobol", space=Box([0, 0], [1, 1]), storage=f"sqlite:///{tmp_path / 's.db'}",
+        seed=0, n_initial_labels=4, **FAST,
+    )
+    for _ in range(300):
+        q = study.ask()
+        if q.kind == "label" and q.calibration:
+            break
+        study.tell(q.id, bool(q.query.x[0] > 0.5) if q.kind == "label" else _sphere(q.query.x))
+    else:
+        raise AssertionError("no calibration label asked")
+    assert "measured next whatever you answer" in q.prompt()
+    assert q.to_dict()["calibration"] is True
+
+
+def test_reading_the_agreement_statistics_changes_nothing():
+    """``agreement`` and ``agreement_probability`` are public: reading them between answers
+    (GP out of date) leaves every later query as without the reads; before any measurement
+    they are 1/2 without warnings."""
+    import warnings
+
+    def drive(read: bool) -> list[np.ndarray]:
+        pol = COBOL(Box([0, 0], [1, 1]), 1, n_initial_labels=4, **FAST)
+        xs = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            if read:
+                assert pol.agreement == 0.5 and pol.agreement_probability == 0.5
+            while pol.iteration < 6:
+                q = pol.ask()
+                xs.append(np.asarray(q.x).copy())
+                pol.tell(q.id, bool(q.x[0] < 0.5) if isinstance(q, Label) else _sphere(q.x))
+                if read:
+                    assert 0.0 <= pol.agreement <= 1.0
+                    assert 0.0 <= pol.agreement_probability <= 1.0
+        return xs
+
+    plain, probed = drive(False), drive(True)
+    assert len(plain) == len(probed)
+    for a, b in zip(plain, probed, strict=True):
+        np.testing.assert_array_equal(a, b)

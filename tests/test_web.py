@@ -8,6 +8,7 @@ import io
 import json
 import re
 
+import numpy as np
 import pytest
 
 pytest.importorskip("fastapi")
@@ -690,3 +691,25 @@ def test_serve_on_the_network_generates_prints_and_requires_a_token(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_calibration_label_is_announced_on_the_page(url):
+    """A COBOL label whose point is measured whatever the answer says so on the page; an
+    ordinary label does not."""
+    from boloop.spaces import Box
+
+    s = create_study("cal", "cobol", space=Box([0, 0], [1, 1]), storage=url, seed=0,
+                     n_initial_labels=4, n_candidates=128)
+    c = _client(url)
+    assert 'id="calibration-note"' not in c.get("/studies/cal").text  # an initial label
+    for _ in range(300):
+        q = s.ask()
+        if q.kind == "label" and q.calibration:
+            break
+        x = q.query.x
+        s.tell(q.id, bool(x[0] > 0.5) if q.kind == "label" else float(np.sum((x - 0.3) ** 2)))
+    else:
+        raise AssertionError("no calibration label asked")
+    page = c.get("/studies/cal").text
+    assert f'name="query_id" value="{q.id}"' in page
+    assert 'id="calibration-note"' in page and "measured next whatever you answer" in page

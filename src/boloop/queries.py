@@ -148,10 +148,16 @@ class Evaluate(Query):
 
 @dataclass(frozen=True, eq=False)
 class Label(Query):
-    """Ask an expert to accept (``True``) or reject (``False``) the point ``x`` (shape (d,))."""
+    """Ask an expert to accept (``True``) or reject (``False``) the point ``x`` (shape (d,)).
+
+    ``calibration=True`` marks a label whose answer does not change what is measured next:
+    the policy measures ``x`` whatever the answer, and the answer, set against the measured
+    value, tells it how far the expert's judgement agrees with the data (COBOL's
+    ``agreement_gate``). A person should be told so (the study's prompt and page say it)."""
 
     x: np.ndarray = field(default_factory=lambda: np.zeros(0))
     index: int | None = None
+    calibration: bool = False
     kind: ClassVar[str] = "label"
 
     def __post_init__(self) -> None:
@@ -163,9 +169,10 @@ class Label(Query):
         raise AnswerTypeError(f"query {self.id} (label) needs a bool accept/reject, got {answer!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return self._with_initial(
-            {"kind": self.kind, "id": self.id, "x": self.x.tolist(), "index": self.index}
-        )
+        d = {"kind": self.kind, "id": self.id, "x": self.x.tolist(), "index": self.index}
+        if self.calibration:
+            d["calibration"] = True
+        return self._with_initial(d)
 
 
 @dataclass(frozen=True, eq=False)
@@ -447,8 +454,13 @@ class BasePolicy(ABC):
             id=self._take_id(), x=x, index=None if index is None else int(index), outputs=outputs
         )
 
-    def _new_label(self, x: Any, index: int | None = None) -> Label:
-        return Label(id=self._take_id(), x=x, index=None if index is None else int(index))
+    def _new_label(self, x: Any, index: int | None = None, calibration: bool = False) -> Label:
+        return Label(
+            id=self._take_id(),
+            x=x,
+            index=None if index is None else int(index),
+            calibration=bool(calibration),
+        )
 
     def _new_compare(
         self, a: Any, b: Any, a_index: int | None = None, b_index: int | None = None

@@ -79,6 +79,12 @@ _MAX_RETRIES = 5
 
 
 # -- queries with names ----------------------------------------------------------------------------
+CALIBRATION_NOTE = (
+    "this point is measured next whatever you answer: your answer, set against the measured "
+    "value, tells the method how far to follow your judgement"
+)
+
+
 @dataclass(frozen=True)
 class StudyQuery:
     """A query in the user's parameter names.
@@ -86,6 +92,8 @@ class StudyQuery:
     ``params`` (Evaluate, Label) or ``a`` and ``b`` (Compare) map parameter names to values;
     ``outputs`` names the values an Evaluate answer must contain (empty: one number); ``label``,
     ``a_label``, ``b_label`` name options of a CSV table. ``query`` is the policy's query.
+    ``calibration`` marks a label whose point is measured whatever the answer
+    (:class:`boloop.queries.Label`).
     """
 
     id: int
@@ -98,6 +106,7 @@ class StudyQuery:
     label: str | None = None
     a_label: str | None = None
     b_label: str | None = None
+    calibration: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "kind": self.kind}
@@ -110,6 +119,8 @@ class StudyQuery:
             d["params"] = self.params
             if self.label is not None:
                 d["label"] = self.label
+        if self.calibration:
+            d["calibration"] = True
         if self.kind == "evaluate":
             d["outputs"] = list(self.outputs)
         return d
@@ -127,7 +138,10 @@ class StudyQuery:
                 f"  B: {fmt(self.b, self.b_label)}"
             )
         if self.kind == "label":
-            return f"query {self.id}: accept or reject {fmt(self.params, self.label)}?"
+            text = f"query {self.id}: accept or reject {fmt(self.params, self.label)}?"
+            if self.calibration:
+                text += f"\n  ({CALIBRATION_NOTE})"
+            return text
         what = f"the values {', '.join(self.outputs)}" if self.outputs else "the value"
         return f"query {self.id}: measure {what} at {fmt(self.params, self.label)}"
 
@@ -688,6 +702,7 @@ class Study(StudyReplay, StudySnapshots):
             params=point_to_params(self.space, q.x),
             outputs=tuple(getattr(q, "outputs", ())),
             label=self._label(q.index),
+            calibration=bool(getattr(q, "calibration", False)),
         )
 
     def _row(self, ev: Event) -> dict[str, Any]:

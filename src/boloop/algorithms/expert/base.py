@@ -241,14 +241,16 @@ class ExpertPolicy(BasePolicy):
         extra = [self.X_f] if self.X_f.size else []
         return np.vstack([U, *extra]), None
 
-    def _ask_unit(self, u: np.ndarray, index: int | None, kind: str) -> Query:
+    def _ask_unit(
+        self, u: np.ndarray, index: int | None, kind: str, calibration: bool = False
+    ) -> Query:
         if self._finite:
             assert isinstance(self.space, CandidateSet) and index is not None
             x = self.space.points[int(index)]
         else:
             x = self._from_unit(u)
         if kind == "label":
-            return self._new_label(x, index)
+            return self._new_label(x, index, calibration=calibration)
         return self._new_evaluate(x, index)
 
     def _nearest_index(self, u: np.ndarray) -> int | None:

@@ -509,19 +509,33 @@ class COBOL(ExpertPolicy):
     def _labelled_f_posterior(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """``(rejected mask, mean, covariance)`` of the f-GP's posterior at the labelled points,
         or None without f-data or without labels of both kinds (the agreement statistics)."""
-        self._sync_gp()
         rej = self.rejected > 0.5
-        if not self.gp.n or rej.all() or not rej.any():
+        if not self.X_f.shape[0] or rej.all() or not rej.any():
             return None
+        self._sync_gp()
         mean, _ = self.gp.predict(self.X_g)
         return rej, mean, self.gp.posterior_covariance(self.X_g, self.X_g)
+
+    def _read_only(self) -> COBOL:
+        """The policy itself when its GP is up to date, else a copy whose pending refit (which
+        draws a seed from the generator) leaves this policy untouched: the public statistics
+        below change nothing the policy does next."""
+        if not self._gp_stale:
+            return self
+        import copy
+
+        return copy.deepcopy(self)
 
     @property
     def agreement(self) -> float:
         """Posterior expected AUC of the expert's labels as a classifier of f (the agreement
         gate's statistic with ``agreement_level=None``; the default gate reads
         :attr:`agreement_probability`): the mean over pairs (i rejected, j accepted) of
-        ``P_GP(f(x_i) > f(x_j))``; 1/2 without f-data or without labels of both kinds."""
+        ``P_GP(f(x_i) > f(x_j))``; 1/2 without f-data or without labels of both kinds.
+        Free of side effects."""
+        return self._read_only()._agreement()
+
+    def _agreement(self) -> float:
         from scipy.special import ndtr
 
         labelled = self._labelled_f_posterior()
@@ -541,7 +555,10 @@ class COBOL(ExpertPolicy):
         labelled points with ``f(x_i) > f(x_j)`` (ties count 1/2). Monte Carlo over joint
         posterior draws of f at the labelled points, with fixed standard normal draws (a
         quadrature rule: the policy's generator is not touched). 1/2 without f-data or without
-        labels of both kinds."""
+        labels of both kinds. Free of side effects."""
+        return self._read_only()._agreement_probability()
+
+    def _agreement_probability(self) -> float:
         labelled = self._labelled_f_posterior()
         if labelled is None:
             return 0.5
@@ -558,8 +575,8 @@ class COBOL(ExpertPolicy):
     def _expert_may_lead(self) -> bool:
         """agreement_gate: whether the data let the expert lead this step (see the class doc)."""
         if self.agreement_level is None:  # the third session's rule: expected AUC above 1/2
-            return self.agreement > 0.5
-        return self.agreement_probability >= self.agreement_level
+            return self._agreement() > 0.5
+        return self._agreement_probability() >= self.agreement_level
 
     def _gated_step(self) -> Query:
         """GP-LCB's step while the data do not expect the expert to agree with f: ``x^u``,
@@ -579,7 +596,7 @@ class COBOL(ExpertPolicy):
         else:
             unsure = bool(self.expert.width_exceeds(u_u[None, :], self.g_thr)[0])
         if unsure:
-            q = self._ask_unit(u_u, i_u, "label")
+            q = self._ask_unit(u_u, i_u, "label", calibration=True)
             self._calibration_ids.add(q.id)
             self._harm_refs[q.id] = ("gp", *self._improvement_forecast(u_u))
             return q
