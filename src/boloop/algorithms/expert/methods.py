@@ -67,7 +67,7 @@ _DOCS = {
     "doubling_period": "labels between doubling tests of B_g (App. F)",
     "max_norm_bound": "largest B_g the doubling may reach",
     "adapt_norm_bound": "double B_g when the labels reject it (App. F)",
-    "no_harm": "'paper' (Alg. 1 line 6) or 'code' (the reference code's judge)",
+    "no_harm": "'code' (the reference code's judge, default) or 'paper' (Alg. 1 line 6)",
     "label_window": "keep only the last labels in the confidence set (Fig. 7); None keeps all",
     "candidate": "'primal-dual' or 'pinpoint' (Fig. 6a: x^c sampled from the expert's belief)",
     "budget": "what an iteration counts: 'evaluations' (default; labels counted apart) or "
