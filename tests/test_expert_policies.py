@@ -448,3 +448,31 @@ def test_reading_the_agreement_statistics_changes_nothing():
     assert len(plain) == len(probed)
     for a, b in zip(plain, probed, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_cobohl_evaluates_an_accepted_proposal_instead_of_asking_it_forever():
+    """Algorithm 2 as printed re-asks an accepted point whose width stays above g_thr, so an
+    always-accepting expert got 145 labels and no evaluation (a newcomer's trial). With the
+    default ``reject_rule="veto"`` an accepted proposal is evaluated next, at that point; with
+    ``"paper"`` the printed loop stays available."""
+    box = Box([150.0, 1.0], [250.0, 5.0])
+    pol = COBOHL(box, seed=0, **FAST)
+    n_queries = 0
+    while pol.n_evaluations < 8:
+        q = pol.ask()
+        n_queries += 1
+        assert n_queries < 100, "COBOHL keeps asking without evaluating"
+        if isinstance(q, Label):
+            pol.tell(q.id, bool(q.x[1] < 3.0))
+            if q.x[1] < 3.0 and not q.initial:
+                nxt = pol.ask()
+                assert isinstance(nxt, Evaluate)
+                np.testing.assert_array_equal(nxt.x, q.x)
+        else:
+            pol.tell(q.id, float((q.x[0] - 200.0) ** 2 / 1e3 + q.x[1]))
+    assert pol.labels_asked <= pol.n_evaluations + 1
+    printed = COBOHL(box, seed=0, reject_rule="paper", **FAST)
+    for _ in range(60):
+        q = printed.ask()
+        printed.tell(q.id, bool(q.x[1] < 3.0) if isinstance(q, Label) else float(q.x[1]))
+    assert printed.labels_asked > 10 * max(printed.n_evaluations - printed.n_initial, 1)

@@ -739,6 +739,13 @@ class COBOHL(COBOL):
     is feasible: the penalised score of the constrained variant); if ``g_upper - g_lower > g_thr``
     at ``x_t`` the expert is asked and the iteration ends without an evaluation, whatever the
     label; otherwise ``f(x_t)`` is evaluated. No no-harm test and no eta.
+
+    What follows an answer (``reject_rule``): ``"veto"`` (default) never puts a proposal to the
+    expert twice: a rejected one is vetoed (as in :class:`COBOL`) and an *accepted* one is
+    evaluated next. Algorithm 2 as printed (``"paper"``) re-solves line 4 after an accept as
+    well; an accept leaves ``g_lower`` at the box and the width at ``x_t`` above ``g_thr``, so
+    the same point is put to the expert again and again and no evaluation is ever made (a
+    newcomer's trial: 145 accepts of one point, 0 evaluations).
     """
 
     method_id = "cobohl"
@@ -749,6 +756,10 @@ class COBOHL(COBOL):
         super().__init__(space, seed, **kwargs)
 
     def _bo_propose(self) -> Query:
+        if self._pending_eval is not None:  # "veto" rule: an accepted proposal is evaluated
+            u, index = self._pending_eval
+            self._pending_eval = None
+            return self._ask_unit(u, index, "evaluate")
         self._sync_gp()
         U, idx = self._candidates()
         u, index = self._expert_candidate(U, idx, self._f_lower)
@@ -771,6 +782,8 @@ class COBOHL(COBOL):
             return
         self._note_label(query, accepted)
         self.outcomes.append("accept" if accepted else "reject")
+        if accepted and self.reject_rule == "veto":
+            self._pending_eval = (self._to_unit(query.x)[0], query.index)
 
     def _iteration_done(self, query: Query, answer: Any) -> bool:
         if query.id in self.initial_query_ids:
