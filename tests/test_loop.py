@@ -355,3 +355,23 @@ def test_a_module_that_fails_to_import_fails_every_lookup(tmp_path, monkeypatch)
     for _ in range(2):  # the second lookup fails the same way instead of seeing half a registry
         with pytest.raises(ValueError, match="broken module"):
             reg.get("fam/good")
+
+
+def test_simulate_takes_a_method_id_with_options() -> None:
+    """``simulate("cobol?budget=iterations", ...)`` builds the policy with the id's options, as
+    ``boloop bench run`` does (the only way to give an option named like simulate's own
+    ``budget``); the same run as the option given by keyword; an option given both ways and an
+    unknown option are refused."""
+    problem = "expert/ackley4?a=2"
+    by_id = simulate("cobol?budget=iterations&n_candidates=64", problem, 6, 1)
+    by_kw = simulate(
+        make_policy("cobol", problems.get(problem), 1, budget="iterations", n_candidates=64),
+        problem, 6, 1,
+    )
+    assert by_id.method == "cobol?budget=iterations&n_candidates=64"
+    assert [r["points"] for r in by_id.records] == [r["points"] for r in by_kw.records]
+    assert by_id.records[-1]["metrics"] == by_kw.records[-1]["metrics"]
+    with pytest.raises(InvalidInputError, match="both"):
+        simulate("cobol?n_candidates=64", problem, 2, 0, n_candidates=32)
+    with pytest.raises(InvalidInputError, match="bogus"):
+        simulate("cobol?bogus=1", problem, 2, 0)

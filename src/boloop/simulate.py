@@ -249,7 +249,10 @@ def simulate(
     ----------
     policy:
         A policy object, or a method id (built by ``build_policy(problem.policy_spec(policy,
-        seed, **policy_options))``: the policy sees the problem's space and settings only).
+        seed, **policy_options))``: the policy sees the problem's space and settings only). The
+        id may carry options as ``boloop bench run`` takes them, ``"cobol?budget=iterations"``:
+        the way to give an option whose name is one of this function's own parameters
+        (``budget``, ``seed``, ``method``); an option given both ways is refused.
     problem:
         A :class:`Problem` or a problem id (``"levelset/toy"``).
     budget:
@@ -279,9 +282,16 @@ def simulate(
         problem = get(problem)
     if isinstance(policy, str):
         from boloop.algorithms.registry import build_policy
+        from boloop.problems import parse_problem_id
 
         method = method or policy
-        policy = build_policy(problem.policy_spec(policy, seed, **policy_options))
+        name, id_options = parse_problem_id(policy)
+        both = sorted(set(id_options) & set(policy_options))
+        if both:
+            raise InvalidInputError(
+                f"options {both} are given both in the method id {policy!r} and as arguments"
+            )
+        policy = build_policy(problem.policy_spec(name, seed, **id_options, **policy_options))
     elif policy_options:
         raise InvalidInputError(
             f"policy options {sorted(policy_options)} need a method id, not a policy object"
