@@ -476,3 +476,30 @@ def test_cobohl_evaluates_an_accepted_proposal_instead_of_asking_it_forever():
         q = printed.ask()
         printed.tell(q.id, bool(q.x[1] < 3.0) if isinstance(q, Label) else float(q.x[1]))
     assert printed.labels_asked > 10 * max(printed.n_evaluations - printed.n_initial, 1)
+
+
+@pytest.mark.parametrize("budget", ["evaluations", "iterations"])
+def test_status_says_what_the_iteration_counts(tmp_path, budget):
+    """A study's status explains ``iteration`` as the policy counts it: f-evaluations by
+    default, proposals with ``budget="iterations"`` (a newcomer saw 'one per proposal' next
+    to a count of evaluations)."""
+    from boloop.study import create_study
+
+    study = create_study(
+        "it", "cobol", space=Box([0, 0], [1, 1]), storage=f"sqlite:///{tmp_path / 's.db'}",
+        seed=0, n_initial_labels=4, budget=budget, **FAST,
+    )
+    evaluations = 0
+    while study.status()["iteration"] < 4:
+        q = study.ask()
+        if q.kind == "label":
+            study.tell(q.id, bool(q.query.x[0] < 0.5))
+        else:
+            evaluations += int(not q.query.initial)
+            study.tell(q.id, _sphere(q.query.x))
+    status = study.status()
+    if budget == "evaluations":
+        assert "one per evaluation" in status["iteration_meaning"]
+        assert status["iteration"] == evaluations
+    else:
+        assert "one per proposal" in status["iteration_meaning"]

@@ -117,8 +117,8 @@ class ExpertPolicy(BasePolicy):
     uses_labels = False
     accepts_measurements = True  # observe(points, values) -> add_observations
     iteration_meaning = (
-        "the paper's t: one per proposal (the expert's label, then its evaluation if the "
-        "method asks for one); the initial labels and evaluations are not iterations"
+        "one per evaluation of f (labels are counted apart); the initial labels and "
+        "evaluations are not iterations"
     )
     recommendation_meaning = (
         "the measured point with the lowest predicted value (the expert family minimises)"

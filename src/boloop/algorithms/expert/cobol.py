@@ -152,6 +152,17 @@ class COBOL(ExpertPolicy):
     method_id = "cobol"
     uses_labels = True
 
+    @property
+    def iteration_meaning(self) -> str:  # type: ignore[override]
+        """What :attr:`iteration` counts, by ``budget`` (shown in a study's status)."""
+        if self.budget == "iterations" and self.candidate != "pinpoint":
+            return (
+                "the paper's t (Algorithms 1-2): one per proposal (a rejected proposal is an "
+                "iteration without an evaluation); the initial labels and evaluations are not "
+                "iterations"
+            )
+        return ExpertPolicy.iteration_meaning
+
     def __init__(
         self,
         space: Box | CandidateSet,
