@@ -37,6 +37,7 @@ Example (a person answers; 0 means the first option is preferred)::
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from typing import Any
 
@@ -91,6 +92,29 @@ LENGTHSCALE_PRIORS = ("dimension", "flat", "gamma")
 GAMMA_LENGTHSCALE_PRIOR = (2.4, 2.7)
 
 
+def _real(value: Any, name: str, low: float = 0.0, strict: bool = False) -> float:
+    """``value`` as a finite float at least ``low`` (above it when ``strict``); anything else
+    (a string, a bool, NaN, infinity, a value out of range) is an :class:`InvalidInputError`
+    naming the option, raised before the policy stores anything."""
+    bound = f"> {low:g}" if strict else f">= {low:g}"
+    try:
+        v = math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        v = math.nan
+    if not math.isfinite(v) or v < low or (strict and v == low):
+        raise InvalidInputError(f"{name} must be a finite number {bound}, got {value!r}")
+    return v
+
+
+def _count(value: Any, name: str, low: int) -> int:
+    """``value`` as an integer at least ``low`` (an integral float such as ``256.0`` is
+    accepted); anything else is an :class:`InvalidInputError` naming the option."""
+    ok = not isinstance(value, bool) and isinstance(value, (numbers.Integral, float))
+    if not ok or not math.isfinite(value) or int(value) != value or value < low:
+        raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     from scipy.special import expit
 
@@ -127,9 +151,7 @@ def mrlpf_round_schedule(T: int) -> list[int]:
     ``N_1 = ceil(sqrt(T))``, ``N_r = ceil(sqrt(N_{r-1} T))``, the last round truncated to what is
     left of ``T``. Exact integer arithmetic: ``T = 300`` gives ``[18, 74, 149, 59]``.
     """
-    if isinstance(T, bool) or int(T) != T or T < 1:
-        raise InvalidInputError(f"horizon T must be a positive integer, got {T!r}")
-    T = int(T)
+    T = _count(T, "horizon T", 1)
     rounds: list[int] = []
     used = 0
     prev = None
@@ -180,9 +202,7 @@ def _as_candidates(candidates: Any, n_candidates: int, rng: np.random.Generator)
     if isinstance(candidates, CandidateSet):
         return candidates
     if isinstance(candidates, Box):
-        if int(n_candidates) < 2:
-            raise InvalidInputError(f"n_candidates must be >= 2, got {n_candidates!r}")
-        return CandidateSet(candidates.sample(int(n_candidates), rng, method="sobol"))
+        return CandidateSet(candidates.sample(n_candidates, rng, method="sobol"))
     return CandidateSet(candidates)
 
 
@@ -219,20 +239,19 @@ class _DuelingPolicy(BasePolicy):
                 f"recommend_rule must be one of {', '.join(RECOMMEND_RULES)}, got {recommend_rule!r}"
             )
         self.recommend_rule = recommend_rule
+        n_candidates = _count(n_candidates, "n_candidates", 2)
         self.candidates = _as_candidates(candidates, n_candidates, self.rng)
         self.m = self.candidates.n
         if self.m < 1:
             raise InvalidInputError("candidates must hold at least one arm")
-        lam_f = float(lam)
-        if not math.isfinite(lam_f) or lam_f <= 0:
-            raise InvalidInputError(f"lam must be positive and finite, got {lam!r}")
-        self.lam = lam_f
+        self.lam = _real(lam, "lam", strict=True)
         self.regularizer = regularizer
         self.normalize_loss = bool(normalize_loss)
         if tie_break not in ("random", "first"):
             raise InvalidInputError(f"tie_break must be 'random' or 'first', got {tie_break!r}")
         self.tie_break = tie_break
-        self.tie_tol = float(tie_tol)
+        #: relative tolerance within which scores count as tied (0: only exact ties)
+        self.tie_tol = _real(tie_tol, "tie_tol")
         self.fit_kernel = kernel is None
         if kernel is None:
             ls = np.asarray(lengthscales, dtype=np.float64).reshape(-1)
@@ -433,8 +452,13 @@ class MRLPF(_DuelingPolicy):
             recommend_rule=recommend_rule,
             seed=seed,
         )
-        self.horizon = int(horizon) if not isinstance(horizon, bool) else 0
         self.schedule = mrlpf_round_schedule(horizon)
+        self.horizon = sum(self.schedule)
+        B = None if B is None else _real(B, "B", strict=True)
+        kappa = None if kappa is None else _real(kappa, "kappa", strict=True)
+        delta = _real(delta, "delta", strict=True)
+        if delta >= 1:
+            raise InvalidInputError(f"delta must be in (0, 1), got {delta!r}")
         R = len(self.schedule)
         #: the multiplier of sigma in each round: eq. 14's ``beta_(r)`` multiplies sigma itself,
         #: so the ``beta`` option is taken as it is
@@ -626,13 +650,10 @@ class MaxMinLCB(_DuelingPolicy):
             recommend_rule=recommend_rule,
             seed=seed,
         )
-        b = float(beta)
-        if not math.isfinite(b) or b < 0:
-            raise InvalidInputError(f"beta must be >= 0 and finite, got {beta!r}")
-        self.sqrt_beta = b
-        self.sigma_reg = self.lam if sigma_reg is None else float(sigma_reg)
-        if not math.isfinite(self.sigma_reg) or self.sigma_reg <= 0:
-            raise InvalidInputError(f"sigma_reg must be positive, got {sigma_reg!r}")
+        self.sqrt_beta = _real(beta, "beta")
+        self.sigma_reg = (
+            self.lam if sigma_reg is None else _real(sigma_reg, "sigma_reg", strict=True)
+        )
         self.use_candidate_set = bool(use_candidate_set)
         self.allow_self_duel = bool(allow_self_duel)
         self._model = self._new_model(self.K_X)
@@ -802,12 +823,10 @@ class EUBO(_DuelingPolicy):
         if v.size == 0 or not np.all(np.isfinite(v)) or np.any(v <= 0):
             raise InvalidInputError(f"variances must be positive, got {variances!r}")
         self.variances = tuple(float(x) for x in v)
-        if not 0 <= float(min_weight) < 1:
+        self.min_weight = _real(min_weight, "min_weight")
+        if self.min_weight >= 1:
             raise InvalidInputError(f"min_weight must be in [0, 1), got {min_weight!r}")
-        self.min_weight = float(min_weight)
-        if isinstance(max_models, bool) or int(max_models) != max_models or max_models < 1:
-            raise InvalidInputError(f"max_models must be a positive integer, got {max_models!r}")
-        self.max_models = int(max_models)
+        self.max_models = _count(max_models, "max_models", 1)
         if lengthscale_prior not in LENGTHSCALE_PRIORS:
             raise InvalidInputError(
                 f"lengthscale_prior must be one of {', '.join(LENGTHSCALE_PRIORS)}, "
@@ -819,14 +838,8 @@ class EUBO(_DuelingPolicy):
                 f"lengthscale_cap must be True or False, got {lengthscale_cap!r}"
             )
         self.lengthscale_cap = bool(lengthscale_cap)
-        ex = float(exploit)
-        if not math.isfinite(ex) or ex < 0:
-            raise InvalidInputError(f"exploit must be >= 0 and finite, got {exploit!r}")
-        self.exploit = ex
-        op = float(optimism)
-        if not math.isfinite(op) or op < 0:
-            raise InvalidInputError(f"optimism must be >= 0 and finite, got {optimism!r}")
-        self.optimism = op
+        self.exploit = _real(exploit, "exploit")
+        self.optimism = _real(optimism, "optimism")
         if exploit_schedule not in EXPLOIT_SCHEDULES:
             raise InvalidInputError(
                 f"exploit_schedule must be one of {', '.join(EXPLOIT_SCHEDULES)}, "
@@ -836,12 +849,7 @@ class EUBO(_DuelingPolicy):
         #: the weight of the duel's utility at the last duel chosen
         self.exploit_last = self.exploit
         if plausible_beta is not None:
-            pb = float(plausible_beta)
-            if not math.isfinite(pb) or pb < 0:
-                raise InvalidInputError(
-                    f"plausible_beta must be >= 0 and finite (or None), got {plausible_beta!r}"
-                )
-            plausible_beta = pb
+            plausible_beta = _real(plausible_beta, "plausible_beta (or None)")
         self.plausible_beta = plausible_beta
         if model_choice not in MODEL_CHOICES:
             raise InvalidInputError(
@@ -1245,7 +1253,7 @@ _DOCS = {
     "lengthscales": "length-scales (unit-cube units) tried when the kernel is fitted",
     "n_candidates": "boxes: Sobol candidates standing for the continuous space",
     "tie_break": "'random' (from the seed) or 'first' maximiser in row-major order",
-    "tie_tol": "scores within this tolerance of the best are ties",
+    "tie_tol": "scores within this relative tolerance (>= 0) of the best are ties",
     "recommend_rule": "'utility' (largest estimated utility among the options still considered) "
     "or 'copeland' (most predicted wins over every option, the authors' script)",
     "horizon": "T, the number of duels MR-LPF plans its rounds for (default: the budget)",

@@ -1,0 +1,76 @@
+"""A newcomer's trial of the preference family: every bad input is refused when the method is
+built, with an :class:`InvalidInputError` that says what is wrong, instead of a raw numpy error at
+the first ``ask``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from boloop.algorithms.preference import (
+    EUBO,
+    MRLPF,
+    DoubleThompsonDuels,
+    MaxMinLCB,
+    RandomDuels,
+    RegretAwareEUBO,
+)
+from boloop.errors import InvalidInputError
+
+OPTIONS = np.linspace(0.0, 1.0, 6)[:, None]
+
+
+def _build(cls, candidates=OPTIONS, **kw):
+    if cls is MRLPF:
+        kw.setdefault("horizon", 20)
+    return cls(candidates, seed=0, **kw)
+
+
+# -- 2. tie_tol and the other numeric options ------------------------------------------------------
+@pytest.mark.parametrize("cls", [MRLPF, MaxMinLCB, RandomDuels, EUBO, RegretAwareEUBO])
+@pytest.mark.parametrize("bad", [-1e-3, math.nan, math.inf, "abc", None, True])
+def test_a_bad_tie_tol_is_refused_at_construction(cls, bad):
+    with pytest.raises(InvalidInputError, match="tie_tol"):
+        _build(cls, tie_tol=bad)
+
+
+@pytest.mark.parametrize("cls", [MRLPF, MaxMinLCB, RandomDuels, EUBO, RegretAwareEUBO])
+def test_a_good_tie_tol_still_asks(cls):
+    for tol in (0.0, 1e-12, 0.5):
+        pol = _build(cls, tie_tol=tol)
+        q = pol.ask()
+        pol.tell(q.id, 0)
+        assert pol.ask().a_index is not None
+
+
+@pytest.mark.parametrize(
+    "cls, option, bad",
+    [
+        (MRLPF, "lam", "abc"),
+        (MRLPF, "delta", 1.5),
+        (MRLPF, "kappa", -1.0),
+        (MRLPF, "B", math.nan),
+        (MRLPF, "horizon", "abc"),
+        (MaxMinLCB, "beta", "abc"),
+        (MaxMinLCB, "sigma_reg", "abc"),
+        (RandomDuels, "n_candidates", 2.5),
+        (EUBO, "n_candidates", "many"),
+        (EUBO, "exploit", "abc"),
+        (EUBO, "min_weight", "abc"),
+        (EUBO, "max_models", "abc"),
+        (EUBO, "plausible_beta", math.nan),
+        (DoubleThompsonDuels, "plausible_beta", -2.0),
+    ],
+)
+def test_other_numeric_options_are_checked_with_a_clear_error(cls, option, bad):
+    with pytest.raises(InvalidInputError, match=option):
+        _build(cls, **{option: bad})
+
+
+def test_mrlpf_theory_sigma_reg_needs_a_positive_kappa():
+    with pytest.raises(InvalidInputError, match="kappa"):
+        _build(MRLPF, sigma_reg="theory", kappa=-2.0)
+    pol = _build(MRLPF, sigma_reg="theory", kappa=2.0)
+    assert pol.sigma_regs[0] == pytest.approx(0.1)
