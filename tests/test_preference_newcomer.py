@@ -74,3 +74,47 @@ def test_mrlpf_theory_sigma_reg_needs_a_positive_kappa():
         _build(MRLPF, sigma_reg="theory", kappa=-2.0)
     pol = _build(MRLPF, sigma_reg="theory", kappa=2.0)
     assert pol.sigma_regs[0] == pytest.approx(0.1)
+
+
+# -- 3. fewer than two options, or identical options ------------------------------------------------
+ALL = [MRLPF, MaxMinLCB, RandomDuels, EUBO, RegretAwareEUBO, DoubleThompsonDuels]
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_a_single_option_is_refused(cls):
+    with pytest.raises(InvalidInputError, match="at least 2 different options"):
+        _build(cls, candidates=np.array([[0.3, 0.7]]))
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_identical_options_are_refused_naming_the_first_pair(cls):
+    X = np.array([[0.1, 0.2], [0.5, 0.5], [0.9, 0.1], [0.5, 0.5], [0.1, 0.2], [0.3, 0.3]])
+    with pytest.raises(InvalidInputError, match=r"options 1 and 3 .*\[0\.5, 0\.5\]") as err:
+        _build(cls, candidates=X)
+    assert "2 of the 6 options repeat" in str(err.value)
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_two_different_options_duel_each_other(cls):
+    pol = _build(cls, candidates=np.array([[0.0, 1.0], [1.0, 0.0]]))
+    for _ in range(4):
+        q = pol.ask()
+        assert {q.a_index, q.b_index} <= {0, 1}
+        pol.tell(q.id, 0)
+    assert pol.recommend_index() in (0, 1)
+
+
+def test_a_study_of_a_table_with_a_repeated_row_is_refused_and_stores_nothing(tmp_path):
+    from boloop.study import create_study
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    table = {"candidates": {"columns": ["sugar", "flour"], "rows": [[1, 2], [3, 4], [1, 2]]}}
+    with pytest.raises(InvalidInputError, match=r"options 0 and 2 .*identical"):
+        create_study("cake", "eubo-regret", table, storage=url, seed=0)
+    assert not (tmp_path / "lab.db").exists() or not _study_names(url)
+
+
+def _study_names(url):
+    from boloop.study.storage import open_storage
+
+    return [n for n, _ in open_storage(url, create=False).study_names()]

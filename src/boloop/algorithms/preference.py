@@ -7,7 +7,9 @@ Feedback: A Stackelberg Game Perspective" (Algorithm 1 there; Appendix D of the 
 
 Every policy works on a finite arm set (the paper's setting): a :class:`~boloop.spaces.CandidateSet`
 or an (m, d) array. A continuous :class:`~boloop.spaces.Box` is discretised by a scrambled Sobol
-sample of ``n_candidates`` points drawn from the policy's seed. Each duel is a
+sample of ``n_candidates`` points drawn from the policy's seed. The set must hold at least two
+options and no two identical ones (a duel of an option with its copy teaches nothing); otherwise
+the constructor raises :class:`~boloop.errors.InvalidInputError`. Each duel is a
 :class:`~boloop.queries.Compare` query ``(a, b)``; the answer 0 means ``a`` is preferred, which is the
 paper's ``y = 1{x > x'} = 1`` for ``(x, x') = (a, b)``.
 
@@ -206,6 +208,28 @@ def _as_candidates(candidates: Any, n_candidates: int, rng: np.random.Generator)
     return CandidateSet(candidates)
 
 
+def _check_distinct(points: np.ndarray) -> None:
+    """Refuse fewer than two options, or two identical options (rows of ``points``, (m, d)):
+    a duel compares two different options, and a method cannot tell identical ones apart (it
+    would spend duels comparing an option with its copy)."""
+    m = points.shape[0]
+    if m < 2:
+        raise InvalidInputError(
+            f"a preference method needs at least 2 different options to compare, got {m}"
+        )
+    _, first, inverse = np.unique(points, axis=0, return_index=True, return_inverse=True)
+    if first.size == m:
+        return
+    inverse = inverse.reshape(-1)
+    j = int(np.flatnonzero(first[inverse] != np.arange(m))[0])  # the first repeated row
+    i = int(first[inverse[j]])
+    raise InvalidInputError(
+        f"options {i} and {j} (counting from 0) are identical, {points[i].tolist()}; "
+        f"{m - first.size} of the {m} options repeat an earlier one. A duel of an option with "
+        "its copy teaches nothing: remove the repeats, or add a column that tells them apart"
+    )
+
+
 def _refit_due(n: int) -> bool:
     """Fitted-kernel refits after 10, 20, 40, 80, ... duels."""
     return n >= 10 and n % 10 == 0 and ((n // 10) & (n // 10 - 1)) == 0
@@ -242,8 +266,7 @@ class _DuelingPolicy(BasePolicy):
         n_candidates = _count(n_candidates, "n_candidates", 2)
         self.candidates = _as_candidates(candidates, n_candidates, self.rng)
         self.m = self.candidates.n
-        if self.m < 1:
-            raise InvalidInputError("candidates must hold at least one arm")
+        _check_distinct(self.candidates.points)
         self.lam = _real(lam, "lam", strict=True)
         self.regularizer = regularizer
         self.normalize_loss = bool(normalize_loss)
@@ -728,8 +751,6 @@ class RandomDuels(_DuelingPolicy):
         self._model = self._new_model(self.K_X)
 
     def _propose(self) -> Query:
-        if self.m == 1:
-            return self._compare(0, 0)
         i = int(self.rng.integers(self.m))
         j = int(self.rng.integers(self.m - 1))
         return self._compare(i, j + (j >= i))
@@ -938,8 +959,6 @@ class EUBO(_DuelingPolicy):
         return M
 
     def _propose(self) -> Query:
-        if self.m == 1:
-            return self._compare(0, 0)
         M = self.plausible()
         self.n_plausible_last = int(M.size)
         ref = int(np.argmax(self.posterior_mean()))
@@ -1185,8 +1204,6 @@ class DoubleThompsonDuels(EUBO):
         return post.mean() + Q @ (np.sqrt(np.maximum(lam, 0.0)) * z)
 
     def _propose(self) -> Query:
-        if self.m == 1:
-            return self._compare(0, 0)
         M = self.plausible()
         self.n_plausible_last = int(M.size)
         f1 = self.thompson_draw()
