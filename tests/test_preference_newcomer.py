@@ -4,13 +4,16 @@ the first ``ask``."""
 
 from __future__ import annotations
 
+import json
 import math
+import os
 
 import numpy as np
 import pytest
 
 from boloop.algorithms.preference import (
     EUBO,
+    MAX_OPTIONS,
     MRLPF,
     DoubleThompsonDuels,
     MaxMinLCB,
@@ -18,6 +21,8 @@ from boloop.algorithms.preference import (
     RegretAwareEUBO,
 )
 from boloop.errors import InvalidInputError
+from boloop.spaces import Box, CandidateSet
+from cli_runner import assert_refused, run_cli
 
 OPTIONS = np.linspace(0.0, 1.0, 6)[:, None]
 
@@ -118,3 +123,56 @@ def _study_names(url):
     from boloop.study.storage import open_storage
 
     return [n for n, _ in open_storage(url, create=False).study_names()]
+
+
+# -- 1. an option set too large for the option-by-option matrices ----------------------------------
+def test_max_options_is_a_documented_size_of_a_few_thousand_at_most():
+    assert 1000 <= MAX_OPTIONS <= 2000
+    for cls in ALL:
+        assert "MAX_OPTIONS" in (cls.__doc__ or "") or "MAX_OPTIONS" in (
+            cls.__init__.__doc__ or ""
+        ), cls.__name__
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_one_option_over_the_limit_is_refused_at_construction(cls):
+    X = np.linspace(0.0, 1.0, MAX_OPTIONS + 1)[:, None]
+    with pytest.raises(InvalidInputError) as err:
+        _build(cls, candidates=X)
+    msg = str(err.value)
+    assert f"{MAX_OPTIONS + 1} options" in msg and f"limit is {MAX_OPTIONS}" in msg
+    assert "coarser grid" in msg and "table" in msg
+
+
+@pytest.mark.parametrize("cls", [MRLPF, MaxMinLCB, RandomDuels])
+def test_the_limit_itself_is_accepted(cls):
+    X = np.linspace(0.0, 1.0, MAX_OPTIONS)[:, None]
+    assert _build(cls, candidates=X).m == MAX_OPTIONS
+
+
+def test_a_grid_of_20_points_per_axis_in_3_d_says_how_many_points_per_axis_fit():
+    with pytest.raises(InvalidInputError, match="8000 options") as err:
+        _build(RegretAwareEUBO, candidates=CandidateSet.grid([[0, 1]] * 3, 20))
+    per_axis = int(np.floor(MAX_OPTIONS ** (1 / 3) + 1e-9))
+    assert f"at most {per_axis} points per axis for 3 parameters" in str(err.value)
+
+
+def test_too_many_box_candidates_are_refused_naming_n_candidates():
+    with pytest.raises(InvalidInputError, match=f"n_candidates={MAX_OPTIONS + 1}"):
+        _build(MaxMinLCB, candidates=Box([0, 0], [1, 1]), n_candidates=MAX_OPTIONS + 1)
+
+
+def test_study_create_of_three_box_parameters_is_refused_and_stores_nothing(tmp_path):
+    """The newcomer's study: three parameters with bounds and no grid get the family's default
+    grid of 20 points per axis (8,000 options); create says so and stores nothing."""
+    space = {"parameters": [{"name": n, "low": 0, "high": 1} for n in ("sugar", "flour", "egg")]}
+    (tmp_path / "cake.json").write_text(json.dumps(space))
+    env = {**os.environ, "BOLOOP_STORAGE": f"sqlite:///{tmp_path / 'lab.db'}"}
+    argv = ["study", "create", "cake", "--space", "cake.json", "--family", "preference"]
+    res = run_cli(argv, cwd=tmp_path, env=env)
+    assert_refused(res, "8000 options", f"limit is {MAX_OPTIONS}", "points per axis")
+    assert not (tmp_path / "lab.db").exists()
+    space["parameters"] = [{**p, "grid": 10} for p in space["parameters"]]
+    (tmp_path / "cake.json").write_text(json.dumps(space))
+    res = run_cli(argv, cwd=tmp_path, env=env)
+    assert res.returncode == 0, res.stderr

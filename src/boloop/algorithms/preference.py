@@ -8,8 +8,12 @@ Feedback: A Stackelberg Game Perspective" (Algorithm 1 there; Appendix D of the 
 Every policy works on a finite arm set (the paper's setting): a :class:`~boloop.spaces.CandidateSet`
 or an (m, d) array. A continuous :class:`~boloop.spaces.Box` is discretised by a scrambled Sobol
 sample of ``n_candidates`` points drawn from the policy's seed. The set must hold at least two
-options and no two identical ones (a duel of an option with its copy teaches nothing); otherwise
-the constructor raises :class:`~boloop.errors.InvalidInputError`. Each duel is a
+options, no two identical ones (a duel of an option with its copy teaches nothing) and at most
+:data:`MAX_OPTIONS` (1,500) options: every method keeps several option-by-option matrices (m x m
+float64: 17 MiB each at 1,500 options, 488 MiB at 8,000), so a larger set would exhaust the
+memory or take seconds per duel. Otherwise the constructor raises
+:class:`~boloop.errors.InvalidInputError` saying how to fix it (a coarser grid, fewer
+``n_candidates``, a table of the options worth comparing). Each duel is a
 :class:`~boloop.queries.Compare` query ``(a, b)``; the answer 0 means ``a`` is preferred, which is the
 paper's ``y = 1{x > x'} = 1`` for ``(x, x') = (a, b)``.
 
@@ -67,10 +71,19 @@ __all__ = [
     "mrlpf_theory_beta",
     "confidence_beta",
     "DEFAULT_LENGTHSCALES",
+    "MAX_OPTIONS",
     "RECOMMEND_RULES",
     "copeland_winner",
 ]
 
+#: the largest option set a preference method accepts. Every method keeps option-by-option
+#: matrices (m x m float64; EUBO and DTS one per model of their hyperparameter grid). Measured
+#: with one BLAS thread, 3-D options, the first 12 duels: at 1,500 options the peak memory is
+#: 0.7 GB (EUBO, DTS), an ask takes at most 0.9 s (EUBO's first; DTS 0.6 s each) and the
+#: occasional refit (MaxMinLCB, random, an MR-LPF round end) 2.7 s; at 2,000 options 1.2 GB,
+#: 1.5 s per DTS ask and 6.5 s per refit; at 3,000 2.6 GB, 6-7 s per ask and 18-24 s per refit;
+#: a 3-parameter grid of 20 points per axis (8,000 options) would need some 18 GB.
+MAX_OPTIONS = 1500
 #: length-scales (unit-cube units) tried when the kernel is fitted
 DEFAULT_LENGTHSCALES = (0.05, 0.1, 0.2, 0.4, 0.8)
 #: how the weight of the duel's utility in :class:`RegretAwareEUBO` changes with the duels
@@ -201,11 +214,43 @@ def confidence_beta(B: float, kappa: float, lam: float, delta: float = 0.1) -> f
 
 
 def _as_candidates(candidates: Any, n_candidates: int, rng: np.random.Generator) -> CandidateSet:
-    if isinstance(candidates, CandidateSet):
-        return candidates
     if isinstance(candidates, Box):
+        _check_size(n_candidates, candidates.dim, sampled=True)
         return CandidateSet(candidates.sample(n_candidates, rng, method="sobol"))
-    return CandidateSet(candidates)
+    out = candidates if isinstance(candidates, CandidateSet) else CandidateSet(candidates)
+    _check_size(out.n, out.dim, sampled=False)
+    return out
+
+
+def _per_axis(n_max: int, d: int) -> int:
+    """The most points per axis of a ``d``-dimensional grid of at most ``n_max`` points."""
+    k = max(1, int(round(n_max ** (1.0 / d))))
+    while k**d > n_max:
+        k -= 1
+    while (k + 1) ** d <= n_max:
+        k += 1
+    return k
+
+
+def _check_size(m: int, d: int, sampled: bool) -> None:
+    """Refuse more than :data:`MAX_OPTIONS` options (``m`` options of ``d`` coordinates;
+    ``sampled``: drawn from a Box, ``m`` is ``n_candidates``), saying how to fix it."""
+    if m <= MAX_OPTIONS:
+        return
+    mib = m * m * 8 / 2**20
+    what = f"n_candidates={m} is" if sampled else f"{m} options are"
+    fix = (
+        f"give n_candidates <= {MAX_OPTIONS}"
+        if sampled
+        else f"use a coarser grid (at most {_per_axis(MAX_OPTIONS, d)} points per axis for {d} "
+        f"parameter{'s' if d > 1 else ''}: a smaller 'grid' for each parameter of a space file) "
+        "or a shorter table of the options worth comparing"
+    )
+    raise InvalidInputError(
+        f"{what} too many for a preference method: the limit is {MAX_OPTIONS} "
+        f"(MAX_OPTIONS), because each method keeps option-by-option matrices ({m} x {m} "
+        f"floats = {mib:,.0f} MiB each); {fix}"
+    )
 
 
 def _check_distinct(points: np.ndarray) -> None:
@@ -412,7 +457,8 @@ class MRLPF(_DuelingPolicy):
     Parameters
     ----------
     candidates:
-        The arms: a CandidateSet, an (m, d) array, or a Box (discretised, see the module doc).
+        The arms: a CandidateSet, an (m, d) array, or a Box (discretised, see the module doc);
+        2 to :data:`MAX_OPTIONS` distinct options, else :class:`InvalidInputError`.
     horizon:
         ``T``, the number of duels. Asking after ``T`` duels raises :class:`QueryStateError`.
     kernel:
@@ -632,7 +678,8 @@ class MaxMinLCB(_DuelingPolicy):
     with ``M_t = {x : UCB(x, x') >= 1/2 for all x' != x}`` recomputed from all arms each step
     (``use_candidate_set=False``: ``M_t`` is every arm). Pairs ``x = x'`` are excluded unless
     ``|M_t| = 1`` (``allow_self_duel=True`` includes them, as the BOHF authors' script). Ties are
-    broken at random from the seed.
+    broken at random from the seed. The options: 2 to :data:`MAX_OPTIONS` distinct ones (the
+    preference matrices are m x m).
     """
 
     method_id = "maxminlcb"
@@ -742,7 +789,8 @@ class MaxMinLCB(_DuelingPolicy):
 
 class RandomDuels(_DuelingPolicy):
     """Uniformly random duels of two distinct arms; recommends the arm of largest fitted utility
-    (eq. 7 on all duels). The baseline ``random`` of the preference family."""
+    (eq. 7 on all duels). The baseline ``random`` of the preference family. The options: 2 to
+    :data:`MAX_OPTIONS` distinct ones (the fit keeps the m x m kernel matrix)."""
 
     method_id = "random"
 
@@ -804,6 +852,8 @@ class EUBO(_DuelingPolicy):
     ``approximation="ep"`` (off by default) finds each model's Gaussian posterior and evidence by
     expectation propagation with the probit link (:class:`~boloop.gp.utility_ep.UtilityPosteriorEP`)
     instead of Laplace's method; measured in the same document, it is not better either.
+    The options: 2 to :data:`MAX_OPTIONS` distinct ones (each model of the grid keeps its m x m
+    kernel matrix and posterior factor).
     """
 
     method_id = "eubo"
@@ -1085,8 +1135,8 @@ class RegretAwareEUBO(EUBO):
     before any duel, the full duel utility once the differences are known. Measured on 21 option
     tables (15 seeds each, ``docs/reproductions/preference.md``) it helps on some 3-D tables and
     costs on others, so it is not the default either.
-    Everything else (model, hyperparameter averaging, exact search over the pairs) is
-    :class:`EUBO`'s.
+    Everything else (model, hyperparameter averaging, exact search over the pairs, at most
+    :data:`MAX_OPTIONS` options) is :class:`EUBO`'s.
     """
 
     method_id = "eubo-regret"
@@ -1156,7 +1206,8 @@ class DoubleThompsonDuels(EUBO):
       costs no regret and teaches nothing (the paper's self-duel).
 
     The draws use the seed's generator. ``plausible_beta`` defaults to 2 (two posterior standard
-    deviations). Everything else (model, hyperparameter averaging) is :class:`EUBO`'s.
+    deviations). Everything else (model, hyperparameter averaging, at most :data:`MAX_OPTIONS`
+    options: each draw factors an m x m covariance) is :class:`EUBO`'s.
     """
 
     method_id = "dts"
