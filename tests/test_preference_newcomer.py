@@ -21,6 +21,7 @@ from boloop.algorithms.preference import (
     RegretAwareEUBO,
 )
 from boloop.errors import InvalidInputError
+from boloop.gp import SquaredExponential
 from boloop.spaces import Box, CandidateSet
 from cli_runner import assert_refused, run_cli
 
@@ -176,3 +177,48 @@ def test_study_create_of_three_box_parameters_is_refused_and_stores_nothing(tmp_
     (tmp_path / "cake.json").write_text(json.dumps(space))
     res = run_cli(argv, cwd=tmp_path, env=env)
     assert res.returncode == 0, res.stderr
+
+
+# -- 6. describe() and a study's status show only the settings a method uses -----------------------
+ESTIMATOR_SETTINGS = ("lam", "regularizer", "normalize_loss")
+
+
+@pytest.mark.parametrize("cls", [EUBO, RegretAwareEUBO, DoubleThompsonDuels])
+def test_eubo_and_dts_describe_no_logistic_estimator_and_no_unused_kernel(cls):
+    fitted = _build(cls).describe()
+    for key in (*ESTIMATOR_SETTINGS, "kernel"):
+        assert key not in fitted, key
+    assert fitted["kernel_fitted"] is True
+    assert fitted["lengthscale_prior"] == "flat" and fitted["lengthscale_cap"] is True
+    assert {m["lengthscale"] for m in fitted["models"]} <= set(fitted["lengthscales"])
+    fixed = _build(cls, kernel=SquaredExponential(0.3)).describe()
+    assert "lengthscale=0.3" in fixed["kernel"] and fixed["kernel_fitted"] is False
+    assert "models" not in fixed and not set(ESTIMATOR_SETTINGS) & set(fixed)
+
+
+def test_dts_describes_no_setting_of_eubos_pair_score():
+    d = _build(DoubleThompsonDuels).describe()
+    for key in ("exploit", "optimism", "exploit_schedule", "exploit_last", "model_choice"):
+        assert key not in d, key
+    assert d["plausible_beta"] == 2.0
+    assert _build(RegretAwareEUBO).describe()["exploit"] == 1.0
+
+
+@pytest.mark.parametrize("cls", [MRLPF, MaxMinLCB, RandomDuels])
+def test_the_logistic_estimator_methods_still_describe_it(cls):
+    d = _build(cls, lam=0.1).describe()
+    assert d["lam"] == 0.1 and d["regularizer"] == "rkhs" and "kernel" in d
+
+
+def test_a_preference_study_status_lists_only_settings_the_method_uses(tmp_path):
+    from boloop.study import create_study
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    table = {"candidates": {"columns": ["sugar"], "rows": [[0.1], [0.5], [0.9], [0.3]]}}
+    study = create_study("cake", "eubo-regret", table, storage=url, seed=0)
+    q = study.ask()
+    study.tell(q.id, 0)
+    settings = study.status()["settings"]
+    assert "exploit" in settings and "models" in settings
+    for key in (*ESTIMATOR_SETTINGS, "kernel"):
+        assert key not in settings, key

@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -287,6 +287,10 @@ class _DuelingPolicy(BasePolicy):
     iteration_meaning = "the paper's t: one per duel"
     recommendation_meaning = "the option the method currently believes best"
     answer_counts = ("duels",)
+    #: whether the method fits the kernel logistic estimator of eq. 7 (and so uses ``lam``,
+    #: ``regularizer``, ``normalize_loss`` and, when fitted, one selected ``kernel``); EUBO and
+    #: DTS average Laplace posteriors over a grid of kernels instead
+    uses_logistic_estimator: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -425,19 +429,20 @@ class _DuelingPolicy(BasePolicy):
         raise NotImplementedError
 
     def describe(self) -> dict[str, Any]:
+        """Counts and the settings the method uses: the estimator's ``lam``, ``regularizer`` and
+        ``normalize_loss`` only for the methods that fit it, the ``kernel`` when it is fixed or
+        is the one length-scale selected from the duels (not the grid of EUBO and DTS)."""
         d = super().describe()
-        d.update(
-            {
-                "n_arms": self.m,
-                "lam": self.lam,
-                "regularizer": self.regularizer,
-                "normalize_loss": self.normalize_loss,
-                "kernel": repr(self.kernel),
-                "kernel_fitted": self.fit_kernel,
-                "recommend_rule": self.recommend_rule,
-                "recommendation_index": self.recommend_index(),
-            }
-        )
+        d["n_arms"] = self.m
+        if self.uses_logistic_estimator:
+            d["lam"] = self.lam
+            d["regularizer"] = self.regularizer
+            d["normalize_loss"] = self.normalize_loss
+        if self.uses_logistic_estimator or not self.fit_kernel:
+            d["kernel"] = repr(self.kernel)
+        d["kernel_fitted"] = self.fit_kernel
+        d["recommend_rule"] = self.recommend_rule
+        d["recommendation_index"] = self.recommend_index()
         return d
 
 
@@ -857,6 +862,7 @@ class EUBO(_DuelingPolicy):
     """
 
     method_id = "eubo"
+    uses_logistic_estimator = False
 
     def __init__(
         self,
@@ -1086,11 +1092,25 @@ class EUBO(_DuelingPolicy):
         return np.arange(self.m), mean, everyone, P
 
     def describe(self) -> dict[str, Any]:
+        """Counts and settings; with a fitted kernel the grid (``lengthscales``, ``variances``,
+        its prior, cap, ``min_weight``, ``max_models``) and the ``models`` of the mixture now
+        (length-scale, output variance, weight); a fixed kernel is shown as ``kernel``."""
         d = super().describe()
-        d["models"] = [
-            {"lengthscale": ls, "variance": var, "weight": wk}
-            for (ls, var, _), (wk, _) in zip(self._models, self._mixture)
-        ]
+        if self.fit_kernel:
+            d.update(
+                {
+                    "lengthscales": list(self.lengthscales),
+                    "variances": list(self.variances),
+                    "lengthscale_prior": self.lengthscale_prior,
+                    "lengthscale_cap": self.lengthscale_cap,
+                    "min_weight": self.min_weight,
+                    "max_models": self.max_models,
+                    "models": [
+                        {"lengthscale": ls, "variance": var, "weight": wk}
+                        for (ls, var, _), (wk, _) in zip(self._models, self._mixture)
+                    ],
+                }
+            )
         d.update(
             {
                 "exploit": self.exploit,
@@ -1245,6 +1265,14 @@ class DoubleThompsonDuels(EUBO):
             recommend_rule=recommend_rule,
             seed=seed,
         )
+
+    def describe(self) -> dict[str, Any]:
+        """:meth:`EUBO.describe` without the settings of EUBO's pair score, which the draws
+        do not use (``exploit``, ``optimism``, ``exploit_schedule``, ``model_choice``)."""
+        d = super().describe()
+        for key in ("exploit", "optimism", "exploit_schedule", "exploit_last", "model_choice"):
+            d.pop(key)
+        return d
 
     def thompson_draw(self) -> np.ndarray:
         """One joint draw of every option's utility from the mixture posterior, (m,)."""
