@@ -15,7 +15,7 @@ import pytest
 
 from boloop.algorithms import make_policy
 from boloop.algorithms.expert import COBOL, GPLCB
-from boloop.errors import InvalidInputError, OutOfSpaceError, QueryStateError
+from boloop.errors import AnswerTypeError, InvalidInputError, OutOfSpaceError, QueryStateError
 from boloop.problems import get
 from boloop.queries import Evaluate, Label
 from boloop.simulate import oracle_rng
@@ -121,6 +121,8 @@ def test_bad_input_changes_nothing():
         ([[0.5, 0.5]], [1.0, 2.0], InvalidInputError),
         ([[0.5, 0.5], [0.2, 0.2]], [1.0], InvalidInputError),
         ([[0.5, 0.5]], ["abc"], InvalidInputError),
+        ([[0.5, 0.5]], ["1.5"], InvalidInputError),  # as tell: text is not a number
+        ([[0.5, 0.5]], [True], InvalidInputError),  # nor a boolean
         ([[0.5, 0.5, 0.5]], [1.0], InvalidInputError),
         ([[1.5, 0.5]], [1.0], OutOfSpaceError),
     ]:
@@ -172,3 +174,45 @@ def test_study_add_with_cobol(tmp_path, problem_id):
     study.undo()
     fresh = make_policy("cobol", get(problem_id), 0, **opts).ask()
     assert study.n_answered == 0 and study.ask().query == fresh
+
+
+def test_a_single_measurement_is_a_number_or_named_as_one():
+    """A policy measuring one value takes a number or ``{"f"|"y"|"value": number}``; any other
+    name (a parameter, another family's output ``g``) is refused, by tell and by observe, with
+    a message that does not name an internal query id; ``Study.add`` stores ``f=0.1`` as the
+    number 0.1 (one ``value`` column in the export)."""
+    box = Box([0.0, 0.0], [1.0, 1.0])
+    pol = GPLCB(box, 0, n_candidates=32)
+    q = pol.ask()
+    for bad in ({"temperature": 3.0}, {"g": 5.0}, {"f": 1.0, "g": 2.0}):
+        with pytest.raises(AnswerTypeError, match="one value"):
+            pol.tell(q.id, bad)
+        with pytest.raises(AnswerTypeError) as err:
+            pol.observe([[0.5, 0.5]], [bad])
+        assert "query -1" not in str(err.value)
+    assert pol.history == []
+    pol.tell(q.id, {"f": 0.5})
+    assert pol.y_f.tolist() == [0.5]
+
+
+def test_study_add_stores_a_named_single_value_as_the_number(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    study = create_study("n", "gp-lcb", space=Box([0, 0], [1, 1]), storage=url, seed=0)
+    study.add({"x0": 0.5, "x1": 0.5}, "f=0.1")
+    with pytest.raises(AnswerTypeError):
+        study.add({"x0": 0.5, "x1": 0.5}, {"g": 0.3})
+    assert [r["answer"] for r in study.history()] == [0.1]
+    out = tmp_path / "n.csv"
+    study.export(out)
+    header = out.read_text().splitlines()[0].split(",")
+    assert "value" in header and not any(h.startswith("value.") for h in header)
+
+
+def test_predict_refuses_points_outside_the_box():
+    pol = GPLCB(Box([0.0, 0.0], [1.0, 1.0]), 0, n_candidates=32)
+    for _ in range(pol.n_initial):
+        q = pol.ask()
+        pol.tell(q.id, _f(q.x))
+    assert pol.predict([[0.5, 0.5]])["f_mean"].shape == (1,)
+    with pytest.raises(OutOfSpaceError, match="outside"):
+        pol.predict([[5.0, 0.5]])

@@ -97,6 +97,10 @@ class Query:
         return hash((self.kind, self.id))
 
 
+#: Names under which a single measured value may be given as a mapping (``{"f": 0.7}``).
+SINGLE_VALUE_NAMES = ("f", "y", "value")
+
+
 @dataclass(frozen=True, eq=False)
 class Evaluate(Query):
     """Measure the black box at ``x`` (shape (d,)).
@@ -115,23 +119,29 @@ class Evaluate(Query):
         object.__setattr__(self, "outputs", tuple(self.outputs))
 
     def validate_answer(self, answer: Any) -> float | dict[str, float]:
+        who = _who(self.id)
         if self.outputs:
             if not isinstance(answer, Mapping):
                 raise AnswerTypeError(
-                    f"query {self.id} needs named values {list(self.outputs)}, got {answer!r}"
+                    f"{who} needs named values {list(self.outputs)}, got {answer!r}"
                 )
             missing = [k for k in self.outputs if k not in answer]
             if missing:
-                raise AnswerTypeError(f"query {self.id}: answer is missing {missing}")
+                raise AnswerTypeError(f"{who}: answer is missing {missing}")
             extra = [k for k in answer if k not in self.outputs]
             if extra:
-                raise AnswerTypeError(f"query {self.id}: answer has unknown names {extra}")
+                raise AnswerTypeError(f"{who}: answer has unknown names {extra}")
             return {k: _finite_float(answer[k], f"answer[{k!r}]", self.id) for k in self.outputs}
         if isinstance(answer, Mapping):
-            if len(answer) == 1:
+            # one value: a number, or one named by a word that means "the measured value" (any
+            # other name is a typo or another family's output, e.g. a parameter or g)
+            if len(answer) == 1 and next(iter(answer)) in SINGLE_VALUE_NAMES:
                 (value,) = answer.values()
                 return _finite_float(value, "answer", self.id)
-            raise AnswerTypeError(f"query {self.id} needs a single number, got {answer!r}")
+            raise AnswerTypeError(
+                f"{who} measures one value: give a number (or name it "
+                f"{' / '.join(SINGLE_VALUE_NAMES)}), got {answer!r}"
+            )
         return _finite_float(answer, "answer", self.id)
 
     def to_dict(self) -> dict[str, Any]:
@@ -225,12 +235,18 @@ def query_from_dict(d: Mapping[str, Any]) -> Query:
     return _KINDS[kind](**d)
 
 
+def _who(qid: int) -> str:
+    """How a message names the answer's query: measurements given outside the policy's own
+    queries (:meth:`BasePolicy.observe`) are checked as an Evaluate of id -1, never issued."""
+    return f"query {qid}" if qid >= 0 else "measurement"
+
+
 def _finite_float(value: Any, name: str, qid: int) -> float:
     if isinstance(value, bool | np.bool_) or not isinstance(value, numbers.Real):
-        raise AnswerTypeError(f"query {qid}: {name} must be a number, got {value!r}")
+        raise AnswerTypeError(f"{_who(qid)}: {name} must be a number, got {value!r}")
     v = float(value)
     if not math.isfinite(v):
-        raise AnswerTypeError(f"query {qid}: {name} must be finite, got {value!r}")
+        raise AnswerTypeError(f"{_who(qid)}: {name} must be finite, got {value!r}")
     return v
 
 

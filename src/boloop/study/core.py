@@ -348,8 +348,11 @@ class Study(StudyReplay, StudySnapshots):
         """Record a measurement the user made on their own at ``params`` (named values).
 
         Only for methods that take measurements outside their own queries (their policy has
-        ``add(x, value)``); the open query, if any, stays open. ``note``: free text stored with
-        it (as :meth:`tell`'s), never given to the method.
+        ``add(x, value)``). The value is checked as an answer to an Evaluate query (a number, or
+        for one measured value also ``f=...``; named values for several outputs) and stored as
+        checked. The open query, if any, stays open, except for the expert family, whose
+        methods refuse new data while a query is open (answer it first; nothing is stored).
+        ``note``: free text stored with it (as :meth:`tell`'s), never given to the method.
         """
         note = _check_note(note)
         x = params_to_point(self.space, params, "params")
@@ -358,8 +361,9 @@ class Study(StudyReplay, StudySnapshots):
             raise InvalidInputError(f"value must be finite, got {value!r}")
         if isinstance(measured, dict) and not all(math.isfinite(v) for v in measured.values()):
             raise InvalidInputError(f"value must be finite, got {value!r}")
-        # refuses a method that takes no measurements; names and finiteness as tell (nothing stored)
-        self._policy.check_measurements(x[None, :], [measured])
+        # refuses a method that takes no measurements; names and finiteness as tell (nothing
+        # stored); what is stored is the checked value (``f=0.1`` is the number 0.1, as for tell)
+        _, (measured,) = self._policy.check_measurements(x[None, :], [measured])
         for _ in range(_MAX_RETRIES):
             try:
                 with self._write() as tx:

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from boloop.errors import InvalidInputError, QueryStateError
+from boloop.errors import InvalidInputError, OutOfSpaceError, QueryStateError
 from boloop.gp.exact import ExactGP, GammaPrior
 from boloop.gp.kernels import SquaredExponential
 from boloop.gp.likelihood_ratio import LikelihoodRatioModel
@@ -420,10 +421,12 @@ class ExpertPolicy(BasePolicy):
         if self.pending is not None:
             raise QueryStateError("answer the open query before adding observations")
         Xa = self.space.validate(X, "X")
-        try:
-            ya = np.asarray(y, dtype=np.float64).reshape(-1)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"y must be numbers, got {y!r}") from exc
+        items = np.asarray(y, dtype=object).reshape(-1)
+        if not all(
+            isinstance(v, numbers.Real) and not isinstance(v, bool | np.bool_) for v in items
+        ):  # as tell: no booleans, no strings
+            raise InvalidInputError(f"y must be numbers, got {y!r}")
+        ya = items.astype(np.float64)
         if ya.shape[0] != Xa.shape[0] or not np.all(np.isfinite(ya)):
             raise InvalidInputError(f"y must hold {Xa.shape[0]} finite values, got {y!r}")
         U = np.clip(self._box.to_unit(Xa), 0.0, 1.0)
@@ -504,6 +507,11 @@ class ExpertPolicy(BasePolicy):
             raise InvalidInputError(f"points must be a finite (m, {self.dim}) array")
         if not self.X_f.shape[0]:
             raise InvalidInputError("no measurements of f yet: the model is the prior")
+        outside = ~np.asarray(self._box.contains(X), dtype=bool)
+        if np.any(outside):
+            raise OutOfSpaceError(
+                f"points {np.flatnonzero(outside).tolist()} are outside the space's box"
+            )
         twin = copy.deepcopy(self)
         twin._sync_gp()
         U = np.clip(self._box.to_unit(X), 0.0, 1.0)
