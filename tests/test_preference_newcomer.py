@@ -222,3 +222,43 @@ def test_a_preference_study_status_lists_only_settings_the_method_uses(tmp_path)
     assert "exploit" in settings and "models" in settings
     for key in (*ESTIMATOR_SETTINGS, "kernel"):
         assert key not in settings, key
+
+
+# -- 4. a typo in a numeric column of a CSV table ---------------------------------------------------
+RECIPES = """name,sugar,flour,butter
+plain,0.2,0.5,0.50
+
+rich,0.4,0.6,0.75o
+light,0.1,0.4,0.25
+sweet,0.6,0.5,0.40
+"""
+
+
+def test_a_typo_in_a_numeric_csv_column_names_its_line_column_and_cell(tmp_path):
+    from boloop.study import create_study
+
+    (tmp_path / "recipes.csv").write_text(RECIPES)
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    with pytest.raises(InvalidInputError) as err:
+        create_study("cake", "eubo-regret", str(tmp_path / "recipes.csv"), storage=url, seed=0)
+    msg = str(err.value)
+    assert "line 4" in msg and "column 'butter'" in msg and "'0.75o'" in msg
+    assert "3 of the column's 4 values" in msg
+    env = {**os.environ, "BOLOOP_STORAGE": url}
+    argv = ["study", "create", "cake", "--space", "recipes.csv", "--family", "preference"]
+    assert_refused(run_cli(argv, cwd=tmp_path, env=env), "line 4", "'butter'", "'0.75o'")
+    assert not (tmp_path / "lab.db").exists()
+
+
+def test_a_name_column_still_names_the_options_even_with_a_numeric_looking_name(tmp_path):
+    from boloop.study import create_study
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    for second in ("rich", "1984"):  # one name of four looks like a number: still the names
+        names = ["plain", second, "light", "sweet"]
+        path = tmp_path / f"{second}.csv"
+        path.write_text(RECIPES.replace("0.75o", "0.75").replace("rich", second))
+        study = create_study(f"cake-{second}", "eubo-regret", str(path), storage=url, seed=0)
+        assert study.names == ["sugar", "flour", "butter"]
+        q = study.ask()
+        assert q.a_label in names and q.b_label in names

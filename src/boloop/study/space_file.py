@@ -153,7 +153,10 @@ def read_candidates_csv(source: str | os.PathLike[str] | io.TextIOBase) -> dict[
     The first row names the columns. Columns whose every value is a finite number are the
     parameters; a text column (at most one) names each option; columns whose every value is a
     media file name (``photo.jpg``, ``take1.wav``; see :mod:`boloop.study.media`) name a file
-    beside the table shown with each option (``"media": {column: [file names]}``).
+    beside the table shown with each option (``"media": {column: [file names]}``). A column of
+    which at least half the values are finite numbers is a parameter column with a typo: the
+    first value that is not a number is an :class:`InvalidInputError` naming its line, column
+    and cell (rather than the whole column silently becoming the options' names).
     """
     if isinstance(source, io.TextIOBase):
         text = source.read()
@@ -165,16 +168,25 @@ def read_candidates_csv(source: str | os.PathLike[str] | io.TextIOBase) -> dict[
         with open(source, encoding="utf-8-sig", newline="") as fh:
             text = fh.read()
     reader = csv.reader(io.StringIO(text))
-    rows = [r for r in reader if any(c.strip() for c in r)]
-    if len(rows) < 2:
+    # each non-blank record with the line of the file it ends on (a spreadsheet's row number)
+    records = [(reader.line_num, r) for r in reader if any(c.strip() for c in r)]
+    if len(records) < 2:
         raise InvalidInputError(f"{where} needs a header row and at least one option")
-    header = [h.strip() for h in rows[0]]
-    body = rows[1:]
-    for i, r in enumerate(body, start=2):
+    header = [h.strip() for h in records[0][1]]
+    lines = [n for n, _ in records[1:]]
+    body = [r for _, r in records[1:]]
+    for i, r in zip(lines, body):
         if len(r) != len(header):
             raise InvalidInputError(
-                f"{where} row {i} has {len(r)} fields, header has {len(header)}"
+                f"{where} line {i} has {len(r)} fields, header has {len(header)}"
             )
+
+    def finite_number(cell: str) -> bool:
+        try:
+            return math.isfinite(float(cell))
+        except ValueError:
+            return False
+
     numeric: list[int] = []
     text_cols: list[int] = []
     media_cols: list[int] = []
@@ -185,6 +197,15 @@ def read_candidates_csv(source: str | os.PathLike[str] | io.TextIOBase) -> dict[
         try:
             nums = [float(v) for v in vals]
         except ValueError:
+            finite = [finite_number(v) for v in vals]
+            if 2 * sum(finite) >= len(vals):  # a numeric column with a typo
+                k = finite.index(False)
+                raise InvalidInputError(
+                    f"{where} line {lines[k]}, column {name!r}: {vals[k]!r} is not a finite "
+                    f"number, while {sum(finite)} of the column's {len(vals)} values are "
+                    f"({len(vals) - sum(finite)} not); correct the cell (a column that names the "
+                    "options must have names that are not numbers)"
+                ) from None
             (media_cols if all(is_media_name(v) for v in vals) else text_cols).append(j)
             continue
         if not all(math.isfinite(v) for v in nums):
