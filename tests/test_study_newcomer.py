@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from boloop.errors import AnswerTypeError, InvalidInputError
-from boloop.study import create_study
+from boloop.study import create_study, load_study
 from cli_runner import assert_refused, run_cli
 
 
@@ -615,3 +615,50 @@ def test_an_expert_ask_after_a_command_line_tell_imports_no_scipy_stats(tmp_path
         assert asked["id"] == replayed.id and asked["params"] == replayed.params
     assert all("scipy.stats" not in line for line in imported), imported
     assert sum("scipy.optimize" in line for line in imported) <= 1, imported
+
+
+def test_study_label_records_an_outside_label_from_the_command_line(tmp_path):
+    """``boloop study label NAME PARAMS accept|reject``: the CLI counterpart of Study.label,
+    for labels the expert gave outside the loop; a bad answer or a method that takes no
+    labels stores nothing."""
+    (tmp_path / "process.json").write_text(
+        '{"parameters": [{"name": "temperature", "low": 150, "high": 250},'
+        ' {"name": "pressure", "low": 1.0, "high": 5.0}]}'
+    )
+    res = _boloop(tmp_path, "study", "create", "p", "--method", "cobol", "--space",
+                  "process.json", "--seed", "0")
+    assert res.returncode == 0, res.stderr
+    res = _boloop(tmp_path, "study", "label", "p", "temperature=200,pressure=2", "accept")
+    assert res.returncode == 0 and "stored label accept" in res.stdout
+    res = _boloop(tmp_path, "study", "label", "p", '{"temperature": 160, "pressure": 4.5}', "n")
+    assert res.returncode == 0 and "stored label reject" in res.stdout
+    before = _events(tmp_path)
+    for argv in (("temperature=170,pressure=3", "maybe"), ("temperature=999,pressure=3", "y")):
+        res = _boloop(tmp_path, "study", "label", "p", *argv)
+        assert res.returncode == 2 and res.stderr
+    assert _events(tmp_path) == before
+    rows = load_study("p", storage=f"sqlite:///{tmp_path / 'lab.db'}").history()
+    assert [(r["source"], r["answer"]) for r in rows] == [("added", True), ("added", False)]
+    res = _boloop(tmp_path, "study", "create", "g", "--method", "gp-lcb", "--space",
+                  "process.json")
+    res = _boloop(tmp_path, "study", "label", "g", "temperature=200,pressure=2", "y")
+    assert res.returncode == 2 and "labels" in res.stderr
+
+
+def test_data_options_are_refused_by_a_study_with_the_way_to_give_data(tmp_path):
+    """initial_labels / initial_observations as study options would be data the study's
+    status, history and export never show: create refuses them, naming add / label, and
+    stores nothing."""
+    import pytest
+
+    from boloop.errors import InvalidInputError
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    with pytest.raises(InvalidInputError, match="Study.add"):
+        create_study("e", "cobol", problem="expert/toy", storage=url,
+                     initial_observations=[[[0.5, 0.5]], [0.5]])
+    with pytest.raises(InvalidInputError, match="Study.label"):
+        create_study("e", "cobol", problem="expert/toy", storage=url,
+                     initial_labels=[[[0.5, 0.5]], [True]])
+    study = create_study("e", "cobol", problem="expert/toy", storage=url)
+    assert study.n_answered == 0

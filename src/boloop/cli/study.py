@@ -133,6 +133,12 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("value", metavar="VALUE", help="the measured value(s)")
 
+    p = add("label", "record an expert's accept/reject given outside the loop", _label)
+    p.add_argument(
+        "params", metavar="PARAMS", help="named values: temperature=35,ratio=0.4 or JSON"
+    )
+    p.add_argument("answer", metavar="ANSWER", help="accept or reject (y / n)")
+
     p = add("status", "counts, the recommendation and the last answers", _status)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--last", type=int, default=5, help="how many recent answers to show")
@@ -268,11 +274,11 @@ def _undo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _add(args: argparse.Namespace) -> int:
+def _params(text: str) -> dict[str, Any]:
+    """PARAMS of ``add`` / ``label``: ``temperature=35,ratio=0.4`` or a JSON object."""
     from boloop.study.answers import parse_measurement
 
-    study = load_study(args.name, storage=args.storage)
-    text = args.params.strip()
+    text = text.strip()
     try:
         params = json.loads(text) if text.startswith("{") else parse_measurement(text, "PARAMS")
     except ValueError as exc:  # bad JSON; BoloopErrors are ValueErrors too
@@ -281,9 +287,32 @@ def _add(args: argparse.Namespace) -> int:
         raise InvalidInputError(
             f"PARAMS must be named values, e.g. temperature=35,ratio=0.4, got {text!r}"
         )
+    return params
+
+
+def _add(args: argparse.Namespace) -> int:
+    study = load_study(args.name, storage=args.storage)
+    params = _params(args.params)
     study.add(params, args.value)
     study.save_snapshot()  # as after a tell: the next call loads it without a replay
     print(f"stored measurement at {params} ({_n(study.n_answered, 'answer')})")
+    return 0
+
+
+def _label(args: argparse.Namespace) -> int:
+    from boloop.study.answers import parse_label
+
+    study = load_study(args.name, storage=args.storage)
+    params = _params(args.params)
+    accepted = parse_label(args.answer)
+    if accepted is None:
+        raise InvalidInputError(
+            f"ANSWER must be y/yes/accept/1/true or n/no/reject/0/false, got {args.answer!r}"
+        )
+    study.label(params, accepted)
+    study.save_snapshot()
+    verdict = "accept" if accepted else "reject"
+    print(f"stored label {verdict} at {params} ({_n(study.n_answered, 'answer')})")
     return 0
 
 

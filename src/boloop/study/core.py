@@ -78,6 +78,9 @@ CONFIG_FORMAT = 1
 _MAX_RETRIES = 5
 
 
+#: Method options that carry data (the expert family's); a study takes data as events instead.
+DATA_OPTIONS = ("initial_labels", "initial_observations")
+
 # -- queries with names ----------------------------------------------------------------------------
 CALIBRATION_NOTE = (
     "this point is measured next whatever you answer: your answer, set against the measured "
@@ -948,6 +951,14 @@ def create_study(
         )
     if from_storage is not None:
         raise InvalidInputError("from_storage is the storage of from_study: give from_study too")
+    given_data = sorted(k for k in DATA_OPTIONS if k in options)
+    if given_data:
+        raise InvalidInputError(
+            f"{', '.join(given_data)}: data you already have go into a study with Study.add "
+            "(measurements) and Study.label (an expert's labels), or `boloop study add` / "
+            "`boloop study label`: then they count in its status, history and export and can "
+            "be undone, which options cannot"
+        )
     if (
         isinstance(space, str)
         and problem is None
