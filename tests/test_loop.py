@@ -375,3 +375,14 @@ def test_simulate_takes_a_method_id_with_options() -> None:
         simulate("cobol?n_candidates=64", problem, 2, 0, n_candidates=32)
     with pytest.raises(InvalidInputError, match="bogus"):
         simulate("cobol?bogus=1", problem, 2, 0)
+
+
+@pytest.mark.parametrize("seed", [-1, "abc", 1.5, True])
+@pytest.mark.parametrize(
+    "method, pid",
+    [("eubo", "preference/toy"), ("cobol", "expert/toy"), ("straddle", "levelset/toy")],
+)
+def test_make_policy_refuses_a_bad_seed_clearly(method: str, pid: str, seed: object) -> None:
+    """A bad seed is an InvalidInputError naming it, not numpy's ValueError/TypeError."""
+    with pytest.raises(InvalidInputError, match="seed"):
+        make_policy(method, problems.get(pid), seed=seed)

@@ -51,10 +51,19 @@ def as_values(y: Any, name: str, n: int | None = None) -> np.ndarray:
 
 
 def as_rng(seed: Any) -> np.random.Generator:
-    """A Generator from a seed, a Generator (returned as is) or None (fresh entropy)."""
+    """A Generator from a seed, a Generator (returned as is) or None (fresh entropy).
+
+    A seed is a non-negative integer (or what :func:`numpy.random.default_rng` takes besides:
+    a sequence of them, a SeedSequence, a BitGenerator); anything else raises
+    :class:`~boloop.errors.InvalidInputError` (a boolean too: ``True`` is not a seed)."""
     if isinstance(seed, np.random.Generator):
         return seed
-    return np.random.default_rng(seed)
+    if isinstance(seed, bool | np.bool_):
+        raise InvalidInputError(f"seed must be a non-negative integer, got {seed!r}")
+    try:
+        return np.random.default_rng(seed)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"seed must be a non-negative integer, got {seed!r}") from exc
 
 
 def positive(value: Any, name: str) -> float:
