@@ -11,9 +11,12 @@ tracker) for
   largest ``AnalyticExpectedUtilityOfBestOption`` over all pairs of options (the first duel a
   random pair from the seed), recommending the option of largest posterior mean.
 
-Prints R(25) / R(50) / R(100) (cumulative regret) and the simple regret at the end (mean ± standard
-error over seeds) and the median milliseconds per duel (ask + tell). Needs the optional ``peers`` extra for the peer (``torch``,
-``botorch``); without it only our methods run::
+Prints R(25) / R(50) / R(100) (cumulative regret; the columns that fit in ``--duels``) and the
+simple regret at the end (mean ± standard error over seeds) and the median milliseconds per duel
+(ask + tell). BoTorch's warnings during the peer's fits and acquisitions (``OptimizationWarning``
+when its optimiser stops early, ``NumericalWarning`` when it adds jitter, ...) are counted, not
+printed: one summary line after the table. Needs the optional ``peers`` extra for the peer
+(``torch``, ``botorch``); without it only our methods run::
 
     OMP_NUM_THREADS=1 python benchmarks/preference_peers.py --seeds 5 --duels 100
 """
@@ -21,9 +24,13 @@ error over seeds) and the median milliseconds per duel (ask + tell). Needs the o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import time
+import warnings
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +41,29 @@ from boloop.problems import parse_problem_id
 from boloop.queries import BasePolicy, Compare, Query
 from boloop.recommendations import BestPoint
 from boloop.simulate import simulate
+
+
+@contextlib.contextmanager
+def counting_warnings(counts: Counter[str]) -> Iterator[None]:
+    """Silence every warning raised inside the block, counting it by category name in
+    ``counts`` (BoTorch warns on most refits of a few duels: hundreds of lines per table)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            counts.update(type(w.message).__name__ for w in caught)
+
+
+def warnings_summary(counts: Counter[str], runs: int) -> str:
+    """One line for the warnings of the peer's ``runs`` runs: ``12 OptimizationWarning, ...``."""
+    parts = ", ".join(f"{n} {name}" for name, n in counts.most_common()) or "none"
+    return f"BoTorch warnings silenced in the peer's {runs} run(s) (not cached): {parts}"
+
+
+def table_row(cells: list[str]) -> str:
+    """A markdown table row of ``cells``."""
+    return "| " + " | ".join(cells) + " |"
 
 
 class BoTorchEUBO(BasePolicy):
@@ -59,6 +89,8 @@ class BoTorchEUBO(BasePolicy):
         self._mean = np.zeros(self.m)
         self._model: Any = None
         self.joint = joint
+        #: warnings BoTorch raised in this run (silenced), by category name
+        self.warning_counts: Counter[str] = Counter()
 
     def _acquisition_values(self) -> np.ndarray:
         """BoTorch's analytic EUBO of every pair, evaluated as a user would: the acquisition
@@ -94,7 +126,10 @@ class BoTorchEUBO(BasePolicy):
         if self._model is None:
             i, j = self.rng.choice(self.m, size=2, replace=False)
         else:
-            values = self._acquisition_values_joint() if self.joint else self._acquisition_values()
+            with counting_warnings(self.warning_counts):
+                values = (
+                    self._acquisition_values_joint() if self.joint else self._acquisition_values()
+                )
             best = np.flatnonzero(values >= values.max() - 1e-12)
             i, j = self._pairs[int(best[0] if best.size == 1 else self.rng.choice(best))]
         return self._new_compare(self.options[i], self.options[j], a_index=int(i), b_index=int(j))
@@ -107,14 +142,15 @@ class BoTorchEUBO(BasePolicy):
         a, b = int(query.a_index), int(query.b_index)
         self._comparisons.append((a, b) if int(answer) == 0 else (b, a))
         comp = self.torch.tensor(self._comparisons, dtype=self.torch.long)
-        model = PairwiseGP(self._unit, comp)
-        try:
-            fit_gpytorch_mll(PairwiseLaplaceMarginalLogLikelihood(model.likelihood, model))
-        except Exception:  # botorch warns and keeps the initial values; so do we
-            pass
-        model.eval()
-        with self.torch.no_grad():
-            self._mean = model.posterior(self._unit).mean.squeeze(-1).numpy()
+        with counting_warnings(self.warning_counts):
+            model = PairwiseGP(self._unit, comp)
+            try:
+                fit_gpytorch_mll(PairwiseLaplaceMarginalLogLikelihood(model.likelihood, model))
+            except Exception:  # botorch warns and keeps the initial values; so do we
+                pass
+            model.eval()
+            with self.torch.no_grad():
+                self._mean = model.posterior(self._unit).mean.squeeze(-1).numpy()
         self._model = model
 
     def recommend_index(self) -> int:
@@ -149,7 +185,11 @@ def run(problem_id: str, method: str, seed: int, duels: int) -> dict:
             name, problem, duels, seed=seed, method=method, **{"kernel": "fit", **options}
         )
     rec = trace.records
-    extra = {"hyper": policy.hyperparameters()} if method == "botorch-eubo" else {}
+    extra = (
+        {"hyper": policy.hyperparameters(), "warnings": dict(policy.warning_counts)}
+        if method == "botorch-eubo"
+        else {}
+    )
     return {
         **extra,
         "R": {
@@ -210,12 +250,11 @@ def main(argv: list[str] | None = None) -> None:
             print("torch/botorch not installed (pip install -e '.[peers]'): our methods only")
     cache = _cached(args.cache)
     cps = [t for t in (25, 50, 100, 200) if t <= args.duels]
-    print(
-        "| problem | method | seeds | "
-        + " | ".join(f"R({t})" for t in cps)
-        + " | simple regret | ms/duel |"
-    )
-    print("|---" * (5 + len(cps)) + "|")
+    header = ["problem", "method", "seeds", *(f"R({t})" for t in cps), "simple regret", "ms/duel"]
+    print(table_row(header))
+    print("|---" * len(header) + "|")
+    peer_warnings: Counter[str] = Counter()
+    peer_runs = 0
     for pid in args.problems:
         for m in methods:
             rows = []
@@ -227,22 +266,31 @@ def main(argv: list[str] | None = None) -> None:
                 if m == "botorch-eubo" and args.cached_peer_only:
                     continue
                 row = run(pid, m, s, args.duels)
+                if m == "botorch-eubo":
+                    peer_warnings.update(row.pop("warnings"))
+                    peer_runs += 1
                 if m == "botorch-eubo" and args.cache is not None:
                     row.update(problem=pid, method=m, seed=s, duels=args.duels, when=time.time())
                     with args.cache.open("a") as fh:
                         fh.write(json.dumps(row) + "\n")
                 rows.append(row)
             if not rows:
-                print(f"| {pid} | {m} | 0 |" + " - |" * (len(cps) + 2), flush=True)
+                print(table_row([pid, m, "0", *["-"] * (len(header) - 3)]), flush=True)
                 continue
-            cells = " | ".join(_mean_se([r["R"][t] for r in rows]) for t in cps)
             sr = [r["simple"] for r in rows]
+            se = (statistics.stdev(sr) if len(sr) > 1 else 0.0) / len(sr) ** 0.5
             ms = 1000 * statistics.median(r["per_duel"] for r in rows)
-            print(
-                f"| {pid} | {m} | {len(rows)} | {cells} | {statistics.mean(sr):.3f} ± "
-                f"{(statistics.stdev(sr) if len(sr) > 1 else 0.0) / len(sr) ** 0.5:.3f} | {ms:.2f} |",
-                flush=True,
-            )
+            cells = [
+                pid,
+                m,
+                str(len(rows)),
+                *(_mean_se([r["R"][t] for r in rows]) for t in cps),
+                f"{statistics.mean(sr):.3f} ± {se:.3f}",
+                f"{ms:.2f}",
+            ]
+            print(table_row(cells), flush=True)
+    if peer_runs:
+        print(warnings_summary(peer_warnings, peer_runs))
 
 
 if __name__ == "__main__":

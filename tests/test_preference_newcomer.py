@@ -262,3 +262,55 @@ def test_a_name_column_still_names_the_options_even_with_a_numeric_looking_name(
         assert study.names == ["sugar", "flour", "butter"]
         q = study.ask()
         assert q.a_label in names and q.b_label in names
+
+
+# -- 5. benchmarks/preference_peers.py: its table and BoTorch's warnings ----------------------------
+def _peers_benchmark():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "preference_peers.py"
+    spec = importlib.util.spec_from_file_location("preference_peers_bench", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("duels", [20, 30])
+def test_the_peers_table_header_separator_and_rows_have_as_many_cells(duels, capsys):
+    bench = _peers_benchmark()
+    argv = ["--duels", str(duels), "--seeds", "1", "--problems", "preference/toy"]
+    bench.main([*argv, "--methods", "random", "--no-peer"])
+    table = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("|")]
+    assert len(table) == 3
+    widths = {ln.count("|") for ln in table}
+    assert widths == {6 + (duels >= 25)}, table
+    assert all(cell.strip() for ln in table for cell in ln.strip("|").split("|")), table
+
+
+def test_the_peers_warnings_are_counted_not_printed(capsys):
+    import warnings
+    from collections import Counter
+
+    bench = _peers_benchmark()
+    counts = Counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning that escaped the block would raise here
+        with bench.counting_warnings(counts):
+            for _ in range(3):
+                warnings.warn("optimiser stopped", RuntimeWarning, stacklevel=1)
+            warnings.warn("jitter added", UserWarning, stacklevel=1)
+    assert counts == Counter({"RuntimeWarning": 3, "UserWarning": 1})
+    line = bench.warnings_summary(counts, 2)
+    assert "3 RuntimeWarning, 1 UserWarning" in line and "\n" not in line
+    assert capsys.readouterr().err == ""
+
+
+def test_the_peer_runs_without_a_warning_on_stderr_and_ends_with_the_summary(capfd):
+    pytest.importorskip("botorch")
+    bench = _peers_benchmark()
+    argv = ["--duels", "4", "--seeds", "1", "--problems", "preference/toy", "--methods"]
+    bench.main(argv)
+    out, err = capfd.readouterr()
+    assert "Warning" not in err
+    assert out.strip().splitlines()[-1].startswith("BoTorch warnings silenced in the peer's 1 run")
