@@ -503,3 +503,8 @@ def test_status_says_what_the_iteration_counts(tmp_path, budget):
         assert status["iteration"] == evaluations
     else:
         assert "one per proposal" in status["iteration_meaning"]
+
+
+def test_an_unknown_problem_option_lists_the_valid_ones():
+    with pytest.raises(InvalidInputError, match=r"unknown option\(s\) b .*valid options: .*\ba\b"):
+        get("expert/ackley4?b=1")

@@ -313,6 +313,19 @@ def _make(
     description: str,
     options: dict[str, Any],
 ) -> ExpertProblem:
+    import inspect
+
+    valid = [
+        p.name
+        for p in inspect.signature(ExpertProblem.__init__).parameters.values()
+        if p.kind is p.KEYWORD_ONLY and p.name != "description"
+    ]
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise InvalidInputError(
+            f"unknown option(s) {', '.join(unknown)} for problem {name!r}; valid options: "
+            f"{', '.join(valid)}"
+        )
     if f_range is None:
         lo, hi = _estimate_range(f, box)
         f_range = (min(lo, f_opt), hi)
