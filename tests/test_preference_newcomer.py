@@ -314,3 +314,16 @@ def test_the_peer_runs_without_a_warning_on_stderr_and_ends_with_the_summary(cap
     out, err = capfd.readouterr()
     assert "Warning" not in err
     assert out.strip().splitlines()[-1].startswith("BoTorch warnings silenced in the peer's 1 run")
+
+
+def test_a_grid_too_large_to_build_is_refused_before_it_is_built(tmp_path):
+    """Six parameters at the default 20 points per axis would be 64 million grid points, made
+    before any method's own limit could refuse them; the space file is refused first, naming
+    the count and each parameter's points per axis, and nothing is stored."""
+    space = {"parameters": [{"name": f"p{i}", "low": 0, "high": 1} for i in range(6)]}
+    (tmp_path / "big.json").write_text(json.dumps(space))
+    env = {**os.environ, "BOLOOP_STORAGE": f"sqlite:///{tmp_path / 'lab.db'}"}
+    argv = ["study", "create", "big", "--space", "big.json", "--family", "preference"]
+    res = run_cli(argv, cwd=tmp_path, env=env)
+    assert_refused(res, "64,000,000 points", "p0: 20", "smaller 'grid'")
+    assert not (tmp_path / "lab.db").exists()

@@ -398,6 +398,22 @@ def check_family_keys(spec: Mapping[str, Any], family: str, method: str) -> None
             )
 
 
+#: The most points a space file's grid may have (the product of its points per axis): built
+#: before any method sees it, a grid of 20 points per axis in 6-D (64 million points) would
+#: exhaust memory while being made. Methods have their own, lower limits (preference: 1,500).
+MAX_GRID_POINTS = 1_000_000
+
+
+def _check_grid_size(counts: list[int], params: list[Mapping[str, Any]]) -> None:
+    total = math.prod(int(c) for c in counts)
+    if total > MAX_GRID_POINTS:
+        per_axis = ", ".join(f"{p['name']}: {int(c)}" for p, c in zip(params, counts))
+        raise InvalidInputError(
+            f"the grid would have {total:,} points ({per_axis} per axis), more than "
+            f"{MAX_GRID_POINTS:,}: give a smaller 'grid' to the parameters"
+        )
+
+
 def build_experiment(
     spec: Mapping[str, Any], family: str, name: str = "experiment"
 ) -> UserExperiment:
@@ -429,7 +445,9 @@ def build_experiment(
         g0 = _GRID if traits.default_grid is None else traits.default_grid
         s_values = np.linspace(mono["low"], mono["high"], mono.get("grid", g0))
         x_bounds = [[p["low"], p["high"]] for p in others]
-        x_points = CandidateSet.grid(x_bounds, [p.get("grid", g0) for p in others]).points
+        x_counts = [p.get("grid", g0) for p in others]
+        _check_grid_size([mono.get("grid", g0), *x_counts], [mono, *others])
+        x_points = CandidateSet.grid(x_bounds, x_counts).points
         space = SafeSpace(s_values, x_points, names=[mono["name"]] + [p["name"] for p in others])
         # the safe policies read the safety threshold h as settings["threshold"]
         settings["threshold"] = spec["h"]
@@ -446,7 +464,9 @@ def build_experiment(
         bounds = [[p["low"], p["high"]] for p in params]
         if traits.default_grid is not None or any("grid" in p for p in params):
             g0 = _GRID if traits.default_grid is None else traits.default_grid
-            space = CandidateSet.grid(bounds, [p.get("grid", g0) for p in params], names=names)
+            counts = [p.get("grid", g0) for p in params]
+            _check_grid_size(counts, params)
+            space = CandidateSet.grid(bounds, counts, names=names)
         else:
             space = Box([b[0] for b in bounds], [b[1] for b in bounds], names=names)
     if "threshold" in spec:
