@@ -36,6 +36,7 @@ import numpy as np
 import boloop
 from boloop.algorithms.registry import default_method, get_method, make_policy
 from boloop.errors import (
+    AnswerTypeError,
     BoloopError,
     InvalidInputError,
     QueryStateError,
@@ -661,7 +662,18 @@ class Study(StudyReplay, StudySnapshots):
             return answer  # the grammar's words win over option names
         names = [self._label(query.a_index), self._label(query.b_index)]
         hits = [i for i, n in enumerate(names) if n is not None and n.strip().lower() == key]
-        return hits[0] if len(hits) == 1 else answer
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) == 2:  # a table whose two options share a name (refused for new tables)
+            raise AnswerTypeError(
+                f"query {query.id}: both options are named {answer.strip()!r}; answer a or b"
+            )
+        if any(n.strip().lower() == key for n in self._labels):
+            raise AnswerTypeError(
+                f"query {query.id}: {answer.strip()!r} is an option of the table but not one of "
+                f"this duel ({names[0]!r} or {names[1]!r}); answer a, b or one of those names"
+            )
+        return answer
 
     def _add_to_policy(self, x: np.ndarray, value: Any) -> None:
         """Give the policy a measurement it did not ask for (the contract's ``observe``): the
