@@ -327,3 +327,16 @@ def test_a_grid_too_large_to_build_is_refused_before_it_is_built(tmp_path):
     res = run_cli(argv, cwd=tmp_path, env=env)
     assert_refused(res, "64,000,000 points", "p0: 20", "smaller 'grid'")
     assert not (tmp_path / "lab.db").exists()
+
+
+def test_a_finished_mrlpf_describes_its_last_round_not_one_past_it():
+    from boloop.algorithms.preference import MRLPF
+
+    X = np.random.default_rng(0).random((20, 2))
+    pol = MRLPF(X, horizon=10, seed=0)
+    assert pol.describe()["round"] == 1 and not pol.describe()["finished"]
+    for _ in range(10):
+        q = pol.ask()
+        pol.tell(q.id, 0)
+    d = pol.describe()
+    assert d["round"] == len(d["schedule"]) and d["finished"]

@@ -659,7 +659,9 @@ class MRLPF(_DuelingPolicy):
             {
                 "horizon": self.horizon,
                 "schedule": list(self.schedule),
-                "round": self.round + 1,
+                # 1-based; after the last duel of the horizon, the last round (not one past it)
+                "round": min(self.round + 1, len(self.schedule)),
+                "finished": self.round >= len(self.schedule),
                 "n_in_round": self.n_in_round,
                 "n_surviving": int(self.M.size),
                 "beta": list(self.sqrt_betas),
@@ -1439,7 +1441,7 @@ def _make_eubo(problem: Any, seed: int | None, **options: Any) -> EUBO:
 @register_method(
     "eubo-regret",
     "preference",
-    "EUBO plus the duel's own expected utility, among the plausible maximisers (few duels)",
+    "EUBO plus the duel's own expected utility: few duels of low regret (the study default)",
     options=options_from(
         RegretAwareEUBO,
         {
