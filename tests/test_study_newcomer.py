@@ -662,3 +662,16 @@ def test_data_options_are_refused_by_a_study_with_the_way_to_give_data(tmp_path)
                      initial_labels=[[[0.5, 0.5]], [True]])
     study = create_study("e", "cobol", problem="expert/toy", storage=url)
     assert study.n_answered == 0
+
+
+def test_study_run_r_names_the_recommended_option_of_a_table(tmp_path):
+    """The 'r' key of 'study run' shows the recommended option by its name, as status does."""
+    recipes = tmp_path / "recipes.csv"
+    recipes.write_text("name,sugar,flour\nplain,0.1,0.5\nsweet,0.9,0.5\nrich,0.5,0.9\n")
+    res = _boloop(tmp_path, "study", "create", "cake", "--method", "mr-lpf", "--space",
+                  str(recipes), "--seed", "0")  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    res = _boloop(tmp_path, "study", "run", "cake", stdin="a\nr\nq\n")
+    assert res.returncode == 0, res.stderr
+    after = res.stdout.split("recommendation:")[1].splitlines()[1].strip()
+    assert after.split(" (")[0] in {"plain", "sweet", "rich"} and "sugar=" in after

@@ -624,7 +624,10 @@ def run_loop(
         if key in ("r", "recommend"):
             st = study.status(last=0)
             print(f"recommendation: {st['recommendation_meaning']}", file=out)
-            for line in _recommendation_lines(st["recommendation"], None):
+            rec_lines = _recommendation_lines(st["recommendation"], None)
+            if st.get("recommendation_label") and rec_lines:  # an option of a table: its name
+                rec_lines[0] = f"{st['recommendation_label']} ({rec_lines[0]})"
+            for line in rec_lines:
                 print(f"  {line}", file=out)
             continue
         if key in ("s", "status"):
