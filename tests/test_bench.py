@@ -184,8 +184,17 @@ def _with_options(problem, seed, **options):  # type: ignore[no-untyped-def]
 def test_method_options_in_the_id(tmp_path: Path) -> None:
     _SEEN_OPTIONS.clear()
     report = run_sweep([TOY_LS], ["zz-options?threshold=0.9"], "1", 2, tmp_path, jobs=1)
-    assert not report.failed and _SEEN_OPTIONS == [{"threshold": 0.9}]
+    # built twice: once by the plan (checking option values) and once by the run
+    assert not report.failed and _SEEN_OPTIONS == [{"threshold": 0.9}] * 2
     assert {r["method"] for r in _rows(tmp_path)} == {"zz-options?threshold=0.9"}
+
+
+def test_a_bad_option_value_stops_the_sweep_before_any_run(tmp_path: Path) -> None:
+    """An option value the method refuses (here a recommendation rule it does not have) is an
+    error before the sweep starts, not a failure of each of its runs."""
+    with pytest.raises(InvalidInputError, match="recommend_rule"):
+        run_sweep(["preference/toy"], ["eubo?recommend_rule=borda"], "0-1", 3, tmp_path, jobs=1)
+    assert not (tmp_path / "results.csv").exists()
 
 
 # -- user problem files ----------------------------------------------------------------------------

@@ -254,6 +254,7 @@ def plan_runs(
 ) -> tuple[list[RunSpec], list[str]]:
     """Check every id (unknown ids raise listing the valid ones), resolve budgets, and return the
     runs and the metric columns in the problems' order."""
+    from boloop.algorithms import make_policy
     from boloop.algorithms.registry import get_method
     from boloop.problems import get, parse_problem_id
 
@@ -274,6 +275,11 @@ def plan_runs(
         for mid in dict.fromkeys(methods):
             name, options = parse_problem_id(mid)
             get_method(name, problem.family).check_options(options)  # OptionError names valid ones
+            # option values are checked by the constructors: build the policy once here, as a
+            # run would (its horizon is the budget), so a bad value stops the sweep before it
+            # starts instead of failing every run of it
+            problem.settings = {**problem.settings, "budget": int(b)}
+            make_policy(name, problem, int(seeds[0]) if seeds else 0, **options)
             specs.extend(RunSpec(pid, mid, int(s), int(b)) for s in seeds)
     return specs, metrics
 
