@@ -216,3 +216,27 @@ def test_predict_refuses_points_outside_the_box():
     assert pol.predict([[0.5, 0.5]])["f_mean"].shape == (1,)
     with pytest.raises(OutOfSpaceError, match="outside"):
         pol.predict([[5.0, 0.5]])
+
+
+def test_a_log_written_before_the_checks_still_replays(tmp_path):
+    """Logs written before this version's checks load: an added measurement stored as a
+    mapping under any one name (Study.add stored 'loss=0.3' as {"loss": 0.3}), and a COBOL
+    label stored before labels carried the calibration flag (the flag is bookkeeping: a label
+    equals its replay with or without it)."""
+    import json
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    study = create_study("old", "gp-lcb", space=Box([0, 0], [1, 1]), storage=url, seed=0)
+    study.add({"x0": 0.2, "x1": 0.3}, 0.3)
+    con = sqlite3.connect(tmp_path / "s.db")
+    with con:
+        (seq, payload), = con.execute(
+            "SELECT seq, payload FROM boloop_events WHERE kind = 'added'"
+        ).fetchall()
+        old = {**json.loads(payload), "answer": {"loss": 0.3}}
+        con.execute("UPDATE boloop_events SET payload = ? WHERE seq = ?", (json.dumps(old), seq))
+        con.execute("DELETE FROM boloop_snapshots")
+    con.close()
+    again = load_study("old", storage=url, full_replay=True)
+    assert again.policy.y_f.tolist() == [0.3]
+    assert Label(id=3, x=[0.1, 0.2], calibration=True) == Label(id=3, x=[0.1, 0.2])

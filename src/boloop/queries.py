@@ -84,18 +84,23 @@ class Query:
         return d
 
     def __eq__(self, other: object) -> bool:
-        """Same kind, id and points (``initial`` is bookkeeping, not part of the question, so a
-        query stored before the flag existed still equals its replay)."""
+        """Same kind, id and points (``initial`` and a label's ``calibration`` are bookkeeping,
+        not part of the question, so a query stored before a flag existed still equals its
+        replay)."""
         if not isinstance(other, Query) or other.kind != self.kind:
             return NotImplemented
         a, b = self.to_dict(), other.to_dict()
-        a.pop("initial", None)
-        b.pop("initial", None)
+        for flag in _BOOKKEEPING:
+            a.pop(flag, None)
+            b.pop(flag, None)
         return _dict_equal(a, b)
 
     def __hash__(self) -> int:
         return hash((self.kind, self.id))
 
+
+#: Flags of a query's dict that describe it without being part of the question (``__eq__``).
+_BOOKKEEPING = ("initial", "calibration")
 
 #: Names under which a single measured value may be given as a mapping (``{"f": 0.7}``).
 SINGLE_VALUE_NAMES = ("f", "y", "value")

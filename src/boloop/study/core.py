@@ -664,7 +664,7 @@ class Study(StudyReplay, StudySnapshots):
         hits = [i for i, n in enumerate(names) if n is not None and n.strip().lower() == key]
         if len(hits) == 1:
             return hits[0]
-        if len(hits) == 2:  # a table whose two options share a name (refused for new tables)
+        if len(hits) == 2:  # a table in which the duel's two options have one name
             raise AnswerTypeError(
                 f"query {query.id}: both options are named {answer.strip()!r}; answer a or b"
             )

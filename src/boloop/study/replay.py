@@ -136,6 +136,8 @@ class StudyReplay:
     _cost: float
     _stale: bool
     _policy: BasePolicy
+    #: True while the stored log is replayed (its events' errors are the log's, not the caller's)
+    _replaying_log: bool = False
     # hooks of the host: Study (problem, measurements) and StudySnapshots (snapshot load)
     _set_problem: Callable[[Any], None]
     _add_to_policy: Callable[[np.ndarray, Any], None]
@@ -205,12 +207,22 @@ class StudyReplay:
         if policy is not None:
             self._policy, start = policy
         else:
-            self._set_problem(None)
-            self._policy = make_policy(self.method, self.problem, self.seed, **self.options)
+            try:
+                self._set_problem(None)
+                self._policy = make_policy(self.method, self.problem, self.seed, **self.options)
+            except BoloopError as exc:  # a check added after the study was created
+                raise StorageError(
+                    f"study {self.name!r}: this boloop refuses the study's configuration: {exc}. "
+                    f"{self._mismatch_advice()}"
+                ) from exc
         for ev in effective[:start]:
             self._apply(ev, replay=False)
-        for ev in effective[start:]:
-            self._apply(ev)
+        self._replaying_log = True
+        try:
+            for ev in effective[start:]:
+                self._apply(ev)
+        finally:
+            self._replaying_log = False
         self._stale = False
 
     def _apply_new(self, new: list[Event]) -> None:
@@ -255,10 +267,26 @@ class StudyReplay:
                         f"is refused on replay: {exc}. {self._mismatch_advice()}"
                     ) from exc
             self._logged_open.discard(qid)  # type: ignore[arg-type]
-        elif ev.kind == "added" and replay and ev.payload.get("label"):
-            x = np.asarray(ev.payload["x"], dtype=np.float64)
-            self._policy.add_labels(x[None, :], [bool(ev.payload["answer"])])  # type: ignore[attr-defined]
         elif ev.kind == "added" and replay:
-            self._add_to_policy(np.asarray(ev.payload["x"], dtype=np.float64), ev.payload["answer"])
+            x = np.asarray(ev.payload["x"], dtype=np.float64)
+            answer = ev.payload["answer"]
+            try:
+                if ev.payload.get("label"):
+                    self._policy.add_labels(x[None, :], [bool(answer)])  # type: ignore[attr-defined]
+                else:
+                    if (
+                        isinstance(answer, dict)
+                        and len(answer) == 1
+                        and not self._policy.measurement_outputs
+                    ):  # logs written before a single value's name was checked (f, y, value)
+                        answer = next(iter(answer.values()))
+                    self._add_to_policy(x, answer)
+            except BoloopError as exc:
+                if not self._replaying_log:
+                    raise  # a new measurement or label: the caller's error, as it is
+                raise StorageError(
+                    f"study {self.name!r}: the measurement or label added at event {ev.seq} is "
+                    f"refused on replay: {exc}. {self._mismatch_advice()}"
+                ) from exc
         self._cost += time.perf_counter() - t0
         self._effective.append(ev)
