@@ -192,9 +192,20 @@ def test_method_options_in_the_id(tmp_path: Path) -> None:
 def test_a_bad_option_value_stops_the_sweep_before_any_run(tmp_path: Path) -> None:
     """An option value the method refuses (here a recommendation rule it does not have) is an
     error before the sweep starts, not a failure of each of its runs."""
-    with pytest.raises(InvalidInputError, match="recommend_rule"):
+    with pytest.raises(InvalidInputError, match="'eubo.recommend_rule=borda' on problem"):
         run_sweep(["preference/toy"], ["eubo?recommend_rule=borda"], "0-1", 3, tmp_path, jobs=1)
     assert not (tmp_path / "results.csv").exists()
+
+
+def test_a_pair_that_cannot_run_at_all_still_fails_per_run(tmp_path: Path) -> None:
+    """The up-front check judges option values only: a method that cannot run on one problem
+    of a mixed sweep (MILE needs a finite set; sphere5 is a box) fails those runs, reported
+    with the others, and the rest of the sweep runs."""
+    report = run_sweep(
+        ["levelset/toy", "levelset/sphere5"], ["mile?sqrt_beta=2"], "0-0", 2, tmp_path, jobs=1
+    )
+    assert [r[0] for r in report.completed] == ["levelset/toy"]
+    assert [f[0][0] for f in report.failed] == ["levelset/sphere5"]
 
 
 # -- user problem files ----------------------------------------------------------------------------

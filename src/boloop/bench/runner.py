@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from boloop.errors import InvalidInputError
+from boloop.errors import BoloopError, InvalidInputError
 from boloop.simulate import KEY_COLUMNS, TIME_COLUMNS
 
 __all__ = [
@@ -254,7 +254,6 @@ def plan_runs(
 ) -> tuple[list[RunSpec], list[str]]:
     """Check every id (unknown ids raise listing the valid ones), resolve budgets, and return the
     runs and the metric columns in the problems' order."""
-    from boloop.algorithms import make_policy
     from boloop.algorithms.registry import get_method
     from boloop.problems import get, parse_problem_id
 
@@ -275,13 +274,31 @@ def plan_runs(
         for mid in dict.fromkeys(methods):
             name, options = parse_problem_id(mid)
             get_method(name, problem.family).check_options(options)  # OptionError names valid ones
-            # option values are checked by the constructors: build the policy once here, as a
-            # run would (its horizon is the budget), so a bad value stops the sweep before it
-            # starts instead of failing every run of it
-            problem.settings = {**problem.settings, "budget": int(b)}
-            make_policy(name, problem, int(seeds[0]) if seeds else 0, **options)
+            if options:
+                _check_option_values(problem, pid, mid, int(b), int(seeds[0]) if seeds else 0)
             specs.extend(RunSpec(pid, mid, int(s), int(b)) for s in seeds)
     return specs, metrics
+
+
+def _check_option_values(problem: Any, pid: str, mid: str, budget: int, seed: int) -> None:
+    """Option values are checked by the constructors: build the policy once, as a run would (its
+    horizon is the budget), so that a bad value stops the sweep before it starts instead of
+    failing every run of it. Only the options are judged here: a pair that cannot be built even
+    without them (a method for finite sets on a box) stays a failure of its runs, reported with
+    the others, as before."""
+    from boloop.algorithms import make_policy
+    from boloop.problems import parse_problem_id
+
+    name, options = parse_problem_id(mid)
+    problem.settings = {**problem.settings, "budget": budget}
+    try:
+        make_policy(name, problem, seed, **options)
+    except BoloopError as exc:
+        try:
+            make_policy(name, problem, seed)
+        except BoloopError:
+            return  # not the options: the runs fail and say why
+        raise InvalidInputError(f"method {mid!r} on problem {pid!r}: {exc}") from exc
 
 
 # -- progress ---------------------------------------------------------------------------------------
