@@ -163,20 +163,35 @@ def test_too_many_box_candidates_are_refused_naming_n_candidates():
         _build(MaxMinLCB, candidates=Box([0, 0], [1, 1]), n_candidates=MAX_OPTIONS + 1)
 
 
-def test_study_create_of_three_box_parameters_is_refused_and_stores_nothing(tmp_path):
-    """The newcomer's study: three parameters with bounds and no grid get the family's default
-    grid of 20 points per axis (8,000 options); create says so and stores nothing."""
+def test_study_create_of_three_box_parameters_gets_a_grid_the_methods_take(tmp_path):
+    """The newcomer's study: three parameters with bounds and no grid got the family's default
+    grid of 20 points per axis (8,000 options) and ran out of memory. The default grid is now as
+    fine as the preference methods' limit allows (11 per axis: 1,331 options); a grid asked for
+    explicitly beyond the limit is refused, saying so, with nothing stored."""
+    from boloop.study import list_studies, load_study
+
     space = {"parameters": [{"name": n, "low": 0, "high": 1} for n in ("sugar", "flour", "egg")]}
     (tmp_path / "cake.json").write_text(json.dumps(space))
-    env = {**os.environ, "BOLOOP_STORAGE": f"sqlite:///{tmp_path / 'lab.db'}"}
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    env = {**os.environ, "BOLOOP_STORAGE": url}
     argv = ["study", "create", "cake", "--space", "cake.json", "--family", "preference"]
     res = run_cli(argv, cwd=tmp_path, env=env)
-    assert_refused(res, "8000 options", f"limit is {MAX_OPTIONS}", "points per axis")
-    assert not (tmp_path / "lab.db").exists()
-    space["parameters"] = [{**p, "grid": 10} for p in space["parameters"]]
-    (tmp_path / "cake.json").write_text(json.dumps(space))
-    res = run_cli(argv, cwd=tmp_path, env=env)
     assert res.returncode == 0, res.stderr
+    study = load_study("cake", storage=url)
+    assert [p["grid"] for p in study.config["space"]["parameters"]] == [11, 11, 11]
+    assert study.ask().kind == "compare"
+    space["parameters"] = [{**p, "grid": 20} for p in space["parameters"]]
+    (tmp_path / "fine.json").write_text(json.dumps(space))
+    argv = ["study", "create", "fine", "--space", "fine.json", "--family", "preference"]
+    res = run_cli(argv, cwd=tmp_path, env=env)
+    assert_refused(res, "8000 options", f"limit is {MAX_OPTIONS}", "points per axis")
+    assert [s["name"] for s in list_studies(storage=url)] == ["cake"]
+
+
+def test_the_family_table_limits_the_default_grid_to_the_methods_limit():
+    from boloop.algorithms.families import family_traits
+
+    assert family_traits("preference").max_default_grid_points == MAX_OPTIONS
 
 
 # -- 6. describe() and a study's status show only the settings a method uses -----------------------
@@ -317,10 +332,10 @@ def test_the_peer_runs_without_a_warning_on_stderr_and_ends_with_the_summary(cap
 
 
 def test_a_grid_too_large_to_build_is_refused_before_it_is_built(tmp_path):
-    """Six parameters at the default 20 points per axis would be 64 million grid points, made
-    before any method's own limit could refuse them; the space file is refused first, naming
-    the count and each parameter's points per axis, and nothing is stored."""
-    space = {"parameters": [{"name": f"p{i}", "low": 0, "high": 1} for i in range(6)]}
+    """Six parameters of 20 points per axis would be 64 million grid points, made before any
+    method's own limit could refuse them; the space file is refused first, naming the count
+    and each parameter's points per axis, and nothing is stored."""
+    space = {"parameters": [{"name": f"p{i}", "low": 0, "high": 1, "grid": 20} for i in range(6)]}
     (tmp_path / "big.json").write_text(json.dumps(space))
     env = {**os.environ, "BOLOOP_STORAGE": f"sqlite:///{tmp_path / 'lab.db'}"}
     argv = ["study", "create", "big", "--space", "big.json", "--family", "preference"]
@@ -340,3 +355,21 @@ def test_a_finished_mrlpf_describes_its_last_round_not_one_past_it():
         pol.tell(q.id, 0)
     d = pol.describe()
     assert d["round"] == len(d["schedule"]) and d["finished"]
+
+
+def test_a_first_column_of_distinct_mostly_numeric_ids_names_the_options(tmp_path):
+    """Sample ids such as 101, 102, 103b, 104 in the first column are the options' names (as
+    before the typo check); the same column elsewhere is a typo."""
+    from boloop.study import create_study
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    ids = "sample,sugar,flour\n101,0.2,0.5\n102,0.4,0.6\n103b,0.1,0.4\n104,0.6,0.5\n"
+    (tmp_path / "ids.csv").write_text(ids)
+    study = create_study("ids", "eubo-regret", str(tmp_path / "ids.csv"), storage=url, seed=0)
+    assert study.names == ["sugar", "flour"]
+    q = study.ask()
+    assert {q.a_label, q.b_label} <= {"101", "102", "103b", "104"}
+    moved = "sugar,sample,flour\n0.2,101,0.5\n0.4,102,0.6\n0.1,103b,0.4\n0.6,104,0.5\n"
+    (tmp_path / "moved.csv").write_text(moved)
+    with pytest.raises(InvalidInputError, match="column 'sample'"):
+        create_study("moved", "eubo-regret", str(tmp_path / "moved.csv"), storage=url, seed=0)

@@ -29,6 +29,10 @@ class FamilyTraits:
     - ``default_grid``: points per axis when the family needs a finite candidate set and the
       space file gives no ``grid`` (``None``: a :class:`boloop.spaces.Box` unless a parameter
       has a grid).
+    - ``max_default_grid_points``: the default grid is made coarser (fewer points per axis for
+      the parameters without a ``grid``) so that it has at most this many points (``None``: no
+      limit); the preference methods take at most
+      :data:`boloop.algorithms.preference.MAX_OPTIONS` options.
     - ``monotone_space``: the space is a :class:`boloop.spaces.SafeSpace` whose first axis is the
       space file's ``monotone`` parameter; ``h`` is the safety threshold, read by the policies as
       ``settings["threshold"]``; ``safe_seeds`` lie at the lowest monotone level (M-SafeOpt,
@@ -50,6 +54,7 @@ class FamilyTraits:
     space_keys: Mapping[str, str] = field(default_factory=dict)
     key_hints: Mapping[str, str] = field(default_factory=dict)
     default_grid: int | None = None
+    max_default_grid_points: int | None = None
     monotone_space: bool = False
     required_space_keys: tuple[str, ...] = ()
     required_space_message: str = ""
@@ -89,7 +94,9 @@ FAMILY_TRAITS: Mapping[str, FamilyTraits] = MappingProxyType(
             safety_limit=True,
             growth_picture=True,
         ),
-        "preference": FamilyTraits(default_grid=20, duel_model=True),
+        # 1500: MAX_OPTIONS of the preference methods (equal, tested; not imported here,
+        # where the family table is read without importing the algorithms)
+        "preference": FamilyTraits(default_grid=20, max_default_grid_points=1500, duel_model=True),
         "expert": FamilyTraits(expert_belief=True),
     }
 )

@@ -198,13 +198,16 @@ def read_candidates_csv(source: str | os.PathLike[str] | io.TextIOBase) -> dict[
             nums = [float(v) for v in vals]
         except ValueError:
             finite = [finite_number(v) for v in vals]
-            if 2 * sum(finite) >= len(vals):  # a numeric column with a typo
+            # a numeric column with a typo -- except a first column of distinct values, which
+            # may be the options' names even if most look like numbers (sample ids 101, 103b)
+            name_like = j == 0 and len(set(vals)) == len(vals)
+            if 2 * sum(finite) >= len(vals) and not name_like:
                 k = finite.index(False)
                 raise InvalidInputError(
                     f"{where} line {lines[k]}, column {name!r}: {vals[k]!r} is not a finite "
                     f"number, while {sum(finite)} of the column's {len(vals)} values are "
-                    f"({len(vals) - sum(finite)} not); correct the cell (a column that names the "
-                    "options must have names that are not numbers)"
+                    f"({len(vals) - sum(finite)} not); correct the cell (a column of names that "
+                    "look like numbers must be the first column, its names all different)"
                 ) from None
             (media_cols if all(is_media_name(v) for v in vals) else text_cols).append(j)
             continue
@@ -377,11 +380,30 @@ def pin_defaults(spec: Mapping[str, Any], family: str) -> dict[str, Any]:
     params = out.get("parameters")
     if params is None:
         return out
-    g_family = family_traits(family).default_grid
+    traits = family_traits(family)
+    g_family = traits.default_grid
     if g_family is not None or any("grid" in p for p in params):
         g0 = _GRID if g_family is None else g_family
+        g0 = default_points_per_axis(params, g0, traits.max_default_grid_points)
         out["parameters"] = [{**p, "grid": p.get("grid", g0)} for p in params]
     return out
+
+
+def default_points_per_axis(
+    params: Sequence[Mapping[str, Any]], g0: int, max_points: int | None
+) -> int:
+    """Points per axis for the parameters without a ``grid``: ``g0``, or fewer, the most that
+    keep the whole grid within ``max_points`` (at least 2; ``g0`` when no limit, when every
+    parameter has its grid, or when the given grids alone exceed the limit, which the methods
+    then refuse with their own message)."""
+    free = sum(1 for p in params if "grid" not in p)
+    if max_points is None or not free:
+        return g0
+    fixed = math.prod(int(p["grid"]) for p in params if "grid" in p)
+    k = g0
+    while k > 2 and fixed * k**free > max_points:
+        k -= 1
+    return k if fixed * k**free <= max_points else g0
 
 
 def check_family_keys(spec: Mapping[str, Any], family: str, method: str) -> None:
@@ -464,6 +486,7 @@ def build_experiment(
         bounds = [[p["low"], p["high"]] for p in params]
         if traits.default_grid is not None or any("grid" in p for p in params):
             g0 = _GRID if traits.default_grid is None else traits.default_grid
+            g0 = default_points_per_axis(params, g0, traits.max_default_grid_points)
             counts = [p.get("grid", g0) for p in params]
             _check_grid_size(counts, params)
             space = CandidateSet.grid(bounds, counts, names=names)
