@@ -505,6 +505,7 @@ def test_status_says_what_the_iteration_counts(tmp_path, budget):
         assert "one per proposal" in status["iteration_meaning"]
 
 
-def test_an_unknown_problem_option_lists_the_valid_ones():
+@pytest.mark.parametrize("pid", ["expert/ackley4", "expert/battery-li-ma"])
+def test_an_unknown_problem_option_lists_the_valid_ones(pid):
     with pytest.raises(InvalidInputError, match=r"unknown option\(s\) b .*valid options: .*\ba\b"):
-        get("expert/ackley4?b=1")
+        get(f"{pid}?b=1")

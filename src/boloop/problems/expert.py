@@ -61,7 +61,7 @@ conductivity)`` fitted to the file (:func:`load_conductivity_csv`); the expert s
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -303,6 +303,24 @@ _ACKLEY_SHIFT = np.array([0.4, -0.3, 0.5, -0.45])
 _RASTRIGIN_SHIFT = np.array([1.6, -2.3])
 
 
+def _check_problem_options(name: str, options: Mapping[str, Any], extra: tuple = ()) -> None:
+    """Refuse an option an expert problem does not take, listing those it does (the keyword
+    options of :class:`ExpertProblem` and ``extra``)."""
+    import inspect
+
+    valid = [
+        p.name
+        for p in inspect.signature(ExpertProblem.__init__).parameters.values()
+        if p.kind is p.KEYWORD_ONLY and p.name != "description"
+    ] + list(extra)
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise InvalidInputError(
+            f"unknown option(s) {', '.join(unknown)} for problem {name!r}; valid options: "
+            f"{', '.join(valid)}"
+        )
+
+
 def _make(
     name: str,
     f: Callable[[np.ndarray], np.ndarray],
@@ -313,19 +331,7 @@ def _make(
     description: str,
     options: dict[str, Any],
 ) -> ExpertProblem:
-    import inspect
-
-    valid = [
-        p.name
-        for p in inspect.signature(ExpertProblem.__init__).parameters.values()
-        if p.kind is p.KEYWORD_ONLY and p.name != "description"
-    ]
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise InvalidInputError(
-            f"unknown option(s) {', '.join(unknown)} for problem {name!r}; valid options: "
-            f"{', '.join(valid)}"
-        )
+    _check_problem_options(name, options)
     if f_range is None:
         lo, hi = _estimate_range(f, box)
         f_range = (min(lo, f_opt), hi)
@@ -574,6 +580,7 @@ def load_conductivity_csv(path: str, box: Box) -> Callable[[np.ndarray], np.ndar
 
 def _battery_factory(stand_in: BatteryTask) -> Callable[..., ExpertProblem]:
     def factory(path: str | None = None, **options: Any) -> ExpertProblem:
+        _check_problem_options(f"expert/{stand_in.name}", options, extra=("path",))
         task = stand_in
         box = Box(task.lower, task.upper)
         if path is not None:  # the user's own measurements replace the stand-in objective

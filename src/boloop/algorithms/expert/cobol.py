@@ -157,7 +157,7 @@ class COBOL(ExpertPolicy):
         """What :attr:`iteration` counts, by ``budget`` (shown in a study's status)."""
         if self.budget == "iterations" and self.candidate != "pinpoint":
             return (
-                "the paper's t (Algorithms 1-2): one per proposal (a rejected proposal is an "
+                "Algorithm 1's t: one per proposal (a rejected proposal is an "
                 "iteration without an evaluation); the initial labels and evaluations are not "
                 "iterations"
             )
@@ -760,6 +760,16 @@ class COBOHL(COBOL):
     """
 
     method_id = "cobohl"
+
+    @property
+    def iteration_meaning(self) -> str:  # type: ignore[override]
+        """What :attr:`iteration` counts, by ``budget``."""
+        if self.budget == "iterations":
+            return (
+                "Algorithm 2's t: one per label (a label ends its iteration) and one per "
+                "evaluation; the initial labels and evaluations are not iterations"
+            )
+        return ExpertPolicy.iteration_meaning
 
     def __init__(self, space: Box | CandidateSet, seed: Any = 0, **kwargs: Any) -> None:
         kwargs["primal_dual"] = False
