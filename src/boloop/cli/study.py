@@ -300,14 +300,14 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _label(args: argparse.Namespace) -> int:
-    from boloop.study.answers import parse_label
+    from boloop.study.answers import LABEL_HINT, parse_label
 
     study = load_study(args.name, storage=args.storage)
     params = _params(args.params)
     accepted = parse_label(args.answer)
     if accepted is None:
         raise InvalidInputError(
-            f"ANSWER must be y/yes/accept/1/true or n/no/reject/0/false, got {args.answer!r}"
+            f"ANSWER must be {LABEL_HINT}, got {args.answer!r}"
         )
     study.label(params, accepted)
     study.save_snapshot()

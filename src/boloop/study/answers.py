@@ -32,6 +32,7 @@ from boloop.queries import Compare, Evaluate, Label, Query
 
 __all__ = [
     "DUEL_WORDS",
+    "LABEL_HINT",
     "LABEL_WORDS",
     "answer_text",
     "parse_answer",
@@ -51,6 +52,8 @@ DUEL_WORDS: dict[int, tuple[str, ...]] = {
     1: ("b", "2", "right", "second"),
 }
 _LABEL = {w: v for v, words in LABEL_WORDS.items() for w in words}
+#: the label words for a message: "y/yes/accept/1/true or n/no/reject/0/false"
+LABEL_HINT = " or ".join("/".join(LABEL_WORDS[v]) for v in (True, False))
 _DUEL = {w: v for v, words in DUEL_WORDS.items() for w in words}
 
 
@@ -140,8 +143,7 @@ def parse_answer(query: Query, answer: Any) -> Any:
             label = parse_label(answer)
             if label is None:
                 raise AnswerTypeError(
-                    f"query {query.id} is a label: answer y/yes/accept/1/true or "
-                    f"n/no/reject/0/false, got {answer!r}"
+                    f"query {query.id} is a label: answer {LABEL_HINT}, got {answer!r}"
                 )
             answer = label
         return query.validate_answer(answer)
