@@ -14,7 +14,7 @@ import numpy as np
 from boloop._validation import as_points, as_rng
 from boloop.errors import InvalidInputError, OutOfSpaceError
 
-__all__ = ["Box", "CandidateSet", "SafeSpace", "Space"]
+__all__ = ["Box", "CandidateSet", "SafeSpace", "Space", "grid_points_per_axis"]
 
 
 class Box:
@@ -334,6 +334,17 @@ class SafeSpace:
 
 
 Space = Box | CandidateSet | SafeSpace
+
+
+def grid_points_per_axis(n_max: int, d: int) -> int:
+    """The most points per axis of a ``d``-dimensional grid (:meth:`CandidateSet.grid`) of at
+    most ``n_max`` points; 1 when not even 2 per axis fit."""
+    k = max(1, int(round(max(n_max, 1) ** (1.0 / d))))
+    while k > 1 and k**d > n_max:
+        k -= 1
+    while (k + 1) ** d <= n_max:
+        k += 1
+    return k
 
 
 def _check_names(names: Sequence[str] | None, d: int) -> list[str]:

@@ -58,7 +58,7 @@ from boloop.gp.utility_ep import UtilityPosteriorEP
 from boloop.gp.utility_laplace import UtilityPosterior, best_pairs
 from boloop.queries import BasePolicy, Compare, Query
 from boloop.recommendations import BestPoint
-from boloop.spaces import Box, CandidateSet
+from boloop.spaces import Box, CandidateSet, grid_points_per_axis
 
 __all__ = [
     "MRLPF",
@@ -222,16 +222,6 @@ def _as_candidates(candidates: Any, n_candidates: int, rng: np.random.Generator)
     return out
 
 
-def _per_axis(n_max: int, d: int) -> int:
-    """The most points per axis of a ``d``-dimensional grid of at most ``n_max`` points."""
-    k = max(1, int(round(n_max ** (1.0 / d))))
-    while k**d > n_max:
-        k -= 1
-    while (k + 1) ** d <= n_max:
-        k += 1
-    return k
-
-
 def _check_size(m: int, d: int, sampled: bool) -> None:
     """Refuse more than :data:`MAX_OPTIONS` options (``m`` options of ``d`` coordinates;
     ``sampled``: drawn from a Box, ``m`` is ``n_candidates``), saying how to fix it."""
@@ -242,7 +232,7 @@ def _check_size(m: int, d: int, sampled: bool) -> None:
     fix = (
         f"give n_candidates <= {MAX_OPTIONS}"
         if sampled
-        else f"use a coarser grid (at most {_per_axis(MAX_OPTIONS, d)} points per axis for {d} "
+        else f"use a coarser grid (at most {grid_points_per_axis(MAX_OPTIONS, d)} points per axis for {d} "
         f"parameter{'s' if d > 1 else ''}: a smaller 'grid' for each parameter of a space file) "
         "or a shorter table of the options worth comparing"
     )

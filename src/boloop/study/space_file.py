@@ -56,7 +56,7 @@ import numpy as np
 from boloop.algorithms.families import family_traits, space_key_owners
 from boloop.errors import InvalidInputError, OutOfSpaceError
 from boloop.problems.base import Problem
-from boloop.spaces import Box, CandidateSet, SafeSpace, Space
+from boloop.spaces import Box, CandidateSet, SafeSpace, Space, grid_points_per_axis
 from boloop.study.media import check_media, embed_media, is_media_name
 
 __all__ = [
@@ -400,10 +400,8 @@ def default_points_per_axis(
     if max_points is None or not free:
         return g0
     fixed = math.prod(int(p["grid"]) for p in params if "grid" in p)
-    k = g0
-    while k > 2 and fixed * k**free > max_points:
-        k -= 1
-    return k if fixed * k**free <= max_points else g0
+    k = min(g0, grid_points_per_axis(max_points // fixed, free))
+    return k if k >= 2 else g0
 
 
 def check_family_keys(spec: Mapping[str, Any], family: str, method: str) -> None:
