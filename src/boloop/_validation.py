@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -74,3 +76,26 @@ def positive(value: Any, name: str) -> float:
     if not np.isfinite(v) or v <= 0:
         raise InvalidInputError(f"{name} must be positive and finite, got {value!r}")
     return v
+
+
+def finite_real(value: Any, name: str, low: float = 0.0, strict: bool = False) -> float:
+    """``value`` as a finite float at least ``low`` (above it when ``strict``); anything else
+    (a string that is not a number, a bool, NaN, infinity, a value out of range) is an
+    :class:`InvalidInputError` naming the option, raised before a policy stores anything."""
+    bound = f"> {low:g}" if strict else f">= {low:g}"
+    try:
+        v = math.nan if isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        v = math.nan
+    if not math.isfinite(v) or v < low or (strict and v == low):
+        raise InvalidInputError(f"{name} must be a finite number {bound}, got {value!r}")
+    return v
+
+
+def integer_at_least(value: Any, name: str, low: int) -> int:
+    """``value`` as an integer at least ``low`` (an integral float such as ``256.0`` is
+    accepted, numpy's too); anything else is an :class:`InvalidInputError` naming the option."""
+    ok = not isinstance(value, bool | np.bool_) and isinstance(value, numbers.Real)
+    if not ok or not math.isfinite(value) or int(value) != value or value < low:
+        raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)

@@ -43,12 +43,13 @@ Example (a person answers; 0 means the first option is preferred)::
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
+from boloop._validation import finite_real as _real
+from boloop._validation import integer_at_least as _count
 from boloop.algorithms.registry import options_from, register_method
 from boloop.errors import InvalidInputError, QueryStateError
 from boloop.gp.hyperparameters import HyperparameterLearning
@@ -105,29 +106,6 @@ LENGTHSCALE_PRIORS = ("dimension", "flat", "gamma")
 #: ``(concentration, rate)`` of the Gamma length-scale prior of ``lengthscale_prior="gamma"``:
 #: the default of BoTorch's ``PairwiseGP`` (inputs in the unit cube), the peer of issue 17
 GAMMA_LENGTHSCALE_PRIOR = (2.4, 2.7)
-
-
-def _real(value: Any, name: str, low: float = 0.0, strict: bool = False) -> float:
-    """``value`` as a finite float at least ``low`` (above it when ``strict``); anything else
-    (a string, a bool, NaN, infinity, a value out of range) is an :class:`InvalidInputError`
-    naming the option, raised before the policy stores anything."""
-    bound = f"> {low:g}" if strict else f">= {low:g}"
-    try:
-        v = math.nan if isinstance(value, bool) else float(value)
-    except (TypeError, ValueError):
-        v = math.nan
-    if not math.isfinite(v) or v < low or (strict and v == low):
-        raise InvalidInputError(f"{name} must be a finite number {bound}, got {value!r}")
-    return v
-
-
-def _count(value: Any, name: str, low: int) -> int:
-    """``value`` as an integer at least ``low`` (an integral float such as ``256.0`` is
-    accepted); anything else is an :class:`InvalidInputError` naming the option."""
-    ok = not isinstance(value, bool) and isinstance(value, (numbers.Integral, float))
-    if not ok or not math.isfinite(value) or int(value) != value or value < low:
-        raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -232,8 +210,9 @@ def _check_size(m: int, d: int, sampled: bool) -> None:
     fix = (
         f"give n_candidates <= {MAX_OPTIONS}"
         if sampled
-        else f"use a coarser grid (at most {grid_points_per_axis(MAX_OPTIONS, d)} points per axis for {d} "
-        f"parameter{'s' if d > 1 else ''}: a smaller 'grid' for each parameter of a space file) "
+        else f"use a coarser grid (at most {grid_points_per_axis(MAX_OPTIONS, d)} points per "
+        f"axis for {d} parameter{'s' if d > 1 else ''}: a smaller 'grid' for each parameter of "
+        "a space file) "
         "or a shorter table of the options worth comparing"
     )
     raise InvalidInputError(

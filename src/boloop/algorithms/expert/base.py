@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from boloop._validation import integer_at_least as _count
 from boloop.errors import InvalidInputError, OutOfSpaceError, QueryStateError
 from boloop.gp.exact import ExactGP, GammaPrior
 from boloop.gp.kernels import SquaredExponential
@@ -35,12 +36,6 @@ def _number(value: Any, name: str, *, low: float | None = None, allow_inf: bool 
     if low is not None and v < low:
         raise InvalidInputError(f"{name} must be >= {low}, got {value!r}")
     return v
-
-
-def _count(value: Any, name: str, low: int = 0) -> int:
-    if isinstance(value, bool) or int(value) != value or int(value) < low:
-        raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
 
 
 def _pair(value: Any, name: str) -> tuple[Any, Any]:
