@@ -367,12 +367,8 @@ def status_lines(st: dict[str, Any], labels: Sequence[str] | None = None) -> lis
         lines.append(f"  open query:     {oq['id']} ({_KIND_WORD[oq['kind']]})")
     else:
         lines.append(f"  open query:     none (boloop study ask {_quote(st['name'])} issues one)")
-    rec = st["recommendation"]
     lines.append(f"  recommendation: {st.get('recommendation_meaning') or 'the current best'}")
-    rec_lines = _recommendation_lines(rec, labels)
-    if st.get("recommendation_label") and rec_lines:
-        rec_lines[0] = f"{st['recommendation_label']} ({rec_lines[0]})"
-    lines += ["    " + ln for ln in rec_lines]
+    lines += ["    " + ln for ln in _named_recommendation_lines(st, labels)]
     if st["last_answers"]:
         lines.append("  last answers:")
         for row in st["last_answers"]:
@@ -425,6 +421,15 @@ def _points_summary(points: list[dict[str, Any]], first: int = 3) -> str:
     head = "; ".join(f"({_fmt_point(p)})" for p in points[:first])
     more = f"; first {first}: {head}" if len(points) > first else f": {head}"
     return f"{len(points)} points, bounding box {box}{more}"
+
+
+def _named_recommendation_lines(st: dict[str, Any], labels: Sequence[str] | None) -> list[str]:
+    """The recommendation of a status ``st`` as lines, the first led by the option's name when
+    it is an option of a table (``recommendation_label``)."""
+    lines = _recommendation_lines(st["recommendation"], labels)
+    if st.get("recommendation_label") and lines:
+        lines[0] = f"{st['recommendation_label']} ({lines[0]})"
+    return lines
 
 
 def _recommendation_lines(rec: Any, labels: Sequence[str] | None) -> list[str]:
@@ -624,10 +629,7 @@ def run_loop(
         if key in ("r", "recommend"):
             st = study.status(last=0)
             print(f"recommendation: {st['recommendation_meaning']}", file=out)
-            rec_lines = _recommendation_lines(st["recommendation"], None)
-            if st.get("recommendation_label") and rec_lines:  # an option of a table: its name
-                rec_lines[0] = f"{st['recommendation_label']} ({rec_lines[0]})"
-            for line in rec_lines:
+            for line in _named_recommendation_lines(st, None):
                 print(f"  {line}", file=out)
             continue
         if key in ("s", "status"):
@@ -666,9 +668,7 @@ def progress_line(st: dict[str, Any]) -> str:
     it = f"iteration {st['iteration']}"
     if st.get("horizon"):
         it += f" of T = {st['horizon']['value']}"
-    rec = _recommendation_lines(st["recommendation"], None)[0]
-    if st.get("recommendation_label"):
-        rec = f"{st['recommendation_label']} ({rec})"
+    rec = _named_recommendation_lines(st, None)[0]
     return f"stored. progress: {_n(st['answered'], 'answer')} ({kinds}); {it}; best: {rec}"
 
 
