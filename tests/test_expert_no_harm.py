@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from boloop.algorithms import make_policy
 from boloop.algorithms.expert import COBOHL, COBOL, GPLCB
+from boloop.algorithms.expert.cobol import SAME_POINT
 from boloop.errors import InvalidInputError, OutOfSpaceError, QueryStateError
 from boloop.problems import functions as F
 from boloop.problems import get
@@ -126,6 +127,41 @@ def test_a_rejected_proposal_is_never_proposed_again_unchanged(seed, answers, co
             pol.tell(q.id, float(np.sum((q.x - 0.3) ** 2)))
             last_was_reject = False
     assert pol.labels_rejected == len(rejected)
+
+
+def _process_run(policy, space, n=60):
+    """The trial's process (a consistent expert, a smooth f); the label points asked in the BO
+    phase, each with its smallest distance to an earlier label (unit cube, max-abs)."""
+    asked: list[np.ndarray] = []
+    gaps: list[float] = []
+    for _ in range(n):
+        q = policy.ask()
+        u = (q.x - space.lower) / (space.upper - space.lower)
+        if isinstance(q, Label):
+            if not q.initial:
+                gaps.append(min(float(np.max(np.abs(u - v))) for v in asked))
+            asked.append(u)
+            policy.tell(q.id, bool(170.0 <= q.x[0] <= 240.0 and q.x[1] >= 2.0))
+        else:
+            policy.tell(q.id, ((q.x[0] - 195.0) / 40.0) ** 2 + (q.x[1] - 3.5) ** 2 + 0.1)
+    return gaps
+
+
+@pytest.mark.parametrize("cls", [COBOL, COBOHL])
+def test_the_expert_is_never_asked_the_same_question_twice(cls):
+    """A newcomer's trial (a person answering in the browser, consistent answers): COBOL asked
+    about the same accepted, already measured point at queries 22, 24 and 26 and about another
+    at 28, 30, 32 and 34. With the default veto rule a point the expert has labelled (within
+    SAME_POINT per unit-cube coordinate, initial labels included) is never put to them again:
+    an accepted one is evaluated without asking, a rejected one is vetoed."""
+    space = Box([150.0, 1.0], [250.0, 5.0])
+    pol = cls(space, 0, n_initial_labels=5)
+    gaps = _process_run(pol, space)
+    assert gaps and min(gaps) > SAME_POINT, gaps
+    assert pol.n_evaluations >= 20  # the run went on measuring: nothing was refused
+    # ask_again=True: the paper's independent labels, the same point is asked about again
+    again = COBOL(space, 0, n_initial_labels=5, ask_again=True)
+    assert min(_process_run(again, space)) <= SAME_POINT
 
 
 def test_budget_counts_evaluations_and_labels_are_reported():

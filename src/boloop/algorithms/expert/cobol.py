@@ -17,6 +17,10 @@ from boloop.gp.likelihood_ratio import LikelihoodRatioModel
 from boloop.queries import Evaluate, Label, Query
 from boloop.spaces import Box, CandidateSet
 
+#: two points count as the same point (the same question to the expert, the same proposal) when
+#: they differ by at most this much in every unit-cube coordinate
+SAME_POINT = 0.01
+
 
 class COBOL(ExpertPolicy):
     """COBOL, Algorithm 1 of Xu et al. (NeurIPS 2024).
@@ -74,7 +78,13 @@ class COBOL(ExpertPolicy):
         re-solved with the updated confidence set and lambda) is *not* put to the expert: see
         ``reject_fallback``. So every reject is followed by an evaluation (at most one label
         per evaluation, never two rejects in a row) and an expert who keeps contradicting the
-        data leaves exactly GP-LCB's choice ``x^u``. ``"paper"``: Algorithm 1 as printed
+        data leaves exactly GP-LCB's choice ``x^u`` (which may be a point the expert rejected:
+        the veto binds the expert's proposals, not GP-LCB's own step, so a wrong expert cannot
+        steer it). No question is put to the expert twice: a point they have labelled (initial
+        labels included; within :data:`SAME_POINT` in every unit-cube coordinate) is not asked
+        about again, and an accepted one is evaluated without asking (a person's trial: the
+        same accepted, measured point was asked about four times; ``ask_again``).
+        ``"paper"``: Algorithm 1 as printed
         (line 12: back to line 4; with lambda = 0 the same rejected ``x^u`` is proposed and
         asked again until the width there falls below ``g_thr``).
     reject_fallback:
@@ -86,6 +96,13 @@ class COBOL(ExpertPolicy):
         optimism of ``g_lower`` (about -3 wherever labels are few), not the expert's advice.
         ``"xc"``: the re-solved ``x^c`` is evaluated whenever it passes line 6 (the first to
         third sessions of issue 12; it evaluated such points right after an adversary's reject).
+    ask_again:
+        ``False`` (default): with the ``"veto"`` rule a point the expert has labelled is not put
+        to them again (see ``reject_rule``): a person asked the same question gives the same
+        answer, and counting it again as independent evidence would overstate what the labels
+        show. ``True``: line 8 asks wherever the expert model is unsure, labelled or not (the
+        paper's model of independent labels, under which a synthetic expert's second answer is
+        a fresh draw; issue 12, eighth session in ``docs/reproductions/expert.md`` measures both).
     veto_correlation:
         Correlation ``k_g(x, x_rejected)`` (in (0, 1]) from which a candidate counts as the
         same proposal as a rejected one (``"veto"`` rule); 0.5: within about 1.18 length-scales.
@@ -192,6 +209,7 @@ class COBOL(ExpertPolicy):
         agreement_gate: bool = True,
         agreement_level: float | None = 0.99,
         reject_fallback: str = "lcb",
+        ask_again: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(space, seed, **kwargs)
@@ -211,6 +229,7 @@ class COBOL(ExpertPolicy):
                 f"reject_fallback must be 'lcb' or 'xc', got {reject_fallback!r}"
             )
         self.reject_fallback = reject_fallback
+        self.ask_again = bool(ask_again)
         #: BO steps given to GP-LCB because the data did not expect the expert to agree with f
         self.gated = 0
         self._calibration_ids: set[int] = set()
@@ -412,6 +431,16 @@ class COBOL(ExpertPolicy):
         self._candidate_found = bool(np.isfinite(value))
         return u, index
 
+    def _labelled_before(self, u: np.ndarray) -> bool:
+        """Whether the expert has already labelled the point u (unit cube; within
+        :data:`SAME_POINT`), initial labels included (``"veto"`` rule: a question is never put to
+        the expert twice -- its answer stands: a rejected point is vetoed, an accepted one is
+        evaluated without asking again). Always False with ``ask_again`` or
+        ``reject_rule="paper"``."""
+        if self.ask_again or self.reject_rule != "veto" or not self.X_g.shape[0]:
+            return False
+        return bool(np.any(np.max(np.abs(self.X_g - u[None, :]), axis=1) <= SAME_POINT))
+
     def _is_vetoed(self, V: np.ndarray) -> np.ndarray:
         """Whether points V (m, d) count as a rejected proposal (``"veto"`` rule), (m,)."""
         if self.reject_rule != "veto" or not self.vetoed.shape[0]:
@@ -507,15 +536,15 @@ class COBOL(ExpertPolicy):
             return self._gp_led(u_u, i_u)
         # an expert-led proposal (x^c a different point than x^u) or GP-LCB's own (x^c = x^u):
         # remember the GP's forecast that x^u improves the best value (harm_budget)
-        distinct = float(np.max(np.abs(u_c - u_u))) > 0.01  # unit-cube coordinates
+        distinct = float(np.max(np.abs(u_c - u_u))) > SAME_POINT
         ref = ("expert" if distinct else "gp", *self._improvement_forecast(u_u))
         if width > self.g_thr and self._after_reject and self.reject_fallback == "lcb":
             # line 8 would ask again; at most one label per evaluation: GP-LCB's step instead
             self._after_reject = False
             self.outcomes.append("vanilla")
             return self._gp_led(u_u, i_u)
-        if width > self.g_thr and not self._after_reject:  # line 8: the expert is unsure -> ask
-            q = self._ask_unit(u_c, i_c, "label")
+        if width > self.g_thr and not self._after_reject and not self._labelled_before(u_c):
+            q = self._ask_unit(u_c, i_c, "label")  # line 8: the expert is unsure -> ask
         else:
             self.outcomes.append("unasked")
             q = self._ask_unit(u_c, i_c, "evaluate")
@@ -607,7 +636,7 @@ class COBOL(ExpertPolicy):
         # (39), and not at all after a reject. The MLE (37) is computed either way, as the
         # exact bounds always did: it warm-starts the next one, so skipping it would change
         # later values
-        if self._after_reject:
+        if self._after_reject or self._labelled_before(u_u):
             self.expert.mle  # noqa: B018 - computed for its warm start (see above)
             unsure = False
         else:
@@ -738,6 +767,7 @@ class COBOL(ExpertPolicy):
                 "gated": self.gated,
                 "agreement_level": self.agreement_level,
                 "reject_fallback": self.reject_fallback,
+                "ask_again": self.ask_again,
             }
         )
         return d
@@ -752,8 +782,9 @@ class COBOHL(COBOL):
     label; otherwise ``f(x_t)`` is evaluated. No no-harm test and no eta.
 
     What follows an answer (``reject_rule``): ``"veto"`` (default) never puts a proposal to the
-    expert twice: a rejected one is vetoed (as in :class:`COBOL`) and an *accepted* one is
-    evaluated next. Algorithm 2 as printed (``"paper"``) re-solves line 4 after an accept as
+    expert twice: a rejected one is vetoed (as in :class:`COBOL`), an *accepted* one is
+    evaluated next, and a later proposal at a point already labelled is evaluated without
+    asking (as in :class:`COBOL`). Algorithm 2 as printed (``"paper"``) re-solves line 4 after an accept as
     well; an accept leaves ``g_lower`` at the box and the width at ``x_t`` above ``g_thr``, so
     the same point is put to the expert again and again and no evaluation is ever made (a
     newcomer's trial: 145 accepts of one point, 0 evaluations).
@@ -793,7 +824,7 @@ class COBOHL(COBOL):
         assert lo is not None and up is not None
         width = float(up[0] - lo[0])
         self.last_decision = {"x": u, "g_lower": float(lo[0]), "g_width": width}
-        if width > self.g_thr and not self._after_reject:
+        if width > self.g_thr and not self._after_reject and not self._labelled_before(u):
             return self._ask_unit(u, index, "label")
         self.outcomes.append("unasked")
         return self._ask_unit(u, index, "evaluate")

@@ -75,6 +75,8 @@ _DOCS = {
     "reject_rule": "'veto' (a rejected proposal is never asked again; an evaluation follows) "
     "or 'paper' (Alg. 1 line 12 as printed)",
     "veto_correlation": "k_g-correlation from which a candidate counts as a rejected proposal",
+    "ask_again": "put a point the expert already labelled to them again (the paper's "
+    "independent labels); False (default): never the same question twice",
     "initial_labels": "(X, accepted): labels the expert already gave, in place of initial ones",
     "initial_observations": "(X, y): measurements already made, in place of initial ones",
     "g_value_bound": "box the latent values (labelled and query points) to [-v, v]; None: as "
