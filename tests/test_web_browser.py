@@ -79,6 +79,8 @@ def server(tmp_path_factory):
     make_study("undo", url, answers=3, key="lev1", fast=True)
     make_study("lab/run 1", url, key="pref")  # a name with a slash and a space
     make_study("expert-long", url, answers=24, key="expert", fast=True)
+    make_study("enter-label", url, key="expert", fast=True)  # pressing Enter in a note
+    make_study("enter-duel", url, key="pref")
     from boloop.problems import get
     from boloop.simulate import oracle_rng
 
@@ -313,6 +315,38 @@ def test_safe_limit_warning_stores_nothing_when_cancelled(server, browser, shots
     _alert(browser).dismiss()
     assert load_study("safe", storage=url).n_answered == n
     assert _open_id(browser) == q.id
+
+
+@pytest.mark.parametrize(
+    ("name", "button", "clicked", "key"),
+    [("enter-label", "btn-reject", False, "y"), ("enter-duel", "btn-b", 1, Keys.ARROW_LEFT)],
+)
+def test_enter_in_the_note_of_a_choice_stores_nothing(
+    server, browser, shots, name, button, clicked, key
+):
+    """On a page whose answer is one of two buttons, Enter in the note must not submit the
+    form with its first button ("accept", "A is better"): the person has not chosen yet. The
+    buttons still answer by click and by key."""
+    base, url = server
+    browser.get(f"{base}/studies/{name}")
+    study = load_study(name, storage=url)
+    q = study.ask()
+    assert _open_id(browser) == q.id
+    note = browser.find_element(By.ID, "note")
+    note.send_keys("too hot, I would not", Keys.ENTER)
+    time.sleep(1.0)  # a submission would have stored and reloaded by now
+    study.refresh()
+    assert study.n_answered == 0
+    assert _open_id(browser) == q.id
+    assert browser.find_element(By.ID, "note").get_attribute("value") == "too hot, I would not"
+    browser.save_screenshot(str(shots / f"web-enter-in-note-{name}.png"))
+    browser.find_element(By.ID, button).click()  # a click answers, with the note
+    q2 = _wait_for_new_query(browser, q.id)
+    row = study.history()[-1]
+    assert (row["query_id"], row["answer"], row["note"]) == (q.id, clicked, "too hot, I would not")
+    browser.find_element(By.TAG_NAME, "body").send_keys(key)  # and so does the page's key
+    _wait_for_new_query(browser, q2)
+    assert [r["query_id"] for r in study.history()] == [q.id, q2]
 
 
 def _stop_polling(d):
