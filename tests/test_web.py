@@ -182,7 +182,7 @@ def test_undo_from_the_page(url):
     csrf = _csrf(c, "/studies/lev1")
     before = load_study("lev1", storage=url).history()
     r = c.post("/studies/lev1/undo", data={"csrf": csrf})
-    assert r.status_code == 303 and r.headers["location"].endswith("?done=undone")
+    assert r.status_code == 303 and "?done=undone&" in r.headers["location"]
     after = load_study("lev1", storage=url)
     assert after.history() == before[:-1]
     assert after.ask().id == before[-1]["query_id"]  # the withdrawn query is open again
@@ -190,6 +190,36 @@ def test_undo_from_the_page(url):
     c.post("/studies/lev1/undo", data={"csrf": csrf})
     r = c.post("/studies/lev1/undo", data={"csrf": csrf})
     assert r.status_code == 409 and "no answer to undo" in r.text
+
+
+def test_undo_names_what_it_withdraws_and_refuses_an_answer_the_page_did_not_show(url):
+    """The page shows the last answer (query, answer, time) and its undo form names it; an undo
+    whose answer is no longer the last (someone answered since) withdraws nothing."""
+    s = make_study("pref", url, answers=2)
+    c = _client(url)
+    page = c.get("/studies/pref").text
+    last = s.history()[-1]
+    told = last["told_at"][:19].replace("T", " ")
+    words = {0: "A is better", 1: "B is better"}[last["answer"]]
+    desc = f"query {last['query_id']}: {words}, given {told} UTC"
+    assert f'data-last="{desc}"' in page and f"last answer: {desc}" in page
+    key = re.search(r'name="last" value="([^"]+)"', page).group(1)
+    q = s.ask()  # a colleague answers: the page's last answer is not the last any more
+    s.tell(q.id, "a")
+    r = c.post("/studies/pref/undo", data={"csrf": _csrf(c, "/studies/pref"), "last": key})
+    assert r.status_code == 409
+    assert "Nothing was withdrawn" in r.text and f"query {q.id}: A is better" in r.text
+    assert load_study("pref", storage=url).n_answered == 3
+    key = re.search(r'name="last" value="([^"]+)"', r.text).group(1)  # the page shown now
+    r = c.post("/studies/pref/undo", data={"csrf": _csrf(c, "/studies/pref"), "last": key})
+    assert r.status_code == 303
+    assert load_study("pref", storage=url).n_answered == 2
+    assert (
+        f"last answer withdrawn: query {q.id}: A is better, given"
+        in c.get(r.headers["location"]).text
+    )
+    forged = "/studies/pref?done=undone&w=call%20555-0100&sig=" + "0" * 32
+    assert "555-0100" not in c.get(forged).text  # a link cannot put its own text on the page
 
 
 def test_csrf_is_required_on_every_form(url):
@@ -295,7 +325,7 @@ def test_study_names_with_slashes_and_url_characters_work_everywhere(url, name):
     assert len(c.get(f"/api/studies/{seg}/history").json()) == 3
     assert c.post(f"/api/studies/{seg}/undo").status_code == 200
     r = c.post(f"/studies/{seg}/undo", data={"csrf": csrf})
-    assert r.status_code == 303 and r.headers["location"] == f"/studies/{seg}?done=undone"
+    assert r.status_code == 303 and r.headers["location"].startswith(f"/studies/{seg}?done=undone&")
     assert load_study(name, storage=url).n_answered == 1
     assert load_study("a", storage=url).n_answered == 0  # the other study was never touched
     if name == "a/state":  # unencoded, the same text is the state of study "a"

@@ -81,6 +81,7 @@ def server(tmp_path_factory):
     make_study("expert-long", url, answers=24, key="expert", fast=True)
     make_study("enter-label", url, key="expert", fast=True)  # pressing Enter in a note
     make_study("enter-duel", url, key="pref")
+    make_study("undo-race", url, key="pref")  # undo from the page whose answer was refused
     from boloop.problems import get
     from boloop.simulate import oracle_rng
 
@@ -376,6 +377,49 @@ def test_two_browsers_race_on_one_query_one_wins(server, browser, browser2):
     assert _open_id(browser2) == _open_id(browser) != q.id  # told, and shown the next query
     hist = study.history()
     assert [(r["query_id"], r["answer"]) for r in hist] == [(q.id, 0)]
+
+
+def test_undo_after_a_refused_answer_names_the_other_answer_and_whose_it_is(
+    server, browser, browser2, shots
+):
+    """browser2's answer is refused (browser answered first); its undo dialog names the
+    answer it would withdraw (query, answer, time) and says it is not browser2's. Cancelled,
+    nothing is withdrawn; an undo of an answer that is no longer the last withdraws nothing."""
+    base, url = server
+    for d in (browser, browser2):
+        d.get(f"{base}/studies/undo-race")
+        _stop_polling(d)
+    study = load_study("undo-race", storage=url)
+    q = study.ask()
+    browser.find_element(By.ID, "btn-a").click()
+    _wait_for_new_query(browser, q.id)
+    browser2.find_element(By.ID, "btn-b").click()
+    _wait(browser2, lambda d: "not stored" in d.find_element(By.ID, "warning").text)
+    told = study.history()[-1]["told_at"][:19].replace("T", " ")
+    browser2.save_screenshot(str(shots / "web-undo-refused-page.png"))
+    browser2.find_element(By.TAG_NAME, "body").send_keys("u")
+    text = _wait(browser2, _alert).text
+    assert f"query {q.id}: A is better, given {told} UTC" in text
+    assert "NOT your answer" in text
+    _alert(browser2).dismiss()
+    assert study.history()[-1]["query_id"] == q.id  # nothing withdrawn
+    _stop_polling(browser2)
+    q2 = _open_id(browser)
+    browser.find_element(By.ID, "btn-b").click()  # meanwhile another answer comes in
+    _wait_for_new_query(browser, q2)
+    browser2.find_element(By.ID, "btn-undo").click()
+    _wait(browser2, _alert).accept()  # it names query q, which is no longer the last
+    warning = _wait(browser2, lambda d: d.find_element(By.ID, "warning").text)
+    assert "Nothing was withdrawn" in warning and f"query {q2}: B is better" in warning
+    assert [r["query_id"] for r in study.history()] == [q.id, q2]
+    browser2.find_element(By.ID, "btn-undo").click()  # the page now names q2
+    alert = _wait(browser2, _alert)
+    assert f"query {q2}: B is better" in alert.text
+    alert.accept()
+    flash = _wait(browser2, lambda d: d.find_element(By.CSS_SELECTOR, ".flash:not([hidden])").text)
+    assert f"last answer withdrawn: query {q2}: B is better" in flash
+    assert [r["query_id"] for r in study.history()] == [q.id]
+    browser2.save_screenshot(str(shots / "web-undo-withdrawn.png"))
 
 
 def test_a_page_left_open_updates_when_another_answers(server, browser, browser2, shots):

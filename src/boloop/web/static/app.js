@@ -29,11 +29,18 @@
     if (done) { ev.preventDefault(); }
   });
 
-  // -- undo asks first
+  // -- undo asks first, naming what it withdraws (query, answer, when) and whose it is
   var undo = document.getElementById("undo-form");
   if (undo) {
     undo.addEventListener("submit", function (ev) {
-      if (!window.confirm("Withdraw the last answer? Its query becomes the open query again.")) {
+      var last = undo.getAttribute("data-last") || "the last answer";
+      var msg = "Withdraw the last answer, " + last + "?";
+      if (undo.hasAttribute("data-refused")) {
+        msg += "\n\nThis is NOT your answer: yours was not stored. This one was given " +
+          "elsewhere (another page, person or program).";
+      }
+      msg += "\n\nIts query becomes the open query again.";
+      if (!window.confirm(msg)) {
         ev.preventDefault();
       }
     });
