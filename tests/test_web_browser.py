@@ -41,7 +41,13 @@ from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 from boloop.study import create_study, load_study  # noqa: E402
-from study_samples import SPACES, answer_for, make_study, write_photo_table  # noqa: E402
+from study_samples import (  # noqa: E402
+    SPACES,
+    answer_for,
+    make_drinks,
+    make_study,
+    write_photo_table,
+)  # noqa: E402
 
 #: one worker runs them all, in order (one server, two browsers; undo follows the answers)
 pytestmark = pytest.mark.xdist_group("browser")
@@ -82,6 +88,8 @@ def server(tmp_path_factory):
     make_study("enter-label", url, key="expert", fast=True)  # pressing Enter in a note
     make_study("enter-duel", url, key="pref")
     make_study("undo-race", url, key="pref")  # undo from the page whose answer was refused
+    make_drinks("drinks", url)  # its recommendation was in no duel
+    make_drinks("drinks-15", url, answers=15)  # many options named by their values
     from boloop.problems import get
     from boloop.simulate import oracle_rng
 
@@ -275,6 +283,35 @@ def test_the_expert_model_and_the_safe_sets_growth_are_drawn(server, browser, sh
     pic = browser.find_element(By.ID, "pic-growth")
     browser.execute_script("arguments[0].scrollIntoView();", pic)
     pic.screenshot(str(shots / "web-safe-growth.png"))
+
+
+@pytest.mark.parametrize("name", ["drinks", "drinks-15"])
+def test_the_preference_pictures_fit_and_show_the_recommendation(server, browser, shots, name):
+    """Every text of the pictures lies inside its picture (names and caption are wrapped, not
+    cut by the page); the recommendation has a row even when it was in no duel."""
+    base, _ = server
+    browser.get(f"{base}/studies/{name}")
+    outside = browser.execute_script(
+        "var out = [];"
+        "document.querySelectorAll('#pic-model svg, #pic-progress svg').forEach(function (svg) {"
+        "  var s = svg.getBoundingClientRect();"
+        "  svg.querySelectorAll('text').forEach(function (t) {"
+        "    var b = t.getBoundingClientRect();"  # on the page, rotations included
+        "    if (b.left < s.left - 0.5 || b.top < s.top - 0.5 || b.right > s.right + 0.5"
+        "        || b.bottom > s.bottom + 0.5) { out.push(t.textContent); }"
+        "  });"
+        "});"
+        "return out;"
+    )
+    assert outside == []
+    model = browser.find_element(By.ID, "pic-model")
+    bold = [t.text for t in model.find_elements(By.CSS_SELECTOR, "text[font-weight=bold]")]
+    assert any("sweetness=" in t for t in bold)  # the recommendation's row
+    if name == "drinks":
+        assert "not in a duel yet" in model.text
+    browser.execute_script("arguments[0].scrollIntoView();", model)
+    model.screenshot(str(shots / f"web-{name}-model.png"))
+    browser.find_element(By.ID, "pic-progress").screenshot(str(shots / f"web-{name}-progress.png"))
 
 
 def test_a_study_whose_name_has_a_slash_opens_from_the_list_and_takes_answers(server, browser):
