@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from boloop.errors import InvalidInputError  # noqa: E402
 from boloop.study import create_study, load_study  # noqa: E402
 from boloop.web import check_bind, create_app  # noqa: E402
-from study_samples import SPACES, answer_for, make_study  # noqa: E402
+from study_samples import DRINKS, SPACES, answer_for, make_study  # noqa: E402
 
 TOKEN = "correct-horse-battery"
 
@@ -385,6 +385,45 @@ def test_create_from_uploaded_space_file(url):
     assert s.seed == 4 and s.method == "straddle"
     page = c.get("/studies/coating").text
     assert '<span class="unit">degC</span>' in page
+
+
+def test_every_method_of_the_create_forms_select_creates_a_study(url):
+    """The select lists "random (preference)" and the like: what it sends names the family too,
+    so every choice creates a study of that family and method (a newcomer got "method id
+    'random' exists in several families")."""
+    c = _client(url)
+    page = c.get("/").text
+    select = re.search(r'<select id="c-method" name="method"[^>]*>(.*?)</select>', page, re.S)
+    choices = re.findall(r'<option value="([^"]+)"[^>]*>([^<]+)</option>', select.group(1))
+    assert ("preference/random", "random (preference)") in choices
+    from boloop.algorithms import list_methods
+
+    assert len(choices) == len(list_methods())
+    real = ("expert", "levelset", "preference", "safe")  # not the test families of test_loop
+    assert {v.split("/")[0] for v, _ in choices} >= set(real)
+    csrf = _csrf(c)
+    for k, (value, text) in enumerate(choices):  # on each family's toy problem
+        family, method = value.split("/")
+        assert text == f"{method} ({family})"
+        if family not in real:
+            continue
+        data = {"csrf": csrf, "name": f"s{k}", "method": value, "problem": f"{family}/toy"}
+        r = c.post("/studies", data=data)
+        assert r.status_code == 303, (value, re.findall(r'class="field-error"[^>]*>([^<]*)', r.text))
+        s = load_study(f"s{k}", storage=url)
+        assert (s.family, s.method) == (family, method)
+    space = json.dumps(DRINKS).encode()  # the newcomer's case: their own space file
+    r = c.post(
+        "/studies",
+        data={"csrf": csrf, "name": "drinks", "method": "preference/random"},
+        files={"space": ("drinks.json", space, "application/json")},
+    )
+    assert r.status_code == 303 and load_study("drinks", storage=url).family == "preference"
+    r = c.post(
+        "/studies",
+        data={"csrf": csrf, "name": "x", "method": "levelset/no-such", "problem": "levelset/toy"},
+    )
+    assert r.status_code == 400 and "no-such" in r.text  # refused, nothing stored
 
 
 def test_create_errors_stay_on_the_form_and_store_nothing(url):

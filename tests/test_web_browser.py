@@ -42,6 +42,7 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 from boloop.study import create_study, load_study  # noqa: E402
 from study_samples import (  # noqa: E402
+    DRINKS,
     SPACES,
     answer_for,
     make_drinks,
@@ -312,6 +313,27 @@ def test_the_preference_pictures_fit_and_show_the_recommendation(server, browser
     browser.execute_script("arguments[0].scrollIntoView();", model)
     model.screenshot(str(shots / f"web-{name}-model.png"))
     browser.find_element(By.ID, "pic-progress").screenshot(str(shots / f"web-{name}-progress.png"))
+
+
+def test_create_form_random_of_a_family_creates_that_study(server, browser, shots, tmp_path):
+    """ "random (preference)" in the method select, a space file uploaded: the study is created
+    (the form sent the method without its family, and "random" is in every family)."""
+    import json
+
+    from selenium.webdriver.support.ui import Select
+
+    base, url = server
+    space = tmp_path / "drinks.json"
+    space.write_text(json.dumps(DRINKS))
+    browser.get(f"{base}/")
+    browser.find_element(By.ID, "c-name").send_keys("web-random")
+    Select(browser.find_element(By.ID, "c-method")).select_by_visible_text("random (preference)")
+    browser.find_element(By.ID, "c-space").send_keys(str(space))
+    browser.find_element(By.ID, "create-form").screenshot(str(shots / "web-create-form.png"))
+    browser.find_element(By.CSS_SELECTOR, "#create-form button[type=submit]").click()
+    _wait(browser, lambda d: d.current_url.endswith("/studies/web-random"))
+    study = load_study("web-random", storage=url)
+    assert (study.family, study.method) == ("preference", "random")
 
 
 def test_a_study_whose_name_has_a_slash_opens_from_the_list_and_takes_answers(server, browser):

@@ -933,7 +933,15 @@ def _create_from_form(url: str, values: dict[str, str], uploads: list[tuple[str,
             raise InvalidInputError(f"seed must be an integer, got {values['seed']!r}") from exc
     options = _parse_options(values.get("options", ""))
     family = values.get("family") or None
-    if not values.get("method"):
+    method = values.get("method", "")
+    if "/" in method:  # the form's choices are "family/method" (a method id may be in several)
+        fam, _, method = method.partition("/")
+        if family is not None and family != fam:
+            raise InvalidInputError(
+                f"method {method!r} of family {fam!r} given with family {family!r}"
+            )
+        family = fam
+    if not method:
         raise InvalidInputError("choose a method")
     problem = values.get("problem") or None
     if uploads and problem:
@@ -943,7 +951,7 @@ def _create_from_form(url: str, values: dict[str, str], uploads: list[tuple[str,
     if problem:
         return create_study(
             values.get("name", ""),
-            values["method"],
+            method,
             problem=problem,
             storage=url,
             seed=seed,
@@ -967,7 +975,7 @@ def _create_from_form(url: str, values: dict[str, str], uploads: list[tuple[str,
         # the study: the temporary directory is removed afterwards
         return create_study(
             values.get("name", ""),
-            values["method"],
+            method,
             space,
             storage=url,
             seed=seed,
