@@ -90,6 +90,7 @@ def server(tmp_path_factory):
     make_study("enter-duel", url, key="pref")
     make_study("undo-race", url, key="pref")  # undo from the page whose answer was refused
     make_drinks("drinks", url)  # its recommendation was in no duel
+    make_study("offline", url, key="lev1", fast=True)  # its server stops and comes back
     make_drinks("drinks-15", url, answers=15)  # many options named by their values
     from boloop.problems import get
     from boloop.simulate import oracle_rng
@@ -103,6 +104,14 @@ def server(tmp_path_factory):
         q = long.ask()
         long.tell(q.id, toy.answer(q.query, rng))
     port = _free_port()
+    proc = _serve(url, port)
+    base = f"http://127.0.0.1:{port}"
+    yield base, url
+    _stop(proc)
+
+
+def _serve(url: str, port: int, poll: float = 0.4) -> subprocess.Popen:
+    """``boloop serve`` over ``url`` on ``port``, once it answers."""
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -114,7 +123,7 @@ def server(tmp_path_factory):
             "--port",
             str(port),
             "--poll",
-            "0.4",
+            str(poll),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -126,7 +135,7 @@ def server(tmp_path_factory):
         try:
             with urllib.request.urlopen(base + "/api/studies", timeout=2) as r:
                 if r.status == 200:
-                    break
+                    return proc
         except OSError:
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -134,12 +143,15 @@ def server(tmp_path_factory):
             proc.kill()
             pytest.fail(f"boloop serve did not start: {out}")
         time.sleep(0.2)
-    yield base, url
+
+
+def _stop(proc: subprocess.Popen) -> None:
     proc.terminate()
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
+        proc.wait()
 
 
 def _driver():
@@ -407,6 +419,31 @@ def test_enter_in_the_note_of_a_choice_stores_nothing(
     browser.find_element(By.TAG_NAME, "body").send_keys(key)  # and so does the page's key
     _wait_for_new_query(browser, q2)
     assert [r["query_id"] for r in study.history()] == [q.id, q2]
+
+
+def test_a_page_says_when_it_cannot_reach_the_server(server, browser, shots):
+    """While the server is down the page's poll fails: a notice says so (and that the typed
+    answer stays in the form); it goes away when the server is back."""
+    _, url = server
+    port = _free_port()
+    proc = _serve(url, port, poll=0.3)
+    try:
+        browser.get(f"http://127.0.0.1:{port}/studies/offline")
+        browser.find_element(By.ID, "value").send_keys("0.42")
+        assert not browser.find_element(By.ID, "offline").is_displayed()
+        _stop(proc)
+        _wait(browser, lambda d: d.find_element(By.ID, "offline").is_displayed())
+        text = browser.find_element(By.ID, "offline").text
+        assert "Cannot reach the server" in text and "stays in the form" in text
+        assert browser.find_element(By.ID, "value").get_attribute("value") == "0.42"
+        browser.save_screenshot(str(shots / "web-server-unreachable.png"))
+        proc = _serve(url, port, poll=0.3)
+        _wait(browser, lambda d: not d.find_element(By.ID, "offline").is_displayed())
+        browser.find_element(By.ID, "value").send_keys(Keys.ENTER)  # now it is stored
+        _wait(browser, lambda d: "answer stored" in d.find_element(By.TAG_NAME, "body").text)
+        assert load_study("offline", storage=url).history()[-1]["answer"] == 0.42
+    finally:
+        _stop(proc)
 
 
 def _stop_polling(d):

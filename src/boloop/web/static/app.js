@@ -70,7 +70,8 @@
     });
   }
 
-  // -- live refresh: poll the study's state; reload when someone else answered
+  // -- live refresh: poll the study's state; reload when someone else answered; say so while
+  //    the server cannot be reached
   if (root) {
     var version = root.getAttribute("data-version");
     var ms = parseInt(root.getAttribute("data-poll-ms"), 10);
@@ -88,10 +89,19 @@
       }
       return true;
     }
+    var offline = document.getElementById("offline");
+    function reachable(yes) {
+      if (offline) { offline.hidden = yes; }
+    }
     function poll() {
       if (submitting) { return; }
       fetch(root.getAttribute("data-state-url"), { credentials: "same-origin", cache: "no-store" })
-        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (r) {
+          // no answer, or a proxy's 502/503/504 for a server that is down
+          if (r.status >= 502 && r.status <= 504) { throw new Error("unreachable"); }
+          reachable(true);
+          return r.ok ? r.json() : null;
+        })
         .then(function (s) {
           if (!s || String(s.version) === version) { return; }
           if (untouched()) {
@@ -101,7 +111,7 @@
             live.textContent = "Someone else answered: this query may be closed. Reload to see the open query.";
           }
         })
-        .catch(function () { /* the server is away: try again later */ });
+        .catch(function () { reachable(false); /* and try again at the next poll */ });
     }
     if (ms > 0 && window.fetch) { window.setInterval(poll, ms); }
   }
