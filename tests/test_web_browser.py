@@ -91,6 +91,7 @@ def server(tmp_path_factory):
     make_study("undo-race", url, key="pref")  # undo from the page whose answer was refused
     make_drinks("drinks", url)  # its recommendation was in no duel
     make_study("offline", url, key="lev1", fast=True)  # its server stops and comes back
+    make_study("live-warning", url, key="pref")  # answered while another page is being typed in
     make_drinks("drinks-15", url, answers=15)  # many options named by their values
     from boloop.problems import get
     from boloop.simulate import oracle_rng
@@ -444,6 +445,29 @@ def test_a_page_says_when_it_cannot_reach_the_server(server, browser, shots):
         assert load_study("offline", storage=url).history()[-1]["answer"] == 0.42
     finally:
         _stop(proc)
+
+
+def test_someone_else_answered_is_a_warning_not_a_success(server, browser, browser2, shots):
+    """A page being typed in is not reloaded when another answers: it says so, in the warning
+    style (amber), not the green of "answer stored"."""
+    base, _ = server
+    browser2.get(f"{base}/studies/live-warning")  # polls every 0.4 s
+    browser2.find_element(By.ID, "note").send_keys("still tasting")
+    browser.get(f"{base}/studies/live-warning")
+    browser.find_element(By.ID, "btn-a").click()
+    live = _wait(browser2, lambda d: d.find_element(By.ID, "live").is_displayed() and d)
+    live = live.find_element(By.ID, "live")
+    assert "Someone else answered" in live.text
+    assert "warning" in live.get_attribute("class").split()
+    browser2.save_screenshot(str(shots / "web-someone-else-answered.png"))
+    colours = browser2.execute_script(
+        "function bg(cls) { var p = document.createElement('p'); p.className = cls;"
+        "  document.body.appendChild(p); var c = getComputedStyle(p).backgroundColor;"
+        "  p.remove(); return c; }"
+        "return [getComputedStyle(document.getElementById('live')).backgroundColor,"
+        "        bg('warning'), bg('flash')];"
+    )
+    assert colours[0] == colours[1] != colours[2]  # amber, not the green of "answer stored"
 
 
 def _stop_polling(d):
