@@ -684,6 +684,23 @@ def test_token_protects_pages_and_api(url):
     assert c.get("/studies/lev1").status_code == 303
 
 
+def test_a_visitor_not_logged_in_sees_no_log_out_and_no_storage(url):
+    """The login page (and any page a visitor reaches before logging in) shows neither a "log
+    out" link nor the storage path: where the data lives is not for a stranger."""
+    c = _client(url, TOKEN)
+    storage = url.split("///", 1)[1]
+    for path in ("/login", "/login?next=/studies/x", "/static/no-such-file.css"):
+        r = c.get(path)
+        assert "log out" not in r.text and storage not in r.text and "storage" not in r.text, path
+    r = c.post("/login", data={"csrf": _csrf(c, "/login"), "token": "nope", "next": "/"})
+    assert r.status_code == 401 and "log out" not in r.text and storage not in r.text
+    r = c.post("/login", data={"csrf": _csrf(c, "/login"), "token": TOKEN, "next": "/"})
+    page = c.get("/").text  # logged in: both
+    assert "log out" in page and f"storage {url}" in page
+    open_page = _client(url).get("/").text  # a server without a token: the storage is shown
+    assert "log out" not in open_page and f"storage {url}" in open_page
+
+
 def test_no_token_means_open_pages(url):
     make_study("lev1", url)
     c = _client(url)

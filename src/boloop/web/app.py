@@ -252,6 +252,8 @@ def create_app(
         html = env.get_template(template).render(
             csrf=csrf,
             auth=token is not None,
+            # a visitor who has not logged in sees neither "log out" nor where the data is
+            signed_in=token is None or _same(request.cookies.get(SESSION_COOKIE), session),
             version=boloop.__version__,
             storage=safe_url(pool.url),  # a PostgreSQL password never reaches a page
             **ctx,
