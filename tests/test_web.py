@@ -701,6 +701,26 @@ def test_a_visitor_not_logged_in_sees_no_log_out_and_no_storage(url):
     assert "log out" not in open_page and f"storage {url}" in open_page
 
 
+def test_csv_export_is_the_same_bytes_from_the_page_the_cli_and_python(url, tmp_path):
+    """One line end ("\n") whoever exports; the CLI wrote "\r\n" (the csv module's default)
+    and the page "\n"."""
+    from cli_runner import run_cli
+
+    s = make_study("pref", url, answers=3)
+    s.tell(s.ask().id, "a", note="two lines:\r\nsweet, then sour")
+    page = _client(url).get("/studies/pref/export.csv").content
+    res = run_cli(
+        ["study", "export", "pref", "--out", "cli.csv", "--storage", url], cwd=tmp_path
+    )
+    assert res.returncode == 0, res.stderr
+    s.export(tmp_path / "api.csv")
+    cli, api = (tmp_path / "cli.csv").read_bytes(), (tmp_path / "api.csv").read_bytes()
+    assert page == cli == api
+    assert page.count(b"\n") == 6 and page.count(b"\r\n") == 1  # only inside the quoted note
+    rows = list(csv.DictReader(io.StringIO(page.decode(), newline="")))
+    assert rows[-1]["note"] == "two lines:\r\nsweet, then sour"
+
+
 def test_no_token_means_open_pages(url):
     make_study("lev1", url)
     c = _client(url)

@@ -868,7 +868,7 @@ def _export_text(study: Study, ext: str) -> str:
     with tempfile.TemporaryDirectory(prefix="boloop-export-") as tmp:
         path = os.path.join(tmp, f"history.{ext}")
         study.export(path)
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8", newline="") as fh:  # the file's bytes, as written
             return fh.read()
 
 
