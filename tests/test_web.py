@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from boloop.errors import InvalidInputError  # noqa: E402
 from boloop.study import create_study, load_study  # noqa: E402
 from boloop.web import check_bind, create_app  # noqa: E402
+from boloop.web.server import server_urls  # noqa: E402
 from study_samples import DRINKS, SPACES, answer_for, make_study  # noqa: E402
 
 TOKEN = "correct-horse-battery"
@@ -740,6 +741,20 @@ def test_bind_rules():
         check_bind("0.0.0.0", "short")
 
 
+def test_the_printed_urls_can_be_opened():
+    """``--host 0.0.0.0`` listens everywhere, but http://0.0.0.0:PORT/ is no address to give a
+    colleague: this machine opens 127.0.0.1, others its name (or its network address)."""
+    import socket
+
+    local, others = server_urls("0.0.0.0", 8000)
+    assert local == "http://127.0.0.1:8000/"
+    assert others[0] == f"http://{socket.gethostname()}:8000/"
+    assert all("0.0.0.0" not in u and "127." not in u for u in others)
+    assert server_urls("::", 8000)[0] == "http://[::1]:8000/"
+    assert server_urls("127.0.0.1", 8000) == ("http://127.0.0.1:8000/", [])
+    assert server_urls("10.1.2.3", 9) == ("http://10.1.2.3:9/", ["http://10.1.2.3:9/"])
+
+
 def test_serve_on_the_network_generates_prints_and_requires_a_token(tmp_path):
     """``boloop serve --host 0.0.0.0`` without a token: one is generated and printed, and the
     API refuses calls without it."""
@@ -776,7 +791,10 @@ def test_serve_on_the_network_generates_prints_and_requires_a_token(tmp_path):
             line = proc.stderr.readline()
             assert line, "".join(lines)
             lines.append(line)
-        assert "needs this token" in lines[1]
+        # a URL a person can open (not the wildcard 0.0.0.0), and how others reach it
+        assert "http://127.0.0.1:" in lines[0] and "0.0.0.0" not in lines[0]
+        assert "from another machine: http://" in lines[0]
+        assert "needs this token" in lines[1] and "--token or $BOLOOP_TOKEN keeps one" in lines[1]
         token = lines[2].strip()
         assert len(token) >= 32
         base = f"http://127.0.0.1:{port}/api/studies"
