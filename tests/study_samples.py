@@ -95,6 +95,29 @@ def make_study(
     return study
 
 
+#: drinks on a grid of two parameters (no labels: options are named by their values)
+DRINKS = {
+    "parameters": [
+        {"name": "sweetness", "low": 0.0, "high": 1.0},
+        {"name": "acidity", "low": 0.0, "high": 1.0},
+    ]
+}
+
+
+def make_drinks(name: str, url: str, answers: int = 2) -> Study:
+    """A preference study of drinks answered by someone who likes sweetness 0.58 and acidity
+    0.32. After two answers EUBO-regret (seed 1) recommends a drink that was in no duel."""
+
+    def taste(p: dict[str, float]) -> float:
+        return -((p["sweetness"] - 0.58) ** 2 + (p["acidity"] - 0.32) ** 2)
+
+    study = create_study(name, "eubo-regret", DRINKS, storage=url, seed=1, family="preference")
+    for _ in range(answers):
+        q = study.ask()
+        study.tell(q.id, "a" if taste(q.a) >= taste(q.b) else "b")
+    return study
+
+
 def png(width: int, height: int, rgb: tuple[int, int, int], stripe: tuple[int, int, int]) -> bytes:
     """A small PNG image (a colour swatch with a diagonal stripe), written with zlib only."""
     import struct

@@ -193,6 +193,28 @@ def test_cli_status_list_undo_export(tmp_path, capsys):
     assert len(lines) == 2
 
 
+def test_cli_export_never_overwrites_a_file_unless_forced(tmp_path, capsys):
+    """A newcomer exported over their space file: an existing --out is refused, named, and left
+    as it was; --force replaces it."""
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    space = tmp_path / "space.json"
+    space.write_text(json.dumps({"parameters": [{"name": "t", "low": 0, "high": 1}]}))
+    code, _, err = _cli(
+        capsys, "study", "create", "e", "--method", "toy-random", "--space", str(space),
+        "--family", "expert", "--storage", url,
+    )  # fmt: skip
+    assert code == 0, err
+    before = space.read_bytes()
+    code, out, err = _cli(capsys, "study", "export", "e", "--out", str(space), "--storage", url)
+    assert code == 2 and out == ""
+    assert err.startswith("boloop: error: ") and str(space) in err and "--force" in err
+    assert space.read_bytes() == before
+    code, out, _ = _cli(
+        capsys, "study", "export", "e", "--out", str(space), "--force", "--storage", url
+    )
+    assert code == 0 and json.loads(space.read_text())["history"] == []
+
+
 def _spawn_run(url: str, *extra: str) -> subprocess.Popen:
     """``boloop study run`` in a child that starts with Ctrl-C's default action.
 

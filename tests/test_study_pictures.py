@@ -8,7 +8,7 @@ import pytest
 
 from boloop.study import create_study
 from boloop.study.pictures import model_svg, pictures, progress_svg
-from study_samples import SPACES, make_study
+from study_samples import SPACES, make_drinks, make_study
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -79,6 +79,35 @@ def test_preference_bars_count_wins(url):
         won = sum(1 for r in hist if (r["a_label"] if r["answer"] == 0 else r["b_label"]) == label)
         played = sum(1 for r in hist if label in (r["a_label"], r["b_label"]))
         assert f"<title>{label}: won {won} of {played}</title>" in svg
+
+
+def test_preference_shows_a_recommendation_never_in_a_duel_with_readable_names(url):
+    """EUBO-regret recommends after two duels an option that was in none (a newcomer's trial:
+    the caption said "(gold)" and nothing was gold). It gets a row of its own, said to have no
+    duel yet; names are cut between parameters, never inside a number; the caption wraps."""
+    study = make_drinks("drinks", url)
+    rec = study.recommend()
+    duelled = [r[s] for r in study.history() for s in ("a", "b")]
+    assert rec not in duelled  # what this test is about
+    svg = model_svg(study)
+    root = ET.fromstring(svg)
+    names = {}
+    for t in root.iter(f"{SVG}text"):
+        spans = [s.text or "" for s in t.iter(f"{SVG}tspan")]
+        if spans:
+            names[" ".join(spans)] = t.get("font-weight") == "bold"
+    short = ", ".join(f"{k}={v:.3g}" for k, v in rec.items())
+    assert names[short] is True  # the recommendation's row, in bold (its mark is gold)
+    assert "not in a duel yet: no win rate" in _texts(svg)
+    for name in names:  # every value whole: 0.316, never "0."
+        for part in name.split(", "):
+            key, _, value = part.partition("=")
+            assert key in study.names and float(value) == float(f"{float(value):.3g}"), name
+    caption = [t.text or "" for t in root.iter(f"{SVG}text") if t.get("x") == "8"]
+    assert " ".join(caption).startswith(
+        f"recommendation of eubo-regret: {short} (gold; it has not been in a duel yet)."
+    )
+    assert len(caption) > 1 and all(len(t) <= 92 for t in caption)  # wrapped in the picture
 
 
 def test_safe_marks_measurements_against_h(url):

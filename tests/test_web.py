@@ -18,7 +18,8 @@ from fastapi.testclient import TestClient  # noqa: E402
 from boloop.errors import InvalidInputError  # noqa: E402
 from boloop.study import create_study, load_study  # noqa: E402
 from boloop.web import check_bind, create_app  # noqa: E402
-from study_samples import SPACES, answer_for, make_study  # noqa: E402
+from boloop.web.server import server_urls  # noqa: E402
+from study_samples import DRINKS, SPACES, answer_for, make_study  # noqa: E402
 
 TOKEN = "correct-horse-battery"
 
@@ -182,7 +183,7 @@ def test_undo_from_the_page(url):
     csrf = _csrf(c, "/studies/lev1")
     before = load_study("lev1", storage=url).history()
     r = c.post("/studies/lev1/undo", data={"csrf": csrf})
-    assert r.status_code == 303 and r.headers["location"].endswith("?done=undone")
+    assert r.status_code == 303 and "?done=undone&" in r.headers["location"]
     after = load_study("lev1", storage=url)
     assert after.history() == before[:-1]
     assert after.ask().id == before[-1]["query_id"]  # the withdrawn query is open again
@@ -190,6 +191,36 @@ def test_undo_from_the_page(url):
     c.post("/studies/lev1/undo", data={"csrf": csrf})
     r = c.post("/studies/lev1/undo", data={"csrf": csrf})
     assert r.status_code == 409 and "no answer to undo" in r.text
+
+
+def test_undo_names_what_it_withdraws_and_refuses_an_answer_the_page_did_not_show(url):
+    """The page shows the last answer (query, answer, time) and its undo form names it; an undo
+    whose answer is no longer the last (someone answered since) withdraws nothing."""
+    s = make_study("pref", url, answers=2)
+    c = _client(url)
+    page = c.get("/studies/pref").text
+    last = s.history()[-1]
+    told = last["told_at"][:19].replace("T", " ")
+    words = {0: "A is better", 1: "B is better"}[last["answer"]]
+    desc = f"query {last['query_id']}: {words}, given {told} UTC"
+    assert f'data-last="{desc}"' in page and f"last answer: {desc}" in page
+    key = re.search(r'name="last" value="([^"]+)"', page).group(1)
+    q = s.ask()  # a colleague answers: the page's last answer is not the last any more
+    s.tell(q.id, "a")
+    r = c.post("/studies/pref/undo", data={"csrf": _csrf(c, "/studies/pref"), "last": key})
+    assert r.status_code == 409
+    assert "Nothing was withdrawn" in r.text and f"query {q.id}: A is better" in r.text
+    assert load_study("pref", storage=url).n_answered == 3
+    key = re.search(r'name="last" value="([^"]+)"', r.text).group(1)  # the page shown now
+    r = c.post("/studies/pref/undo", data={"csrf": _csrf(c, "/studies/pref"), "last": key})
+    assert r.status_code == 303
+    assert load_study("pref", storage=url).n_answered == 2
+    assert (
+        f"last answer withdrawn: query {q.id}: A is better, given"
+        in c.get(r.headers["location"]).text
+    )
+    forged = "/studies/pref?done=undone&w=call%20555-0100&sig=" + "0" * 32
+    assert "555-0100" not in c.get(forged).text  # a link cannot put its own text on the page
 
 
 def test_csrf_is_required_on_every_form(url):
@@ -295,7 +326,7 @@ def test_study_names_with_slashes_and_url_characters_work_everywhere(url, name):
     assert len(c.get(f"/api/studies/{seg}/history").json()) == 3
     assert c.post(f"/api/studies/{seg}/undo").status_code == 200
     r = c.post(f"/studies/{seg}/undo", data={"csrf": csrf})
-    assert r.status_code == 303 and r.headers["location"] == f"/studies/{seg}?done=undone"
+    assert r.status_code == 303 and r.headers["location"].startswith(f"/studies/{seg}?done=undone&")
     assert load_study(name, storage=url).n_answered == 1
     assert load_study("a", storage=url).n_answered == 0  # the other study was never touched
     if name == "a/state":  # unencoded, the same text is the state of study "a"
@@ -355,6 +386,45 @@ def test_create_from_uploaded_space_file(url):
     assert s.seed == 4 and s.method == "straddle"
     page = c.get("/studies/coating").text
     assert '<span class="unit">degC</span>' in page
+
+
+def test_every_method_of_the_create_forms_select_creates_a_study(url):
+    """The select lists "random (preference)" and the like: what it sends names the family too,
+    so every choice creates a study of that family and method (a newcomer got "method id
+    'random' exists in several families")."""
+    c = _client(url)
+    page = c.get("/").text
+    select = re.search(r'<select id="c-method" name="method"[^>]*>(.*?)</select>', page, re.S)
+    choices = re.findall(r'<option value="([^"]+)"[^>]*>([^<]+)</option>', select.group(1))
+    assert ("preference/random", "random (preference)") in choices
+    from boloop.algorithms import list_methods
+
+    assert len(choices) == len(list_methods())
+    real = ("expert", "levelset", "preference", "safe")  # not the test families of test_loop
+    assert {v.split("/")[0] for v, _ in choices} >= set(real)
+    csrf = _csrf(c)
+    for k, (value, text) in enumerate(choices):  # on each family's toy problem
+        family, method = value.split("/")
+        assert text == f"{method} ({family})"
+        if family not in real:
+            continue
+        data = {"csrf": csrf, "name": f"s{k}", "method": value, "problem": f"{family}/toy"}
+        r = c.post("/studies", data=data)
+        assert r.status_code == 303, (value, re.findall(r'class="field-error"[^>]*>([^<]*)', r.text))
+        s = load_study(f"s{k}", storage=url)
+        assert (s.family, s.method) == (family, method)
+    space = json.dumps(DRINKS).encode()  # the newcomer's case: their own space file
+    r = c.post(
+        "/studies",
+        data={"csrf": csrf, "name": "drinks", "method": "preference/random"},
+        files={"space": ("drinks.json", space, "application/json")},
+    )
+    assert r.status_code == 303 and load_study("drinks", storage=url).family == "preference"
+    r = c.post(
+        "/studies",
+        data={"csrf": csrf, "name": "x", "method": "levelset/no-such", "problem": "levelset/toy"},
+    )
+    assert r.status_code == 400 and "no-such" in r.text  # refused, nothing stored
 
 
 def test_create_errors_stay_on_the_form_and_store_nothing(url):
@@ -615,6 +685,43 @@ def test_token_protects_pages_and_api(url):
     assert c.get("/studies/lev1").status_code == 303
 
 
+def test_a_visitor_not_logged_in_sees_no_log_out_and_no_storage(url):
+    """The login page (and any page a visitor reaches before logging in) shows neither a "log
+    out" link nor the storage path: where the data lives is not for a stranger."""
+    c = _client(url, TOKEN)
+    storage = url.split("///", 1)[1]
+    for path in ("/login", "/login?next=/studies/x", "/static/no-such-file.css"):
+        r = c.get(path)
+        assert "log out" not in r.text and storage not in r.text and "storage" not in r.text, path
+    r = c.post("/login", data={"csrf": _csrf(c, "/login"), "token": "nope", "next": "/"})
+    assert r.status_code == 401 and "log out" not in r.text and storage not in r.text
+    r = c.post("/login", data={"csrf": _csrf(c, "/login"), "token": TOKEN, "next": "/"})
+    page = c.get("/").text  # logged in: both
+    assert "log out" in page and f"storage {url}" in page
+    open_page = _client(url).get("/").text  # a server without a token: the storage is shown
+    assert "log out" not in open_page and f"storage {url}" in open_page
+
+
+def test_csv_export_is_the_same_bytes_from_the_page_the_cli_and_python(url, tmp_path):
+    """One line end ("\n") whoever exports; the CLI wrote "\r\n" (the csv module's default)
+    and the page "\n"."""
+    from cli_runner import run_cli
+
+    s = make_study("pref", url, answers=3)
+    s.tell(s.ask().id, "a", note="two lines:\r\nsweet, then sour")
+    page = _client(url).get("/studies/pref/export.csv").content
+    res = run_cli(
+        ["study", "export", "pref", "--out", "cli.csv", "--storage", url], cwd=tmp_path
+    )
+    assert res.returncode == 0, res.stderr
+    s.export(tmp_path / "api.csv")
+    cli, api = (tmp_path / "cli.csv").read_bytes(), (tmp_path / "api.csv").read_bytes()
+    assert page == cli == api
+    assert page.count(b"\n") == 6 and page.count(b"\r\n") == 1  # only inside the quoted note
+    rows = list(csv.DictReader(io.StringIO(page.decode(), newline="")))
+    assert rows[-1]["note"] == "two lines:\r\nsweet, then sour"
+
+
 def test_no_token_means_open_pages(url):
     make_study("lev1", url)
     c = _client(url)
@@ -632,6 +739,20 @@ def test_bind_rules():
     assert check_bind("0.0.0.0", TOKEN) == (TOKEN, False)
     with pytest.raises(InvalidInputError, match="at least 8"):
         check_bind("0.0.0.0", "short")
+
+
+def test_the_printed_urls_can_be_opened():
+    """``--host 0.0.0.0`` listens everywhere, but http://0.0.0.0:PORT/ is no address to give a
+    colleague: this machine opens 127.0.0.1, others its name (or its network address)."""
+    import socket
+
+    local, others = server_urls("0.0.0.0", 8000)
+    assert local == "http://127.0.0.1:8000/"
+    assert others[0] == f"http://{socket.gethostname()}:8000/"
+    assert all("0.0.0.0" not in u and "127." not in u for u in others)
+    assert server_urls("::", 8000)[0] == "http://[::1]:8000/"
+    assert server_urls("127.0.0.1", 8000) == ("http://127.0.0.1:8000/", [])
+    assert server_urls("10.1.2.3", 9) == ("http://10.1.2.3:9/", ["http://10.1.2.3:9/"])
 
 
 def test_serve_on_the_network_generates_prints_and_requires_a_token(tmp_path):
@@ -670,7 +791,10 @@ def test_serve_on_the_network_generates_prints_and_requires_a_token(tmp_path):
             line = proc.stderr.readline()
             assert line, "".join(lines)
             lines.append(line)
-        assert "needs this token" in lines[1]
+        # a URL a person can open (not the wildcard 0.0.0.0), and how others reach it
+        assert "http://127.0.0.1:" in lines[0] and "0.0.0.0" not in lines[0]
+        assert "from another machine: http://" in lines[0]
+        assert "needs this token" in lines[1] and "--token or $BOLOOP_TOKEN keeps one" in lines[1]
         token = lines[2].strip()
         assert len(token) >= 32
         base = f"http://127.0.0.1:{port}/api/studies"

@@ -41,7 +41,14 @@ from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 from boloop.study import create_study, load_study  # noqa: E402
-from study_samples import SPACES, answer_for, make_study, write_photo_table  # noqa: E402
+from study_samples import (  # noqa: E402
+    DRINKS,
+    SPACES,
+    answer_for,
+    make_drinks,
+    make_study,
+    write_photo_table,
+)  # noqa: E402
 
 #: one worker runs them all, in order (one server, two browsers; undo follows the answers)
 pytestmark = pytest.mark.xdist_group("browser")
@@ -79,6 +86,13 @@ def server(tmp_path_factory):
     make_study("undo", url, answers=3, key="lev1", fast=True)
     make_study("lab/run 1", url, key="pref")  # a name with a slash and a space
     make_study("expert-long", url, answers=24, key="expert", fast=True)
+    make_study("enter-label", url, key="expert", fast=True)  # pressing Enter in a note
+    make_study("enter-duel", url, key="pref")
+    make_study("undo-race", url, key="pref")  # undo from the page whose answer was refused
+    make_drinks("drinks", url)  # its recommendation was in no duel
+    make_study("offline", url, key="lev1", fast=True)  # its server stops and comes back
+    make_study("live-warning", url, key="pref")  # answered while another page is being typed in
+    make_drinks("drinks-15", url, answers=15)  # many options named by their values
     from boloop.problems import get
     from boloop.simulate import oracle_rng
 
@@ -91,6 +105,14 @@ def server(tmp_path_factory):
         q = long.ask()
         long.tell(q.id, toy.answer(q.query, rng))
     port = _free_port()
+    proc = _serve(url, port)
+    base = f"http://127.0.0.1:{port}"
+    yield base, url
+    _stop(proc)
+
+
+def _serve(url: str, port: int, poll: float = 0.4) -> subprocess.Popen:
+    """``boloop serve`` over ``url`` on ``port``, once it answers."""
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -102,7 +124,7 @@ def server(tmp_path_factory):
             "--port",
             str(port),
             "--poll",
-            "0.4",
+            str(poll),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -114,7 +136,7 @@ def server(tmp_path_factory):
         try:
             with urllib.request.urlopen(base + "/api/studies", timeout=2) as r:
                 if r.status == 200:
-                    break
+                    return proc
         except OSError:
             pass
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -122,12 +144,15 @@ def server(tmp_path_factory):
             proc.kill()
             pytest.fail(f"boloop serve did not start: {out}")
         time.sleep(0.2)
-    yield base, url
+
+
+def _stop(proc: subprocess.Popen) -> None:
     proc.terminate()
     try:
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
+        proc.wait()
 
 
 def _driver():
@@ -274,6 +299,56 @@ def test_the_expert_model_and_the_safe_sets_growth_are_drawn(server, browser, sh
     pic.screenshot(str(shots / "web-safe-growth.png"))
 
 
+@pytest.mark.parametrize("name", ["drinks", "drinks-15"])
+def test_the_preference_pictures_fit_and_show_the_recommendation(server, browser, shots, name):
+    """Every text of the pictures lies inside its picture (names and caption are wrapped, not
+    cut by the page); the recommendation has a row even when it was in no duel."""
+    base, _ = server
+    browser.get(f"{base}/studies/{name}")
+    outside = browser.execute_script(
+        "var out = [];"
+        "document.querySelectorAll('#pic-model svg, #pic-progress svg').forEach(function (svg) {"
+        "  var s = svg.getBoundingClientRect();"
+        "  svg.querySelectorAll('text').forEach(function (t) {"
+        "    var b = t.getBoundingClientRect();"  # on the page, rotations included
+        "    if (b.left < s.left - 0.5 || b.top < s.top - 0.5 || b.right > s.right + 0.5"
+        "        || b.bottom > s.bottom + 0.5) { out.push(t.textContent); }"
+        "  });"
+        "});"
+        "return out;"
+    )
+    assert outside == []
+    model = browser.find_element(By.ID, "pic-model")
+    bold = [t.text for t in model.find_elements(By.CSS_SELECTOR, "text[font-weight=bold]")]
+    assert any("sweetness=" in t for t in bold)  # the recommendation's row
+    if name == "drinks":
+        assert "not in a duel yet" in model.text
+    browser.execute_script("arguments[0].scrollIntoView();", model)
+    model.screenshot(str(shots / f"web-{name}-model.png"))
+    browser.find_element(By.ID, "pic-progress").screenshot(str(shots / f"web-{name}-progress.png"))
+
+
+def test_create_form_random_of_a_family_creates_that_study(server, browser, shots, tmp_path):
+    """ "random (preference)" in the method select, a space file uploaded: the study is created
+    (the form sent the method without its family, and "random" is in every family)."""
+    import json
+
+    from selenium.webdriver.support.ui import Select
+
+    base, url = server
+    space = tmp_path / "drinks.json"
+    space.write_text(json.dumps(DRINKS))
+    browser.get(f"{base}/")
+    browser.find_element(By.ID, "c-name").send_keys("web-random")
+    Select(browser.find_element(By.ID, "c-method")).select_by_visible_text("random (preference)")
+    browser.find_element(By.ID, "c-space").send_keys(str(space))
+    browser.find_element(By.ID, "create-form").screenshot(str(shots / "web-create-form.png"))
+    browser.find_element(By.CSS_SELECTOR, "#create-form button[type=submit]").click()
+    _wait(browser, lambda d: d.current_url.endswith("/studies/web-random"))
+    study = load_study("web-random", storage=url)
+    assert (study.family, study.method) == ("preference", "random")
+
+
 def test_a_study_whose_name_has_a_slash_opens_from_the_list_and_takes_answers(server, browser):
     base, url = server
     browser.get(f"{base}/")
@@ -315,6 +390,86 @@ def test_safe_limit_warning_stores_nothing_when_cancelled(server, browser, shots
     assert _open_id(browser) == q.id
 
 
+@pytest.mark.parametrize(
+    ("name", "button", "clicked", "key"),
+    [("enter-label", "btn-reject", False, "y"), ("enter-duel", "btn-b", 1, Keys.ARROW_LEFT)],
+)
+def test_enter_in_the_note_of_a_choice_stores_nothing(
+    server, browser, shots, name, button, clicked, key
+):
+    """On a page whose answer is one of two buttons, Enter in the note must not submit the
+    form with its first button ("accept", "A is better"): the person has not chosen yet. The
+    buttons still answer by click and by key."""
+    base, url = server
+    browser.get(f"{base}/studies/{name}")
+    study = load_study(name, storage=url)
+    q = study.ask()
+    assert _open_id(browser) == q.id
+    note = browser.find_element(By.ID, "note")
+    note.send_keys("too hot, I would not", Keys.ENTER)
+    time.sleep(1.0)  # a submission would have stored and reloaded by now
+    study.refresh()
+    assert study.n_answered == 0
+    assert _open_id(browser) == q.id
+    assert browser.find_element(By.ID, "note").get_attribute("value") == "too hot, I would not"
+    browser.save_screenshot(str(shots / f"web-enter-in-note-{name}.png"))
+    browser.find_element(By.ID, button).click()  # a click answers, with the note
+    q2 = _wait_for_new_query(browser, q.id)
+    row = study.history()[-1]
+    assert (row["query_id"], row["answer"], row["note"]) == (q.id, clicked, "too hot, I would not")
+    browser.find_element(By.TAG_NAME, "body").send_keys(key)  # and so does the page's key
+    _wait_for_new_query(browser, q2)
+    assert [r["query_id"] for r in study.history()] == [q.id, q2]
+
+
+def test_a_page_says_when_it_cannot_reach_the_server(server, browser, shots):
+    """While the server is down the page's poll fails: a notice says so (and that the typed
+    answer stays in the form); it goes away when the server is back."""
+    _, url = server
+    port = _free_port()
+    proc = _serve(url, port, poll=0.3)
+    try:
+        browser.get(f"http://127.0.0.1:{port}/studies/offline")
+        browser.find_element(By.ID, "value").send_keys("0.42")
+        assert not browser.find_element(By.ID, "offline").is_displayed()
+        _stop(proc)
+        _wait(browser, lambda d: d.find_element(By.ID, "offline").is_displayed())
+        text = browser.find_element(By.ID, "offline").text
+        assert "Cannot reach the server" in text and "stays in the form" in text
+        assert browser.find_element(By.ID, "value").get_attribute("value") == "0.42"
+        browser.save_screenshot(str(shots / "web-server-unreachable.png"))
+        proc = _serve(url, port, poll=0.3)
+        _wait(browser, lambda d: not d.find_element(By.ID, "offline").is_displayed())
+        browser.find_element(By.ID, "value").send_keys(Keys.ENTER)  # now it is stored
+        _wait(browser, lambda d: "answer stored" in d.find_element(By.TAG_NAME, "body").text)
+        assert load_study("offline", storage=url).history()[-1]["answer"] == 0.42
+    finally:
+        _stop(proc)
+
+
+def test_someone_else_answered_is_a_warning_not_a_success(server, browser, browser2, shots):
+    """A page being typed in is not reloaded when another answers: it says so, in the warning
+    style (amber), not the green of "answer stored"."""
+    base, _ = server
+    browser2.get(f"{base}/studies/live-warning")  # polls every 0.4 s
+    browser2.find_element(By.ID, "note").send_keys("still tasting")
+    browser.get(f"{base}/studies/live-warning")
+    browser.find_element(By.ID, "btn-a").click()
+    live = _wait(browser2, lambda d: d.find_element(By.ID, "live").is_displayed() and d)
+    live = live.find_element(By.ID, "live")
+    assert "Someone else answered" in live.text
+    assert "warning" in live.get_attribute("class").split()
+    browser2.save_screenshot(str(shots / "web-someone-else-answered.png"))
+    colours = browser2.execute_script(
+        "function bg(cls) { var p = document.createElement('p'); p.className = cls;"
+        "  document.body.appendChild(p); var c = getComputedStyle(p).backgroundColor;"
+        "  p.remove(); return c; }"
+        "return [getComputedStyle(document.getElementById('live')).backgroundColor,"
+        "        bg('warning'), bg('flash')];"
+    )
+    assert colours[0] == colours[1] != colours[2]  # amber, not the green of "answer stored"
+
+
 def _stop_polling(d):
     """Point the page's live refresh at nothing: the page stays as loaded (a stale form)."""
     d.execute_script("document.getElementById('study').setAttribute('data-state-url', '/none');")
@@ -342,6 +497,49 @@ def test_two_browsers_race_on_one_query_one_wins(server, browser, browser2):
     assert _open_id(browser2) == _open_id(browser) != q.id  # told, and shown the next query
     hist = study.history()
     assert [(r["query_id"], r["answer"]) for r in hist] == [(q.id, 0)]
+
+
+def test_undo_after_a_refused_answer_names_the_other_answer_and_whose_it_is(
+    server, browser, browser2, shots
+):
+    """browser2's answer is refused (browser answered first); its undo dialog names the
+    answer it would withdraw (query, answer, time) and says it is not browser2's. Cancelled,
+    nothing is withdrawn; an undo of an answer that is no longer the last withdraws nothing."""
+    base, url = server
+    for d in (browser, browser2):
+        d.get(f"{base}/studies/undo-race")
+        _stop_polling(d)
+    study = load_study("undo-race", storage=url)
+    q = study.ask()
+    browser.find_element(By.ID, "btn-a").click()
+    _wait_for_new_query(browser, q.id)
+    browser2.find_element(By.ID, "btn-b").click()
+    _wait(browser2, lambda d: "not stored" in d.find_element(By.ID, "warning").text)
+    told = study.history()[-1]["told_at"][:19].replace("T", " ")
+    browser2.save_screenshot(str(shots / "web-undo-refused-page.png"))
+    browser2.find_element(By.TAG_NAME, "body").send_keys("u")
+    text = _wait(browser2, _alert).text
+    assert f"query {q.id}: A is better, given {told} UTC" in text
+    assert "NOT your answer" in text
+    _alert(browser2).dismiss()
+    assert study.history()[-1]["query_id"] == q.id  # nothing withdrawn
+    _stop_polling(browser2)
+    q2 = _open_id(browser)
+    browser.find_element(By.ID, "btn-b").click()  # meanwhile another answer comes in
+    _wait_for_new_query(browser, q2)
+    browser2.find_element(By.ID, "btn-undo").click()
+    _wait(browser2, _alert).accept()  # it names query q, which is no longer the last
+    warning = _wait(browser2, lambda d: d.find_element(By.ID, "warning").text)
+    assert "Nothing was withdrawn" in warning and f"query {q2}: B is better" in warning
+    assert [r["query_id"] for r in study.history()] == [q.id, q2]
+    browser2.find_element(By.ID, "btn-undo").click()  # the page now names q2
+    alert = _wait(browser2, _alert)
+    assert f"query {q2}: B is better" in alert.text
+    alert.accept()
+    flash = _wait(browser2, lambda d: d.find_element(By.CSS_SELECTOR, ".flash:not([hidden])").text)
+    assert f"last answer withdrawn: query {q2}: B is better" in flash
+    assert [r["query_id"] for r in study.history()] == [q.id]
+    browser2.save_screenshot(str(shots / "web-undo-withdrawn.png"))
 
 
 def test_a_page_left_open_updates_when_another_answers(server, browser, browser2, shots):

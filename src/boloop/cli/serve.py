@@ -11,17 +11,22 @@ __all__ = ["register"]
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from boloop.web.server import check_bind, serve
+    from boloop.web.server import check_bind, serve, server_urls
 
     token = args.token if args.token is not None else os.environ.get("BOLOOP_TOKEN") or None
     token, generated = check_bind(args.host, token)
-    host = f"[{args.host}]" if ":" in args.host else args.host
-    url = f"http://{host}:{args.port}/"
-    print(f"boloop serve: {url}", file=sys.stderr)
+    url, others = server_urls(args.host, args.port)
+    line = f"boloop serve: {url}"
+    if others and others != [url]:
+        line += f" on this machine; from another machine: {' or '.join(others)}"
+    elif others:
+        line += " (from this and other machines)"
+    print(line, file=sys.stderr)
     if generated:
         print(
             f"boloop serve: {args.host} is not a loopback address, so every page and API call "
-            f"needs this token (log in with it; API: 'Authorization: Bearer <token>'):\n"
+            f"needs this token (log in with it; API: 'Authorization: Bearer <token>'; a new one "
+            f"is generated at every start: --token or $BOLOOP_TOKEN keeps one):\n"
             f"    {token}",
             file=sys.stderr,
         )

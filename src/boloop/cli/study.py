@@ -149,7 +149,10 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = add("export", "write the history to CSV or JSON", _export)
-    p.add_argument("--out", required=True, help="output file (.csv or .json)")
+    p.add_argument(
+        "--out", required=True, help="output file (.csv or .json); an existing one needs --force"
+    )
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
 
     p = add("plot", "draw the study's progress and model pictures (SVG or an HTML page)", _plot)
     p.add_argument(
@@ -500,6 +503,10 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    if os.path.exists(args.out) and not args.force:  # a space file, last week's export, ...
+        raise InvalidInputError(
+            f"{args.out!r} exists: nothing written (give --force to replace it, or another --out)"
+        )
     study = load_study(args.name, storage=args.storage)
     study.export(args.out)
     print(f"wrote {study.n_answered} answers to {args.out}")

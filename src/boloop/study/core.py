@@ -573,7 +573,8 @@ class Study(StudyReplay, StudySnapshots):
             return
         cols, rows = self._flat_rows(hist)
         with open(path, "w", encoding="utf-8", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=cols)
+            # "\n" line ends: the same bytes from the API, the CLI and the web page's export
+            w = csv.DictWriter(fh, fieldnames=cols, lineterminator="\n")
             w.writeheader()
             w.writerows(rows)
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import math
+import textwrap
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -56,12 +57,19 @@ def _esc(text: Any) -> str:
     return _xml_escape(str(text), {'"': "&quot;", "'": "&#x27;"})
 
 
-def _fmt(v: float) -> str:
+def _fmt(v: float, digits: int = 4) -> str:
     if not math.isfinite(v):
         return str(v)
     if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
         return f"{v:.2e}"
-    return f"{v:.4g}"
+    return f"{v:.{digits}g}"
+
+
+def _lines(text: str, width: int, max_lines: int | None = None) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken at spaces (after the commas
+    of ``a=0.1, b=0.2``: never inside a number); beyond ``max_lines`` the last line ends in an
+    ellipsis."""
+    return textwrap.wrap(text, width, max_lines=max_lines, placeholder=" …") or [""]
 
 
 def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
@@ -443,22 +451,25 @@ def progress_svg(study: Any) -> str:
     return _with_legend([p.svg()], PANEL_H, items, label)
 
 
-def _option_name(study: Any, row: dict[str, Any], side: str) -> str:
+def _option_name(study: Any, row: dict[str, Any], side: str, digits: int = 4) -> str:
+    """An option as text: its label, or its parameters (``digits`` significant digits)."""
     lab = row.get(f"{side}_label")
     if lab is not None:
         return str(lab)
-    return ", ".join(f"{k}={_fmt(v)}" for k, v in (row[side] or {}).items())
+    return ", ".join(f"{k}={_fmt(v, digits)}" for k, v in (row[side] or {}).items())
 
 
 def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str:
     wins: dict[str, list[int]] = {}
     names: list[str] = []
+    short: dict[str, str] = {}  # the legend's text: fewer digits, cut between parameters
     for r in hist:
         for side in ("a", "b"):
             nm = _option_name(study, r, side)
             if nm not in wins:
                 wins[nm] = []
                 names.append(nm)
+                short[nm] = _lines(_option_name(study, r, side, 3), 34, 1)[0]
     totals = {nm: 0 for nm in names}
     for r in hist:
         winner = _option_name(study, r, "a" if int(r["answer"]) == 0 else "b")
@@ -481,7 +492,7 @@ def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str
     for k, nm in enumerate(top):
         c = "#{:02x}{:02x}{:02x}".format(*colours[k % len(colours)])
         p.steps(n, wins[nm], c)
-        items.append((c, nm[:24]))
+        items.append((c, short[nm]))
     return _with_legend([p.svg()], PANEL_H, items, label)
 
 
@@ -910,12 +921,22 @@ def _wilson(wins: int, n: int, z: float = 1.96) -> tuple[float, float, float]:
     return p, max(0.0, c - half), min(1.0, c + half)
 
 
+#: the preference chart: left margin for the options' names, their width in characters
+_PREF_LEFT = 190
+_PREF_NAME_CHARS = 34
+#: characters per line of a caption under a picture
+_CAPTION_CHARS = 92
+
+
 def _model_preference(study: Any, hist: list[dict[str, Any]], rec: Any, label: str) -> str:
     stats: dict[str, list[int]] = {}
+    short: dict[str, str] = {}  # what a bar's label says: fewer digits (the full name: tooltip)
     for r in hist:
         if r["kind"] != "compare":
             continue
         a, b = _option_name(study, r, "a"), _option_name(study, r, "b")
+        short.setdefault(a, _option_name(study, r, "a", 3))
+        short.setdefault(b, _option_name(study, r, "b", 3))
         win = a if int(r["answer"]) == 0 else b
         for nm in {a, b}:  # a duel of an option with itself counts once
             stats.setdefault(nm, [0, 0])
@@ -931,14 +952,38 @@ def _model_preference(study: Any, hist: list[dict[str, Any]], rec: Any, label: s
             if labels is not None and 0 <= i < len(labels):
                 rec_name = str(labels[i])
         if rec_name is None:
-            rec_name = ", ".join(f"{k}={_fmt(float(v))}" for k, v in zip(study.names, rpt))
+            named = dict(zip(study.names, (float(v) for v in rpt)))
+            rec_name = ", ".join(f"{k}={_fmt(v)}" for k, v in named.items())
+            short.setdefault(rec_name, ", ".join(f"{k}={_fmt(v, 3)}" for k, v in named.items()))
+        short.setdefault(rec_name, rec_name)
     if not stats:
         text = "no answers yet" + (f"; recommendation: {rec_name}" if rec_name else "")
         return _message(text, label)
     rows = sorted(stats.items(), key=lambda kv: (-_wilson(*kv[1])[1], -kv[1][0]))[:20]
-    bar_h = 18
-    left = 170
-    height = 40 + bar_h * len(rows) + 40
+    if rec_name is not None and all(nm != rec_name for nm, _ in rows):
+        # the recommendation is always drawn: first if it was never in a duel, else in the
+        # place of the last row shown
+        if rec_name in stats:
+            rows = [*rows[:19], (rec_name, stats[rec_name])]
+        else:
+            rows = [(rec_name, [0, 0]), *rows[:19]]
+    names = {nm: _lines(short[nm], _PREF_NAME_CHARS, 2) for nm, _ in rows}
+    bar_h = 28 if any(len(v) > 1 for v in names.values()) else 18
+    left = _PREF_LEFT
+    never = rec_name is not None and rec_name not in stats
+    caption = _lines(
+        (
+            f"recommendation of {study.method}: {short[rec_name]} (gold"
+            + ("; it has not been in a duel yet" if never else "")
+            + ")"
+            if rec_name
+            else "no recommendation yet"
+        )
+        + ". Bars: the answers' win rates, not the method's model.",
+        _CAPTION_CHARS,
+    )
+    top = 30 + bar_h * len(rows) + 44  # the caption's first line, below the x axis's label
+    height = top + 14 * (len(caption) - 1) + 8
     p = _Panel(
         left,
         30,
@@ -957,11 +1002,23 @@ def _model_preference(study: Any, hist: list[dict[str, Any]], rec: Any, label: s
         Y = p.sy(yc)
         star = nm == rec_name
         colour = "#ffd700" if star else _BLUE
-        body.append(
-            f'<text x="{left - 6}" y="{Y + 4:.1f}" text-anchor="end"'
-            + (' font-weight="bold"' if star else "")
-            + f">{_esc(nm[:28])}</text>"
+        lines = names[nm]
+        y0 = Y + 4 - 6.5 * (len(lines) - 1)
+        tspans = "".join(
+            f'<tspan x="{left - 6}" y="{y0 + 13 * j:.1f}">{_esc(line)}</tspan>'
+            for j, line in enumerate(lines)
         )
+        body.append(
+            '<text text-anchor="end"' + (' font-weight="bold"' if star else "") + f">{tspans}"
+            f"<title>{_esc(nm)}</title></text>"
+        )
+        if n == 0:  # the recommendation, never in a duel: no rate to draw
+            body.append(
+                f'<rect x="{p.sx(0):.1f}" y="{Y - 6:.1f}" width="12" height="12" fill="{colour}" '
+                f'stroke="#222" stroke-width="0.5"/><text x="{p.sx(0) + 18:.1f}" '
+                f'y="{Y + 4:.1f}" fill="#555">not in a duel yet: no win rate</text>'
+            )
+            continue
         body.append(
             f'<rect x="{p.sx(0):.1f}" y="{Y - 6:.1f}" width="{p.sx(rate) - p.sx(0):.1f}" '
             f'height="12" fill="{colour}" stroke="#222" stroke-width="0.5">'
@@ -979,12 +1036,9 @@ def _model_preference(study: Any, hist: list[dict[str, Any]], rec: Any, label: s
     p.axes()
     # the y ticks of axes() are meaningless here: drop them, keep the frame, x ticks and title
     p.parts = [s for s in p.parts if 'text-anchor="end"' not in s]
-    foot = (
-        f'<text x="8" y="{height - 6}" fill="#555">'
-        + _esc(
-            f"recommendation of {study.method}: {rec_name}" if rec_name else "no recommendation yet"
-        )
-        + " (gold). Bars: the answers' win rates, not the method's model.</text>"
+    foot = "".join(
+        f'<text x="8" y="{top + 14 * j}" fill="#555">{_esc(line)}</text>'
+        for j, line in enumerate(caption)
     )
     return _document([p.svg(), *body, foot], height, label)
 

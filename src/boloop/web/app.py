@@ -190,6 +190,11 @@ def create_app(
     if swagger_dir is not None:
         app.mount("/swagger-ui", StaticFiles(directory=swagger_dir), name="swagger")
     session = _session_value(token) if token else None
+    flash_key = secrets.token_bytes(32)
+
+    def flash_sig(text: str) -> str:
+        """The signature of a message a redirect carries: a link cannot put text on a page."""
+        return hmac.new(flash_key, text.encode(), "sha256").hexdigest()[:32]
 
     # -- middleware: size limit, auth, security headers ------------------------------------------
     @app.middleware("http")
@@ -247,6 +252,8 @@ def create_app(
         html = env.get_template(template).render(
             csrf=csrf,
             auth=token is not None,
+            # a visitor who has not logged in sees neither "log out" nor where the data is
+            signed_in=token is None or _same(request.cookies.get(SESSION_COOKIE), session),
             version=boloop.__version__,
             storage=safe_url(pool.url),  # a PostgreSQL password never reaches a page
             **ctx,
@@ -390,7 +397,9 @@ def create_app(
         flash: str | None = None,
         warning: str | None = None,
         values: dict[str, str] | None = None,
+        refused: bool = False,
     ) -> HTMLResponse:
+        """``refused``: this page's answer was not stored (the last answer is someone else's)."""
         try:
             ctx = pool.run(name, _page_context)
         except UnknownIdError as exc:
@@ -406,13 +415,22 @@ def create_app(
             warning=warning,
             values=values or {},
             poll_ms=int(poll_seconds * 1000),
+            refused=refused,
             **ctx,
         )
 
     @app.get("/studies/{name}", response_class=HTMLResponse, include_in_schema=False)
-    def study_get(request: Request, name: str, done: str | None = None) -> HTMLResponse:
+    def study_get(
+        request: Request,
+        name: str,
+        done: str | None = None,
+        w: str | None = None,
+        sig: str | None = None,
+    ) -> HTMLResponse:
         name = study_name(name)
         flash = {"told": "answer stored", "undone": "last answer withdrawn"}.get(done or "")
+        if done == "undone" and w and _same(sig, flash_sig(w)):  # only a text this server wrote
+            flash = f"last answer withdrawn: {w}"
         return study_page(request, name, flash=flash)
 
     @app.post("/studies/{name}/tell", include_in_schema=False)
@@ -433,6 +451,7 @@ def create_app(
                 flash=None,
                 warning=f"Your answer was not stored: {exc}. Someone else answered it first; "
                 "here is the open query now.",
+                refused=True,
             )
         if errors or warning:
             return study_page(request, name, 400, errors=errors, warning=warning, values=values)
@@ -443,13 +462,19 @@ def create_app(
         name = study_name(name)
         form = await read_form(request)
         check_csrf(request, form)
+        expected = str(form.get("last", "") or "")
         try:
-            await run_in_threadpool(pool.run, name, lambda s: s.undo())
+            row = await run_in_threadpool(pool.run, name, lambda s: _undo_form(s, expected))
         except UnknownIdError as exc:
             raise HTTPException(404, str(exc)) from exc
         except QueryStateError as exc:
             return study_page(request, name, 409, warning=str(exc))
-        return RedirectResponse(f"/studies/{quote(name, safe='')}?done=undone", status_code=303)
+        what = _answer_description(row)
+        return RedirectResponse(
+            f"/studies/{quote(name, safe='')}?done=undone&w={quote(what, safe='')}"
+            f"&sig={flash_sig(what)}",
+            status_code=303,
+        )
 
     @app.get("/studies/{name}/state", include_in_schema=False)
     def study_state(name: str) -> JSONResponse:
@@ -725,8 +750,46 @@ def _page_context(study: Study) -> dict[str, Any]:
         "state_version": events[-1]["seq"],
         "quoted": quote(study.name, safe=""),
         "has_notes": any(r.get("note") for r in hist),
+        "last_key": _answer_key(hist[-1]) if hist else "",
+        "last_desc": _answer_description(hist[-1]) if hist else "",
     }
     return ctx
+
+
+def _answer_key(row: Mapping[str, Any]) -> str:
+    """What names one history row for an undo form: its query id and the time it was given
+    (an answer withdrawn and given again has a new time)."""
+    qid = "added" if row.get("query_id") is None else str(row["query_id"])
+    return f"{qid}@{row.get('told_at')}"
+
+
+def _answer_description(row: Mapping[str, Any]) -> str:
+    """One history row as a person reads it: ``query 14: B is better, given 2026-11-27
+    03:05:41 UTC``."""
+    text = str(row.get("answer_text", row.get("answer")))
+    if row.get("kind") == "compare":
+        text = {"a": "A is better", "b": "B is better"}.get(text, text)
+    told = str(row.get("told_at") or "")
+    when = f", given {told[:19].replace('T', ' ')} UTC" if told else ""
+    if row.get("query_id") is None:
+        return f"the {'label' if row.get('kind') == 'label' else 'measurement'} added: {text}{when}"
+    return f"query {row['query_id']}: {text}{when}"
+
+
+def _undo_form(study: Study, expected: str) -> dict[str, Any]:
+    """Withdraw the last answer if it is the one the page named (``expected``, an
+    :func:`answer_key`; empty: whatever is last, as the API's undo)."""
+    last = study.history(last=1)
+    if expected and (not last or _answer_key(last[0]) != expected):
+        qid = expected.split("@", 1)[0]
+        shown = "an added measurement" if qid == "added" else f"the answer to query {qid}"
+        now = _answer_description(last[0]) if last else "none"
+        raise QueryStateError(
+            f"Nothing was withdrawn: the page showed {shown} as the last, "
+            f"but the last answer is now {now} (someone answered or withdrew in the meantime). "
+            "Check it and undo again if you mean it."
+        )
+    return study.undo()
 
 
 def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None]:
@@ -805,7 +868,7 @@ def _export_text(study: Study, ext: str) -> str:
     with tempfile.TemporaryDirectory(prefix="boloop-export-") as tmp:
         path = os.path.join(tmp, f"history.{ext}")
         study.export(path)
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8", newline="") as fh:  # the file's bytes, as written
             return fh.read()
 
 
@@ -872,7 +935,15 @@ def _create_from_form(url: str, values: dict[str, str], uploads: list[tuple[str,
             raise InvalidInputError(f"seed must be an integer, got {values['seed']!r}") from exc
     options = _parse_options(values.get("options", ""))
     family = values.get("family") or None
-    if not values.get("method"):
+    method = values.get("method", "")
+    if "/" in method:  # the form's choices are "family/method" (a method id may be in several)
+        fam, _, method = method.partition("/")
+        if family is not None and family != fam:
+            raise InvalidInputError(
+                f"method {method!r} of family {fam!r} given with family {family!r}"
+            )
+        family = fam
+    if not method:
         raise InvalidInputError("choose a method")
     problem = values.get("problem") or None
     if uploads and problem:
@@ -882,7 +953,7 @@ def _create_from_form(url: str, values: dict[str, str], uploads: list[tuple[str,
     if problem:
         return create_study(
             values.get("name", ""),
-            values["method"],
+            method,
             problem=problem,
             storage=url,
             seed=seed,
@@ -906,7 +977,7 @@ def _create_from_form(url: str, values: dict[str, str], uploads: list[tuple[str,
         # the study: the temporary directory is removed afterwards
         return create_study(
             values.get("name", ""),
-            values["method"],
+            method,
             space,
             storage=url,
             seed=seed,

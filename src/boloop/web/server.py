@@ -10,7 +10,7 @@ from typing import Any
 
 from boloop.errors import InvalidInputError
 
-__all__ = ["check_bind", "is_loopback", "serve", "MIN_TOKEN_CHARS"]
+__all__ = ["check_bind", "is_loopback", "serve", "server_urls", "MIN_TOKEN_CHARS"]
 
 logger = logging.getLogger("boloop")
 
@@ -30,6 +30,39 @@ def is_loopback(host: str) -> bool:
         except OSError:
             return False
         return bool(infos) and all(ipaddress.ip_address(i[4][0]).is_loopback for i in infos)
+
+
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+def _lan_address() -> str | None:
+    """This machine's address on the network its default route leads to (no packet is sent:
+    connecting a UDP socket only picks the route), or None without one."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # TEST-NET-1 (RFC 5737): never a real host
+            addr = str(s.getsockname()[0])
+    except OSError:
+        return None
+    return None if addr.startswith(("127.", "0.")) else addr
+
+
+def server_urls(host: str, port: int) -> tuple[str, list[str]]:
+    """``(url, others)``: the URL to open on this machine, and the URLs a colleague on another
+    machine may open (none for a loopback address).
+
+    A wildcard address (``0.0.0.0``, ``::``) is where the server listens, not an address to
+    open: this machine reaches it at 127.0.0.1, others by this machine's name or address."""
+    wildcard = host.strip("[]") in ("0.0.0.0", "::", "")
+    if not wildcard:
+        return _url(host.strip("[]"), port), [] if is_loopback(host) else [_url(host, port)]
+    local = _url("::1" if ":" in host else "127.0.0.1", port)
+    others = [_url(socket.gethostname(), port)]
+    lan = _lan_address()
+    if lan is not None:
+        others.append(_url(lan, port))
+    return local, others
 
 
 def check_bind(host: str, token: str | None) -> tuple[str | None, bool]:

@@ -29,11 +29,18 @@
     if (done) { ev.preventDefault(); }
   });
 
-  // -- undo asks first
+  // -- undo asks first, naming what it withdraws (query, answer, when) and whose it is
   var undo = document.getElementById("undo-form");
   if (undo) {
     undo.addEventListener("submit", function (ev) {
-      if (!window.confirm("Withdraw the last answer? Its query becomes the open query again.")) {
+      var last = undo.getAttribute("data-last") || "the last answer";
+      var msg = "Withdraw the last answer, " + last + "?";
+      if (undo.hasAttribute("data-refused")) {
+        msg += "\n\nThis is NOT your answer: yours was not stored. This one was given " +
+          "elsewhere (another page, person or program).";
+      }
+      msg += "\n\nIts query becomes the open query again.";
+      if (!window.confirm(msg)) {
         ev.preventDefault();
       }
     });
@@ -63,7 +70,8 @@
     });
   }
 
-  // -- live refresh: poll the study's state; reload when someone else answered
+  // -- live refresh: poll the study's state; reload when someone else answered; say so while
+  //    the server cannot be reached
   if (root) {
     var version = root.getAttribute("data-version");
     var ms = parseInt(root.getAttribute("data-poll-ms"), 10);
@@ -81,10 +89,19 @@
       }
       return true;
     }
+    var offline = document.getElementById("offline");
+    function reachable(yes) {
+      if (offline) { offline.hidden = yes; }
+    }
     function poll() {
       if (submitting) { return; }
       fetch(root.getAttribute("data-state-url"), { credentials: "same-origin", cache: "no-store" })
-        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (r) {
+          // no answer, or a proxy's 502/503/504 for a server that is down
+          if (r.status >= 502 && r.status <= 504) { throw new Error("unreachable"); }
+          reachable(true);
+          return r.ok ? r.json() : null;
+        })
         .then(function (s) {
           if (!s || String(s.version) === version) { return; }
           if (untouched()) {
@@ -94,7 +111,7 @@
             live.textContent = "Someone else answered: this query may be closed. Reload to see the open query.";
           }
         })
-        .catch(function () { /* the server is away: try again later */ });
+        .catch(function () { reachable(false); /* and try again at the next poll */ });
     }
     if (ms > 0 && window.fetch) { window.setInterval(poll, ms); }
   }
