@@ -1,7 +1,8 @@
 """Recommendation rules on the same duels (issue 17): is the simple-regret deficit the estimate's?
 
 Run with ``OMP_NUM_THREADS=1 PYTHONPATH=src python benchmarks/preference_recommendation.py
---problems ID ... [--seeds 20] [--duels 100] [--method eubo-regret] [--jobs 1] [--out FILE]``.
+--problems ID ... [--seeds 20] [--duels 100] [--method eubo-regret] [--jobs 1] [--out FILE]``
+(``--method`` takes options as a method id does: ``'eubo-regret?repeat_duels=not-in-a-row'``).
 
 A recommendation rule never changes the duels, so rules can be compared on exactly the same data:
 the method runs once per (option set, seed) as a study would (``kernel=fit``), and its last
@@ -93,7 +94,8 @@ def _conservative(policy, mean: np.ndarray) -> np.ndarray:
 def run(job: tuple[str, int, int, str]) -> dict:
     pid, seed, duels, method = job
     problem = problems.get(pid)
-    policy = build_policy(problem.policy_spec(method, seed, kernel="fit"))
+    name, options = problems.parse_problem_id(method)  # a method id with ?key=value options
+    policy = build_policy(problem.policy_spec(name, seed, **{"kernel": "fit", **options}))
     trace = simulate(policy, problem, duels, seed=seed)
     rec = trace.records
     utility = problem.utility

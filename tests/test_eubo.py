@@ -11,7 +11,7 @@ from scipy.special import log_expit
 
 import boloop.problems as problems
 from boloop.algorithms import make_policy
-from boloop.algorithms.preference import EUBO
+from boloop.algorithms.preference import EUBO, RegretAwareEUBO
 from boloop.errors import InvalidInputError
 from boloop.gp.kernels import SquaredExponential
 from boloop.gp.utility_laplace import UtilityPosterior, best_pairs, eubo_all_pairs, expected_max
@@ -197,6 +197,27 @@ def test_best_pairs_equals_the_argmax_over_every_pair(exploit, optimism, ref):
     assert list(zip(a, b)) == [(0, 1), (0, 2), (1, 2)]
 
 
+def test_best_pairs_leaves_out_excluded_pairs_unless_all_are():
+    """``exclude``: the best pair among the others, in either order of the excluded pairs; pairs
+    outside ``among`` or of an option with itself are ignored; excluding every pair excludes
+    none (a duel must still be chosen)."""
+    K, w, los = _posterior(1)
+    posts = [(1.0, UtilityPosterior(K, w, los))]
+    among = np.arange(0, K.shape[0], 2)[:12]
+    iu = np.triu_indices(among.size, 1)
+    p = posts[0][1]
+    full = eubo_all_pairs(p.mean()[among], p.covariance()[np.ix_(among, among)])[iu]
+    order = np.argsort(-full)
+    top = [(int(among[iu[0][k]]), int(among[iu[1][k]])) for k in order[:3]]
+    excluded = [top[0][::-1], top[1], (1, 3), (4, 4)]  # reversed, as is, outside among, self
+    a, b, score = best_pairs(posts, among=among, exclude=excluded)
+    assert (int(a[0]), int(b[0])) == top[2]
+    assert score[0] == pytest.approx(full[order[2]], rel=1e-10)
+    every = [(int(among[i]), int(among[j])) for i, j in zip(*iu)]
+    a, b, _ = best_pairs(posts, among=among, exclude=every)
+    assert (int(a[0]), int(b[0])) == top[0]
+
+
 def test_copeland_winner_counts_predicted_wins():
     from boloop.algorithms.preference import copeland_winner
 
@@ -372,3 +393,34 @@ def test_model_draw_scores_duels_under_one_model_of_the_mixture():
         assert tuple(sorted((q.a_index, q.b_index))) in best_of
     with pytest.raises(InvalidInputError):
         make_policy("eubo-regret", prob, 0, model_choice="median")
+
+
+@pytest.mark.parametrize("cls", [EUBO, RegretAwareEUBO])
+def test_repeat_duels_keeps_a_person_from_the_same_duel(cls):
+    """A person's trial: with consistent answers the default put one pair to them at queries 9,
+    10, 13, 14 and 17 of 21. ``repeat_duels="not-in-a-row"`` never asks the last duel again at
+    once; ``"never"`` asks no pair twice until every pair has been asked, then allows them all
+    again (3 options: 3 pairs). The default (``"allow"``) is unchanged."""
+    X = np.random.default_rng(1).random((20, 3))
+    utility = X @ np.array([1.0, -0.5, 0.8])
+
+    def duels(points, n, **options):
+        pol = cls(points, seed=0, **options)
+        out = []
+        for _ in range(n):
+            q = pol.ask()
+            out.append((min(q.a_index, q.b_index), max(q.a_index, q.b_index)))
+            better_a = utility[q.a_index] > utility[q.b_index]
+            pol.tell(q.id, 0 if better_a else 1)  # a consistent person
+        return out
+
+    allowed = duels(X, 21)
+    assert len(set(allowed)) < len(allowed)  # what the trial met: the same duel again
+    in_a_row = duels(X, 21, repeat_duels="not-in-a-row")
+    assert all(x != y for x, y in zip(in_a_row, in_a_row[1:]))
+    never = duels(X, 21, repeat_duels="never")
+    assert len(set(never)) == len(never)
+    three = duels(X[:3], 5, repeat_duels="never")
+    assert len(set(three[:3])) == 3 and set(three[3:]) <= set(three[:3])
+    with pytest.raises(InvalidInputError, match="repeat_duels"):
+        EUBO(X, seed=0, repeat_duels="sometimes")

@@ -28,6 +28,7 @@ for every pair at once. Shapes: ``K`` (m, m); duels (n, 2) of option indices, wi
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -249,6 +250,7 @@ def best_pairs(
     tol: float = 1e-12,
     optimism: float = 0.0,
     reference: int | None = None,
+    exclude: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair ``a < b`` of ``among`` whose score is within ``tol`` (relative) of the best, with
     its score, exactly, without scoring every pair in closed form:
@@ -264,7 +266,8 @@ def best_pairs(
     ``s <= sd_a + sd_b``); the pairs of largest bound are scored exactly, and only the pairs whose
     bound reaches that score (minus the tolerance) are scored in closed form. Returns ``(a, b,
     score)``, the pairs in row-major order of ``among`` (so that ties are broken as over the full
-    list). ``among`` defaults to every option; it must hold at least two."""
+    list). ``among`` defaults to every option; it must hold at least two. ``exclude``: pairs
+    ``(a, b)`` of option indices (either order) left out, unless that would leave no pair."""
     m = posteriors[0][1].m
     idx = np.arange(m) if among is None else np.asarray(among, dtype=np.intp)
     k = idx.size
@@ -303,6 +306,15 @@ def best_pairs(
         if n_model:
             bound += tmp
     np.fill_diagonal(bound, -np.inf)
+    if exclude is not None and len(exclude):
+        pos = np.full(m, -1, dtype=np.intp)
+        pos[idx] = np.arange(k)
+        pairs = pos[np.asarray(exclude, dtype=np.intp).reshape(-1, 2)]
+        pairs = pairs[(pairs >= 0).all(axis=1) & (pairs[:, 0] != pairs[:, 1])]
+        pairs = np.unique(np.sort(pairs, axis=1), axis=0)
+        if pairs.shape[0] < k * (k - 1) // 2:  # else every pair is excluded: keep them all
+            bound[pairs[:, 0], pairs[:, 1]] = -np.inf
+            bound[pairs[:, 1], pairs[:, 0]] = -np.inf
     flat_bound = bound.ravel()
 
     def exact(flat: np.ndarray) -> np.ndarray:
@@ -316,8 +328,8 @@ def best_pairs(
         return out
 
     # a first exact score: the pair of largest bound in each row
-    rows = np.arange(k)
-    best = float(np.max(exact(rows * k + np.argmax(bound, axis=1))))
+    rows = np.flatnonzero(np.max(bound, axis=1) > -np.inf)
+    best = float(np.max(exact(rows * k + np.argmax(bound[rows], axis=1))))
     sel = np.flatnonzero(flat_bound >= best - tol * max(1.0, abs(best)))
     sel = sel[sel // k < sel % k]  # a < b
     score = exact(sel)
