@@ -240,3 +240,15 @@ def test_a_log_written_before_the_checks_still_replays(tmp_path):
     again = load_study("old", storage=url, full_replay=True)
     assert again.policy.y_f.tolist() == [0.3]
     assert Label(id=3, x=[0.1, 0.2], calibration=True) == Label(id=3, x=[0.1, 0.2])
+
+
+def test_an_expert_study_without_a_method_runs_cobol(tmp_path):
+    """A newcomer's trial expected COBOL to be the expert family's default and was refused; it is
+    (registry FAMILY_DEFAULTS, the one method that uses the expert with no harm measured)."""
+    from boloop.algorithms.registry import default_method
+    from boloop.study.core import create_study
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("vet", None, problem="expert/ackley4?a=2", storage=url, seed=0)
+    assert study.method == "cobol" == default_method("expert")
+    assert study.ask().kind == "label"

@@ -50,9 +50,11 @@ __all__ = [
 ]
 
 #: the method a study of a family runs when it names none, chosen by measurement where people
-#: work (preference: 25-200 duels, ``docs/reproductions/preference.md``); the other families
-#: have no default yet: their studies name their method
-FAMILY_DEFAULTS: dict[str, str] = {"preference": "eubo-regret"}
+#: work (preference: 25-200 duels, ``docs/reproductions/preference.md``; expert: COBOL, the
+#: one method that uses the expert with no harm measured: with a bad expert its defaults ended
+#: within 1.5x of GP-LCB in every run of issue 12, ``docs/reproductions/expert.md``); the other
+#: families have no default yet: their studies name their method
+FAMILY_DEFAULTS: dict[str, str] = {"preference": "eubo-regret", "expert": "cobol"}
 
 
 def default_method(family: str | None) -> str:
