@@ -420,6 +420,20 @@ def test_a_study_prompt_tells_the_expert_about_a_calibration_label(tmp_path):
         raise AssertionError("no calibration label asked")
     assert "measured next whatever you answer" in q.prompt()
     assert q.to_dict()["calibration"] is True
+    # the history and the export say which labels were calibration labels (a person's trial:
+    # nothing after the page showed it)
+    study.tell(q.id, True)
+    rows = study.history()
+    assert rows[-1]["calibration"] is True
+    assert not any(r.get("calibration") for r in rows[:-1])
+    out = tmp_path / "h.csv"
+    study.export(str(out))
+    import csv
+
+    with open(out, newline="") as fh:
+        exported = list(csv.DictReader(fh))
+    flags = [r["calibration"] for r in exported if r["kind"] == "label"]
+    assert flags[-1] == "True" and set(flags[:-1]) == {"False"}
 
 
 def test_reading_the_agreement_statistics_changes_nothing():

@@ -421,7 +421,8 @@ class Study(StudyReplay, StudySnapshots):
     def history(self, last: int | None = None) -> list[dict[str, Any]]:
         """Answers in effect, oldest first: rows with ``query_id, kind, source, params`` (or
         ``a``, ``b``), ``answer``, ``answer_text``, ``asked_at``, ``told_at`` (UTC), ``note`` (or None);
-        only the ``last`` ones if given."""
+        ``calibration: True`` on a label whose point was measured whatever the answer (COBOL's
+        agreement gate); only the ``last`` ones if given."""
         if last is not None and (
             isinstance(last, bool) or not isinstance(last, numbers.Integral) or last < 0
         ):
@@ -760,6 +761,8 @@ class Study(StudyReplay, StudySnapshots):
         for key in ("label", "a_label", "b_label"):
             if getattr(sq, key) is not None:
                 row[key] = getattr(sq, key)
+        if sq.calibration:  # a label whose point was measured whatever the answer
+            row["calibration"] = True
         return row
 
     def _flat_rows(self, hist: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
@@ -786,6 +789,8 @@ class Study(StudyReplay, StudySnapshots):
                 cols.append("value")
         if has["label"]:
             cols.append("accepted")
+            if any(r.get("calibration") for r in hist):
+                cols.append("calibration")
         if has["compare"]:
             cols.append("preferred")
         if any(r.get("note") for r in hist):
@@ -810,6 +815,8 @@ class Study(StudyReplay, StudySnapshots):
                     out["value"] = ans
             elif r["kind"] == "label":
                 out["accepted"] = bool(ans)
+                if "calibration" in cols:
+                    out["calibration"] = bool(r.get("calibration"))
             else:
                 out["preferred"] = "a" if int(ans) == 0 else "b"
             if "note" in cols:
