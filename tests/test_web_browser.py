@@ -475,12 +475,14 @@ def _stop_polling(d):
     d.execute_script("document.getElementById('study').setAttribute('data-state-url', '/none');")
 
 
-def test_two_browsers_race_on_one_query_one_wins(server, browser, browser2):
+def _race(server, browser, browser2, name):
+    """Both browsers on the same open duel of study ``name`` (live refresh off); browser answers
+    A, then browser2 answers B a moment later and is refused. Returns (study, query, warning)."""
     base, url = server
     for d in (browser, browser2):
-        d.get(f"{base}/studies/race")
+        d.get(f"{base}/studies/{name}")
         _stop_polling(d)
-    study = load_study("race", storage=url)
+    study = load_study(name, storage=url)
     q = study.ask()
     assert _open_id(browser) == _open_id(browser2) == q.id
     browser.find_element(By.ID, "btn-a").click()
@@ -493,6 +495,11 @@ def test_two_browsers_race_on_one_query_one_wins(server, browser, browser2):
             and d.find_element(By.ID, "warning").text
         ),
     )
+    return study, q, text
+
+
+def test_two_browsers_race_on_one_query_one_wins(server, browser, browser2):
+    study, q, text = _race(server, browser, browser2, "race")
     assert "Someone else answered it first" in text
     assert _open_id(browser2) == _open_id(browser) != q.id  # told, and shown the next query
     hist = study.history()
@@ -505,16 +512,7 @@ def test_undo_after_a_refused_answer_names_the_other_answer_and_whose_it_is(
     """browser2's answer is refused (browser answered first); its undo dialog names the
     answer it would withdraw (query, answer, time) and says it is not browser2's. Cancelled,
     nothing is withdrawn; an undo of an answer that is no longer the last withdraws nothing."""
-    base, url = server
-    for d in (browser, browser2):
-        d.get(f"{base}/studies/undo-race")
-        _stop_polling(d)
-    study = load_study("undo-race", storage=url)
-    q = study.ask()
-    browser.find_element(By.ID, "btn-a").click()
-    _wait_for_new_query(browser, q.id)
-    browser2.find_element(By.ID, "btn-b").click()
-    _wait(browser2, lambda d: "not stored" in d.find_element(By.ID, "warning").text)
+    study, q, _ = _race(server, browser, browser2, "undo-race")
     told = study.history()[-1]["told_at"][:19].replace("T", " ")
     browser2.save_screenshot(str(shots / "web-undo-refused-page.png"))
     browser2.find_element(By.TAG_NAME, "body").send_keys("u")
