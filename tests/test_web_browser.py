@@ -586,3 +586,25 @@ def test_api_docs_render_offline(server, browser, shots):
     )
     assert requested and all(u.startswith(base) for u in requested), requested
     browser.save_screenshot(str(shots / "web-docs.png"))
+
+def test_the_create_form_marks_each_familys_default_method(server, browser, shots):
+    """The method select says which method a family runs by default (preference: eubo-regret,
+    expert: cobol) and no other."""
+    from selenium.webdriver.support.ui import Select
+
+    from boloop.algorithms.registry import FAMILY_DEFAULTS
+
+    base, _ = server
+    browser.get(f"{base}/")
+    select = Select(browser.find_element(By.ID, "c-method"))
+    marked = sorted(o.text for o in select.options if "default" in o.text)
+    assert marked == sorted(f"{m} ({f}, default)" for f, m in FAMILY_DEFAULTS.items())
+    assert "eubo-regret (preference, default)" in marked and "cobol (expert, default)" in marked
+    select.select_by_visible_text("cobol (expert, default)")
+    assert select.first_selected_option.get_attribute("value") == "expert/cobol"
+    browser.execute_script("document.getElementById('c-method').size = 14;")  # the list, open
+    browser.find_element(By.ID, "create-form").screenshot(str(shots / "web-create-defaults.png"))
+    select.select_by_visible_text("eubo-regret (preference, default)")
+    browser.find_element(By.ID, "create-form").screenshot(
+        str(shots / "web-create-defaults-preference.png")
+    )

@@ -41,6 +41,7 @@ from starlette.concurrency import run_in_threadpool
 
 import boloop
 from boloop.algorithms.families import family_traits
+from boloop.algorithms.registry import FAMILY_DEFAULTS
 from boloop.errors import BoloopError, QueryStateError, UnknownIdError
 from boloop.study import Study, create_study, list_studies, load_study
 from boloop.study.answers import parse_measurement
@@ -342,14 +343,12 @@ def create_app(
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index(request: Request, created: str | None = None) -> HTMLResponse:
-        from boloop.algorithms import list_methods
-
-        methods = sorted({(m.family, m.id) for m in list_methods()})
         return render(
             request,
             "index.html",
             studies=study_rows(),
-            methods=methods,
+            methods=_method_choices(),
+            defaults=FAMILY_DEFAULTS,
             form={},
             errors={},
             flash=f"created study {created}" if created else None,
@@ -373,15 +372,13 @@ def create_app(
         try:
             study = await run_in_threadpool(_create_from_form, pool.url, values, contents)
         except BoloopError as exc:
-            from boloop.algorithms import list_methods
-
-            methods = sorted({(m.family, m.id) for m in list_methods()})
             return render(
                 request,
                 "index.html",
                 400,
                 studies=study_rows(),
-                methods=methods,
+                methods=_method_choices(),
+                defaults=FAMILY_DEFAULTS,
                 form=values,
                 errors={_create_field(str(exc)): str(exc)},
                 flash=None,
@@ -654,6 +651,14 @@ def _swagger_dir() -> str | None:
         return None
     path = getattr(swagger_ui_bundle, "swagger_ui_path", None)
     return str(path) if path and os.path.isdir(path) else None
+
+
+def _method_choices() -> list[tuple[str, str]]:
+    """``(family, method id)`` of every method, for the create form's select (a family's
+    default method is marked there from :data:`FAMILY_DEFAULTS`)."""
+    from boloop.algorithms import list_methods
+
+    return sorted({(m.family, m.id) for m in list_methods()})
 
 
 def _open_id(study: Study) -> int | None:
