@@ -93,6 +93,7 @@ def server(tmp_path_factory):
     make_study("offline", url, key="lev1", fast=True)  # its server stops and comes back
     make_study("live-warning", url, key="pref")  # answered while another page is being typed in
     make_drinks("drinks-15", url, answers=15)  # many options named by their values
+    make_study("pref-hist", url, answers=3, key="pref")  # named options in the history
     from boloop.problems import get
     from boloop.simulate import oracle_rng
 
@@ -608,3 +609,24 @@ def test_the_create_form_marks_each_familys_default_method(server, browser, shot
     browser.find_element(By.ID, "create-form").screenshot(
         str(shots / "web-create-defaults-preference.png")
     )
+
+
+@pytest.mark.parametrize("name", ["pref-hist", "drinks"])
+def test_the_preference_history_names_the_chosen_option(server, browser, shots, name):
+    """An answer in the history says which option was chosen: its name when the options have
+    names ("b (recipe 3)"), its parameters otherwise."""
+    base, url = server
+    browser.get(f"{base}/studies/{name}")
+    hist = load_study(name, storage=url).history()
+    cells = [c.text for c in browser.find_elements(By.CSS_SELECTOR, "#history tbody td.answer")]
+    expected = []
+    for r in reversed(hist):  # newest first
+        side = "a" if r["answer"] == 0 else "b"
+        params = ", ".join(f"{k}={v:.6g}" for k, v in r[side].items())
+        expected.append(f"{side} ({r.get(side + '_label') or params})")
+    assert cells == expected
+    if name == "pref-hist":
+        assert all("(recipe " in c for c in cells)
+    history = browser.find_element(By.ID, "history")
+    browser.execute_script("arguments[0].scrollIntoView();", history)
+    history.screenshot(str(shots / f"web-history-{name}.png"))
