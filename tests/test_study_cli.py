@@ -215,6 +215,30 @@ def test_cli_export_never_overwrites_a_file_unless_forced(tmp_path, capsys):
     assert code == 0 and json.loads(space.read_text())["history"] == []
 
 
+def test_cli_plot_never_overwrites_a_file_unless_forced(tmp_path, capsys):
+    """As export: an existing --out (or the default NAME.svg) is refused, named, and left as it
+    was; --force replaces it."""
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    space = tmp_path / "space.json"
+    space.write_text(json.dumps({"parameters": [{"name": "t", "low": 0, "high": 1}]}))
+    code, _, err = _cli(
+        capsys, "study", "create", "e", "--method", "toy-random", "--space", str(space),
+        "--family", "expert", "--storage", url,
+    )  # fmt: skip
+    assert code == 0, err
+    notes = tmp_path / "notes.html"
+    notes.write_text("my notes")
+    code, out, err = _cli(capsys, "study", "plot", "e", "--out", str(notes), "--storage", url)
+    assert code == 2 and out == ""
+    assert err.startswith("boloop: error: ") and str(notes) in err and "--force" in err
+    assert "nothing written" in err
+    assert notes.read_text() == "my notes"
+    code, out, _ = _cli(
+        capsys, "study", "plot", "e", "--out", str(notes), "--force", "--storage", url
+    )
+    assert code == 0 and "<svg" in notes.read_text()
+
+
 def _spawn_run(url: str, *extra: str) -> subprocess.Popen:
     """``boloop study run`` in a child that starts with Ctrl-C's default action.
 

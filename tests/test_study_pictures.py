@@ -71,6 +71,15 @@ def test_levelset_classes_follow_the_estimate(url):
     assert len(strip) == n_upper + 2
 
 
+@pytest.mark.parametrize("sample", ["pref", "drinks"])
+def test_a_preference_model_before_any_answer_names_no_recommendation(url, sample):
+    """Before the first duel the method's favourite is no recommendation (the methods'
+    recommend() still names one): the picture says only that there are no answers yet."""
+    study = make_study("pref", url) if sample == "pref" else make_drinks("drinks", url, 0)
+    assert study.recommend() is not None  # the method has a favourite
+    assert _texts(model_svg(study)) == ["no answers yet"]
+
+
 def test_preference_bars_count_wins(url):
     study = make_study("pref", url, answers=9)
     hist = study.history()

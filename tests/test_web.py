@@ -398,6 +398,7 @@ def test_every_method_of_the_create_forms_select_creates_a_study(url):
     choices = re.findall(r'<option value="([^"]+)"[^>]*>([^<]+)</option>', select.group(1))
     assert ("preference/random", "random (preference)") in choices
     from boloop.algorithms import list_methods
+    from boloop.algorithms.registry import FAMILY_DEFAULTS
 
     assert len(choices) == len(list_methods())
     real = ("expert", "levelset", "preference", "safe")  # not the test families of test_loop
@@ -405,7 +406,8 @@ def test_every_method_of_the_create_forms_select_creates_a_study(url):
     csrf = _csrf(c)
     for k, (value, text) in enumerate(choices):  # on each family's toy problem
         family, method = value.split("/")
-        assert text == f"{method} ({family})"
+        default = FAMILY_DEFAULTS.get(family) == method  # marked: "cobol (expert, default)"
+        assert text == f"{method} ({family}{', default' if default else ''})"
         if family not in real:
             continue
         data = {"csrf": csrf, "name": f"s{k}", "method": value, "problem": f"{family}/toy"}

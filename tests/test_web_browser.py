@@ -93,6 +93,10 @@ def server(tmp_path_factory):
     make_study("offline", url, key="lev1", fast=True)  # its server stops and comes back
     make_study("live-warning", url, key="pref")  # answered while another page is being typed in
     make_drinks("drinks-15", url, answers=15)  # many options named by their values
+    make_study("pref-new", url, key="pref")  # no answer yet: no recommendation to show
+    make_study("pref-hist", url, answers=3, key="pref")  # named options in the history
+    make_study("expert-new", url, key="expert", fast=True)
+    _expert_measuring("expert-rec", url)
     from boloop.problems import get
     from boloop.simulate import oracle_rng
 
@@ -109,6 +113,18 @@ def server(tmp_path_factory):
     base = f"http://127.0.0.1:{port}"
     yield base, url
     _stop(proc)
+
+
+def _expert_measuring(name: str, url: str) -> None:
+    """An expert study answered until it has a measured value (so a recommendation) and its
+    open query asks for a measurement."""
+    study = make_study(name, url, key="expert", fast=True)
+    for _ in range(60):
+        q = study.ask()
+        if q.kind == "evaluate" and any(r["kind"] == "evaluate" for r in study.history()):
+            return
+        study.tell(q.id, answer_for(q))
+    raise AssertionError(f"{name}: no measurement asked after a value was measured")
 
 
 def _serve(url: str, port: int, poll: float = 0.4) -> subprocess.Popen:
@@ -584,3 +600,96 @@ def test_api_docs_render_offline(server, browser, shots):
     )
     assert requested and all(u.startswith(base) for u in requested), requested
     browser.save_screenshot(str(shots / "web-docs.png"))
+
+
+def test_the_create_form_marks_each_familys_default_method(server, browser, shots):
+    """The method select says which method a family runs by default (preference: eubo-regret,
+    expert: cobol) and no other."""
+    from selenium.webdriver.support.ui import Select
+
+    from boloop.algorithms.registry import FAMILY_DEFAULTS
+
+    base, _ = server
+    browser.get(f"{base}/")
+    select = Select(browser.find_element(By.ID, "c-method"))
+    marked = sorted(o.text for o in select.options if "default" in o.text)
+    assert marked == sorted(f"{m} ({f}, default)" for f, m in FAMILY_DEFAULTS.items())
+    assert "eubo-regret (preference, default)" in marked and "cobol (expert, default)" in marked
+    select.select_by_visible_text("cobol (expert, default)")
+    assert select.first_selected_option.get_attribute("value") == "expert/cobol"
+    browser.execute_script("document.getElementById('c-method').size = 14;")  # the list, open
+    browser.find_element(By.ID, "create-form").screenshot(str(shots / "web-create-defaults.png"))
+    select.select_by_visible_text("eubo-regret (preference, default)")
+    browser.find_element(By.ID, "create-form").screenshot(
+        str(shots / "web-create-defaults-preference.png")
+    )
+
+
+@pytest.mark.parametrize("name", ["pref-hist", "drinks"])
+def test_the_preference_history_names_the_chosen_option(server, browser, shots, name):
+    """An answer in the history says which option was chosen: its name when the options have
+    names ("b (recipe 3)"), its parameters otherwise."""
+    base, url = server
+    browser.get(f"{base}/studies/{name}")
+    hist = load_study(name, storage=url).history()
+    cells = [c.text for c in browser.find_elements(By.CSS_SELECTOR, "#history tbody td.answer")]
+    expected = []
+    for r in reversed(hist):  # newest first
+        side = "a" if r["answer"] == 0 else "b"
+        params = ", ".join(f"{k}={v:.6g}" for k, v in r[side].items())
+        expected.append(f"{side} ({r.get(side + '_label') or params})")
+    assert cells == expected
+    if name == "pref-hist":
+        assert all("(recipe " in c for c in cells)
+    history = browser.find_element(By.ID, "history")
+    browser.execute_script("arguments[0].scrollIntoView();", history)
+    history.screenshot(str(shots / f"web-history-{name}.png"))
+
+
+def _shown(d, element_id: str) -> str:
+    return d.find_element(By.ID, element_id).text
+
+
+def test_the_expert_page_says_its_recommendation_and_that_lower_is_better(server, browser, shots):
+    """COBOL's recommendation in words, in the study's parameter names (the picture only has a
+    star), with what it means; at the measurement form, that lower values are better. Before
+    any answer: no recommendation."""
+    base, url = server
+    browser.get(f"{base}/studies/expert-rec")
+    st = load_study("expert-rec", storage=url).status(last=0)
+    rec = st["recommendation"]
+    assert list(rec) == ["a", "b"]
+    text = _shown(browser, "recommendation")
+    assert text.startswith(f"recommendation of cobol: a={rec['a']:.6g}, b={rec['b']:.6g}")
+    assert st["recommendation_meaning"] in text and "minimises" in text
+    goal = browser.find_element(By.CSS_SELECTOR, "#answer-form #goal")  # at the form
+    assert goal.text == "Lower measured values are better: cobol minimises the value."
+    browser.save_screenshot(str(shots / "web-expert-recommendation.png"))
+    browser.get(f"{base}/studies/expert-new")
+    assert _shown(browser, "recommendation").startswith(
+        "recommendation of cobol: none yet (no answers yet)"
+    )
+    browser.get(f"{base}/studies/lev1")  # a level set: no point to recommend, no goal
+    assert not browser.find_elements(By.ID, "recommendation")
+    assert not browser.find_elements(By.ID, "goal")
+
+
+def test_a_preference_study_recommends_nothing_before_its_first_answer(server, browser, shots):
+    """Before any answer the picture and the page say "no answers yet" and name no option as
+    recommended; after one answer both name the method's recommendation."""
+    base, url = server
+    browser.get(f"{base}/studies/pref-new")
+    assert _shown(browser, "pic-model").splitlines()[0] == "no answers yet"
+    assert "recommend" not in browser.find_element(By.CSS_SELECTOR, "#pic-model svg").text
+    assert _shown(browser, "recommendation").startswith(
+        "recommendation of maxminlcb: none yet (no answers yet)"
+    )
+    browser.save_screenshot(str(shots / "web-preference-no-answers.png"))
+    q = _open_id(browser)
+    browser.find_element(By.ID, "btn-a").click()
+    _wait_for_new_query(browser, q)
+    st = load_study("pref-new", storage=url).status(last=0)
+    label = st["recommendation_label"]
+    assert label and f"recommendation of maxminlcb: {label}" in _shown(browser, "pic-model")
+    assert _shown(browser, "recommendation").startswith(f"recommendation of maxminlcb: {label} (")
+    browser.save_screenshot(str(shots / "web-preference-first-answer.png"))

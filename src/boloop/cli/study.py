@@ -159,8 +159,10 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "--out",
         default=None,
         metavar="FILE",
-        help="FILE.svg (both pictures, one above the other) or FILE.html; default NAME.svg",
+        help="FILE.svg (both pictures, one above the other) or FILE.html; default NAME.svg; "
+        "an existing one needs --force",
     )
+    p.add_argument("--force", action="store_true", help="replace --out if it exists")
     p.add_argument(
         "--no-growth",
         action="store_true",
@@ -524,6 +526,10 @@ def _plot(args: argparse.Namespace) -> int:
     folder = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(folder):
         raise InvalidInputError(f"cannot write {out!r}: the directory {folder!r} does not exist")
+    if os.path.exists(out) and not args.force:  # last week's picture, a page of notes, ...
+        raise InvalidInputError(
+            f"{out!r} exists: nothing written (give --force to replace it, or another --out)"
+        )
     study = load_study(args.name, storage=args.storage)
     growth = study.family == "safe" and not args.no_growth
     text = plot_document(study, html=ext == ".html", growth=growth)

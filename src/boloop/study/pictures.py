@@ -942,6 +942,8 @@ def _model_preference(study: Any, hist: list[dict[str, Any]], rec: Any, label: s
             stats.setdefault(nm, [0, 0])
             stats[nm][1] += 1
         stats[win][0] += 1
+    if not stats:  # a method's favourite before any answer is no recommendation: none shown
+        return _message("no answers yet", label)
     rec_name = None
     rpt = _rec_point(study, rec)
     if rpt is not None:
@@ -956,9 +958,6 @@ def _model_preference(study: Any, hist: list[dict[str, Any]], rec: Any, label: s
             rec_name = ", ".join(f"{k}={_fmt(v)}" for k, v in named.items())
             short.setdefault(rec_name, ", ".join(f"{k}={_fmt(v, 3)}" for k, v in named.items()))
         short.setdefault(rec_name, rec_name)
-    if not stats:
-        text = "no answers yet" + (f"; recommendation: {rec_name}" if rec_name else "")
-        return _message(text, label)
     rows = sorted(stats.items(), key=lambda kv: (-_wilson(*kv[1])[1], -kv[1][0]))[:20]
     if rec_name is not None and all(nm != rec_name for nm, _ in rows):
         # the recommendation is always drawn: first if it was never in a duel, else in the

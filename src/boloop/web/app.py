@@ -41,9 +41,11 @@ from starlette.concurrency import run_in_threadpool
 
 import boloop
 from boloop.algorithms.families import family_traits
+from boloop.algorithms.registry import FAMILY_DEFAULTS
 from boloop.errors import BoloopError, QueryStateError, UnknownIdError
 from boloop.study import Study, create_study, list_studies, load_study
 from boloop.study.answers import parse_measurement
+from boloop.study.goals import measured_goal
 from boloop.study.media import media_file, media_index
 from boloop.study.pictures import growth_svg, pictures
 from boloop.study.storage import open_storage, safe_url
@@ -342,14 +344,12 @@ def create_app(
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index(request: Request, created: str | None = None) -> HTMLResponse:
-        from boloop.algorithms import list_methods
-
-        methods = sorted({(m.family, m.id) for m in list_methods()})
         return render(
             request,
             "index.html",
             studies=study_rows(),
-            methods=methods,
+            methods=_method_choices(),
+            defaults=FAMILY_DEFAULTS,
             form={},
             errors={},
             flash=f"created study {created}" if created else None,
@@ -373,15 +373,13 @@ def create_app(
         try:
             study = await run_in_threadpool(_create_from_form, pool.url, values, contents)
         except BoloopError as exc:
-            from boloop.algorithms import list_methods
-
-            methods = sorted({(m.family, m.id) for m in list_methods()})
             return render(
                 request,
                 "index.html",
                 400,
                 studies=study_rows(),
-                methods=methods,
+                methods=_method_choices(),
+                defaults=FAMILY_DEFAULTS,
                 form=values,
                 errors={_create_field(str(exc)): str(exc)},
                 flash=None,
@@ -656,6 +654,14 @@ def _swagger_dir() -> str | None:
     return str(path) if path and os.path.isdir(path) else None
 
 
+def _method_choices() -> list[tuple[str, str]]:
+    """``(family, method id)`` of every method, for the create form's select (a family's
+    default method is marked there from :data:`FAMILY_DEFAULTS`)."""
+    from boloop.algorithms import list_methods
+
+    return sorted({(m.family, m.id) for m in list_methods()})
+
+
 def _open_id(study: Study) -> int | None:
     pending = study.policy.pending
     return None if pending is None else int(pending.id)
@@ -734,11 +740,12 @@ def _page_context(study: Study) -> dict[str, Any]:
     hist = study.history()
     pics = pictures(study, growth=False)  # the growth is an image of its own (a replay)
     events = study.events()
+    units = _units(study)
     ctx: dict[str, Any] = {
         "study": study,
         "name": study.name,
         "names": study.names,
-        "units": _units(study),
+        "units": units,
         "query": query,
         "ask_error": ask_error,
         "media": _query_media(study, query) if query is not None else {},
@@ -752,8 +759,43 @@ def _page_context(study: Study) -> dict[str, Any]:
         "has_notes": any(r.get("note") for r in hist),
         "last_key": _answer_key(hist[-1]) if hist else "",
         "last_desc": _answer_description(hist[-1]) if hist else "",
+        "recommendation": _recommendation_view(study, units, len(hist)),
+        "goal": measured_goal(study.family),
     }
     return ctx
+
+
+def _point_text(params: Mapping[str, Any], units: Mapping[str, str]) -> str:
+    """``temperature=35.2 °C, ratio=0.4``: a point in the study's parameter names."""
+    return ", ".join(
+        f"{k}={_num(v)}" + (f" {units[k]}" if units.get(k) else "") for k, v in params.items()
+    )
+
+
+def _recommendation_view(
+    study: Study, units: Mapping[str, str], answered: int
+) -> dict[str, str] | None:
+    """The recommendation as the page says it (``Study.status()``'s ``recommendation``,
+    ``recommendation_label`` and ``recommendation_meaning``): ``{"text", "meaning"}``, the text
+    being the option's name and its parameters, or "none yet" (always before the first answer:
+    a method's favourite before any data is no recommendation). None when it is not a point
+    (a level set's estimate: its picture shows it)."""
+    st = study.status(last=0)
+    rec = st["recommendation"]
+    if isinstance(rec, dict) and isinstance(rec.get("point"), dict):
+        rec = rec["point"]  # e.g. the safe family's {"point", "index", "best_s", ...}
+    point = rec if isinstance(rec, dict) and list(rec) == list(study.names) else None
+    if point is None and rec is not None and not isinstance(rec, str):
+        return None
+    if answered == 0:
+        text = "none yet (no answers yet)"
+    elif point is None:  # None or "not available yet (...)"
+        text = "none yet"
+    else:
+        text = _point_text(point, units)
+        if st.get("recommendation_label"):
+            text = f"{st['recommendation_label']} ({text})"
+    return {"text": text, "meaning": str(st.get("recommendation_meaning") or "")}
 
 
 def _answer_key(row: Mapping[str, Any]) -> str:
