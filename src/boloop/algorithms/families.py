@@ -49,6 +49,10 @@ class FamilyTraits:
     - ``expert_belief``: ``predict(X)`` also returns the expert's latent ``g``, drawn on the model
       picture.
     - ``growth_picture``: a study draws the certified safe set's growth, one more picture.
+    - ``measured_goal``: ``"minimise"`` or ``"maximise"`` when the one measured value has a
+      better direction a person must know at the measurement form (COBOL minimises ``f``);
+      ``None`` when it has none (a level set) or when the answer has several outputs with
+      different roles (the safe family's ``f`` and ``g``; its page shows the limit instead).
     """
 
     space_keys: Mapping[str, str] = field(default_factory=dict)
@@ -64,6 +68,7 @@ class FamilyTraits:
     duel_model: bool = False
     expert_belief: bool = False
     growth_picture: bool = False
+    measured_goal: str | None = None
 
 
 #: the traits of a family that declares nothing
@@ -97,7 +102,7 @@ FAMILY_TRAITS: Mapping[str, FamilyTraits] = MappingProxyType(
         # 1500: MAX_OPTIONS of the preference methods (equal, tested; not imported here,
         # where the family table is read without importing the algorithms)
         "preference": FamilyTraits(default_grid=20, max_default_grid_points=1500, duel_model=True),
-        "expert": FamilyTraits(expert_belief=True),
+        "expert": FamilyTraits(expert_belief=True, measured_goal="minimise"),
     }
 )
 

@@ -45,7 +45,6 @@ from boloop.algorithms.registry import FAMILY_DEFAULTS
 from boloop.errors import BoloopError, QueryStateError, UnknownIdError
 from boloop.study import Study, create_study, list_studies, load_study
 from boloop.study.answers import parse_measurement
-from boloop.study.goals import measured_goal
 from boloop.study.media import media_file, media_index
 from boloop.study.pictures import growth_svg, pictures
 from boloop.study.storage import open_storage, safe_url
@@ -760,7 +759,7 @@ def _page_context(study: Study) -> dict[str, Any]:
         "last_key": _answer_key(hist[-1]) if hist else "",
         "last_desc": _answer_description(hist[-1]) if hist else "",
         "recommendation": _recommendation_view(study, units, len(hist)),
-        "goal": measured_goal(study.family),
+        "goal": family_traits(study.family).measured_goal,
     }
     return ctx
 
