@@ -96,6 +96,8 @@ def server(tmp_path_factory):
     make_study("pref-new", url, key="pref")  # no answer yet: no recommendation to show
     make_study("pref-hist", url, answers=3, key="pref")  # named options in the history
     make_study("expert-new", url, key="expert", fast=True)
+    make_study("safe-over", url, key="safe", fast=True)  # a g above the limit is stored
+    make_study("safe-unit", url, key="safe", fast=True)  # a g typed with its unit
     _expert_measuring("expert-rec", url)
     from boloop.problems import get
     from boloop.simulate import oracle_rng
@@ -404,6 +406,86 @@ def test_safe_limit_warning_stores_nothing_when_cancelled(server, browser, shots
     _alert(browser).dismiss()
     assert load_study("safe", storage=url).n_answered == n
     assert _open_id(browser) == q.id
+
+
+def _store_over_limit(d, base, name):
+    """Store f = 0.1, g = 0.95 (above the limit 0.8) on the page, confirming the dialog; returns
+    the query id answered."""
+    d.get(f"{base}/studies/{name}")
+    qid = _open_id(d)
+    d.find_element(By.ID, "out-f").send_keys("0.1")
+    d.find_element(By.ID, "out-g").send_keys("0.95", Keys.ENTER)
+    alert = _wait(d, _alert)
+    assert "above the safety limit" in alert.text
+    alert.accept()
+    _wait(d, lambda drv: _open_id(drv) != qid)
+    return qid
+
+
+def test_a_stored_g_above_the_limit_stays_a_red_warning_on_the_page(server, browser, shots):
+    """After a measured g above h is stored, the page says so, as Study.status() does, in a red
+    banner that stays on every load while the answer stands, and goes with its undo."""
+    base, url = server
+    browser.get(f"{base}/studies/safe-over")
+    assert not browser.find_elements(By.ID, "study-warnings")
+    qid = _store_over_limit(browser, base, "safe-over")
+    warnings = load_study("safe-over", storage=url).status()["warnings"]
+    assert len(warnings) == 1 and f"query {qid}" in warnings[0]
+    banner = _wait(browser, lambda d: d.find_element(By.ID, "study-warnings"))
+    assert banner.is_displayed() and warnings[0] in banner.text
+    assert banner.get_attribute("role") == "alert"
+    colour = browser.execute_script(
+        "return getComputedStyle(document.getElementById('study-warnings')).borderTopColor;"
+    )
+    assert colour == "rgb(192, 57, 43)"  # the page's red, not the green of "answer stored"
+    browser.save_screenshot(str(shots / "web-safe-over-limit.png"))
+    browser.get(f"{base}/studies/safe-over")  # a later visit: still there
+    assert warnings[0] in browser.find_element(By.ID, "study-warnings").text
+    browser.find_element(By.ID, "btn-undo").click()
+    _wait(browser, _alert).accept()
+    _wait(browser, lambda d: "last answer withdrawn" in d.find_element(By.TAG_NAME, "body").text)
+    assert load_study("safe-over", storage=url).status()["warnings"] == []
+    assert not browser.find_elements(By.ID, "study-warnings")
+
+
+def test_the_answer_stored_notice_is_said_once(server, browser, shots):
+    """A reload (or Back) after storing does not say "answer stored" again: nothing new was."""
+    base, url = server
+    _store_over_limit(browser, base, "safe-over")
+    assert _wait(browser, lambda d: d.find_element(By.CSS_SELECTOR, ".flash").text) == (
+        "answer stored"
+    )
+    assert browser.execute_script("return window.location.search;") == ""
+    browser.refresh()
+    _wait(browser, lambda d: d.find_element(By.ID, "study-warnings"))
+    assert not browser.find_elements(By.CSS_SELECTOR, ".flash")
+    browser.back()  # the page before the answer: no notice either
+    _wait(browser, lambda d: d.find_element(By.ID, "answer-form"))
+    assert not browser.find_elements(By.CSS_SELECTOR, ".flash")
+
+
+def test_g_with_a_unit_is_refused_before_any_question_about_the_limit(server, browser, shots):
+    """``85 C`` is not a number for the server: the page must not ask "g = 85 is above the
+    safety limit... store it?" first; the answer is refused as not a number, nothing stored."""
+    base, url = server
+    browser.get(f"{base}/studies/safe-unit")
+    n = load_study("safe-unit", storage=url).n_answered
+    qid = _open_id(browser)
+    browser.find_element(By.ID, "out-f").send_keys("0.1")
+    browser.find_element(By.ID, "out-g").send_keys("0.95 C", Keys.ENTER)
+    err = _wait(
+        browser,
+        lambda d: _alert(d) is not None or d.find_element(By.CSS_SELECTOR, ".field-error").text,
+    )
+    asked = _alert(browser)
+    if asked is not None:
+        text = asked.text
+        asked.dismiss()  # the page stays usable for the tests after this one
+        pytest.fail(f"the page asked about the limit for a value it cannot store: {text}")
+    assert "g must be a number, got '0.95 C'" in err
+    browser.save_screenshot(str(shots / "web-safe-unit.png"))
+    assert load_study("safe-unit", storage=url).n_answered == n
+    assert _open_id(browser) == qid
 
 
 @pytest.mark.parametrize(

@@ -1160,21 +1160,30 @@ _GROWTH_LOCK = threading.Lock()
 _GROWTH_REPLAY: dict[tuple[str, str], threading.Lock] = {}
 
 
-def _certified_boundary(policy: Any) -> np.ndarray:
-    """The certified safe boundary per x (grid indices of s, (n_x,)) the policy's next query
-    would be chosen under: the union over time kept by M-SafeOpt (``certified``) and the set of
-    the current posterior (eq. 14)."""
-    certified = np.asarray(policy.certified, dtype=np.int64)
+def _next_certified(policy: Any) -> np.ndarray:
+    """The certified safe boundary per x (grid indices of s, (n_x,)) the policy's next query is
+    chosen under: what the method itself commits (``certified``, reported by ``describe()`` and
+    ``Study.status()``) when it proposes that query, read from a copy that proposes it.
+
+    During the initial safe-seed design the next query is a seed at the lowest level, chosen
+    without the safe sets, so nothing new is certified: the posterior's hypothetical set (under
+    the starting hyperparameters, before any fit) is not what the method certifies."""
+    if policy.pending is not None:  # already proposed: its certification is committed
+        return np.asarray(policy.certified, dtype=np.int64).copy()
+    twin = copy.deepcopy(policy)
     try:
-        _, sets = policy.state()
-    except Exception:  # noqa: BLE001 - no posterior yet (the initial safe-seed evaluations)
-        return certified.copy()
-    return np.maximum(certified, np.asarray(sets.boundary, dtype=np.int64))
+        twin.ask()
+    except Exception:  # noqa: BLE001 - a picture never fails: what is committed so far
+        return np.asarray(policy.certified, dtype=np.int64).copy()
+    return np.asarray(twin.certified, dtype=np.int64).copy()
 
 
 def safe_growth(study: Any, history: list[dict[str, Any]] | None = None) -> list[np.ndarray]:
     """The certified safe set after each answer in effect: one array of boundary indices
-    ``s_t^{(x)}`` (n_x,) per history row (M-SafeOpt, Alg. 1, eq. 14), oldest first.
+    ``s_t^{(x)}`` (n_x,) per history row (M-SafeOpt, Alg. 1, eq. 14), oldest first: the set the
+    method itself certified for its next query (its ``certified``, which ``describe()`` and
+    ``Study.status()`` report as ``certified_fraction``), not the posterior's own set, which
+    during the initial safe seeds no query is chosen under.
 
     Replayed from the study's history through a fresh policy built from its configuration (the
     replay that loading a study checks). Kept per study in this process and continued from the
@@ -1208,6 +1217,7 @@ def _replay_growth(
 
         done, growth = [], []
         policy = make_policy(study.method, study.problem, study.seed, **study.options)
+    waiting = None  # the row told last, whose boundary is read when the next query is asked
     for row, sig in zip(hist[len(done) :], rows[len(done) :]):
         if policy is None:  # an earlier replay of this history stopped: draw what it had
             break
@@ -1217,15 +1227,25 @@ def _replay_growth(
                 if q.id != row["query_id"]:
                     policy = None
                     break
+                if waiting is not None:  # the method certified this before proposing q
+                    done.append(waiting)
+                    growth.append(np.asarray(policy.certified, dtype=np.int64).copy())
+                    waiting = None
                 policy.tell(q.id, row["answer"])
             else:
+                if waiting is not None:
+                    done.append(waiting)
+                    growth.append(_next_certified(policy))
+                    waiting = None
                 x = np.array([[row["params"][n] for n in study.names]], dtype=np.float64)
                 policy.observe(x, [row["answer"]])
         except Exception:  # noqa: BLE001 - a picture never fails; draw what was replayed
             policy = None
             break
-        done.append(sig)
-        growth.append(_certified_boundary(policy))
+        waiting = sig
+    if waiting is not None and policy is not None:
+        done.append(waiting)
+        growth.append(_next_certified(policy))
     with _GROWTH_LOCK:
         _GROWTH[key] = (done, policy, growth)
     return growth

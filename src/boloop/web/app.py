@@ -740,6 +740,7 @@ def _page_context(study: Study) -> dict[str, Any]:
     pics = pictures(study, growth=False)  # the growth is an image of its own (a replay)
     events = study.events()
     units = _units(study)
+    st = study.status(last=0)
     ctx: dict[str, Any] = {
         "study": study,
         "name": study.name,
@@ -758,7 +759,9 @@ def _page_context(study: Study) -> dict[str, Any]:
         "has_notes": any(r.get("note") for r in hist),
         "last_key": _answer_key(hist[-1]) if hist else "",
         "last_desc": _answer_description(hist[-1]) if hist else "",
-        "recommendation": _recommendation_view(study, units, len(hist)),
+        "recommendation": _recommendation_view(study, st, units, len(hist)),
+        # what a person must not miss (a measured g above the safety limit...), while it holds
+        "study_warnings": list(st.get("warnings") or []),
         "goal": family_traits(study.family).measured_goal,
     }
     return ctx
@@ -772,14 +775,13 @@ def _point_text(params: Mapping[str, Any], units: Mapping[str, str]) -> str:
 
 
 def _recommendation_view(
-    study: Study, units: Mapping[str, str], answered: int
+    study: Study, st: Mapping[str, Any], units: Mapping[str, str], answered: int
 ) -> dict[str, str] | None:
     """The recommendation as the page says it (``Study.status()``'s ``recommendation``,
     ``recommendation_label`` and ``recommendation_meaning``): ``{"text", "meaning"}``, the text
     being the option's name and its parameters, or "none yet" (always before the first answer:
     a method's favourite before any data is no recommendation). None when it is not a point
-    (a level set's estimate: its picture shows it)."""
-    st = study.status(last=0)
+    (a level set's estimate: its picture shows it). ``st``: ``study.status(last=0)``."""
     rec = st["recommendation"]
     if isinstance(rec, dict) and isinstance(rec.get("point"), dict):
         rec = rec["point"]  # e.g. the safe family's {"point", "index", "best_s", ...}

@@ -46,6 +46,20 @@
     });
   }
 
+  // -- a notice of what was just done ("answer stored") is said once: drop the ?done=... that
+  //    carried it, so a reload or Back does not say it again
+  if (document.querySelector(".flash") && window.location.search &&
+      window.history && window.history.replaceState) {
+    window.history.replaceState(window.history.state, "", window.location.pathname + window.location.hash);
+  }
+
+  // a plain decimal number as typed ("85", "-1.5e2"), else NaN: "85 C" is no number here, as
+  // the server refuses it (which says so), so no question about the limit is asked for it
+  function plainNumber(text) {
+    var t = String(text).trim();
+    return /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(t) ? parseFloat(t) : NaN;
+  }
+
   // -- safe family: warn before storing g above the limit
   if (form && form.hasAttribute("data-limit-h")) {
     form.addEventListener("submit", function (ev) {
@@ -54,7 +68,7 @@
       var field = form.querySelector('[name="out.' + out + '"]');
       var confirmBox = document.getElementById("confirm-over");
       if (!field || (confirmBox && confirmBox.checked)) { return; }
-      var g = parseFloat(field.value);
+      var g = plainNumber(field.value);
       if (isFinite(g) && g > h) {
         var msg = out + " = " + g + " is above the safety limit " + h +
           ". The method only proposes settings it certified safe: check the measurement. Store it as measured?";
