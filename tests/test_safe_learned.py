@@ -127,6 +127,8 @@ def test_a_study_warns_of_a_measured_g_above_h_in_status_and_the_cli(tmp_path):
     assert len(st["warnings"]) == 1
     assert "g = 1.5 above the limit h = 1" in st["warnings"][0]
     assert "dose" in st["warnings"][0]
+    # the point as a person reads it: names and at most 6 significant digits, no Python dict
+    assert "{" not in st["warnings"][0] and "dose=0," in st["warnings"][0]
     out = subprocess.run(
         [sys.executable, "-m", "boloop.cli", "study", "status", "trial", "--storage", url],
         capture_output=True,

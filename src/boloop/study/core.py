@@ -522,7 +522,12 @@ class Study(StudyReplay, StudySnapshots):
         reported (``describe()["over_limit"]``, issue 18), each with its parameters."""
         out = []
         for e in described.get("over_limit") or []:
-            where = self._named(np.asarray(e["point"], dtype=np.float64))
+            named = self._named(np.asarray(e["point"], dtype=np.float64))
+            where = (
+                ", ".join(f"{k}={float(v):.6g}" for k, v in named.items())
+                if isinstance(named, dict)
+                else named
+            )
             out.append(
                 f"query {e['query']}: measured g = {e['g']:.4g} above the limit h = {e['h']:.4g} "
                 f"at {where}: the model had certified it (or the process drifted); the method no "
