@@ -793,8 +793,7 @@ class Study(StudyReplay, StudySnapshots):
                 cols.append("calibration")
         if has["compare"]:
             cols.append("preferred")
-        if any(r.get("note") for r in hist):
-            cols.append("note")
+        cols.append("note")  # always, empty when none: scripts read exports of many studies
         rows = []
         for r in hist:
             out = {k: r.get(k) for k in ("query_id", "kind", "source", "asked_at", "told_at")}
@@ -819,8 +818,7 @@ class Study(StudyReplay, StudySnapshots):
                     out["calibration"] = bool(r.get("calibration"))
             else:
                 out["preferred"] = "a" if int(ans) == 0 else "b"
-            if "note" in cols:
-                out["note"] = r.get("note") or ""
+            out["note"] = r.get("note") or ""
             rows.append(out)
         return cols, rows
 
