@@ -631,6 +631,23 @@ def test_export_csv_and_json(tmp_path, url):
         study.export(tmp_path / "e.xlsx")
 
 
+def test_the_csv_export_always_has_a_note_column(tmp_path, url):
+    """Scripts read the exports of many studies: the ``note`` column is there (empty) even when
+    no answer has a note, and holds the note once one has."""
+    headers = {}
+    for name, note in (("plain", None), ("noted", "close call")):
+        study = create_study(name, "toy-random", problem="levelset/toy", storage=url, seed=0)
+        q = study.ask()
+        study.tell(q.id, 0.5, note=note)
+        study.export(tmp_path / f"{name}.csv")
+        with open(tmp_path / f"{name}.csv", newline="") as fh:
+            reader = csv.DictReader(fh)
+            rows = list(reader)
+        headers[name] = reader.fieldnames
+        assert rows[0]["note"] == (note or "")
+    assert headers["plain"] == headers["noted"] and headers["plain"][-1] == "note"
+
+
 def test_status_and_list(url):
     study = create_study("st", "toy-random", problem="preference/toy", storage=url, seed=0)
     st = study.status()

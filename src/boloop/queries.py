@@ -398,9 +398,12 @@ class BasePolicy(ABC):
         if space is not None and hasattr(space, "contains"):
             inside = np.asarray(space.contains(X), dtype=bool)
             if not np.all(inside):
-                raise OutOfSpaceError(
-                    f"points {np.flatnonzero(~inside).tolist()} are outside the space"
-                )
+                bad = np.flatnonzero(~inside).tolist()
+                describe = getattr(space, "describe_miss", None)
+                if callable(describe):  # a finite space says which values are off it
+                    which = "" if X.shape[0] == 1 else f"point {bad[0]}: "
+                    raise OutOfSpaceError(which + describe(X[bad[0]]))
+                raise OutOfSpaceError(f"points {bad} are outside the space")
         outputs = self.measurement_outputs
         checked = [
             Evaluate(id=-1, x=x, outputs=outputs).validate_answer(v) for x, v in zip(X, vals)

@@ -204,6 +204,40 @@ class CandidateSet:
     def contains(self, X: Any) -> np.ndarray:
         return self.index_of(X) >= 0
 
+    def is_grid(self) -> bool:
+        """Whether the candidates are a full grid: every combination of the values each axis
+        takes (as :meth:`grid` builds), rather than a table of chosen options."""
+        sizes = [np.unique(self.points[:, j]).size for j in range(self.dim)]
+        return int(np.prod(sizes, dtype=np.float64)) == self.n
+
+    def describe_miss(self, x: Any) -> str:
+        """Why the point ``x`` (d,) is not a candidate, in parameter names: each parameter whose
+        value no candidate takes, with the nearest values it can take (below and above); for a
+        table whose every value occurs but not in this combination, the nearest option."""
+        pt = as_points(x, "x", dim=self.dim)[0]
+        shown = ", ".join(f"{n}={_fmt(v)}" for n, v in zip(self.names, pt))
+        grid = self.is_grid()
+        kind = "on the grid" if grid else f"one of the {self.n} options"
+        value = "a grid value" if grid else "a value of any option"
+        parts = []
+        for j, name in enumerate(self.names):
+            axis = np.unique(self.points[:, j])
+            k = int(np.searchsorted(axis, pt[j]))
+            near = [axis[i] for i in (k - 1, k) if 0 <= i < axis.size]
+            if min(abs(v - pt[j]) for v in near) <= 1e-9 * max(1.0, float(np.max(np.abs(axis)))):
+                continue
+            parts.append(
+                f"{name}={_fmt(pt[j])} is not {value} (nearest: "
+                + " or ".join(_fmt(v) for v in near)
+                + ")"
+            )
+        if parts:
+            return f"{shown} is not {kind}: " + "; ".join(parts)
+        scale = self.box.width
+        nearest = self.points[int(np.argmin(np.max(np.abs(self.points - pt) / scale, axis=1)))]
+        near = ", ".join(f"{n}={_fmt(v)}" for n, v in zip(self.names, nearest))
+        return f"{shown} is not {kind}: no option has this combination (nearest: {near})"
+
     def validate(self, X: Any, name: str = "x") -> np.ndarray:
         X = as_points(X, name, dim=self.dim)
         idx = self.index_of(X)
@@ -345,6 +379,11 @@ def grid_points_per_axis(n_max: int, d: int) -> int:
     while (k + 1) ** d <= n_max:
         k += 1
     return k
+
+
+def _fmt(v: float) -> str:
+    """A coordinate as people write it: ``35``, ``0.25``, ``231.5`` (6 significant digits)."""
+    return f"{float(v):.6g}"
 
 
 def _check_names(names: Sequence[str] | None, d: int) -> list[str]:

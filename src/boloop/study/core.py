@@ -794,12 +794,10 @@ class Study(StudyReplay, StudySnapshots):
                 cols.append("value")
         if has["label"]:
             cols.append("accepted")
-            if any(r.get("calibration") for r in hist):
-                cols.append("calibration")
+            cols.append("calibration")  # always with labels, as "note": stable columns
         if has["compare"]:
             cols.append("preferred")
-        if any(r.get("note") for r in hist):
-            cols.append("note")
+        cols.append("note")  # always, empty when none: scripts read exports of many studies
         rows = []
         for r in hist:
             out = {k: r.get(k) for k in ("query_id", "kind", "source", "asked_at", "told_at")}
@@ -820,12 +818,10 @@ class Study(StudyReplay, StudySnapshots):
                     out["value"] = ans
             elif r["kind"] == "label":
                 out["accepted"] = bool(ans)
-                if "calibration" in cols:
-                    out["calibration"] = bool(r.get("calibration"))
+                out["calibration"] = bool(r.get("calibration"))
             else:
                 out["preferred"] = "a" if int(ans) == 0 else "b"
-            if "note" in cols:
-                out["note"] = r.get("note") or ""
+            out["note"] = r.get("note") or ""
             rows.append(out)
         return cols, rows
 
