@@ -193,9 +193,8 @@ def test_cli_status_list_undo_export(tmp_path, capsys):
     assert len(lines) == 2
 
 
-def test_cli_export_never_overwrites_a_file_unless_forced(tmp_path, capsys):
-    """A newcomer exported over their space file: an existing --out is refused, named, and left
-    as it was; --force replaces it."""
+def _one_parameter_study(tmp_path, capsys):
+    """Study "e" (toy-random, one parameter t in [0, 1]) from a space file: (storage, space)."""
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     space = tmp_path / "space.json"
     space.write_text(json.dumps({"parameters": [{"name": "t", "low": 0, "high": 1}]}))
@@ -204,6 +203,13 @@ def test_cli_export_never_overwrites_a_file_unless_forced(tmp_path, capsys):
         "--family", "expert", "--storage", url,
     )  # fmt: skip
     assert code == 0, err
+    return url, space
+
+
+def test_cli_export_never_overwrites_a_file_unless_forced(tmp_path, capsys):
+    """A newcomer exported over their space file: an existing --out is refused, named, and left
+    as it was; --force replaces it."""
+    url, space = _one_parameter_study(tmp_path, capsys)
     before = space.read_bytes()
     code, out, err = _cli(capsys, "study", "export", "e", "--out", str(space), "--storage", url)
     assert code == 2 and out == ""
@@ -218,14 +224,7 @@ def test_cli_export_never_overwrites_a_file_unless_forced(tmp_path, capsys):
 def test_cli_plot_never_overwrites_a_file_unless_forced(tmp_path, capsys):
     """As export: an existing --out (or the default NAME.svg) is refused, named, and left as it
     was; --force replaces it."""
-    url = f"sqlite:///{tmp_path / 'cli.db'}"
-    space = tmp_path / "space.json"
-    space.write_text(json.dumps({"parameters": [{"name": "t", "low": 0, "high": 1}]}))
-    code, _, err = _cli(
-        capsys, "study", "create", "e", "--method", "toy-random", "--space", str(space),
-        "--family", "expert", "--storage", url,
-    )  # fmt: skip
-    assert code == 0, err
+    url, space = _one_parameter_study(tmp_path, capsys)
     notes = tmp_path / "notes.html"
     notes.write_text("my notes")
     code, out, err = _cli(capsys, "study", "plot", "e", "--out", str(notes), "--storage", url)

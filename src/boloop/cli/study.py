@@ -504,11 +504,17 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _export(args: argparse.Namespace) -> int:
-    if os.path.exists(args.out) and not args.force:  # a space file, last week's export, ...
+def _refuse_to_overwrite(out: str, force: bool) -> None:
+    """An existing ``--out`` (a space file, last week's export, a page of notes...) is replaced
+    only with ``--force``: a newcomer exported over their space file."""
+    if os.path.exists(out) and not force:
         raise InvalidInputError(
-            f"{args.out!r} exists: nothing written (give --force to replace it, or another --out)"
+            f"{out!r} exists: nothing written (give --force to replace it, or another --out)"
         )
+
+
+def _export(args: argparse.Namespace) -> int:
+    _refuse_to_overwrite(args.out, args.force)
     study = load_study(args.name, storage=args.storage)
     study.export(args.out)
     print(f"wrote {study.n_answered} answers to {args.out}")
@@ -526,10 +532,7 @@ def _plot(args: argparse.Namespace) -> int:
     folder = os.path.dirname(os.path.abspath(out))
     if not os.path.isdir(folder):
         raise InvalidInputError(f"cannot write {out!r}: the directory {folder!r} does not exist")
-    if os.path.exists(out) and not args.force:  # last week's picture, a page of notes, ...
-        raise InvalidInputError(
-            f"{out!r} exists: nothing written (give --force to replace it, or another --out)"
-        )
+    _refuse_to_overwrite(out, args.force)
     study = load_study(args.name, storage=args.storage)
     growth = study.family == "safe" and not args.no_growth
     text = plot_document(study, html=ext == ".html", growth=growth)
