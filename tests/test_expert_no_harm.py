@@ -23,7 +23,7 @@ from boloop.problems import get
 from boloop.problems.expert import ExpertProblem
 from boloop.queries import Evaluate, Label
 from boloop.simulate import simulate
-from boloop.spaces import Box
+from boloop.spaces import Box, CandidateSet
 
 FAST = {"n_candidates": 128}
 _SHIFT = np.array([0.4, -0.3])
@@ -162,6 +162,25 @@ def test_the_expert_is_never_asked_the_same_question_twice(cls):
     # ask_again=True: the paper's independent labels, the same point is asked about again
     again = COBOL(space, 0, n_initial_labels=5, ask_again=True)
     assert min(_process_run(again, space)) <= SAME_POINT
+
+
+@pytest.mark.parametrize("cls", [COBOL, COBOHL])
+def test_an_answer_the_expert_gave_stands(cls):
+    """Every option of a finite set already labelled (initial labels: all rejected but one):
+    no label is ever asked, and a rejected option is evaluated only as GP-LCB's own step, never
+    as the expert's unasked proposal (its reject stands, though initial rejects are not vetoed)."""
+    X = np.linspace(0.0, 1.0, 7)[:, None]
+    space = CandidateSet(X)
+    accepted = np.array([False, False, False, True, False, False, False])
+    pol = cls(space, 0, n_initial=2, n_initial_labels=7, initial_labels=(X, accepted))
+    for _ in range(40):
+        q = pol.ask()
+        assert isinstance(q, Evaluate), "an answer the expert gave was asked for again"
+        pol.tell(q.id, float((q.x[0] - 0.3) ** 2))
+        k = int(np.argmin(np.abs(X[:, 0] - q.x[0])))
+        if not q.initial and not accepted[k]:
+            assert pol.outcomes[-1] == "vanilla", (k, pol.outcomes[-3:])
+    assert pol.n_evaluations >= 20
 
 
 def test_budget_counts_evaluations_and_labels_are_reported():

@@ -82,8 +82,9 @@ class COBOL(ExpertPolicy):
         the veto binds the expert's proposals, not GP-LCB's own step, so a wrong expert cannot
         steer it). No question is put to the expert twice: a point they have labelled (initial
         labels included; within :data:`SAME_POINT` in every unit-cube coordinate) is not asked
-        about again, and an accepted one is evaluated without asking (a person's trial: the
-        same accepted, measured point was asked about four times; ``ask_again``).
+        about again: an accepted one is evaluated without asking, one rejected among the
+        initial labels gives the step to GP-LCB (a person's trial: the same accepted, measured
+        point was asked about four times; ``ask_again``).
         ``"paper"``: Algorithm 1 as printed
         (line 12: back to line 4; with lambda = 0 the same rejected ``x^u`` is proposed and
         asked again until the width there falls below ``g_thr``).
@@ -431,15 +432,16 @@ class COBOL(ExpertPolicy):
         self._candidate_found = bool(np.isfinite(value))
         return u, index
 
-    def _labelled_before(self, u: np.ndarray) -> bool:
-        """Whether the expert has already labelled the point u (unit cube; within
-        :data:`SAME_POINT`), initial labels included (``"veto"`` rule: a question is never put to
-        the expert twice -- its answer stands: a rejected point is vetoed, an accepted one is
-        evaluated without asking again). Always False with ``ask_again`` or
-        ``reject_rule="paper"``."""
+    def _known_label(self, u: np.ndarray) -> bool | None:
+        """The expert's last answer at the point u (unit cube; within :data:`SAME_POINT`),
+        initial labels included: True (accepted), False (rejected), None (never asked, or
+        ``ask_again`` / ``reject_rule="paper"``). With the ``"veto"`` rule a question is never put
+        to the expert twice: its answer stands (an accepted point is evaluated without asking
+        again, a rejected one is not evaluated as the expert's proposal)."""
         if self.ask_again or self.reject_rule != "veto" or not self.X_g.shape[0]:
-            return False
-        return bool(np.any(np.max(np.abs(self.X_g - u[None, :]), axis=1) <= SAME_POINT))
+            return None
+        same = np.flatnonzero(np.max(np.abs(self.X_g - u[None, :]), axis=1) <= SAME_POINT)
+        return None if not same.size else bool(self.rejected[same[-1]] < 0.5)
 
     def _is_vetoed(self, V: np.ndarray) -> np.ndarray:
         """Whether points V (m, d) count as a rejected proposal (``"veto"`` rule), (m,)."""
@@ -543,7 +545,11 @@ class COBOL(ExpertPolicy):
             self._after_reject = False
             self.outcomes.append("vanilla")
             return self._gp_led(u_u, i_u)
-        if width > self.g_thr and not self._after_reject and not self._labelled_before(u_c):
+        known = self._known_label(u_c) if width > self.g_thr and not self._after_reject else None
+        if known is False:  # the expert rejected this point before (an initial label)
+            self.outcomes.append("vanilla")
+            return self._gp_led(u_u, i_u)
+        if width > self.g_thr and not self._after_reject and known is None:
             q = self._ask_unit(u_c, i_c, "label")  # line 8: the expert is unsure -> ask
         else:
             self.outcomes.append("unasked")
@@ -636,7 +642,7 @@ class COBOL(ExpertPolicy):
         # (39), and not at all after a reject. The MLE (37) is computed either way, as the
         # exact bounds always did: it warm-starts the next one, so skipping it would change
         # later values
-        if self._after_reject or self._labelled_before(u_u):
+        if self._after_reject or self._known_label(u_u) is not None:
             self.expert.mle  # noqa: B018 - computed for its warm start (see above)
             unsure = False
         else:
@@ -824,7 +830,12 @@ class COBOHL(COBOL):
         assert lo is not None and up is not None
         width = float(up[0] - lo[0])
         self.last_decision = {"x": u, "g_lower": float(lo[0]), "g_width": width}
-        if width > self.g_thr and not self._after_reject and not self._labelled_before(u):
+        known = self._known_label(u) if width > self.g_thr and not self._after_reject else None
+        if known is False:  # the expert rejected this point before (an initial label)
+            u, index, _ = self._minimise(self._f_lower, U, idx)
+            self.outcomes.append("vanilla")
+            return self._ask_unit(u, index, "evaluate")
+        if width > self.g_thr and not self._after_reject and known is None:
             return self._ask_unit(u, index, "label")
         self.outcomes.append("unasked")
         return self._ask_unit(u, index, "evaluate")
