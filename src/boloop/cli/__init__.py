@@ -221,6 +221,10 @@ def limit_blas_threads() -> None:
         return
     for name in BLAS_THREAD_VARIABLES:
         os.environ.setdefault(name, "1")
+    if all(os.environ[name] == "1" for name in BLAS_THREAD_VARIABLES):
+        from boloop._blas import env_pinned
+
+        env_pinned()  # every BLAS library loads with one thread: the study needs no limiting
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import boloop
+from boloop._blas import one_blas_thread
 from boloop.algorithms.registry import default_method, get_method, make_policy
 from boloop.errors import (
     AnswerTypeError,
@@ -272,6 +273,10 @@ class Study(StudyReplay, StudySnapshots):
         A refresh never changes the question: while a query is unanswered, every process gets it
         again.
         """
+        with one_blas_thread():  # the bits a replay of the log computes (boloop._blas)
+            return self._ask()
+
+    def _ask(self) -> StudyQuery:
         for _ in range(_MAX_RETRIES):
             self.refresh()
             t0 = time.perf_counter()
@@ -416,7 +421,8 @@ class Study(StudyReplay, StudySnapshots):
         live policy would make the next query differ from a replay of the log.
         """
         self.refresh()
-        return self._named(copy.deepcopy(self._policy).recommend())
+        with one_blas_thread():
+            return self._named(copy.deepcopy(self._policy).recommend())
 
     def history(self, last: int | None = None) -> list[dict[str, Any]]:
         """Answers in effect, oldest first: rows with ``query_id, kind, source, params`` (or
@@ -475,14 +481,15 @@ class Study(StudyReplay, StudySnapshots):
         policy = self._policy
         # recommend() and describe() on a copy: lazy fits may draw random numbers (see recommend)
         twin = copy.deepcopy(policy)
-        try:
-            rec = self._named(twin.recommend())
-        except (BoloopError, NotImplementedError) as exc:  # e.g. no data yet
-            rec = f"not available yet ({exc})"
-        try:
-            described = dict(twin.describe())
-        except Exception:  # noqa: BLE001 - introspection only; a status must always print
-            described = {}
+        with one_blas_thread():  # as the live policy computes (boloop._blas)
+            try:
+                rec = self._named(twin.recommend())
+            except (BoloopError, NotImplementedError) as exc:  # e.g. no data yet
+                rec = f"not available yet ({exc})"
+            try:
+                described = dict(twin.describe())
+            except Exception:  # noqa: BLE001 - introspection only; a status must always print
+                described = {}
         # the study's counts and iteration are shown once, in the study's vocabulary
         for key in _NOT_SETTINGS:
             described.pop(key, None)

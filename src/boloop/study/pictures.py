@@ -35,6 +35,7 @@ from xml.sax.saxutils import escape as _xml_escape
 
 import numpy as np
 
+from boloop._blas import one_blas_thread
 from boloop.algorithms.families import family_traits
 from boloop.recommendations import BestPoint
 from boloop.spaces import Box, CandidateSet, SafeSpace
@@ -1200,7 +1201,7 @@ def safe_growth(study: Any, history: list[dict[str, Any]] | None = None) -> list
     key = (str(study.storage_url), str(study.name))
     with _GROWTH_LOCK:
         replay_lock = _GROWTH_REPLAY.setdefault(key, threading.Lock())
-    with replay_lock:  # one replay per study at a time
+    with replay_lock, one_blas_thread():  # one replay per study at a time; the log's bits
         return _replay_growth(study, hist, key)
 
 

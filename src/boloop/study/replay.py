@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import boloop
+from boloop._blas import one_blas_thread
 from boloop.algorithms.registry import make_policy
 from boloop.errors import BoloopError, StorageError
 from boloop.queries import Query, query_from_dict
@@ -193,7 +194,12 @@ class StudyReplay:
 
     def _rebuild(self, events: list[Event]) -> None:
         """The policy after the events in effect: from the latest valid snapshot (unless
-        ``full_replay``) plus a checked replay of the events after it, else a full replay."""
+        ``full_replay``) plus a checked replay of the events after it, else a full replay.
+        With one BLAS thread, as every policy step of a study (:mod:`boloop._blas`)."""
+        with one_blas_thread():
+            self._rebuild_events(events)
+
+    def _rebuild_events(self, events: list[Event]) -> None:
         self._events = list(events)
         self._seq = events[-1].seq if events else -1
         self._effective: list[Event] = []
@@ -226,6 +232,10 @@ class StudyReplay:
         self._stale = False
 
     def _apply_new(self, new: list[Event]) -> None:
+        with one_blas_thread():
+            self._apply_new_events(new)
+
+    def _apply_new_events(self, new: list[Event]) -> None:
         if any(e.kind == "withdrawn" for e in new):
             self._rebuild(self._events + new)
             return
