@@ -16,6 +16,7 @@ computes the same bits in the CLI, the server and a script or notebook (on the s
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -28,6 +29,8 @@ _limiter: Any = None
 #: True once the BLAS thread variables were set to 1 before numpy was imported (the CLI): every
 #: BLAS library this process loads already runs one thread, nothing to limit
 _env_pinned = False
+#: the missing-threadpoolctl warning was logged (once per process)
+_warned = False
 
 
 def env_pinned() -> None:
@@ -38,12 +41,27 @@ def env_pinned() -> None:
 
 
 def _limit() -> Any:
+    """The limiter (``threadpoolctl``, an optional dependency: ``pip install boloop[threads]``),
+    or None without it: a warning, once, says how to get the same bits instead."""
+    global _warned
     # scipy.linalg loads scipy's own BLAS (numpy has another): both are limited, also when the
     # block is the first to use scipy.linalg (a library loaded inside the block would keep the
     # default thread count for this block)
     import scipy.linalg  # noqa: F401
-    from threadpoolctl import threadpool_limits
 
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        if not _warned:
+            _warned = True
+            logging.getLogger("boloop").warning(
+                "threadpoolctl is not installed: this process runs a study's policy steps with "
+                "the BLAS library's own thread count, and a study whose log was written with "
+                "another (boloop study and boloop serve use one thread) may fail to replay. "
+                "Install boloop[threads], or set OPENBLAS_NUM_THREADS=1 (and OMP_NUM_THREADS=1, "
+                "MKL_NUM_THREADS=1) before numpy is imported."
+            )
+        return None
     return threadpool_limits(limits=1, user_api="blas")
 
 
