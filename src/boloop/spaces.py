@@ -6,7 +6,7 @@ Scaling to the unit cube lives here. Points are float64 arrays of shape (n, d).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -14,7 +14,15 @@ import numpy as np
 from boloop._validation import as_points, as_rng
 from boloop.errors import InvalidInputError, OutOfSpaceError
 
-__all__ = ["Box", "CandidateSet", "SafeSpace", "Space", "grid_points_per_axis"]
+__all__ = [
+    "Box",
+    "CandidateSet",
+    "SafeSpace",
+    "Space",
+    "format_value",
+    "grid_points_per_axis",
+    "params_text",
+]
 
 
 class Box:
@@ -215,7 +223,7 @@ class CandidateSet:
         value no candidate takes, with the nearest values it can take (below and above); for a
         table whose every value occurs but not in this combination, the nearest option."""
         pt = as_points(x, "x", dim=self.dim)[0]
-        shown = ", ".join(f"{n}={_fmt(v)}" for n, v in zip(self.names, pt))
+        shown = params_text(dict(zip(self.names, pt)))
         grid = self.is_grid()
         kind = "on the grid" if grid else f"one of the {self.n} options"
         value = "a grid value" if grid else "a value of any option"
@@ -227,15 +235,15 @@ class CandidateSet:
             if min(abs(v - pt[j]) for v in near) <= 1e-9 * max(1.0, float(np.max(np.abs(axis)))):
                 continue
             parts.append(
-                f"{name}={_fmt(pt[j])} is not {value} (nearest: "
-                + " or ".join(_fmt(v) for v in near)
+                f"{name}={format_value(pt[j])} is not {value} (nearest: "
+                + " or ".join(format_value(v) for v in near)
                 + ")"
             )
         if parts:
             return f"{shown} is not {kind}: " + "; ".join(parts)
         scale = self.box.width
         nearest = self.points[int(np.argmin(np.max(np.abs(self.points - pt) / scale, axis=1)))]
-        near = ", ".join(f"{n}={_fmt(v)}" for n, v in zip(self.names, nearest))
+        near = params_text(dict(zip(self.names, nearest)))
         return f"{shown} is not {kind}: no option has this combination (nearest: {near})"
 
     def validate(self, X: Any, name: str = "x") -> np.ndarray:
@@ -381,9 +389,26 @@ def grid_points_per_axis(n_max: int, d: int) -> int:
     return k
 
 
-def _fmt(v: float) -> str:
-    """A coordinate as people write it: ``35``, ``0.25``, ``231.5`` (6 significant digits)."""
-    return f"{float(v):.6g}"
+def format_value(value: Any) -> str:
+    """A value as people write it: a number to 6 significant digits (``35``, ``0.25``,
+    ``231.5``), anything else (a bool, None, a name) as its text."""
+    if isinstance(value, bool) or value is None:
+        return str(value)
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    return f"{v:.6g}"
+
+
+def params_text(params: Mapping[str, Any], units: Mapping[str, str] | None = None) -> str:
+    """A point in parameter names as people read it: ``temperature=35.2 °C, ratio=0.4``
+    (:func:`format_value`; a parameter's unit after its value where ``units`` gives one)."""
+    units = units or {}
+    return ", ".join(
+        f"{k}={format_value(v)}" + (f" {units[k]}" if units.get(k) else "")
+        for k, v in params.items()
+    )
 
 
 def _check_names(names: Sequence[str] | None, d: int) -> list[str]:

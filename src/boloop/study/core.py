@@ -46,7 +46,7 @@ from boloop.errors import (
 from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query
 from boloop.recommendations import BestPoint
-from boloop.spaces import Box, CandidateSet, SafeSpace, Space
+from boloop.spaces import Box, CandidateSet, SafeSpace, Space, params_text
 from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_measurement
 from boloop.study.log import Event, SeqConflict, safe_url
 from boloop.study.naming import MAX_NOTE_CHARS as MAX_NOTE_CHARS  # moved; importable here too
@@ -530,11 +530,7 @@ class Study(StudyReplay, StudySnapshots):
         out = []
         for e in described.get("over_limit") or []:
             named = self._named(np.asarray(e["point"], dtype=np.float64))
-            where = (
-                ", ".join(f"{k}={float(v):.6g}" for k, v in named.items())
-                if isinstance(named, dict)
-                else named
-            )
+            where = params_text(named) if isinstance(named, dict) else named
             out.append(
                 f"query {e['query']}: measured g = {e['g']:.4g} above the limit h = {e['h']:.4g} "
                 f"at {where}: the model had certified it (or the process drifted); the method no "

@@ -43,6 +43,7 @@ import boloop
 from boloop.algorithms.families import family_traits
 from boloop.algorithms.registry import FAMILY_DEFAULTS
 from boloop.errors import BoloopError, QueryStateError, UnknownIdError
+from boloop.spaces import format_value, params_text
 from boloop.study import Study, create_study, list_studies, load_study
 from boloop.study.answers import parse_measurement
 from boloop.study.media import media_file, media_index
@@ -182,9 +183,9 @@ def create_app(
         loader=PackageLoader("boloop.web", "templates"),
         autoescape=select_autoescape(["html"], default=True),
     )
-    env.filters["num"] = _num
+    env.filters["num"] = format_value
     env.filters["pathquote"] = lambda v: quote(str(v), safe="")  # a study name as one segment
-    env.filters["pt"] = lambda p: ", ".join(f"{k}={_num(v)}" for k, v in (p or {}).items())
+    env.filters["pt"] = lambda p: params_text(p or {})
     static_dir = Path(__file__).with_name("static")
     app.mount("/static", StaticFiles(directory=static_dir), name="static")
     swagger_dir = _swagger_dir()
@@ -634,16 +635,6 @@ def _local(path: str) -> str:
     return path
 
 
-def _num(value: Any) -> str:
-    if isinstance(value, bool) or value is None:
-        return str(value)
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        return str(value)
-    return f"{v:.6g}"
-
-
 def _swagger_dir() -> str | None:
     try:
         import swagger_ui_bundle  # type: ignore[import-untyped]
@@ -767,13 +758,6 @@ def _page_context(study: Study) -> dict[str, Any]:
     return ctx
 
 
-def _point_text(params: Mapping[str, Any], units: Mapping[str, str]) -> str:
-    """``temperature=35.2 °C, ratio=0.4``: a point in the study's parameter names."""
-    return ", ".join(
-        f"{k}={_num(v)}" + (f" {units[k]}" if units.get(k) else "") for k, v in params.items()
-    )
-
-
 def _recommendation_view(
     study: Study, st: Mapping[str, Any], units: Mapping[str, str], answered: int
 ) -> dict[str, str] | None:
@@ -793,7 +777,7 @@ def _recommendation_view(
     elif point is None:  # None or "not available yet (...)"
         text = "none yet"
     else:
-        text = _point_text(point, units)
+        text = params_text(point, units)
         if st.get("recommendation_label"):
             text = f"{st['recommendation_label']} ({text})"
     return {"text": text, "meaning": str(st.get("recommendation_meaning") or "")}
