@@ -536,26 +536,25 @@ class COBOL(ExpertPolicy):
         if not passes:
             self.outcomes.append("vanilla")
             return self._gp_led(u_u, i_u)
-        # an expert-led proposal (x^c a different point than x^u) or GP-LCB's own (x^c = x^u):
-        # remember the GP's forecast that x^u improves the best value (harm_budget)
-        distinct = float(np.max(np.abs(u_c - u_u))) > SAME_POINT
-        ref = ("expert" if distinct else "gp", *self._improvement_forecast(u_u))
-        if width > self.g_thr and self._after_reject and self.reject_fallback == "lcb":
+        unsure = width > self.g_thr  # line 8's test
+        if unsure and self._after_reject and self.reject_fallback == "lcb":
             # line 8 would ask again; at most one label per evaluation: GP-LCB's step instead
             self._after_reject = False
             self.outcomes.append("vanilla")
             return self._gp_led(u_u, i_u)
-        known = self._known_label(u_c) if width > self.g_thr and not self._after_reject else None
+        known = self._known_label(u_c) if unsure and not self._after_reject else None
         if known is False:  # the expert rejected this point before (an initial label)
             self.outcomes.append("vanilla")
             return self._gp_led(u_u, i_u)
-        if width > self.g_thr and not self._after_reject and known is None:
+        if unsure and not self._after_reject and known is None:
             q = self._ask_unit(u_c, i_c, "label")  # line 8: the expert is unsure -> ask
         else:
             self.outcomes.append("unasked")
             q = self._ask_unit(u_c, i_c, "evaluate")
-        if ref is not None:
-            self._harm_refs[q.id] = ref
+        # an expert-led proposal (x^c a different point than x^u) or GP-LCB's own (x^c = x^u):
+        # remember the GP's forecast that x^u improves the best value (harm_budget)
+        distinct = float(np.max(np.abs(u_c - u_u))) > SAME_POINT
+        self._harm_refs[q.id] = ("expert" if distinct else "gp", *self._improvement_forecast(u_u))
         return q
 
     def _labelled_f_posterior(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
