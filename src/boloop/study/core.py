@@ -51,6 +51,7 @@ from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_me
 from boloop.study.log import Event, SeqConflict, safe_url
 from boloop.study.naming import MAX_NOTE_CHARS as MAX_NOTE_CHARS  # moved; importable here too
 from boloop.study.naming import _check_name, _check_note, _json_options
+from boloop.study.pinning import pinned_defaults, policy_options
 from boloop.study.replay import StudyReplay, decode_answer, decode_query, effective_events
 from boloop.study.snapshots import SNAPSHOT_AFTER_SECONDS as SNAPSHOT_AFTER_SECONDS
 from boloop.study.snapshots import SNAPSHOT_COST_FACTOR as SNAPSHOT_COST_FACTOR
@@ -210,8 +211,10 @@ _NOT_SETTINGS = (
 class Study(StudyReplay, StudySnapshots):
     """A persistent ask/tell loop (use :func:`create_study` / :func:`load_study`).
 
-    Attributes: ``name``, ``method``, ``family``, ``seed``, ``options``, ``problem`` (a registered
-    problem or a :class:`UserExperiment`), ``space``, ``storage_url`` and ``config`` (as stored).
+    Attributes: ``name``, ``method``, ``family``, ``seed``, ``options``, ``pinned_defaults`` (the
+    method's other defaults as they were at creation), ``policy_options`` (both, as the policy is
+    built), ``problem`` (a registered problem or a :class:`UserExperiment`), ``space``,
+    ``storage_url`` and ``config`` (as stored).
     """
 
     def __init__(
@@ -233,6 +236,8 @@ class Study(StudyReplay, StudySnapshots):
             self.family: str = self.config["family"]
             self.seed: int = int(self.config["seed"])
             self.options: dict[str, Any] = dict(self.config.get("options", {}))
+            pinned = self.config.get("pinned_defaults") or {}
+            self.pinned_defaults: dict[str, Any] = dict(pinned)
         except (KeyError, TypeError, ValueError) as exc:
             raise StorageError(
                 f"study {name!r}: stored configuration is unreadable: {exc}"
@@ -251,6 +256,13 @@ class Study(StudyReplay, StudySnapshots):
     @property
     def storage_url(self) -> str:
         return self._storage.url
+
+    @property
+    def policy_options(self) -> dict[str, Any]:
+        """The options the study's policy is built with: ``options`` over the method's defaults
+        as they were when the study was created (``pinned_defaults``; :mod:`boloop.study.pinning`),
+        so that a default changed by a later boloop does not change this study."""
+        return policy_options(self.method, self.family, self.options, self.pinned_defaults)
 
     @property
     def names(self) -> list[str]:
@@ -1036,7 +1048,10 @@ def create_study(
     else:
         config["space"] = pin_defaults(doc, family)
         check_family_keys(config["space"], family, method)
-    _check_buildable(method, config)  # before the storage: a refused study creates nothing
+    read = _check_buildable(method, config)  # before the storage: a refused study creates nothing
+    config["pinned_defaults"] = pinned_defaults(
+        method, _problem_from_config(config), int(seed), config["options"], read
+    )
     if store is None:
         store = open_storage(storage, create=True)
     sid = store.create_study(name, config)
@@ -1073,8 +1088,9 @@ def _builds_without(method: str, config: Mapping[str, Any], key: str) -> bool:
     return True
 
 
-def _check_buildable(method: str, config: Mapping[str, Any]) -> None:
-    """Build the policy once from ``config`` before anything is stored.
+def _check_buildable(method: str, config: Mapping[str, Any]) -> set[str]:
+    """Build the policy once from ``config`` before anything is stored; the settings keys the
+    method read.
 
     A bad option value (``horizon="abc"``), a missing setting or a ``[settings]`` key of the
     space file that the method never reads is an :class:`InvalidInputError` naming it.
@@ -1118,6 +1134,7 @@ def _check_buildable(method: str, config: Mapping[str, Any]) -> None:
             f"the space's [settings] has {unread}, which method {method!r} does not read "
             f"(a typo?); the settings it reads: {', '.join(known) or 'none'}"
         )
+    return {k for k in tracker.read if isinstance(k, str)}
 
 
 def _open_existing(storage: str | None) -> StorageBackend | SQLiteLog:

@@ -1217,7 +1217,7 @@ def _replay_growth(
         from boloop.algorithms.registry import make_policy
 
         done, growth = [], []
-        policy = make_policy(study.method, study.problem, study.seed, **study.options)
+        policy = make_policy(study.method, study.problem, study.seed, **study.policy_options)
     waiting = None  # the row told last, whose boundary is read when the next query is asked
     for row, sig in zip(hist[len(done) :], rows[len(done) :]):
         if policy is None:  # an earlier replay of this history stopped: draw what it had

@@ -122,6 +122,7 @@ class StudyReplay:
     method: str
     seed: int
     options: dict[str, Any]
+    policy_options: dict[str, Any]  # Study's property: options over the pinned defaults
     config: dict[str, Any]
     problem: Any
     _storage: StorageBackend | SQLiteLog
@@ -215,7 +216,9 @@ class StudyReplay:
         else:
             try:
                 self._set_problem(None)
-                self._policy = make_policy(self.method, self.problem, self.seed, **self.options)
+                self._policy = make_policy(
+                    self.method, self.problem, self.seed, **self.policy_options
+                )
             except BoloopError as exc:  # a check added after the study was created
                 raise StorageError(
                     f"study {self.name!r}: this boloop refuses the study's configuration: {exc}. "

@@ -1,0 +1,127 @@
+"""A study keeps the method defaults it was created with (``boloop.study.pinning``): a default
+changed by a later boloop must not change the questions an existing study asks."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+
+import numpy as np
+import pytest
+
+from boloop.algorithms.registry import get_method, list_methods, make_policy
+from boloop.problems import get
+from boloop.study import create_study, load_study, pinning
+
+#: one cheap registered problem per family for the run-both-ways check
+PROBLEM = {
+    "expert": "expert/rastrigin2",
+    "levelset": "levelset/himmelblau",
+    "preference": "preference/branin",
+    "safe": "safe/clinical-trial",
+}
+STEPS = {"expert": 8, "levelset": 6, "preference": 8, "safe": 6}
+
+
+def _queries(policy, problem_id: str, steps: int) -> list[dict]:
+    """The first ``steps`` queries of ``policy``, answered by the problem's oracle."""
+    problem, rng, asked = get(problem_id), np.random.default_rng(0), []
+    for _ in range(steps):
+        q = policy.ask()
+        asked.append(q.to_dict())
+        policy.tell(q.id, problem.answer(q, rng))
+    return asked
+
+
+@pytest.mark.parametrize(
+    "family, method", [(e.family, e.id) for e in list_methods()], ids=lambda v: str(v)
+)
+def test_a_method_asks_the_same_with_its_defaults_given_as_options(tmp_path, family, method):
+    """What a study pins (its method's defaults, passed back as options) must not change what
+    the method asks: the study's policy and the plain one ask the same questions."""
+    problem_id = PROBLEM[family]
+    study = create_study(
+        "s", method, problem=problem_id, storage=f"sqlite:///{tmp_path / 's.db'}", seed=0
+    )
+    entry = get_method(method, family)
+    assert set(study.pinned_defaults) <= {o.name for o in entry.options}
+    problem = get(problem_id)
+    plain = make_policy(method, problem, 0)
+    pinned = make_policy(method, problem, 0, **study.policy_options)
+    assert _queries(pinned, problem_id, STEPS[family]) == _queries(
+        plain, problem_id, STEPS[family]
+    )
+
+
+def _answer_duels(study, n: int) -> None:
+    rng = np.random.default_rng(5)
+    for _ in range(n):
+        q = study.ask()
+        study.tell(q.id, "a" if rng.random() < 0.5 else "b")
+
+
+def test_a_default_changed_later_does_not_change_an_existing_study(tmp_path, monkeypatch):
+    """A later boloop that changes a default (simulated by changing the constructor's default,
+    as an upgrade would) still loads a study created before, asks what it asked, and a new
+    study gets the new default."""
+    from boloop.algorithms.preference import RegretAwareEUBO
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    space = {"parameters": [{"name": "x", "low": 0, "high": 1, "grid": 12}]}
+    study = create_study("old", "eubo-regret", space, family="preference", storage=url, seed=2)
+    assert study.pinned_defaults["exploit"] == 1.0
+    _answer_duels(study, 8)
+    asked = [(row["a"], row["b"]) for row in study.history()]
+    next_query = study.ask()
+
+    init = RegretAwareEUBO.__init__
+
+    def upgraded_init(self, *args, **kwargs):  # the new version's default: exploit = 0
+        kwargs.setdefault("exploit", 0.0)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(RegretAwareEUBO, "__init__", upgraded_init)
+    # ... and its method table, which is read from the constructor, says so
+    entry = get_method("eubo-regret", "preference")
+    table = tuple(
+        dataclasses.replace(o, default=0.0) if o.name == "exploit" else o for o in entry.options
+    )
+    upgraded = dataclasses.replace(entry, options=table)
+    monkeypatch.setattr(pinning, "get_method", lambda method, family=None: upgraded)
+    # the upgrade is real: the method built without the pins now asks differently
+    fresh = create_study("new", "eubo-regret", space, family="preference", storage=url, seed=2)
+    assert fresh.pinned_defaults["exploit"] == 0.0
+    _answer_duels(fresh, 8)
+    assert [(row["a"], row["b"]) for row in fresh.history()] != asked
+
+    reloaded = load_study("old", storage=url, full_replay=True)
+    assert [(row["a"], row["b"]) for row in reloaded.history()] == asked
+    again = reloaded.ask()
+    assert (again.id, again.a, again.b) == (next_query.id, next_query.a, next_query.b)
+
+
+def test_a_setting_read_under_another_name_is_not_overridden(tmp_path):
+    """MR-LPF reads its ``beta`` from the setting ``beta_batch``: the default of ``beta`` must
+    not be pinned over it."""
+    from boloop.algorithms.preference import MRLPF
+
+    space = {
+        "parameters": [{"name": "x", "low": 0, "high": 1, "grid": 9}],
+        "settings": {"beta_batch": 0.25},
+    }
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    study = create_study("m", "mr-lpf", space, family="preference", storage=url, seed=0)
+    assert "beta" not in study.pinned_defaults
+    beta = study.status()["settings"]["beta"]
+    assert np.all(np.asarray(beta) == 0.25)
+    assert inspect.signature(MRLPF.__init__).parameters["beta"].default != 0.25
+
+
+def test_options_given_win_over_pinned_defaults(tmp_path):
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    study = create_study(
+        "e", "eubo-regret", problem="preference/branin", storage=url, seed=0, exploit=0.5
+    )
+    assert "exploit" not in study.pinned_defaults
+    assert study.policy_options["exploit"] == 0.5
+    assert study.status()["settings"]["exploit"] == 0.5
