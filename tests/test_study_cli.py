@@ -128,7 +128,7 @@ def test_cli_bad_input_exits_2_and_changes_nothing(tmp_path, capsys):
         (("create", "b", "--method", "toy-random", "--problem", "safe/toy"), "already exists"),
         (("ask", "nope"), "no study named"),
         (("add", "b", "x0=0.5,x1=7", "f=1,g=2"), "outside the bounds"),
-        (("add", "b", "x0=0.5,x1=0.5", "f=1"), "missing"),
+        (("add", "b", "x0=0.4,x1=0.5", "f=1"), "missing"),  # a grid action: its g is missing
         (("add", "b", "x0=0.5", "f=1,g=2"), "missing parameters"),
     ]:
         code, out, err = _cli(capsys, "study", *argv, "--storage", url)
