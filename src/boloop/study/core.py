@@ -134,7 +134,7 @@ class StudyQuery:
         """A one-paragraph description for a person."""
 
         def fmt(p: dict[str, float] | None, lab: str | None) -> str:
-            body = ", ".join(f"{k}={v:g}" for k, v in (p or {}).items())
+            body = params_text(p or {})
             return f"{lab} ({body})" if lab else body
 
         if self.kind == "compare":
