@@ -23,22 +23,6 @@ SPACE = {
 }
 
 
-def test_an_off_grid_add_names_the_nearest_grid_values(tmp_path):
-    (tmp_path / "space.json").write_text(json.dumps(SPACE))
-    create = ["study", "create", "r", "--method", "randomized-straddle", "--space", "space.json"]
-    assert run_cli([*create, "--seed", "1"], cwd=tmp_path).returncode == 0
-    res = run_cli(["study", "add", "r", "temperature=231,time_min=20", "0.31"], cwd=tmp_path)
-    line = assert_refused(res, "not on the grid", "temperature=231", "230", "234")
-    assert "time_min=20 is not" not in line.split("grid: ", 1)[1]  # a grid value: not blamed
-    assert "points [0]" not in line
-    res = run_cli(["study", "add", "r", "temperature=231,time_min=22", "0.31"], cwd=tmp_path)
-    assert_refused(res, "temperature=231", "time_min=22", "20", "25")
-    status = run_cli(["study", "status", "r", "--json"], cwd=tmp_path)
-    assert json.loads(status.stdout)["answered"] == 0  # nothing stored
-    ok = run_cli(["study", "add", "r", "temperature=230,time_min=20", "0.31"], cwd=tmp_path)
-    assert ok.returncode == 0, ok.stderr
-
-
 def test_a_table_says_which_option_is_nearest():
     table = CandidateSet([[1.0, 10.0], [2.0, 20.0], [3.0, 30.0]], names=["a", "b"])
     assert not table.is_grid()
@@ -86,16 +70,46 @@ def test_a_safe_study_refuses_an_off_grid_measurement(tmp_path):
     assert load_study("s", storage=url).history()[0]["params"] == {"dose": 0.2, "weight": 0.25}
 
 
-def test_a_safe_study_add_off_the_grid_on_the_command_line(tmp_path):
-    (tmp_path / "trial.json").write_text(json.dumps(SAFE_SPACE))
-    create = ["study", "create", "t", "--method", "m-safeopt", "--space", "trial.json"]
-    assert run_cli([*create, "--seed", "0"], cwd=tmp_path).returncode == 0
-    res = run_cli(["study", "add", "t", "dose=0.3,weight=0.5", "f=0.2,g=0.3"], cwd=tmp_path)
-    line = assert_refused(res, "not on the grid", "dose=0.3", "0.2", "0.4")
-    assert "weight=0.5 is not" not in line.split("grid: ", 1)[1]
-    status = run_cli(["study", "status", "t", "--json"], cwd=tmp_path)
+#: (method, space, value, an off-grid point: its words, the grid value not blamed; a point off
+#: the grid in every parameter: its words; a grid point)
+CLI_CASES = {
+    "levelset": (
+        "randomized-straddle",
+        SPACE,
+        "0.31",
+        ("temperature=231,time_min=20", ("temperature=231", "230", "234"), "time_min=20"),
+        ("temperature=231,time_min=22", ("temperature=231", "time_min=22", "20", "25")),
+        "temperature=230,time_min=20",
+    ),
+    "safe": (
+        "m-safeopt",
+        SAFE_SPACE,
+        "f=0.2,g=0.3",
+        ("dose=0.3,weight=0.5", ("dose=0.3", "0.2", "0.4"), "weight=0.5"),
+        ("dose=0.3,weight=0.3", ("dose=0.3", "weight=0.3", "0.25", "0.375")),
+        "dose=0.4,weight=0.5",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CLI_CASES))
+def test_an_off_grid_add_names_the_nearest_grid_values(tmp_path, case):
+    """Level set (a CandidateSet grid) and safe (a SafeSpace): the same refusal on the command
+    line, naming only the parameters off the grid; nothing stored; a grid point is taken."""
+    method, space, value, one_off, both_off, ok_point = CLI_CASES[case]
+    one_off, words, on_grid_value = one_off
+    both_off, words2 = both_off
+    (tmp_path / "space.json").write_text(json.dumps(space))
+    create = ["study", "create", "r", "--method", method, "--space", "space.json"]
+    assert run_cli([*create, "--seed", "1"], cwd=tmp_path).returncode == 0
+    res = run_cli(["study", "add", "r", one_off, value], cwd=tmp_path)
+    line = assert_refused(res, "not on the grid", *words)
+    assert f"{on_grid_value} is not" not in line.split("grid: ", 1)[1]  # a grid value: not blamed
+    assert "points [0]" not in line
+    assert_refused(run_cli(["study", "add", "r", both_off, value], cwd=tmp_path), *words2)
+    status = run_cli(["study", "status", "r", "--json"], cwd=tmp_path)
     assert json.loads(status.stdout)["answered"] == 0  # nothing stored
-    ok = run_cli(["study", "add", "t", "dose=0.4,weight=0.5", "f=0.2,g=0.3"], cwd=tmp_path)
+    ok = run_cli(["study", "add", "r", ok_point, value], cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
 
 
@@ -104,11 +118,8 @@ def test_safe_space_actions_and_misses():
     occur but not together gets the nearest action."""
     sp = SafeSpace([0.0, 0.5, 1.0], [[1.0, 10.0], [2.0, 20.0], [3.0, 30.0]], names=["s", "a", "b"])
     assert sp.index_of(sp.points).tolist() == list(range(sp.n))
-    assert sp.index_of([[0.5, 2.0, 20.0], [0.4, 2.0, 20.0], [0.5, 2.0, 30.0]]).tolist() == [
-        4,
-        -1,
-        -1,
-    ]
+    found = sp.index_of([[0.5, 2.0, 20.0], [0.4, 2.0, 20.0], [0.5, 2.0, 30.0]])
+    assert found.tolist() == [4, -1, -1]  # (s_1, x_1); s off the grid; a row of no x
     assert sp.contains([[1.0, 3.0, 30.0]]).tolist() == [True]
     msg = sp.describe_miss([0.5, 2.0, 30.0])
     assert msg.startswith("s=0.5, a=2, b=30 is not one of the 9 options: no option has")
