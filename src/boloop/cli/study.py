@@ -300,7 +300,8 @@ def _add(args: argparse.Namespace) -> int:
     params = _params(args.params)
     study.add(params, args.value)
     study.save_snapshot()  # as after a tell: the next call loads it without a replay
-    print(f"stored measurement at {_stored_point(study, params)} ({_n(study.n_answered, 'answer')})")
+    count = _n(study.n_answered, "answer")
+    print(f"stored measurement at {_stored_point(study, params)} ({count})")
     return 0
 
 
@@ -325,7 +326,8 @@ def _label(args: argparse.Namespace) -> int:
     study.label(params, accepted)
     study.save_snapshot()
     verdict = "accept" if accepted else "reject"
-    print(f"stored label {verdict} at {_stored_point(study, params)} ({_n(study.n_answered, 'answer')})")
+    count = _n(study.n_answered, "answer")
+    print(f"stored label {verdict} at {_stored_point(study, params)} ({count})")
     return 0
 
 
