@@ -128,7 +128,7 @@ def test_cli_bad_input_exits_2_and_changes_nothing(tmp_path, capsys):
         (("create", "b", "--method", "toy-random", "--problem", "safe/toy"), "already exists"),
         (("ask", "nope"), "no study named"),
         (("add", "b", "x0=0.5,x1=7", "f=1,g=2"), "outside the bounds"),
-        (("add", "b", "x0=0.5,x1=0.5", "f=1"), "missing"),
+        (("add", "b", "x0=0.4,x1=0.5", "f=1"), "missing"),  # a grid action: its g is missing
         (("add", "b", "x0=0.5", "f=1,g=2"), "missing parameters"),
     ]:
         code, out, err = _cli(capsys, "study", *argv, "--storage", url)
@@ -429,3 +429,39 @@ def test_run_takes_single_keys_on_a_terminal(tmp_path, capsys):
             proc.kill()
     assert proc.returncode == 0, err
     assert "stopped" in out
+
+
+def test_cli_writes_a_point_as_the_page_does(tmp_path, capsys):
+    """``add``, ``label`` and ``status`` write a point as the web page and the messages do
+    (``boloop.spaces.params_text``: the space's parameter order, 6 significant digits), not
+    as a Python dict (``{'pressure': 2, 'flow': 1500000}``, as ``add`` and ``label`` did)."""
+    from boloop.spaces import params_text
+
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    space = tmp_path / "space.json"
+    space.write_text(
+        json.dumps(
+            {
+                "parameters": [
+                    {"name": "flow", "low": 0, "high": 2000000},
+                    {"name": "pressure", "low": 1, "high": 5},
+                ]
+            }
+        )
+    )
+    create = ["study", "create", "p", "--method", "cobol", "--space", str(space)]
+    assert _cli(capsys, *create, "--seed", "0", "--storage", url)[0] == 0
+    shown = params_text({"flow": 1500000.0, "pressure": 2.0})
+    assert shown == "flow=1.5e+06, pressure=2"
+    point = '{"pressure": 2, "flow": 1500000}'  # typed in another order, as integers
+    code, out, err = _cli(capsys, "study", "add", "p", point, "0.4", "--storage", url)
+    assert code == 0, err
+    assert out.strip() == f"stored measurement at {shown} (1 answer)"
+    code, out, err = _cli(capsys, "study", "label", "p", point, "accept", "--storage", url)
+    assert code == 0, err
+    assert out.strip() == f"stored label accept at {shown} (2 answers)"
+    code, out, _ = _cli(capsys, "study", "status", "p", "--storage", url)
+    rows = [ln for ln in out.splitlines() if ln.strip().startswith("added")]
+    assert len(rows) == 2 and all(
+        f"added {w} {shown} -> " in r for w, r in zip(("measurement", "label"), rows)
+    ), rows

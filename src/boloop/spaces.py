@@ -215,36 +215,19 @@ class CandidateSet:
     def is_grid(self) -> bool:
         """Whether the candidates are a full grid: every combination of the values each axis
         takes (as :meth:`grid` builds), rather than a table of chosen options."""
-        sizes = [np.unique(self.points[:, j]).size for j in range(self.dim)]
-        return int(np.prod(sizes, dtype=np.float64)) == self.n
+        return _is_full_grid(_axis_values(self.points), self.n)
 
     def describe_miss(self, x: Any) -> str:
         """Why the point ``x`` (d,) is not a candidate, in parameter names: each parameter whose
         value no candidate takes, with the nearest values it can take (below and above); for a
         table whose every value occurs but not in this combination, the nearest option."""
         pt = as_points(x, "x", dim=self.dim)[0]
-        shown = params_text(dict(zip(self.names, pt)))
-        grid = self.is_grid()
-        kind = "on the grid" if grid else f"one of the {self.n} options"
-        value = "a grid value" if grid else "a value of any option"
-        parts = []
-        for j, name in enumerate(self.names):
-            axis = np.unique(self.points[:, j])
-            k = int(np.searchsorted(axis, pt[j]))
-            near = [axis[i] for i in (k - 1, k) if 0 <= i < axis.size]
-            if min(abs(v - pt[j]) for v in near) <= 1e-9 * max(1.0, float(np.max(np.abs(axis)))):
-                continue
-            parts.append(
-                f"{name}={format_value(pt[j])} is not {value} (nearest: "
-                + " or ".join(format_value(v) for v in near)
-                + ")"
-            )
-        if parts:
-            return f"{shown} is not {kind}: " + "; ".join(parts)
         scale = self.box.width
-        nearest = self.points[int(np.argmin(np.max(np.abs(self.points - pt) / scale, axis=1)))]
-        near = params_text(dict(zip(self.names, nearest)))
-        return f"{shown} is not {kind}: no option has this combination (nearest: {near})"
+
+        def nearest(p: np.ndarray) -> np.ndarray:
+            return self.points[int(np.argmin(np.max(np.abs(self.points - p) / scale, axis=1)))]
+
+        return _describe_miss(pt, self.names, _axis_values(self.points), self.n, nearest)
 
     def validate(self, X: Any, name: str = "x") -> np.ndarray:
         X = as_points(X, name, dim=self.dim)
@@ -368,8 +351,41 @@ class SafeSpace:
         hi = np.where(hi > lo, hi, lo + 1.0)
         return Box(lo, hi, names=self.names)
 
+    def index_of(self, X: Any, atol: float = 1e-9) -> np.ndarray:
+        """Flat index (n,) of the action equal to each row ``(s, x)`` of ``X``, or -1 where there
+        is none (``s`` within ``atol`` times the largest ``|s|`` of the grid, at least 1, of a
+        grid level; ``x`` likewise of a row of :attr:`x_points`)."""
+        X = as_points(X, "X", dim=self.dim, allow_empty=True)
+        out = np.full(X.shape[0], -1, dtype=np.int64)
+        tol_s = atol * max(1.0, float(np.max(np.abs(self.s_values))))
+        tol_x = atol * max(1.0, float(np.max(np.abs(self.x_points))))
+        for r, p in enumerate(X):
+            j = int(np.argmin(np.abs(self.s_values - p[0])))
+            d = np.max(np.abs(self.x_points - p[1:]), axis=1)
+            i = int(np.argmin(d))
+            if abs(self.s_values[j] - p[0]) <= tol_s and d[i] <= tol_x:
+                out[r] = i * self.n_s + j
+        return out
+
     def contains(self, X: Any) -> np.ndarray:
-        return self.box.contains(X)
+        """Boolean (n,): which rows are actions of the grid (:meth:`index_of`); a point between
+        grid values is not, although it lies in the bounds."""
+        return self.index_of(X) >= 0
+
+    def describe_miss(self, x: Any) -> str:
+        """Why ``x`` (d,) is not an action, in parameter names, as
+        :meth:`CandidateSet.describe_miss` says it: the parameters whose value is off the grid
+        with the nearest grid values, or (``x_points`` a table) the nearest action."""
+        pt = as_points(x, "x", dim=self.dim)[0]
+        axes = [self.s_values, *_axis_values(self.x_points)]
+        scale = self.box.width[1:]
+
+        def nearest(p: np.ndarray) -> np.ndarray:
+            s = self.s_values[int(np.argmin(np.abs(self.s_values - p[0])))]
+            d = np.max(np.abs(self.x_points - p[1:]) / scale, axis=1)
+            return np.concatenate([[s], self.x_points[int(np.argmin(d))]])
+
+        return _describe_miss(pt, self.names, axes, self.n, nearest)
 
     def __repr__(self) -> str:
         return f"SafeSpace(n_s={self.n_s}, n_x={self.n_x}, d_x={self.dim - 1})"
@@ -409,6 +425,48 @@ def params_text(params: Mapping[str, Any], units: Mapping[str, str] | None = Non
         f"{k}={format_value(v)}" + (f" {units[k]}" if units.get(k) else "")
         for k, v in params.items()
     )
+
+
+def _axis_values(points: np.ndarray) -> list[np.ndarray]:
+    """The sorted distinct values each column of ``points`` (n, d) takes."""
+    return [np.unique(points[:, j]) for j in range(points.shape[1])]
+
+
+def _is_full_grid(axes: Sequence[np.ndarray], n: int) -> bool:
+    """Whether ``n`` points whose columns take the values ``axes`` are every combination."""
+    return int(np.prod([a.size for a in axes], dtype=np.float64)) == n
+
+
+def _describe_miss(
+    pt: np.ndarray,
+    names: Sequence[str],
+    axes: Sequence[np.ndarray],
+    n: int,
+    nearest: Callable[[np.ndarray], np.ndarray],
+) -> str:
+    """Why ``pt`` (d,) is not one of the ``n`` points of a finite space whose columns take the
+    values ``axes`` (sorted): each parameter whose value is not among its axis's, with the
+    nearest values below and above; when every value occurs but not in this combination (a
+    table), the point ``nearest(pt)`` of the space."""
+    shown = params_text(dict(zip(names, pt)))
+    grid = _is_full_grid(axes, n)
+    kind = "on the grid" if grid else f"one of the {n} options"
+    value = "a grid value" if grid else "a value of any option"
+    parts = []
+    for name, axis, v in zip(names, axes, pt):
+        k = int(np.searchsorted(axis, v))
+        near = [axis[i] for i in (k - 1, k) if 0 <= i < axis.size]
+        if min(abs(a - v) for a in near) <= 1e-9 * max(1.0, float(np.max(np.abs(axis)))):
+            continue
+        parts.append(
+            f"{name}={format_value(v)} is not {value} (nearest: "
+            + " or ".join(format_value(a) for a in near)
+            + ")"
+        )
+    if parts:
+        return f"{shown} is not {kind}: " + "; ".join(parts)
+    near_text = params_text(dict(zip(names, nearest(pt))))
+    return f"{shown} is not {kind}: no option has this combination (nearest: {near_text})"
 
 
 def _check_names(names: Sequence[str] | None, d: int) -> list[str]:

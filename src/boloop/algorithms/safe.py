@@ -450,16 +450,12 @@ class _SafePolicy(BasePolicy):
         return [dict(e) for e in self._over_limit]
 
     def _grid_index(self, point: np.ndarray) -> tuple[int, int]:
-        space = self.space
-        d = np.max(np.abs(space.x_points - point[1:]), axis=1)
-        i = int(np.argmin(d))
-        j = int(np.argmin(np.abs(space.s_values - point[0])))
-        scale = 1e-9 * max(1.0, float(np.max(np.abs(space.x_points))))
-        if d[i] > scale or abs(space.s_values[j] - point[0]) > 1e-9 * max(
-            1.0, float(np.max(np.abs(space.s_values)))
-        ):
-            raise InvalidInputError(f"initial_data has a point that is not a grid action: {point}")
-        return i, j
+        flat = int(self.space.index_of(point[None, :])[0])
+        if flat < 0:
+            miss = self.space.describe_miss(point)
+            raise InvalidInputError(f"initial_data has a point that is not a grid action: {miss}")
+        i, j = self.space.unflat_index(flat)
+        return int(i), int(j)
 
     def _add_initial_data(self, data: tuple[Any, Any, Any]) -> None:
         try:

@@ -300,8 +300,17 @@ def _add(args: argparse.Namespace) -> int:
     params = _params(args.params)
     study.add(params, args.value)
     study.save_snapshot()  # as after a tell: the next call loads it without a replay
-    print(f"stored measurement at {params} ({_n(study.n_answered, 'answer')})")
+    count = _n(study.n_answered, "answer")
+    print(f"stored measurement at {_stored_point(study, params)} ({count})")
     return 0
+
+
+def _stored_point(study: Study, params: dict[str, Any]) -> str:
+    """The point ``params`` as ``add``/``label`` stored it (the space's parameter order, numbers),
+    written as the page and ``status`` write it."""
+    from boloop.study.space_file import params_to_point, point_to_params
+
+    return _fmt_point(point_to_params(study.space, params_to_point(study.space, params)))
 
 
 def _label(args: argparse.Namespace) -> int:
@@ -317,7 +326,8 @@ def _label(args: argparse.Namespace) -> int:
     study.label(params, accepted)
     study.save_snapshot()
     verdict = "accept" if accepted else "reject"
-    print(f"stored label {verdict} at {params} ({_n(study.n_answered, 'answer')})")
+    count = _n(study.n_answered, "answer")
+    print(f"stored label {verdict} at {_stored_point(study, params)} ({count})")
     return 0
 
 
@@ -384,8 +394,12 @@ def status_lines(st: dict[str, Any], labels: Sequence[str] | None = None) -> lis
 _KIND_WORD = {"evaluate": "evaluation", "label": "label", "compare": "duel"}
 
 
-def _fmt_point(p: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in p.items())
+def _fmt_point(p: dict[str, Any] | None) -> str:
+    """A point in parameter names as the web page and the messages write it
+    (:func:`boloop.spaces.params_text`: ``temperature=35.2, ratio=0.4``)."""
+    from boloop.spaces import params_text
+
+    return params_text(p or {})
 
 
 def _is_point(v: Any) -> bool:
@@ -732,11 +746,8 @@ def _quote(name: str) -> str:
 
 
 def _row_text(row: dict[str, Any]) -> str:
-    def fmt(p: dict[str, float] | None) -> str:
-        return ", ".join(f"{k}={v:g}" for k, v in (p or {}).items())
-
     def named(p: dict[str, float] | None, label: str | None) -> str:
-        return f"{label} ({fmt(p)})" if label else fmt(p)
+        return f"{label} ({_fmt_point(p)})" if label else _fmt_point(p)
 
     if row["query_id"] is None:
         who = "added label" if row["kind"] == "label" else "added measurement"

@@ -135,7 +135,7 @@ class StudyQuery:
         """A one-paragraph description for a person."""
 
         def fmt(p: dict[str, float] | None, lab: str | None) -> str:
-            body = ", ".join(f"{k}={v:g}" for k, v in (p or {}).items())
+            body = params_text(p or {})
             return f"{lab} ({body})" if lab else body
 
         if self.kind == "compare":
@@ -888,15 +888,9 @@ _LABEL_COUNTS = ("labels_asked", "labels_rejected")  # expert family: labels bes
 
 def _index_in(space: Space, x: np.ndarray) -> int | None:
     """Index of ``x`` in a finite space (flat action index for a SafeSpace), else None."""
-    if isinstance(space, CandidateSet):
+    if isinstance(space, CandidateSet | SafeSpace):
         i = int(space.index_of(x[None, :])[0])
         return i if i >= 0 else None
-    if isinstance(space, SafeSpace):
-        js = np.flatnonzero(np.isclose(space.s_values, x[0], rtol=0, atol=1e-9))
-        d = np.max(np.abs(space.x_points - x[1:]), axis=1)
-        i = int(np.argmin(d))
-        if js.size and d[i] <= 1e-9:
-            return int(space.flat_index(i, int(js[0])))
     return None
 
 

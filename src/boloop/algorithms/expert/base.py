@@ -25,6 +25,10 @@ logger = logging.getLogger("boloop")
 
 _BIG = 1e6  # penalty offset for infeasible points in the constrained variant
 
+#: two points count as the same point (the same question to the expert, the same proposal) when
+#: they differ by at most this much in every unit-cube coordinate
+SAME_POINT = 0.01
+
 
 def _number(value: Any, name: str, *, low: float | None = None, allow_inf: bool = False) -> float:
     try:
@@ -55,6 +59,11 @@ def _accepted(value: Any, n: int) -> np.ndarray:
     return np.array([bool(a) for a in items], dtype=bool)
 
 
+def _gap(U: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """Largest coordinate difference (n,) between each row of U (n, d) and u (d,)."""
+    return np.max(np.abs(U - u), axis=1)
+
+
 class ExpertPolicy(BasePolicy):
     """Shared machinery of the expert family: initial design, scaling, the f-GP, candidates.
 
@@ -67,7 +76,9 @@ class ExpertPolicy(BasePolicy):
     n_initial:
         Initial uniformly random evaluations (paper: 3).
     n_initial_labels:
-        Initial labels at uniform points, for the policies that use labels (paper: 10).
+        Initial labels at uniform points, for the policies that use labels (paper: 10). On a
+        finite set at most its number of points, each at a point not labelled yet
+        (:meth:`_initial_label_point`).
     fit_hyperparameters:
         Fit the f-kernel length-scales by marginal likelihood every time f data arrive (paper);
         otherwise keep ``lengthscale``.
@@ -202,6 +213,9 @@ class ExpertPolicy(BasePolicy):
         # seed then share the random stream that follows (common random numbers), so COBOL
         # taking GP-LCB's steps repeats GP-LCB's run exactly
         init_g = self._sample_unit(self.n_initial_labels)
+        if self._finite:  # a finite set has only n points to ask about without asking twice
+            assert isinstance(space, CandidateSet)
+            init_g = (init_g[0][: space.n], None if init_g[1] is None else init_g[1][: space.n])
         self._init_g = init_g if self.uses_labels else (np.zeros((0, self.dim)), None)
         self.initial_query_ids: set[int] = set()
         self.outcomes: list[str] = []
@@ -350,11 +364,8 @@ class ExpertPolicy(BasePolicy):
     def _propose(self) -> Query:
         n_lab_init = self._init_g[0].shape[0]
         if self.uses_labels and self._n_init_labels_done() < n_lab_init:
-            k = self._n_init_labels_done()
-            U, idx = self._init_g
-            q = self._mark_initial(
-                self._ask_unit(U[k], None if idx is None else int(idx[k]), "label")
-            )
+            u, index = self._initial_label_point(self._n_init_labels_done())
+            q = self._mark_initial(self._ask_unit(u, index, "label"))
             self.initial_query_ids.add(q.id)
             return q
         if self._n_init_evals_done() < self.n_initial:
@@ -366,6 +377,33 @@ class ExpertPolicy(BasePolicy):
             self.initial_query_ids.add(q.id)
             return q
         return self._bo_propose()
+
+    def _initial_label_point(self, k: int) -> tuple[np.ndarray, int | None]:
+        """The point of the ``k``-th initial label (unit cube) and its index on a finite set.
+
+        The point drawn at the start, except on a finite set where the expert has labelled it
+        already (within :data:`SAME_POINT`: a label the user gave, ``initial_labels``, or an
+        earlier draw of the same candidate): then a candidate drawn uniformly among those not
+        labelled yet, or where every candidate is that close to a label, the one farthest from
+        the labels: a person is not asked again about a point they answered (as with
+        ``ask_again=False`` in the BO phase). On a box the draw is kept: the same point again
+        has probability 0 (one within :data:`SAME_POINT` in every coordinate, at most
+        ``(2 SAME_POINT)^d`` per label).
+        """
+        U, idx = self._init_g
+        if idx is None:
+            return U[k], None
+        labelled = self.X_g
+        if not labelled.shape[0] or np.min(_gap(labelled, U[k])) > SAME_POINT:
+            return U[k], int(idx[k])
+        assert isinstance(self.space, CandidateSet)
+        C = self.space.to_unit()
+        gap = np.full(C.shape[0], np.inf)
+        for v in labelled:
+            gap = np.minimum(gap, _gap(C, v))
+        free = np.flatnonzero(gap > SAME_POINT)
+        i = int(free[self.rng.integers(free.size)]) if free.size else int(np.argmax(gap))
+        return C[i], i
 
     def _n_init_labels_done(self) -> int:
         return min(self.X_g.shape[0], self._init_g[0].shape[0])

@@ -9,17 +9,21 @@ from typing import Any
 
 import numpy as np
 
-from boloop.algorithms.expert.base import _BIG, ExpertPolicy, _accepted, _count, _number, _pair
+from boloop.algorithms.expert.base import (
+    _BIG,
+    SAME_POINT,
+    ExpertPolicy,
+    _accepted,
+    _count,
+    _number,
+    _pair,
+)
 from boloop.algorithms.expert.ranks import mann_whitney_excess
 from boloop.errors import InvalidInputError, QueryStateError
 from boloop.gp.kernels import SquaredExponential
 from boloop.gp.likelihood_ratio import LikelihoodRatioModel
 from boloop.queries import Evaluate, Label, Query
 from boloop.spaces import Box, CandidateSet
-
-#: two points count as the same point (the same question to the expert, the same proposal) when
-#: they differ by at most this much in every unit-cube coordinate
-SAME_POINT = 0.01
 
 
 class COBOL(ExpertPolicy):
