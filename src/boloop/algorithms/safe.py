@@ -524,10 +524,11 @@ class _SafePolicy(BasePolicy):
         (never measured over the limit) has ``UCB^f`` above the best certified ``LCB^f``
         (``maxLCB_t``; Case 2: the row's own; M-SafeUCB: any, f = g increases in s), and (iii) on
         such a row the certification of the next grid level fails on the width of the bound, not
-        on its mean: ``mu^g + sigma^g <= h`` there (the model expects it to be safe) or
-        ``sigma^g`` is at least half its prior value (the model knows next to nothing there).
-        (iii) tells a stall apart from a method that has reached the limit, where the data next
-        to the boundary pin ``g`` one step further close to or above ``h``.
+        on its mean: ``sigma^g`` there is at least half its prior value (the model knows next to
+        nothing there), or at least a fifth of it while ``mu^g + sigma^g <= h`` (the model
+        expects the level to be safe but cannot close the gap). (iii) tells a stall apart from a
+        method that has reached the limit, where the data beside the boundary pin ``g`` one step
+        further (``sigma^g`` a few per cent of the prior's) close to or above ``h``.
         Computed from the round's bounds only (no random numbers, nothing refitted)."""
         count = int(np.sum(self.certified + 1))
         if count > self._cert_count:
@@ -558,9 +559,12 @@ class _SafePolicy(BasePolicy):
         )
         sd = b.std_g[rows, nxt]
         ratio = sd / prior_sd
-        # held back by the width, not by the mean: the model expects the next level to be safe
-        # (its mean plus one standard deviation is below h) or knows next to nothing there
-        blind = promising & ((b.mean_g[rows, nxt] + sd <= self.threshold) | (ratio >= 0.5))
+        # held back by ignorance, not by the limit: the model knows next to nothing at the next
+        # level, or expects it to be safe (mean plus one standard deviation below h) while still
+        # uncertain by a fifth of its prior there. At the limit the data beside the boundary
+        # make the next level's sigma a small fraction of the prior's (a few per cent).
+        expects_safe = (b.mean_g[rows, nxt] + sd <= self.threshold) & (ratio >= 0.2)
+        blind = promising & (expects_safe | (ratio >= 0.5))
         if not blind.any():
             return
         ls = np.atleast_1d(np.asarray(getattr(self.gp_g.kernel, "lengthscale", np.nan)))
@@ -608,7 +612,7 @@ class _SafePolicy(BasePolicy):
             else f" (now {', '.join(f'{v:g}' for v in self.min_lengthscale_g)})"
         )
         frac = ls / float(self.width[0])
-        hint = min(1.0, max(0.2, math.ceil(30.0 * frac) / 20.0))  # 1.5 x now, in steps of 0.05
+        hint = min(1.0, max(0.2, math.ceil(round(30.0 * frac, 6)) / 20.0))  # 1.5 x now, in steps of 0.05
         return head + (
             f"If you know that g varies smoothly, say so with the option min_lengthscale_g"
             f"{now}: the shortest length-scale of g you assume, as a fraction of each "
