@@ -23,6 +23,7 @@ Run (one thread; one JSON line per run on stdout or ``--out``)::
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/safe_stall.py \\
         --problems safe/branin safe/pendulum --seeds 3 --budget 50 --floors none 0.2
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/safe_stall.py --draws 40 --floors 0.2
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/safe_stall.py --draws 40 --n-s 30 --budget 60
     .venv/bin/python benchmarks/safe_stall.py --table runs.jsonl
 """
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections import defaultdict
 
@@ -67,7 +69,9 @@ def run_reactor(method: str, seed: int, budget: int, floor: float | None) -> dic
     spec = json.loads(json.dumps(REACTOR))
     if floor is not None:
         spec["settings"] = {"min_lengthscale_g": floor}
-    study = create_study("reactor", method, spec, seed=seed, storage=f"memory://r{seed}-{floor}")
+    study = create_study(
+        "reactor", method, spec, seed=seed, storage=f"memory://{method}-{seed}-{floor}"
+    )
     rng = np.random.default_rng(100 + seed)
     P_grid = np.linspace(0, 100, 30)
     F_grid = np.linspace(1, 10, 20)
@@ -116,7 +120,8 @@ def run_reactor(method: str, seed: int, budget: int, floor: float | None) -> dic
 
 
 def run_problem(problem_id: str, method: str, seed: int, budget: int, floor: float | None) -> dict:
-    """A library problem (or the made-up heater, or a random-GP draw) through ``simulate``."""
+    """A library problem (or the made-up heater, or a random-GP draw) through ``simulate``;
+    ``budget`` counts iterations (the safe seeds come on top), ``fires`` lists answers."""
     from boloop.algorithms import build_policy
     from boloop.problems import get as get_problem
     from boloop.simulate import simulate
@@ -130,10 +135,13 @@ def run_problem(problem_id: str, method: str, seed: int, budget: int, floor: flo
     fires: list[int] = []
     max_s = [0.0]
 
-    def on_record(rec: dict) -> None:
+    answers = [0]
+
+    def on_record(rec: dict) -> None:  # one record per answer, the safe seeds included
+        answers[0] += 1
         max_s[0] = max(max_s[0], float(rec["points"][0][0]) if rec["points"] else 0.0)
         if policy.stall() is not None:
-            fires.append(int(policy.iteration))
+            fires.append(answers[0])
 
     trace = simulate(policy, problem, budget, seed=seed, on_record=on_record)
     m = trace.records[-1]["metrics"]
@@ -156,7 +164,9 @@ def table(paths: list[str]) -> None:
     rows = [json.loads(line) for p in paths for line in open(p) if line.strip()]
     groups: dict = defaultdict(list)
     for r in rows:
-        groups[(r["problem"], r["method"], str(r["floor"]))].append(r)
+        n_s = re.search(r"n_s=(\d+)", r.get("id", ""))
+        prob = r["problem"] + (f"?n_s={n_s.group(1)}" if n_s else "")
+        groups[(prob, r["method"], str(r["floor"]))].append(r)
     print(
         "| problem | method | min_lengthscale_g | runs | unsafe evaluations (runs) | runs where the stall fired | first fire (answer), median | highest s reached, mean | simple regret or rec f, mean |"
     )
@@ -184,6 +194,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--budget", type=int, default=None)
     ap.add_argument("--draws", type=int, default=0)
     ap.add_argument("--first-draw", type=int, default=0)
+    ap.add_argument(
+        "--n-s", type=int, default=None, help="levels of s of the random-GP draws (default 12)"
+    )
     ap.add_argument("--floors", nargs="*", default=["none"])
     ap.add_argument("--out", default=None)
     ap.add_argument("--table", nargs="*", default=None)
@@ -204,7 +217,8 @@ def main(argv: list[str] | None = None) -> None:
     for d in range(a.first_draw, a.first_draw + a.draws):
         for meth in a.methods:
             for floor in floors:
-                jobs.append((random_gp_id(d), meth, 0, a.budget or 20, floor))
+                pid = random_gp_id(d) + ("" if a.n_s is None else f"&n_s={a.n_s}")
+                jobs.append((pid, meth, 0, a.budget or 20, floor))
     out = open(a.out, "a") if a.out else sys.stdout
     for prob, meth, seed, budget, floor in jobs:
         if prob == "made-up/reactor":

@@ -61,7 +61,7 @@ def test_a_stuck_study_says_so_in_status_with_axis_lengthscale_step_and_option()
     assert stall["grid_step"] == pytest.approx(step)
     assert stall["lengthscale_g"] == pytest.approx(d["lengthscale_g"][0])
     # the message names the axis, g's length-scale along it, the grid step and the option
-    assert "power" in msg and f"{step:.3g}" in msg and f"{stall['lengthscale_g']:.3g}" in msg
+    assert "power" in msg and f"{step:.4g}" in msg and f"{stall['lengthscale_g']:.3g}" in msg
     assert "min_lengthscale_g" in msg and "assumption" in msg
 
 

@@ -54,6 +54,14 @@ learns them with ``hyperparameters=``:
   only.
 * ``"plain"``: unguarded maximum likelihood, only on explicit request (logs a warning).
 
+``min_lengthscale_g`` is the one assumption a user can add to the learned default: ``g`` varies
+no faster than that fraction of each axis's range (the fit and the conservative shortening of
+``g``'s length-scales never go below it). It is not learned or checked: if ``g`` changes faster,
+the method can certify unsafe actions. Without it a safety model fitted on two levels of ``s``
+may decide that ``g`` can change a lot within one grid step and never certify the next level;
+:meth:`_SafePolicy.stall` (in ``describe()["stall"]`` and a study's status warnings) reports
+that case (``docs/reproductions/safe.md``, "A newcomer's stall").
+
 A measured ``g > h`` (an action certified wrongly, or a process that drifted) is never ignored:
 it is logged, listed in :meth:`_SafePolicy.over_limit` and ``describe()``, the ``x`` row's certified
 boundary is cut below it (``g`` is monotone in ``s``), the union of past certifications is dropped
@@ -592,7 +600,7 @@ class _SafePolicy(BasePolicy):
             f"the last {stale} answers (it certifies {axis} up to {top:.4g}), although its model "
             f"of f says that higher {axis} could be better. Its model of the safety value g "
             f"assumes g can change a lot over {ls:.3g} in {axis} (the length-scale along {axis}; "
-            f"the grid step is {step:.3g}), so one step beyond the measured levels its "
+            f"the grid step is {step:.4g}), so one step beyond the measured levels its "
             f"uncertainty about g is still {100 * ratio:.0f}% of what it is without any data: "
             "too wide to certify the next level, however often it measures this one. "
         )
