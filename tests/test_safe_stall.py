@@ -218,3 +218,24 @@ def test_the_stall_is_on_the_study_page(tmp_path):
     assert page.status_code == 200
     banner = page.text.split('id="study-warnings"', 1)[1].split("</div>", 1)[0]
     assert "the method is stuck" in banner and "min_lengthscale_g" in banner
+
+
+def test_hyperparameter_learning_min_lengthscale_raises_the_lower_bounds():
+    from boloop.gp.exact import ExactGP
+    from boloop.gp.hyperparameters import HyperparameterLearning
+    from boloop.gp.kernels import Matern
+
+    gp = ExactGP(Matern(2.5, lengthscale=[1.0, 1.0]), 1e-4)
+    X = np.random.default_rng(0).uniform(size=(40, 2)) * [10.0, 2.0]
+    gp.set_data(X, np.sin(X[:, 0]) + X[:, 1])
+    width = [10.0, 2.0]
+    default = HyperparameterLearning().bounds_for(gp, width)
+    floored = HyperparameterLearning(min_lengthscale=(0.3, 0.01)).bounds_for(gp, width)
+    assert floored["lengthscale[0]"][0] == pytest.approx(3.0)
+    assert floored["lengthscale[1]"] == default["lengthscale[1]"]  # 0.01 < the fit's 0.025
+    assert floored["lengthscale[0]"][1] >= 2 * 3.0  # the shrinking cap never contradicts it
+    HyperparameterLearning(min_lengthscale=0.3).fit(gp, width, rng=0)
+    assert np.all(np.asarray(gp.kernel.lengthscale) >= np.array([3.0, 0.6]) * (1 - 1e-9))
+    for bad in (0.0, 1.01, (0.2, float("nan")), "0.3"):
+        with pytest.raises(InvalidInputError):
+            HyperparameterLearning(min_lengthscale=bad)
