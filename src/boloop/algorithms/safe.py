@@ -54,6 +54,14 @@ learns them with ``hyperparameters=``:
   only.
 * ``"plain"``: unguarded maximum likelihood, only on explicit request (logs a warning).
 
+``min_lengthscale_g`` is the one assumption a user can add to the learned default: ``g`` varies
+no faster than that fraction of each axis's range (the fit and the conservative shortening of
+``g``'s length-scales never go below it). It is not learned or checked: if ``g`` changes faster,
+the method can certify unsafe actions. Without it a safety model fitted on two levels of ``s``
+may decide that ``g`` can change a lot within one grid step and never certify the next level;
+:meth:`_SafePolicy.stall` (in ``describe()["stall"]`` and a study's status warnings) reports
+that case (``docs/reproductions/safe.md``, "A newcomer's stall").
+
 A measured ``g > h`` (an action certified wrongly, or a process that drifted) is never ignored:
 it is logged, listed in :meth:`_SafePolicy.over_limit` and ``describe()``, the ``x`` row's certified
 boundary is cut below it (``g`` is monotone in ``s``), the union of past certifications is dropped
@@ -65,6 +73,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -86,7 +95,12 @@ from boloop.errors import InvalidInputError, UnsafeSeedError
 from boloop.gp.cache import CandidatePosterior
 from boloop.gp.conservative import axiswise_conservative
 from boloop.gp.exact import ExactGP, LogNormalPrior
-from boloop.gp.hyperparameters import HyperparameterLearning, space_filling_design
+from boloop.gp.hyperparameters import (
+    HyperparameterLearning,
+    check_min_lengthscale,
+    initial_design_size,
+    space_filling_design,
+)
 from boloop.gp.kernels import Kernel, Matern
 from boloop.queries import BasePolicy, Evaluate, Query
 from boloop.recommendations import SafeRecommendation
@@ -227,6 +241,17 @@ class _SafePolicy(BasePolicy):
         monotone; default). ``False`` recomputes (12) from the current posterior each round as
         the paper and its code do. With a beta that is not a valid bound (the paper's constant 3),
         the union also keeps a point certified by a bound violation of one round.
+    min_lengthscale_g:
+        **An assumption the user makes** about the safety function: ``g`` varies no faster than a
+        length-scale of this fraction of each axis's range (one number for every axis, or one per
+        axis in the action's order ``(s, x_1, ..., x_d)``), each in ``(0, 1]``. With learned
+        hyperparameters the fit of ``g``'s kernel and its axis-wise conservative shortening never
+        go below it (logged when it binds). Default ``None``: no assumption, the length-scales
+        may go down to the fit's floor (0.025 of the range), and a safety model fitted on a few
+        levels of ``s`` can then be too short-sighted to ever certify the next level (the
+        ``stall`` of :meth:`describe`). **If g changes faster than assumed, the method can
+        certify and propose unsafe actions.** Refused with fixed kernels and with
+        ``hyperparameters="paper"``.
     """
 
     family = "safe"
@@ -262,6 +287,7 @@ class _SafePolicy(BasePolicy):
         fit_restarts: int = 2,
         cache_mb: float = 768.0,
         keep_certified: bool = True,
+        min_lengthscale_g: float | Sequence[float] | None = None,
         seed: int | np.random.Generator | None = None,
     ) -> None:
         super().__init__(seed)
@@ -289,6 +315,24 @@ class _SafePolicy(BasePolicy):
             if self.learning.warn
             else "learned"
         )
+        #: the user's smoothness assumption on g (fractions of each axis's range, (dim,)) or None
+        self.min_lengthscale_g: np.ndarray | None = None
+        #: the mechanism as g's fit uses it (with the assumption, if any)
+        self._learning_g = self.learning
+        if min_lengthscale_g is not None:
+            if self.learning is None:
+                raise InvalidInputError(
+                    "min_lengthscale_g bounds the learned length-scales of g: it needs "
+                    "fit_hyperparameters=True and hyperparameters='learned' (or 'plain'), not "
+                    f"{'fixed kernels' if not self.fit_hyperparameters else 'the paper refit'}"
+                )
+            floor = check_min_lengthscale(min_lengthscale_g, space.dim, "min_lengthscale_g")
+            self.min_lengthscale_g = np.broadcast_to(
+                np.asarray(floor, dtype=np.float64), (space.dim,)
+            ).copy()
+            self._learning_g = self.learning.with_options(
+                min_lengthscale=tuple(float(v) for v in self.min_lengthscale_g)
+            )
         if n_initial is None:
             n_initial = (
                 self.learning.initial_design_size(space.dim) if self.learning is not None else 2
@@ -308,6 +352,14 @@ class _SafePolicy(BasePolicy):
         self._over_limit: list[dict[str, Any]] = []
         #: per x row, the first s index measured above h (never certified again)
         self._cut = np.full(space.n_x, space.n_s, dtype=np.int64)
+        #: axes along which g's fitted length-scale sits at min_lengthscale_g (last refit)
+        self._floor_binds: list[int] = []
+        #: answers without growth of the certified set before a stall can be reported: at least
+        #: 10, and twice the initial design (the refit schedule's phase of a refit per answer)
+        self.stall_window = max(10, 2 * initial_design_size(space.dim))
+        self._cert_count = 0
+        self._growth_iteration = 0
+        self._stall: dict[str, Any] | None = None
         learned_start = self.learning is not None
         self.gp_f = (
             self._make_gp(
@@ -330,6 +382,7 @@ class _SafePolicy(BasePolicy):
             lengthscale_prior,
             dim,
             self.width if learned_start else None,
+            self.min_lengthscale_g,
         )
         self.post_f = GridPosterior(self.gp_f, space, cache_mb) if self.gp_f is not None else None
         self.post_g = GridPosterior(self.gp_g, space, cache_mb)
@@ -367,11 +420,15 @@ class _SafePolicy(BasePolicy):
         ls_prior: float,
         dim: int,
         width: np.ndarray | None = None,
+        floor: np.ndarray | None = None,
     ) -> ExactGP:
         if kernel is None:
             # learned: Matern-5/2 ARD (the paper's family, rougher than the squared exponential,
-            # so more cautious away from data) started at a fifth of the box
+            # so more cautious away from data) started at a fifth of the box (or at the user's
+            # smoothness floor where that is longer)
             ls = [0.2] * dim if width is None else list(0.2 * width)
+            if floor is not None and width is not None:
+                ls = list(np.maximum(0.2, floor) * width)
             kernel = Matern(2.5, lengthscale=ls, variance=1.0)
         elif not isinstance(kernel, Kernel):
             raise InvalidInputError(f"kernels must be boloop Kernels, got {type(kernel).__name__}")
@@ -405,11 +462,11 @@ class _SafePolicy(BasePolicy):
     def _learn(self) -> None:
         """Refit with the shared mechanism when due; ``g`` then goes to its conservative edge."""
         learning = self.learning
-        assert learning is not None
-        cautious = learning
-        if self._over_limit and learning.shrink is not None:
+        assert learning is not None and self._learning_g is not None
+        cautious = self._learning_g
+        if self._over_limit and cautious.shrink is not None:
             # every measured g > h halves g's length-scale cap (module docstring)
-            cautious = learning.with_options(shrink=learning.shrink / 2 ** len(self._over_limit))
+            cautious = cautious.with_options(shrink=cautious.shrink / 2 ** len(self._over_limit))
         gp_f = self.gp_f
         if gp_f is not None and learning.due(gp_f.n, self._last_fit_n["f"], self.space.dim):
             if learning.fit(gp_f, self.width, rng=self.rng).refitted:
@@ -436,6 +493,21 @@ class _SafePolicy(BasePolicy):
             # (the paper's prior mean, B.2.2) where the data do not pin the length-scale shorter
             ls = np.atleast_1d(shape.kernel.lengthscale)
             floor = np.minimum(ls, 0.2 * self.width) if ls.size == self.width.size else ls
+            if self.min_lengthscale_g is not None:
+                # the user's smoothness assumption holds for the worst case as well
+                user = self.min_lengthscale_g * self.width
+                if ls.size != self.width.size:  # one length-scale: as the fit's bounds take it
+                    wg = float(np.exp(np.mean(np.log(self.width))))
+                    user = np.full(ls.size, float(np.max(self.min_lengthscale_g)) * wg)
+                binds = ls <= user * (1 + 1e-6)
+                floor = np.maximum(floor, user)
+                self._floor_binds = [int(k) for k in np.flatnonzero(binds)]
+                if binds.any():
+                    logger.info(
+                        "safe: g's length-scale held at min_lengthscale_g along %s (the data "
+                        "alone would fit a shorter one): the assumption, not the data, sets it",
+                        ", ".join(self._axis_name(k) for k in self._floor_binds),
+                    )
             axiswise_conservative(shape, floor, level=cautious.conservative_level)
             # the zero-mean model's amplitude must also explain the data's distance from h: the
             # variance is at least the second moment of g - h (a zero-mean process with the
@@ -444,6 +516,127 @@ class _SafePolicy(BasePolicy):
             theta[0] = max(theta[0], math.log(float(np.mean(gp_g.y**2))))
             gp_g.kernel.theta = theta
             gp_g.set_data(gp_g.X.copy(), gp_g.y.copy())
+
+    # ------------------------------------------------------------------ stall
+    def _axis_name(self, k: int) -> str:
+        names = getattr(self.space, "names", None)
+        if names is not None and k < len(names):
+            return str(names[k])
+        return "s" if k == 0 else f"x{k}"
+
+    def _update_stall(self, b: Bounds, sets: SafeSets) -> None:
+        """Whether the certified set has stopped growing for a reason the user can act on.
+
+        A stall is reported when (i) the certified set has not grown for ``stall_window``
+        answers, (ii) some x row could still improve: an action above its certified boundary
+        (never measured over the limit) has ``UCB^f`` above the best certified ``LCB^f``
+        (``maxLCB_t``; Case 2: the row's own; M-SafeUCB: any, f = g increases in s), and (iii) on
+        such a row the certification of the next grid level fails on the width of the bound, not
+        on its mean: ``sigma^g`` there is at least half its prior value (the model knows next to
+        nothing there), or at least a fifth of it while ``mu^g + sigma^g <= h`` (the model
+        expects the level to be safe but cannot close the gap). (iii) tells a stall apart from a
+        method that has reached the limit, where the data beside the boundary pin ``g`` one step
+        further (``sigma^g`` a few per cent of the prior's) close to or above ``h``.
+        Computed from the round's bounds only (no random numbers, nothing refitted)."""
+        count = int(np.sum(self.certified + 1))
+        if count > self._cert_count:
+            self._cert_count = count
+            self._growth_iteration = self.iteration
+        self._stall = None
+        stale = self.iteration - self._growth_iteration
+        if stale < self.stall_window:
+            return
+        n_x, n_s = self.certified.size, self.space.n_s
+        rows = np.arange(n_x)
+        j = sets.boundary
+        nxt = np.minimum(j + 1, n_s - 1)
+        open_row = (j < n_s - 1) & (self._cut > nxt)
+        above = (np.arange(n_s)[None, :] > j[:, None]) & (
+            np.arange(n_s)[None, :] < self._cut[:, None]
+        )
+        if self.post_f is None:  # M-SafeUCB: f = g is increasing, higher is better
+            promising = open_row & above.any(axis=1)
+        else:
+            best = sets.lcb_best if getattr(self, "case", "1") == "2" else sets.max_lcb
+            ucb_above = np.max(np.where(above, b.ucb_f, -np.inf), axis=1)
+            promising = open_row & (ucb_above > best)
+        if not promising.any():
+            return
+        prior_sd = np.sqrt(
+            np.maximum(self.gp_g.kernel.diag(self.space.points[rows * n_s + nxt]), 1e-300)
+        )
+        sd = b.std_g[rows, nxt]
+        ratio = sd / prior_sd
+        # held back by ignorance, not by the limit: the model knows next to nothing at the next
+        # level, or expects it to be safe (mean plus one standard deviation below h) while still
+        # uncertain by a fifth of its prior there. At the limit the data beside the boundary
+        # make the next level's sigma a small fraction of the prior's (a few per cent).
+        expects_safe = (b.mean_g[rows, nxt] + sd <= self.threshold) & (ratio >= 0.2)
+        blind = promising & (expects_safe | (ratio >= 0.5))
+        if not blind.any():
+            return
+        ls = np.atleast_1d(np.asarray(getattr(self.gp_g.kernel, "lengthscale", np.nan)))
+        ls_s = float(ls[0])
+        step = float(np.median(np.diff(self.space.s_values)))
+        top = float(self.space.s_values[int(np.max(self.certified))])
+        axis = self._axis_name(0)
+        i = int(np.flatnonzero(blind)[np.argmax(ratio[blind])])
+        self._stall = {
+            "answers": int(stale),
+            "axis": axis,
+            "lengthscale_g": ls_s,
+            "grid_step": step,
+            "highest_certified": top,
+            "rows": int(np.count_nonzero(blind)),
+            "uncertainty_ratio": float(ratio[i]),
+            "message": self._stall_message(stale, axis, ls_s, step, top, float(ratio[i])),
+        }
+
+    def _stall_message(
+        self, stale: int, axis: str, ls: float, step: float, top: float, ratio: float
+    ) -> str:
+        head = (
+            f"the method is stuck: the set of settings it can certify as safe has not grown in "
+            f"the last {stale} answers (it certifies {axis} up to {top:.4g}), although its model "
+            f"of f says that higher {axis} could be better. Its model of the safety value g "
+            f"assumes g can change a lot over {ls:.3g} in {axis} (the length-scale along {axis}; "
+            f"the grid step is {step:.4g}), so one step beyond the measured levels its "
+            f"uncertainty about g is still {100 * ratio:.0f}% of what it is without any data: "
+            "too wide to certify the next level, however often it measures this one. "
+        )
+        if self.hyperparameters == "fixed":
+            return head + (
+                "g's kernel is fixed: give one with a longer length-scale along "
+                f"{axis}, or learn it (fit_hyperparameters=true) and set min_lengthscale_g."
+            )
+        if self.hyperparameters == "paper":
+            return head + (
+                "With hyperparameters='learned' the option min_lengthscale_g can state how "
+                "smoothly g varies."
+            )
+        now = (
+            ""
+            if self.min_lengthscale_g is None
+            else f" (now {', '.join(f'{v:g}' for v in self.min_lengthscale_g)})"
+        )
+        frac = ls / float(self.width[0])
+        hint = min(1.0, max(0.2, math.ceil(round(30.0 * frac, 6)) / 20.0))  # 1.5 x now, in steps of 0.05
+        return head + (
+            f"If you know that g varies smoothly, say so with the option min_lengthscale_g"
+            f"{now}: the shortest length-scale of g you assume, as a fraction of each "
+            f"parameter's range (now {frac:.2g} of {axis}'s range), e.g. "
+            f"min_lengthscale_g = {hint:g} in the space file's [settings] (or --option "
+            f"min_lengthscale_g={hint:g} at create). This is an assumption, not something the "
+            "data show: if g changes faster than that, the method can propose settings above "
+            "the limit."
+        )
+
+    def stall(self) -> dict[str, Any] | None:
+        """The stall found at the last proposal (see :meth:`_update_stall`) or None: ``answers``
+        without growth, ``axis`` (the monotone parameter), g's ``lengthscale_g`` along it and the
+        ``grid_step`` (natural units), ``highest_certified`` value of the axis, ``rows`` stuck,
+        ``uncertainty_ratio`` and a ``message`` for the person running the study."""
+        return None if self._stall is None else dict(self._stall)
 
     def over_limit(self) -> list[dict[str, Any]]:
         """Every measured ``g > h``: ``{"query", "point", "g", "h"}`` in the order measured."""
@@ -542,6 +735,7 @@ class _SafePolicy(BasePolicy):
         b, sets = self.state()
         # the union over time (keep_certified): commit this round's certification
         self.certified = np.maximum(self.certified, sets.boundary)
+        self._update_stall(b, sets)
         sel = self._select(b, sets)
         if sel.s_index > sets.boundary[sel.x_index]:  # pragma: no cover - guarded by construction
             raise AssertionError("selected an action outside the certified safe set")
@@ -574,6 +768,7 @@ class _SafePolicy(BasePolicy):
             # never again at or above the measured violation on this row (g monotone in s)
             self.certified = np.zeros_like(self.certified)
             self._cut[i] = min(self._cut[i], max(j, 1))
+            self._cert_count = 0  # growing back counts as growth
 
     def _iteration_done(self, query: Query, answer: Any) -> bool:
         return query.id not in self._seed_ids
@@ -625,6 +820,14 @@ class _SafePolicy(BasePolicy):
             n_initial=self.n_initial,
             over_limit=self.over_limit(),
             certified_fraction=float(np.mean((self.certified + 1) / self.space.n_s)),
+            min_lengthscale_g=(
+                None if self.min_lengthscale_g is None else self.min_lengthscale_g.tolist()
+            ),
+            lengthscale_g=np.atleast_1d(
+                np.asarray(getattr(self.gp_g.kernel, "lengthscale", np.nan), dtype=np.float64)
+            ).tolist(),
+            min_lengthscale_g_binds=[self._axis_name(k) for k in self._floor_binds],
+            stall=self.stall(),
         )
         return d
 
@@ -740,6 +943,7 @@ _COMMON_KEYS = (
     "variance_prior_g",
     "lengthscale_prior",
     "keep_certified",
+    "min_lengthscale_g",
 )
 
 
@@ -772,6 +976,11 @@ _DOCS = {
     "variance_prior_g": "prior scale of g's output variance when fitted",
     "lengthscale_prior": "prior scale of the length-scales when fitted",
     "keep_certified": "actions once certified safe stay in the safe set",
+    "min_lengthscale_g": (
+        "your assumption: g's length-scales are at least this fraction of each axis's range "
+        "(a number, or one per axis: monotone first); learned kernels only; if g changes faster "
+        "the method can certify unsafe actions"
+    ),
     "cache_mb": "memory for the cached cross-covariances before the grid is streamed",
 }
 _THRESHOLD = Option("threshold", "float", None, "safety limit h (default: the problem's)")

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import logging
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -60,6 +61,7 @@ __all__ = [
     "HyperparameterLearning",
     "FitReport",
     "initial_design_size",
+    "check_min_lengthscale",
     "space_filling_design",
     "default_kernel",
 ]
@@ -124,6 +126,38 @@ def space_filling_design(
         out[k] = i
         taken[i] = True
     return out
+
+
+def check_min_lengthscale(value: Any, dim: int | None, name: str = "min_lengthscale") -> Any:
+    """Validate a smoothness floor given as a fraction of each axis's range: one number or one per
+    axis (``dim`` of them; any length when ``dim`` is None), each finite in ``(0, 1]``. Returns a
+    float or a tuple of floats; raises :class:`InvalidInputError` otherwise."""
+    single = isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+    if single:
+        vals = [float(value)]
+    elif isinstance(value, list | tuple | np.ndarray) and not isinstance(value, str):
+        vals = []
+        for v in np.asarray(value, dtype=object).reshape(-1):
+            if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Real):
+                raise InvalidInputError(f"{name} must be numbers, got {value!r}")
+            vals.append(float(v))
+        if not vals:
+            raise InvalidInputError(f"{name} must not be empty")
+        if dim is not None and len(vals) not in (1, int(dim)):
+            raise InvalidInputError(
+                f"{name} needs one number or {int(dim)} (one per axis), got {len(vals)}"
+            )
+    else:
+        raise InvalidInputError(
+            f"{name} must be a number or a list of numbers (fractions of each axis's range), "
+            f"got {value!r}"
+        )
+    for v in vals:
+        if not (math.isfinite(v) and 0 < v <= 1):
+            raise InvalidInputError(
+                f"{name} values are fractions of each axis's range, in (0, 1]; got {value!r}"
+            )
+    return vals[0] if single else tuple(vals)
 
 
 def default_kernel(width: Any) -> SquaredExponential:
@@ -197,6 +231,13 @@ class HyperparameterLearning:
         append), which is what makes a step cheap.
     warn:
         Log a warning whenever an unguarded fit is used (set by :meth:`plain`).
+    min_lengthscale:
+        A smoothness the user asserts: ``l_j / w_j >= min_lengthscale_j`` for every length-scale
+        (one number for all axes or one per axis, each in ``(0, 1]``), raising the lower bound
+        ``lengthscale_bounds[0]`` where it is larger (and the upper bound to at least twice it, so
+        that a shrinking cap never contradicts it). ``None`` (default): no such assumption. It is
+        an assumption, not something learned: if the function changes faster, a model held to it
+        is overconfident between the data.
     collapse_replicates:
         Evaluate the log posterior on the means of replicated inputs plus their scatter
         (:mod:`boloop.gp.marginal_likelihood`): the same function to rounding, a ``u x u``
@@ -221,9 +262,14 @@ class HyperparameterLearning:
     refit_growth: float = 0.1
     warn: bool = False
     collapse_replicates: bool = False
+    min_lengthscale: float | tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         lo, hi = self.lengthscale_bounds
+        if self.min_lengthscale is not None:
+            object.__setattr__(
+                self, "min_lengthscale", check_min_lengthscale(self.min_lengthscale, None)
+            )
         if not (0 < lo < hi):
             raise InvalidInputError(f"lengthscale_bounds must satisfy 0 < low < high, got {lo, hi}")
         if not self.noise_floor > 0:
@@ -238,6 +284,19 @@ class HyperparameterLearning:
             v = getattr(self, name)
             if isinstance(v, bool) or int(v) != v or v < (0 if name == "n_restarts" else 1):
                 raise InvalidInputError(f"{name} must be a positive integer, got {v!r}")
+
+    def lengthscale_floor(self, dim: int) -> np.ndarray:
+        """Lower bounds of ``l_j / w_j`` for ``dim`` axes (d,): ``lengthscale_bounds[0]``, raised
+        to ``min_lengthscale`` where that is given."""
+        lo = np.full(int(dim), float(self.lengthscale_bounds[0]))
+        if self.min_lengthscale is None:
+            return lo
+        m = np.asarray(self.min_lengthscale, dtype=np.float64).reshape(-1)
+        if m.size not in (1, lo.size):
+            raise InvalidInputError(
+                f"min_lengthscale has {m.size} values for a space of dimension {lo.size}"
+            )
+        return np.maximum(lo, m)
 
     # ------------------------------------------------------------------ presets
     @classmethod
@@ -313,17 +372,20 @@ class HyperparameterLearning:
     ) -> dict[str, tuple[float, float]]:
         """Bounds (natural units) of ``gp``'s hyperparameters, keyed as :meth:`ExactGP.fit` takes."""
         y = gp.y if y is None else np.asarray(y, dtype=np.float64)
-        if not self.priors and self.shrink is None:
+        if not self.priors and self.shrink is None and self.min_lengthscale is None:
             return {}  # plain maximum likelihood: the GP's own wide bounds
         s2 = self._scale(y)
         w = np.asarray(width, dtype=np.float64).reshape(-1)
-        lo, _ = self.lengthscale_bounds
+        floor = self.lengthscale_floor(w.size)
         hi = self.lengthscale_cap(int(y.size), w.size)
         out: dict[str, tuple[float, float]] = {}
         ls_names = [n for n in gp.kernel.theta_names if n.startswith("lengthscale")]
         for j, name in enumerate(ls_names):
-            wj = w[j] if len(ls_names) == w.size else float(np.exp(np.mean(np.log(w))))
-            out[name] = (lo * wj, hi * wj)
+            ard = len(ls_names) == w.size
+            wj = w[j] if ard else float(np.exp(np.mean(np.log(w))))
+            lo_j = float(floor[j] if ard else np.max(floor))
+            # a user's floor wins over the shrinking cap (default: the cap is >= 2 lo already)
+            out[name] = (lo_j * wj, max(hi, 2 * lo_j) * wj)
         if self.priors:
             out["variance"] = (1e-6 * s2, 1e6 * s2)
         if gp.fit_noise:

@@ -538,7 +538,9 @@ class Study(StudyReplay, StudySnapshots):
 
     def _warnings(self, described: Mapping[str, Any]) -> list[str]:
         """What a person must not miss: measured values over a safety limit that the method
-        reported (``describe()["over_limit"]``, issue 18), each with its parameters."""
+        reported (``describe()["over_limit"]``, issue 18), each with its parameters, and a safe
+        method that is stuck (``describe()["stall"]``: the certified set no longer grows although
+        better settings may lie beyond it; its message says why and what option helps)."""
         out = []
         for e in described.get("over_limit") or []:
             named = self._named(np.asarray(e["point"], dtype=np.float64))
@@ -548,6 +550,9 @@ class Study(StudyReplay, StudySnapshots):
                 f"at {where}: the model had certified it (or the process drifted); the method no "
                 "longer certifies that setting or higher ones and has become more cautious"
             )
+        stall = described.get("stall")
+        if isinstance(stall, Mapping) and stall.get("message"):
+            out.append(str(stall["message"]))
         return out
 
     def _horizon(self) -> dict[str, Any] | None:

@@ -1,0 +1,233 @@
+"""A safe method that stops learning: the stall signal and the ``min_lengthscale_g`` assumption.
+
+Two questions, measured with the defaults a user gets (``fit_hyperparameters=True``, learned
+hyperparameters) and with ``min_lengthscale_g`` (the user's assumption that g varies no faster
+than that fraction of each axis's range):
+
+* **where the stall signal fires** (``policy.stall()``, shown by ``Study.status()`` and the study
+  page): the answers at which it is on, per run;
+* **what the assumption buys and costs**: the highest value of the monotone parameter reached,
+  the final recommendation's objective, and unsafe evaluations (counted against the truth).
+
+Problems: ``made-up/reactor`` (a newcomer's study, run through a study exactly as a user would:
+power 0-100 on 30 levels is the monotone parameter, flow 1-10 on 20 levels, temperature
+``g = 25 + 0.9 P exp(-0.08 (F - 1)) + 0.002 P^2 <= 80`` with noise sd 0.3, output
+``f = P / 100 (1 - ((F - 4) / 6)^2)`` with noise sd 0.01; default study settings), the library's
+safe problems, ``made-up/heater`` (``safe_unknown_hyperparameters.made_up_heater``) and
+``safe/random-gp`` draws (``safe_unknown_hyperparameters.random_gp_id``).
+
+Run (one thread; one JSON line per run on stdout or ``--out``)::
+
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/safe_stall.py \\
+        --problems made-up/reactor --seeds 3 --budget 120 --floors none 0.15 0.2
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/safe_stall.py \\
+        --problems safe/branin safe/pendulum --seeds 3 --budget 50 --floors none 0.2
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/safe_stall.py --draws 40 --floors 0.2
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/safe_stall.py --draws 40 --n-s 30 --budget 60
+    .venv/bin/python benchmarks/safe_stall.py --table runs.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections import defaultdict
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+REACTOR = {
+    "monotone": "power",
+    "h": 80.0,
+    "parameters": [
+        {"name": "power", "low": 0.0, "high": 100.0, "grid": 30},
+        {"name": "flow", "low": 1.0, "high": 10.0, "grid": 20},
+    ],
+}
+
+
+def reactor_truth(P, F):  # type: ignore[no-untyped-def]
+    """(f, g) of the made-up reactor at power ``P``, flow ``F`` (arrays or numbers)."""
+    import numpy as np
+
+    g = 25.0 + 0.9 * P * np.exp(-0.08 * (F - 1.0)) + 0.002 * P * P
+    f = (P / 100.0) * (1.0 - ((F - 4.0) / 6.0) ** 2)
+    return f, g
+
+
+def run_reactor(method: str, seed: int, budget: int, floor: float | None) -> dict:
+    """The reactor run as a study (memory storage), answered from the truth plus noise."""
+    import numpy as np
+
+    from boloop.study import create_study
+
+    spec = json.loads(json.dumps(REACTOR))
+    if floor is not None:
+        spec["settings"] = {"min_lengthscale_g": floor}
+    study = create_study(
+        "reactor", method, spec, seed=seed, storage=f"memory://{method}-{seed}-{floor}"
+    )
+    rng = np.random.default_rng(100 + seed)
+    P_grid = np.linspace(0, 100, 30)
+    F_grid = np.linspace(1, 10, 20)
+    PP, FF = np.meshgrid(P_grid, F_grid)
+    ftrue, gtrue = reactor_truth(PP, FF)
+    best_safe = float(ftrue[gtrue <= 80.0].max())
+    unsafe, fires, max_p = [], [], 0.0
+    first_warning = None
+    for k in range(1, budget + 1):
+        q = study.ask()
+        P, F = float(q.params["power"]), float(q.params["flow"])
+        f, g = reactor_truth(P, F)
+        if g > 80.0:
+            unsafe.append([k, round(P, 2), round(F, 2), round(float(g), 2)])
+        max_p = max(max_p, P)
+        study.tell(
+            q.id,
+            {
+                "f": float(f + 0.01 * rng.standard_normal()),
+                "g": float(g + 0.3 * rng.standard_normal()),
+            },
+        )
+        if study.policy.stall() is not None:
+            fires.append(k)
+            if first_warning is None:
+                warnings = study.status(last=0)["warnings"]
+                first_warning = next((w for w in warnings if "stuck" in w), None)
+    rec = study.status(last=0)["recommendation"]
+    point = rec["point"] if isinstance(rec, dict) and "point" in rec else None
+    rec_f = None if point is None else float(reactor_truth(point["power"], point["flow"])[0])
+    return {
+        "problem": "made-up/reactor",
+        "method": method,
+        "seed": seed,
+        "floor": floor,
+        "budget": budget,
+        "unsafe": len(unsafe),
+        "unsafe_at": unsafe,
+        "max_s": max_p,
+        "rec_f": rec_f,
+        "best_safe_f": best_safe,
+        "fires": fires,
+        "lengthscale_g": study.policy.describe()["lengthscale_g"],
+        "first_warning": first_warning,
+    }
+
+
+def run_problem(problem_id: str, method: str, seed: int, budget: int, floor: float | None) -> dict:
+    """A library problem (or the made-up heater, or a random-GP draw) through ``simulate``;
+    ``budget`` counts iterations (the safe seeds come on top), ``fires`` lists answers."""
+    from boloop.algorithms import build_policy
+    from boloop.problems import get as get_problem
+    from boloop.simulate import simulate
+    from safe_unknown_hyperparameters import made_up_heater
+
+    problem = made_up_heater() if problem_id == "made-up/heater" else get_problem(problem_id)
+    opts: dict = {"fit_hyperparameters": True}
+    if floor is not None:
+        opts["min_lengthscale_g"] = floor
+    policy = build_policy(problem.policy_spec(method, seed, **opts))
+    fires: list[int] = []
+    max_s = [0.0]
+
+    answers = [0]
+
+    def on_record(rec: dict) -> None:  # one record per answer, the safe seeds included
+        answers[0] += 1
+        max_s[0] = max(max_s[0], float(rec["points"][0][0]) if rec["points"] else 0.0)
+        if policy.stall() is not None:
+            fires.append(answers[0])
+
+    trace = simulate(policy, problem, budget, seed=seed, on_record=on_record)
+    m = trace.records[-1]["metrics"]
+    return {
+        "problem": problem_id.split("?")[0],
+        "id": problem_id,
+        "method": method,
+        "seed": seed,
+        "floor": floor,
+        "budget": budget,
+        "unsafe": m["unsafe"],
+        "simple_regret": m["simple_regret"],
+        "max_s": max_s[0],
+        "fires": fires,
+        "lengthscale_g": policy.describe()["lengthscale_g"],
+    }
+
+
+def table(paths: list[str]) -> None:
+    rows = [json.loads(line) for p in paths for line in open(p) if line.strip()]
+    groups: dict = defaultdict(list)
+    for r in rows:
+        n_s = re.search(r"n_s=(\d+)", r.get("id", ""))
+        prob = r["problem"] + (f"?n_s={n_s.group(1)}" if n_s else "")
+        groups[(prob, r["method"], str(r["floor"]))].append(r)
+    print(
+        "| problem | method | min_lengthscale_g | runs | unsafe evaluations (runs) | runs where the stall fired | first fire (answer), median | highest s reached, mean | simple regret or rec f, mean |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (prob, meth, floor), rs in sorted(groups.items()):
+        fired = [r for r in rs if r["fires"]]
+        first = sorted(r["fires"][0] for r in fired)
+        med = first[len(first) // 2] if first else "-"
+        val = [r.get("simple_regret", r.get("rec_f")) for r in rs]
+        val = [v for v in val if v is not None]
+        print(
+            f"| {prob} | {meth} | {floor} | {len(rs)} | {sum(r['unsafe'] for r in rs)} "
+            f"({sum(1 for r in rs if r['unsafe'])}) | {len(fired)} | {med} | "
+            f"{sum(r['max_s'] for r in rs) / len(rs):.3g} | "
+            f"{(sum(val) / len(val)) if val else float('nan'):.4g} |"
+        )
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--problems", nargs="*", default=[])
+    ap.add_argument("--methods", nargs="*", default=["m-safeopt"])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--budget", type=int, default=None)
+    ap.add_argument("--draws", type=int, default=0)
+    ap.add_argument("--first-draw", type=int, default=0)
+    ap.add_argument(
+        "--n-s", type=int, default=None, help="levels of s of the random-GP draws (default 12)"
+    )
+    ap.add_argument("--floors", nargs="*", default=["none"])
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--table", nargs="*", default=None)
+    a = ap.parse_args(argv)
+    if a.table is not None:
+        table(a.table)
+        return
+    from safe_unknown_hyperparameters import random_gp_id
+
+    floors = [None if f == "none" else float(f) for f in a.floors]
+    jobs = []
+    for prob in a.problems:
+        for meth in a.methods:
+            for floor in floors:
+                for seed in range(a.first_seed, a.first_seed + a.seeds):
+                    budget = a.budget or (120 if prob == "made-up/reactor" else 50)
+                    jobs.append((prob, meth, seed, budget, floor))
+    for d in range(a.first_draw, a.first_draw + a.draws):
+        for meth in a.methods:
+            for floor in floors:
+                pid = random_gp_id(d) + ("" if a.n_s is None else f"&n_s={a.n_s}")
+                jobs.append((pid, meth, 0, a.budget or 20, floor))
+    out = open(a.out, "a") if a.out else sys.stdout
+    for prob, meth, seed, budget, floor in jobs:
+        if prob == "made-up/reactor":
+            r = run_reactor(meth, seed, budget, floor)
+        else:
+            r = run_problem(prob, meth, seed, budget, floor)
+        out.write(json.dumps(r) + "\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,241 @@
+"""A safe method that cannot certify more although better settings may lie beyond: the stall it
+reports (policy and study), and the user's smoothness assumption ``min_lengthscale_g``."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import pytest
+
+import boloop.problems as problems
+from boloop.algorithms import make_policy
+from boloop.errors import BoloopError, InvalidInputError
+from boloop.simulate import simulate
+from boloop.study import create_study, list_studies, load_study
+
+
+def _reactor_spec(settings: dict | None = None) -> dict:
+    """A small stand-in of a newcomer's reactor: heater power (monotone, 20 levels), flow (8)."""
+    spec = {
+        "monotone": "power",
+        "h": 80.0,
+        "parameters": [
+            {"name": "power", "low": 0.0, "high": 100.0, "grid": 20},
+            {"name": "flow", "low": 1.0, "high": 10.0, "grid": 8},
+        ],
+    }
+    if settings:
+        spec["settings"] = settings
+    return spec
+
+
+def _answer(study, n: int, seed: int = 0) -> float:
+    """Answer ``n`` queries from the reactor's truth plus noise; returns the highest power."""
+    rng = np.random.default_rng(seed)
+    top = 0.0
+    for _ in range(n):
+        q = study.ask()
+        P, F = float(q.params["power"]), float(q.params["flow"])
+        g = 25.0 + 0.9 * P * math.exp(-0.08 * (F - 1.0)) + 0.002 * P * P
+        f = P / 100.0 * (1.0 - ((F - 4.0) / 6.0) ** 2)
+        study.tell(q.id, {"f": f + 0.01 * rng.normal(), "g": g + 0.3 * rng.normal()})
+        top = max(top, P)
+    return top
+
+
+def test_a_stuck_study_says_so_in_status_with_axis_lengthscale_step_and_option():
+    study = create_study("reactor", "m-safeopt", _reactor_spec(), seed=0, storage="memory://st1")
+    top = _answer(study, 40)
+    assert top == 0.0  # the defaults never leave the lowest power level here
+    st = study.status()
+    stuck = [w for w in st["warnings"] if "stuck" in w]
+    assert len(stuck) == 1
+    msg = stuck[0]
+    d = study.policy.describe()
+    stall = d["stall"]
+    assert stall is not None and stall["axis"] == "power"
+    assert stall["answers"] >= 10
+    step = 100.0 / 19
+    assert stall["grid_step"] == pytest.approx(step)
+    assert stall["lengthscale_g"] == pytest.approx(d["lengthscale_g"][0])
+    # the message names the axis, g's length-scale along it, the grid step and the option
+    assert "power" in msg and f"{step:.4g}" in msg and f"{stall['lengthscale_g']:.3g}" in msg
+    assert "min_lengthscale_g" in msg and "assumption" in msg
+
+
+def test_the_stall_reaches_the_cli_status(tmp_path):
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("reactor", "m-safeopt", _reactor_spec(), seed=0, storage=url)
+    _answer(study, 30)
+    out = subprocess.run(
+        [sys.executable, "-m", "boloop.cli", "study", "status", "reactor", "--storage", url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "WARNING: the method is stuck" in out and "min_lengthscale_g" in out
+
+
+def test_no_stall_in_a_healthy_run():
+    prob = problems.get("safe/branin")
+    policy = make_policy("m-safeopt", prob, 0, fit_hyperparameters=True)
+    seen = []
+    simulate(policy, prob, 40, seed=0, on_record=lambda r: seen.append(policy.stall()))
+    assert len(seen) >= 40 and all(s is None for s in seen)
+    assert policy.describe()["stall"] is None
+
+
+def test_the_assumption_unsticks_the_stand_in_and_is_shown_in_status():
+    study = create_study(
+        "reactor",
+        "m-safeopt",
+        _reactor_spec({"min_lengthscale_g": 0.3}),
+        seed=0,
+        storage="memory://st2",
+    )
+    top = _answer(study, 40)
+    assert top > 30.0
+    st = study.status()
+    assert not [w for w in st["warnings"] if "stuck" in w]
+    settings = st["settings"]
+    assert settings["min_lengthscale_g"] == [0.3, 0.3]
+    # g's length-scales (the ones the certification uses) are at least the floor, per axis
+    ls = np.asarray(settings["lengthscale_g"])
+    assert np.all(ls >= 0.3 * np.array([100.0, 9.0]) * (1 - 1e-9))
+
+
+@pytest.mark.parametrize("floor", [0.3, [0.4, 0.1]])
+def test_fitted_lengthscales_of_g_are_at_least_the_floor(floor, caplog):
+    prob = problems.get("safe/branin")
+    policy = make_policy("safeopt-mc", prob, 0, fit_hyperparameters=True, min_lengthscale_g=floor)
+    width = np.array([np.ptp(prob.space.s_values), *np.ptp(prob.space.x_points, axis=0)])
+    with caplog.at_level(logging.INFO, logger="boloop"):
+        simulate(policy, prob, 15, seed=0)
+    d = policy.describe()
+    lo = np.broadcast_to(np.asarray(floor, dtype=float), (2,)) * width
+    assert d["min_lengthscale_g"] == list(np.broadcast_to(np.asarray(floor, float), (2,)))
+    assert np.all(np.asarray(d["lengthscale_g"]) >= lo * (1 - 1e-9))
+    # where the floor binds, it is said (log and describe)
+    if d["min_lengthscale_g_binds"]:
+        assert any("min_lengthscale_g" in r.message for r in caplog.records)
+
+
+def test_a_high_floor_binds_and_is_logged(caplog):
+    prob = problems.get("safe/branin")
+    policy = make_policy("m-safeopt", prob, 0, fit_hyperparameters=True, min_lengthscale_g=1.0)
+    with caplog.at_level(logging.INFO, logger="boloop"):
+        simulate(policy, prob, 8, seed=0)
+    d = policy.describe()
+    assert d["min_lengthscale_g_binds"]  # a length-scale of the whole box is longer than the fit
+    assert any("held at min_lengthscale_g" in r.message for r in caplog.records)
+
+
+def test_default_describe_has_no_floor():
+    prob = problems.get("safe/branin")
+    d = make_policy("predvar", prob, 0, fit_hyperparameters=True).describe()
+    assert d["min_lengthscale_g"] is None and d["stall"] is None
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [0.0, -0.1, 1.5, float("nan"), float("inf"), [0.2, 0.2, 0.2], [], "0.2", True, [0.2, None]],
+)
+def test_bad_floors_are_refused(bad):
+    prob = problems.get("safe/branin")
+    with pytest.raises(BoloopError):
+        make_policy("m-safeopt", prob, 0, fit_hyperparameters=True, min_lengthscale_g=bad)
+
+
+def test_the_floor_is_refused_without_learned_kernels():
+    prob = problems.get("safe/branin")
+    with pytest.raises(InvalidInputError, match="fixed kernels"):
+        make_policy("m-safeopt", prob, 0, min_lengthscale_g=0.2)
+    with pytest.raises(InvalidInputError, match="paper"):
+        make_policy(
+            "predvar",
+            prob,
+            0,
+            fit_hyperparameters=True,
+            hyperparameters="paper",
+            min_lengthscale_g=0.2,
+        )
+
+
+@pytest.mark.parametrize("bad", [0.0, 2.0, [0.2, 0.2, 0.2], "x"])
+def test_a_study_refuses_a_bad_floor_and_stores_nothing(tmp_path, bad):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    with pytest.raises(BoloopError):
+        create_study("r", "m-safeopt", _reactor_spec({"min_lengthscale_g": bad}), storage=url)
+    with pytest.raises(BoloopError):
+        create_study("r", "m-safeopt", _reactor_spec(), storage=url, min_lengthscale_g=bad)
+    with pytest.raises(BoloopError):  # fixed kernels take no such assumption
+        create_study(
+            "r",
+            "m-safeopt",
+            _reactor_spec({"fit_hyperparameters": False, "min_lengthscale_g": 0.2}),
+            storage=url,
+        )
+    assert list_studies(url) == []
+
+
+def test_the_floor_round_trips_through_a_stored_study(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study(
+        "r", "m-safeopt", _reactor_spec({"min_lengthscale_g": [0.25, 0.1]}), storage=url, seed=1
+    )
+    _answer(study, 12)
+    before = study.status()
+    again = load_study("r", storage=url)
+    after = again.status()
+    assert before["settings"]["min_lengthscale_g"] == [0.25, 0.1]
+    assert after["settings"]["min_lengthscale_g"] == [0.25, 0.1]
+    assert after["settings"]["lengthscale_g"] == before["settings"]["lengthscale_g"]
+    assert again.ask().params == study.ask().params
+    # as an option at create, too
+    other = create_study(
+        "o", "predvar", _reactor_spec(), storage=url, seed=1, min_lengthscale_g=0.2
+    )
+    assert load_study("o", storage=url).status()["settings"]["min_lengthscale_g"] == [0.2, 0.2]
+    assert other.status()["options"] == {"min_lengthscale_g": 0.2}
+
+
+def test_the_stall_is_on_the_study_page(tmp_path):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    url = f"sqlite:///{tmp_path / 'web.db'}"
+    study = create_study("reactor", "m-safeopt", _reactor_spec(), seed=0, storage=url)
+    _answer(study, 30)
+    page = TestClient(create_app(url, None), follow_redirects=False).get("/studies/reactor")
+    assert page.status_code == 200
+    banner = page.text.split('id="study-warnings"', 1)[1].split("</div>", 1)[0]
+    assert "the method is stuck" in banner and "min_lengthscale_g" in banner
+
+
+def test_hyperparameter_learning_min_lengthscale_raises_the_lower_bounds():
+    from boloop.gp.exact import ExactGP
+    from boloop.gp.hyperparameters import HyperparameterLearning
+    from boloop.gp.kernels import Matern
+
+    gp = ExactGP(Matern(2.5, lengthscale=[1.0, 1.0]), 1e-4)
+    X = np.random.default_rng(0).uniform(size=(40, 2)) * [10.0, 2.0]
+    gp.set_data(X, np.sin(X[:, 0]) + X[:, 1])
+    width = [10.0, 2.0]
+    default = HyperparameterLearning().bounds_for(gp, width)
+    floored = HyperparameterLearning(min_lengthscale=(0.3, 0.01)).bounds_for(gp, width)
+    assert floored["lengthscale[0]"][0] == pytest.approx(3.0)
+    assert floored["lengthscale[1]"] == default["lengthscale[1]"]  # 0.01 < the fit's 0.025
+    assert floored["lengthscale[0]"][1] >= 2 * 3.0  # the shrinking cap never contradicts it
+    HyperparameterLearning(min_lengthscale=0.3).fit(gp, width, rng=0)
+    assert np.all(np.asarray(gp.kernel.lengthscale) >= np.array([3.0, 0.6]) * (1 - 1e-9))
+    for bad in (0.0, 1.01, (0.2, float("nan")), "0.3"):
+        with pytest.raises(InvalidInputError):
+            HyperparameterLearning(min_lengthscale=bad)
