@@ -63,6 +63,10 @@ def test_a_stuck_study_says_so_in_status_with_axis_lengthscale_step_and_option()
     # the message names the axis, g's length-scale along it, the grid step and the option
     assert "power" in msg and f"{step:.4g}" in msg and f"{stall['lengthscale_g']:.3g}" in msg
     assert "min_lengthscale_g" in msg and "assumption" in msg
+    # a study's options are fixed: the warning names the command that carries the answers over
+    floor = stall["suggested_min_lengthscale_g"]
+    assert 0.2 <= floor <= 1
+    assert f"--from reactor --storage memory://st1 --option min_lengthscale_g={floor:g}" in msg
 
 
 def test_the_stall_reaches_the_cli_status(tmp_path):

@@ -589,6 +589,9 @@ class _SafePolicy(BasePolicy):
             "highest_certified": top,
             "rows": int(np.count_nonzero(blind)),
             "uncertainty_ratio": float(ratio[i]),
+            "suggested_min_lengthscale_g": (
+                self._suggested_floor(ls_s) if self.hyperparameters in ("learned", "plain") else None
+            ),
             "message": self._stall_message(stale, axis, ls_s, step, top, float(ratio[i])),
         }
 
@@ -620,7 +623,7 @@ class _SafePolicy(BasePolicy):
             else f" (now {', '.join(f'{v:g}' for v in self.min_lengthscale_g)})"
         )
         frac = ls / float(self.width[0])
-        hint = min(1.0, max(0.2, math.ceil(round(30.0 * frac, 6)) / 20.0))  # 1.5 x now, in steps of 0.05
+        hint = self._suggested_floor(ls)
         return head + (
             f"If you know that g varies smoothly, say so with the option min_lengthscale_g"
             f"{now}: the shortest length-scale of g you assume, as a fraction of each "
@@ -630,6 +633,12 @@ class _SafePolicy(BasePolicy):
             "data show: if g changes faster than that, the method can propose settings above "
             "the limit."
         )
+
+    def _suggested_floor(self, ls: float) -> float:
+        """The ``min_lengthscale_g`` a stall message suggests: 1.5 times g's length-scale along s
+        as a fraction of its range, in steps of 0.05, at least 0.2 (at most 1)."""
+        frac = ls / float(self.width[0])
+        return min(1.0, max(0.2, math.ceil(round(30.0 * frac, 6)) / 20.0))
 
     def stall(self) -> dict[str, Any] | None:
         """The stall found at the last proposal (see :meth:`_update_stall`) or None: ``answers``

@@ -52,7 +52,13 @@ from boloop.study.log import Event, SeqConflict, safe_url
 from boloop.study.naming import MAX_NOTE_CHARS as MAX_NOTE_CHARS  # moved; importable here too
 from boloop.study.naming import _check_name, _check_note, _json_options
 from boloop.study.pinning import pinned_defaults, policy_options
-from boloop.study.replay import StudyReplay, decode_answer, decode_query, effective_events
+from boloop.study.replay import (
+    StudyReplay,
+    continue_command,
+    decode_answer,
+    decode_query,
+    effective_events,
+)
 from boloop.study.snapshots import SNAPSHOT_AFTER_SECONDS as SNAPSHOT_AFTER_SECONDS
 from boloop.study.snapshots import SNAPSHOT_COST_FACTOR as SNAPSHOT_COST_FACTOR
 from boloop.study.snapshots import SNAPSHOT_MAX_BYTES as SNAPSHOT_MAX_BYTES
@@ -552,7 +558,16 @@ class Study(StudyReplay, StudySnapshots):
             )
         stall = described.get("stall")
         if isinstance(stall, Mapping) and stall.get("message"):
-            out.append(str(stall["message"]))
+            text = str(stall["message"])
+            floor = stall.get("suggested_min_lengthscale_g")
+            if floor is not None:  # a study's options are fixed: a new study carries the answers
+                n = self.n_answered
+                text += (
+                    f" A study keeps the options it was created with; to go on with the "
+                    f"assumption and all {n} answers: {continue_command(self.name, self._storage)}"
+                    f" --option min_lengthscale_g={floor:g}"
+                )
+            out.append(text)
         return out
 
     def _horizon(self) -> dict[str, Any] | None:
