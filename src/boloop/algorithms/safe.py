@@ -627,11 +627,9 @@ class _SafePolicy(BasePolicy):
         return head + (
             f"If you know that g varies smoothly, say so with the option min_lengthscale_g"
             f"{now}: the shortest length-scale of g you assume, as a fraction of each "
-            f"parameter's range (now {frac:.2g} of {axis}'s range), e.g. "
-            f"min_lengthscale_g = {hint:g} in the space file's [settings] (or --option "
-            f"min_lengthscale_g={hint:g} at create). This is an assumption, not something the "
-            "data show: if g changes faster than that, the method can propose settings above "
-            "the limit."
+            f"parameter's range (g's is now {frac:.2g} of {axis}'s range), e.g. "
+            f"min_lengthscale_g = {hint:g}. This is an assumption, not something the data show: "
+            "if g changes faster than that, the method can propose settings above the limit."
         )
 
     def _suggested_floor(self, ls: float) -> float:

@@ -563,9 +563,10 @@ class Study(StudyReplay, StudySnapshots):
             if floor is not None:  # a study's options are fixed: a new study carries the answers
                 n = self.n_answered
                 text += (
-                    f" A study keeps the options it was created with; to go on with the "
-                    f"assumption and all {n} answers: {continue_command(self.name, self._storage)}"
-                    f" --option min_lengthscale_g={floor:g}"
+                    f" A study keeps the options it was created with: to go on with "
+                    f"min_lengthscale_g = {floor:g} and all {n} answers, run "
+                    f"{continue_command(self.name, self._storage)} --option "
+                    f"min_lengthscale_g={floor:g} (or give it in a new space file's [settings])"
                 )
             out.append(text)
         return out
