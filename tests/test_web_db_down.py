@@ -2,7 +2,8 @@
 every page answers the human "database cannot be reached" page and every API call a JSON error,
 all with HTTP 503 and ``Retry-After`` (never the 400 of a bad answer, never a bare "Internal
 Server Error"); nothing is stored; the answer a person sent is shown with a button that sends it
-again, and everything works again once the server is back.
+again, and everything works again once the server is back. Also the race message, which names
+the open query in words (no Python ``None``).
 
 The PostgreSQL server is the session's (``tests/conftest.py``); every test has its own database.
 """
@@ -144,3 +145,27 @@ def test_a_lost_connection_is_a_storage_unavailable_error_other_storage_errors_a
     with pytest.raises(StorageError) as info:
         load_study("x", storage=f"sqlite:///{bad}")
     assert not isinstance(info.value, StorageUnavailableError)
+
+
+# -- the race message -----------------------------------------------------------------------------
+@pytest.mark.parametrize("next_asked", [False, True])
+def test_a_refused_answer_says_which_query_is_open_in_words(tmp_path, next_asked):
+    url = f"sqlite:///{tmp_path / 'web.db'}"
+    make_study("pref", url, answers=1)
+    client = TestClient(create_app(url), follow_redirects=False)
+    csrf = _csrf(client, "/studies/pref")
+    other = load_study("pref", storage=url)
+    q = other.ask()
+    other.tell(q.id, "a")  # someone else answered the query the page shows
+    if next_asked:
+        nxt = other.ask().id
+    r = client.post("/studies/pref/tell", data={"csrf": csrf, "query_id": str(q.id), "answer": "b"})
+    assert r.status_code == 409
+    warning = re.search(r'<p class="warning" role="alert" id="warning">(.*?)</p>', r.text, re.S)
+    assert warning
+    text = warning.group(1)
+    assert f"query {q.id} is not open any more" in text and "None" not in text
+    if next_asked:
+        assert f"the open query is {nxt}" in text
+    else:
+        assert "no query was open" in text

@@ -916,10 +916,9 @@ def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None]:
     study.refresh()
     pending = study.policy.pending
     if pending is None or raw_id != str(pending.id):
-        open_id = None if pending is None else pending.id
+        now_open = "no query was open" if pending is None else f"the open query is {pending.id}"
         raise QueryStateError(
-            f"query {raw_id} is not open any more (it was answered or withdrawn; open query: "
-            f"{open_id})"
+            f"query {raw_id} is not open any more (it was answered or withdrawn; {now_open})"
         )
     kind = pending.kind
     errors: dict[str, str] = {}
