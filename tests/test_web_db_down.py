@@ -169,3 +169,43 @@ def test_a_refused_answer_says_which_query_is_open_in_words(tmp_path, next_asked
         assert f"the open query is {nxt}" in text
     else:
         assert "no query was open" in text
+
+
+@pytest.mark.xdist_group("postgres")
+def test_the_docs_retry_loop_stores_an_answer_sent_during_an_outage_once(pg_server, pg_url):
+    """docs/web.md's ``tell`` that waits out a 503 (run as written): the database comes back
+    while it waits, and the answer is stored exactly once."""
+    import threading
+    import time
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "web.md").read_text()
+    block = re.search(r"```python\n(import time, httpx\n.*?)```", text, re.S)
+    assert block, "docs/web.md has the retry example"
+    scope: dict = {}
+    exec(block.group(1), scope)  # defines tell(client, name, query_id, answer)
+    make_study("coat", pg_url, key="lev1", fast=True)
+    client = TestClient(create_app(pg_url), follow_redirects=False)
+    q = client.post("/api/studies/coat/ask").json()
+    pg_server.stop("fast")
+    statuses = []
+    real_post = client.post
+
+    def post(*args, **kwargs):
+        r = real_post(*args, **kwargs)
+        statuses.append(r.status_code)
+        return r
+
+    client.post = post  # type: ignore[method-assign]
+    back = threading.Timer(1.0, pg_server.start)
+    back.start()
+    try:
+        t0 = time.monotonic()
+        r = scope["tell"](client, "coat", q["id"], 0.5)
+    finally:
+        back.join()
+    assert r.status_code == 200, r.text
+    assert statuses[0] == 503 and statuses[-1] == 200  # it waited out the outage
+    assert time.monotonic() - t0 >= 1.0
+    rows = load_study("coat", storage=pg_url).history()
+    assert [(row["query_id"], row["answer"]) for row in rows] == [(q["id"], 0.5)]
