@@ -694,8 +694,8 @@ def _wants_json(path: str) -> bool:
 
 def _unsent(what: str, name: str, values: Mapping[str, str]) -> dict[str, Any]:
     """What a form was storing when the database could not be reached, for the 503 page:
-    ``what`` ("tell", "undo", "create"), the study, the fields as sent (a button to send them again) and
-    the ones a person typed or chose, as ``(field, value)`` rows."""
+    ``what`` ("tell", "undo", "create"), the study, the fields as sent (a button to send them
+    again) and the ones a person typed or chose, as ``(field, value)`` rows."""
     shown = [
         (k[4:] if k.startswith("out.") else k, v)
         for k, v in values.items()
