@@ -54,5 +54,12 @@ class StorageError(BoloopError):
     """The study storage is corrupt, foreign, or inconsistent with the replayed policy."""
 
 
+class StorageUnavailableError(StorageError):
+    """The storage's database server cannot be reached: the connection was refused or lost (a
+    server restart, a network cut). Nothing of the operation was stored; unlike the other
+    storage errors it is temporary, so the same operation may be repeated once the server is
+    back (``boloop serve`` answers it with HTTP 503 and ``Retry-After``)."""
+
+
 class UnsafeSeedError(BoloopError):
     """A safe seed cannot be certified safe by the model."""

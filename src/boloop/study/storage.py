@@ -38,8 +38,9 @@ a URL. The SQL backends keep four tables:
 One answer is one transaction (:meth:`Storage.transaction`). Writers of one study queue instead of
 failing: on SQLite a writing transaction is ``BEGIN IMMEDIATE`` (one writer per file), on
 PostgreSQL it locks the study's row (``SELECT ... FOR UPDATE``: writers of other studies go on in
-parallel). A lost connection (a server restart, a network cut) is a :class:`StorageError` saying
-so; the transaction is rolled back by the server, so nothing is half-written, and the pool
+parallel). A lost connection (a server restart, a network cut) is a
+:class:`~boloop.errors.StorageUnavailableError` (a :class:`StorageError`) saying so; the
+transaction is rolled back by the server, so nothing is half-written, and the pool
 replaces connections the server closed before it hands them out again.
 """
 
@@ -58,7 +59,7 @@ from sqlalchemy import event as sa_event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
-from boloop.errors import InvalidInputError, StorageError, UnknownIdError
+from boloop.errors import InvalidInputError, StorageError, StorageUnavailableError, UnknownIdError
 from boloop.study.log import (
     EVENT_KINDS,
     Event,
@@ -431,7 +432,7 @@ class Storage:
             raise
         except SQLAlchemyError as exc:
             if _is_connection_error(exc):
-                raise StorageError(
+                raise StorageUnavailableError(
                     f"storage {self.display_url!r}: cannot connect to the database server: "
                     f"{_reason(exc)}"
                 ) from exc
@@ -620,7 +621,7 @@ class Storage:
             ) from exc
         except SQLAlchemyError as exc:
             if _is_connection_error(exc):
-                raise StorageError(
+                raise StorageUnavailableError(
                     f"storage {self.display_url!r}: the connection to the database server was "
                     f"lost or refused ({_reason(exc)}). The operation was rolled back, so nothing "
                     "of it is half-written; repeat it when the server is reachable (if the "

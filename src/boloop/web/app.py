@@ -11,6 +11,14 @@ to its field; of two people answering the same query exactly one is stored (the 
 per-query check inside one storage transaction, serialised per study in this process); every
 form carries a CSRF token (double-submit cookie, ``SameSite=Strict``); Jinja2 escapes every
 text; uploads are limited in size.
+
+While the database cannot be reached (:class:`~boloop.errors.StorageUnavailableError`: a
+PostgreSQL server stopped or cut off), every page and API call answers 503 with
+``Retry-After`` (one exception handler, :func:`create_app`'s ``storage_unavailable``): the API a
+JSON ``{"detail", "error": "storage_unavailable"}``, pages a page that says nothing was stored and
+to repeat it when the server is reachable (an answer form's page shows what was typed, with a
+button to send it again), and an open study page's poll shows a notice until the database is
+back.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import logging
 import math
 import os
 import secrets
@@ -42,7 +51,7 @@ from starlette.concurrency import run_in_threadpool
 import boloop
 from boloop.algorithms.families import family_traits
 from boloop.algorithms.registry import FAMILY_DEFAULTS
-from boloop.errors import BoloopError, QueryStateError, UnknownIdError
+from boloop.errors import BoloopError, QueryStateError, StorageUnavailableError, UnknownIdError
 from boloop.spaces import format_value, params_text
 from boloop.study import Study, create_study, list_studies, load_study
 from boloop.study.answers import parse_measurement
@@ -52,10 +61,14 @@ from boloop.study.storage import open_storage, safe_url
 
 __all__ = ["create_app"]
 
+logger = logging.getLogger("boloop")
+
 SESSION_COOKIE = "boloop_session"
 CSRF_COOKIE = "boloop_csrf"
 #: largest request body (uploads of a space file, a table and its media), bytes
 MAX_UPLOAD_BYTES = 32 * 2**20
+#: seconds a client is told to wait (``Retry-After``) while the database cannot be reached
+RETRY_AFTER_SECONDS = 5
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "media-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; "
@@ -282,12 +295,38 @@ def create_app(
     def api_call(name: str, fn: Callable[[Study], Any]) -> Any:
         try:
             return pool.run(name, fn)
+        except StorageUnavailableError:
+            raise  # 503: the database is down, the request was not bad (storage_unavailable)
         except UnknownIdError as exc:
             raise HTTPException(404, str(exc)) from exc
         except QueryStateError as exc:
             raise HTTPException(409, str(exc)) from exc
         except BoloopError as exc:
             raise HTTPException(400, str(exc)) from exc
+
+    @app.exception_handler(StorageUnavailableError)
+    async def storage_unavailable(request: Request, exc: StorageUnavailableError) -> Response:
+        """Every request that needs the database while it cannot be reached: 503 with
+        ``Retry-After`` (try again: nothing was stored), never the 400 of a bad request. A route
+        that was storing something says what in ``request.state.unsent`` (:func:`_unsent`)."""
+        logger.warning("%s %s: %s", request.method, request.url.path, exc)
+        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+        if _wants_json(request.url.path):
+            return JSONResponse(
+                {"detail": str(exc), "error": "storage_unavailable", "stored": False},
+                status_code=503,
+                headers=headers,
+            )
+        resp = render(
+            request,
+            "unavailable.html",
+            503,
+            message=str(exc),
+            unsent=getattr(request.state, "unsent", None),
+            retry_after=RETRY_AFTER_SECONDS,
+        )
+        resp.headers.update(headers)
+        return resp
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
@@ -370,8 +409,11 @@ def create_app(
         else:
             space = None
         contents = [(u.filename, await u.read()) for u in uploads]
+        request.state.unsent = _unsent("create", values["name"], {})
         try:
             study = await run_in_threadpool(_create_from_form, pool.url, values, contents)
+        except StorageUnavailableError:
+            raise
         except BoloopError as exc:
             return render(
                 request,
@@ -402,6 +444,8 @@ def create_app(
             ctx = pool.run(name, _page_context)
         except UnknownIdError as exc:
             raise HTTPException(404, str(exc)) from exc
+        except StorageUnavailableError:
+            raise
         except BoloopError as exc:  # e.g. a log that does not replay (StorageError)
             raise HTTPException(500, str(exc)) from exc
         return render(
@@ -437,6 +481,7 @@ def create_app(
         form = await read_form(request)
         check_csrf(request, form)
         values = {k: str(v) for k, v in form.items() if isinstance(v, str) and k != "csrf"}
+        request.state.unsent = _unsent("tell", name, values)
         try:
             errors, warning = await run_in_threadpool(pool.run, name, lambda s: _tell_form(s, form))
         except UnknownIdError as exc:
@@ -461,6 +506,7 @@ def create_app(
         form = await read_form(request)
         check_csrf(request, form)
         expected = str(form.get("last", "") or "")
+        request.state.unsent = _unsent("undo", name, {})
         try:
             row = await run_in_threadpool(pool.run, name, lambda s: _undo_form(s, expected))
         except UnknownIdError as exc:
@@ -527,7 +573,17 @@ def create_app(
 
     # -- the JSON API --------------------------------------------------------------------------
     # documents the bearer token (Swagger UI's "Authorize"); the middleware enforces it
-    api = {"tags": ["studies"], "dependencies": [Depends(HTTPBearer(auto_error=False))]}
+    unavailable = {
+        503: {
+            "description": "the database cannot be reached: nothing stored or read; try again "
+            "after Retry-After seconds (`error`: `storage_unavailable`)"
+        }
+    }
+    api: dict[str, Any] = {
+        "tags": ["studies"],
+        "dependencies": [Depends(HTTPBearer(auto_error=False))],
+        "responses": unavailable,
+    }
 
     @app.get("/api/studies", **api, summary="List the studies")
     def api_list() -> JSONResponse:
@@ -549,12 +605,15 @@ def create_app(
 
     @app.post(
         "/api/studies/{name}/tell",
-        **api,
-        summary="Answer the open query",
-        responses={
-            400: {"description": "bad answer: nothing stored"},
-            409: {"description": "not the open query (e.g. answered by someone else)"},
+        **{
+            **api,
+            "responses": {
+                400: {"description": "bad answer: nothing stored"},
+                409: {"description": "not the open query (e.g. answered by someone else)"},
+                **unavailable,
+            },
         },
+        summary="Answer the open query",
     )
     def api_tell(name: str, body: TellBody) -> JSONResponse:
         name = study_name(name)
@@ -624,6 +683,34 @@ def _encoded_name_scope(scope: dict[str, Any]) -> dict[str, Any]:
 
 
 # -- helpers (run under the study's lock) -------------------------------------------------------
+def _wants_json(path: str) -> bool:
+    """The API, the OpenAPI document and a study page's poll (``/studies/{name}/state``) answer
+    in JSON; every other path is a page."""
+    if path.startswith("/api/") or path == "/openapi.json":
+        return True
+    parts = path.split("/")  # the name segment is still percent-encoded (EncodedStudyNames)
+    return len(parts) == 4 and parts[1] == "studies" and parts[3] == "state"
+
+
+def _unsent(what: str, name: str, values: Mapping[str, str]) -> dict[str, Any]:
+    """What a form was storing when the database could not be reached, for the 503 page:
+    ``what`` ("tell", "undo", "create"), the study, the fields as sent (a button to send them
+    again) and the ones a person typed or chose, as ``(field, value)`` rows."""
+    shown = [
+        (k[4:] if k.startswith("out.") else k, v)
+        for k, v in values.items()
+        if k not in ("query_id", "confirm_over_limit") and (v.strip() or k != "note")
+    ]
+    return {
+        "what": what,
+        "name": name,
+        "quoted": quote(name, safe=""),
+        "query_id": values.get("query_id", ""),
+        "fields": dict(values),
+        "shown": shown,
+    }
+
+
 def _plain(text: str, status: int) -> Response:
     return Response(text, status_code=status, media_type="text/plain; charset=utf-8")
 
@@ -725,6 +812,8 @@ def _page_context(study: Study) -> dict[str, Any]:
     ask_error = None
     try:
         query = study.ask()
+    except StorageUnavailableError:
+        raise
     except BoloopError as exc:
         ask_error = str(exc)
     hist = study.history()
@@ -827,10 +916,9 @@ def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None]:
     study.refresh()
     pending = study.policy.pending
     if pending is None or raw_id != str(pending.id):
-        open_id = None if pending is None else pending.id
+        now_open = "no query was open" if pending is None else f"the open query is {pending.id}"
         raise QueryStateError(
-            f"query {raw_id} is not open any more (it was answered or withdrawn; open query: "
-            f"{open_id})"
+            f"query {raw_id} is not open any more (it was answered or withdrawn; {now_open})"
         )
     kind = pending.kind
     errors: dict[str, str] = {}
@@ -878,7 +966,7 @@ def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None]:
         return errors, None
     try:
         study.tell(pending.id, answer, note=note)
-    except QueryStateError:
+    except (QueryStateError, StorageUnavailableError):
         raise
     except BoloopError as exc:
         field = "value" if kind == "evaluate" and not getattr(pending, "outputs", ()) else "answer"

@@ -104,16 +104,29 @@
       return true;
     }
     var offline = document.getElementById("offline");
-    function reachable(yes) {
-      if (offline) { offline.hidden = yes; }
+    // the page's own text says the server cannot be reached; its database down is said here
+    var serverDown = offline ? offline.textContent : "";
+    var databaseDown = "The database is unreachable: answers cannot be stored until it is back. " +
+      "What you typed stays in the form; submit it when this notice goes away (the page keeps checking).";
+    function notice(text) {  // null: all is well
+      if (!offline) { return; }
+      if (text !== null && offline.textContent !== text) { offline.textContent = text; }
+      offline.hidden = text === null;
     }
     function poll() {
       if (submitting) { return; }
       fetch(root.getAttribute("data-state-url"), { credentials: "same-origin", cache: "no-store" })
         .then(function (r) {
-          // no answer, or a proxy's 502/503/504 for a server that is down
+          if (r.status === 503) {
+            // this server with its database down says so in JSON; else a proxy's 503
+            return r.json().catch(function () { return null; }).then(function (b) {
+              if (b && b.error === "storage_unavailable") { notice(databaseDown); return null; }
+              throw new Error("unreachable");
+            });
+          }
+          // no answer, or a proxy's 502/504 for a server that is down
           if (r.status >= 502 && r.status <= 504) { throw new Error("unreachable"); }
-          reachable(true);
+          notice(null);
           return r.ok ? r.json() : null;
         })
         .then(function (s) {
@@ -125,7 +138,7 @@
             live.textContent = "Someone else answered: this query may be closed. Reload to see the open query.";
           }
         })
-        .catch(function () { reachable(false); /* and try again at the next poll */ });
+        .catch(function () { notice(serverDown); /* and try again at the next poll */ });
     }
     if (ms > 0 && window.fetch) { window.setInterval(poll, ms); }
   }
