@@ -180,17 +180,11 @@ def dask_client(
         address = scheduler.strip()
         if not address:
             raise InvalidInputError("--scheduler needs an address like tcp://host:8786")
+        _check_address(address)
     try:
         try:
-            # an unknown scheme is refused before a Client exists: a Client that fails on one
-            # could leave distributed's loop state so that the next Client of this process did
-            # not start its event loop (seen once in the test suite)
-            from distributed.comm import parse_address
-            from distributed.comm.registry import get_backend
-
-            get_backend(parse_address(address)[0])
             client = distributed.Client(address, set_as_default=False)
-        except (OSError, ValueError, TypeError) as exc:  # refused, timed out, malformed address
+        except (OSError, ValueError, TypeError) as exc:  # refused, timed out
             raise InvalidInputError(
                 f"cannot connect to the Dask scheduler at {address!r}: {exc} (is `dask scheduler` "
                 "running there? nothing was written)"
@@ -207,6 +201,34 @@ def dask_client(
     finally:
         if cluster is not None:
             cluster.close()
+
+
+def _check_address(address: str) -> None:
+    """Refuse an address Dask cannot parse (unknown scheme, no port, a port that is no number)
+    before a ``distributed.Client`` exists, with distributed's own address parsing.
+
+    A Client refused on a malformed address is left half made: it raises from its constructor,
+    then its ``__del__`` waits for its close until a timeout (twice the connect timeout, 60 s by
+    default) and prints ``Exception ignored in: <function Client.__del__ ...>``. An unknown scheme
+    could also leave distributed's loop state so that the next Client of this process did not
+    start its event loop. Schemes without a host and port (``inproc://``) are only checked for
+    being known.
+    """
+    from distributed.comm import parse_address
+    from distributed.comm.registry import get_backend
+
+    try:
+        scheme, location = parse_address(address)
+        backend = get_backend(scheme)
+        try:
+            backend.get_address_host_port(location)
+        except NotImplementedError:  # not an IP transport: nothing more to check here
+            pass
+    except (ValueError, TypeError) as exc:
+        raise InvalidInputError(
+            f"--scheduler {address!r} is not a Dask scheduler address: {exc}; give it as "
+            "tcp://host:8786 (the scheduler's host and port; nothing was written)"
+        ) from exc
 
 
 def _worker_facts() -> tuple[str, str | None]:
