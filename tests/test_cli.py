@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -130,3 +131,37 @@ def test_study_hook_is_optional(capsys) -> None:
         build_parser().parse_args(["--help"])
     usage = capsys.readouterr().out
     assert all(name in usage for name in ("bench", "problems", "methods", "demo"))
+
+
+def test_methods_of_two_families_go_into_two_commands_into_one_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One sweep runs every method on every problem: methods of two families are refused with
+    the two commands that work, and those two commands into the same --out give one CSV with
+    both families' columns that summary and plot cover."""
+    out_dir = str(tmp_path / "r")
+    argv = ["bench", "run", "--problem", "levelset/toy", "preference/toy"]
+    code, out, err = run(capsys, *argv, "--method", "us", "mr-lpf", "--out", out_dir)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "is for preference problems, not levelset" in err
+    assert "takes the methods of one family" in err and "into the same --out" in err
+    commands = re.findall(r"`(--problem [^`]*)`", err)
+    assert commands == [
+        "--problem levelset/toy --method us",
+        "--problem preference/toy --method mr-lpf",
+    ]
+    assert not Path(out_dir).exists()
+    for command in commands:
+        extra = ["--seeds", "2", "--budget", "3", "--out", out_dir, "--quiet"]
+        code, out, _ = run(capsys, "bench", "run", *command.split(), *extra)
+        assert code == 0 and "2 runs completed" in out
+    with open(Path(out_dir) / "results.csv", newline="") as fh:
+        reader = csv.DictReader(fh)
+        rows = list(reader)
+    assert {"loss", "fscore", "simple_regret"} <= set(reader.fieldnames or ())
+    assert {(r["problem"], r["method"]) for r in rows} == {
+        ("levelset/toy", "us"),
+        ("preference/toy", "mr-lpf"),
+    }
+    code, out, _ = run(capsys, "bench", "summary", out_dir)
+    assert code == 0 and "### levelset/toy" in out and "### preference/toy" in out

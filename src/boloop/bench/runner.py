@@ -273,11 +273,50 @@ def plan_runs(
             raise InvalidInputError(f"problem {pid!r} has no default budget; give --budget")
         for mid in dict.fromkeys(methods):
             name, options = parse_problem_id(mid)
-            get_method(name, problem.family).check_options(options)  # OptionError names valid ones
+            try:
+                entry = get_method(name, problem.family)
+            except InvalidInputError as exc:  # a method of another family
+                raise InvalidInputError(_one_family_message(exc, problems, methods)) from exc
+            entry.check_options(options)  # OptionError names valid ones
             if options:
                 _check_option_values(problem, pid, mid, int(b), int(seeds[0]) if seeds else 0)
             specs.extend(RunSpec(pid, mid, int(s), int(b)) for s in seeds)
     return specs, metrics
+
+
+def _one_family_message(
+    exc: InvalidInputError, problems: Sequence[str], methods: Sequence[str]
+) -> str:
+    """The refusal of a method that does not run on one of the problems: one sweep runs every
+    method on every problem, so the families go into separate commands into the same ``--out``
+    (the CSV takes the union of their metric columns; plot and summary read both)."""
+    import shlex
+
+    from boloop.algorithms.registry import list_methods
+    from boloop.problems import get, parse_problem_id
+
+    by_family: dict[str, list[str]] = {}
+    for pid in dict.fromkeys(problems):
+        by_family.setdefault(get(pid).family, []).append(pid)
+    serves: dict[str, set[str]] = {}
+    for e in list_methods():
+        serves.setdefault(e.id, set()).add(e.family)
+    commands = []
+    for family, pids in by_family.items():
+        mids = [
+            m for m in dict.fromkeys(methods) if family in serves.get(parse_problem_id(m)[0], ())
+        ]
+        if mids:
+            quoted = " ".join(shlex.quote(x) for x in pids), " ".join(shlex.quote(m) for m in mids)
+            commands.append(f"`--problem {quoted[0]} --method {quoted[1]}`")
+    text = (
+        f"{exc}. One bench run runs every method on every problem, so it takes the methods of "
+        "one family: run each family with its own command into the same --out (results.csv "
+        "takes both families' columns; bench plot and bench summary cover both)"
+    )
+    if len(commands) > 1:
+        text += ": " + " and ".join(commands)
+    return text
 
 
 def _check_option_values(problem: Any, pid: str, mid: str, budget: int, seed: int) -> None:
