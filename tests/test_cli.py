@@ -165,3 +165,15 @@ def test_methods_of_two_families_go_into_two_commands_into_one_out(
     }
     code, out, _ = run(capsys, "bench", "summary", out_dir)
     assert code == 0 and "### levelset/toy" in out and "### preference/toy" in out
+
+
+def test_bench_plot_names_its_optional_dependency(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["bench", "plot", "--help"])
+    assert "pip install 'boloop[plot]'" in " ".join(capsys.readouterr().out.split())
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if the extra were not installed
+    code, out, err = run(capsys, "bench", "plot", str(tmp_path))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "needs matplotlib" in err and "pip install 'boloop[plot]'" in err

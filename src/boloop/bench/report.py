@@ -113,8 +113,11 @@ def plot_results(results: str | Path, out_dir: str | Path | None = None) -> list
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        raise InvalidInputError("plotting needs matplotlib: pip install 'boloop[plot]'") from exc
+    except ImportError as exc:
+        raise InvalidInputError(
+            "bench plot needs matplotlib, which boloop does not install by default: "
+            "pip install 'boloop[plot]'"
+        ) from exc
     res = Path(results)
     out = Path(out_dir) if out_dir is not None else (res if res.is_dir() else res.parent)
     out.mkdir(parents=True, exist_ok=True)

@@ -169,7 +169,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(func=_cmd_bench_run)
 
-    plot = bsub.add_parser("plot", help="one PNG per problem and metric (mean ± s.e. per method)")
+    help_ = "one PNG per problem and metric (mean ± s.e. per method); needs matplotlib"
+    plot = bsub.add_parser(
+        "plot",
+        help=help_,
+        description=f"{help_}: pip install 'boloop[plot]'",
+    )
     plot.add_argument("dir", metavar="DIR", help="directory with results.csv (or the file)")
     plot.add_argument("--out", default=None, help="where to write the PNGs (default: DIR)")
     plot.set_defaults(func=_cmd_bench_plot)
