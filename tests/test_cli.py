@@ -59,6 +59,10 @@ def test_bench_run_summary_plot(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert code == 0 and "2 runs completed, 2 skipped, 0 failed" in out
     code, out, _ = run(capsys, "bench", "summary", out_dir)
     assert code == 0 and "### safe/toy" in out and "final unsafe" in out
+    # every table says what its "±" is
+    tables = out.split("### ")[1:]
+    assert len(tables) == 2
+    assert all("mean ± standard error over the seeds" in t.split("|")[-1] for t in tables)
     code, out, _ = run(capsys, "bench", "plot", out_dir, "--out", str(tmp_path / "png"))
     assert code == 0 and len(out.split()) == 2 + 4
     assert all(Path(p).exists() for p in out.split())

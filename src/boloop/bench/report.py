@@ -159,9 +159,16 @@ def _fmt(mean: float, se: float) -> str:
     return f"{mean:.{digits}g} ± {se:.2g}"
 
 
+#: the line under each table of :func:`summary_table`: what the numbers are
+_SUMMARY_NOTE = (
+    "final: the metric at each run's last step, mean ± standard error over the seeds "
+    "(sample std / √n); median s/step: ask + tell seconds over all steps of all runs"
+)
+
+
 def summary_table(results: str | Path) -> str:
     """Markdown: one table per problem with final metrics (mean ± s.e. over seeds) per method and
-    the median seconds per step (ask + tell)."""
+    the median seconds per step (ask + tell), each table followed by a line saying so."""
     metrics, runs = _load(results)
     parts: list[str] = []
     for problem in sorted({k[0] for k in runs}):
@@ -187,5 +194,6 @@ def summary_table(results: str | Path) -> str:
             ]
             cells.append(f"{float(np.nanmedian(secs)):.2g}")
             lines.append("| " + " | ".join(cells) + " |")
+        lines += ["", _SUMMARY_NOTE]
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
