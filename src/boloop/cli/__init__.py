@@ -40,7 +40,7 @@ def _cmd_bench_run(args: argparse.Namespace) -> int:
 def _cmd_bench_plot(args: argparse.Namespace) -> int:
     from boloop.bench import plot_results
 
-    for path in plot_results(args.dir, args.out):
+    for path in plot_results(args.dir, args.out, y_scale=args.y_scale):
         print(path)
     return 0
 
@@ -177,6 +177,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     plot.add_argument("dir", metavar="DIR", help="directory with results.csv (or the file)")
     plot.add_argument("--out", default=None, help="where to write the PNGs (default: DIR)")
+    scale = plot.add_mutually_exclusive_group()
+    scale.add_argument(
+        "--log-y",
+        dest="y_scale",
+        action="store_const",
+        const="log",
+        default="auto",
+        help="a log y axis for every metric (symmetric log where a mean is 0 or negative); "
+        "default: log only for a metric whose means are positive and span more than 2 decades",
+    )
+    scale.add_argument(
+        "--linear-y",
+        dest="y_scale",
+        action="store_const",
+        const="linear",
+        help="a linear y axis for every metric",
+    )
     plot.set_defaults(func=_cmd_bench_plot)
 
     summary = bsub.add_parser("summary", help="markdown table of final metrics and s/step")
