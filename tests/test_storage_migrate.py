@@ -84,7 +84,7 @@ def test_a_study_that_exists_at_the_target_is_refused_and_nothing_is_copied(tmp_
     assert code == 0 and "4 answers in effect carried" in out
     assert load_study("coating-copy", storage=b).n_answered == 4
     code, out, _ = _cli(capsys, "study", "migrate", "--from", a, "--to", b, "--study", "duels")
-    assert code == 0 and "1 studies copied" in out
+    assert code == 0 and "1 study copied" in out
     assert [n for n in _logs(b)] == ["coating", "coating-copy", "duels"]
     assert _logs(b)["duels"] == _logs(a)["duels"]
     # a study of duels cannot be carried under another name: the message says where it can go

@@ -541,7 +541,7 @@ def _sweep(
     write_results(path, all_metrics, runs)
     bar = Progress(len(todo), progress)
     if progress is not None and report.skipped:
-        progress.write(f"{len(report.skipped)} runs already in {path}, skipped\n")
+        progress.write(f"{_runs(len(report.skipped))} already in {path}, skipped\n")
     if not todo:
         return
 
@@ -622,10 +622,14 @@ def _sweep(
     write_results(path, all_metrics, runs)  # sorted by problem, method, seed, step
 
 
+def _runs(count: int) -> str:
+    return f"{count} run" + ("" if count == 1 else "s")
+
+
 def format_report(report: SweepReport) -> str:
     """One line per outcome for the CLI."""
     lines = [
-        f"{len(report.completed)} runs completed, {len(report.skipped)} skipped, "
+        f"{_runs(len(report.completed))} completed, {len(report.skipped)} skipped, "
         f"{len(report.failed)} failed in {report.seconds:.1f}s -> {report.path}"
     ]
     lines += [f"FAILED {k[1]} on {k[0]} seed {k[2]}: {msg}" for k, msg in report.failed]
