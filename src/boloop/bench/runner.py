@@ -47,7 +47,9 @@ from boloop.simulate import KEY_COLUMNS, TIME_COLUMNS
 __all__ = [
     "parse_seeds",
     "RunSpec",
+    "SweepInterrupted",
     "SweepReport",
+    "format_interrupted",
     "run_sweep",
     "read_results",
     "write_results",
@@ -120,6 +122,17 @@ class SweepReport:
     skipped: list[Key] = field(default_factory=list)
     failed: list[tuple[Key, str]] = field(default_factory=list)
     seconds: float = 0.0
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by Ctrl-C (a :class:`KeyboardInterrupt`, so code that catches that still
+    does): ``report`` holds the runs completed before it (in the file) and those skipped
+    (already in the file); ``total`` is the number of runs of the sweep."""
+
+    def __init__(self, report: SweepReport, total: int) -> None:
+        super().__init__("sweep interrupted")
+        self.report = report
+        self.total = total
 
 
 # -- results.csv ------------------------------------------------------------------------------------
@@ -480,21 +493,27 @@ def run_sweep(
     n_jobs = (os.cpu_count() or 1) if jobs is None else int(jobs)
     if n_jobs < 1:
         raise InvalidInputError(f"jobs must be >= 1, got {jobs!r}")
-    with contextlib.ExitStack() as stack:
-        _sweep(
-            specs,
-            runs,
-            path,
-            all_metrics,
-            report,
-            stack,
-            n_jobs=n_jobs,
-            force=force,
-            progress=progress,
-            on_complete=on_complete,
-            executor=executor,
-            scheduler=scheduler,
-        )
+    try:
+        with contextlib.ExitStack() as stack:
+            _sweep(
+                specs,
+                runs,
+                path,
+                all_metrics,
+                report,
+                stack,
+                n_jobs=n_jobs,
+                force=force,
+                progress=progress,
+                on_complete=on_complete,
+                executor=executor,
+                scheduler=scheduler,
+            )
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, SweepInterrupted):
+            raise
+        report.seconds = time.perf_counter() - t0
+        raise SweepInterrupted(report, len(specs)) from exc
     report.seconds = time.perf_counter() - t0
     return report
 
@@ -624,6 +643,19 @@ def _sweep(
 
 def _runs(count: int) -> str:
     return f"{count} run" + ("" if count == 1 else "s")
+
+
+def format_interrupted(exc: SweepInterrupted) -> str:
+    """The CLI's line after Ctrl-C: how many runs of the sweep are kept in the file and that
+    the same command resumes (the runs in the file are skipped, the others run)."""
+    r = exc.report
+    kept = len(r.completed) + len(r.skipped)
+    left = exc.total - kept
+    return (
+        f"boloop: interrupted; {kept} of {_runs(exc.total)} are kept in {r.path} "
+        f"({len(r.completed)} finished now, {len(r.skipped)} were there before). Run the same "
+        f"command again to resume: it skips the runs in the file and runs the other {left}"
+    )
 
 
 def format_report(report: SweepReport) -> str:

@@ -19,20 +19,25 @@ from boloop.errors import BoloopError
 
 
 def _cmd_bench_run(args: argparse.Namespace) -> int:
-    from boloop.bench import format_report, run_sweep
+    from boloop.bench import SweepInterrupted, format_interrupted, format_report, run_sweep
 
-    report = run_sweep(
-        args.problem,
-        args.method,
-        args.seeds,
-        args.budget,
-        args.out,
-        jobs=args.jobs,
-        force=args.force,
-        progress=None if args.quiet else sys.stderr,
-        executor=args.executor,
-        scheduler=args.scheduler,
-    )
+    try:
+        report = run_sweep(
+            args.problem,
+            args.method,
+            args.seeds,
+            args.budget,
+            args.out,
+            jobs=args.jobs,
+            force=args.force,
+            progress=None if args.quiet else sys.stderr,
+            executor=args.executor,
+            scheduler=args.scheduler,
+        )
+    except SweepInterrupted as exc:  # Ctrl-C: what is kept, and how to resume
+        bar_line_open = not args.quiet and sys.stderr.isatty()  # the bar ends in "\r"
+        print(("\n" if bar_line_open else "") + format_interrupted(exc), file=sys.stderr)
+        return 130
     print(format_report(report))
     return 1 if report.failed else 0
 
