@@ -324,14 +324,17 @@ def test_a_bad_scheduler_address_is_a_clear_error_and_writes_nothing(
     assert not out.exists()
 
 
-@pytest.mark.parametrize("address", ["127.0.0.1", "notanaddress", "tcp://host:port"])
+@pytest.mark.parametrize(
+    "address", ["127.0.0.1", "notanaddress", "tcp://host:port", "tls://127.0.0.1:1"]
+)
 def test_a_malformed_scheduler_address_ends_the_command_at_once(
     tmp_path: Path, address: str
 ) -> None:
-    """The real command with Dask's default timeouts: one line naming the address form, exit 2,
-    and the process ends (a half-made Client's ``__del__`` used to wait 60 s for its close and
-    print ``Exception ignored in: <function Client.__del__ ...>``; the subprocess's timeout, well
-    under those 60 s, fails the test if it still waits)."""
+    """The real command with Dask's default timeouts: one line (naming the address form when
+    Dask cannot parse it), exit 2, and the process ends (a half-made Client's ``__del__`` used to
+    wait 60 s for its close and print ``Exception ignored in: <function Client.__del__ ...>``;
+    the subprocess's timeout, well under those 60 s, fails the test if it still waits). A
+    ``tls://`` address without Dask's TLS configuration left such a Client too."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
     argv = [sys.executable, "-m", "boloop.cli", "bench", "run", "--problem", TOY_LS]
     argv += ["--method", "toy-random", "--out", str(tmp_path / "out"), "--executor", "dask"]
@@ -342,7 +345,10 @@ def test_a_malformed_scheduler_address_ends_the_command_at_once(
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("boloop: error: ") and repr(address) in lines[0]
-    assert "tcp://host:8786" in lines[0] and "dask scheduler` running" not in lines[0]
+    if address.startswith("tls://"):
+        assert "TLS" in lines[0]
+    else:
+        assert "tcp://host:8786" in lines[0] and "dask scheduler` running" not in lines[0]
     assert not (tmp_path / "out").exists()
 
 

@@ -181,14 +181,12 @@ def dask_client(
         if not address:
             raise InvalidInputError("--scheduler needs an address like tcp://host:8786")
         _check_address(address)
+        _probe_scheduler(address)
     try:
         try:
             client = distributed.Client(address, set_as_default=False)
-        except (OSError, ValueError, TypeError) as exc:  # refused, timed out
-            raise InvalidInputError(
-                f"cannot connect to the Dask scheduler at {address!r}: {exc} (is `dask scheduler` "
-                "running there? nothing was written)"
-            ) from exc
+        except (OSError, ValueError, TypeError) as exc:  # went away since the probe
+            raise _cannot_connect(address, exc) from exc
         try:
             if scheduler is not None:
                 for message in _check_workers(client, address):
@@ -229,6 +227,37 @@ def _check_address(address: str) -> None:
             f"--scheduler {address!r} is not a Dask scheduler address: {exc}; give it as "
             "tcp://host:8786 (the scheduler's host and port; nothing was written)"
         ) from exc
+
+
+def _cannot_connect(address: str, exc: BaseException) -> InvalidInputError:
+    hint = "is `dask scheduler` running there? " if isinstance(exc, OSError) else ""
+    return InvalidInputError(
+        f"cannot connect to the Dask scheduler at {address!r}: {exc} ({hint}nothing was written)"
+    )
+
+
+def _probe_scheduler(address: str) -> None:
+    """Open (and close) one connection to ``address`` with distributed's own ``connect``, the
+    connection arguments of Dask's configuration (TLS) and its connect timeout, before a Client
+    exists: a Client whose start fails is left half made, and its ``__del__`` waits twice the
+    connect timeout to close (seen with ``tls://`` without a TLS configuration and with an
+    ``inproc://`` address of no listener). Runs in a thread of its own, so that it works whether
+    or not the caller runs an event loop."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distributed.comm import connect
+    from distributed.security import Security
+
+    async def probe() -> None:
+        comm = await connect(address, **Security().get_connection_args("client"))
+        await comm.close()
+
+    with ThreadPoolExecutor(1, thread_name_prefix="boloop-dask-probe") as pool:
+        try:
+            pool.submit(asyncio.run, probe()).result()
+        except (OSError, ValueError, TypeError) as exc:  # refused, timed out, no TLS config
+            raise _cannot_connect(address, exc) from exc
 
 
 def _worker_facts() -> tuple[str, str | None]:
