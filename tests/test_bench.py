@@ -394,3 +394,50 @@ def test_sweep_budget_is_the_horizon_of_mr_lpf(tmp_path: Path) -> None:
     # the default horizon plans other rounds: the comparison above can tell them apart
     default = simulate(make_policy("mr-lpf", problem, 0), problem, 12, 0).step_rows()
     assert [r["regret"] for r in default] != [r["regret"] for r in expected]
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_ctrl_c_says_what_is_kept_and_the_same_command_resumes(tmp_path: Path, jobs: str) -> None:
+    """A real `boloop bench run` sent SIGINT (Ctrl-C) after its first completed run: exit 130 and
+    one line saying how many runs are kept and that the same command resumes; the same command
+    then skips exactly those and runs the others."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    src = tmp_path / "slow.py"
+    src.write_text(_SLOW_PROBLEM)
+    argv = [sys.executable, "-m", "boloop.cli", "bench", "run", "--problem", f"{src}:make"]
+    argv += ["--method", "toy-random", "--seeds", "6", "--budget", "10", "--jobs", jobs]
+    argv += ["--out", str(tmp_path / "out"), "--quiet"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180  # a loaded CI machine imports slowly
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if (tmp_path / "out" / "results.csv").exists() and read_results(tmp_path / "out")[1]:
+                break
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, (out, err)
+    line = err.strip().splitlines()[-1]
+    _, runs = read_results(tmp_path / "out")
+    kept = len(runs)
+    assert 1 <= kept < 6
+    assert line.startswith(f"boloop: interrupted; {kept} of 6 runs are kept in ")
+    assert f"({kept} finished now, 0 were there before)" in line
+    assert (
+        f"Run the same command again to resume: it skips the runs in the file and runs the "
+        f"other {6 - kept}" in line
+    )
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert (
+        f"{6 - kept} run" in again.stdout and f"completed, {kept} skipped, 0 failed" in again.stdout
+    )

@@ -298,23 +298,58 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.parametrize("address", ["tcp://127.0.0.1:{port}", "nonsense://nowhere"])
+@pytest.mark.parametrize(
+    "address, message",
+    [
+        ("tcp://127.0.0.1:{port}", "cannot connect to the Dask scheduler"),
+        ("nonsense://nowhere", "is not a Dask scheduler address"),
+        ("tcp://127.0.0.1", "is not a Dask scheduler address"),
+    ],
+)
 def test_a_bad_scheduler_address_is_a_clear_error_and_writes_nothing(
-    tmp_path: Path, address: str, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, address: str, message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import dask
 
     address = address.format(port=_free_port())
     out = tmp_path / "out"
     with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
-        with pytest.raises(InvalidInputError, match="cannot connect to the Dask scheduler"):
+        with pytest.raises(InvalidInputError, match=message):
             run_sweep([TOY_LS], ["toy-random"], "2", 3, out, executor="dask", scheduler=address)
         argv = ["bench", "run", "--problem", TOY_LS, "--method", "toy-random", "--budget", "3"]
         argv += ["--out", str(out), "--executor", "dask", "--scheduler", address, "--quiet"]
         assert main(argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith("boloop: error: cannot connect to the Dask scheduler") and address in err
+    assert err.startswith("boloop: error: ") and message in err and address in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "address", ["127.0.0.1", "notanaddress", "tcp://host:port", "tls://127.0.0.1:1"]
+)
+def test_a_malformed_scheduler_address_ends_the_command_at_once(
+    tmp_path: Path, address: str
+) -> None:
+    """The real command with Dask's default timeouts: one line (naming the address form when
+    Dask cannot parse it), exit 2, and the process ends (a half-made Client's ``__del__`` used to
+    wait 60 s for its close and print ``Exception ignored in: <function Client.__del__ ...>``;
+    the subprocess's timeout, well under those 60 s, fails the test if it still waits). A
+    ``tls://`` address without Dask's TLS configuration left such a Client too."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
+    argv = [sys.executable, "-m", "boloop.cli", "bench", "run", "--problem", TOY_LS]
+    argv += ["--method", "toy-random", "--out", str(tmp_path / "out"), "--executor", "dask"]
+    proc = subprocess.run(
+        [*argv, "--scheduler", address], capture_output=True, text=True, env=env, timeout=40
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("boloop: error: ") and repr(address) in lines[0]
+    if address.startswith("tls://"):
+        assert "TLS" in lines[0]
+    else:
+        assert "tcp://host:8786" in lines[0] and "dask scheduler` running" not in lines[0]
+    assert not (tmp_path / "out").exists()
 
 
 def test_scheduler_without_the_dask_executor_is_refused(

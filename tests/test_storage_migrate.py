@@ -75,10 +75,27 @@ def test_a_study_that_exists_at_the_target_is_refused_and_nothing_is_copied(tmp_
     code, _, err = _cli(capsys, "study", "migrate", "--from", a, "--to", b)
     assert code == 2 and "already has the studies ['coating']" in err and "never merges" in err
     assert _logs(b) == before
+    # the message names what works (boloop has no command to rename or remove a study)
+    assert "rename or remove" not in err and "give them: --study duels" in err
+    command = f"boloop study create NEW --from coating --from-storage {a} --storage {b}"
+    assert command in err
+    argv = command.replace("NEW", "coating-copy").split()[1:]
+    code, out, _ = _cli(capsys, *argv)
+    assert code == 0 and "4 answers in effect carried" in out
+    assert load_study("coating-copy", storage=b).n_answered == 4
     code, out, _ = _cli(capsys, "study", "migrate", "--from", a, "--to", b, "--study", "duels")
-    assert code == 0 and "1 studies copied" in out
-    assert [n for n in _logs(b)] == ["coating", "duels"]
+    assert code == 0 and "1 study copied" in out
+    assert [n for n in _logs(b)] == ["coating", "coating-copy", "duels"]
     assert _logs(b)["duels"] == _logs(a)["duels"]
+    # a study of duels cannot be carried under another name: the message says where it can go
+    code, _, err = _cli(capsys, "study", "migrate", "--from", a, "--to", b, "--study", "duels")
+    assert code == 2 and "'duels' has duels, which cannot be carried" in err
+    assert "--from duels" not in err
+    command = f"boloop study migrate --from {a} --to OTHER_STORAGE --study duels"
+    assert command in err
+    c = f"sqlite:///{tmp_path / 'c.db'}"
+    code, out, _ = _cli(capsys, *command.replace("OTHER_STORAGE", c).split()[1:])
+    assert code == 0 and _logs(c)["duels"] == _logs(a)["duels"]
 
 
 def test_refused_migrations_write_nothing(tmp_path):

@@ -648,6 +648,42 @@ def test_the_csv_export_always_has_a_note_column(tmp_path, url):
     assert headers["plain"] == headers["noted"] and headers["plain"][-1] == "note"
 
 
+def test_the_export_writes_grid_values_as_the_space_file_defines_them(tmp_path, url):
+    """A grid of 21 points over [0, 1] holds numpy.linspace's 0.6000000000000001 for 0.6: the
+    export writes 0.6 (the shortest decimal that names the same grid point; a study reads it
+    back to that point), while the measured values keep every digit."""
+    space = {
+        "parameters": [
+            {"name": "temperature", "low": 20.0, "high": 80.0, "grid": 31},
+            {"name": "ratio", "low": 0.0, "high": 1.0, "grid": 21},
+        ],
+        "threshold": 0.5,
+    }
+    study = create_study("g", "toy-random", space, family="levelset", storage=url, seed=1)
+    for i in range(30):
+        q = study.ask()
+        study.tell(q.id, 0.1 + 0.2 * (i % 2))  # 0.30000000000000004: a measurement, kept
+    grid = np.linspace(0.0, 1.0, 21)
+    stored = [r["params"]["ratio"] for r in study.history()]
+    assert any(repr(v) != repr(round(v, 2)) for v in stored)  # linspace's ulps are there
+    study.export(tmp_path / "g.csv")
+    study.export(tmp_path / "g.json")
+    with open(tmp_path / "g.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    doc = json.loads((tmp_path / "g.json").read_text())
+    for row, item, v in zip(rows, doc["history"], stored, strict=True):
+        assert row["ratio"] == repr(round(v, 2)) == repr(item["params"]["ratio"])
+        assert float(row["ratio"]) == float(f"{v:.15g}")
+        assert grid[np.argmin(np.abs(grid - float(row["ratio"])))] == v  # the same grid point
+        assert row["value"] in ("0.1", "0.30000000000000004")
+    # the space takes the written values back as the grid points they name
+    written = [[float(r["temperature"]), float(r["ratio"])] for r in rows]
+    exact = [[r["params"]["temperature"], r["params"]["ratio"]] for r in study.history()]
+    assert list(study.space.index_of(written)) == list(study.space.index_of(exact))
+    assert min(study.space.index_of(written)) >= 0
+    study.add(dict(zip(("temperature", "ratio"), written[0])), 1.0)  # accepted as on the grid
+
+
 def test_status_and_list(url):
     study = create_study("st", "toy-random", problem="preference/toy", storage=url, seed=0)
     st = study.status()

@@ -246,8 +246,16 @@ def test_duels_have_no_outside_path_and_areassert_refused(tmp_path):
     _answered_study(url, "cake", "mr-lpf", "preference/toy", 2, horizon=20)
     before = _events(db)
     res = _cli(tmp_path, "study", "create", "cake2", "--from", "cake")
-    assert_refused(res, "2 of its answers are duels", "no way to record a duel")
+    line = assert_refused(res, "2 of its answers are duels", "no way to record a duel")
+    # the study loads: the refusal says so and names what works, not a broken study's advice
+    assert "study itself is fine" in line and "boloop study ask cake" in line
+    assert f"boloop study migrate --from {url} --to OTHER_STORAGE --study cake" in line
+    assert "created it" not in line and "development version" not in line
     assert _events(db) == before and _study_names(db) == ["cake"]
+    assert load_study("cake", storage=url).n_answered == 2  # the ways it names work
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    res = _cli(tmp_path, "study", "migrate", "--from", url, "--to", other, "--study", "cake")
+    assert res.returncode == 0 and load_study("cake", storage=other).n_answered == 2
     # a preference study without answers loses nothing: it can be continued
     create_study("empty", "mr-lpf", problem="preference/toy", storage=url, seed=1, horizon=20)
     res = _cli(tmp_path, "study", "create", "empty2", "--from", "empty")

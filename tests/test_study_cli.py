@@ -187,7 +187,9 @@ def test_cli_status_list_undo_export(tmp_path, capsys):
     assert code == 0 and "withdrawn: query 1" in out
     out_csv = tmp_path / "e.csv"
     code, out, _ = _cli(capsys, "study", "export", "e", "--out", str(out_csv), "--storage", url)
-    assert code == 0 and "1 answers" in out
+    assert code == 0 and out == f"wrote 1 answer to {out_csv}\n"  # singular for one
+    code, out, _ = _cli(capsys, "study", "list", "--storage", url)
+    assert code == 0 and "\t1 answer\tcreated" in out
     lines = out_csv.read_text().splitlines()
     assert lines[0].startswith("query_id,kind,source,asked_at,told_at,temperature,ratio")
     assert len(lines) == 2

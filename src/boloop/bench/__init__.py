@@ -9,7 +9,9 @@ from boloop.bench.report import aggregate, plot_results, summary_table
 from boloop.bench.runner import (
     RESULTS_FILE,
     RunSpec,
+    SweepInterrupted,
     SweepReport,
+    format_interrupted,
     format_report,
     parse_seeds,
     read_results,
@@ -19,8 +21,10 @@ from boloop.bench.runner import (
 __all__ = [
     "RESULTS_FILE",
     "RunSpec",
+    "SweepInterrupted",
     "SweepReport",
     "aggregate",
+    "format_interrupted",
     "format_report",
     "parse_seeds",
     "plot_results",

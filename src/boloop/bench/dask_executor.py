@@ -180,21 +180,13 @@ def dask_client(
         address = scheduler.strip()
         if not address:
             raise InvalidInputError("--scheduler needs an address like tcp://host:8786")
+        _check_address(address)
+        _probe_scheduler(address)
     try:
         try:
-            # an unknown scheme is refused before a Client exists: a Client that fails on one
-            # could leave distributed's loop state so that the next Client of this process did
-            # not start its event loop (seen once in the test suite)
-            from distributed.comm import parse_address
-            from distributed.comm.registry import get_backend
-
-            get_backend(parse_address(address)[0])
             client = distributed.Client(address, set_as_default=False)
-        except (OSError, ValueError, TypeError) as exc:  # refused, timed out, malformed address
-            raise InvalidInputError(
-                f"cannot connect to the Dask scheduler at {address!r}: {exc} (is `dask scheduler` "
-                "running there? nothing was written)"
-            ) from exc
+        except (OSError, ValueError, TypeError) as exc:  # went away since the probe
+            raise _cannot_connect(address, exc) from exc
         try:
             if scheduler is not None:
                 for message in _check_workers(client, address):
@@ -207,6 +199,65 @@ def dask_client(
     finally:
         if cluster is not None:
             cluster.close()
+
+
+def _check_address(address: str) -> None:
+    """Refuse an address Dask cannot parse (unknown scheme, no port, a port that is no number)
+    before a ``distributed.Client`` exists, with distributed's own address parsing.
+
+    A Client refused on a malformed address is left half made: it raises from its constructor,
+    then its ``__del__`` waits for its close until a timeout (twice the connect timeout, 60 s by
+    default) and prints ``Exception ignored in: <function Client.__del__ ...>``. An unknown scheme
+    could also leave distributed's loop state so that the next Client of this process did not
+    start its event loop. Schemes without a host and port (``inproc://``) are only checked for
+    being known.
+    """
+    from distributed.comm import parse_address
+    from distributed.comm.registry import get_backend
+
+    try:
+        scheme, location = parse_address(address)
+        backend = get_backend(scheme)
+        try:
+            backend.get_address_host_port(location)
+        except NotImplementedError:  # not an IP transport: nothing more to check here
+            pass
+    except (ValueError, TypeError) as exc:
+        raise InvalidInputError(
+            f"--scheduler {address!r} is not a Dask scheduler address: {exc}; give it as "
+            "tcp://host:8786 (the scheduler's host and port; nothing was written)"
+        ) from exc
+
+
+def _cannot_connect(address: str, exc: BaseException) -> InvalidInputError:
+    hint = "is `dask scheduler` running there? " if isinstance(exc, OSError) else ""
+    return InvalidInputError(
+        f"cannot connect to the Dask scheduler at {address!r}: {exc} ({hint}nothing was written)"
+    )
+
+
+def _probe_scheduler(address: str) -> None:
+    """Open (and close) one connection to ``address`` with distributed's own ``connect``, the
+    connection arguments of Dask's configuration (TLS) and its connect timeout, before a Client
+    exists: a Client whose start fails is left half made, and its ``__del__`` waits twice the
+    connect timeout to close (seen with ``tls://`` without a TLS configuration and with an
+    ``inproc://`` address of no listener). Runs in a thread of its own, so that it works whether
+    or not the caller runs an event loop."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from distributed.comm import connect
+    from distributed.security import Security
+
+    async def probe() -> None:
+        comm = await connect(address, **Security().get_connection_args("client"))
+        await comm.close()
+
+    with ThreadPoolExecutor(1, thread_name_prefix="boloop-dask-probe") as pool:
+        try:
+            pool.submit(asyncio.run, probe()).result()
+        except (OSError, ValueError, TypeError) as exc:  # refused, timed out, no TLS config
+            raise _cannot_connect(address, exc) from exc
 
 
 def _worker_facts() -> tuple[str, str | None]:

@@ -1,8 +1,9 @@
 """``boloop bench plot`` and ``boloop bench summary``: read ``results.csv``, aggregate over seeds.
 
 * :func:`plot_results` writes one PNG per (problem, metric): the mean over seeds and a band of one
-  standard error (``std(ddof=1) / sqrt(n)``) per method against step. matplotlib comes from the
-  ``plot`` extra and is imported only here.
+  standard error (``std(ddof=1) / sqrt(n)``) per method against step, on a log y axis for a
+  metric whose means are positive and span more than two decades (:func:`choose_y_scale`).
+  matplotlib comes from the ``plot`` extra and is imported only here.
 * :func:`summary_table` gives a markdown table per problem: for every method the number of seeds,
   each metric at the final step as ``mean ± standard error``, and the median over all steps of all
   runs of ``ask_seconds + tell_seconds`` (seconds per step).
@@ -22,7 +23,7 @@ import numpy as np
 from boloop.bench.runner import RESULTS_FILE, Key, read_results
 from boloop.errors import InvalidInputError
 
-__all__ = ["aggregate", "final_values", "plot_results", "summary_table"]
+__all__ = ["aggregate", "choose_y_scale", "final_values", "plot_results", "summary_table"]
 
 
 def _float(text: str) -> float:
@@ -105,16 +106,71 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "x"
 
 
-def plot_results(results: str | Path, out_dir: str | Path | None = None) -> list[Path]:
+#: the y scales of :func:`plot_results`
+Y_SCALES = ("auto", "log", "linear")
+
+#: ``y_scale="auto"`` draws a metric on a log axis when its means span more than this many decades
+AUTO_LOG_DECADES = 2.0
+
+
+def choose_y_scale(values: np.ndarray, y_scale: str = "auto") -> str:
+    """The matplotlib y scale for a metric whose plotted means are ``values`` (NaN ignored).
+
+    ``"auto"``: ``"log"`` when every mean is positive and they span more than
+    :data:`AUTO_LOG_DECADES` decades (a loss falling from 40 to 0.02: on a linear axis the
+    methods cannot be told apart after the first steps), else ``"linear"``. ``"log"``: ``"log"``
+    when every mean is positive, else ``"symlog"`` (a log axis with a linear part around zero, so
+    that zeros and negative values are drawn, not dropped). ``"linear"``: ``"linear"``.
+    """
+    if y_scale not in Y_SCALES:
+        raise InvalidInputError(f"y_scale must be one of {Y_SCALES}, got {y_scale!r}")
+    if y_scale == "linear":
+        return "linear"
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return "linear"
+    positive = bool(np.all(v > 0))
+    if y_scale == "log":
+        return "log" if positive else "symlog"
+    if positive and math.log10(float(v.max()) / float(v.min())) > AUTO_LOG_DECADES:
+        return "log"
+    return "linear"
+
+
+def _log_limits(
+    by_method: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+) -> tuple[float, float]:
+    """Y limits of a log axis: every mean and band, except a band's lower edge more than a
+    decade below the smallest mean (a mean near its standard error, e.g. one seed of three at
+    0, would stretch the axis over many empty decades; that band runs off the bottom)."""
+    means = np.concatenate([m for _, m, _, _ in by_method.values()])
+    lows = np.concatenate([m - np.nan_to_num(se) for _, m, se, _ in by_method.values()])
+    highs = np.concatenate([m + np.nan_to_num(se) for _, m, se, _ in by_method.values()])
+    smallest = float(np.nanmin(means))
+    lows = lows[np.isfinite(lows) & (lows >= smallest / 10)]
+    bottom = min(smallest, float(lows.min()) if lows.size else smallest)
+    return bottom / 1.3, float(np.nanmax(highs)) * 1.3
+
+
+def plot_results(
+    results: str | Path, out_dir: str | Path | None = None, y_scale: str = "auto"
+) -> list[Path]:
     """One PNG per (problem, metric) in ``out_dir`` (default: the results directory); returns the
-    paths written."""
+    paths written. ``y_scale`` (``"auto"``, ``"log"`` or ``"linear"``) chooses each metric's y
+    axis with :func:`choose_y_scale`; the axis label names a log scale."""
+    if y_scale not in Y_SCALES:
+        raise InvalidInputError(f"y_scale must be one of {Y_SCALES}, got {y_scale!r}")
     try:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - depends on the installed extras
-        raise InvalidInputError("plotting needs matplotlib: pip install 'boloop[plot]'") from exc
+    except ImportError as exc:
+        raise InvalidInputError(
+            "bench plot needs matplotlib, which boloop does not install by default: "
+            "pip install 'boloop[plot]'"
+        ) from exc
     res = Path(results)
     out = Path(out_dir) if out_dir is not None else (res if res.is_dir() else res.parent)
     out.mkdir(parents=True, exist_ok=True)
@@ -134,8 +190,20 @@ def plot_results(results: str | Path, out_dir: str | Path | None = None) -> list
                     alpha=0.2,
                     linewidth=0,
                 )
+            means = np.concatenate([m for _, m, _, _ in by_method.values()])
+            scale = choose_y_scale(means, y_scale)
+            label = metric
+            if scale == "log":
+                ax.set_yscale("log", nonpositive="clip")
+                ax.set_ylim(*_log_limits(by_method))
+                label = f"{metric} (log scale)"
+            elif scale == "symlog":
+                finite = np.abs(means[np.isfinite(means)])
+                small = finite[finite > 0]
+                ax.set_yscale("symlog", linthresh=float(small.min()) if small.size else 1.0)
+                label = f"{metric} (symmetric log scale)"
             ax.set_xlabel("step")
-            ax.set_ylabel(metric)
+            ax.set_ylabel(label)
             ax.set_title(f"{problem}: {metric} (mean ± s.e.)", fontsize=10)
             ax.legend(fontsize=8)
             ax.grid(alpha=0.3)
@@ -156,9 +224,16 @@ def _fmt(mean: float, se: float) -> str:
     return f"{mean:.{digits}g} ± {se:.2g}"
 
 
+#: the line under each table of :func:`summary_table`: what the numbers are
+_SUMMARY_NOTE = (
+    "final: the metric at each run's last step, mean ± standard error over the seeds "
+    "(sample std / √n); median s/step: ask + tell seconds over all steps of all runs"
+)
+
+
 def summary_table(results: str | Path) -> str:
     """Markdown: one table per problem with final metrics (mean ± s.e. over seeds) per method and
-    the median seconds per step (ask + tell)."""
+    the median seconds per step (ask + tell), each table followed by a line saying so."""
     metrics, runs = _load(results)
     parts: list[str] = []
     for problem in sorted({k[0] for k in runs}):
@@ -184,5 +259,6 @@ def summary_table(results: str | Path) -> str:
             ]
             cells.append(f"{float(np.nanmedian(secs)):.2g}")
             lines.append("| " + " | ".join(cells) + " |")
+        lines += ["", _SUMMARY_NOTE]
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"

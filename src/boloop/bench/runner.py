@@ -47,7 +47,9 @@ from boloop.simulate import KEY_COLUMNS, TIME_COLUMNS
 __all__ = [
     "parse_seeds",
     "RunSpec",
+    "SweepInterrupted",
     "SweepReport",
+    "format_interrupted",
     "run_sweep",
     "read_results",
     "write_results",
@@ -120,6 +122,17 @@ class SweepReport:
     skipped: list[Key] = field(default_factory=list)
     failed: list[tuple[Key, str]] = field(default_factory=list)
     seconds: float = 0.0
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by Ctrl-C (a :class:`KeyboardInterrupt`, so code that catches that still
+    does): ``report`` holds the runs completed before it (in the file) and those skipped
+    (already in the file); ``total`` is the number of runs of the sweep."""
+
+    def __init__(self, report: SweepReport, total: int) -> None:
+        super().__init__("sweep interrupted")
+        self.report = report
+        self.total = total
 
 
 # -- results.csv ------------------------------------------------------------------------------------
@@ -273,11 +286,50 @@ def plan_runs(
             raise InvalidInputError(f"problem {pid!r} has no default budget; give --budget")
         for mid in dict.fromkeys(methods):
             name, options = parse_problem_id(mid)
-            get_method(name, problem.family).check_options(options)  # OptionError names valid ones
+            try:
+                entry = get_method(name, problem.family)
+            except InvalidInputError as exc:  # a method of another family
+                raise InvalidInputError(_one_family_message(exc, problems, methods)) from exc
+            entry.check_options(options)  # OptionError names valid ones
             if options:
                 _check_option_values(problem, pid, mid, int(b), int(seeds[0]) if seeds else 0)
             specs.extend(RunSpec(pid, mid, int(s), int(b)) for s in seeds)
     return specs, metrics
+
+
+def _one_family_message(
+    exc: InvalidInputError, problems: Sequence[str], methods: Sequence[str]
+) -> str:
+    """The refusal of a method that does not run on one of the problems: one sweep runs every
+    method on every problem, so the families go into separate commands into the same ``--out``
+    (the CSV takes the union of their metric columns; plot and summary read both)."""
+    import shlex
+
+    from boloop.algorithms.registry import list_methods
+    from boloop.problems import get, parse_problem_id
+
+    by_family: dict[str, list[str]] = {}
+    for pid in dict.fromkeys(problems):
+        by_family.setdefault(get(pid).family, []).append(pid)
+    serves: dict[str, set[str]] = {}
+    for e in list_methods():
+        serves.setdefault(e.id, set()).add(e.family)
+    commands = []
+    for family, pids in by_family.items():
+        mids = [
+            m for m in dict.fromkeys(methods) if family in serves.get(parse_problem_id(m)[0], ())
+        ]
+        if mids:
+            quoted = " ".join(shlex.quote(x) for x in pids), " ".join(shlex.quote(m) for m in mids)
+            commands.append(f"`--problem {quoted[0]} --method {quoted[1]}`")
+    text = (
+        f"{exc}. One bench run runs every method on every problem, so it takes the methods of "
+        "one family: run each family with its own command into the same --out (results.csv "
+        "takes both families' columns; bench plot and bench summary cover both)"
+    )
+    if len(commands) > 1:
+        text += ": " + " and ".join(commands)
+    return text
 
 
 def _check_option_values(problem: Any, pid: str, mid: str, budget: int, seed: int) -> None:
@@ -441,21 +493,27 @@ def run_sweep(
     n_jobs = (os.cpu_count() or 1) if jobs is None else int(jobs)
     if n_jobs < 1:
         raise InvalidInputError(f"jobs must be >= 1, got {jobs!r}")
-    with contextlib.ExitStack() as stack:
-        _sweep(
-            specs,
-            runs,
-            path,
-            all_metrics,
-            report,
-            stack,
-            n_jobs=n_jobs,
-            force=force,
-            progress=progress,
-            on_complete=on_complete,
-            executor=executor,
-            scheduler=scheduler,
-        )
+    try:
+        with contextlib.ExitStack() as stack:
+            _sweep(
+                specs,
+                runs,
+                path,
+                all_metrics,
+                report,
+                stack,
+                n_jobs=n_jobs,
+                force=force,
+                progress=progress,
+                on_complete=on_complete,
+                executor=executor,
+                scheduler=scheduler,
+            )
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, SweepInterrupted):
+            raise
+        report.seconds = time.perf_counter() - t0
+        raise SweepInterrupted(report, len(specs)) from exc
     report.seconds = time.perf_counter() - t0
     return report
 
@@ -502,7 +560,7 @@ def _sweep(
     write_results(path, all_metrics, runs)
     bar = Progress(len(todo), progress)
     if progress is not None and report.skipped:
-        progress.write(f"{len(report.skipped)} runs already in {path}, skipped\n")
+        progress.write(f"{_runs(len(report.skipped))} already in {path}, skipped\n")
     if not todo:
         return
 
@@ -583,10 +641,27 @@ def _sweep(
     write_results(path, all_metrics, runs)  # sorted by problem, method, seed, step
 
 
+def _runs(count: int) -> str:
+    return f"{count} run" + ("" if count == 1 else "s")
+
+
+def format_interrupted(exc: SweepInterrupted) -> str:
+    """The CLI's line after Ctrl-C: how many runs of the sweep are kept in the file and that
+    the same command resumes (the runs in the file are skipped, the others run)."""
+    r = exc.report
+    kept = len(r.completed) + len(r.skipped)
+    left = exc.total - kept
+    return (
+        f"boloop: interrupted; {kept} of {_runs(exc.total)} are kept in {r.path} "
+        f"({len(r.completed)} finished now, {len(r.skipped)} were there before). Run the same "
+        f"command again to resume: it skips the runs in the file and runs the other {left}"
+    )
+
+
 def format_report(report: SweepReport) -> str:
     """One line per outcome for the CLI."""
     lines = [
-        f"{len(report.completed)} runs completed, {len(report.skipped)} skipped, "
+        f"{_runs(len(report.completed))} completed, {len(report.skipped)} skipped, "
         f"{len(report.failed)} failed in {report.seconds:.1f}s -> {report.path}"
     ]
     lines += [f"FAILED {k[1]} on {k[0]} seed {k[2]}: {msg}" for k, msg in report.failed]

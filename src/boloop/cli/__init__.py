@@ -19,20 +19,25 @@ from boloop.errors import BoloopError
 
 
 def _cmd_bench_run(args: argparse.Namespace) -> int:
-    from boloop.bench import format_report, run_sweep
+    from boloop.bench import SweepInterrupted, format_interrupted, format_report, run_sweep
 
-    report = run_sweep(
-        args.problem,
-        args.method,
-        args.seeds,
-        args.budget,
-        args.out,
-        jobs=args.jobs,
-        force=args.force,
-        progress=None if args.quiet else sys.stderr,
-        executor=args.executor,
-        scheduler=args.scheduler,
-    )
+    try:
+        report = run_sweep(
+            args.problem,
+            args.method,
+            args.seeds,
+            args.budget,
+            args.out,
+            jobs=args.jobs,
+            force=args.force,
+            progress=None if args.quiet else sys.stderr,
+            executor=args.executor,
+            scheduler=args.scheduler,
+        )
+    except SweepInterrupted as exc:  # Ctrl-C: what is kept, and how to resume
+        bar_line_open = not args.quiet and sys.stderr.isatty()  # the bar ends in "\r"
+        print(("\n" if bar_line_open else "") + format_interrupted(exc), file=sys.stderr)
+        return 130
     print(format_report(report))
     return 1 if report.failed else 0
 
@@ -40,7 +45,7 @@ def _cmd_bench_run(args: argparse.Namespace) -> int:
 def _cmd_bench_plot(args: argparse.Namespace) -> int:
     from boloop.bench import plot_results
 
-    for path in plot_results(args.dir, args.out):
+    for path in plot_results(args.dir, args.out, y_scale=args.y_scale):
         print(path)
     return 0
 
@@ -169,9 +174,31 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.set_defaults(func=_cmd_bench_run)
 
-    plot = bsub.add_parser("plot", help="one PNG per problem and metric (mean ± s.e. per method)")
+    help_ = "one PNG per problem and metric (mean ± s.e. per method); needs matplotlib"
+    plot = bsub.add_parser(
+        "plot",
+        help=help_,
+        description=f"{help_}: pip install 'boloop[plot]'",
+    )
     plot.add_argument("dir", metavar="DIR", help="directory with results.csv (or the file)")
     plot.add_argument("--out", default=None, help="where to write the PNGs (default: DIR)")
+    scale = plot.add_mutually_exclusive_group()
+    scale.add_argument(
+        "--log-y",
+        dest="y_scale",
+        action="store_const",
+        const="log",
+        default="auto",
+        help="a log y axis for every metric (symmetric log where a mean is 0 or negative); "
+        "default: log only for a metric whose means are positive and span more than 2 decades",
+    )
+    scale.add_argument(
+        "--linear-y",
+        dest="y_scale",
+        action="store_const",
+        const="linear",
+        help="a linear y axis for every metric",
+    )
     plot.set_defaults(func=_cmd_bench_plot)
 
     summary = bsub.add_parser("summary", help="markdown table of final metrics and s/step")

@@ -483,8 +483,8 @@ def _verify(args: argparse.Namespace) -> int:
     study = load_study(args.name, storage=args.storage, full_replay=True)
     n_asked = sum(1 for e in study.events() if e["kind"] == "asked")
     print(
-        f"ok: study {study.name!r} replays to the stored queries ({study.n_answered} answers in "
-        f"effect, {n_asked} queries issued, {time.perf_counter() - t0:.1f} s)"
+        f"ok: study {study.name!r} replays to the stored queries ({_n(study.n_answered, 'answer')} "
+        f"in effect, {n_asked} {'query' if n_asked == 1 else 'queries'} issued, {time.perf_counter() - t0:.1f} s)"
     )
     return 0
 
@@ -495,8 +495,11 @@ def _migrate(args: argparse.Namespace) -> int:
 
     copied = migrate_studies(args.source, args.target, args.study or None)
     for name, n_events in copied:
-        print(f"copied study {name!r}: {n_events} events")
-    print(f"{len(copied)} studies copied to {safe_url(args.target)}")
+        print(f"copied study {name!r}: {_n(n_events, 'event')}")
+    print(
+        f"{len(copied)} {'study' if len(copied) == 1 else 'studies'} copied to "
+        f"{safe_url(args.target)}"
+    )
     return 0
 
 
@@ -512,7 +515,7 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     for r in rows:
         print(
-            f"{r['name']}\t{r['family']}\t{r['method']}\t{r['problem']}\t{r['answered']} answers"
+            f"{r['name']}\t{r['family']}\t{r['method']}\t{r['problem']}\t{_n(r['answered'], 'answer')}"
             f"\tcreated {r['created_at']}"
         )
     return 0
@@ -531,7 +534,7 @@ def _export(args: argparse.Namespace) -> int:
     _refuse_to_overwrite(args.out, args.force)
     study = load_study(args.name, storage=args.storage)
     study.export(args.out)
-    print(f"wrote {study.n_answered} answers to {args.out}")
+    print(f"wrote {_n(study.n_answered, 'answer')} to {args.out}")
     return 0
 
 
@@ -556,7 +559,7 @@ def _plot(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise InvalidInputError(f"cannot write {out!r}: {exc.strerror or exc}") from exc
     what = "progress, model and safe set growth" if growth else "progress and model"
-    print(f"wrote {out}: {what} of study {study.name!r} ({study.n_answered} answers)")
+    print(f"wrote {out}: {what} of study {study.name!r} ({_n(study.n_answered, 'answer')})")
     return 0
 
 
@@ -570,7 +573,7 @@ def plot_document(study: Study, html: bool = False, growth: bool = True) -> str:
     from boloop.study.pictures import pictures
 
     pics = pictures(study, growth=growth)
-    title = f"study {study.name} ({study.method}, {study.n_answered} answers)"
+    title = f"study {study.name} ({study.method}, {_n(study.n_answered, 'answer')})"
     if html:
         body = "\n".join(f"<figure>{svg}</figure>" for svg in pics.values())
         return (

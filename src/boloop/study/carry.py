@@ -99,10 +99,31 @@ def _iso(ev: Event) -> str | None:
     return t.isoformat() if hasattr(t, "isoformat") else str(t)
 
 
-def _duel_refusal(from_study: str, config: Mapping[str, Any], duels: int, url: str) -> str:
-    """Why a study with duels cannot be continued in a new one, and what can be done."""
-    import boloop
+def _duel_refusal(
+    from_study: str, config: Mapping[str, Any], duels: int, url: str, loads: bool
+) -> str:
+    """Why a study with duels cannot be continued in a new one, and what can be done: for a
+    study that loads (``loads``), keep using it or copy it whole with ``boloop study migrate``;
+    for one whose log no longer replays, where its answers are and which boloop loads them."""
+    import shlex
 
+    import boloop
+    from boloop.study.replay import storage_option
+
+    why = (
+        f"study {from_study!r} cannot be continued in a new study: {duels} of its answers are "
+        "duels, and a study takes duels only as answers to its own queries (add and label take "
+        "measurements and labels; there is no way to record a duel from outside)."
+    )
+    if loads:
+        shown = safe_url(url)
+        source = shlex.quote(shown) if shown == url else "YOUR_STORAGE_URL"
+        return (
+            f"{why} The study itself is fine: keep answering it (boloop study ask "
+            f"{shlex.quote(from_study)}{storage_option(url)}), or copy it with its whole log to "
+            f"another storage (boloop study migrate --from {source} --to OTHER_STORAGE "
+            f"--study {shlex.quote(from_study)}); nothing was stored"
+        )
     made = config.get("boloop_version")
     if made != boloop.__version__:
         load = f"load it with the boloop version that created it ({made!r})"
@@ -112,12 +133,20 @@ def _duel_refusal(from_study: str, config: Mapping[str, Any], duels: int, url: s
             "a development version, or changed defaults)"
         )
     return (
-        f"study {from_study!r} cannot be continued in a new study: {duels} of its answers are "
-        "duels, and a study takes duels only as answers to its own queries (add and label take "
-        "measurements and labels; there is no way to record a duel from outside). To keep "
-        f"working with it, {load}: its answers are safe in the storage {safe_url(url)!r}, which "
-        "no boloop changes"
+        f"{why} To keep working with it, {load}: its answers are safe in the storage "
+        f"{safe_url(url)!r}, which no boloop changes"
     )
+
+
+def _loads(name: str, storage: str | None) -> bool:
+    """Whether study ``name`` loads with this boloop (its log replays); reads only."""
+    from boloop.study.core import load_study
+
+    try:
+        load_study(name, storage=storage)
+    except BoloopError:
+        return False
+    return True
 
 
 _CUT = " [cut]"
@@ -199,7 +228,8 @@ def create_from(
     answers = carried_answers(events, from_study)
     duels = sum(1 for a in answers if a.kind == "compare")
     if duels:
-        raise InvalidInputError(_duel_refusal(from_study, config, duels, old_store.url))
+        loads = _loads(from_study, source_url)
+        raise InvalidInputError(_duel_refusal(from_study, config, duels, old_store.url, loads))
     old_method = config.get("method")
     # the old study's options come along only when the method is not given: a method given
     # (even the same one) starts from the options given, so that an option this version no

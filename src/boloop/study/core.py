@@ -604,6 +604,21 @@ class Study(StudyReplay, StudySnapshots):
             raise InvalidInputError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
 
     def _write_export(self, path: str, ext: str, hist: list[dict[str, Any]]) -> None:
+        from boloop.study.space_file import defined_params
+
+        # grid values as the space file defines them (0.6, not linspace's 0.6000000000000001);
+        # answers and a box's coordinates as they are
+        hist = [
+            {
+                **r,
+                **{
+                    k: defined_params(self.space, r[k])
+                    for k in ("params", "a", "b")
+                    if isinstance(r.get(k), dict)
+                },
+            }
+            for r in hist
+        ]
         if ext == ".json":
             try:
                 rec = self.recommend()

@@ -530,6 +530,45 @@ def point_to_params(space: Space, x: Any) -> dict[str, float]:
     return {n: float(v) for n, v in zip(space.names, arr)}
 
 
+def _defined_axis_values(space: Space) -> list[np.ndarray] | None:
+    """The sorted values each parameter takes in a finite space (a grid or a table of
+    options), or None for a continuous box, whose coordinates are the methods' own numbers."""
+    if isinstance(space, SafeSpace):
+        xs = space.x_points
+        return [space.s_values, *(np.unique(xs[:, j]) for j in range(xs.shape[1]))]
+    if isinstance(space, CandidateSet):
+        return [np.unique(space.points[:, j]) for j in range(space.dim)]
+    return None
+
+
+def defined_params(space: Space, params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with every value that is one of its parameter's grid (or option) values
+    written as the space file defines it: the shortest decimal, at most 15 significant digits,
+    that is closer to this value than to any other of the parameter's values.
+
+    A grid is built with ``numpy.linspace``, whose points are off by an ulp or so from the decimal
+    the space file means: on a grid of 21 points over [0, 1] the 13th is 0.6000000000000001, not
+    0.6 (the float nearest 3/5). An export writes 0.6, which names the same grid point (a study
+    reads it back to that point). Values that are not the space's own (a box's coordinates, a
+    point added off the grid) are returned as they are.
+    """
+    axes = _defined_axis_values(space)
+    if axes is None:
+        return dict(params)
+    out = dict(params)
+    for name, values in zip(space.names, axes):
+        v = out.get(name)
+        if isinstance(v, bool) or not isinstance(v, float) or not math.isfinite(v):
+            continue
+        i = int(np.searchsorted(values, v))
+        if i >= values.size or values[i] != v:
+            continue  # not one of the parameter's values
+        short = float(f"{v:.15g}")
+        if short != v and int(np.argmin(np.abs(values - short))) == i:
+            out[name] = short
+    return out
+
+
 def params_to_point(space: Space, params: Mapping[str, Any], what: str = "params") -> np.ndarray:
     """The point (d,) named by ``params``; raises naming unknown, missing or bad values.
 

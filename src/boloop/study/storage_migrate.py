@@ -8,10 +8,11 @@ the target replays the log (and checks every query) and stores a new one.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 
 from boloop.errors import InvalidInputError, UnknownIdError
-from boloop.study.storage import open_storage, resolve_storage, safe_url
+from boloop.study.storage import StorageBackend, open_storage, resolve_storage, safe_url
 
 __all__ = ["migrate_studies"]
 
@@ -47,14 +48,53 @@ def migrate_studies(
     there = {n for n, _ in dst.study_names()}
     clash = [n for n in wanted if n in there]
     if clash:
-        raise InvalidInputError(
-            f"storage {safe_url(dst_url)!r} already has the studies {clash}; migrate copies "
-            "studies, it never merges two logs (rename or remove them there, or pick others "
-            "with --study)"
-        )
+        raise InvalidInputError(_clash_message(src, src_url, dst_url, wanted, clash))
     copied = []
     for name in wanted:
         events = src.events(src.study_id(name))
         dst.import_study(name, stored[name], events)
         copied.append((name, len(events)))
     return copied
+
+
+def _shown(url: str, placeholder: str) -> str:
+    """``url`` for a command line, or ``placeholder`` when printing it would hide a password."""
+    shown = safe_url(url)
+    return shlex.quote(shown) if shown == url else placeholder
+
+
+def _clash_message(
+    src: StorageBackend, src_url: str, dst_url: str, wanted: list[str], clash: list[str]
+) -> str:
+    """The refusal of studies whose names exist at the target, naming what works: ``--study``
+    for the others, and per clashing study either ``boloop study create NEW --from NAME`` (its
+    answers in effect under another name, :mod:`boloop.study.carry`) or, for a study of duels,
+    which cannot be carried, a copy to another storage."""
+    from boloop.study.carry import carried_answers
+
+    others = [n for n in wanted if n not in clash]
+    text = (
+        f"storage {safe_url(dst_url)!r} already has the studies {clash}; migrate copies "
+        "studies, it never merges two logs, and nothing was copied."
+    )
+    if others:
+        picks = " ".join(f"--study {shlex.quote(n)}" for n in others)
+        text += f" To copy the others, give them: {picks}."
+    source, target = _shown(src_url, "SOURCE_URL"), _shown(dst_url, "TARGET_URL")
+    for name in clash:
+        duels = sum(
+            a.kind == "compare" for a in carried_answers(src.events(src.study_id(name)), name)
+        )
+        if duels:
+            text += (
+                f" {name!r} has duels, which cannot be carried into a study of another name: "
+                f"copy it whole to another storage: boloop study migrate --from {source} "
+                f"--to OTHER_STORAGE --study {shlex.quote(name)}."
+            )
+        else:
+            text += (
+                f" {name!r} can be copied under another name, its answers as the new study's "
+                f"own data (not its log): boloop study create NEW --from {shlex.quote(name)} "
+                f"--from-storage {source} --storage {target}."
+            )
+    return text.rstrip(".")
