@@ -185,6 +185,26 @@ def test_status_and_model_picture_follow_every_change_of_the_study(url, name):
     check()
 
 
+@pytest.mark.parametrize("name", sorted(SPACES))
+def test_no_copy_of_the_policy_outlives_a_status_or_a_picture(url, name):
+    """What is kept for an unchanged study is what was read, not the copy it was read from (a
+    large policy's matrices; a level-set estimate's ``classify`` calls into its policy)."""
+    import gc
+
+    study = make_study(name, url, answers=3)
+    kind = type(study.policy)
+
+    def alive() -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if type(o) is kind)
+
+    before = alive()
+    study.status()
+    pictures(study, growth=False)  # (the growth's replay is kept by design: one per study)
+    study.recommend()
+    assert alive() == before
+
+
 @pytest.mark.parametrize("grid,outline", [(6, False), (25, True)])
 def test_safe_with_several_x_parameters_draws_the_certified_level_per_setting(url, grid, outline):
     space = {

@@ -427,7 +427,7 @@ class Study(StudyReplay, StudySnapshots):
         """
         self.refresh()
         with self.readout() as r:
-            return self._named(r.recommend())
+            return r.recommend()
 
     def history(self, last: int | None = None) -> list[dict[str, Any]]:
         """Answers in effect, oldest first: rows with ``query_id, kind, source, params`` (or
@@ -487,7 +487,7 @@ class Study(StudyReplay, StudySnapshots):
         # recommend() and describe() on a copy: lazy fits may draw random numbers (see recommend)
         with self.readout() as r:
             try:
-                rec = self._named(r.recommend())
+                rec = r.recommend()
             except (BoloopError, NotImplementedError) as exc:  # e.g. no data yet
                 rec = f"not available yet ({exc})"
             described = dict(r.described)
@@ -528,7 +528,7 @@ class Study(StudyReplay, StudySnapshots):
     @contextlib.contextmanager
     def readout(self) -> Iterator[PolicyReadout]:
         """Read-only work on a copy of the policy (:mod:`boloop.study.readout`): what the
-        copy's ``recommend()`` and ``describe()`` gave, and :meth:`PolicyReadout.product` for
+        copy's ``recommend()`` (in parameter names) and ``describe()`` gave, and :meth:`PolicyReadout.product` for
         more (the model picture). Made once per state of the study (a new event, a new open
         query or a reload makes a new one); the copy lives until the outermost scope using it
         ends, so a web page's status and model picture share one, and an unchanged study is
@@ -539,7 +539,7 @@ class Study(StudyReplay, StudySnapshots):
             key = self._readout_key()
             r = self._readout
             if r is None or r.key != key:
-                r = self._readout = PolicyReadout(self._policy, key)
+                r = self._readout = PolicyReadout(self._policy, key, self._named)
             r.users += 1
             try:
                 yield r

@@ -633,12 +633,8 @@ def model_svg(study: Any) -> str:
     state, and the picture is kept with that state: drawn again unchanged, nothing is copied."""
     hist = study.history()  # catches up with the log
     with study.readout() as r:
-        try:
-            rec = r.recommend()
-        except Exception:  # noqa: BLE001 - a picture never fails because there is no data yet
-            rec = None
         return r.product(
-            "model picture", study.policy, lambda policy: _model_svg(study, hist, policy, rec)
+            "model picture", study.policy, lambda policy, rec: _model_svg(study, hist, policy, rec)
         )
 
 

@@ -25,40 +25,50 @@ class PolicyReadout:
     policy, last event, open query and iteration).
 
     A copy is made with the readout and asked, in this order, ``recommend()`` (its result, or the
-    exception it raised) then ``describe()`` ({} if it fails: introspection only); the copy
-    stays for :meth:`product` while the readout is in use (``users``) and is dropped after (its
-    matrices are not kept). A product asked for after that is drawn from a new copy brought to
-    the same point (copied, then ``recommend()`` and ``describe()``), so every product is read
-    from a copy in the same state whichever caller came first.
+    exception it raised) then ``describe()`` ({} if it fails: introspection only). The
+    recommendation is kept as ``name`` writes it (the study's parameter names: plain values,
+    nothing of the copy); the copy and its own recommendation object (a level-set estimate's
+    ``classify`` calls into the copy) stay for :meth:`product` while the readout is in use
+    (``users``) and are dropped after, so its matrices are not kept. A product asked for after
+    that is drawn from a new copy brought to the same point (copied, then ``recommend()`` and
+    ``describe()``): every product is read from a copy in the same state whoever came first.
     """
 
-    def __init__(self, policy: Any, key: Hashable) -> None:
+    def __init__(self, policy: Any, key: Hashable, name: Callable[[Any], Any]) -> None:
         self.key = key
         self.users = 0
         self._products: dict[str, Any] = {}
-        self._twin: Any = None
-        self._twin, self._recommendation, self._error, self.described = _read(policy)
+        self._twin, self._raw, error, self.described = _read(policy)
+        self._recommendation: Any = None
+        if error is None:
+            try:
+                self._recommendation = name(self._raw)
+            except Exception as exc:  # noqa: BLE001 - kept and raised again, as recommend()'s
+                error = _without_tracebacks(exc)
+        self._error = error
 
     def recommend(self) -> Any:
-        """The copy's ``recommend()``: its result, or the exception it raised, raised again."""
+        """The copy's ``recommend()`` in ``name``'s words (a fresh copy of them: the caller may
+        change it), or the exception it raised, raised again."""
         if self._error is not None:
             raise self._error.with_traceback(None)
-        return self._recommendation
+        return copy.deepcopy(self._recommendation)
 
-    def product(self, name: str, policy: Any, draw: Callable[[Any], Any]) -> Any:
-        """``draw(copy)`` computed once per state and kept: ``name`` says what it is, ``policy``
-        is the live policy (copied again only if this readout's copy was dropped). ``draw`` may
-        call anything on the copy; the live policy is never touched. Nothing is kept if it raises.
-        """
+    def product(self, name: str, policy: Any, draw: Callable[[Any, Any], Any]) -> Any:
+        """``draw(copy, recommendation)`` computed once per state and kept: ``name`` says what
+        it is; ``recommendation`` is the copy's own ``recommend()`` result (None if it raised);
+        ``policy`` is the live policy (copied again only if this readout's copy was dropped).
+        ``draw`` may call anything on the copy; the live policy is never touched. Nothing is
+        kept if it raises."""
         if name not in self._products:
             if self._twin is None:
-                self._twin = _read(policy)[0]
-            self._products[name] = draw(self._twin)
+                self._twin, self._raw = _read(policy)[:2]
+            self._products[name] = draw(self._twin, self._raw)
         return self._products[name]
 
     def release(self) -> None:
-        """Drop the copy (what was read from it is kept)."""
-        self._twin = None
+        """Drop the copy and its recommendation object (what was read from them is kept)."""
+        self._twin = self._raw = None
 
 
 def _read(policy: Any) -> tuple[Any, Any, BaseException | None, dict[str, Any]]:
