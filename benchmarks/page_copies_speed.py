@@ -14,6 +14,11 @@ measures, in CPU time (medians), with one BLAS thread (user + system, ``getrusag
 * ``cli status``: ``boloop study status NAME`` as a fresh process (CPU of the child: Python
   start-up, loading the study from its snapshot, the status), after a snapshot was stored.
 
+Each is also given as user time alone: the system time is mostly the page faults of a copy's
+fresh memory, and on a shared machine it varies from nothing to several hundred ms for the same
+render (reclaim and compaction under other processes' memory use), whatever the code; read the
+user time for the code's own work.
+
 ``--src A B``: the same measurements with two (or more) source trees of boloop
 (``PYTHONPATH=A/src``...), each in its own process on its own copy of the study, the trees taking
 turns for ``--rounds`` rounds: a before/after comparison in one run on the same machine.
