@@ -146,6 +146,65 @@ def test_drawing_and_recommending_never_change_the_next_query(url, name):
     assert replayed.query == live.query
 
 
+@pytest.mark.parametrize("name", sorted(SPACES))
+def test_status_and_model_picture_follow_every_change_of_the_study(url, name):
+    """Read again while nothing changed, the status, recommendation and model picture are the
+    same; after an answer, an undo, an answer another process gave, and a query asked through
+    ``.policy``, they are what a study loaded afresh from the same log shows (nothing read
+    from an earlier state is shown)."""
+    from boloop.study import load_study
+    from study_samples import answer_for
+
+    study = make_study(name, url, answers=2)
+    other = load_study(name, storage=url)  # another process on the same storage
+
+    def shown(s):
+        return s.status(), model_svg(s), s.recommend()
+
+    def check():
+        now = shown(study)
+        assert shown(study) == now
+        assert now == shown(load_study(name, storage=url, full_replay=True))
+
+    check()
+    for _ in range(2):
+        q = study.ask()
+        study.tell(q.id, answer_for(q))
+        check()
+    study.undo()
+    check()
+    q = other.ask()
+    other.tell(q.id, answer_for(q))
+    check()
+    shown(study)
+    study.policy.ask()  # asked through the policy (not logged): the live policy moved on
+    fresh = load_study(name, storage=url, full_replay=True)
+    fresh.policy.ask()
+    assert shown(study) == shown(fresh)
+    study.ask()  # now logged
+    check()
+
+
+@pytest.mark.parametrize("name", sorted(SPACES))
+def test_no_copy_of_the_policy_outlives_a_status_or_a_picture(url, name):
+    """What is kept for an unchanged study is what was read, not the copy it was read from (a
+    large policy's matrices; a level-set estimate's ``classify`` calls into its policy)."""
+    import gc
+
+    study = make_study(name, url, answers=3)
+    kind = type(study.policy)
+
+    def alive() -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if type(o) is kind)
+
+    before = alive()
+    study.status()
+    pictures(study, growth=False)  # (the growth's replay is kept by design: one per study)
+    study.recommend()
+    assert alive() == before
+
+
 @pytest.mark.parametrize("grid,outline", [(6, False), (25, True)])
 def test_safe_with_several_x_parameters_draws_the_certified_level_per_setting(url, grid, outline):
     space = {

@@ -18,6 +18,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from boloop.errors import InvalidInputError  # noqa: E402
 from boloop.study import create_study, load_study  # noqa: E402
 from boloop.web import check_bind, create_app  # noqa: E402
+from boloop.web.app import jsonable  # noqa: E402
 from boloop.web.server import server_urls  # noqa: E402
 from study_samples import DRINKS, SPACES, answer_for, make_study  # noqa: E402
 
@@ -291,6 +292,81 @@ def test_exports_and_pictures_and_state(url):
     assert st2["version"] > st["version"] and st2["answered"] == st["answered"] + 1
     page = c.get("/studies/pref").text
     assert "A tastes, better" in page  # the note in the history table
+
+
+class _PolicyCopies:
+    """Stands for the ``copy`` module in the study and web modules: forwards everything and
+    counts the deep copies of a policy made there (copies of the live policy; a policy's own
+    copies of itself, e.g. the expert family's ``predict``, are made in its own module)."""
+
+    def __init__(self) -> None:
+        import copy
+
+        self._copy = copy
+        self.n = 0
+
+    def deepcopy(self, x, *args, **kw):
+        from boloop.queries import BasePolicy
+
+        self.n += isinstance(x, BasePolicy)
+        return self._copy.deepcopy(x, *args, **kw)
+
+    def __getattr__(self, attr):
+        return getattr(self._copy, attr)
+
+
+def _count_policy_copies(monkeypatch) -> _PolicyCopies:
+    import importlib
+
+    counter = _PolicyCopies()
+    for mod in ("core", "pictures", "readout", "replay", "snapshots"):
+        try:
+            module = importlib.import_module(f"boloop.study.{mod}")
+        except ImportError:
+            continue
+        if hasattr(module, "copy"):
+            monkeypatch.setattr(module, "copy", counter)
+    return counter
+
+
+def _page(client, name):
+    r = client.get(f"/studies/{name}")
+    assert r.status_code == 200, r.text
+    return re.sub(r'name="csrf" value="[^"]+"', "", r.text)
+
+
+@pytest.mark.parametrize("name", sorted(SPACES))
+def test_a_page_copies_the_policy_once_and_an_unchanged_study_not_again(url, name, monkeypatch):
+    """The page's recommendation, warnings and model picture are read from one copy of the live
+    policy per render (its status and its picture share it); drawn again while nothing changed
+    (a reload, a second visitor, the picture or the status through the API), the study shows
+    the same and copies nothing. Through it all the live study asks what a replay of its log
+    asks, and after an answer the page shows what a fresh load of the log shows."""
+    make_study(name, url, answers=3)
+    c = _client(url)
+    _page(c, name)  # the server loads the study and logs the open query
+    copies = _count_policy_copies(monkeypatch)
+    page = _page(c, name)
+    model = c.get(f"/studies/{name}/pictures/model.svg").text
+    status = c.get(f"/api/studies/{name}").json()
+    assert _page(c, name) == page and model in page
+    assert c.get(f"/api/studies/{name}").json() == status
+    assert copies.n == 0
+    assert _page(_client(url), name) == page  # another server: its own study, its own copy
+    copies.n = 0
+    q = c.post(f"/api/studies/{name}/ask").json()
+    tq = load_study(name, storage=url, full_replay=True).ask()
+    assert tq.to_dict().items() <= q.items()  # the API adds a safe query's limit
+    r = c.post(f"/api/studies/{name}/tell", json={"query_id": q["id"], "answer": answer_for(tq)})
+    assert r.status_code == 200, r.text
+    page = _page(c, name)  # an answer changed the study: one copy, for status and picture
+    assert copies.n == 1
+    status = c.get(f"/api/studies/{name}").json()
+    assert c.get(f"/studies/{name}/pictures/model.svg").text in page
+    assert copies.n == 1
+    fresh = load_study(name, storage=url, full_replay=True)
+    assert status == json.loads(json.dumps(jsonable(fresh.status())))
+    assert fresh.ask().to_dict().items() <= c.post(f"/api/studies/{name}/ask").json().items()
 
 
 @pytest.mark.parametrize("name", ["lab/run 1", "a/state", "x/tell", "50% sugar?#", "/lead/"])

@@ -16,7 +16,6 @@ The study's parts live beside it: :mod:`boloop.study.replay` (the log into a pol
 from __future__ import annotations
 
 import contextlib
-import copy
 import csv
 import dataclasses
 import json
@@ -26,6 +25,7 @@ import numbers
 import os
 import platform
 import secrets
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -52,6 +52,7 @@ from boloop.study.log import Event, SeqConflict, safe_url
 from boloop.study.naming import MAX_NOTE_CHARS as MAX_NOTE_CHARS  # moved; importable here too
 from boloop.study.naming import _check_name, _check_note, _json_options
 from boloop.study.pinning import pinned_defaults, policy_options
+from boloop.study.readout import PolicyReadout
 from boloop.study.replay import (
     StudyReplay,
     continue_command,
@@ -256,6 +257,9 @@ class Study(StudyReplay, StudySnapshots):
         self._stale = False  # True: the in-memory state may be ahead of storage; reload first
         self._snapshot_off = False
         self._snapshot_cost = 0.0
+        self._generation = 0  # counts the policies _rebuild made (a readout's key names one)
+        self._readout: PolicyReadout | None = None
+        self._readout_lock = threading.RLock()
         self._rebuild(events)
 
     # -- public API ---------------------------------------------------------------------------------
@@ -436,11 +440,12 @@ class Study(StudyReplay, StudySnapshots):
 
         Computed on a copy of the policy: some policies fit their models lazily inside
         ``recommend`` and draw random numbers for it (the expert family), so calling it on the
-        live policy would make the next query differ from a replay of the log.
+        live policy would make the next query differ from a replay of the log. The copy is
+        :meth:`readout`'s: asked again in the same state, nothing is copied again.
         """
         self.refresh()
-        with one_blas_thread():
-            return self._named(copy.deepcopy(self._policy).recommend())
+        with self.readout() as r:
+            return r.recommend()
 
     def history(self, last: int | None = None) -> list[dict[str, Any]]:
         """Answers in effect, oldest first: rows with ``query_id, kind, source, params`` (or
@@ -498,16 +503,12 @@ class Study(StudyReplay, StudySnapshots):
         pending = self._policy.pending
         policy = self._policy
         # recommend() and describe() on a copy: lazy fits may draw random numbers (see recommend)
-        twin = copy.deepcopy(policy)
-        with one_blas_thread():  # as the live policy computes (boloop._blas)
+        with self.readout() as r:
             try:
-                rec = self._named(twin.recommend())
+                rec = r.recommend()
             except (BoloopError, NotImplementedError) as exc:  # e.g. no data yet
                 rec = f"not available yet ({exc})"
-            try:
-                described = dict(twin.describe())
-            except Exception:  # noqa: BLE001 - introspection only; a status must always print
-                described = {}
+            described = dict(r.described)
         # the study's counts and iteration are shown once, in the study's vocabulary
         for key in _NOT_SETTINGS:
             described.pop(key, None)
@@ -541,6 +542,41 @@ class Study(StudyReplay, StudySnapshots):
             "last_answers": [self._row(e) for e in answers[-last:]] if last else [],
             "warnings": self._warnings(described),
         }
+
+    @contextlib.contextmanager
+    def readout(self) -> Iterator[PolicyReadout]:
+        """Read-only work on a copy of the policy (:mod:`boloop.study.readout`): what the
+        copy's ``recommend()`` (in parameter names) and ``describe()`` gave, and :meth:`PolicyReadout.product` for
+        more (the model picture). Made once per state of the study (a new event, a new open
+        query or a reload makes a new one); the copy lives until the outermost scope using it
+        ends, so a web page's status and model picture share one, and an unchanged study is
+        read again with no copy. One thread at a time (a lock). It reads the state last caught
+        up with (callers :meth:`refresh` first, as their other reads need the same state).
+        """
+        with self._readout_lock:
+            key = self._readout_key()
+            r = self._readout
+            if r is None or r.key != key:
+                r = self._readout = PolicyReadout(self._policy, key, self._named)
+            r.users += 1
+            try:
+                yield r
+            finally:
+                r.users -= 1
+                if r.users == 0:
+                    r.release()
+
+    def _readout_key(self) -> tuple[int, int, int | None, int]:
+        """What the live policy's state depends on: which policy (a reload makes a new one),
+        the events applied to it, its open query (also one asked through ``.policy``) and its
+        iteration."""
+        pending = self._policy.pending
+        return (
+            self._generation,
+            self._seq,
+            None if pending is None else int(pending.id),
+            int(self._policy.iteration),
+        )
 
     def _warnings(self, described: Mapping[str, Any]) -> list[str]:
         """What a person must not miss: measured values over a safety limit that the method

@@ -319,23 +319,6 @@ def _settings(study: Any) -> dict[str, Any]:
     return dict(getattr(study.problem, "settings", {}) or {})
 
 
-def _policy_copy(study: Any) -> Any:
-    """A copy of the study's live policy to draw from.
-
-    Some policies fit their models lazily inside ``recommend`` and draw random numbers for it
-    (the expert family's ``_sync_gp``): calling it on the live policy would change the random
-    stream and make the live study's next query differ from a replay of its log. Pictures
-    never touch the live policy."""
-    return copy.deepcopy(study.policy)
-
-
-def _raw_recommendation(policy: Any) -> Any:
-    try:
-        return policy.recommend()
-    except Exception:  # noqa: BLE001 - a picture never fails because there is no data yet
-        return None
-
-
 def _evaluations(study: Any, hist: list[dict[str, Any]]) -> tuple[np.ndarray, list[Any]]:
     """Points (n, d) of the evaluate rows and their answers."""
     names = study.names
@@ -641,12 +624,23 @@ def _class_colour(upper: bool, unsure: bool) -> str:
 
 
 def model_svg(study: Any) -> str:
-    """The current model over the space, the data and the recommendation (SVG document)."""
+    """The current model over the space, the data and the recommendation (SVG document).
+
+    Drawn from a copy of the study's policy (:meth:`~boloop.study.Study.readout`), never the
+    live one: some policies fit their models lazily inside ``recommend`` and draw random numbers
+    for it (the expert family's ``_sync_gp``), which would make the live study's next query
+    differ from a replay of its log. The copy is the one ``Study.status()`` reads in the same
+    state, and the picture is kept with that state: drawn again unchanged, nothing is copied."""
+    hist = study.history()  # catches up with the log
+    with study.readout() as r:
+        return r.product(
+            "model picture", study.policy, lambda policy, rec: _model_svg(study, hist, policy, rec)
+        )
+
+
+def _model_svg(study: Any, hist: list[dict[str, Any]], policy: Any, rec: Any) -> str:
     label = f"model of study {study.name}"
     space = study.space
-    hist = study.history()
-    policy = _policy_copy(study)
-    rec = _raw_recommendation(policy)
     if isinstance(space, SafeSpace):
         return _model_safe(study, policy, hist, rec, label)
     traits = family_traits(study.family)

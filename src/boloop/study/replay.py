@@ -134,6 +134,7 @@ class StudyReplay:
     _effective: list[Event]
     _asked: dict[int, Event]
     _logged_open: set[int]
+    _generation: int  # set by Study.__init__, counted up by _rebuild
     _dirty: bool
     _cost: float
     _stale: bool
@@ -210,6 +211,7 @@ class StudyReplay:
         self._cost = 0.0
         effective = effective_events(events, self.name)
         start = 0
+        self._generation += 1  # a new policy: what was read from the old one is not its state
         policy = self._snapshot_policy(events, effective) if not self._full_replay else None
         if policy is not None:
             self._policy, start = policy

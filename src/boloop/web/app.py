@@ -56,7 +56,7 @@ from boloop.spaces import format_value, params_text
 from boloop.study import Study, create_study, list_studies, load_study
 from boloop.study.answers import parse_measurement
 from boloop.study.media import media_file, media_index
-from boloop.study.pictures import growth_svg, pictures
+from boloop.study.pictures import growth_svg, model_svg, pictures, progress_svg
 from boloop.study.storage import open_storage, safe_url
 
 __all__ = ["create_app"]
@@ -535,10 +535,11 @@ def create_app(
             if svg is None:
                 raise HTTPException(404, "the safe set's growth is drawn for safe studies only")
             return Response(svg, media_type="image/svg+xml")
-        pics = api_call(name, lambda s: pictures(s, growth=False))
-        if which not in pics:
-            raise HTTPException(404, f"no picture {which!r}; pictures: {sorted(pics)}")
-        return Response(pics[which], media_type="image/svg+xml")
+        draw = {"progress": progress_svg, "model": model_svg}.get(which)
+        if draw is None:
+            api_call(name, lambda s: None)  # an unknown study is said first
+            raise HTTPException(404, f"no picture {which!r}; pictures: ['model', 'progress']")
+        return Response(api_call(name, draw), media_type="image/svg+xml")
 
     @app.get("/studies/{name}/export.{ext}", include_in_schema=False)
     def study_export(name: str, ext: str) -> Response:
@@ -817,10 +818,11 @@ def _page_context(study: Study) -> dict[str, Any]:
     except BoloopError as exc:
         ask_error = str(exc)
     hist = study.history()
-    pics = pictures(study, growth=False)  # the growth is an image of its own (a replay)
+    with study.readout():  # one copy of the policy for the model picture and the status
+        pics = pictures(study, growth=False)  # the growth is an image of its own (a replay)
+        st = study.status(last=0)
     events = study.events()
     units = _units(study)
-    st = study.status(last=0)
     ctx: dict[str, Any] = {
         "study": study,
         "name": study.name,
