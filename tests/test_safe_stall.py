@@ -220,8 +220,12 @@ def test_the_stall_is_on_the_study_page(tmp_path):
     _answer(study, 30)
     page = TestClient(create_app(url, None), follow_redirects=False).get("/studies/reactor")
     assert page.status_code == 200
-    banner = page.text.split('id="study-warnings"', 1)[1].split("</div>", 1)[0]
-    assert "the method is stuck" in banner and "min_lengthscale_g" in banner
+    # a notice (amber), not the red alarm of a measured value over the limit
+    assert 'id="study-warnings"' not in page.text
+    notice = page.text.split('id="study-stuck"', 1)[1].split("</div>", 1)[0]
+    assert "the method is stuck" in notice and "min_lengthscale_g" in notice
+    assert "--from reactor" in notice
+    assert study.status()["stuck"] in study.status()["warnings"]
 
 
 def test_hyperparameter_learning_min_lengthscale_raises_the_lower_bounds():

@@ -486,7 +486,9 @@ class Study(StudyReplay, StudySnapshots):
         plan for a number of answers, MR-LPF's T: ``value``, ``source``, ``left``);
         ``settings``: the method's settings in effect (its ``describe()``, defaults included);
         ``open_query``, ``recommendation`` (in parameter names), ``recommendation_meaning``,
-        ``last_answers`` (the last ``last`` history rows).
+        ``last_answers`` (the last ``last`` history rows); ``warnings``: what a person must not
+        miss (a measured value over a safety limit; a method that is stuck); ``stuck``: the last
+        of these on its own (None while the method makes progress), a notice rather than an alarm.
         """
         if isinstance(last, bool) or not isinstance(last, numbers.Integral) or last < 0:
             raise InvalidInputError(f"last must be a non-negative integer, got {last!r}")
@@ -541,6 +543,7 @@ class Study(StudyReplay, StudySnapshots):
             "recommendation_meaning": policy.recommendation_meaning,
             "last_answers": [self._row(e) for e in answers[-last:]] if last else [],
             "warnings": self._warnings(described),
+            "stuck": self._stuck(described),
         }
 
     @contextlib.contextmanager
@@ -592,6 +595,12 @@ class Study(StudyReplay, StudySnapshots):
                 f"at {where}: the model had certified it (or the process drifted); the method no "
                 "longer certifies that setting or higher ones and has become more cautious"
             )
+        stuck = self._stuck(described)
+        return out if stuck is None else [*out, stuck]
+
+    def _stuck(self, described: Mapping[str, Any]) -> str | None:
+        """A safe method that cannot certify more (``describe()["stall"]``), in words, with the
+        command that continues the study with the option that may help; None otherwise."""
         stall = described.get("stall")
         if isinstance(stall, Mapping) and stall.get("message"):
             text = str(stall["message"])
@@ -604,8 +613,8 @@ class Study(StudyReplay, StudySnapshots):
                     f"{continue_command(self.name, self._storage)} --option "
                     f"min_lengthscale_g={floor:g} (or give it in a new space file's [settings])"
                 )
-            out.append(text)
-        return out
+            return text
+        return None
 
     def _horizon(self) -> dict[str, Any] | None:
         """The planned number of answers of methods that plan for one (MR-LPF's T), where it

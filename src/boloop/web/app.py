@@ -843,7 +843,9 @@ def _page_context(study: Study) -> dict[str, Any]:
         "last_desc": _answer_description(hist[-1]) if hist else "",
         "recommendation": _recommendation_view(study, st, units, len(hist)),
         # what a person must not miss (a measured g above the safety limit...), while it holds
-        "study_warnings": list(st.get("warnings") or []),
+        "study_warnings": [w for w in st.get("warnings") or [] if w != st.get("stuck")],
+        # a method that no longer makes progress: a notice, not the alarm above
+        "study_stuck": st.get("stuck"),
         "goal": family_traits(study.family).measured_goal,
     }
     return ctx
