@@ -13,6 +13,7 @@ from boloop.algorithms import make_policy
 from boloop.errors import InvalidInputError, OptionError
 from boloop.problems.safe import random_monotone_gp
 from boloop.simulate import simulate
+from cli_runner import run_cli
 
 
 def test_learned_is_the_default_when_fitting_and_paper_stays_available():
@@ -107,9 +108,6 @@ def test_measured_g_above_h_is_flagged_and_never_certified_again(caplog):
 
 
 def test_a_study_warns_of_a_measured_g_above_h_in_status_and_the_cli(tmp_path):
-    import subprocess
-    import sys
-
     from boloop.study import create_study
 
     space = tmp_path / "dose.toml"
@@ -129,12 +127,9 @@ def test_a_study_warns_of_a_measured_g_above_h_in_status_and_the_cli(tmp_path):
     assert "dose" in st["warnings"][0]
     # the point as a person reads it: names and at most 6 significant digits, no Python dict
     assert "{" not in st["warnings"][0] and "dose=0," in st["warnings"][0]
-    out = subprocess.run(
-        [sys.executable, "-m", "boloop.cli", "study", "status", "trial", "--storage", url],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    done = run_cli(["study", "status", "trial", "--storage", url], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     assert "WARNING: query" in out and "above the limit" in out
 
 

@@ -14,6 +14,7 @@ from boloop.algorithms import make_policy
 from boloop.errors import BoloopError, InvalidInputError
 from boloop.simulate import simulate
 from boloop.study import create_study, list_studies, load_study
+from cli_runner import run_cli
 
 
 def _reactor_spec(settings: dict | None = None) -> dict:
@@ -70,18 +71,12 @@ def test_a_stuck_study_says_so_in_status_with_axis_lengthscale_step_and_option()
 
 
 def test_the_stall_reaches_the_cli_status(tmp_path):
-    import subprocess
-    import sys
-
     url = f"sqlite:///{tmp_path / 'lab.db'}"
     study = create_study("reactor", "m-safeopt", _reactor_spec(), seed=0, storage=url)
     _answer(study, 30)
-    out = subprocess.run(
-        [sys.executable, "-m", "boloop.cli", "study", "status", "reactor", "--storage", url],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    done = run_cli(["study", "status", "reactor", "--storage", url], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
     assert "WARNING: the method is stuck" in out and "min_lengthscale_g" in out
 
 
