@@ -30,6 +30,7 @@ Run (one thread; one JSON line per run on stdout or ``--out``)::
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -122,6 +123,8 @@ def run_reactor(method: str, seed: int, budget: int, floor: float | None) -> dic
 def run_problem(problem_id: str, method: str, seed: int, budget: int, floor: float | None) -> dict:
     """A library problem (or the made-up heater, or a random-GP draw) through ``simulate``;
     ``budget`` counts iterations (the safe seeds come on top), ``fires`` lists answers."""
+    import numpy as np
+
     from boloop.algorithms import build_policy
     from boloop.problems import get as get_problem
     from boloop.simulate import simulate
@@ -136,12 +139,26 @@ def run_problem(problem_id: str, method: str, seed: int, budget: int, floor: flo
     max_s = [0.0]
 
     answers = [0]
+    unsafe_at: list[list] = []
+    G = problem.truth()[1] if hasattr(problem, "truth") else None
+    n_s = problem.space.n_s
+
+    trail: list = []
 
     def on_record(rec: dict) -> None:  # one record per answer, the safe seeds included
         answers[0] += 1
+        trail.append(rec["points"])
         max_s[0] = max(max_s[0], float(rec["points"][0][0]) if rec["points"] else 0.0)
         if policy.stall() is not None:
             fires.append(answers[0])
+        if rec["metrics"]["unsafe"] > len(unsafe_at) and rec["points"]:
+            # every unsafe evaluation: answer, level of s (index), the action, true g - h
+            flat = int(problem.space.index_of(np.asarray(rec["points"][:1], dtype=float))[0])
+            i, j = divmod(flat, n_s)
+            excess = None if G is None else round(float(G[i, j] - problem.threshold), 4)
+            unsafe_at.append(
+                [answers[0], j, [round(float(v), 4) for v in rec["points"][0]], excess]
+            )
 
     trace = simulate(policy, problem, budget, seed=seed, on_record=on_record)
     m = trace.records[-1]["metrics"]
@@ -153,6 +170,8 @@ def run_problem(problem_id: str, method: str, seed: int, budget: int, floor: flo
         "floor": floor,
         "budget": budget,
         "unsafe": m["unsafe"],
+        "unsafe_at": unsafe_at,
+        "trace": hashlib.sha1(json.dumps(trail).encode()).hexdigest()[:12],  # evaluated actions
         "simple_regret": m["simple_regret"],
         "max_s": max_s[0],
         "fires": fires,
