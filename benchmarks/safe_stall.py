@@ -145,10 +145,17 @@ def run_problem(problem_id: str, method: str, seed: int, budget: int, floor: flo
     n_s = problem.space.n_s
 
     trail: list = []
+    levels: set = set()
+    reach = [0]  # most levels certified above the data while they hold a single level of s
 
     def on_record(rec: dict) -> None:  # one record per answer, the safe seeds included
         answers[0] += 1
         trail.append(rec["points"])
+        if rec["points"] and len(levels) < 2:
+            levels.add(int(np.argmin(np.abs(problem.space.s_values - rec["points"][0][0]))))
+            if len(levels) == 1:
+                top = np.searchsorted(problem.space.s_values, policy.recommend().boundary_s.max())
+                reach[0] = max(reach[0], int(top) - min(levels))
         max_s[0] = max(max_s[0], float(rec["points"][0][0]) if rec["points"] else 0.0)
         if policy.stall() is not None:
             fires.append(answers[0])
@@ -172,6 +179,7 @@ def run_problem(problem_id: str, method: str, seed: int, budget: int, floor: flo
         "budget": budget,
         "unsafe": m["unsafe"],
         "unsafe_at": unsafe_at,
+        "single_level_reach": reach[0],
         "trace": hashlib.sha1(json.dumps(trail).encode()).hexdigest()[:12],  # evaluated actions
         "simple_regret": m["simple_regret"],
         "max_s": max_s[0],
