@@ -54,6 +54,10 @@ learns them with ``hyperparameters=``:
   only.
 * ``"plain"``: unguarded maximum likelihood, only on explicit request (logs a warning).
 
+While every datum lies at one level of ``s`` (the safe seeds), the data cannot identify g's
+length-scale along ``s``, and the learned default certifies at most one grid level above that
+level (:meth:`_SafePolicy._level_cap`); from two measured levels on, the fitted model decides.
+
 ``min_lengthscale_g`` is the one assumption a user can add to the learned default: ``g`` varies
 no faster than that fraction of each axis's range (the fit and the conservative shortening of
 ``g``'s length-scales never go below it). It is not learned or checked: if ``g`` changes faster,
@@ -714,10 +718,12 @@ class _SafePolicy(BasePolicy):
         cap; the cap applies only to the learned default.
 
         The condition is global (two levels anywhere), not per ``x`` row. A per-row version (cap
-        each row one level above its own highest measured level until the row has two) was
-        measured and not adopted: it left no unsafe evaluation on ``safe/random-gp`` with 30
-        levels of ``s`` but stalled ``safe/branin`` (200 x rows) in 4 of 5 seeds
-        (``docs/reproductions/safe.md``). The ``x`` axes need no cap: the design puts several
+        each row one level above its own highest measured level until the row has two, and keep
+        no certification of a capped row in the union over time) was measured and not adopted:
+        it left no unsafe evaluation on ``safe/random-gp`` with 30 levels of ``s`` (the global
+        cap leaves 3 of 100 draws: one datum at a second level does not identify ``l_s``) but
+        stalled ``safe/branin`` (200 x rows) in 4 of 5 seeds (``docs/reproductions/safe.md``,
+        "One level at a time"). The ``x`` axes need no cap: the design puts several
         distinct ``x`` at ``s = 0``, so their length-scales are identified before anything is
         certified at ``s > 0``."""
         if not self._one_step or len(self._levels) != 1:
