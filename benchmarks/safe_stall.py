@@ -25,11 +25,13 @@ Run (one thread; one JSON line per run on stdout or ``--out``)::
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/safe_stall.py --draws 40 --floors 0.2
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/safe_stall.py --draws 40 --n-s 30 --budget 60
     .venv/bin/python benchmarks/safe_stall.py --table runs.jsonl
+    .venv/bin/python benchmarks/safe_stall.py --compare old.jsonl new.jsonl   # paired runs
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -122,6 +124,8 @@ def run_reactor(method: str, seed: int, budget: int, floor: float | None) -> dic
 def run_problem(problem_id: str, method: str, seed: int, budget: int, floor: float | None) -> dict:
     """A library problem (or the made-up heater, or a random-GP draw) through ``simulate``;
     ``budget`` counts iterations (the safe seeds come on top), ``fires`` lists answers."""
+    import numpy as np
+
     from boloop.algorithms import build_policy
     from boloop.problems import get as get_problem
     from boloop.simulate import simulate
@@ -136,12 +140,33 @@ def run_problem(problem_id: str, method: str, seed: int, budget: int, floor: flo
     max_s = [0.0]
 
     answers = [0]
+    unsafe_at: list[list] = []
+    G = problem.truth()[1] if hasattr(problem, "truth") else None
+    n_s = problem.space.n_s
+
+    trail: list = []
+    levels: set = set()
+    reach = [0]  # most levels certified above the data while they hold a single level of s
 
     def on_record(rec: dict) -> None:  # one record per answer, the safe seeds included
         answers[0] += 1
+        trail.append(rec["points"])
+        if rec["points"] and len(levels) < 2:
+            levels.add(int(np.argmin(np.abs(problem.space.s_values - rec["points"][0][0]))))
+            if len(levels) == 1:
+                top = np.searchsorted(problem.space.s_values, policy.recommend().boundary_s.max())
+                reach[0] = max(reach[0], int(top) - min(levels))
         max_s[0] = max(max_s[0], float(rec["points"][0][0]) if rec["points"] else 0.0)
         if policy.stall() is not None:
             fires.append(answers[0])
+        if rec["metrics"]["unsafe"] > len(unsafe_at) and rec["points"]:
+            # every unsafe evaluation: answer, level of s (index), the action, true g - h
+            flat = int(problem.space.index_of(np.asarray(rec["points"][:1], dtype=float))[0])
+            i, j = divmod(flat, n_s)
+            excess = None if G is None else round(float(G[i, j] - problem.threshold), 4)
+            unsafe_at.append(
+                [answers[0], j, [round(float(v), 4) for v in rec["points"][0]], excess]
+            )
 
     trace = simulate(policy, problem, budget, seed=seed, on_record=on_record)
     m = trace.records[-1]["metrics"]
@@ -153,6 +178,9 @@ def run_problem(problem_id: str, method: str, seed: int, budget: int, floor: flo
         "floor": floor,
         "budget": budget,
         "unsafe": m["unsafe"],
+        "unsafe_at": unsafe_at,
+        "single_level_reach": reach[0],
+        "trace": hashlib.sha1(json.dumps(trail).encode()).hexdigest()[:12],  # evaluated actions
         "simple_regret": m["simple_regret"],
         "max_s": max_s[0],
         "fires": fires,
@@ -185,6 +213,54 @@ def table(paths: list[str]) -> None:
         )
 
 
+def compare(old_path: str, new_path: str) -> None:
+    """Runs found in both files, paired by (problem id, method, seed): unsafe evaluations (the
+    draws or seeds), how many evaluated-action traces differ, simple regret, highest s, stalls."""
+
+    def load(path: str) -> dict:
+        rows = (json.loads(line) for line in open(path) if line.strip())
+        return {
+            (r.get("id", r["problem"]), r["method"], r["seed"], str(r["floor"])): r for r in rows
+        }
+
+    old, new = load(old_path), load(new_path)
+    groups: dict = defaultdict(list)
+    for key in old.keys() & new.keys():
+        n_s = re.search(r"n_s=(\d+)", key[0])
+        prob = key[0].split("?")[0] + (f"?n_s={n_s.group(1)}" if n_s else "")
+        groups[(prob, key[1], key[3])].append(key)
+
+    def who(rs: dict, keys: list) -> str:
+        bad = sorted(k for k in keys if rs[k]["unsafe"])
+        name = [
+            m.group(1) if (m := re.search(r"seed=(\d+)", k[0])) else f"seed {k[2]}" for k in bad
+        ]
+        return f"{sum(rs[k]['unsafe'] for k in keys):g}" + (f" ({', '.join(name)})" if name else "")
+
+    print(
+        "| problem | method | min_lengthscale_g | runs | unsafe evaluations, old (draws) | new "
+        "| traces changed | simple regret or rec f, old / new | highest s, old / new "
+        "| runs where the stall fired, old / new |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for (prob, meth, floor), keys in sorted(groups.items()):
+        changed = sum(old[k].get("trace") != new[k].get("trace") for k in keys)
+        traced = all("trace" in old[k] for k in keys)
+
+        def mean(rs: dict, name: str, keys: list = keys) -> float:
+            v = [rs[k].get(name, rs[k].get("rec_f")) for k in keys]
+            v = [x for x in v if x is not None]
+            return sum(v) / len(v) if v else float("nan")
+
+        print(
+            f"| {prob} | {meth} | {floor} | {len(keys)} | {who(old, keys)} | {who(new, keys)} | "
+            f"{changed if traced else 'n/a'} | {mean(old, 'simple_regret'):.4g} / "
+            f"{mean(new, 'simple_regret'):.4g} | {mean(old, 'max_s'):.3g} / "
+            f"{mean(new, 'max_s'):.3g} | {sum(1 for k in keys if old[k]['fires'])} / "
+            f"{sum(1 for k in keys if new[k]['fires'])} |"
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--problems", nargs="*", default=[])
@@ -200,9 +276,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--floors", nargs="*", default=["none"])
     ap.add_argument("--out", default=None)
     ap.add_argument("--table", nargs="*", default=None)
+    ap.add_argument(
+        "--compare", nargs=2, default=None, metavar=("OLD", "NEW"), help="pair two runs' files"
+    )
     a = ap.parse_args(argv)
     if a.table is not None:
         table(a.table)
+        return
+    if a.compare is not None:
+        compare(*a.compare)
         return
     from safe_unknown_hyperparameters import random_gp_id
 

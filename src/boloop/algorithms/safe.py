@@ -54,6 +54,10 @@ learns them with ``hyperparameters=``:
   only.
 * ``"plain"``: unguarded maximum likelihood, only on explicit request (logs a warning).
 
+While every datum lies at one level of ``s`` (the safe seeds), the data cannot identify g's
+length-scale along ``s``, and the learned default certifies at most one grid level above that
+level (:meth:`_SafePolicy._level_cap`); from two measured levels on, the fitted model decides.
+
 ``min_lengthscale_g`` is the one assumption a user can add to the learned default: ``g`` varies
 no faster than that fraction of each axis's range (the fit and the conservative shortening of
 ``g``'s length-scales never go below it). It is not learned or checked: if ``g`` changes faster,
@@ -360,6 +364,11 @@ class _SafePolicy(BasePolicy):
         self._cert_count = 0
         self._growth_iteration = 0
         self._stall: dict[str, Any] | None = None
+        #: learned default: the grid levels of s measured so far; while there is only one, g's
+        #: length-scale along s is not identified and certification stops one level above it
+        #: (:meth:`_level_cap`)
+        self._one_step = self.hyperparameters == "learned"
+        self._levels: set[int] = set()
         learned_start = self.learning is not None
         self.gp_f = (
             self._make_gp(
@@ -449,6 +458,8 @@ class _SafePolicy(BasePolicy):
         if self.gp_f is not None and f is not None:
             self.gp_f.condition(point, f)
         self.gp_g.condition(point, g - self.threshold)
+        if self._one_step and len(self._levels) < 2:
+            self._levels.add(int(np.argmin(np.abs(self.space.s_values - float(point[0])))))
         if self.learning is not None:
             self._learn()
         elif self.fit_hyperparameters:
@@ -685,6 +696,48 @@ class _SafePolicy(BasePolicy):
                 )
             self.certified[i] = max(self.certified[i], j)
 
+    def _level_cap(self) -> int | None:
+        """The highest grid level of ``s`` that may be certified while the data cannot identify
+        how fast ``g`` changes along ``s``, or None once they can (and with fixed kernels, the
+        paper's refit or ``"plain"``, which are never capped).
+
+        Derivation (notation of Losalka & Scarlett 2024, eq. 10-14). The safe set (12) is
+        ``S_t = {(s, x) : UCB^g_{t-1}(s, x) <= h}`` and the safe boundary (14)
+        ``s_t^{(x)} = max{s : (s, x) in S_t}``. With learned hyperparameters ``UCB^g`` depends on
+        g's length-scale along ``s``, ``l_s``. While every measured action has the same level
+        ``s = s_0`` (the safe seeds all do), every distance between data points has a zero ``s``
+        component, so for a stationary ARD kernel the Gram matrix, hence the marginal
+        likelihood, does not depend on ``l_s`` at all: the data say nothing about it (the
+        likelihood-ratio set of ``gp/conservative.py`` contains every ``l_s``, and the fit
+        leaves it at its start, a fifth of the box). Certifying ``(s_0 + k delta, x)``
+        (``delta`` the grid step) from such data needs g's correlation over ``k delta`` along
+        ``s`` to be high, i.e. an assumed ``l_s`` of order ``k delta`` or longer: the
+        assumption grows with ``k``, and ``k = 1`` is the least that lets the method move at
+        all. So until the data hold two distinct levels of ``s`` the safe boundary is capped one
+        level above the measured one, ``s_t^{(x)} <= s_0 + delta`` for every ``x``: one step at
+        a time while the scale is unknown, as SafeOpt expands its safe set by one step from the
+        points it has certified. The first measurement at ``s_0 + delta`` makes the likelihood
+        depend on ``l_s``, and from then on the fitted, conservatively shortened length-scale
+        decides (nothing is capped).
+
+        Departure from the paper: its kernels are known (Theorems 1-3 assume a fixed kernel whose
+        RKHS contains g and a valid ``beta``), so ``l_s`` is never in doubt and (12) needs no
+        cap; the cap applies only to the learned default.
+
+        The condition is global (two levels anywhere), not per ``x`` row. A per-row version (cap
+        each row one level above its own highest measured level until the row has two, and keep
+        no certification of a capped row in the union over time) was measured and not adopted:
+        it left no unsafe evaluation on ``safe/random-gp`` with 30 levels of ``s`` (the global
+        cap leaves 3 of 100 draws: one datum at a second level does not identify ``l_s``) but
+        stalled ``safe/branin`` (200 x rows) in 4 of 5 seeds (``docs/reproductions/safe.md``,
+        "One level at a time"). The ``x`` axes need no cap: the design puts several
+        distinct ``x`` at ``s = 0``, so their length-scales are identified before anything is
+        certified at ``s > 0``."""
+        if not self._one_step or len(self._levels) != 1:
+            return None
+        (level,) = self._levels
+        return min(level + 1, self.space.n_s - 1)
+
     def _bounds(self, t: int) -> Bounds:
         mg, sg = self.post_g.mean_std()
         mg = mg + self.threshold
@@ -699,6 +752,9 @@ class _SafePolicy(BasePolicy):
             b.ucb_g = np.where(
                 np.arange(self.space.n_s)[None, :] >= self._cut[:, None], np.inf, b.ucb_g
             )
+        cap = self._level_cap()
+        if cap is not None:  # g's scale along s not identified: one level above the data
+            b.ucb_g = np.where(np.arange(self.space.n_s)[None, :] > cap, np.inf, b.ucb_g)
         return b
 
     # ------------------------------------------------------------------ per-round sets
