@@ -52,6 +52,8 @@ def test_a_method_asks_the_same_with_its_defaults_given_as_options(tmp_path, fam
     problem = get(problem_id)
     plain = make_policy(method, problem, 0)
     pinned = make_policy(method, problem, 0, **study.policy_options)
+    # what the method reports about itself (its settings in a study's status) and what it asks
+    assert pinned.describe() == plain.describe()
     assert _queries(pinned, problem_id, STEPS[family]) == _queries(
         plain, problem_id, STEPS[family]
     )

@@ -19,6 +19,7 @@ __all__ = [
     "CandidateSet",
     "SafeSpace",
     "Space",
+    "axis_values",
     "format_value",
     "grid_points_per_axis",
     "params_text",
@@ -377,7 +378,8 @@ class SafeSpace:
         :meth:`CandidateSet.describe_miss` says it: the parameters whose value is off the grid
         with the nearest grid values, or (``x_points`` a table) the nearest action."""
         pt = as_points(x, "x", dim=self.dim)[0]
-        axes = [self.s_values, *_axis_values(self.x_points)]
+        axes = axis_values(self)
+        assert axes is not None
         scale = self.box.width[1:]
 
         def nearest(p: np.ndarray) -> np.ndarray:
@@ -425,6 +427,17 @@ def params_text(params: Mapping[str, Any], units: Mapping[str, str] | None = Non
         f"{k}={format_value(v)}" + (f" {units[k]}" if units.get(k) else "")
         for k, v in params.items()
     )
+
+
+def axis_values(space: Any) -> list[np.ndarray] | None:
+    """The sorted distinct values each parameter takes in a finite space (a
+    :class:`CandidateSet`'s columns; a :class:`SafeSpace`'s levels of ``s``, then its ``x``
+    columns), or None for a continuous :class:`Box`."""
+    if isinstance(space, SafeSpace):
+        return [space.s_values, *_axis_values(space.x_points)]
+    if isinstance(space, CandidateSet):
+        return _axis_values(space.points)
+    return None
 
 
 def _axis_values(points: np.ndarray) -> list[np.ndarray]:

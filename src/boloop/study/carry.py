@@ -23,8 +23,14 @@ import secrets
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from boloop.errors import BoloopError, InvalidInputError, StorageError, UnknownIdError
-from boloop.study.log import Event, safe_url
+from boloop.errors import (
+    BoloopError,
+    InvalidInputError,
+    StorageError,
+    StorageUnavailableError,
+    UnknownIdError,
+)
+from boloop.study.log import Event, safe_url, url_for_command
 from boloop.study.naming import MAX_NOTE_CHARS, _check_name
 from boloop.study.replay import decode_answer, decode_query, effective_events
 
@@ -116,8 +122,7 @@ def _duel_refusal(
         "measurements and labels; there is no way to record a duel from outside)."
     )
     if loads:
-        shown = safe_url(url)
-        source = shlex.quote(shown) if shown == url else "YOUR_STORAGE_URL"
+        source = url_for_command(url)
         return (
             f"{why} The study itself is fine: keep answering it (boloop study ask "
             f"{shlex.quote(from_study)}{storage_option(url)}), or copy it with its whole log to "
@@ -144,6 +149,8 @@ def _loads(name: str, storage: str | None) -> bool:
 
     try:
         load_study(name, storage=storage)
+    except StorageUnavailableError:
+        raise  # the storage is down: that says nothing about the study
     except BoloopError:
         return False
     return True

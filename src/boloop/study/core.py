@@ -212,6 +212,7 @@ _NOT_SETTINGS = (
     "duels",
     "expert_queries",
     "recommendation_index",
+    "stall",  # a safe method's stall: the status's "stuck" and "warnings" say it in words
 )
 
 # -- the study ---------------------------------------------------------------------------------------
@@ -511,6 +512,7 @@ class Study(StudyReplay, StudySnapshots):
             except (BoloopError, NotImplementedError) as exc:  # e.g. no data yet
                 rec = f"not available yet ({exc})"
             described = dict(r.described)
+        stuck, alarms = self._stuck(described), self._over_limit(described)
         # the study's counts and iteration are shown once, in the study's vocabulary
         for key in _NOT_SETTINGS:
             described.pop(key, None)
@@ -542,8 +544,8 @@ class Study(StudyReplay, StudySnapshots):
             "recommendation_label": rec_label,
             "recommendation_meaning": policy.recommendation_meaning,
             "last_answers": [self._row(e) for e in answers[-last:]] if last else [],
-            "warnings": self._warnings(described),
-            "stuck": self._stuck(described),
+            "warnings": [*alarms, *([stuck] if stuck else [])],
+            "stuck": stuck,
         }
 
     @contextlib.contextmanager
@@ -553,8 +555,10 @@ class Study(StudyReplay, StudySnapshots):
         more (the model picture). Made once per state of the study (a new event, a new open
         query or a reload makes a new one); the copy lives until the outermost scope using it
         ends, so a web page's status and model picture share one, and an unchanged study is
-        read again with no copy. One thread at a time (a lock). It reads the state last caught
-        up with (callers :meth:`refresh` first, as their other reads need the same state).
+        read again with no copy. Readouts take a lock, asks and tells do not: a Study is not for
+        use from several threads at once (the web server serves one request per study at a
+        time). It reads the state last caught up with (callers :meth:`refresh` first, as their
+        other reads need the same state).
         """
         with self._readout_lock:
             key = self._readout_key()
@@ -581,11 +585,10 @@ class Study(StudyReplay, StudySnapshots):
             int(self._policy.iteration),
         )
 
-    def _warnings(self, described: Mapping[str, Any]) -> list[str]:
-        """What a person must not miss: measured values over a safety limit that the method
-        reported (``describe()["over_limit"]``, issue 18), each with its parameters, and a safe
-        method that is stuck (``describe()["stall"]``: the certified set no longer grows although
-        better settings may lie beyond it; its message says why and what option helps)."""
+    def _over_limit(self, described: Mapping[str, Any]) -> list[str]:
+        """Measured values over a safety limit that the method reported
+        (``describe()["over_limit"]``, issue 18), each with its parameters: the alarms of a
+        status's ``warnings`` (a stuck method, :meth:`_stuck`, is the other kind)."""
         out = []
         for e in described.get("over_limit") or []:
             named = self._named(np.asarray(e["point"], dtype=np.float64))
@@ -595,8 +598,7 @@ class Study(StudyReplay, StudySnapshots):
                 f"at {where}: the model had certified it (or the process drifted); the method no "
                 "longer certifies that setting or higher ones and has become more cautious"
             )
-        stuck = self._stuck(described)
-        return out if stuck is None else [*out, stuck]
+        return out
 
     def _stuck(self, described: Mapping[str, Any]) -> str | None:
         """A safe method that cannot certify more (``describe()["stall"]``), in words, with the
@@ -649,15 +651,17 @@ class Study(StudyReplay, StudySnapshots):
             raise InvalidInputError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
 
     def _write_export(self, path: str, ext: str, hist: list[dict[str, Any]]) -> None:
+        from boloop.spaces import axis_values
         from boloop.study.space_file import defined_params
 
+        axes = axis_values(self.space)  # once per export, not per row
         # grid values as the space file defines them (0.6, not linspace's 0.6000000000000001);
         # answers and a box's coordinates as they are
         hist = [
             {
                 **r,
                 **{
-                    k: defined_params(self.space, r[k])
+                    k: defined_params(self.space, r[k], axes)
                     for k in ("params", "a", "b")
                     if isinstance(r.get(k), dict)
                 },

@@ -84,6 +84,15 @@ def decode_events(
     return out
 
 
+def url_for_command(url: str, placeholder: str = "YOUR_STORAGE_URL") -> str:
+    """``url`` quoted for a command line a message suggests, or ``placeholder`` where printing it
+    would show a password (:func:`safe_url` would mask it, and a masked URL does not work)."""
+    import shlex
+
+    shown = safe_url(url)
+    return shlex.quote(shown) if shown == url else placeholder
+
+
 def safe_url(url: str) -> str:
     """``url`` with its password masked (``postgresql+psycopg://lab:***@host/db``), for
     messages, logs and status lines."""

@@ -12,10 +12,12 @@ status and model picture), and what was read is kept with the study's state
 from __future__ import annotations
 
 import copy
+import traceback
 from collections.abc import Callable, Hashable
 from typing import Any
 
 from boloop._blas import one_blas_thread
+from boloop.errors import BoloopError
 
 __all__ = ["PolicyReadout"]
 
@@ -91,7 +93,11 @@ def _read(policy: Any) -> tuple[Any, Any, BaseException | None, dict[str, Any]]:
 
 def _without_tracebacks(exc: BaseException) -> BaseException:
     """``exc`` with no traceback on it or the exceptions it chains: a kept traceback would keep
-    the frames of the copy's ``recommend()``, and with them the copy."""
+    the frames of the copy's ``recommend()``, and with them the copy. Where it came from is kept
+    as text (a note on ``exc``: a bug inside a policy's ``recommend()`` still names its line)."""
+    if not isinstance(exc, BoloopError) and hasattr(exc, "add_note"):  # notes: Python 3.11+
+        where = "".join(traceback.format_tb(exc.__traceback__))
+        exc.add_note(f"raised in the policy's recommend():\n{where}")
     seen: set[int] = set()
     e: BaseException | None = exc
     while e is not None and id(e) not in seen:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import boloop
-from boloop.errors import StorageError
+from boloop.errors import StorageError, StorageUnavailableError
 from boloop.queries import BasePolicy
 from boloop.study.log import Event
 from boloop.study.replay import effective_events
@@ -99,6 +99,8 @@ class StudySnapshots:
         """``(policy, number of effective events it includes)`` from a valid snapshot."""
         try:
             snap = self._storage.get_snapshot(self._sid)
+        except StorageUnavailableError:
+            raise  # the database is down: a full replay would not help (and may take minutes)
         except StorageError:
             return None
         if snap is None:

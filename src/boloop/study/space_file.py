@@ -56,7 +56,14 @@ import numpy as np
 from boloop.algorithms.families import family_traits, space_key_owners
 from boloop.errors import InvalidInputError, OutOfSpaceError
 from boloop.problems.base import Problem
-from boloop.spaces import Box, CandidateSet, SafeSpace, Space, grid_points_per_axis
+from boloop.spaces import (
+    Box,
+    CandidateSet,
+    SafeSpace,
+    Space,
+    axis_values,
+    grid_points_per_axis,
+)
 from boloop.study.media import check_media, embed_media, is_media_name
 
 __all__ = [
@@ -530,18 +537,9 @@ def point_to_params(space: Space, x: Any) -> dict[str, float]:
     return {n: float(v) for n, v in zip(space.names, arr)}
 
 
-def _defined_axis_values(space: Space) -> list[np.ndarray] | None:
-    """The sorted values each parameter takes in a finite space (a grid or a table of
-    options), or None for a continuous box, whose coordinates are the methods' own numbers."""
-    if isinstance(space, SafeSpace):
-        xs = space.x_points
-        return [space.s_values, *(np.unique(xs[:, j]) for j in range(xs.shape[1]))]
-    if isinstance(space, CandidateSet):
-        return [np.unique(space.points[:, j]) for j in range(space.dim)]
-    return None
-
-
-def defined_params(space: Space, params: Mapping[str, Any]) -> dict[str, Any]:
+def defined_params(
+    space: Space, params: Mapping[str, Any], axes: list[np.ndarray] | None = None
+) -> dict[str, Any]:
     """``params`` with every value that is one of its parameter's grid (or option) values
     written as the space file defines it: the shortest decimal, at most 15 significant digits,
     that is closer to this value than to any other of the parameter's values.
@@ -552,7 +550,8 @@ def defined_params(space: Space, params: Mapping[str, Any]) -> dict[str, Any]:
     reads it back to that point). Values that are not the space's own (a box's coordinates, a
     point added off the grid) are returned as they are.
     """
-    axes = _defined_axis_values(space)
+    if axes is None:  # (give ``axes = spaces.axis_values(space)`` when writing many points)
+        axes = axis_values(space)
     if axes is None:
         return dict(params)
     out = dict(params)

@@ -12,6 +12,7 @@ import shlex
 from collections.abc import Sequence
 
 from boloop.errors import InvalidInputError, UnknownIdError
+from boloop.study.log import url_for_command
 from boloop.study.storage import StorageBackend, open_storage, resolve_storage, safe_url
 
 __all__ = ["migrate_studies"]
@@ -57,12 +58,6 @@ def migrate_studies(
     return copied
 
 
-def _shown(url: str, placeholder: str) -> str:
-    """``url`` for a command line, or ``placeholder`` when printing it would hide a password."""
-    shown = safe_url(url)
-    return shlex.quote(shown) if shown == url else placeholder
-
-
 def _clash_message(
     src: StorageBackend, src_url: str, dst_url: str, wanted: list[str], clash: list[str]
 ) -> str:
@@ -80,7 +75,7 @@ def _clash_message(
     if others:
         picks = " ".join(f"--study {shlex.quote(n)}" for n in others)
         text += f" To copy the others, give them: {picks}."
-    source, target = _shown(src_url, "SOURCE_URL"), _shown(dst_url, "TARGET_URL")
+    source, target = url_for_command(src_url, "SOURCE_URL"), url_for_command(dst_url, "TARGET_URL")
     for name in clash:
         duels = sum(
             a.kind == "compare" for a in carried_answers(src.events(src.study_id(name)), name)

@@ -108,11 +108,18 @@ def _cobol(problem: PolicySpec, seed: Any = 0, **options: Any) -> COBOL:
     return COBOL(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
 
 
+#: COBOHL takes COBOL's options but two: it has no primal-dual step (Alg. 2; always False) and no
+#: no-harm test, so no eta (its constructor sets both; the table must not offer or pin them)
+_COBOHL_OPTIONS = tuple(
+    o for o in options_from(COBOHL, _DOCS) if o.name not in ("primal_dual", "eta")
+)
+
+
 @register_method(
     "cobohl",
     "expert",
     "COBOHL (Xu et al. 2024, Alg. 2): expert-constrained LCB",
-    options=options_from(COBOHL, _DOCS),
+    options=_COBOHL_OPTIONS,
 )
 def _cobohl(problem: PolicySpec, seed: Any = 0, **options: Any) -> COBOHL:
     return COBOHL(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
