@@ -61,5 +61,11 @@ class StorageUnavailableError(StorageError):
     back (``boloop serve`` answers it with HTTP 503 and ``Retry-After``)."""
 
 
+class StorageBusyError(StorageUnavailableError):
+    """Other writers kept changing the study's log while this operation tried to store (it gave
+    way after several tries): nothing was stored, and the same operation may be repeated at once
+    (``boloop serve`` answers it with HTTP 503, ``Retry-After`` and ``"error": "storage_busy"``)."""
+
+
 class UnsafeSeedError(BoloopError):
     """A safe seed cannot be certified safe by the model."""

@@ -41,6 +41,7 @@ from boloop.errors import (
     BoloopError,
     InvalidInputError,
     QueryStateError,
+    StorageBusyError,
     StorageError,
 )
 from boloop.problems.base import Problem
@@ -317,7 +318,9 @@ class Study(StudyReplay, StudySnapshots):
                 return self._wrap(query)
             except SeqConflict:
                 self._reload()
-        raise StorageError(f"study {self.name!r}: too many concurrent writers, try again")
+        raise StorageBusyError(
+            f"study {self.name!r}: too many concurrent writers, try again (nothing was stored)"
+        )
 
     def tell(self, query_id: int, answer: Any, note: str | None = None) -> None:
         """Answer query ``query_id``. One answer is one transaction.
@@ -353,7 +356,9 @@ class Study(StudyReplay, StudySnapshots):
                 return
             except SeqConflict:
                 self._reload()
-        raise StorageError(f"study {self.name!r}: too many concurrent writers, try again")
+        raise StorageBusyError(
+            f"study {self.name!r}: too many concurrent writers, try again (nothing was stored)"
+        )
 
     def undo(self) -> dict[str, Any]:
         """Withdraw the last answer or measurement; returns its history row.
@@ -374,7 +379,9 @@ class Study(StudyReplay, StudySnapshots):
                 return row
             except SeqConflict:
                 self._reload()
-        raise StorageError(f"study {self.name!r}: too many concurrent writers, try again")
+        raise StorageBusyError(
+            f"study {self.name!r}: too many concurrent writers, try again (nothing was stored)"
+        )
 
     def add(self, params: Mapping[str, Any], value: Any, note: str | None = None) -> None:
         """Record a measurement the user made on their own at ``params`` (named values).
@@ -407,7 +414,9 @@ class Study(StudyReplay, StudySnapshots):
                 return
             except SeqConflict:
                 self._reload()
-        raise StorageError(f"study {self.name!r}: too many concurrent writers, try again")
+        raise StorageBusyError(
+            f"study {self.name!r}: too many concurrent writers, try again (nothing was stored)"
+        )
 
     def label(self, params: Mapping[str, Any], accepted: Any, note: str | None = None) -> None:
         """Record a label the expert gave outside the loop: ``accepted`` (bool, ``True`` =
@@ -434,7 +443,9 @@ class Study(StudyReplay, StudySnapshots):
                 return
             except SeqConflict:
                 self._reload()
-        raise StorageError(f"study {self.name!r}: too many concurrent writers, try again")
+        raise StorageBusyError(
+            f"study {self.name!r}: too many concurrent writers, try again (nothing was stored)"
+        )
 
     def recommend(self) -> Any:
         """The policy's recommendation in parameter names (points become ``{name: value}``).

@@ -51,7 +51,13 @@ from starlette.concurrency import run_in_threadpool
 import boloop
 from boloop.algorithms.families import family_traits
 from boloop.algorithms.registry import FAMILY_DEFAULTS
-from boloop.errors import BoloopError, QueryStateError, StorageUnavailableError, UnknownIdError
+from boloop.errors import (
+    BoloopError,
+    QueryStateError,
+    StorageBusyError,
+    StorageUnavailableError,
+    UnknownIdError,
+)
 from boloop.spaces import format_value, params_text
 from boloop.study import Study, create_study, list_studies, load_study
 from boloop.study.answers import parse_measurement
@@ -310,10 +316,14 @@ def create_app(
         ``Retry-After`` (try again: nothing was stored), never the 400 of a bad request. A route
         that was storing something says what in ``request.state.unsent`` (:func:`_unsent`)."""
         logger.warning("%s %s: %s", request.method, request.url.path, exc)
-        headers = {"Retry-After": str(RETRY_AFTER_SECONDS)}
+        # other writers kept the study busy (StorageBusyError): the same answer, a shorter wait
+        busy = isinstance(exc, StorageBusyError)
+        retry_after = 1 if busy else RETRY_AFTER_SECONDS
+        headers = {"Retry-After": str(retry_after)}
         if _wants_json(request.url.path):
+            error = "storage_busy" if busy else "storage_unavailable"
             return JSONResponse(
-                {"detail": str(exc), "error": "storage_unavailable", "stored": False},
+                {"detail": str(exc), "error": error, "stored": False},
                 status_code=503,
                 headers=headers,
             )
@@ -323,7 +333,8 @@ def create_app(
             503,
             message=str(exc),
             unsent=getattr(request.state, "unsent", None),
-            retry_after=RETRY_AFTER_SECONDS,
+            retry_after=retry_after,
+            busy=busy,
         )
         resp.headers.update(headers)
         return resp
