@@ -59,6 +59,29 @@ SPACES: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
+def reactor_space(power_levels: int, flow_levels: int, settings: dict | None = None) -> dict:
+    """A newcomer's made-up reactor (session 10's trial): heater power 0-100 (monotone), flow
+    1-10, temperature limit h = 80; :func:`reactor_truth` gives its f and g."""
+    spec: dict[str, Any] = {
+        "monotone": "power",
+        "h": 80.0,
+        "parameters": [
+            {"name": "power", "low": 0.0, "high": 100.0, "grid": power_levels},
+            {"name": "flow", "low": 1.0, "high": 10.0, "grid": flow_levels},
+        ],
+    }
+    if settings:
+        spec["settings"] = settings
+    return spec
+
+
+def reactor_truth(power: float, flow: float) -> dict[str, float]:
+    """The reactor's output f and temperature g at (power, flow), without noise."""
+    g = 25.0 + 0.9 * power * math.exp(-0.08 * (flow - 1.0)) + 0.002 * power * power
+    f = power / 100.0 * (1.0 - ((flow - 4.0) / 6.0) ** 2)
+    return {"f": f, "g": g}
+
+
 def f_value(params: dict[str, float]) -> float:
     v = list(params.values())
     return math.sin(3 * v[0]) + (0.5 * math.cos(2 * v[1]) if len(v) > 1 else 0.0)

@@ -4,7 +4,6 @@ reports (policy and study), and the user's smoothness assumption ``min_lengthsca
 from __future__ import annotations
 
 import logging
-import math
 
 import numpy as np
 import pytest
@@ -15,21 +14,12 @@ from boloop.errors import BoloopError, InvalidInputError
 from boloop.simulate import simulate
 from boloop.study import create_study, list_studies, load_study
 from cli_runner import run_cli
+from study_samples import reactor_space, reactor_truth
 
 
 def _reactor_spec(settings: dict | None = None) -> dict:
     """A small stand-in of a newcomer's reactor: heater power (monotone, 20 levels), flow (8)."""
-    spec = {
-        "monotone": "power",
-        "h": 80.0,
-        "parameters": [
-            {"name": "power", "low": 0.0, "high": 100.0, "grid": 20},
-            {"name": "flow", "low": 1.0, "high": 10.0, "grid": 8},
-        ],
-    }
-    if settings:
-        spec["settings"] = settings
-    return spec
+    return reactor_space(20, 8, settings)
 
 
 def _answer(study, n: int, seed: int = 0) -> float:
@@ -39,9 +29,10 @@ def _answer(study, n: int, seed: int = 0) -> float:
     for _ in range(n):
         q = study.ask()
         P, F = float(q.params["power"]), float(q.params["flow"])
-        g = 25.0 + 0.9 * P * math.exp(-0.08 * (F - 1.0)) + 0.002 * P * P
-        f = P / 100.0 * (1.0 - ((F - 4.0) / 6.0) ** 2)
-        study.tell(q.id, {"f": f + 0.01 * rng.normal(), "g": g + 0.3 * rng.normal()})
+        truth = reactor_truth(P, F)
+        study.tell(
+            q.id, {"f": truth["f"] + 0.01 * rng.normal(), "g": truth["g"] + 0.3 * rng.normal()}
+        )
         top = max(top, P)
     return top
 

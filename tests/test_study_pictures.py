@@ -286,32 +286,19 @@ def test_growth_shows_what_the_method_certified_not_the_unfitted_posterior_of_it
     trial's reactor): while the seeds are measured the method certifies nothing above the lowest
     level (``certified_fraction`` = 1/n_s), so neither may the picture; after each answer the
     picture's set is the method's own certified set, as ``Study.status()`` reports it."""
-    import math
 
     import numpy as np
 
     from boloop.study.pictures import safe_growth
+    from study_samples import reactor_space, reactor_truth
 
-    space = {
-        "monotone": "power",
-        "h": 80.0,
-        "parameters": [
-            {"name": "power", "low": 0.0, "high": 100.0, "grid": 30},
-            {"name": "flow", "low": 1.0, "high": 10.0, "grid": 20},
-        ],
-    }
-
-    def measure(P, F):
-        g = 25.0 + 0.9 * P * math.exp(-0.08 * (F - 1.0)) + 0.002 * P * P
-        return {"f": (P / 100.0) * (1.0 - ((F - 4.0) / 6.0) ** 2), "g": g}
-
-    study = create_study("reactor", "m-safeopt", space, storage=url, seed=0)
+    study = create_study("reactor", "m-safeopt", reactor_space(30, 20), storage=url, seed=0)
     n_s = 30
     assert study.policy.n_initial > 2  # several safe seeds before the first fit
     live, fractions = [], []
     for _ in range(8):
         q = study.ask()
-        study.tell(q.id, measure(*map(float, q.query.x)))
+        study.tell(q.id, reactor_truth(*map(float, q.query.x)))
         study.ask()  # the page's open query
         live.append(study.policy.certified.copy())
         fractions.append(study.status()["settings"]["certified_fraction"])
