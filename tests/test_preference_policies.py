@@ -373,8 +373,8 @@ def test_a_preference_study_without_a_method_runs_the_family_default(tmp_path):
     assert study.family == "preference"
     q = study.ask()
     study.tell(q.id, 0)
-    with pytest.raises(InvalidInputError, match="the levelset family has none"):
-        create_study("lse", None, problem="levelset/sinusoidal", storage=url, seed=0)
+    with pytest.raises(InvalidInputError, match="the toy family has none"):
+        default_method("toy")
     table = {"candidates": {"columns": ["sugar"], "rows": [[0.1], [0.5], [0.9]]}}
     with pytest.raises(InvalidInputError, match="names no family"):
         create_study("t", None, table, storage=url, seed=0)

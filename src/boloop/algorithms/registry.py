@@ -52,9 +52,18 @@ __all__ = [
 #: the method a study of a family runs when it names none, chosen by measurement where people
 #: work (preference: 25-200 duels, ``docs/reproductions/preference.md``; expert: COBOL, the
 #: one method that uses the expert with no harm measured: with a bad expert its defaults ended
-#: within 1.5x of GP-LCB in every run of issue 12, ``docs/reproductions/expert.md``); the other
-#: families have no default yet: their studies name their method
-FAMILY_DEFAULTS: dict[str, str] = {"preference": "eubo-regret", "expert": "cobol"}
+#: within 1.5x of GP-LCB in every run of issue 12, ``docs/reproductions/expert.md``; level sets:
+#: the randomized straddle (Inatsu et al. Alg. 1), whose learned-kernel default reaches the
+#: fitted BoTorch straddle's F-score at 50 and 100 answers on every grid problem, issue 18,
+#: ``docs/reproductions/levelset.md``; safe: M-SafeOpt Case 1 (Losalka & Scarlett 2024, Alg. 1),
+#: the paper's method, below both baselines on the clinical trial with learned
+#: hyperparameters, ``docs/reproductions/safe.md``)
+FAMILY_DEFAULTS: dict[str, str] = {
+    "preference": "eubo-regret",
+    "expert": "cobol",
+    "levelset": "randomized-straddle",
+    "safe": "m-safeopt",
+}
 
 
 def default_method(family: str | None) -> str:

@@ -81,8 +81,9 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--method",
         default=None,
-        help="method id, e.g. randomized-straddle, mr-lpf (default: the family's default method "
-        "where it has one: eubo-regret for preference spaces; with --from: OLD's method)",
+        help="method id, e.g. randomized-straddle, mr-lpf (default: the family's default method: "
+        "cobol (expert), eubo-regret (preference), randomized-straddle (a space with a "
+        "threshold), m-safeopt (a space with monotone and h); with --from: OLD's method)",
     )
     g = p.add_mutually_exclusive_group(required=False)
     g.add_argument("--problem", help="a registered problem id (answers come from you)")

@@ -70,6 +70,7 @@ from boloop.study.space_file import (
     UserExperiment,
     build_experiment,
     check_family_keys,
+    implied_family,
     load_space_file,
     normalise_space,
     params_to_point,
@@ -1117,7 +1118,7 @@ def create_study(
     else:
         doc = _space_document(space)
         if method is None:
-            method = default_method(family or doc.get("family"))
+            method = default_method(family or doc.get("family") or implied_family(doc))
         family = _family_of(str(method), family or doc.get("family"))
     method = str(method)
     config: dict[str, Any] = {

@@ -70,6 +70,7 @@ __all__ = [
     "UserExperiment",
     "build_experiment",
     "check_family_keys",
+    "implied_family",
     "pin_defaults",
     "load_space_file",
     "normalise_space",
@@ -409,6 +410,15 @@ def default_points_per_axis(
     fixed = math.prod(int(p["grid"]) for p in params if "grid" in p)
     k = min(g0, grid_points_per_axis(max_points // fixed, free))
     return k if k >= 2 else g0
+
+
+def implied_family(spec: Mapping[str, Any]) -> str | None:
+    """The family a space document's own keys imply when it names none: ``threshold`` is read
+    by the level-set family only, ``monotone``, ``h`` and ``safe_seeds`` by the safe family only
+    (:func:`boloop.algorithms.families.space_key_owners`). ``None`` when its keys belong to no
+    family or to several (the method's family check then names the stray keys)."""
+    owners = {owner for key, (owner, _) in space_key_owners().items() if spec.get(key) is not None}
+    return owners.pop() if len(owners) == 1 else None
 
 
 def check_family_keys(spec: Mapping[str, Any], family: str, method: str) -> None:
