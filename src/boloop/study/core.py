@@ -70,6 +70,7 @@ from boloop.study.space_file import (
     UserExperiment,
     build_experiment,
     check_family_keys,
+    check_safety_limit,
     defined_params,
     defined_values,
     implied_family,
@@ -602,11 +603,21 @@ class Study(StudyReplay, StudySnapshots):
     def _over_limit(self, described: Mapping[str, Any]) -> list[str]:
         """Measured values over a safety limit that the method reported
         (``describe()["over_limit"]``, issue 18), each with its parameters: the alarms of a
-        status's ``warnings`` (a stuck method, :meth:`_stuck`, is the other kind)."""
+        status's ``warnings`` (a stuck method, :meth:`_stuck`, is the other kind). An answer to
+        one of the method's queries means the model had certified a setting that was not safe;
+        a measurement the user added (:meth:`add`; the policy's entry has no query, id -1, as
+        every measurement it did not propose) was never certified, and is said to be theirs."""
         out = []
         for e in described.get("over_limit") or []:
             named = self._named(np.asarray(e["point"], dtype=np.float64))
             where = params_text(named) if isinstance(named, dict) else named
+            if e["query"] is None or int(e["query"]) < 0:
+                out.append(
+                    f"your measurement at {where}: g = {e['g']:.4g} is above the limit "
+                    f"h = {e['h']:.4g}; the model now takes it into account and no longer "
+                    "certifies that setting or higher ones"
+                )
+                continue
             out.append(
                 f"query {e['query']}: measured g = {e['g']:.4g} above the limit h = {e['h']:.4g} "
                 f"at {where}: the model had certified it (or the process drifted); the method no "
@@ -1147,6 +1158,7 @@ def create_study(
     else:
         config["space"] = pin_defaults(doc, family)
         check_family_keys(config["space"], family, method)
+        check_safety_limit(config["space"], family, config["options"])
     read = _check_buildable(method, config)  # before the storage: a refused study creates nothing
     config["pinned_defaults"] = pinned_defaults(
         method, _problem_from_config(config), int(seed), config["options"], read

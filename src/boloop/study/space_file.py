@@ -62,6 +62,7 @@ from boloop.spaces import (
     SafeSpace,
     Space,
     axis_values,
+    format_value,
     grid_point,
     grid_points_per_axis,
 )
@@ -71,6 +72,7 @@ __all__ = [
     "UserExperiment",
     "build_experiment",
     "check_family_keys",
+    "check_safety_limit",
     "implied_family",
     "pin_defaults",
     "load_space_file",
@@ -435,6 +437,32 @@ def check_family_keys(spec: Mapping[str, Any], family: str, method: str) -> None
                 f"the space has {key!r} ({meaning}), which only {owner} methods use; method "
                 f"{method!r} is of the {family} family and would ignore it{hint}: remove it from "
                 f"the space or choose a {owner} method (boloop methods --family {owner})"
+            )
+
+
+def check_safety_limit(spec: Mapping[str, Any], family: str, options: Mapping[str, Any]) -> None:
+    """Refuse a ``threshold`` in a safe space's ``[settings]`` (or a ``threshold`` option) that
+    differs from its ``h``: the safe methods take the limit under that name, and the space's
+    ``h`` would silently win over the one (the option over the other); nothing is created."""
+    if not family_traits(family).monotone_space or spec.get("h") is None:
+        return
+    h = spec["h"]
+    where = {
+        "[settings] threshold": (spec.get("settings") or {}).get("threshold"),
+        "the option threshold": options.get("threshold"),
+    }
+    for what, value in where.items():
+        if value is None:
+            continue
+        try:
+            same = float(value) == float(h)
+        except (TypeError, ValueError):
+            same = False
+        if not same:
+            raise InvalidInputError(
+                f"the space's safety limit is h = {format_value(h)}, but {what} = "
+                f"{format_value(value)} gives another: a safe study's limit is h (g <= h); "
+                f"remove threshold, or set h = {format_value(value)} if that is the limit"
             )
 
 
