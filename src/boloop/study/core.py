@@ -396,6 +396,9 @@ class Study(StudyReplay, StudySnapshots):
         checked. The open query, if any, stays open, except for the expert family, whose
         methods refuse new data while a query is open (answer it first; nothing is stored).
         ``note``: free text stored with it (as :meth:`tell`'s), never given to the method.
+        On a grid (or a table of options) ``params`` must name one of its points, a grid value
+        also as a person writes it with fewer digits (193.333 for 580/3:
+        :func:`boloop.spaces.axis_index`); the grid's own point is stored.
         """
         note = _check_note(note)
         x = params_to_point(self.space, params, "params")
