@@ -193,3 +193,20 @@ def test_status_history_recommendation_and_exports_show_the_defined_grid_values(
     # the log is unchanged: the asked points are numpy's floats
     asked = [e["payload"]["query"]["x"][0] for e in study.events() if e["kind"] == "asked"]
     assert set(asked) <= set(np.linspace(100.0, 200.0, 31).tolist())
+
+
+def test_the_cli_writes_values_on_a_fine_grid_with_the_digits_that_tell_them_apart(tmp_path):
+    """On a grid whose neighbouring values agree to 6 significant digits (11 points over
+    [1000, 1000.01]) the refusal shows the value typed and suggests values in full, and the
+    confirmation of a measurement names the grid value stored, not 1000."""
+    space = {
+        "threshold": 0.5,
+        "parameters": [{"name": "x", "low": 1000.0, "high": 1000.01, "grid": 11}],
+    }
+    (tmp_path / "fine.json").write_text(json.dumps(space))
+    assert run_cli(["study", "create", "f", "--space", "fine.json"], cwd=tmp_path).returncode == 0
+    res = run_cli(["study", "add", "f", "x=1000.0015", "0.3"], cwd=tmp_path)
+    assert_refused(res, "x=1000.0015 is not a grid value (nearest: 1000.001 or 1000.002)")
+    res = run_cli(["study", "add", "f", "x=1000.002", "0.3"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "stored measurement at x=1000.002 (1 answer)" in res.stdout

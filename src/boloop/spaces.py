@@ -27,6 +27,7 @@ __all__ = [
     "grid_point",
     "grid_points_per_axis",
     "params_text",
+    "written_params",
     "written_value",
 ]
 
@@ -210,10 +211,9 @@ class CandidateSet:
         and the candidate with these values exists."""
         X = as_points(X, "X", dim=self.dim, allow_empty=True)
         out = np.full(X.shape[0], -1, dtype=np.int64)
-        tol = atol * max(1.0, float(np.max(np.abs(self.points))))
-        axes = self.axis_values()
+        axes, tols = self.axis_values(), self._tolerances(atol)
         for i, x in enumerate(X):
-            snapped = _snap(x, axes, [tol] * self.dim)
+            snapped = _snap(x, axes, tols)
             if snapped is None:
                 continue
             d = np.max(np.abs(self.points - snapped), axis=1)
@@ -221,6 +221,10 @@ class CandidateSet:
             if d[j] == 0.0:
                 out[i] = j
         return out
+
+    def _tolerances(self, atol: float = 1e-9) -> list[float]:
+        """How far (per parameter) a value may be from a column's value and be that value."""
+        return [atol * max(1.0, float(np.max(np.abs(self.points))))] * self.dim
 
     def axis_values(self) -> list[np.ndarray]:
         """The sorted distinct values of each column (computed once: the points never change)."""
@@ -243,12 +247,13 @@ class CandidateSet:
         table whose every value occurs but not in this combination, the nearest option."""
         pt = as_points(x, "x", dim=self.dim)[0]
         scale = self.box.width
-        tol = 1e-9 * max(1.0, float(np.max(np.abs(self.points))))
 
         def nearest(p: np.ndarray) -> np.ndarray:
             return self.points[int(np.argmin(np.max(np.abs(self.points - p) / scale, axis=1)))]
 
-        return _describe_miss(pt, self.names, self.axis_values(), [tol] * self.dim, self.n, nearest)
+        return _describe_miss(
+            pt, self.names, self.axis_values(), self._tolerances(), self.n, nearest
+        )
 
     def validate(self, X: Any, name: str = "x") -> np.ndarray:
         X = as_points(X, name, dim=self.dim)
@@ -535,6 +540,25 @@ def written_value(axis: np.ndarray, k: int, atol: float) -> str:
     return repr(a)  # pragma: no cover - 17 digits give the float itself
 
 
+def written_params(space: CandidateSet | SafeSpace, x: Any) -> dict[str, str]:
+    """A point (d,) of the finite ``space`` in parameter names, each value as
+    :func:`written_value` writes it (``temperature=193.333``; ``x=1000.001`` where six digits
+    would print 1000): typed back, it names the same point."""
+    pt = as_points(x, "x", dim=space.dim)[0]
+    out = {}
+    for name, axis, tol, v in zip(space.names, space.axis_values(), space._tolerances(), pt):
+        k = axis_index(axis, float(v), tol)
+        out[name] = written_value(axis, k, tol) if k >= 0 else format_value(v)
+    return out
+
+
+def _typed_text(v: float) -> str:
+    """A value that was typed, shown as :func:`format_value` writes it when that is the same
+    number, else in full (1000.0015, not 1000, beside the grid values 1000.001 or 1000.002)."""
+    text = format_value(v)
+    return text if float(text) == float(v) else repr(float(v))
+
+
 def _snap(x: np.ndarray, axes: Sequence[np.ndarray], tols: Sequence[float]) -> np.ndarray | None:
     """``x`` (d,) with every value replaced by the value of its axis it names
     (:func:`axis_index`), or None when one names none."""
@@ -585,7 +609,7 @@ def _describe_miss(
     value names none of its axis's, with the nearest values below and above; when every value
     occurs but not in this combination (a table), the point ``nearest(pt)`` of the space. The
     values suggested are written so that, typed back, they are taken (:func:`written_value`)."""
-    shown = params_text(dict(zip(names, pt)))
+    shown = ", ".join(f"{name}={_typed_text(v)}" for name, v in zip(names, pt))
     grid = _is_full_grid(axes, n)
     kind = "on the grid" if grid else f"one of the {n} options"
     value = "a grid value" if grid else "a value of any option"
@@ -596,7 +620,7 @@ def _describe_miss(
         k = int(np.searchsorted(axis, v))
         near = [i for i in (k - 1, k) if 0 <= i < axis.size]
         parts.append(
-            f"{name}={format_value(v)} is not {value} (nearest: "
+            f"{name}={_typed_text(v)} is not {value} (nearest: "
             + " or ".join(written_value(axis, i, tol) for i in near)
             + ")"
         )
