@@ -7,7 +7,9 @@ added above the limit was reported as "query -1: ... the model had certified it"
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import uuid
 
 import pytest
@@ -92,3 +94,22 @@ def test_an_added_measurement_over_the_limit_is_the_users_not_the_models(tmp_pat
     warnings = study.status()["warnings"]
     assert len(warnings) == 2 and warnings[1].startswith(f"query {q.id}: measured g = 1.5")
     assert "the model had certified it" in warnings[1]
+
+
+def test_the_page_shows_the_same_words(tmp_path):
+    """The study page lists the status's warnings: an added measurement above the limit is the
+    user's there too, in the words of the status and the CLI."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    url = f"sqlite:///{tmp_path / 'web.db'}"
+    study = create_study("dose", "m-safeopt", DOSE, storage=url, seed=0)
+    study.add({"dose": 10, "time": 1}, {"f": 0.1, "g": 5.0})
+    (warning,) = study.status()["warnings"]
+    page = TestClient(create_app(url, None)).get("/studies/dose")
+    assert page.status_code == 200, page.text
+    text = html.unescape(re.sub(r"\s+", " ", page.text))
+    assert warning in text and "query -1" not in text
