@@ -650,8 +650,9 @@ def test_the_csv_export_always_has_a_note_column(tmp_path, url):
 
 def test_the_export_writes_grid_values_as_the_space_file_defines_them(tmp_path, url):
     """A grid of 21 points over [0, 1] holds numpy.linspace's 0.6000000000000001 for 0.6: the
-    export writes 0.6 (the shortest decimal that names the same grid point; a study reads it
-    back to that point), while the measured values keep every digit."""
+    export, like the history, writes 0.6 (the shortest decimal that names the same grid point;
+    a study reads it back to that point), while the log keeps the computed point and the
+    measured values keep every digit."""
     space = {
         "parameters": [
             {"name": "temperature", "low": 20.0, "high": 80.0, "grid": 31},
@@ -664,8 +665,12 @@ def test_the_export_writes_grid_values_as_the_space_file_defines_them(tmp_path, 
         q = study.ask()
         study.tell(q.id, 0.1 + 0.2 * (i % 2))  # 0.30000000000000004: a measurement, kept
     grid = np.linspace(0.0, 1.0, 21)
-    stored = [r["params"]["ratio"] for r in study.history()]
-    assert any(repr(v) != repr(round(v, 2)) for v in stored)  # linspace's ulps are there
+    asked = {
+        e["query_id"]: e["payload"]["query"]["x"] for e in study.events() if e["kind"] == "asked"
+    }
+    logged = [asked[r["query_id"]] for r in study.history()]
+    stored = [x[1] for x in logged]
+    assert any(repr(v) != repr(round(v, 2)) for v in stored)  # linspace's ulps are in the log
     study.export(tmp_path / "g.csv")
     study.export(tmp_path / "g.json")
     with open(tmp_path / "g.csv", newline="") as fh:
@@ -678,7 +683,8 @@ def test_the_export_writes_grid_values_as_the_space_file_defines_them(tmp_path, 
         assert row["value"] in ("0.1", "0.30000000000000004")
     # the space takes the written values back as the grid points they name
     written = [[float(r["temperature"]), float(r["ratio"])] for r in rows]
-    exact = [[r["params"]["temperature"], r["params"]["ratio"]] for r in study.history()]
+    assert [r["params"]["ratio"] for r in study.history()] == [float(r["ratio"]) for r in rows]
+    exact = logged
     assert list(study.space.index_of(written)) == list(study.space.index_of(exact))
     assert min(study.space.index_of(written)) >= 0
     study.add(dict(zip(("temperature", "ratio"), written[0])), 1.0)  # accepted as on the grid

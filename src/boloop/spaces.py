@@ -5,7 +5,9 @@ Scaling to the unit cube lives here. Points are float64 arrays of shape (n, d).
 
 from __future__ import annotations
 
+import decimal
 import itertools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -19,10 +21,14 @@ __all__ = [
     "CandidateSet",
     "SafeSpace",
     "Space",
+    "axis_index",
     "axis_values",
     "format_value",
+    "grid_point",
     "grid_points_per_axis",
     "params_text",
+    "written_params",
+    "written_value",
 ]
 
 
@@ -199,16 +205,33 @@ class CandidateSet:
         return self.box.to_unit(self.points if X is None else X)
 
     def index_of(self, X: Any, atol: float = 1e-9) -> np.ndarray:
-        """Index (n,) of the candidate equal to each row of ``X``, or -1 where there is none."""
+        """Index (n,) of the candidate each row of ``X`` names, or -1 where there is none: every
+        value of the row names one of its column's values (:func:`axis_index`, within ``atol``
+        times the largest ``|value|`` of the candidates, at least 1, or as a person writes it)
+        and the candidate with these values exists."""
         X = as_points(X, "X", dim=self.dim, allow_empty=True)
         out = np.full(X.shape[0], -1, dtype=np.int64)
-        scale = atol * max(1.0, float(np.max(np.abs(self.points))))
+        axes, tols = self.axis_values(), self._tolerances(atol)
         for i, x in enumerate(X):
-            d = np.max(np.abs(self.points - x), axis=1)
+            snapped = _snap(x, axes, tols)
+            if snapped is None:
+                continue
+            d = np.max(np.abs(self.points - snapped), axis=1)
             j = int(np.argmin(d))
-            if d[j] <= scale:
+            if d[j] == 0.0:
                 out[i] = j
         return out
+
+    def _tolerances(self, atol: float = 1e-9) -> list[float]:
+        """How far (per parameter) a value may be from a column's value and be that value."""
+        return [atol * max(1.0, float(np.max(np.abs(self.points))))] * self.dim
+
+    def axis_values(self) -> list[np.ndarray]:
+        """The sorted distinct values of each column (computed once: the points never change)."""
+        axes: list[np.ndarray] | None = getattr(self, "_axes", None)
+        if axes is None:
+            axes = self._axes = _axis_values(self.points)
+        return axes
 
     def contains(self, X: Any) -> np.ndarray:
         return self.index_of(X) >= 0
@@ -228,7 +251,9 @@ class CandidateSet:
         def nearest(p: np.ndarray) -> np.ndarray:
             return self.points[int(np.argmin(np.max(np.abs(self.points - p) / scale, axis=1)))]
 
-        return _describe_miss(pt, self.names, _axis_values(self.points), self.n, nearest)
+        return _describe_miss(
+            pt, self.names, self.axis_values(), self._tolerances(), self.n, nearest
+        )
 
     def validate(self, X: Any, name: str = "x") -> np.ndarray:
         X = as_points(X, name, dim=self.dim)
@@ -353,20 +378,38 @@ class SafeSpace:
         return Box(lo, hi, names=self.names)
 
     def index_of(self, X: Any, atol: float = 1e-9) -> np.ndarray:
-        """Flat index (n,) of the action equal to each row ``(s, x)`` of ``X``, or -1 where there
-        is none (``s`` within ``atol`` times the largest ``|s|`` of the grid, at least 1, of a
-        grid level; ``x`` likewise of a row of :attr:`x_points`)."""
+        """Flat index (n,) of the action each row ``(s, x)`` of ``X`` names, or -1 where there
+        is none: ``s`` names a grid level (:func:`axis_index`, within ``atol`` times the largest
+        ``|s|`` of the grid, at least 1, or as a person writes it), each value of ``x`` one of
+        its column's values (likewise, with the largest ``|x|``), and that row of
+        :attr:`x_points` exists."""
         X = as_points(X, "X", dim=self.dim, allow_empty=True)
         out = np.full(X.shape[0], -1, dtype=np.int64)
-        tol_s = atol * max(1.0, float(np.max(np.abs(self.s_values))))
-        tol_x = atol * max(1.0, float(np.max(np.abs(self.x_points))))
+        axes, tols = self.axis_values(), self._tolerances(atol)
         for r, p in enumerate(X):
-            j = int(np.argmin(np.abs(self.s_values - p[0])))
-            d = np.max(np.abs(self.x_points - p[1:]), axis=1)
+            snapped = _snap(p, axes, tols)
+            if snapped is None:
+                continue
+            j = int(np.searchsorted(self.s_values, snapped[0]))
+            d = np.max(np.abs(self.x_points - snapped[1:]), axis=1)
             i = int(np.argmin(d))
-            if abs(self.s_values[j] - p[0]) <= tol_s and d[i] <= tol_x:
+            if d[i] == 0.0:
                 out[r] = i * self.n_s + j
         return out
+
+    def axis_values(self) -> list[np.ndarray]:
+        """The levels of ``s``, then the sorted distinct values of each column of ``x``
+        (computed once: the actions never change)."""
+        axes: list[np.ndarray] | None = getattr(self, "_axes", None)
+        if axes is None:
+            axes = self._axes = [self.s_values, *_axis_values(self.x_points)]
+        return axes
+
+    def _tolerances(self, atol: float = 1e-9) -> list[float]:
+        """How far (per parameter) a value may be from a grid value and be that value."""
+        tol_s = atol * max(1.0, float(np.max(np.abs(self.s_values))))
+        tol_x = atol * max(1.0, float(np.max(np.abs(self.x_points))))
+        return [tol_s] + [tol_x] * (self.dim - 1)
 
     def contains(self, X: Any) -> np.ndarray:
         """Boolean (n,): which rows are actions of the grid (:meth:`index_of`); a point between
@@ -378,8 +421,6 @@ class SafeSpace:
         :meth:`CandidateSet.describe_miss` says it: the parameters whose value is off the grid
         with the nearest grid values, or (``x_points`` a table) the nearest action."""
         pt = as_points(x, "x", dim=self.dim)[0]
-        axes = axis_values(self)
-        assert axes is not None
         scale = self.box.width[1:]
 
         def nearest(p: np.ndarray) -> np.ndarray:
@@ -387,7 +428,9 @@ class SafeSpace:
             d = np.max(np.abs(self.x_points - p[1:]) / scale, axis=1)
             return np.concatenate([[s], self.x_points[int(np.argmin(d))]])
 
-        return _describe_miss(pt, self.names, axes, self.n, nearest)
+        return _describe_miss(
+            pt, self.names, self.axis_values(), self._tolerances(), self.n, nearest
+        )
 
     def __repr__(self) -> str:
         return f"SafeSpace(n_s={self.n_s}, n_x={self.n_x}, d_x={self.dim - 1})"
@@ -433,11 +476,114 @@ def axis_values(space: Any) -> list[np.ndarray] | None:
     """The sorted distinct values each parameter takes in a finite space (a
     :class:`CandidateSet`'s columns; a :class:`SafeSpace`'s levels of ``s``, then its ``x``
     columns), or None for a continuous :class:`Box`."""
-    if isinstance(space, SafeSpace):
-        return [space.s_values, *_axis_values(space.x_points)]
-    if isinstance(space, CandidateSet):
-        return _axis_values(space.points)
+    if isinstance(space, CandidateSet | SafeSpace):
+        return space.axis_values()
     return None
+
+
+#: A value written with fewer digits names a grid value only when the precision it is written to
+#: is at least this many times finer than the distance to the grid value's nearest neighbour.
+WRITTEN_PRECISION_RATIO = 100.0
+
+
+def _half_unit(v: float) -> float:
+    """Half a unit in the last significant digit of ``v`` as written (its shortest decimal,
+    ``repr``): 0.0005 for 193.333, 0.5 for 190 and 193 (a whole number's last digit is its
+    units), 5e-08 for 1.5e-07."""
+    text = repr(float(v))
+    if text.endswith(".0"):
+        text = text[:-2]
+    exponent = decimal.Decimal(text).as_tuple().exponent
+    assert isinstance(exponent, int)  # v is finite
+    return 0.5 * 10.0**exponent
+
+
+def axis_index(axis: np.ndarray, v: float, atol: float) -> int:
+    """The index of the value of ``axis`` (sorted, distinct) that ``v`` names, or -1.
+
+    ``v`` names the value ``a`` of ``axis`` nearest to it when it is within ``atol`` of ``a`` (the
+    float of a grid value, or one an ulp or so off: ``numpy.linspace`` gives 0.6000000000000001
+    for 0.6), or when it is ``a`` written to fewer digits, as a person types a grid value they
+    read: ``v`` within half a unit of its own last significant digit of ``a`` (193.333 and
+    193.3333 for 580/3 = 193.33333333333334), with that precision at least
+    :data:`WRITTEN_PRECISION_RATIO` times finer than the distance from ``a`` to its nearest
+    neighbouring value, so that ``v`` is far closer to ``a`` than to any other value. On a grid
+    of step 10/3, 193.33 names 580/3; 193.3 and 193 do not (they may be settings of their own).
+    """
+    v = float(v)
+    if axis.size == 0 or not math.isfinite(v):
+        return -1
+    k = int(np.searchsorted(axis, v))
+    near = [i for i in (k - 1, k) if 0 <= i < axis.size]
+    k = min(near, key=lambda i: abs(float(axis[i]) - v))
+    d = abs(float(axis[k]) - v)
+    if d <= atol:
+        return k
+    gaps = [abs(float(axis[i]) - float(axis[k])) for i in (k - 1, k + 1) if 0 <= i < axis.size]
+    gap = min(gaps) if gaps else math.inf
+    half = _half_unit(v)
+    if d <= half and half * WRITTEN_PRECISION_RATIO <= gap:
+        return k
+    return -1
+
+
+def written_value(axis: np.ndarray, k: int, atol: float) -> str:
+    """``axis[k]`` as a person writes it: the fewest significant digits, at least the 6 of
+    :func:`format_value`, whose value names ``axis[k]`` (:func:`axis_index`) -- ``193.333`` for
+    580/3 on a grid of step 10/3, more digits on a grid whose neighbours differ only further
+    down. Typed back, it is taken as ``axis[k]``."""
+    a = float(axis[k])
+    for digits in range(6, 18):
+        text = f"{a:.{digits}g}"
+        if axis_index(axis, float(text), atol) == k:
+            return text
+    return repr(a)  # pragma: no cover - 17 digits give the float itself
+
+
+def written_params(space: CandidateSet | SafeSpace, x: Any) -> dict[str, str]:
+    """A point (d,) of the finite ``space`` in parameter names, each value as
+    :func:`written_value` writes it (``temperature=193.333``; ``x=1000.001`` where six digits
+    would print 1000): typed back, it names the same point."""
+    pt = as_points(x, "x", dim=space.dim)[0]
+    out = {}
+    for name, axis, tol, v in zip(space.names, space.axis_values(), space._tolerances(), pt):
+        k = axis_index(axis, float(v), tol)
+        out[name] = written_value(axis, k, tol) if k >= 0 else format_value(v)
+    return out
+
+
+def _typed_text(v: float) -> str:
+    """A value that was typed, shown as :func:`format_value` writes it when that is the same
+    number, else in full (1000.0015, not 1000, beside the grid values 1000.001 or 1000.002)."""
+    text = format_value(v)
+    return text if float(text) == float(v) else repr(float(v))
+
+
+def _snap(x: np.ndarray, axes: Sequence[np.ndarray], tols: Sequence[float]) -> np.ndarray | None:
+    """``x`` (d,) with every value replaced by the value of its axis it names
+    (:func:`axis_index`), or None when one names none."""
+    out = np.empty(len(axes), dtype=np.float64)
+    for c, (axis, v, tol) in enumerate(zip(axes, x, tols)):
+        k = axis_index(axis, float(v), tol)
+        if k < 0:
+            return None
+        out[c] = axis[k]
+    return out
+
+
+def grid_point(space: CandidateSet | SafeSpace, x: Any) -> np.ndarray:
+    """The point (d,) of the finite ``space`` that ``x`` (d,) names (:meth:`CandidateSet.index_of`:
+    each value within a tolerance of a grid value or written to fewer digits) -- the grid's own
+    values, not the ones given -- or :class:`~boloop.errors.OutOfSpaceError` saying which values
+    are off the grid and the nearest ones (:meth:`CandidateSet.describe_miss`)."""
+    pt = as_points(x, "x", dim=space.dim)[0]
+    i = int(space.index_of(pt[None, :])[0])
+    if i < 0:
+        raise OutOfSpaceError(space.describe_miss(pt))
+    if isinstance(space, SafeSpace):
+        xi, sj = space.unflat_index(i)
+        return np.concatenate([[space.s_values[int(sj)]], space.x_points[int(xi)]])
+    return np.array(space.points[i], dtype=np.float64)
 
 
 def _axis_values(points: np.ndarray) -> list[np.ndarray]:
@@ -454,31 +600,37 @@ def _describe_miss(
     pt: np.ndarray,
     names: Sequence[str],
     axes: Sequence[np.ndarray],
+    tols: Sequence[float],
     n: int,
     nearest: Callable[[np.ndarray], np.ndarray],
 ) -> str:
     """Why ``pt`` (d,) is not one of the ``n`` points of a finite space whose columns take the
-    values ``axes`` (sorted): each parameter whose value is not among its axis's, with the
-    nearest values below and above; when every value occurs but not in this combination (a
-    table), the point ``nearest(pt)`` of the space."""
-    shown = params_text(dict(zip(names, pt)))
+    values ``axes`` (sorted; ``tols`` as :func:`axis_index` takes them): each parameter whose
+    value names none of its axis's, with the nearest values below and above; when every value
+    occurs but not in this combination (a table), the point ``nearest(pt)`` of the space. The
+    values suggested are written so that, typed back, they are taken (:func:`written_value`)."""
+    shown = ", ".join(f"{name}={_typed_text(v)}" for name, v in zip(names, pt))
     grid = _is_full_grid(axes, n)
     kind = "on the grid" if grid else f"one of the {n} options"
     value = "a grid value" if grid else "a value of any option"
     parts = []
-    for name, axis, v in zip(names, axes, pt):
-        k = int(np.searchsorted(axis, v))
-        near = [axis[i] for i in (k - 1, k) if 0 <= i < axis.size]
-        if min(abs(a - v) for a in near) <= 1e-9 * max(1.0, float(np.max(np.abs(axis)))):
+    for name, axis, tol, v in zip(names, axes, tols, pt):
+        if axis_index(axis, float(v), tol) >= 0:
             continue
+        k = int(np.searchsorted(axis, v))
+        near = [i for i in (k - 1, k) if 0 <= i < axis.size]
         parts.append(
-            f"{name}={format_value(v)} is not {value} (nearest: "
-            + " or ".join(format_value(a) for a in near)
+            f"{name}={_typed_text(v)} is not {value} (nearest: "
+            + " or ".join(written_value(axis, i, tol) for i in near)
             + ")"
         )
     if parts:
         return f"{shown} is not {kind}: " + "; ".join(parts)
-    near_text = params_text(dict(zip(names, nearest(pt))))
+    best = nearest(pt)
+    near_text = ", ".join(
+        f"{name}={written_value(axis, int(np.searchsorted(axis, b)), tol)}"
+        for name, axis, tol, b in zip(names, axes, tols, best)
+    )
     return f"{shown} is not {kind}: no option has this combination (nearest: {near_text})"
 
 

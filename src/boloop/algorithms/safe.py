@@ -865,7 +865,7 @@ class _SafePolicy(BasePolicy):
         d = super().describe()
         t = self.iteration + 1
         d.update(
-            threshold=self.threshold,
+            h=self.threshold,  # the safety limit g <= h, named as in the paper and a space file
             sqrt_beta_f=(
                 self.sqrt_beta_f.sqrt_beta(t)
                 if not self.sqrt_beta_f.random

@@ -308,10 +308,15 @@ def _add(args: argparse.Namespace) -> int:
 
 def _stored_point(study: Study, params: dict[str, Any]) -> str:
     """The point ``params`` as ``add``/``label`` stored it (the space's parameter order, numbers),
-    written as the page and ``status`` write it."""
+    written as the page and ``status`` write it; a grid point's values as a refusal suggests
+    them (:func:`boloop.spaces.written_params`: typed back, the same point)."""
+    from boloop.spaces import CandidateSet, SafeSpace, written_params
     from boloop.study.space_file import params_to_point, point_to_params
 
-    return _fmt_point(point_to_params(study.space, params_to_point(study.space, params)))
+    x = params_to_point(study.space, params)
+    if isinstance(study.space, CandidateSet | SafeSpace):
+        return ", ".join(f"{k}={v}" for k, v in written_params(study.space, x).items())
+    return _fmt_point(point_to_params(study.space, x))
 
 
 def _label(args: argparse.Namespace) -> int:

@@ -70,6 +70,9 @@ from boloop.study.space_file import (
     UserExperiment,
     build_experiment,
     check_family_keys,
+    check_safety_limit,
+    defined_params,
+    defined_values,
     implied_family,
     load_space_file,
     normalise_space,
@@ -393,6 +396,9 @@ class Study(StudyReplay, StudySnapshots):
         checked. The open query, if any, stays open, except for the expert family, whose
         methods refuse new data while a query is open (answer it first; nothing is stored).
         ``note``: free text stored with it (as :meth:`tell`'s), never given to the method.
+        On a grid (or a table of options) ``params`` must name one of its points, a grid value
+        also as a person writes it with fewer digits (193.333 for 580/3:
+        :func:`boloop.spaces.axis_index`); the grid's own point is stored.
         """
         note = _check_note(note)
         x = params_to_point(self.space, params, "params")
@@ -600,11 +606,21 @@ class Study(StudyReplay, StudySnapshots):
     def _over_limit(self, described: Mapping[str, Any]) -> list[str]:
         """Measured values over a safety limit that the method reported
         (``describe()["over_limit"]``, issue 18), each with its parameters: the alarms of a
-        status's ``warnings`` (a stuck method, :meth:`_stuck`, is the other kind)."""
+        status's ``warnings`` (a stuck method, :meth:`_stuck`, is the other kind). An answer to
+        one of the method's queries means the model had certified a setting that was not safe;
+        a measurement the user added (:meth:`add`; the policy's entry has no query, id -1, as
+        every measurement it did not propose) was never certified, and is said to be theirs."""
         out = []
         for e in described.get("over_limit") or []:
             named = self._named(np.asarray(e["point"], dtype=np.float64))
             where = params_text(named) if isinstance(named, dict) else named
+            if e["query"] is None or int(e["query"]) < 0:
+                out.append(
+                    f"your measurement at {where}: g = {e['g']:.4g} is above the limit "
+                    f"h = {e['h']:.4g}; the model now takes it into account and no longer "
+                    "certifies that setting or higher ones"
+                )
+                continue
             out.append(
                 f"query {e['query']}: measured g = {e['g']:.4g} above the limit h = {e['h']:.4g} "
                 f"at {where}: the model had certified it (or the process drifted); the method no "
@@ -663,23 +679,9 @@ class Study(StudyReplay, StudySnapshots):
             raise InvalidInputError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
 
     def _write_export(self, path: str, ext: str, hist: list[dict[str, Any]]) -> None:
-        from boloop.spaces import axis_values
-        from boloop.study.space_file import defined_params
-
-        axes = axis_values(self.space)  # once per export, not per row
-        # grid values as the space file defines them (0.6, not linspace's 0.6000000000000001);
-        # answers and a box's coordinates as they are
-        hist = [
-            {
-                **r,
-                **{
-                    k: defined_params(self.space, r[k], axes)
-                    for k in ("params", "a", "b")
-                    if isinstance(r.get(k), dict)
-                },
-            }
-            for r in hist
-        ]
+        # the history's and the recommendation's grid values are already as the space file
+        # defines them (0.6, not linspace's 0.6000000000000001: :meth:`_params`); answers and a
+        # box's coordinates as they are
         if ext == ".json":
             try:
                 rec = self.recommend()
@@ -771,6 +773,21 @@ class Study(StudyReplay, StudySnapshots):
             self.problem = problem if problem is not None else _problem_from_config(self.config)
         self.space: Space = self.problem.space
         self._labels = getattr(self.problem, "labels", None)
+        self._defined: tuple[Space, list[dict[float, float]] | None] | None = None
+
+    def _params(self, x: Any) -> dict[str, float]:
+        """A point (d,) of the space in parameter names as people read it: its grid values as
+        the space file defines them (183.333333333333, not linspace's 183.33333333333334:
+        :func:`~boloop.study.space_file.defined_values`), the same values the CSV export
+        writes; other values (a box's coordinates) as they are. Only what is shown: the log
+        keeps the points as they were computed."""
+        return defined_params(self.space, point_to_params(self.space, x), self._defined_values())
+
+    def _defined_values(self) -> list[dict[float, float]] | None:
+        """:func:`~boloop.study.space_file.defined_values` of the space, computed once."""
+        if self._defined is None or self._defined[0] is not self.space:
+            self._defined = (self.space, defined_values(self.space))
+        return self._defined[1]
 
     def _by_label(self, query: Query, answer: Any) -> Any:
         """A compare answered with an option's name (a text column of the table) -> 0 or 1."""
@@ -827,8 +844,8 @@ class Study(StudyReplay, StudySnapshots):
                 id=q.id,
                 kind=q.kind,
                 query=q,
-                a=point_to_params(self.space, q.a),
-                b=point_to_params(self.space, q.b),
+                a=self._params(q.a),
+                b=self._params(q.b),
                 a_label=self._label(q.a_index),
                 b_label=self._label(q.b_index),
             )
@@ -837,7 +854,7 @@ class Study(StudyReplay, StudySnapshots):
             id=q.id,
             kind=q.kind,
             query=q,
-            params=point_to_params(self.space, q.x),
+            params=self._params(q.x),
             outputs=tuple(getattr(q, "outputs", ())),
             label=self._label(q.index),
             calibration=bool(getattr(q, "calibration", False)),
@@ -851,7 +868,7 @@ class Study(StudyReplay, StudySnapshots):
                 "query_id": None,
                 "kind": kind,
                 "source": "added",
-                "params": point_to_params(self.space, ev.payload["x"]),
+                "params": self._params(ev.payload["x"]),
                 "a": None,
                 "b": None,
                 "answer": answer,
@@ -949,7 +966,7 @@ class Study(StudyReplay, StudySnapshots):
                 upper = np.asarray(rec.upper, dtype=bool)
                 out["n_upper"] = int(upper.sum())
                 out["n_candidates"] = int(upper.size)
-                out["upper"] = [point_to_params(self.space, p) for p in rec.points[upper]]
+                out["upper"] = [self._params(p) for p in rec.points[upper]]
             return out
         if dataclasses.is_dataclass(rec) and not isinstance(rec, type):
             return {
@@ -961,9 +978,14 @@ class Study(StudyReplay, StudySnapshots):
             return self._wrap(rec).to_dict()
         if isinstance(rec, np.ndarray):
             if rec.ndim == 1 and rec.shape[0] == d:
-                return point_to_params(self.space, rec)
+                return self._params(rec)
             if rec.ndim == 2 and rec.shape[1] == d:
-                return [point_to_params(self.space, r) for r in rec]
+                return [self._params(r) for r in rec]
+            if isinstance(self.space, SafeSpace) and rec.ndim == 1 and rec.dtype.kind == "f":
+                # levels of the monotone parameter per x (a safe recommendation's best_s and
+                # boundary_s): as the space file defines them, like the points' values
+                table = (self._defined_values() or [{}])[0]
+                return [table.get(v, v) for v in rec.tolist()]
             return rec.tolist()
         if isinstance(rec, Mapping):
             return {str(k): self._named(v) for k, v in rec.items()}
@@ -1139,6 +1161,7 @@ def create_study(
     else:
         config["space"] = pin_defaults(doc, family)
         check_family_keys(config["space"], family, method)
+        check_safety_limit(config["space"], family, config["options"])
     read = _check_buildable(method, config)  # before the storage: a refused study creates nothing
     config["pinned_defaults"] = pinned_defaults(
         method, _problem_from_config(config), int(seed), config["options"], read

@@ -62,6 +62,8 @@ from boloop.spaces import (
     SafeSpace,
     Space,
     axis_values,
+    format_value,
+    grid_point,
     grid_points_per_axis,
 )
 from boloop.study.media import check_media, embed_media, is_media_name
@@ -70,11 +72,14 @@ __all__ = [
     "UserExperiment",
     "build_experiment",
     "check_family_keys",
+    "check_safety_limit",
     "implied_family",
     "pin_defaults",
     "load_space_file",
     "normalise_space",
     "read_candidates_csv",
+    "defined_params",
+    "defined_values",
     "params_to_point",
     "point_to_params",
 ]
@@ -435,6 +440,32 @@ def check_family_keys(spec: Mapping[str, Any], family: str, method: str) -> None
             )
 
 
+def check_safety_limit(spec: Mapping[str, Any], family: str, options: Mapping[str, Any]) -> None:
+    """Refuse a ``threshold`` in a safe space's ``[settings]`` (or a ``threshold`` option) that
+    differs from its ``h``: the safe methods take the limit under that name, and the space's
+    ``h`` would silently win over the one (the option over the other); nothing is created."""
+    if not family_traits(family).monotone_space or spec.get("h") is None:
+        return
+    h = spec["h"]
+    where = {
+        "[settings] threshold": (spec.get("settings") or {}).get("threshold"),
+        "the option threshold": options.get("threshold"),
+    }
+    for what, value in where.items():
+        if value is None:
+            continue
+        try:
+            same = float(value) == float(h)
+        except (TypeError, ValueError):
+            same = False
+        if not same:
+            raise InvalidInputError(
+                f"the space's safety limit is h = {format_value(h)}, but {what} = "
+                f"{format_value(value)} gives another: a safe study's limit is h (g <= h); "
+                f"remove threshold, or set h = {format_value(value)} if that is the limit"
+            )
+
+
 #: The most points a space file's grid may have (the product of its points per axis): built
 #: before any method sees it, a grid of 20 points per axis in 6-D (64 million points) would
 #: exhaust memory while being made. Methods have their own, lower limits (preference: 1,500).
@@ -547,41 +578,57 @@ def point_to_params(space: Space, x: Any) -> dict[str, float]:
     return {n: float(v) for n, v in zip(space.names, arr)}
 
 
-def defined_params(
-    space: Space, params: Mapping[str, Any], axes: list[np.ndarray] | None = None
-) -> dict[str, Any]:
-    """``params`` with every value that is one of its parameter's grid (or option) values
-    written as the space file defines it: the shortest decimal, at most 15 significant digits,
-    that is closer to this value than to any other of the parameter's values.
+def defined_values(space: Space) -> list[dict[float, float]] | None:
+    """Per parameter of a finite ``space``, each of its grid (or option) values -> the value as
+    the space file defines it: the shortest decimal, at most 15 significant digits, that is
+    closer to this value than to any other of the parameter's values (the value itself when no
+    shorter one is); None for a :class:`Box`.
 
     A grid is built with ``numpy.linspace``, whose points are off by an ulp or so from the decimal
     the space file means: on a grid of 21 points over [0, 1] the 13th is 0.6000000000000001, not
-    0.6 (the float nearest 3/5). An export writes 0.6, which names the same grid point (a study
-    reads it back to that point). Values that are not the space's own (a box's coordinates, a
-    point added off the grid) are returned as they are.
+    0.6 (the float nearest 3/5); on 31 points over [100, 200] the 26th is 183.33333333333334
+    (written 183.333333333333). Both name the same grid point (a study reads them back to it).
+    Computed once per space (a study keeps it): naming a point is then a lookup per value.
     """
-    if axes is None:  # (give ``axes = spaces.axis_values(space)`` when writing many points)
-        axes = axis_values(space)
+    axes = axis_values(space)
     if axes is None:
+        return None
+    out = []
+    for values in axes:
+        table: dict[float, float] = {}
+        for i, v in enumerate(values.tolist()):
+            short = float(f"{v:.15g}")
+            if short != v and int(np.argmin(np.abs(values - short))) == i:
+                table[v] = short
+        out.append(table)
+    return out
+
+
+def defined_params(
+    space: Space, params: Mapping[str, Any], defined: list[dict[float, float]] | None = None
+) -> dict[str, Any]:
+    """``params`` with every value that is one of its parameter's grid (or option) values
+    written as the space file defines it (:func:`defined_values`; give ``defined`` when writing
+    many points). Values that are not the space's own (a box's coordinates, a point added off
+    the grid by an older version) are returned as they are."""
+    if defined is None:
+        defined = defined_values(space)
+    if defined is None:
         return dict(params)
     out = dict(params)
-    for name, values in zip(space.names, axes):
+    for name, table in zip(space.names, defined):
         v = out.get(name)
-        if isinstance(v, bool) or not isinstance(v, float) or not math.isfinite(v):
-            continue
-        i = int(np.searchsorted(values, v))
-        if i >= values.size or values[i] != v:
-            continue  # not one of the parameter's values
-        short = float(f"{v:.15g}")
-        if short != v and int(np.argmin(np.abs(values - short))) == i:
-            out[name] = short
+        if isinstance(v, float) and v in table:
+            out[name] = table[v]
     return out
 
 
 def params_to_point(space: Space, params: Mapping[str, Any], what: str = "params") -> np.ndarray:
     """The point (d,) named by ``params``; raises naming unknown, missing or bad values.
 
-    The point must lie in the space's box (for finite spaces: their bounding box).
+    The point must lie in the space's box; in a finite space it must name one of its points
+    (:func:`boloop.spaces.grid_point`: each value a grid value, also as a person writes it with
+    fewer digits), and that point of the space is returned, with the grid's own values.
     """
     if not isinstance(params, Mapping):
         raise InvalidInputError(f"{what} must map parameter names to numbers, got {params!r}")
@@ -601,4 +648,8 @@ def params_to_point(space: Space, params: Mapping[str, Any], what: str = "params
             f"{what} {dict(zip(names, x.tolist()))} is outside the bounds "
             f"{dict(zip(names, box.bounds.tolist()))}"
         )
+    if isinstance(space, CandidateSet | SafeSpace):
+        # a grid value as a person writes it (193.333 for 580/3) is that grid value: the point
+        # is the grid's own (one rule for the API, the CLI and the web: spaces.axis_index)
+        return grid_point(space, x)
     return x
