@@ -27,13 +27,14 @@ from boloop.algorithms import Option, make_policy, register_method
 from boloop.algorithms.registry import (
     RECOMMEND_KEYWORDS,
     TYPE_WORDS,
+    check_recommend_keywords,
     get_method,
     load_method_file,
 )
 from boloop.algorithms.toy import RandomEvaluate
 from boloop.bench import read_results, run_sweep
 from boloop.errors import InvalidInputError, StorageError
-from boloop.problems import get
+from boloop.problems import Problem, get
 from boloop.study import load_study
 from cli_runner import assert_refused, run_cli
 
@@ -133,25 +134,39 @@ def no_keyword(spec, seed):
 
 
 @pytest.mark.parametrize(
-    "method, words",
+    "method, words, child",
     [
-        ("missing.py:make_emc", ["method file 'missing.py' does not exist"]),
-        ("emc.py:make_em", ["'emc.py' has no function 'make_em'", "make_emc"]),
-        ("bad.py:make_problem", ["'bad.py:make_problem' is not a method factory", "(spec"]),
-        ("emc.py:ExpectedMisclassification", ["is a class, not a method factory"]),
-        ("bad.py:returns_dict", ["its factory returned dict, not a boloop policy"]),
-        ("bad.py:no_keyword", ["NoKeyword.recommend() takes no keyword 'final_update'"]),
+        ("missing.py:make_emc", ["method file 'missing.py' does not exist"], False),
+        ("emc.py:make_em", ["'emc.py' has no function 'make_em'", "make_emc"], False),
+        ("bad.py:make_problem", ["'bad.py:make_problem' is not a method factory", "(spec"], False),
+        ("emc.py:ExpectedMisclassification", ["is a class, not a method factory"], False),
+        # these two register their factory (under its name) before it is refused: in a child
+        # process, so that this one's registry keeps no broken level-set method
+        ("bad.py:returns_dict", ["its factory returned dict, not a boloop policy"], True),
+        ("bad.py:no_keyword", ["NoKeyword.recommend() takes no keyword 'final_update'"], True),
     ],
 )
 def test_a_bad_method_file_is_one_line_before_any_run(
-    docs_dir: Path, tmp_path: Path, method: str, words: list[str]
+    docs_dir: Path, tmp_path: Path, method: str, words: list[str], child: bool
 ) -> None:
     (docs_dir / "bad.py").write_text(_BAD_METHODS)
     out = tmp_path / "out"
-    res = run_cli(
-        ["bench", "run", "--problem", TOY_LS, "--method", method, "toy-random", "--out", str(out)],
-        cwd=docs_dir,
-    )
+    argv = [
+        "bench",
+        "run",
+        "--problem",
+        TOY_LS,
+        "--method",
+        method,
+        "toy-random",
+        "--out",
+        str(out),
+    ]
+    if child:
+        res = subprocess.run([sys.executable, "-m", "boloop.cli", *argv], cwd=docs_dir,
+                             env=_env(), capture_output=True, text=True, timeout=300)  # fmt: skip
+    else:
+        res = run_cli(argv, cwd=docs_dir)
     assert_refused(res, *words)
     assert not out.exists()  # nothing was run or written
 
@@ -281,24 +296,19 @@ class _AnyKeywords(RandomEvaluate):
         return super().recommend(**options)
 
 
-@register_method("zz-no-keyword", "levelset", "test only: recommend() without final_update")
-def _no_keyword(spec, seed):  # type: ignore[no-untyped-def]
-    return _NoKeyword(spec.space, seed, threshold=0.25, sets=True)
-
-
-@register_method("zz-any-keywords", "levelset", "test only: recommend(**options)")
-def _any_keywords(spec, seed):  # type: ignore[no-untyped-def]
-    return _AnyKeywords(spec.space, seed, threshold=0.25, sets=True)
-
-
 def test_a_level_set_recommend_without_final_update_is_refused_naming_it() -> None:
-    problem = get(TOY_LS)
+    """What build_policy checks on every policy it builds (through make_policy and the bench:
+    ``bad.py:no_keyword`` above); the policies here are built by hand, so that no broken
+    level-set method is registered in this process."""
+    space = get(TOY_LS).space
     with pytest.raises(InvalidInputError) as info:
-        make_policy("zz-no-keyword", problem, 0)
+        check_recommend_keywords(_NoKeyword(space, 0), "mine", "levelset")
     text = str(info.value)
-    assert "_NoKeyword.recommend() takes no keyword 'final_update'" in text
+    assert text.startswith("method 'mine' (levelset): _NoKeyword.recommend() takes no keyword")
     assert "recommend(final_update: bool = True)" in text and "docs/methods.md" in text
-    make_policy("zz-any-keywords", problem, 0).recommend(final_update=True)  # **options: fine
+    check_recommend_keywords(_AnyKeywords(space, 0), "mine", "levelset")  # **options: fine
+    check_recommend_keywords(RandomEvaluate(space, 0), "mine", "levelset")  # final_update
+    check_recommend_keywords(_NoKeyword(space, 0), "mine", "preference")  # no keyword there
 
 
 @pytest.mark.parametrize(
@@ -324,9 +334,12 @@ def test_option_types_are_checked_when_a_method_is_registered() -> None:
         register_method("zz-type-word", "levelset", "t", options=[Option("n", "integer", 1)])
     with pytest.raises(InvalidInputError, match="'flaot' is not a type word"):
         register_method("zz-type-word", "levelset", "t", options=[Option("n", "int | flaot")])
-    register_method("zz-type-ok", "levelset", "t", options=[Option("n", "int | None", 1)])(factory)
+    # a throw-away family (test_web creates a study of every levelset method registered)
+    register_method("zz-type-ok", "zz-fam", "t", options=[Option("n", "int | None", 1)])(factory)
+    problem = Problem("zz-fam/x", "zz-fam", get(TOY_LS).space)
     with pytest.raises(InvalidInputError, match=re.escape("must be int | None, got 1.5")):
-        make_policy("zz-type-ok", get(TOY_LS), 0, n=1.5)
+        make_policy("zz-type-ok", problem, 0, n=1.5)
+    make_policy("zz-type-ok", problem, 0, n=None)
 
 
 # -- docs/methods.md, as written ------------------------------------------------------------------
