@@ -42,6 +42,7 @@ import logging
 import math
 import multiprocessing as mp
 import os
+import signal
 import tempfile
 import threading
 import time
@@ -633,6 +634,10 @@ def _sweep(
         return
 
     def finish(spec: RunSpec, result: Any, error: BaseException | None) -> None:
+        with _ctrl_c_after():  # a run in the file is a run in the report, Ctrl-C or not
+            _finish(spec, result, error)
+
+    def _finish(spec: RunSpec, result: Any, error: BaseException | None) -> None:
         if error is not None:
             msg = f"{type(error).__name__}: {error}"
             detail = "".join(traceback.format_exception(error))  # includes a worker's traceback
@@ -707,6 +712,29 @@ def _sweep(
             if queue is not None:
                 queue.close()
     write_results(path, all_metrics, runs)  # sorted by problem, method, seed, step
+
+
+@contextlib.contextmanager
+def _ctrl_c_after() -> Any:
+    """Run the block with Ctrl-C (SIGINT) held back until it ends, then raise it: a run's rows
+    appended to the file and its count in the report go together, so the interrupted sweep's
+    message counts what the file keeps. (A KeyboardInterrupt raised inside the append, as one
+    arriving during its fsync was, left a run in the file that the message did not count.)
+    Only in the main thread with Python's default handler; elsewhere the block runs as is."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            raise KeyboardInterrupt
 
 
 def _runs(count: int) -> str:
