@@ -325,7 +325,7 @@ def plan_runs(
             if is_method_file(name):  # path/to/file.py:factory: the id it is registered as
                 entry = load_method_file(name, problem.family)
                 mid = entry.id + given[len(name) :]  # with the ?options as given
-                _check_file_method(problem, pid, given, entry.id, options, int(b))
+                _check_file_method(problem, pid, given, entry.id, int(b))
             else:
                 try:
                     entry = get_method(name, problem.family)
@@ -343,9 +343,7 @@ def plan_runs(
     return specs, metrics
 
 
-def _check_file_method(
-    problem: Any, pid: str, given: str, method_id: str, options: dict[str, Any], budget: int
-) -> None:
+def _check_file_method(problem: Any, pid: str, given: str, method_id: str, budget: int) -> None:
     """A method from the user's file is built once before the sweep (as a run builds it, without
     its options, which are judged next): a factory that returns no boloop policy, or a policy
     that breaks its family's contract, is one error now instead of a failure of every run."""
