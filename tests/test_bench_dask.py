@@ -135,6 +135,33 @@ def test_failed_runs_are_reported_and_the_others_kept(tmp_path: Path, cluster, s
     assert {r["problem"] for r in _rows(tmp_path)} == {TOY_LS} and len(_rows(tmp_path)) == 8
 
 
+#: a method of the user's own (docs/methods.md), which the cluster's workers do not have
+_OWN_METHOD = """
+from boloop.algorithms import register_method
+from boloop.algorithms.toy import RandomEvaluate
+
+@register_method("zz-dask-own", "levelset", "test only: a method in a user's file")
+def make_own(spec, seed, threshold=None):
+    return RandomEvaluate(spec.space, seed, threshold=spec.settings["threshold"], sets=True)
+"""
+
+
+def test_a_method_from_a_file_runs_on_the_cluster(tmp_path: Path, cluster) -> None:
+    """``--method file.py:factory``: the workers (forked from a server that preloaded boloop
+    only) import the file by its absolute path; the rows are the process pool's."""
+    address, _ = cluster
+    src = tmp_path / "own.py"
+    src.write_text(_OWN_METHOD)
+    methods = [f"{src}:make_own", "toy-random"]
+    report = run_sweep([TOY_LS], methods, "0-1", 4, tmp_path / "dask", executor="dask",
+                       scheduler=address)  # fmt: skip
+    assert not report.failed, report.failed
+    run_sweep([TOY_LS], methods, "0-1", 4, tmp_path / "pool", jobs=2)
+    rows = _rows(tmp_path / "dask")
+    assert {r["method"] for r in rows} == {"zz-dask-own", "toy-random"} and len(rows) == 16
+    assert rows == _rows(tmp_path / "pool")
+
+
 # -- a worker that dies -----------------------------------------------------------------------------
 def test_a_worker_killed_mid_sweep_loses_no_run(tmp_path: Path, cluster, slow: str) -> None:
     """SIGKILL of a worker process that is running a run, after the first run completed: the

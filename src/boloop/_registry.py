@@ -1,4 +1,5 @@
-"""A small id -> factory registry with discovery of the modules of a package (private)."""
+"""A small id -> factory registry with discovery of the modules of a package (private), and the
+one loader of a user's ``path/to/file.py:factory`` (problems and methods alike)."""
 
 from __future__ import annotations
 
@@ -61,3 +62,59 @@ class Registry:
     def entries(self, family: str | None = None) -> list[Entry]:
         self.discover()
         return [e for _, e in sorted(self._entries.items()) if family in (None, e.family)]
+
+
+def is_file_id(text: str) -> bool:
+    """Whether ``text`` (options after ``?`` aside) names a function in a Python file:
+    ``path/to/file.py:name``."""
+    name = text.partition("?")[0]
+    path, sep, attr = name.rpartition(":")
+    return bool(sep) and path.endswith(".py") and attr.isidentifier()
+
+
+def file_module_name(path: str) -> str:
+    """The module name under which the file at ``path`` is imported (one per absolute path)."""
+    import hashlib
+    from pathlib import Path
+
+    resolved = Path(path).expanduser().resolve()
+    return "boloop_user_" + hashlib.sha1(str(resolved).encode()).hexdigest()[:12]
+
+
+def load_file_attribute(name: str, what: str) -> Callable[..., Any]:
+    """The function ``attr`` of the Python file ``path`` in ``"path.py:attr"`` (options after
+    ``?`` are ignored here); the file is imported once per process as a module named after its
+    absolute path (:func:`file_module_name`). ``what`` (``"problem"``, ``"method"``) names the
+    file in the errors: a file that does not exist, and a name that is not a function of it,
+    are an :class:`~boloop.errors.InvalidInputError` (an error raised by the file itself while it
+    is imported propagates as it is)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    from boloop.errors import InvalidInputError
+
+    path_text, _, attr = name.partition("?")[0].rpartition(":")
+    path = Path(path_text).expanduser().resolve()
+    if not path.is_file():
+        raise InvalidInputError(f"{what} file {path_text!r} does not exist")
+    module_name = file_module_name(str(path))
+    module = sys.modules.get(module_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise InvalidInputError(f"cannot import {what} file {path_text!r}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[module_name]
+            raise
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        public = [n for n in vars(module) if not n.startswith("_") and callable(vars(module)[n])]
+        raise InvalidInputError(
+            f"{path_text!r} has no function {attr!r}; its functions: {', '.join(public)}"
+        )
+    return factory  # type: ignore[no-any-return]

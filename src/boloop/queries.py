@@ -305,7 +305,10 @@ class Policy(Protocol):
 
     def tell(self, query_id: int, answer: Any) -> None: ...
 
-    def recommend(self) -> Any: ...
+    def recommend(self) -> Any:
+        """The family's typed recommendation (a level-set policy's also takes
+        ``final_update``: ``docs/methods.md``)."""
+        ...
 
     def describe(self) -> dict[str, Any]: ...
 
@@ -313,10 +316,23 @@ class Policy(Protocol):
 class BasePolicy(ABC):
     """Bookkeeping shared by all policies; subclasses implement the algorithm.
 
-    Subclasses implement :meth:`_propose` (build the next query with :meth:`_new_evaluate`,
-    :meth:`_new_label` or :meth:`_new_compare`), :meth:`_observe` (update models; it must leave the
-    policy unchanged if it raises), :meth:`recommend` and optionally :meth:`_iteration_done` and
-    :meth:`describe`.
+    The authors' API (``docs/methods.md``, "Writing your own method"): users call ``ask``,
+    ``tell``, ``observe`` and ``recommend``; a method's author subclasses this class and writes the
+    protected hooks, whose names are stable and used by every method of the library:
+
+    * :meth:`_propose` builds the next query with :meth:`_new_evaluate`, :meth:`_new_label` or
+      :meth:`_new_compare` (wrapped in :meth:`_mark_initial` for the initial design);
+    * :meth:`_observe` updates the models with a validated answer (it must leave the policy
+      unchanged if it raises);
+    * :meth:`recommend` returns the family's typed recommendation; a level-set policy's takes
+      ``final_update`` (the metric tracker calls ``recommend(final_update=True)``; a policy
+      without the keyword is refused when it is built,
+      :data:`boloop.algorithms.registry.RECOMMEND_KEYWORDS`);
+    * optionally :meth:`_iteration_done` (return ``not query.initial`` so that the initial design
+      does not use up the budget), :meth:`describe`, and, with ``accepts_measurements = True``,
+      :meth:`_add_measurements`.
+
+    Every random number comes from ``self.rng``, made from the seed by ``__init__``.
 
     ``iteration`` counts completed iterations the way the family's paper counts its budget (by
     default every answered query completes one); ``simulate`` stops when it reaches the budget.
@@ -474,11 +490,14 @@ class BasePolicy(ABC):
     def _new_evaluate(
         self, x: Any, index: int | None = None, outputs: tuple[str, ...] = ()
     ) -> Evaluate:
+        """A new :class:`Evaluate` of ``x`` (d,) with the next query id; ``index`` is the
+        candidate's index in a finite space, ``outputs`` the names of a multi-valued answer."""
         return Evaluate(
             id=self._take_id(), x=x, index=None if index is None else int(index), outputs=outputs
         )
 
     def _new_label(self, x: Any, index: int | None = None, calibration: bool = False) -> Label:
+        """A new :class:`Label` (an expert's accept/reject) of ``x`` with the next query id."""
         return Label(
             id=self._take_id(),
             x=x,
@@ -489,6 +508,7 @@ class BasePolicy(ABC):
     def _new_compare(
         self, a: Any, b: Any, a_index: int | None = None, b_index: int | None = None
     ) -> Compare:
+        """A new :class:`Compare` of ``a`` and ``b`` (each (d,)) with the next query id."""
         return Compare(
             id=self._take_id(),
             a=a,

@@ -26,12 +26,13 @@ import inspect
 import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 
-from boloop._registry import Entry, Registry
+from boloop._registry import Entry, Registry, is_file_id, load_file_attribute
 from boloop.errors import InvalidInputError, OptionError, UnknownIdError
 from boloop.queries import BasePolicy, PolicySpec
 
@@ -47,6 +48,12 @@ __all__ = [
     "options_from",
     "FAMILY_DEFAULTS",
     "default_method",
+    "RECOMMEND_KEYWORDS",
+    "TYPE_WORDS",
+    "check_recommend_keywords",
+    "is_method_file",
+    "load_method_file",
+    "method_file_of",
 ]
 
 #: the method a study of a family runs when it names none, chosen by measurement where people
@@ -111,7 +118,7 @@ def _is_beta_schedule(v: Any) -> bool:
     return isinstance(v, BetaSchedule)
 
 
-#: the type words an :class:`Option` may use (``"float | None"``); any other word accepts anything
+#: the type words an :class:`Option` checks (``"float | None"``): a value must pass one of them
 _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "float": _is_real,
     "int": _is_int,
@@ -124,15 +131,26 @@ _TYPE_CHECKS: dict[str, Callable[[Any], bool]] = {
     "tuple[str, ...]": lambda v: _is_seq(v, lambda x: isinstance(x, str)),
 }
 
+#: type words an :class:`Option` may also use that accept every value (``Any``; the level-set
+#: ``hyperparameters`` option, checked by its policy's constructor)
+_UNCHECKED_TYPES = ("Any", "HyperparameterLearning")
+
+#: every word an option's ``type`` may be made of, joined by ``" | "``
+TYPE_WORDS: tuple[str, ...] = (*_TYPE_CHECKS, *_UNCHECKED_TYPES)
+
 
 @dataclass(frozen=True)
 class Option:
     """One row of the method table.
 
-    ``type`` is written as in a type hint, ``"float"``, ``"int | None"``, ``"Kernel | str"``; the
-    words of :data:`_TYPE_CHECKS` are checked (an ``int`` is a valid ``float``, a ``bool`` is not a
-    number), any other word (``"Any"``) accepts every value. ``default`` is the value used when
-    neither the option nor the problem's settings give one.
+    ``type`` is a string written as in a type hint, ``"float"``, ``"int | None"``,
+    ``"Kernel | str"``, made of the words of :data:`TYPE_WORDS`: ``float``, ``int``, ``bool``,
+    ``str``, ``None``, ``Kernel``, ``BetaSchedule``, ``Sequence[float]``, ``tuple[str, ...]`` are
+    checked (an ``int`` is a valid ``float``, a ``bool`` is not a number); ``Any`` accepts every
+    value. Any other type (a Python type such as ``int``, a word such as ``"integer"``) is refused
+    when the method is registered (:func:`register_method`), naming the valid words. ``default``
+    is the value used when neither the option nor the problem's settings give one (documentation:
+    the factory applies it).
     """
 
     name: str
@@ -140,10 +158,31 @@ class Option:
     default: Any = None
     doc: str = ""
 
+    def type_error(self) -> str | None:
+        """Why ``type`` is not made of :data:`TYPE_WORDS` (None when it is)."""
+        valid = ", ".join(repr(w) for w in TYPE_WORDS)
+        if not isinstance(self.type, str):
+            shown = getattr(self.type, "__name__", None)
+            hint = f" (write {shown!r})" if shown in TYPE_WORDS else ""
+            return (
+                f"option {self.name!r} has type {shown or repr(self.type)}, not a string{hint}; "
+                f"an option's type is a string of the words {valid} joined by ' | ', e.g. 'int' "
+                "or 'float | None'"
+            )
+        bad = [w.strip() for w in self.type.split("|") if w.strip() not in TYPE_WORDS]
+        if bad:
+            close = difflib.get_close_matches(bad[0], TYPE_WORDS, 1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            return (
+                f"option {self.name!r} has type {self.type!r}: {bad[0]!r} is not a type word"
+                f"{hint}; the valid words, joined by ' | ': {valid}"
+            )
+        return None
+
     def accepts(self, value: Any) -> bool:
         words = [w.strip() for w in self.type.split("|")]
         if any(w not in _TYPE_CHECKS for w in words):
-            return True
+            return True  # an unchecked word (Any)
         return any(_TYPE_CHECKS[w](value) for w in words)
 
     def describe(self) -> str:
@@ -243,10 +282,15 @@ class _MethodRegistry(Registry):
                 f"method_id and family must be non-empty, got {method_id!r}, {family!r}"
             )
 
+        for option in options:
+            why = option.type_error() if isinstance(option, Option) else f"{option!r} is no Option"
+            if why is not None:
+                raise InvalidInputError(f"method {method_id!r} ({family}): {why}")
+
         def deco(factory: Callable[..., BasePolicy]) -> Callable[..., BasePolicy]:
             key = (family, method_id)
             old = self._entries.get(key)
-            if old is not None and _qualname(old.factory) != _qualname(factory):
+            if old is not None and not _same_factory(old.factory, factory):
                 raise InvalidInputError(
                     f"method {method_id!r} is already registered for family {family!r} by "
                     f"{_qualname(old.factory)}"
@@ -291,16 +335,53 @@ def _qualname(factory: Callable[..., Any]) -> str:
     return f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', '?')}"
 
 
+def _source_file(factory: Callable[..., Any]) -> str | None:
+    code = getattr(factory, "__code__", None)
+    return None if code is None else str(Path(code.co_filename).resolve())
+
+
+def _same_factory(a: Callable[..., Any], b: Callable[..., Any]) -> bool:
+    """The same function: same module and name, or the same name defined in the same file (a
+    user's file imported again under another module name: by ``import mine`` and by
+    ``boloop bench run --method mine.py:factory``, or in a bench worker)."""
+    if _qualname(a) == _qualname(b):
+        return True
+    same_name = getattr(a, "__qualname__", None) == getattr(b, "__qualname__", None)
+    return same_name and _source_file(a) is not None and _source_file(a) == _source_file(b)
+
+
 _METHODS = _MethodRegistry()
 
 
 def register_method(
     method_id: str, family: str, description: str, options: Sequence[Option] = ()
 ) -> Callable[[Callable[..., BasePolicy]], Callable[..., BasePolicy]]:
-    """Decorator: register ``factory(problem, seed, **options) -> Policy`` as ``method_id`` of
-    ``family`` with its option table ``options`` (the only options ``make_policy`` passes on).
-    The same id may exist in several families (``random``); registering an id twice in one family
-    with a different factory raises :class:`boloop.errors.InvalidInputError`."""
+    """Decorator: register ``factory(spec, seed, **options) -> BasePolicy`` as ``method_id`` of
+    ``family``, with its option table ``options`` (a sequence of :class:`Option`).
+
+    The factory is called by :func:`build_policy` (and so by :func:`make_policy`, ``simulate``,
+    the bench and studies) with
+
+    * ``spec``: the :class:`boloop.queries.PolicySpec` (read ``spec.space``, the search space,
+      and ``spec.settings``, the problem's or the study's named settings such as ``threshold``,
+      ``kernel``, ``noise_variance``, ``budget``; never a true function),
+    * ``seed``: ``spec.seed``, for the policy's ``numpy.random.Generator``,
+    * ``**options``: the user's options (``spec.options``), already checked against ``options``;
+      only options the user gave are passed, so the factory applies the defaults (an option
+      given here takes precedence over the setting of the same name).
+
+    It returns a :class:`boloop.queries.BasePolicy` of ``family``; how to write one is in
+    ``docs/methods.md``. Each :class:`Option`'s ``type`` is checked here: a type that is not a
+    string of :data:`TYPE_WORDS` raises :class:`boloop.errors.InvalidInputError` naming the
+    valid words. The same id may exist in several families (``random``); registering an id
+    twice in one family with another factory raises :class:`boloop.errors.InvalidInputError`
+    (the same function again, also from the same file imported under another module name, only
+    replaces the entry).
+
+    A method registered in a module of your own exists in the processes that imported that
+    module: a study of it is loaded after that import, and ``boloop bench run --method
+    path/to/file.py:factory`` imports the file (in its worker processes too).
+    """
     return _METHODS.register(method_id, family, description, options)
 
 
@@ -329,7 +410,44 @@ def build_policy(spec: PolicySpec) -> BasePolicy:
         raise InvalidInputError(f"build_policy needs a PolicySpec, got {type(spec).__name__}")
     entry = _METHODS.get(spec.method, spec.family)
     entry.check_options(spec.options)
-    return entry.factory(spec, spec.seed, **spec.options)
+    policy = entry.factory(spec, spec.seed, **spec.options)
+    check_recommend_keywords(policy, entry.id, entry.family)
+    return policy
+
+
+#: keywords the metric tracker of a family passes to ``recommend`` in a simulation or a bench
+#: run, which every policy of the family must accept (the level-set tracker asks for the sets
+#: after every answer: ``recommend(final_update=True)``, Inatsu et al. eq. 3.1 / Algorithm 3)
+RECOMMEND_KEYWORDS: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {"levelset": ("final_update",)}
+)
+
+
+def check_recommend_keywords(policy: Any, method_id: str, family: str) -> None:
+    """Raise :class:`~boloop.errors.InvalidInputError` for a policy whose ``recommend`` does not
+    take the keywords of its family's contract (:data:`RECOMMEND_KEYWORDS`), naming them;
+    otherwise its first simulated step fails with a bare ``TypeError`` from the metric tracker.
+    :func:`build_policy` calls it on every policy it builds."""
+    needed = RECOMMEND_KEYWORDS.get(family, ())
+    recommend = getattr(policy, "recommend", None)
+    if not needed or not callable(recommend):
+        return
+    try:
+        params = inspect.signature(recommend).parameters
+    except (TypeError, ValueError):  # no signature to read (a builtin): nothing to judge
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    missing = [k for k in needed if k not in params or params[k].kind is params[k].POSITIONAL_ONLY]
+    if missing:
+        wanted = ", ".join(f"{k}: bool = True" for k in missing)
+        raise InvalidInputError(
+            f"method {method_id!r} ({family}): {type(policy).__name__}.recommend() takes no "
+            f"keyword {missing[0]!r}; every {family} policy's recommend must accept "
+            f"recommend({wanted}) (the {family} metric tracker calls "
+            f"recommend({', '.join(f'{k}=True' for k in missing)}) after every answer; "
+            "docs/methods.md, the policy contract)"
+        )
 
 
 def make_policy(method_id: str, problem: Any, seed: Any = 0, **options: Any) -> BasePolicy:
@@ -359,3 +477,74 @@ def make_policy(method_id: str, problem: Any, seed: Any = 0, **options: Any) -> 
 def list_methods(family: str | None = None) -> list[MethodEntry]:
     """Registered methods (id, family, description, options) sorted by family then id."""
     return _METHODS.entries(family)  # type: ignore[return-value]
+
+
+# ---------------------------------------------------------------------- methods in a user's file
+def is_method_file(method_id: str) -> bool:
+    """Whether ``method_id`` (options after ``?`` aside) names a factory in a Python file,
+    ``path/to/file.py:factory``, as ``boloop bench run --method`` takes it."""
+    return is_file_id(method_id)
+
+
+def load_method_file(reference: str, family: str) -> MethodEntry:
+    """The method of ``path/to/file.py:factory`` for ``family``: the file is imported once per
+    process (the loader of ``--problem file.py:factory``), which runs its
+    :func:`register_method` decorators, and the entry whose factory is ``factory`` is returned.
+    A factory the file did not register is registered here, for ``family``, under its name (the
+    text after the colon), with the keyword arguments of its signature after ``(spec, seed)``
+    as its options (type ``Any``).
+
+    Raises :class:`~boloop.errors.InvalidInputError`, one line each: the file does not exist; it
+    has no function of that name; the function is not a method factory (it cannot be called as
+    ``factory(spec, seed)``, e.g. a problem's factory); it is registered for another family.
+    """
+    name = reference.partition("?")[0]
+    factory = load_file_attribute(name, "method")
+    attr = name.rpartition(":")[2]
+    mine = [e for e in list_methods() if _same_factory(e.factory, factory)]
+    for entry in mine:
+        if entry.family == family:
+            return entry
+    if mine:
+        raise InvalidInputError(
+            f"method {name!r} is registered as {mine[0].id!r} for {mine[0].family} problems, "
+            f"not {family}"
+        )
+    if isinstance(factory, type):
+        raise InvalidInputError(
+            f"{name!r} is a class, not a method factory: give the function that builds it, "
+            "factory(spec: PolicySpec, seed, **options); see docs/methods.md"
+        )
+    try:
+        params = inspect.signature(factory).parameters
+        inspect.signature(factory).bind(None, 0)
+    except (TypeError, ValueError):
+        raise InvalidInputError(
+            f"{name!r} is not a method factory: a method factory is called as "
+            "factory(spec: PolicySpec, seed, **options) and returns a boloop policy "
+            "(a boloop.queries.BasePolicy); see docs/methods.md"
+        ) from None
+    named = [p for p in params.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    options = tuple(
+        Option(p.name, "Any", None if p.default is p.empty else p.default) for p in named[2:]
+    )
+    register_method(
+        attr, family, f"{factory.__doc__ or ''}".strip().split("\n")[0] or name, options
+    )(factory)
+    return _METHODS.get(attr, family)
+
+
+def method_file_of(entry: MethodEntry) -> str | None:
+    """``/abs/path/file.py:factory``, which registers ``entry`` when the file is imported in
+    another process (:func:`load_method_file`), for a method registered outside boloop by a
+    module-level function of a file; None for boloop's own methods (every process has them)."""
+    import sys
+
+    module = getattr(entry.factory, "__module__", "") or ""
+    if module == "boloop" or module.startswith("boloop."):
+        return None
+    source = getattr(sys.modules.get(module), "__file__", None)
+    qual = getattr(entry.factory, "__qualname__", "")
+    if not source or not str(source).endswith(".py") or not qual.isidentifier():
+        return None
+    return f"{Path(source).resolve()}:{qual}"

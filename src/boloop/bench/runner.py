@@ -19,6 +19,16 @@ and its rows replaced. Two sweeps must not write to the same directory at the sa
 
 Method ids may carry options like problem ids: ``mr-lpf?beta=2`` runs ``make_policy("mr-lpf",
 problem, seed, beta=2)`` and is a distinct method in the table.
+
+A method of your own: ``path/to/file.py:factory`` (with ``?options`` too) imports the file, as
+``--problem path/to/file.py:factory`` does (one loader, :func:`boloop._registry.load_file_attribute`),
+and runs the method ``factory`` is registered as (:func:`boloop.algorithms.register_method` in the
+file; a factory the file did not register is registered under its own name, see
+:func:`boloop.algorithms.registry.load_method_file`). The results name it by that id (``emc``, or
+``emc?n_initial=3``), as a Python sweep of the same method after ``import`` of the file does. The
+file is imported again, by its absolute path, in the workers that do not have the method (a
+process pool that does not fork, a Dask cluster, whose workers must see the same path); so is
+the file of a method registered by a module of your own and named by its id from Python.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ import logging
 import math
 import multiprocessing as mp
 import os
+import signal
 import tempfile
 import threading
 import time
@@ -107,6 +118,10 @@ class RunSpec:
     method: str
     seed: int
     budget: int
+    #: ``/abs/path/file.py:factory`` that registers ``method`` in a process that lacks it (a
+    #: method of the user's own, :func:`boloop.algorithms.registry.method_file_of`); not part
+    #: of the key
+    method_file: str | None = None
 
     @property
     def key(self) -> Key:
@@ -251,6 +266,7 @@ def _run_one(
     # the sweep's budget is the run's horizon: methods that plan for T (MR-LPF's rounds) read it
     problem.settings = {**problem.settings, "budget": spec.budget}
     name, options = parse_problem_id(spec.method)
+    _ensure_method(name, problem.family, spec.method_file)
     policy = make_policy(name, problem, spec.seed, **options)
     trace = simulate(
         policy, problem, spec.budget, spec.seed, method=spec.method, on_record=on_record
@@ -261,13 +277,31 @@ def _run_one(
     return spec.key, trace.metric_names, rows
 
 
+def _ensure_method(name: str, family: str, method_file: str | None) -> None:
+    """In a worker: import the file that registers method ``name`` if this process lacks it (a
+    forked worker has every method of its parent; a spawned one or a Dask worker has boloop's)."""
+    from boloop.algorithms.registry import get_method, load_method_file
+
+    if method_file is None:
+        return
+    try:
+        get_method(name, family)
+    except BoloopError:
+        load_method_file(method_file, family)
+
+
 # -- validation in the parent -----------------------------------------------------------------------
 def plan_runs(
     problems: Sequence[str], methods: Sequence[str], seeds: Sequence[int], budget: int | None
 ) -> tuple[list[RunSpec], list[str]]:
     """Check every id (unknown ids raise listing the valid ones), resolve budgets, and return the
     runs and the metric columns in the problems' order."""
-    from boloop.algorithms.registry import get_method
+    from boloop.algorithms.registry import (
+        get_method,
+        is_method_file,
+        load_method_file,
+        method_file_of,
+    )
     from boloop.problems import get, parse_problem_id
 
     if not problems or not methods:
@@ -275,6 +309,7 @@ def plan_runs(
     if budget is not None and (isinstance(budget, bool) or int(budget) != budget or budget < 1):
         raise InvalidInputError(f"budget must be a positive integer, got {budget!r}")
     specs: list[RunSpec] = []
+    seen: set[Key] = set()
     metrics: list[str] = []
     for pid in dict.fromkeys(problems):
         problem = get(pid)
@@ -284,17 +319,49 @@ def plan_runs(
         b = budget if budget is not None else problem.settings.get("budget")
         if b is None:
             raise InvalidInputError(f"problem {pid!r} has no default budget; give --budget")
-        for mid in dict.fromkeys(methods):
-            name, options = parse_problem_id(mid)
-            try:
-                entry = get_method(name, problem.family)
-            except InvalidInputError as exc:  # a method of another family
-                raise InvalidInputError(_one_family_message(exc, problems, methods)) from exc
+        for given in dict.fromkeys(methods):
+            name, options = parse_problem_id(given)
+            mid = given
+            if is_method_file(name):  # path/to/file.py:factory: the id it is registered as
+                entry = load_method_file(name, problem.family)
+                mid = entry.id + given[len(name) :]  # with the ?options as given
+                _check_file_method(problem, pid, given, entry.id, int(b))
+            else:
+                try:
+                    entry = get_method(name, problem.family)
+                except InvalidInputError as exc:  # a method of another family
+                    raise InvalidInputError(_one_family_message(exc, problems, methods)) from exc
             entry.check_options(options)  # OptionError names valid ones
             if options:
                 _check_option_values(problem, pid, mid, int(b), int(seeds[0]) if seeds else 0)
-            specs.extend(RunSpec(pid, mid, int(s), int(b)) for s in seeds)
+            source = method_file_of(entry)
+            for s in seeds:
+                spec = RunSpec(pid, mid, int(s), int(b), source)
+                if spec.key not in seen:  # the same method given by its id and its file
+                    seen.add(spec.key)
+                    specs.append(spec)
     return specs, metrics
+
+
+def _check_file_method(problem: Any, pid: str, given: str, method_id: str, budget: int) -> None:
+    """A method from the user's file is built once before the sweep (as a run builds it, without
+    its options, which are judged next): a factory that returns no boloop policy, or a policy
+    that breaks its family's contract, is one error now instead of a failure of every run."""
+    from boloop.algorithms import make_policy
+    from boloop.queries import BasePolicy
+
+    problem.settings = {**problem.settings, "budget": budget}
+    try:
+        policy = make_policy(method_id, problem, 0)
+    except BoloopError as exc:
+        raise InvalidInputError(f"method {given!r} on problem {pid!r}: {exc}") from exc
+    except Exception:  # the factory's own bug: each run reports it with its traceback (-v)
+        return
+    if not isinstance(policy, BasePolicy):
+        raise InvalidInputError(
+            f"method {given!r}: its factory returned {type(policy).__name__}, not a boloop "
+            "policy (a boloop.queries.BasePolicy); see docs/methods.md"
+        )
 
 
 def _one_family_message(
@@ -565,6 +632,10 @@ def _sweep(
         return
 
     def finish(spec: RunSpec, result: Any, error: BaseException | None) -> None:
+        with _ctrl_c_after():  # a run in the file is a run in the report, Ctrl-C or not
+            _finish(spec, result, error)
+
+    def _finish(spec: RunSpec, result: Any, error: BaseException | None) -> None:
         if error is not None:
             msg = f"{type(error).__name__}: {error}"
             detail = "".join(traceback.format_exception(error))  # includes a worker's traceback
@@ -639,6 +710,29 @@ def _sweep(
             if queue is not None:
                 queue.close()
     write_results(path, all_metrics, runs)  # sorted by problem, method, seed, step
+
+
+@contextlib.contextmanager
+def _ctrl_c_after() -> Any:
+    """Run the block with Ctrl-C (SIGINT) held back until it ends, then raise it: a run's rows
+    appended to the file and its count in the report go together, so the interrupted sweep's
+    message counts what the file keeps. (A KeyboardInterrupt raised inside the append, as one
+    arriving during its fsync was, left a run in the file that the message did not count.)
+    Only in the main thread with Python's default handler; elsewhere the block runs as is."""
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught:
+            raise KeyboardInterrupt
 
 
 def _runs(count: int) -> str:

@@ -143,7 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="extend",
         required=True,
         metavar="ID",
-        help="method ids (see `boloop methods`), with ?options",
+        help="method ids (see `boloop methods`), with ?options, or path/to/file.py:factory "
+        "(your own method: the file is imported and the method is named by the id it registers; "
+        "docs/methods.md)",
     )
     run.add_argument("--seeds", default="1", help="N (seeds 0..N-1) or A-B (inclusive); default 1")
     run.add_argument(

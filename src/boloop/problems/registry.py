@@ -6,7 +6,7 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-from boloop._registry import Entry, Registry
+from boloop._registry import Entry, Registry, is_file_id, load_file_attribute
 from boloop.errors import InvalidInputError
 from boloop.problems.base import Problem
 
@@ -65,43 +65,13 @@ def parse_problem_id(problem_id: str) -> tuple[str, dict[str, Any]]:
 
 def is_file_problem(problem_id: str) -> bool:
     """Whether ``problem_id`` names a user's factory in a Python file (``path/to/file.py:name``)."""
-    name = problem_id.partition("?")[0]
-    path, sep, attr = name.rpartition(":")
-    return bool(sep) and path.endswith(".py") and attr.isidentifier()
+    return is_file_id(problem_id)
 
 
 def _load_file_factory(name: str) -> Callable[..., Problem]:
-    """The function ``attr`` of the Python file ``path`` in ``"path.py:attr"``; the file is imported
-    once per process as a module named after its absolute path."""
-    import hashlib
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    path_text, _, attr = name.rpartition(":")
-    path = Path(path_text).expanduser().resolve()
-    if not path.is_file():
-        raise InvalidInputError(f"problem file {path_text!r} does not exist")
-    module_name = "boloop_user_" + hashlib.sha1(str(path).encode()).hexdigest()[:12]
-    module = sys.modules.get(module_name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        if spec is None or spec.loader is None:
-            raise InvalidInputError(f"cannot import problem file {path_text!r}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[module_name]
-            raise
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        public = [n for n in vars(module) if not n.startswith("_") and callable(vars(module)[n])]
-        raise InvalidInputError(
-            f"{path_text!r} has no function {attr!r}; its functions: {', '.join(public)}"
-        )
-    return factory  # type: ignore[no-any-return]
+    """The function ``attr`` of the Python file ``path`` in ``"path.py:attr"``: the one loader of
+    user files (:func:`boloop._registry.load_file_attribute`), shared with methods."""
+    return load_file_attribute(name, "problem")
 
 
 def get(problem_id: str, **options: Any) -> Problem:

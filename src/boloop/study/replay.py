@@ -18,7 +18,7 @@ import numpy as np
 
 import boloop
 from boloop._blas import one_blas_thread
-from boloop.algorithms.registry import make_policy
+from boloop.algorithms.registry import get_method, make_policy
 from boloop.errors import BoloopError, StorageError
 from boloop.queries import Query, query_from_dict
 from boloop.study.log import Event
@@ -99,6 +99,16 @@ def storage_option(url: str) -> str:
     return f" --storage {shlex.quote(shown)}"
 
 
+def _registered(method: str, family: str) -> bool:
+    """Whether this process has method ``method`` of ``family`` (a method of the user's own is
+    registered only where its module was imported)."""
+    try:
+        get_method(method, family)
+    except BoloopError:
+        return False
+    return True
+
+
 def decode_query(ev: Event, name: str) -> Query:
     try:
         return query_from_dict(ev.payload["query"])
@@ -120,6 +130,7 @@ class StudyReplay:
     # set by Study.__init__
     name: str
     method: str
+    family: str
     seed: int
     options: dict[str, Any]
     policy_options: dict[str, Any]  # Study's property: options over the pinned defaults
@@ -222,6 +233,14 @@ class StudyReplay:
                     self.method, self.problem, self.seed, **self.policy_options
                 )
             except BoloopError as exc:  # a check added after the study was created
+                if not _registered(self.method, self.family):  # missing, not changed
+                    raise StorageError(
+                        f"study {self.name!r}: the study's method {self.method!r} is not "
+                        "registered in this process: import the module that registers it "
+                        "(boloop.algorithms.register_method) and load again (the boloop command "
+                        "knows only boloop's own methods: load the study from Python, "
+                        "boloop.study.load_study, after that import)"
+                    ) from exc
                 raise StorageError(
                     f"study {self.name!r}: this boloop refuses the study's configuration: {exc}. "
                     f"{self._mismatch_advice()}"
