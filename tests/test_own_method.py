@@ -311,6 +311,18 @@ def test_a_level_set_recommend_without_final_update_is_refused_naming_it() -> No
     check_recommend_keywords(_NoKeyword(space, 0), "mine", "preference")  # no keyword there
 
 
+def test_simulate_holds_a_hand_built_policy_to_the_same_contract() -> None:
+    """A policy object given to simulate() (no registry in between) is refused before its
+    first step with the contract's message, not a bare TypeError from the tracker."""
+    from boloop.simulate import simulate
+
+    problem = get(TOY_LS)
+    with pytest.raises(InvalidInputError, match=r"_NoKeyword.recommend\(\) takes no keyword"):
+        simulate(_NoKeyword(problem.space, 0), problem, budget=2, seed=0)
+    trace = simulate(_AnyKeywords(problem.space, 0), problem, budget=2, seed=0)
+    assert len(trace.step_rows()) == 2
+
+
 @pytest.mark.parametrize(
     "pid", ["levelset/toy", "levelset/sinusoidal", "preference/toy", "safe/toy", "expert/toy"]
 )

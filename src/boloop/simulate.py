@@ -299,6 +299,10 @@ def simulate(
     if not hasattr(policy, "ask") or not hasattr(policy, "tell"):
         raise InvalidInputError(f"policy must have ask/tell, got {type(policy).__name__}")
     method = method or getattr(policy, "method_id", "") or type(policy).__name__
+    from boloop.algorithms.registry import check_recommend_keywords
+
+    # a policy object built by hand is held to its family's contract as a registered one is
+    check_recommend_keywords(policy, method, problem.family)
     limit = 100 * budget + 1000 if max_queries is None else int(max_queries)
 
     metric_names = list(problem.metric_names())
