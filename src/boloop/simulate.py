@@ -301,8 +301,10 @@ def simulate(
     method = method or getattr(policy, "method_id", "") or type(policy).__name__
     from boloop.algorithms.registry import check_recommend_keywords
 
-    # a policy object built by hand is held to its family's contract as a registered one is
-    check_recommend_keywords(policy, method, problem.family)
+    # a policy object built by hand must take the keywords this problem's tracker passes
+    passed = problem.new_tracker().recommend_options
+    if passed:
+        check_recommend_keywords(policy, method, problem.family, keywords=list(passed))
     limit = 100 * budget + 1000 if max_queries is None else int(max_queries)
 
     metric_names = list(problem.metric_names())

@@ -423,12 +423,15 @@ RECOMMEND_KEYWORDS: Mapping[str, tuple[str, ...]] = MappingProxyType(
 )
 
 
-def check_recommend_keywords(policy: Any, method_id: str, family: str) -> None:
+def check_recommend_keywords(
+    policy: Any, method_id: str, family: str, keywords: Sequence[str] | None = None
+) -> None:
     """Raise :class:`~boloop.errors.InvalidInputError` for a policy whose ``recommend`` does not
-    take the keywords of its family's contract (:data:`RECOMMEND_KEYWORDS`), naming them;
-    otherwise its first simulated step fails with a bare ``TypeError`` from the metric tracker.
-    :func:`build_policy` calls it on every policy it builds."""
-    needed = RECOMMEND_KEYWORDS.get(family, ())
+    take the keywords of its family's contract (:data:`RECOMMEND_KEYWORDS`; ``keywords`` when
+    given: those one problem's tracker passes), naming them; otherwise its first simulated step
+    fails with a bare ``TypeError`` from the metric tracker. :func:`build_policy` calls it on
+    every policy it builds, :func:`boloop.simulate.simulate` on a policy object."""
+    needed = RECOMMEND_KEYWORDS.get(family, ()) if keywords is None else tuple(keywords)
     recommend = getattr(policy, "recommend", None)
     if not needed or not callable(recommend):
         return
