@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from typing import Any
@@ -33,6 +34,8 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     elif token is not None:
         print("boloop serve: every page and API call needs the token you gave", file=sys.stderr)
     sys.stderr.flush()
+    if not args.verbose:  # -v logs everything; a server's warnings are its log in any case
+        _log_warnings()
     serve(
         args.storage,
         args.host,
@@ -42,6 +45,15 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         poll_seconds=args.poll,
     )
     return 0
+
+
+def _log_warnings() -> None:
+    """boloop's warnings on stderr (the library is silent by default): a storage that cannot be
+    reached at the start or later, one line per request that needed it."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logging.getLogger("boloop").addHandler(handler)
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
