@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from typing import Any
@@ -33,15 +34,31 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     elif token is not None:
         print("boloop serve: every page and API call needs the token you gave", file=sys.stderr)
     sys.stderr.flush()
-    serve(
-        args.storage,
-        args.host,
-        args.port,
-        token,
-        log_level="info" if args.verbose else "warning",
-        poll_seconds=args.poll,
-    )
+    # -v logs everything; without it a server's warnings are still its log
+    handler = None if args.verbose else _warnings_to_stderr()
+    try:
+        serve(
+            args.storage,
+            args.host,
+            args.port,
+            token,
+            log_level="info" if args.verbose else "warning",
+            poll_seconds=args.poll,
+        )
+    finally:
+        if handler is not None:
+            logging.getLogger("boloop").removeHandler(handler)
     return 0
+
+
+def _warnings_to_stderr() -> logging.Handler:
+    """boloop's warnings on stderr while the server runs (the library is silent by default): a
+    storage that cannot be reached at the start or later, one line per request that needed it."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    logging.getLogger("boloop").addHandler(handler)
+    return handler
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:

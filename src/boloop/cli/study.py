@@ -341,7 +341,8 @@ def _status(args: argparse.Namespace) -> int:
     if args.last < 0:
         raise InvalidInputError(f"--last must be 0 or more answers, got {args.last}")
     study = load_study(args.name, storage=args.storage)
-    st = study.status(last=args.last)
+    # one process per call: a copy of the policy would be read once and thrown away
+    st = study.status(last=args.last, keep_policy=False)
     if args.json:
         print(json.dumps(st, default=str))
         return 0

@@ -495,7 +495,7 @@ class Study(StudyReplay, StudySnapshots):
             for e in self._events
         ]
 
-    def status(self, last: int = 5) -> dict[str, Any]:
+    def status(self, last: int = 5, *, keep_policy: bool = True) -> dict[str, Any]:
         """Where the study stands, in one vocabulary (``docs/studies.md``, "status").
 
         ``answered``: answers in effect; ``counts``: ``evaluations`` (measured values, including
@@ -508,6 +508,12 @@ class Study(StudyReplay, StudySnapshots):
         ``last_answers`` (the last ``last`` history rows); ``warnings``: what a person must not
         miss (a measured value over a safety limit; a method that is stuck); ``stuck``: the last
         of these on its own (None while the method makes progress), a notice rather than an alarm.
+
+        ``keep_policy=False``, for a process that ends after the status (``boloop study
+        status``): the recommendation and settings are read from the live policy itself, not a
+        copy of it (a copy of a large policy costs its memory and page faults, read once), and
+        the study rebuilds its policy from the log before its next operation. The status is the
+        same either way.
         """
         if isinstance(last, bool) or not isinstance(last, numbers.Integral) or last < 0:
             raise InvalidInputError(f"last must be a non-negative integer, got {last!r}")
@@ -523,8 +529,24 @@ class Study(StudyReplay, StudySnapshots):
         answers = [e for e in self._effective if e.kind in ("told", "added")]
         pending = self._policy.pending
         policy = self._policy
+        # what the live policy says, read before a readout that may read it live (keep_policy)
+        live = {
+            "counts": {k: v for k, v in counts.items() if v or k in policy.answer_counts},
+            **{k: getattr(policy, k) for k in _LABEL_COUNTS if hasattr(policy, k)},
+            "withdrawn": sum(1 for e in self._events if e.kind == "withdrawn"),
+            "iteration": int(policy.iteration),
+            "iteration_meaning": policy.iteration_meaning,
+            "options": dict(self.options),
+            "horizon": self._horizon(),
+        }
+        open_query = (
+            None
+            if pending is None or pending.id not in self._logged_open
+            else self._wrap(pending).to_dict()
+        )
+        rec_meaning = policy.recommendation_meaning
         # recommend() and describe() on a copy: lazy fits may draw random numbers (see recommend)
-        with self.readout() as r:
+        with self.readout(keep_policy=keep_policy) as r:
             try:
                 rec = r.recommend()
             except (BoloopError, NotImplementedError) as exc:  # e.g. no data yet
@@ -547,27 +569,19 @@ class Study(StudyReplay, StudySnapshots):
             "seed": self.seed,
             "storage": safe_url(self.storage_url),
             "answered": len(answers),
-            "counts": {k: v for k, v in counts.items() if v or k in policy.answer_counts},
-            **{k: getattr(policy, k) for k in _LABEL_COUNTS if hasattr(policy, k)},
-            "withdrawn": sum(1 for e in self._events if e.kind == "withdrawn"),
-            "iteration": int(policy.iteration),
-            "iteration_meaning": policy.iteration_meaning,
-            "options": dict(self.options),
-            "horizon": self._horizon(),
+            **live,
             "settings": json.loads(json.dumps(described, default=_json_default)),
-            "open_query": None
-            if pending is None or pending.id not in self._logged_open
-            else self._wrap(pending).to_dict(),
+            "open_query": open_query,
             "recommendation": rec,
             "recommendation_label": rec_label,
-            "recommendation_meaning": policy.recommendation_meaning,
+            "recommendation_meaning": rec_meaning,
             "last_answers": [self._row(e) for e in answers[-last:]] if last else [],
             "warnings": [*alarms, *([stuck] if stuck else [])],
             "stuck": stuck,
         }
 
     @contextlib.contextmanager
-    def readout(self) -> Iterator[PolicyReadout]:
+    def readout(self, *, keep_policy: bool = True) -> Iterator[PolicyReadout]:
         """Read-only work on a copy of the policy (:mod:`boloop.study.readout`): what the
         copy's ``recommend()`` (in parameter names) and ``describe()`` gave, and :meth:`PolicyReadout.product` for
         more (the model picture). Made once per state of the study (a new event, a new open
@@ -577,12 +591,24 @@ class Study(StudyReplay, StudySnapshots):
         use from several threads at once (the web server serves one request per study at a
         time). It reads the state last caught up with (callers :meth:`refresh` first, as their
         other reads need the same state).
+
+        ``keep_policy=False`` (a process that ends after this read): a state not read yet is
+        read from the live policy itself, no copy; the study then counts its policy as stale
+        (rebuilt from the log before the next operation, never stored as a snapshot).
         """
+        if self._stale:  # a policy read live, or ahead of storage: not what the log says
+            self._reload()
         with self._readout_lock:
             key = self._readout_key()
             r = self._readout
             if r is None or r.key != key:
-                r = self._readout = PolicyReadout(self._policy, key, self._named)
+                r = PolicyReadout(self._policy, key, self._named, copy=keep_policy)
+                if keep_policy:
+                    self._readout = r
+                else:  # recommend() may have changed the live policy (a lazy fit's draws)
+                    self._readout = None
+                    self._stale = True
+                    self._cost = 0.0  # nothing to snapshot until a rebuild (save_snapshot)
             r.users += 1
             try:
                 yield r

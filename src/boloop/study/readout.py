@@ -7,6 +7,10 @@ copy of a large policy is not free (a preference study of 1,500 options keeps se
 matrices), so one copy serves everything read in one :meth:`Study.readout` scope (a web page's
 status and model picture), and what was read is kept with the study's state
 (:class:`PolicyReadout`'s ``key``): drawing an unchanged study again copies nothing.
+
+A process that ends after one read (``boloop study status``: one process per call) gains
+nothing from a copy: it may read the live policy itself (``copy=False``), and the study rebuilds
+its policy from the log before any further use (:meth:`Study.status`'s ``keep_policy``).
 """
 
 from __future__ import annotations
@@ -36,11 +40,13 @@ class PolicyReadout:
     ``describe()``): every product is read from a copy in the same state whoever came first.
     """
 
-    def __init__(self, policy: Any, key: Hashable, name: Callable[[Any], Any]) -> None:
+    def __init__(
+        self, policy: Any, key: Hashable, name: Callable[[Any], Any], copy: bool = True
+    ) -> None:
         self.key = key
         self.users = 0
         self._products: dict[str, Any] = {}
-        self._twin, self._raw, error, self.described = _read(policy)
+        self._twin, self._raw, error, self.described = _read(policy, copy)
         self._recommendation: Any = None
         if error is None:
             try:
@@ -73,10 +79,14 @@ class PolicyReadout:
         self._twin = self._raw = None
 
 
-def _read(policy: Any) -> tuple[Any, Any, BaseException | None, dict[str, Any]]:
+def _read(
+    policy: Any, twin_copy: bool = True
+) -> tuple[Any, Any, BaseException | None, dict[str, Any]]:
     """A deep copy of ``policy`` after its ``recommend()`` and ``describe()``: (copy,
-    recommendation or None, the exception ``recommend()`` raised or None, description)."""
-    twin = copy.deepcopy(policy)
+    recommendation or None, the exception ``recommend()`` raised or None, description).
+    ``twin_copy=False``: ``policy`` itself is read (it may change: its owner must not use it
+    again)."""
+    twin = copy.deepcopy(policy) if twin_copy else policy
     rec: Any = None
     error: BaseException | None = None
     with one_blas_thread():  # as the live policy computes (boloop._blas)

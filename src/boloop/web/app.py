@@ -18,7 +18,8 @@ PostgreSQL server stopped or cut off), every page and API call answers 503 with
 JSON ``{"detail", "error": "storage_unavailable"}``, pages a page that says nothing was stored and
 to repeat it when the server is reachable (an answer form's page shows what was typed, with a
 button to send it again), and an open study page's poll shows a notice until the database is
-back.
+back. The same holds from the start when the database cannot be reached then (:class:`StudyPool`
+keeps trying at every request and sets the storage up once it can).
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ from fastapi.security import HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, PackageLoader, select_autoescape
 from pydantic import BaseModel, Field
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
 from starlette.concurrency import run_in_threadpool
 
 import boloop
@@ -53,6 +56,7 @@ from boloop.algorithms.families import family_traits
 from boloop.algorithms.registry import FAMILY_DEFAULTS
 from boloop.errors import (
     BoloopError,
+    InvalidInputError,
     QueryStateError,
     StorageBusyError,
     StorageUnavailableError,
@@ -63,7 +67,7 @@ from boloop.study import Study, create_study, list_studies, load_study
 from boloop.study.answers import parse_measurement
 from boloop.study.media import media_file, media_index
 from boloop.study.pictures import growth_svg, model_svg, pictures, progress_svg
-from boloop.study.storage import open_storage, safe_url
+from boloop.study.storage import open_storage, resolve_storage, safe_url
 
 __all__ = ["create_app"]
 
@@ -88,14 +92,64 @@ class StudyPool:
 
     A study is loaded (its log replayed) once; every operation catches up with events other
     processes appended (``Study`` does that itself), so several servers may share a storage.
+
+    The storage is opened (its tables created, its schema checked) when the pool is made. If its
+    database server cannot be reached then (:class:`~boloop.errors.StorageUnavailableError`: a
+    lab machine booting after a power cut, a service started before PostgreSQL), the server
+    starts all the same: :attr:`waiting` holds the reason, every request that needs the storage
+    tries to open it again (:meth:`ready`) and answers the outage's 503 until it opens. Mistakes
+    of the user (a malformed URL, a driver that is not installed, a SQLite file in a directory
+    that does not exist, a database that is not boloop's) fail at once as before.
     """
 
     def __init__(self, storage: str | None) -> None:
-        self.url = open_storage(storage, create=True).url
+        self.url = _checked_url(storage)
+        #: why the storage could not be opened yet (None once it is open)
+        self.waiting: StorageUnavailableError | None = None
+        self._opening = threading.Lock()
+        try:
+            open_storage(self.url, create=True)
+        except StorageUnavailableError as exc:
+            self.waiting = exc
+            logger.warning(
+                "storage %r cannot be reached yet (%s): every page and API call that needs it "
+                "answers 503 with Retry-After; trying again at every request until it can",
+                safe_url(self.url),
+                _reason(self.url, exc),
+            )
         self._studies: dict[str, tuple[Study, threading.Lock]] = {}
         self._lock = threading.Lock()
 
+    def ready(self) -> str:
+        """The storage URL, once the storage could be opened; until then one more try.
+
+        Raises :class:`StorageUnavailableError` while the database cannot be reached (without
+        waiting for a try that another request has under way), and an HTTP 500 if the database,
+        reached at last, is no boloop storage (what a start would have refused).
+        """
+        if self.waiting is None:
+            return self.url
+        if not self._opening.acquire(blocking=False):  # another request is trying right now
+            raise StorageUnavailableError(str(self.waiting))
+        try:
+            if self.waiting is None:
+                return self.url
+            try:
+                open_storage(self.url, create=True)
+            except StorageUnavailableError as exc:
+                self.waiting = exc
+                raise
+            except BoloopError as exc:
+                logger.error("storage %r: %s", safe_url(self.url), exc)
+                raise HTTPException(500, str(exc)) from exc
+            self.waiting = None
+            logger.warning("storage %r is reachable now: serving its studies", safe_url(self.url))
+            return self.url
+        finally:
+            self._opening.release()
+
     def get(self, name: str) -> tuple[Study, threading.Lock]:
+        self.ready()
         with self._lock:
             hit = self._studies.get(name)
             if hit is None:
@@ -111,6 +165,28 @@ class StudyPool:
         study, lock = self.get(name)
         with lock:
             return fn(study)
+
+
+def _checked_url(storage: str | None) -> str:
+    """The resolved storage URL; a malformed one is :class:`InvalidInputError` (one line, not
+    the parser's traceback) before anything is opened."""
+    url = resolve_storage(storage)
+    if url.startswith("memory://"):
+        return url
+    try:
+        port = make_url(url).port
+    except (ArgumentError, ValueError) as exc:
+        raise InvalidInputError(f"storage {safe_url(url)!r} is not a valid URL: {exc}") from exc
+    if port is not None and not 0 < port < 65536:
+        raise InvalidInputError(f"storage {safe_url(url)!r}: port {port} is not a TCP port")
+    return url
+
+
+def _reason(url: str, exc: Exception) -> str:
+    """The message of ``exc`` without its leading ``storage '<url>': ``."""
+    text = str(exc)
+    prefix = f"storage {safe_url(url)!r}: "
+    return text[len(prefix) :] if text.startswith(prefix) else text
 
 
 # -- JSON ---------------------------------------------------------------------------------------
@@ -390,7 +466,7 @@ def create_app(
     # -- pages -------------------------------------------------------------------------------
     def study_rows() -> list[dict[str, Any]]:
         # from the logs, without loading (replaying) every study
-        return list_studies(pool.url)
+        return list_studies(pool.ready())
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def index(request: Request, created: str | None = None) -> HTMLResponse:
@@ -422,7 +498,9 @@ def create_app(
         contents = [(u.filename, await u.read()) for u in uploads]
         request.state.unsent = _unsent("create", values["name"], {})
         try:
-            study = await run_in_threadpool(_create_from_form, pool.url, values, contents)
+            study = await run_in_threadpool(
+                lambda: _create_from_form(pool.ready(), values, contents)
+            )
         except StorageUnavailableError:
             raise
         except BoloopError as exc:
