@@ -164,6 +164,21 @@ def test_shared_mechanism_prior_and_bounds_for_the_trend() -> None:
     assert learning.fit(gp, width, rng=0).refitted
 
 
+def test_the_common_conservative_factor_shortens_only_the_length_scales() -> None:
+    rng = np.random.default_rng(0)
+    Xd = rng.uniform(size=(12, 2))
+    y = np.sin(4 * Xd[:, 0]) + Xd[:, 1]
+    gp = ExactGP(StationaryPlusTrend(Matern(2.5, [0.3, 0.3], 1.0), 1.0), 1e-4)
+    learning = HyperparameterLearning()
+    learning.fit(gp, [1.0, 1.0], X=Xd, y=y, rng=0)
+    before = gp.kernel.theta.copy()
+    c = learning.conservative(gp)
+    assert c < 1.0
+    shift = gp.kernel.theta - before
+    assert shift[0] == 0.0 and shift[-1] == 0.0  # variance and trend variance kept
+    assert np.allclose(shift[1:3], math.log(c), rtol=1e-12)
+
+
 def test_the_trend_variance_goes_to_the_upper_edge_of_the_likelihood_ratio_set() -> None:
     """With a ceiling the slope variance is raised until the log posterior has dropped by
     0.5 chi2_p(0.95) (the others at their fit), and the length-scales are shortened as without."""

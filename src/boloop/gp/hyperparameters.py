@@ -541,7 +541,7 @@ class HyperparameterLearning:
         log_c = likelihood_ratio_edge(gp, p0, ls_idx, best=best, drop=drop, lower=math.log(1e-2))
         c = math.exp(log_c)
         theta = kern.theta.copy()
-        theta[[nm.startswith("lengthscale") for nm in kern.theta_names]] += log_c
+        theta[np.array([nm.startswith("lengthscale") for nm in kern.theta_names])] += log_c
         kern.theta = theta
         gp.set_data(gp.X.copy(), gp.y.copy())
         return c
