@@ -165,7 +165,6 @@ def run_problem(
     import numpy as np
 
     from boloop.algorithms import build_policy
-    from boloop.algorithms.safe import trend_kernel_g
     from boloop.simulate import simulate
 
     problem, constructed = build_problem(problem_id)
@@ -173,6 +172,8 @@ def run_problem(
     if floor is not None:
         opts["min_lengthscale_g"] = floor
     if trend_g:  # the learned model of g with a linear trend in s (not the default)
+        from boloop.algorithms.safe import trend_kernel_g  # only then: older code runs too
+
         opts["kernel_g"] = trend_kernel_g(problem.space)
     policy = build_policy(problem.policy_spec(method, seed, **opts))
     fires: list[int] = []
