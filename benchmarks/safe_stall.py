@@ -16,6 +16,11 @@ power 0-100 on 30 levels is the monotone parameter, flow 1-10 on 20 levels, temp
 safe problems, ``made-up/heater`` (``safe_unknown_hyperparameters.made_up_heater``) and
 ``safe/random-gp`` draws (``safe_unknown_hyperparameters.random_gp_id``).
 
+Each ``safe/random-gp`` line says whether the draw is ``constructed``: rejection sampling found
+no valid draw in 20,000 tries and ``_monotone_by_construction`` built one with a truncated,
+steeper trend (recorded by wrapping the function, the draw unchanged; ``--compare`` marks such
+draws with ``*``).
+
 Run (one thread; one JSON line per run on stdout or ``--out``)::
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/safe_stall.py \\
@@ -121,20 +126,55 @@ def run_reactor(method: str, seed: int, budget: int, floor: float | None) -> dic
     }
 
 
-def run_problem(problem_id: str, method: str, seed: int, budget: int, floor: float | None) -> dict:
+def build_problem(problem_id: str) -> tuple[object, bool | None]:
+    """The problem, and for ``safe/random-gp`` whether its g was built by
+    ``_monotone_by_construction`` (rejection sampling found no valid draw: a truncated, steeper
+    trend). The call is only recorded (the same function, the same random numbers): the draw
+    is unchanged. ``None`` for other problems."""
+    import boloop.problems.safe as safe_problems
+    from boloop.problems import get as get_problem
+    from safe_unknown_hyperparameters import made_up_heater
+
+    if problem_id == "made-up/heater":
+        return made_up_heater(), None
+    built = safe_problems._monotone_by_construction
+    calls: list[int] = []
+
+    def recorded(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return built(*args, **kwargs)
+
+    safe_problems._monotone_by_construction = recorded
+    try:
+        problem = get_problem(problem_id)
+    finally:
+        safe_problems._monotone_by_construction = built
+    return problem, (bool(calls) if problem_id.startswith("safe/random-gp") else None)
+
+
+def run_problem(
+    problem_id: str,
+    method: str,
+    seed: int,
+    budget: int,
+    floor: float | None,
+    trend_g: bool = False,
+) -> dict:
     """A library problem (or the made-up heater, or a random-GP draw) through ``simulate``;
     ``budget`` counts iterations (the safe seeds come on top), ``fires`` lists answers."""
     import numpy as np
 
     from boloop.algorithms import build_policy
-    from boloop.problems import get as get_problem
     from boloop.simulate import simulate
-    from safe_unknown_hyperparameters import made_up_heater
 
-    problem = made_up_heater() if problem_id == "made-up/heater" else get_problem(problem_id)
+    problem, constructed = build_problem(problem_id)
     opts: dict = {"fit_hyperparameters": True}
     if floor is not None:
         opts["min_lengthscale_g"] = floor
+    if trend_g:  # the learned model of g with a linear trend in s (not the default)
+        from boloop.algorithms.safe import trend_kernel_g  # only then: older code runs too
+
+        opts["kernel_g"] = trend_kernel_g(problem.space)
     policy = build_policy(problem.policy_spec(method, seed, **opts))
     fires: list[int] = []
     max_s = [0.0]
@@ -177,6 +217,8 @@ def run_problem(problem_id: str, method: str, seed: int, budget: int, floor: flo
         "seed": seed,
         "floor": floor,
         "budget": budget,
+        "constructed": constructed,
+        "trend_g": trend_g,
         "unsafe": m["unsafe"],
         "unsafe_at": unsafe_at,
         "single_level_reach": reach[0],
@@ -224,6 +266,10 @@ def compare(old_path: str, new_path: str) -> None:
         }
 
     old, new = load(old_path), load(new_path)
+    for key in old.keys() & new.keys():  # a file written before the marker: take the other's
+        for a, b in ((old, new), (new, old)):
+            if a[key].get("constructed") is None and b[key].get("constructed") is not None:
+                a[key]["constructed"] = b[key]["constructed"]
     groups: dict = defaultdict(list)
     for key in old.keys() & new.keys():
         n_s = re.search(r"n_s=(\d+)", key[0])
@@ -233,10 +279,14 @@ def compare(old_path: str, new_path: str) -> None:
     def who(rs: dict, keys: list) -> str:
         bad = sorted(k for k in keys if rs[k]["unsafe"])
         name = [
-            m.group(1) if (m := re.search(r"seed=(\d+)", k[0])) else f"seed {k[2]}" for k in bad
+            (m.group(1) + ("*" if rs[k].get("constructed") else ""))
+            if (m := re.search(r"seed=(\d+)", k[0]))
+            else f"seed {k[2]}"
+            for k in bad
         ]
         return f"{sum(rs[k]['unsafe'] for k in keys):g}" + (f" ({', '.join(name)})" if name else "")
 
+    print("(a draw marked * is constructed: its g was built by _monotone_by_construction)")
     print(
         "| problem | method | min_lengthscale_g | runs | unsafe evaluations, old (draws) | new "
         "| traces changed | simple regret or rec f, old / new | highest s, old / new "
@@ -274,6 +324,12 @@ def main(argv: list[str] | None = None) -> None:
         "--n-s", type=int, default=None, help="levels of s of the random-GP draws (default 12)"
     )
     ap.add_argument("--floors", nargs="*", default=["none"])
+    ap.add_argument(
+        "--trend-g",
+        action="store_true",
+        help="g's learned model with a linear trend in s (kernel_g=trend_kernel_g(space)); "
+        "not for made-up/reactor (a study takes JSON options only)",
+    )
     ap.add_argument("--out", default=None)
     ap.add_argument("--table", nargs="*", default=None)
     ap.add_argument(
@@ -304,9 +360,11 @@ def main(argv: list[str] | None = None) -> None:
     out = open(a.out, "a") if a.out else sys.stdout
     for prob, meth, seed, budget, floor in jobs:
         if prob == "made-up/reactor":
+            if a.trend_g:
+                raise SystemExit("--trend-g: made-up/reactor runs as a study (JSON options only)")
             r = run_reactor(meth, seed, budget, floor)
         else:
-            r = run_problem(prob, meth, seed, budget, floor)
+            r = run_problem(prob, meth, seed, budget, floor, a.trend_g)
         out.write(json.dumps(r) + "\n")
         out.flush()
 

@@ -11,7 +11,14 @@ from boloop.gp.hyperparameters import (
     initial_design_size,
     space_filling_design,
 )
-from boloop.gp.kernels import Kernel, Linear, Matern, SquaredExponential, StationaryKernel
+from boloop.gp.kernels import (
+    Kernel,
+    Linear,
+    Matern,
+    SquaredExponential,
+    StationaryKernel,
+    StationaryPlusTrend,
+)
 
 __all__ = [
     "CandidatePosterior",
@@ -25,6 +32,7 @@ __all__ = [
     "Matern",
     "SquaredExponential",
     "StationaryKernel",
+    "StationaryPlusTrend",
     "initial_design_size",
     "robust_cholesky",
     "space_filling_design",

@@ -13,6 +13,11 @@ the likelihood-ratio set of the hyperparameters (the others held at their fitted
 never below a floor per axis (an unidentified axis goes to its floor: the likelihood-ratio set is
 then bounded only by the prior, and a model assuming length-scales below the data's resolution
 could never certify anything).
+
+Any kernel with ``lengthscale`` entries in its ``theta`` is handled: a stationary kernel, or
+:class:`~boloop.gp.kernels.StationaryPlusTrend`, whose trend variance stays at its fitted value
+while the stationary part's length-scales are shortened (the likelihood-ratio set is that of all
+free hyperparameters, the trend's included).
 """
 
 from __future__ import annotations
@@ -23,18 +28,28 @@ from collections.abc import Sequence
 import numpy as np
 
 from boloop.gp.exact import ExactGP
-from boloop.gp.kernels import StationaryKernel
 
 __all__ = ["axiswise_conservative", "likelihood_ratio_edge"]
 
 
 def likelihood_ratio_edge(
-    gp: ExactGP, p0: np.ndarray, idx: Sequence[int], *, best: float, drop: float, lower: float
+    gp: ExactGP,
+    p0: np.ndarray,
+    idx: Sequence[int],
+    *,
+    best: float,
+    drop: float,
+    lower: float | None = None,
+    upper: float | None = None,
 ) -> float:
-    """The most negative shift ``t`` in ``[lower, 0]`` of the packed log-parameters ``idx`` of
-    ``p0`` (together) that keeps the log posterior at least ``best - drop``: the edge of the
-    likelihood-ratio set along that direction (``lower`` when the whole range is inside)."""
+    """The shift ``t`` farthest from 0 in ``[lower, 0]`` (or, with ``upper`` instead, in
+    ``[0, upper]``) of the packed log-parameters ``idx`` of ``p0`` (together) that keeps the log
+    posterior at least ``best - drop``: the edge of the likelihood-ratio set along that
+    direction (``lower`` or ``upper`` when the whole range is inside)."""
+    if (lower is None) == (upper is None):
+        raise ValueError("give exactly one of lower (<= 0) and upper (>= 0)")
     sel = np.asarray(idx, dtype=np.intp)
+    bound = float(lower if lower is not None else upper)  # type: ignore[arg-type]
 
     def gap(t: float) -> float:
         p = p0.copy()
@@ -45,25 +60,36 @@ def likelihood_ratio_edge(
             return -math.inf
         return (v - best + drop) if math.isfinite(v) else -math.inf
 
-    if gap(lower) >= 0:
-        return lower
+    if gap(bound) >= 0:
+        return bound
     from scipy.optimize import brentq  # lazily: a study call must not pay for scipy.optimize
 
-    return float(brentq(gap, lower, 0.0, xtol=1e-3))
+    a, b = (bound, 0.0) if bound < 0 else (0.0, bound)
+    return float(brentq(gap, a, b, xtol=1e-3))
 
 
-def axiswise_conservative(gp: ExactGP, floor: np.ndarray, *, level: float = 0.95) -> np.ndarray:
+def axiswise_conservative(
+    gp: ExactGP,
+    floor: np.ndarray,
+    *,
+    level: float = 0.95,
+    trend_ceiling: float | None = None,
+) -> np.ndarray:
     """Shorten each of ``gp``'s length-scales to its likelihood-ratio edge, at least ``floor``.
 
     ``floor`` (d,) holds absolute length-scales; an axis already at or below its floor is left as
-    it is. The kernel is changed in place and the GP refactorised. Returns the factors (d,) by
-    which the length-scales were multiplied (ones for a kernel without fitted length-scales).
+    it is. With ``trend_ceiling`` (an absolute variance) and a free ``trend_variance`` (a
+    :class:`~boloop.gp.kernels.StationaryPlusTrend`), the trend's slope variance is raised to
+    the upper edge of the same set, at most ``trend_ceiling``: a larger slope variance is the
+    worse case above the data. Each edge is found with the others held at their fitted values.
+    The kernel is changed in place and the GP refactorised. Returns the factors (d,) by which
+    the length-scales were multiplied (ones for a kernel without fitted length-scales).
     Call after fitting (the current hyperparameters are taken as the optimum).
     """
     kern = gp.kernel
     names = [nm for nm, free in zip(kern.theta_names, kern.free_mask) if free]
     ls_names = [nm for nm in names if nm.startswith("lengthscale")]
-    if not isinstance(kern, StationaryKernel) or gp.n < 2 or not ls_names:
+    if gp.n < 2 or not ls_names:
         return np.ones(len(ls_names))
     floor = np.broadcast_to(np.asarray(floor, dtype=np.float64), (len(ls_names),))
     p0 = gp.free_parameters()
@@ -81,6 +107,13 @@ def axiswise_conservative(gp: ExactGP, floor: np.ndarray, *, level: float = 0.95
             continue
         log_c[k] = likelihood_ratio_edge(gp, p0, [i], best=best, drop=drop, lower=lower)
         theta[theta_names.index(name)] += log_c[k]
+    if trend_ceiling is not None and "trend_variance" in names:
+        i = names.index("trend_variance")
+        upper = math.log(float(trend_ceiling)) - p0[i]
+        if upper > 0:
+            theta[theta_names.index("trend_variance")] += likelihood_ratio_edge(
+                gp, p0, [i], best=best, drop=drop, upper=upper
+            )
     kern.theta = theta
     gp.set_data(gp.X.copy(), gp.y.copy())
     return np.exp(log_c)

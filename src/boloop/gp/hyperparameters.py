@@ -17,7 +17,9 @@ families call instead. Its parts, each from the literature:
   Performs Great in High Dimensions" (ICML 2024), ``log(l_j / w_j) ~ N(sqrt2 + log(d) / 2, 3)``
   with a floor ``l_j >= 0.025 w_j``; noise variance ``log(noise / s_y^2) ~ N(-4, 1)`` with a floor
   ``1e-4 s_y^2`` (BoTorch's defaults for standardised outputs); output variance
-  ``log(variance / s_y^2) ~ N(0, 1)``.
+  ``log(variance / s_y^2) ~ N(0, 1)``; the slope variance of a linear trend along axis ``a``
+  (:class:`~boloop.gp.kernels.StationaryPlusTrend`) ``log(trend_variance w_a^2 / s_y^2) ~ N(0, 1)``
+  (a change over the box of the data's scale).
 * **A space-filling initial design** sized to the dimension: :func:`initial_design_size` points of
   a scrambled Sobol sequence (snapped to distinct candidates on a finite set) instead of one random
   point, so that the first fit sees the spread of the function.
@@ -55,7 +57,7 @@ from boloop._validation import as_rng
 from boloop.errors import InvalidInputError
 from boloop.gp.conservative import likelihood_ratio_edge
 from boloop.gp.exact import ExactGP, LogNormalPrior
-from boloop.gp.kernels import SquaredExponential, StationaryKernel
+from boloop.gp.kernels import SquaredExponential, StationaryKernel, StationaryPlusTrend
 
 __all__ = [
     "HyperparameterLearning",
@@ -354,9 +356,20 @@ class HyperparameterLearning:
             out[name] = LogNormalPrior(mu0 + 0.5 * math.log(d) + math.log(wj), sd0)
         if "variance" in names:
             out["variance"] = LogNormalPrior(math.log(s2), self.variance_prior_sd)
+        if "trend_variance" in names:
+            # a linear trend along axis a (StationaryPlusTrend): its change over the box,
+            # slope * w_a, has the data's scale, log(trend_variance w_a^2 / s_y^2) ~ N(0, sd)
+            wa = self._trend_width(gp, w)
+            out["trend_variance"] = LogNormalPrior(math.log(s2 / wa**2), self.variance_prior_sd)
         if gp.fit_noise:
             out["noise"] = LogNormalPrior(self.noise_prior[0] + math.log(s2), self.noise_prior[1])
         return out
+
+    @staticmethod
+    def _trend_width(gp: ExactGP, width: np.ndarray) -> float:
+        """The box's width along the axis of ``gp``'s linear trend (1 if unknown)."""
+        axis = int(getattr(gp.kernel, "axis", 0))
+        return float(width[axis]) if axis < width.size and width[axis] > 0 else 1.0
 
     def lengthscale_cap(self, n: int, dim: int) -> float:
         """Upper bound of ``l_j / w_j`` after ``n`` observations (``inf`` without ``shrink``)."""
@@ -388,6 +401,9 @@ class HyperparameterLearning:
             out[name] = (lo_j * wj, max(hi, 2 * lo_j) * wj)
         if self.priors:
             out["variance"] = (1e-6 * s2, 1e6 * s2)
+            if "trend_variance" in gp.kernel.theta_names:
+                wa2 = self._trend_width(gp, w) ** 2
+                out["trend_variance"] = (1e-6 * s2 / wa2, 1e6 * s2 / wa2)
         if gp.fit_noise:
             out["noise"] = (max(self.noise_floor * s2, gp.noise_floor), max(1e2 * s2, 1e-300))
         return out
@@ -506,7 +522,11 @@ class HyperparameterLearning:
         floor. Sets the kernel to it, refactorises, and returns ``c``. Call after :meth:`fit`.
         """
         kern = gp.kernel
-        if not isinstance(kern, StationaryKernel) or gp.n < 2 or "lengthscale" in kern.fixed:
+        if (
+            not isinstance(kern, StationaryKernel | StationaryPlusTrend)
+            or gp.n < 2
+            or "lengthscale" in kern.fixed
+        ):
             return 1.0
         level = self.conservative_level if level is None else float(level)
         p0 = gp.free_parameters()
@@ -521,7 +541,7 @@ class HyperparameterLearning:
         log_c = likelihood_ratio_edge(gp, p0, ls_idx, best=best, drop=drop, lower=math.log(1e-2))
         c = math.exp(log_c)
         theta = kern.theta.copy()
-        theta[1:] += log_c  # variance first, then the length-scales
+        theta[np.array([nm.startswith("lengthscale") for nm in kern.theta_names])] += log_c
         kern.theta = theta
         gp.set_data(gp.X.copy(), gp.y.copy())
         return c

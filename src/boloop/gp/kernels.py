@@ -14,7 +14,9 @@ Parametrisations (Rasmussen and Williams 2006, eq. 4.9 and 4.14), with
 * squared exponential ``variance * exp(-r^2 / 2)``;
 * Matern ``nu = 1/2``: ``variance * exp(-r)``; ``nu = 3/2``: ``variance * (1 + sqrt3 r) exp(-sqrt3 r)``;
   ``nu = 5/2``: ``variance * (1 + sqrt5 r + 5 r^2 / 3) exp(-sqrt5 r)``;
-* linear ``variance * x . y``.
+* linear ``variance * x . y``;
+* a stationary kernel plus a linear trend of unknown slope along one axis,
+  ``k_0(x, y) + trend_variance (x_a - c)(y_a - c)`` (:class:`StationaryPlusTrend`; R&W Sec. 2.7).
 
 A paper's own form is expressed exactly through the constructors' alternatives, e.g. the
 level-set paper's ``s2 * exp(-|x - x'|^2 / L)`` is ``SquaredExponential.from_scale_form(s2, L)``
@@ -33,7 +35,14 @@ import numpy as np
 from boloop._validation import as_points
 from boloop.errors import InvalidInputError
 
-__all__ = ["Kernel", "StationaryKernel", "SquaredExponential", "Matern", "Linear"]
+__all__ = [
+    "Kernel",
+    "StationaryKernel",
+    "SquaredExponential",
+    "Matern",
+    "Linear",
+    "StationaryPlusTrend",
+]
 
 # default box on log-hyperparameters during fitting (wide, as in scikit-learn)
 _LOG_BOUNDS = (math.log(1e-5), math.log(1e5))
@@ -519,3 +528,154 @@ class Linear(Kernel):
         K = self.k(X)
         dK = K[None] if "variance" not in self.fixed else np.zeros((0,) + K.shape)
         return K, dK
+
+
+class StationaryPlusTrend(Kernel):
+    """A stationary kernel plus a linear trend of unknown slope along one axis:
+    ``k(x, y) = k_0(x, y) + trend_variance * (x_a - c) (y_a - c)``.
+
+    It is the covariance of ``z(x) + b (x_a - c)`` with ``z ~ GP(0, k_0)`` and an independent
+    slope ``b ~ N(0, trend_variance)``: Bayesian linear regression on the basis function
+    ``x_a - c`` added to a GP (Rasmussen & Williams 2006, Sec. 2.7, eq. 2.39-2.40 with a zero
+    prior mean of the coefficient). Away from the data along axis ``a`` the prior no longer
+    reverts to the mean: the slope's posterior carries the trend the data show, and its
+    uncertainty widens the bounds in proportion to the distance ``|x_a - c|``. At ``x_a = c`` the
+    trend contributes nothing.
+
+    ``theta`` is ``[log variance, log lengthscale..., log trend_variance]``: the base kernel's
+    entries first (so the output scale is ``theta[0]`` and the length-scales follow, as for a
+    stationary kernel), then the trend's. ``variance`` and ``lengthscale`` are the base kernel's.
+
+    Parameters
+    ----------
+    base:
+        The stationary part ``k_0`` (copied: the caller's kernel is not changed).
+    trend_variance:
+        Prior variance of the slope ``b`` (per unit of axis ``a`` squared).
+    axis:
+        The input column ``a`` of the trend.
+    origin:
+        ``c``: where the trend is zero (e.g. the lowest level of a monotone axis).
+    fixed:
+        Names held fixed when fitting: ``"variance"``, ``"lengthscale"``, ``"trend_variance"``
+        (the first two are passed to the base kernel).
+    """
+
+    def __init__(
+        self,
+        base: StationaryKernel,
+        trend_variance: float = 1.0,
+        axis: int = 0,
+        origin: float = 0.0,
+        fixed: Iterable[str] = (),
+    ) -> None:
+        if not isinstance(base, StationaryKernel):
+            raise InvalidInputError(
+                f"base must be a stationary kernel, got {type(base).__name__}"
+            )
+        trend_variance = float(trend_variance)
+        if not math.isfinite(trend_variance) or trend_variance <= 0:
+            raise InvalidInputError(
+                f"trend_variance must be positive and finite, got {trend_variance!r}"
+            )
+        if isinstance(axis, bool) or int(axis) != axis or axis < 0:
+            raise InvalidInputError(f"axis must be a non-negative integer, got {axis!r}")
+        origin = float(origin)
+        if not math.isfinite(origin):
+            raise InvalidInputError(f"origin must be finite, got {origin!r}")
+        fixed = frozenset(fixed)
+        base = base.clone()  # type: ignore[assignment]
+        self.base = base
+        self.trend_variance = trend_variance
+        self.axis = int(axis)
+        self.origin = origin
+        super().__init__(fixed | base.fixed)
+        base.fixed = base.fixed | (self.fixed & {"variance", "lengthscale"})
+
+    # the base kernel's hyperparameters, as a stationary kernel exposes them
+    @property
+    def variance(self) -> float:
+        return self.base.variance
+
+    @property
+    def lengthscale(self) -> float | np.ndarray:
+        return self.base.lengthscale
+
+    @property
+    def ard(self) -> bool:
+        return self.base.ard
+
+    def hyperparameter_groups(self) -> dict[str, int]:
+        return {**self.base.hyperparameter_groups(), "trend_variance": 1}
+
+    @property
+    def theta(self) -> np.ndarray:
+        return np.concatenate([self.base.theta, [math.log(self.trend_variance)]])
+
+    @theta.setter
+    def theta(self, value: np.ndarray) -> None:
+        value = np.asarray(value, dtype=np.float64).reshape(-1)
+        p = self.base.theta.size
+        if value.size != p + 1:
+            raise InvalidInputError(f"theta must have {p + 1} entries")
+        self.base.theta = value[:p]
+        self.trend_variance = float(np.exp(value[p]))
+
+    def with_theta(self, theta: np.ndarray) -> Kernel:
+        import copy
+
+        theta = np.asarray(theta, dtype=np.float64).reshape(-1)
+        other = copy.copy(self)
+        other.base = self.base.with_theta(theta[:-1])  # type: ignore[assignment]
+        other.trend_variance = float(np.exp(theta[-1]))
+        return other
+
+    def _u(self, X: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
+        X = self.base._check(X, name)
+        if X.shape[1] <= self.axis:
+            raise InvalidInputError(
+                f"{name} has {X.shape[1]} columns; the trend is along column {self.axis}"
+            )
+        return X, X[:, self.axis] - self.origin
+
+    def k(self, X: np.ndarray, Y: np.ndarray | None = None) -> np.ndarray:
+        X, u = self._u(X, "X")
+        if Y is None:
+            K = self.base.k(X)
+            v = u
+        else:
+            Y, v = self._u(Y, "Y")
+            K = self.base.k(X, Y)
+        K += self.trend_variance * np.multiply.outer(u, v)
+        return K
+
+    def diag(self, X: np.ndarray) -> np.ndarray:
+        X, u = self._u(X, "X")
+        return self.base.diag(X) + self.trend_variance * u * u
+
+    def gradient(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        X, u = self._u(X, "X")
+        K0, dK0 = self.base.gradient(X)
+        T = self.trend_variance * np.multiply.outer(u, u)
+        if "trend_variance" in self.fixed:
+            return K0 + T, dK0
+        return K0 + T, np.concatenate([dK0, T[None]])  # d T / d log trend_variance = T
+
+    def gram_for_gradient(self, X: np.ndarray) -> tuple[np.ndarray, object]:
+        X, u = self._u(X, "X")
+        K0, state = self.base.gram_for_gradient(X)
+        T = self.trend_variance * np.multiply.outer(u, u)
+        return K0 + T, (state, T)  # a new array: the base's state may hold K0 itself
+
+    def gradient_traces(self, state: object, W: np.ndarray) -> np.ndarray:
+        base_state, T = state  # type: ignore[misc]
+        out = self.base.gradient_traces(base_state, W)
+        if "trend_variance" in self.fixed:
+            return out
+        return np.concatenate([out, [float(np.vdot(W, T))]])
+
+    def __repr__(self) -> str:
+        return (
+            f"{type(self).__name__}({self.base!r} + trend_variance="
+            f"{np.round(self.trend_variance, 6)} along axis {self.axis} from {self.origin:g})"
+        )
