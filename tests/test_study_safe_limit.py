@@ -96,6 +96,28 @@ def test_an_added_measurement_over_the_limit_is_the_users_not_the_models(tmp_pat
     assert "the model had certified it" in warnings[1]
 
 
+def test_tell_and_add_say_a_value_over_the_limit_when_it_is_stored(tmp_path):
+    """The command line says it at once (before: only the next ``status`` did), once: a later
+    answer within the limit prints no warning again."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    create_study("dose", "m-safeopt", DOSE, storage=url, seed=0)
+    add = run_cli(["study", "add", "dose", "dose=10,time=1", "f=0.1,g=5", "--storage", url], cwd=tmp_path)
+    assert add.returncode == 0, add.stderr
+    assert add.stdout.splitlines()[1:] == [
+        "WARNING: your measurement at dose=10, time=1: g = 5 is above the limit h = 1; the model "
+        "now takes it into account and no longer certifies that setting or higher ones"
+    ]
+    run_cli(["study", "ask", "dose", "--storage", url], cwd=tmp_path)
+    over = run_cli(["study", "tell", "dose", "0", "f=0.1,g=1.5", "--storage", url], cwd=tmp_path).stdout
+    assert [ln for ln in over.splitlines() if ln.startswith("WARNING")] == [
+        ln for ln in over.splitlines()[1:]
+    ]
+    assert over.splitlines()[1].startswith("WARNING: query 0: measured g = 1.5 above the limit")
+    run_cli(["study", "ask", "dose", "--storage", url], cwd=tmp_path)
+    within = run_cli(["study", "tell", "dose", "1", "f=0.1,g=0.2", "--storage", url], cwd=tmp_path).stdout
+    assert "WARNING" not in within and within.startswith("stored: query 1")
+
+
 def test_the_page_shows_the_same_words(tmp_path):
     """The study page lists the status's warnings: an added measurement above the limit is the
     user's there too, in the words of the status and the CLI."""

@@ -262,6 +262,7 @@ def _ask(args: argparse.Namespace) -> int:
 
 def _tell(args: argparse.Namespace) -> int:
     study = load_study(args.name, storage=args.storage)
+    alarms = len(study.over_limit_alarms())
     study.tell(args.query_id, args.answer)
     study.save_snapshot()  # the next call (a new process) loads the answer without a replay
     row = study.history(last=1)[-1]
@@ -269,7 +270,15 @@ def _tell(args: argparse.Namespace) -> int:
         f"stored: query {row['query_id']} -> {row['answer_text']} "
         f"({_n(study.n_answered, 'answer')})"
     )
+    _print_new_alarms(study, alarms)
     return 0
+
+
+def _print_new_alarms(study: Study, before: int) -> None:
+    """A measured value above the safety limit is said when it is stored, not only by the next
+    ``status`` (the page asks before storing one)."""
+    for text in study.over_limit_alarms()[before:]:
+        print(f"WARNING: {text}")
 
 
 def _undo(args: argparse.Namespace) -> int:
@@ -299,10 +308,12 @@ def _params(text: str) -> dict[str, Any]:
 def _add(args: argparse.Namespace) -> int:
     study = load_study(args.name, storage=args.storage)
     params = _params(args.params)
+    alarms = len(study.over_limit_alarms())
     study.add(params, args.value)
     study.save_snapshot()  # as after a tell: the next call loads it without a replay
     count = _n(study.n_answered, "answer")
     print(f"stored measurement at {_stored_point(study, params)} ({count})")
+    _print_new_alarms(study, alarms)
     return 0
 
 

@@ -629,6 +629,14 @@ class Study(StudyReplay, StudySnapshots):
             int(self._policy.iteration),
         )
 
+    def over_limit_alarms(self) -> list[str]:
+        """Every measured value above the safety limit so far, in the words of
+        :meth:`status`'s warnings, read from the live policy (no copy, no replay): what
+        ``boloop study tell`` and ``add`` print when an answer adds one. ``[]`` for a method
+        without a safety limit."""
+        read = getattr(self._policy, "over_limit", None)
+        return self._over_limit({"over_limit": read()}) if callable(read) else []
+
     def _over_limit(self, described: Mapping[str, Any]) -> list[str]:
         """Measured values over a safety limit that the method reported
         (``describe()["over_limit"]``, issue 18), each with its parameters: the alarms of a
