@@ -178,3 +178,36 @@ def test_widening_is_seeded():
     a, b = _run(4, 40), _run(4, 40)
     assert a.widenings == b.widenings
     np.testing.assert_array_equal(a.gp.X, b.gp.X)
+
+
+def test_lse_intersection_restarts_when_the_kernel_changes_and_only_then():
+    """Gotovos et al.'s ``C_t = C_{t-1} cap Q_t`` within one kernel; a refit or a widening
+    starts it again from ``Q_t`` of the new model (re-derived from the public posterior)."""
+    from boloop.algorithms.levelset import LSE
+
+    pol = LSE(CandidateSet(POINTS), THRESHOLD, seed=2)
+    rng = np.random.default_rng(102)
+    prev = None
+    prev_kernel = None
+    restarts = nested = 0
+    for _ in range(45):
+        q = pol.ask()
+        bounds = pol.intersected_bounds
+        if bounds is not None:
+            lcb, ucb = bounds
+            sb = pol.sqrt_betas[-1]
+            mean, std = pol.candidate_posterior()
+            q_lcb, q_ucb = mean - sb * std, mean + sb * std
+            kernel = (repr(pol.gp.kernel), pol.gp.noise_variance, pol.gp.mean_constant)
+            if prev is None or kernel != prev_kernel:
+                restarts += 1
+                np.testing.assert_array_equal(lcb, q_lcb)
+                np.testing.assert_array_equal(ucb, q_ucb)
+            else:
+                nested += 1
+                np.testing.assert_array_equal(lcb, np.maximum(prev[0], q_lcb))
+                np.testing.assert_array_equal(ucb, np.minimum(prev[1], q_ucb))
+            prev, prev_kernel = (lcb, ucb), kernel
+        pol.tell(q.id, float(coating(q.x)[0] + 0.03 * rng.standard_normal()))
+    assert restarts >= 3 and nested >= 3
+    assert (pol.recommend().upper & BUMP).sum() >= 0.8 * BUMP.sum()
