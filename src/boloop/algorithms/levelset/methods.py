@@ -96,7 +96,7 @@ _DOCS = {
     "refine_maxiter": "boxes: iteration cap of each L-BFGS-B restart",
     "widen_when_overconfident": (
         "fitted mode: shorten the length-scales to their likelihood-ratio edge when the choice's "
-        "posterior sd is below the noise's (default: on when fitted)"
+        "posterior sd is below the noise's and a length-scale is on the shrinking cap"
     ),
     "tie_break": (
         "when the clipped AF is 0 everywhere: 'expected' (largest E_beta[AF]; default when "

@@ -126,8 +126,9 @@ class LevelSetPolicy(BasePolicy):
         Boxes only: fixed Sobol candidates, fresh uniform candidates per step, L-BFGS-B restarts
         and their iteration cap (see the module docstring).
     widen_when_overconfident:
-        Fitted mode only (default: on when the hyperparameters are fitted, off with a fixed
-        kernel, so the paper's traces are unchanged). When the acquisition's choice ``x_t`` has
+        Fitted mode only (default ``True``; a fixed kernel is never widened, so the paper's
+        traces are unchanged, and ``describe()`` shows whether it applies). When the
+        acquisition's choice ``x_t`` has
         a posterior standard deviation below the fitted noise's, ``sigma_{t-1}(x_t) < sigma_n``
         (the model would spend the answer where one more measurement teaches less than the noise
         hides), the length-scales are shortened to the edge of their likelihood-ratio set
@@ -174,7 +175,7 @@ class LevelSetPolicy(BasePolicy):
         n_fresh: int = 256,
         n_refine: int = 2,
         refine_maxiter: int = 10,
-        widen_when_overconfident: bool | None = None,
+        widen_when_overconfident: bool = True,
         seed: int | np.random.Generator | None = None,
     ) -> None:
         if isinstance(space, np.ndarray | list):
@@ -268,16 +269,14 @@ class LevelSetPolicy(BasePolicy):
         self._initial_ids: set[int] = set()
         self._d = dim
         self._last_fit_n = 0
-        if widen_when_overconfident is not None and not isinstance(
-            widen_when_overconfident, bool | np.bool_
-        ):
+        if not isinstance(widen_when_overconfident, bool | np.bool_):
             raise InvalidInputError(
-                f"widen_when_overconfident must be True, False or None, got "
-                f"{widen_when_overconfident!r}"
+                f"widen_when_overconfident must be True or False, got {widen_when_overconfident!r}"
             )
+        #: whether the widening applies (asked for, and the hyperparameters are fitted)
         self.widen_when_overconfident = (
-            self.fit if widen_when_overconfident is None else bool(widen_when_overconfident)
-        ) and self.learning is not None
+            bool(widen_when_overconfident) and self.fit and self.learning is not None
+        )
         #: iterations (1-based) whose first choice had ``sigma_{t-1}(x_t) < sigma_n``
         self.overconfident_iterations: list[int] = []
         #: common factors ``c < 1`` applied to the length-scales, one per widening
