@@ -94,6 +94,10 @@ _DOCS = {
     "n_fresh": "boxes: fresh uniform candidates per step",
     "n_refine": "boxes: L-BFGS-B restarts from the best candidates",
     "refine_maxiter": "boxes: iteration cap of each L-BFGS-B restart",
+    "widen_when_overconfident": (
+        "fitted mode: shorten the length-scales to their likelihood-ratio edge when the choice's "
+        "posterior sd is below the noise's and a length-scale is on the shrinking cap"
+    ),
     "tie_break": (
         "when the clipped AF is 0 everywhere: 'expected' (largest E_beta[AF]; default when "
         "learned), 'unclipped' (argmax of the unclipped straddle; default with a kernel) or "

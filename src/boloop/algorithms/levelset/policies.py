@@ -125,6 +125,15 @@ class LevelSetPolicy(BasePolicy):
     n_candidates, n_fresh, n_refine, refine_maxiter:
         Boxes only: fixed Sobol candidates, fresh uniform candidates per step, L-BFGS-B restarts
         and their iteration cap (see the module docstring).
+    widen_when_overconfident:
+        Fitted mode only (default ``True``; a fixed kernel is never widened, so the paper's
+        traces are unchanged, and ``describe()`` shows whether it applies). When the
+        acquisition's choice ``x_t`` has
+        a posterior standard deviation below the fitted noise's, ``sigma_{t-1}(x_t) < sigma_n``
+        (the model would spend the answer where one more measurement teaches less than the noise
+        hides), the length-scales are shortened to the edge of their likelihood-ratio set
+        (:meth:`HyperparameterLearning.conservative`) until the next refit and the query is
+        chosen again with that model. See :meth:`_widen_if_overconfident`.
     seed:
         Seed or Generator; all randomness (initial design, beta draws, tie breaks, Sobol points)
         comes from it.
@@ -166,6 +175,7 @@ class LevelSetPolicy(BasePolicy):
         n_fresh: int = 256,
         n_refine: int = 2,
         refine_maxiter: int = 10,
+        widen_when_overconfident: bool = True,
         seed: int | np.random.Generator | None = None,
     ) -> None:
         if isinstance(space, np.ndarray | list):
@@ -259,6 +269,19 @@ class LevelSetPolicy(BasePolicy):
         self._initial_ids: set[int] = set()
         self._d = dim
         self._last_fit_n = 0
+        if not isinstance(widen_when_overconfident, bool | np.bool_):
+            raise InvalidInputError(
+                f"widen_when_overconfident must be True or False, got {widen_when_overconfident!r}"
+            )
+        #: whether the widening applies (asked for, and the hyperparameters are fitted)
+        self.widen_when_overconfident = (
+            bool(widen_when_overconfident) and self.fit and self.learning is not None
+        )
+        #: iterations (1-based) whose first choice had ``sigma_{t-1}(x_t) < sigma_n``
+        self.overconfident_iterations: list[int] = []
+        #: common factors ``c < 1`` applied to the length-scales, one per widening
+        self.widenings: list[float] = []
+        self._widened = False  # the kernel is at its likelihood-ratio edge since the last refit
 
     def _space_filling_start(self, space: CandidateSet | Box, n0: int) -> None:
         """The mechanism's initial design: ``n0`` scrambled-Sobol points (distinct candidates on a
@@ -431,8 +454,79 @@ class LevelSetPolicy(BasePolicy):
         self._prepare_step(t)
         if self.finite:
             i = self._select_finite(t)
+            if self._widen_if_overconfident(float(self.cache.std[i]), t):
+                i = self._select_finite(t)
             return self._new_evaluate(self.candidates[i], index=i)
-        return self._new_evaluate(self._select_box(t))
+        x = self._select_box(t)
+        if self._widen_if_overconfident(float(self.predict(x.reshape(1, -1))[1][0]), t):
+            x = self._select_box(t)
+        return self._new_evaluate(x)
+
+    def _lengthscale_at_cap(self) -> bool:
+        """Whether a fitted length-scale sits on the mechanism's shrinking cap (the upper bound
+        of its last fit, :meth:`HyperparameterLearning.lengthscale_cap`): the data pushed it as
+        long as the cap allows."""
+        assert self.learning is not None
+        ls = getattr(self.gp.kernel, "lengthscale", None)
+        if ls is None or self._last_fit_n == 0:
+            return False
+        frac = np.atleast_1d(np.asarray(ls, dtype=np.float64)) / self._width
+        floor = self.learning.lengthscale_floor(self._d)
+        cap = np.maximum(self.learning.lengthscale_cap(self._last_fit_n, self._d), 2 * floor)
+        return bool(np.any(frac >= cap * (1.0 - 1e-3)))
+
+    def _widen_if_overconfident(self, sd: float, t: int) -> bool:
+        """Doubt the fitted length-scales when the acquisition would re-measure what it knows.
+
+        With learned hyperparameters a model can be confidently wrong where it has no data: a
+        long length-scale that the answers cannot contradict (all of them on a trend, none on a
+        bump the space-filling start missed) makes ``sigma`` small everywhere, and a level-set
+        acquisition then spends every answer on the few points whose mean is nearest the
+        threshold, measured again and again below the noise level (issue 18's coating map:
+        one point 15 times in 60 answers, the bump never seen). Its choice ``x_t`` tells: when
+        ``sigma_{t-1}(x_t) < sigma_n``, one more answer there changes the posterior less than
+        the noise hides, which under the model is the most useful answer only if the model is
+        right about everything else. That is the trigger of Wang and de Freitas ("Theoretical
+        analysis of Bayesian optimisation with unknown Gaussian process hyper-parameters",
+        arXiv:1406.7758, 2014, Sec. 4): they lower the length-scales' upper bound when the
+        posterior standard deviation at the chosen point falls below a threshold ``kappa``;
+        here ``kappa = sigma_n``, the fitted noise's standard deviation (no constant of ours).
+        As in their algorithm, lowering the bound changes the model only where the bound binds:
+        the widening applies only when a fitted length-scale sits on the mechanism's shrinking
+        cap (the data would have it longer than allowed, :meth:`_lengthscale_at_cap`); a
+        length-scale inside its bounds is the data's own, and shortening it would contradict
+        them (measured: on a grid of two bumps on a flat floor, widening an interior MAP kept
+        the answers on the bump already found and missed the other in 4 of 20 seeds).
+
+        The response uses the mechanism's own likelihood-ratio set instead of a fixed factor:
+        the length-scales are shortened by the common factor ``c`` at which the log posterior
+        has dropped by ``chi2_p(0.95) / 2`` (:meth:`HyperparameterLearning.conservative`), the
+        most doubt the data allow at that level, in the spirit of A-GP-UCB's shrinking
+        length-scales (Berkenkamp, Schoellig and Krause, JMLR 2019, Sec. 4). It holds until the
+        next refit (which starts again from the MAP) and is applied at most once between
+        refits. Returns True when the kernel changed (the caller chooses again with the widened
+        model: the same ``beta_t`` draw, the same rule, so every choice is still an argmax of
+        the method's acquisition under a model the data cannot reject).
+        """
+        if not self.widen_when_overconfident or not self.fit:
+            return False
+        noise_sd = math.sqrt(max(self.gp.noise_variance, 0.0))
+        if not sd < noise_sd:
+            return False
+        self.overconfident_iterations.append(int(t))
+        if self._widened or not self._lengthscale_at_cap():
+            return False
+        assert self.learning is not None
+        self._widened = True
+        try:
+            c = self.learning.conservative(self.gp)
+        except Exception as exc:  # keep the fitted model
+            logger.warning("widening the length-scales failed, keeping the fitted ones: %s", exc)
+            return False
+        if not c < 1.0:
+            return False
+        self.widenings.append(float(c))
+        return True
 
     def _observe(self, query: Query, answer: Any) -> None:
         assert isinstance(query, Evaluate)
@@ -456,6 +550,7 @@ class LevelSetPolicy(BasePolicy):
         report = self.learning.fit(self.gp, self._width, rng=self.rng, last_fit_n=last)
         if report.refitted:
             self._last_fit_n = self.gp.n
+            self._widened = False
 
     def _add_measurements(self, X: np.ndarray, values: list[Any]) -> None:
         self.add_observations(X, values)  # the contract's observe(points, values)
@@ -582,6 +677,9 @@ class LevelSetPolicy(BasePolicy):
                 "n_candidates": self.N,
                 "allow_repeats": self.allow_repeats,
                 "last_sqrt_beta": self.sqrt_betas[-1] if self.sqrt_betas else None,
+                "widen_when_overconfident": self.widen_when_overconfident,
+                "overconfident_steps": len(self.overconfident_iterations),
+                "widenings": len(self.widenings),
             }
         )
         return d
@@ -884,15 +982,36 @@ class LSE(LevelSetPolicy):
             raise InvalidInputError("intersect=True needs a finite candidate set (space)")
         self._ucb: np.ndarray | None = None
         self._lcb: np.ndarray | None = None
+        self._intersect_version = -1
 
     def _prepare_step(self, t: int) -> None:
         sb = self.schedule.sqrt_beta(t)
         self.sqrt_betas.append(sb)
         if self.intersect:
-            mean, std = self.candidate_posterior()
-            ucb, lcb = mean + sb * std, mean - sb * std
-            self._ucb = ucb if self._ucb is None else np.minimum(self._ucb, ucb)
-            self._lcb = lcb if self._lcb is None else np.maximum(self._lcb, lcb)
+            self._intersect(sb)
+
+    def _intersect(self, sb: float) -> None:
+        """``C_t = C_{t-1} cap Q_t`` (Gotovos et al. 2013, Sec. 3) at the candidates.
+
+        With learned hyperparameters the intersection restarts from ``Q_t`` whenever the model's
+        hyperparameters changed since the last step (a refit, or the widening of
+        :meth:`LevelSetPolicy._widen_if_overconfident`): the nesting of the ``Q_i`` holds for
+        one GP conditioned on more and more data, not across kernels, and keeping a past model's
+        intervals keeps its overconfidence for ever (issue 18's coating map: LSE stayed at F ~ 0.42
+        on the intervals of its first long-length-scale fits, the bump never seen).
+        """
+        mean, std = self.candidate_posterior()
+        ucb, lcb = mean + sb * std, mean - sb * std
+        fresh = self._ucb is None or (self.fit and self.gp.version != self._intersect_version)
+        self._intersect_version = self.gp.version
+        self._ucb = ucb if fresh else np.minimum(self._ucb, ucb)
+        self._lcb = lcb if fresh else np.maximum(self._lcb, lcb)
+
+    def _widen_if_overconfident(self, sd: float, t: int) -> bool:
+        widened = super()._widen_if_overconfident(sd, t)
+        if widened and self.intersect:
+            self._intersect(self.sqrt_betas[-1])  # Q_t of the widened model (a new kernel)
+        return widened
 
     @property
     def intersected_bounds(self) -> tuple[np.ndarray, np.ndarray] | None:
