@@ -67,8 +67,11 @@ def reactor_truth(P, F):  # type: ignore[no-untyped-def]
     return f, g
 
 
-def run_reactor(method: str, seed: int, budget: int, floor: float | None) -> dict:
-    """The reactor run as a study (memory storage), answered from the truth plus noise."""
+def run_reactor(
+    method: str, seed: int, budget: int, floor: float | None, trend_g: bool | None = None
+) -> dict:
+    """The reactor run as a study (memory storage), answered from the truth plus noise;
+    ``trend_g`` is passed as the study's option (None: the method's default)."""
     import numpy as np
 
     from boloop.study import create_study
@@ -76,8 +79,9 @@ def run_reactor(method: str, seed: int, budget: int, floor: float | None) -> dic
     spec = json.loads(json.dumps(REACTOR))
     if floor is not None:
         spec["settings"] = {"min_lengthscale_g": floor}
+    extra = {} if trend_g is None else {"trend_g": trend_g}
     study = create_study(
-        "reactor", method, spec, seed=seed, storage=f"memory://{method}-{seed}-{floor}"
+        "reactor", method, spec, seed=seed, storage=f"memory://{method}-{seed}-{floor}", **extra
     )
     rng = np.random.default_rng(100 + seed)
     P_grid = np.linspace(0, 100, 30)
@@ -115,6 +119,7 @@ def run_reactor(method: str, seed: int, budget: int, floor: float | None) -> dic
         "seed": seed,
         "floor": floor,
         "budget": budget,
+        "trend_g": "default" if trend_g is None else trend_g,
         "unsafe": len(unsafe),
         "unsafe_at": unsafe,
         "max_s": max_p,
@@ -158,10 +163,11 @@ def run_problem(
     seed: int,
     budget: int,
     floor: float | None,
-    trend_g: bool = False,
+    trend_g: bool | None = None,
 ) -> dict:
     """A library problem (or the made-up heater, or a random-GP draw) through ``simulate``;
-    ``budget`` counts iterations (the safe seeds come on top), ``fires`` lists answers."""
+    ``budget`` counts iterations (the safe seeds come on top), ``fires`` lists answers.
+    ``trend_g`` is passed as the method's option (None: its default, which older code has)."""
     import numpy as np
 
     from boloop.algorithms import build_policy
@@ -171,10 +177,8 @@ def run_problem(
     opts: dict = {"fit_hyperparameters": True}
     if floor is not None:
         opts["min_lengthscale_g"] = floor
-    if trend_g:  # the learned model of g with a linear trend in s (not the default)
-        from boloop.algorithms.safe import trend_kernel_g  # only then: older code runs too
-
-        opts["kernel_g"] = trend_kernel_g(problem.space)
+    if trend_g is not None:  # g's learned model with (true, the default) or without the trend
+        opts["trend_g"] = trend_g
     policy = build_policy(problem.policy_spec(method, seed, **opts))
     fires: list[int] = []
     max_s = [0.0]
@@ -218,7 +222,7 @@ def run_problem(
         "floor": floor,
         "budget": budget,
         "constructed": constructed,
-        "trend_g": trend_g,
+        "trend_g": "default" if trend_g is None else trend_g,
         "unsafe": m["unsafe"],
         "unsafe_at": unsafe_at,
         "single_level_reach": reach[0],
@@ -326,9 +330,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--floors", nargs="*", default=["none"])
     ap.add_argument(
         "--trend-g",
-        action="store_true",
-        help="g's learned model with a linear trend in s (kernel_g=trend_kernel_g(space)); "
-        "not for made-up/reactor (a study takes JSON options only)",
+        choices=("true", "false"),
+        default=None,
+        help="the option trend_g: g's learned model with (true, the default since it was "
+        "adopted) or without (false, the Matern model alone) a linear trend in s; omitted: the "
+        "method's default (and code older than the option runs)",
     )
     ap.add_argument("--out", default=None)
     ap.add_argument("--table", nargs="*", default=None)
@@ -359,12 +365,11 @@ def main(argv: list[str] | None = None) -> None:
                 jobs.append((pid, meth, 0, a.budget or 20, floor))
     out = open(a.out, "a") if a.out else sys.stdout
     for prob, meth, seed, budget, floor in jobs:
+        trend_g = None if a.trend_g is None else a.trend_g == "true"
         if prob == "made-up/reactor":
-            if a.trend_g:
-                raise SystemExit("--trend-g: made-up/reactor runs as a study (JSON options only)")
-            r = run_reactor(meth, seed, budget, floor)
+            r = run_reactor(meth, seed, budget, floor, trend_g)
         else:
-            r = run_problem(prob, meth, seed, budget, floor, a.trend_g)
+            r = run_problem(prob, meth, seed, budget, floor, trend_g)
         out.write(json.dumps(r) + "\n")
         out.flush()
 

@@ -1,5 +1,5 @@
 """A stationary kernel plus a linear trend of unknown slope along one axis
-(:class:`boloop.gp.kernels.StationaryPlusTrend`, the learned safe model's candidate trend in s):
+(:class:`boloop.gp.kernels.StationaryPlusTrend`, the trend in s of the learned safe model of g):
 values against scikit-learn and the closed form, gradients against finite differences, the GP
 posterior against Bayesian linear regression with a GP residual (Rasmussen & Williams eq. 2.42),
 the shared mechanism's prior and the likelihood-ratio edge of the trend's variance.
@@ -217,7 +217,7 @@ def test_the_trend_variance_goes_to_the_upper_edge_of_the_likelihood_ratio_set()
 
 
 # ---------------------------------------------------------------------------------------------
-# the option in the safe family: kernel_g=trend_kernel_g(space) with learned hyperparameters
+# the safe family's learned default (trend_g=True): g's model is trend_kernel_g(space)
 
 N_S = 30
 H = 1.0
@@ -254,24 +254,66 @@ def test_trend_kernel_g_starts_at_the_default_plus_a_trend_from_the_safe_level()
     assert np.allclose(k.k(P), k.base.k(P) + np.outer(u, u) / 16, rtol=1e-12, atol=0)
 
 
-def test_learned_default_keeps_its_stationary_kernel() -> None:
-    from boloop.algorithms.safe import MSafeOpt
+def test_the_learned_default_is_the_trend_and_trend_g_false_the_matern_model() -> None:
+    """trend_g=True (default) with learned hyperparameters and no kernel_g: g's model is
+    trend_kernel_g(space), the same policy as the kernel given; False: the Matern kernel."""
+    from boloop.algorithms.safe import MSafeOpt, trend_kernel_g
 
-    policy = MSafeOpt(_space(), H, L_f=2.0, L_g_prime=0.5, seed=0)
-    assert policy.describe()["kernel_g"].startswith("Matern(")
+    space = _space()
+    default = MSafeOpt(space, H, L_f=2.0, L_g_prime=0.5, seed=0)
+    given = MSafeOpt(space, H, L_f=2.0, L_g_prime=0.5, seed=0, kernel_g=trend_kernel_g(space))
+    off = MSafeOpt(space, H, L_f=2.0, L_g_prime=0.5, seed=0, trend_g=False)
+    assert default.describe()["kernel_g"].startswith("StationaryPlusTrend(")
+    assert default.describe()["trend_g"] is True
+    assert default.describe()["kernel_g"] == given.describe()["kernel_g"]
+    assert off.describe()["kernel_g"].startswith("Matern(")
+    assert off.describe()["trend_g"] is False
+    # the same proposals as the kernel given by hand (the variant measured before adoption)
+    for _ in range(default.n_initial + 8):
+        qa, qb = default.ask(), given.ask()
+        assert np.array_equal(qa.x, qb.x)
+        f, g = _gentle(qa.x)
+        default.tell(qa.id, {"f": f, "g": g})
+        given.tell(qb.id, {"f": f, "g": g})
+
+
+def test_trend_g_applies_to_the_learned_default_only() -> None:
+    """Ignored with a kernel of g given and with fixed, 'paper' or 'plain' hyperparameters (the
+    option changes the learned default's model); not a boolean: refused."""
+    from boloop.algorithms.safe import MSafeOpt, PredVar, SafeOptMC
+
+    space = _space()
+    kw = {"L_f": 2.0, "L_g_prime": 0.5, "seed": 0}
+    fixed = Matern(2.5, [0.3, 0.3], 1.0)
+    for extra in (
+        {"kernel_g": fixed},
+        {"kernel_f": fixed, "kernel_g": fixed, "fit_hyperparameters": False},
+        {"hyperparameters": "paper"},
+        {"hyperparameters": "plain"},
+    ):
+        on = MSafeOpt(space, H, **kw, **extra)
+        off = MSafeOpt(space, H, **kw, trend_g=False, **extra)
+        assert on.describe()["trend_g"] is False
+        assert on.describe()["kernel_g"] == off.describe()["kernel_g"]
+        assert on.describe()["kernel_g"].startswith("Matern(")
+    for cls in (SafeOptMC, PredVar):
+        assert cls(space, H, seed=0).describe()["kernel_g"].startswith("StationaryPlusTrend(")
+        assert cls(space, H, seed=0, trend_g=False).describe()["kernel_g"].startswith("Matern(")
+    with pytest.raises(InvalidInputError, match="trend_g"):
+        MSafeOpt(space, H, **kw, trend_g="false")
 
 
 @pytest.mark.parametrize("method", ["m-safeopt", "safeopt-mc", "predvar"])
 def test_the_option_is_safe_and_grows_on_a_healthy_stand_in(method) -> None:
-    """Learned with the trend: never unsafe here, the certified set grows well past the one-level
+    """The learned default (with the trend): never unsafe here, the certified set grows well past the one-level
     cap, no stall, and after each refit the zero-mean model's slope variance is at least
     mean((g - h)^2) / w_s^2 (g - h may reach the limit within the box's range of s)."""
-    from boloop.algorithms.safe import MSafeOpt, PredVar, SafeOptMC, trend_kernel_g
+    from boloop.algorithms.safe import MSafeOpt, PredVar, SafeOptMC
 
     cls = {"m-safeopt": MSafeOpt, "safeopt-mc": SafeOptMC, "predvar": PredVar}[method]
     extra = {"L_f": 2.0, "L_g_prime": 0.5} if cls is MSafeOpt else {}
     space = _space()
-    policy = cls(space, H, seed=0, kernel_g=trend_kernel_g(space), **extra)
+    policy = cls(space, H, seed=0, **extra)
     assert policy.hyperparameters == "learned"
     top, gs = 0, []
     for _ in range(policy.n_initial + 25):
@@ -293,10 +335,10 @@ def test_the_option_is_safe_and_grows_on_a_healthy_stand_in(method) -> None:
 
 def test_the_trend_carries_a_steep_rise_above_the_data() -> None:
     """Every row measured at the three lowest levels of a steep, uniform rise (0.41 per level;
-    g reaches h four levels up): two levels above the data the trend model's mean of g is higher
-    than the stationary default's (which reverts towards the prior mean), and neither certifies
-    above the truth."""
-    from boloop.algorithms.safe import MSafeOpt, trend_kernel_g
+    g reaches h four levels up): two levels above the data the trend model's mean of g (the
+    learned default) is higher than the stationary model's (``trend_g=False``, which reverts
+    towards the prior mean), and neither certifies above the truth."""
+    from boloop.algorithms.safe import MSafeOpt
 
     space = _space()
     S, X_rows = space.s_values, space.x_points[:, 0]
@@ -310,9 +352,9 @@ def test_the_trend_carries_a_steep_rise_above_the_data() -> None:
     yg = np.array([g(s, x) for s, x in pts])
     truth = np.array([np.max(np.flatnonzero(g(S, x) <= H)) for x in X_rows])
     means, tops = [], []
-    for kg in (None, trend_kernel_g(space)):
+    for trend in (False, True):
         pol = MSafeOpt(
-            space, H, L_f=2.0, L_g_prime=0.5, seed=0, initial_data=(P, yf, yg), kernel_g=kg
+            space, H, L_f=2.0, L_g_prime=0.5, seed=0, initial_data=(P, yf, yg), trend_g=trend
         )
         bounds, _ = pol.state()
         means.append(bounds.mean_g[:, 4])
@@ -321,3 +363,35 @@ def test_the_trend_carries_a_steep_rise_above_the_data() -> None:
     assert np.all(means[1] - means[0] > 0.1)
     for top in tops:
         assert np.all(top <= truth)
+
+
+def test_a_study_pins_trend_g_and_a_study_from_before_keeps_the_matern_model() -> None:
+    """A study created now pins trend_g=True (so a later default cannot change it); given
+    trend_g=false, its g model is the Matern kernel. A study whose options and pins lack
+    trend_g was created before the option existed (the learned model was the Matern kernel
+    then): it is built with trend_g=False, so its log replays."""
+    from boloop.study import create_study
+    from boloop.study.pinning import policy_options
+
+    space = {
+        "monotone": "power",
+        "h": 80.0,
+        "parameters": [
+            {"name": "power", "low": 0.0, "high": 100.0, "grid": 6},
+            {"name": "flow", "low": 1.0, "high": 10.0, "grid": 5},
+        ],
+    }
+    new = create_study("r", "m-safeopt", space, seed=0, storage="memory://trend-pin-a")
+    assert new.pinned_defaults["trend_g"] is True
+    assert new.policy.describe()["kernel_g"].startswith("StationaryPlusTrend(")
+    off = create_study(
+        "r", "m-safeopt", space, seed=0, storage="memory://trend-pin-b", trend_g=False
+    )
+    assert "trend_g" not in off.pinned_defaults and off.options["trend_g"] is False
+    assert off.policy.describe()["kernel_g"].startswith("Matern(")
+    # the pins of a study created before trend_g existed (every other default pinned)
+    before = {k: v for k, v in new.pinned_defaults.items() if k != "trend_g"}
+    assert policy_options("m-safeopt", "safe", {}, before)["trend_g"] is False
+    assert policy_options("predvar", "safe", {}, {})["trend_g"] is False
+    assert policy_options("m-safeopt", "safe", {"trend_g": True}, before)["trend_g"] is True
+    assert policy_options("m-safeopt", "safe", {}, new.pinned_defaults)["trend_g"] is True

@@ -58,10 +58,13 @@ While every datum lies at one level of ``s`` (the safe seeds), the data cannot i
 length-scale along ``s``, and the learned default certifies at most one grid level above that
 level (:meth:`_SafePolicy._level_cap`); from two measured levels on, the fitted model decides.
 
-``kernel_g=trend_kernel_g(space)`` with learned hyperparameters gives g's model the trend in
-``s`` that M-SafeOpt assumes (a linear term of unknown slope added to the stationary kernel;
-its slope variance learned on the twin, raised to its likelihood-ratio edge and kept at least
-``mean((g - h)^2) / w_s^2``). Measured and not the default (:func:`trend_kernel_g`).
+With learned hyperparameters and no kernel of ``g`` given, g's model has the trend in ``s``
+that M-SafeOpt assumes (``trend_g=True``, the default; :func:`trend_kernel_g`): a linear term of
+unknown slope added to the stationary kernel, its slope variance learned on the twin, raised to
+its likelihood-ratio edge and kept at least ``mean((g - h)^2) / w_s^2``. ``trend_g=False`` gives
+the stationary Matern model alone (the default before; more unsafe draws on ``safe/random-gp``,
+``docs/reproductions/safe.md``). The option is ignored with a kernel of ``g`` given and with
+fixed, ``"paper"`` or ``"plain"`` hyperparameters.
 
 ``min_lengthscale_g`` is the one assumption a user can add to the learned default: ``g`` varies
 no faster than that fraction of each axis's range (the fit and the conservative shortening of
@@ -262,6 +265,13 @@ class _SafePolicy(BasePolicy):
         ``stall`` of :meth:`describe`). **If g changes faster than assumed, the method can
         certify and propose unsafe actions.** Refused with fixed kernels and with
         ``hyperparameters="paper"``.
+    trend_g:
+        With learned hyperparameters and no ``kernel_g``: ``g``'s model is
+        :func:`trend_kernel_g` (a linear trend in ``s`` of unknown slope added to the Matern
+        kernel, its slope variance at the upper edge of its likelihood-ratio set; default).
+        ``False``: the Matern kernel alone. Ignored with ``kernel_g`` given and with fixed,
+        ``"paper"`` or ``"plain"`` hyperparameters (what it changes is the learned default's
+        model; ``describe()["trend_g"]`` says whether it applies).
     """
 
     family = "safe"
@@ -298,6 +308,7 @@ class _SafePolicy(BasePolicy):
         cache_mb: float = 768.0,
         keep_certified: bool = True,
         min_lengthscale_g: float | Sequence[float] | None = None,
+        trend_g: bool = True,
         seed: int | np.random.Generator | None = None,
     ) -> None:
         super().__init__(seed)
@@ -376,6 +387,15 @@ class _SafePolicy(BasePolicy):
         self._one_step = self.hyperparameters == "learned"
         self._levels: set[int] = set()
         learned_start = self.learning is not None
+        if isinstance(trend_g, np.bool_):
+            trend_g = bool(trend_g)
+        if not isinstance(trend_g, bool):
+            raise InvalidInputError(f"trend_g must be true or false, got {trend_g!r}")
+        #: g's model has the trend in s (:func:`trend_kernel_g`): the learned default's model;
+        #: False with a kernel given, with fixed, "paper" or "plain" hyperparameters, or when off
+        self.trend_g = bool(trend_g and kernel_g is None and self.hyperparameters == "learned")
+        if self.trend_g:
+            kernel_g = trend_kernel_g(space, self.min_lengthscale_g)
         self.gp_f = (
             self._make_gp(
                 kernel_f,
@@ -909,22 +929,28 @@ class _SafePolicy(BasePolicy):
                 np.asarray(getattr(self.gp_g.kernel, "lengthscale", np.nan), dtype=np.float64)
             ).tolist(),
             min_lengthscale_g_binds=[self._axis_name(k) for k in self._floor_binds],
+            trend_g=self.trend_g,
             stall=self.stall(),
         )
         return d
 
 
-def trend_kernel_g(space: SafeSpace) -> StationaryPlusTrend:
-    """A kernel of ``g - h`` with the trend in ``s`` that M-SafeOpt assumes, for learned
-    hyperparameters: ``kernel_g=trend_kernel_g(space)`` with ``fit_hyperparameters=True``.
+def trend_kernel_g(
+    space: SafeSpace, min_lengthscale_g: float | np.ndarray | None = None
+) -> StationaryPlusTrend:
+    """The kernel of ``g - h`` of the learned default (``trend_g=True``): the trend in ``s``
+    that M-SafeOpt assumes, for learned hyperparameters.
 
-    It is the learned default's start (Matern-5/2 ARD at a fifth of the box, variance 1) plus
-    a linear trend in ``s`` of unknown slope, ``k_0 + sigma_b^2 (s - s_0)(s' - s_0)`` with
-    ``s_0`` the safe level (:class:`~boloop.gp.kernels.StationaryPlusTrend`), started at
-    ``sigma_b^2 = 1 / w_s^2``. **Measured and not the default**: on ``safe/random-gp`` with 30
-    levels of ``s`` it evaluated an unsafe action on 1 of 100 draws where the default does on 3
-    (and 1 against 2 on 100 further draws), at a higher simple regret there (+22%, +6%), and it
-    moved no library problem into a stall (``docs/reproductions/safe.md``, "A trend in s").
+    It is a Matern-5/2 ARD started at a fifth of the box (or at ``min_lengthscale_g``, the
+    user's smoothness floor, where that is longer), variance 1, plus a linear trend in ``s`` of
+    unknown slope, ``k_0 + sigma_b^2 (s - s_0)(s' - s_0)`` with ``s_0`` the safe level
+    (:class:`~boloop.gp.kernels.StationaryPlusTrend`), started at ``sigma_b^2 = 1 / w_s^2``.
+    ``trend_g=False`` gives the Matern model alone (the default before; measured against it on
+    ``safe/random-gp`` with 30 levels of ``s``, the trend evaluated an unsafe action on 1 of 100
+    draws where the Matern model does on 3, and on 1 against 2 of 100 further draws, at a higher
+    simple regret there (+22%, +6%), and moved no library problem into a stall:
+    ``docs/reproductions/safe.md``, "A trend in s" and "The trend in s becomes the learned
+    default").
 
     Why (Losalka & Scarlett 2024, eq. 10-14). The safe set (12) is
     ``S_t = {(s, x) : UCB^g_{t-1}(s, x) <= h}`` with ``UCB^g_{t-1} = mu^g_{t-1} + beta^g_t
@@ -961,7 +987,8 @@ def trend_kernel_g(space: SafeSpace) -> StationaryPlusTrend:
     ``g`` is known."""
     width = np.array([np.ptp(space.s_values), *np.ptp(space.x_points, axis=0)], dtype=np.float64)
     width[~(width > 0)] = 1.0
-    base = Matern(2.5, lengthscale=list(0.2 * width), variance=1.0)
+    start = 0.2 if min_lengthscale_g is None else np.maximum(0.2, min_lengthscale_g)
+    base = Matern(2.5, lengthscale=list(start * width), variance=1.0)
     return StationaryPlusTrend(
         base, trend_variance=1.0 / float(width[0]) ** 2, axis=0, origin=float(space.s_values[0])
     )
@@ -1082,10 +1109,15 @@ _COMMON_KEYS = (
 )
 
 
+_OPTION_ONLY = ("trend_g", "cache_mb")
+
+
 def _settings(problem: Any, options: dict[str, Any]) -> dict[str, Any]:
     s = problem.settings
     kw = {k: s[k] for k in _COMMON_KEYS if k in s}
-    given = {k: v for k, v in options.items() if k in _COMMON_KEYS or k == "cache_mb"}
+    # trend_g and cache_mb are options only (never a problem's setting): a study pins their
+    # defaults (boloop.study.pinning), so a later default does not change an existing study
+    given = {k: v for k, v in options.items() if k in _COMMON_KEYS or k in _OPTION_ONLY}
     kw.update(given)
     if kw.get("fit_hyperparameters") and kw.get("hyperparameters") != "paper":
         # learning as a user would: the paper's kernels and seed count are not known to them
@@ -1116,6 +1148,10 @@ _DOCS = {
         "(a number, or one per axis: monotone first); learned kernels only; if g changes faster "
         "the method can certify unsafe actions"
     ),
+    "trend_g": (
+        "g's learned model has a linear trend in s of unknown slope (false: the Matern kernel "
+        "alone, the default before); learned hyperparameters without kernel_g only"
+    ),
     "cache_mb": "memory for the cached cross-covariances before the grid is streamed",
 }
 _THRESHOLD = Option("threshold", "float", None, "safety limit h (default: the problem's)")
@@ -1123,7 +1159,7 @@ _MISSPECIFICATION = Option(
     "misspecification", "float", 1.0, "c: L_f times c and L'_g over c (Fig. 4); not used here"
 )
 _SAFE_OPTIONS = (
-    *options_from(MSafeOpt, _DOCS, only=(*_COMMON_KEYS, "cache_mb")),
+    *options_from(MSafeOpt, _DOCS, only=(*_COMMON_KEYS, *_OPTION_ONLY)),
     _THRESHOLD,
 )
 _MSAFEOPT_OPTIONS = (

@@ -23,6 +23,11 @@ both ways.
 
 Pins the current method no longer declares (an option removed since) are left out when the
 policy is built, with a log line; the replay check then says whether the study still replays.
+
+The reverse, an option added later whose default changes what the method did (the safe
+family's ``trend_g``): a study created since always pins it (an option no setting supplies) or
+was given it, so a study whose options and pins both lack it was created before it existed and
+is built with the value that keeps its method as it was (:data:`ADDED_LATER`).
 """
 
 from __future__ import annotations
@@ -36,9 +41,15 @@ from typing import Any
 from boloop.algorithms.registry import get_method, make_policy
 from boloop.errors import BoloopError
 
-__all__ = ["pinned_defaults", "policy_options"]
+__all__ = ["ADDED_LATER", "pinned_defaults", "policy_options"]
 
 logger = logging.getLogger("boloop")
+
+#: (family, option) -> the value that reproduces what the family's methods did before the
+#: option existed (module docstring); only options that no problem setting supplies belong here
+ADDED_LATER: dict[tuple[str, str], Any] = {
+    ("safe", "trend_g"): False,  # g's learned model was the Matern kernel alone
+}
 
 
 def _plain(value: Any) -> bool:
@@ -110,11 +121,23 @@ def policy_options(
     method: str, family: str, options: Mapping[str, Any], pinned: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The options a study's policy is built with: the pinned defaults this boloop's method still
-    declares, overridden by the options given."""
-    if not pinned:
+    declares, overridden by the options given; an option added later (:data:`ADDED_LATER`) that
+    neither names gets the value of before it existed."""
+    older = {
+        name: value
+        for (fam, name), value in ADDED_LATER.items()
+        if fam == family and name not in pinned and name not in options
+    }
+    if not pinned and not older:
         return dict(options)
     entry = get_method(method, family)
     declared = {o.name for o in entry.options}
+    older = {k: v for k, v in older.items() if k in declared}
+    if older:
+        logger.debug(
+            "study of %s created before the options %s: built with %s", method, sorted(older), older
+        )
+        pinned = {**pinned, **older}
     gone = sorted(k for k in pinned if k not in declared)
     if gone:
         logger.info(
