@@ -131,3 +131,46 @@ def test_options_given_win_over_pinned_defaults(tmp_path):
     assert "exploit" not in study.pinned_defaults
     assert study.policy_options["exploit"] == 0.5
     assert study.status()["settings"]["exploit"] == 0.5
+
+
+def test_a_level_set_study_from_before_the_widening_still_replays(tmp_path):
+    """A learned level-set study created before ``widen_when_overconfident`` existed (its pins
+    lack it) is built without the widening, so it asks what it asked; a new study pins the
+    widening. Checked on the newcomer's coating map, where the widening changes the queries."""
+    import numpy as np
+
+    from boloop.study.pinning import policy_options
+
+    space = {
+        "threshold": 0.8,
+        "parameters": [
+            {"name": "temperature", "low": 100.0, "high": 200.0, "grid": 31},
+            {"name": "speed", "low": 0.5, "high": 5.0, "grid": 21},
+        ],
+    }
+
+    def thickness(p):  # a trend hides a bump (the trial's map)
+        T, v = p["temperature"], p["speed"]
+        bump = 0.6 * np.exp(-(((T - 160) / 20) ** 2) - ((v - 2) / 0.8) ** 2)
+        return 0.4 + 0.006 * (T - 100) - 0.15 * v + bump
+
+    runs = iter(range(3))
+
+    def queries(**options):
+        url = f"memory://widening-{next(runs)}"
+        s = create_study("c", "randomized-straddle", space, seed=0, storage=url, **options)
+        rng = np.random.default_rng(100)
+        for _ in range(40):
+            q = s.ask()
+            s.tell(q.id, float(thickness(q.params) + 0.03 * rng.standard_normal()))
+        return s, [tuple(r["params"].values()) for r in s.history()]
+
+    new, widened = queries()
+    assert new.pinned_defaults["widen_when_overconfident"] is True
+    _, unwidened = queries(widen_when_overconfident=False)
+    assert widened != unwidened  # the option matters on this map
+    before = {k: v for k, v in new.pinned_defaults.items() if k != "widen_when_overconfident"}
+    built = policy_options("randomized-straddle", "levelset", {}, before)
+    assert built["widen_when_overconfident"] is False
+    _, old = queries(**built)
+    assert old == unwidened
