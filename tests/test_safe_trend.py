@@ -372,15 +372,9 @@ def test_a_study_pins_trend_g_and_a_study_from_before_keeps_the_matern_model() -
     then): it is built with trend_g=False, so its log replays."""
     from boloop.study import create_study
     from boloop.study.pinning import policy_options
+    from study_samples import reactor_space
 
-    space = {
-        "monotone": "power",
-        "h": 80.0,
-        "parameters": [
-            {"name": "power", "low": 0.0, "high": 100.0, "grid": 6},
-            {"name": "flow", "low": 1.0, "high": 10.0, "grid": 5},
-        ],
-    }
+    space = reactor_space(6, 5)
     new = create_study("r", "m-safeopt", space, seed=0, storage="memory://trend-pin-a")
     assert new.pinned_defaults["trend_g"] is True
     assert new.policy.describe()["kernel_g"].startswith("StationaryPlusTrend(")
