@@ -131,6 +131,7 @@ def test_a_study_warns_of_a_measured_g_above_h_in_status_and_the_cli(tmp_path):
     assert done.returncode == 0, done.stderr
     out = done.stdout
     assert "WARNING: query" in out and "above the limit" in out
+    assert "the lowest dose, which the safe methods assume safe" in out
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -47,9 +47,13 @@ def test_a_space_files_keys_choose_the_default_method(tmp_path, space, family, m
     assert q.kind == "evaluate"
 
 
-def test_a_space_with_two_familys_keys_names_no_default_and_stores_nothing(tmp_path):
+def test_a_space_with_two_familys_keys_is_refused_naming_them_and_stores_nothing(tmp_path):
     url = f"sqlite:///{tmp_path / 'lab.db'}"
     both = dict(TRIAL, threshold=0.5)
-    with pytest.raises(InvalidInputError, match="the space names no family"):
+    with pytest.raises(InvalidInputError) as info:
         create_study("mine", None, both, storage=url, seed=0)
+    assert str(info.value).startswith(
+        "the space has keys of two families ('threshold' of the levelset family; 'monotone', "
+        "'h' of the safe family)"
+    )
     assert not (tmp_path / "lab.db").exists() or list_studies(url) == []

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import math
 import re
 import uuid
 
@@ -57,6 +58,13 @@ def test_a_threshold_other_than_h_is_refused_naming_h(given):
     assert list_studies(storage=url) == []  # nothing stored
 
 
+def test_a_threshold_that_is_not_a_number_is_refused_even_if_it_reads_as_h():
+    url = _memory()
+    with pytest.raises(InvalidInputError, match="safety limit is h = 1, but"):
+        create_study("a8", "m-safeopt", {**DOSE, "settings": {"threshold": "1"}}, storage=url)
+    assert list_studies(storage=url) == []
+
+
 def test_a_threshold_equal_to_h_is_taken():
     space = {**DOSE, "settings": {"threshold": 1.0}}
     study = create_study("a8", "m-safeopt", space, storage=_memory())
@@ -90,10 +98,24 @@ def test_an_added_measurement_over_the_limit_is_the_users_not_the_models(tmp_pat
     out = run_cli(["study", "status", "dose", "--storage", url], cwd=tmp_path).stdout
     assert f"WARNING: {warnings[0]}" in out and "query -1" not in out
     q = study.ask()
-    study.tell(q.id, {"f": 0.1, "g": 1.5})  # a proposal over the limit: the model's
+    assert q.params["dose"] == 0  # a starting point: the lowest dose, assumed safe
+    study.tell(q.id, {"f": 0.1, "g": 1.5})
     warnings = study.status()["warnings"]
     assert len(warnings) == 2 and warnings[1].startswith(f"query {q.id}: measured g = 1.5")
-    assert "the model had certified it" in warnings[1]
+    assert "the lowest dose, which the safe methods assume safe" in warnings[1]
+    assert "certif" not in warnings[1]  # the model certified nothing there: it assumed it
+    fresh = create_study("dose2", "m-safeopt", DOSE, storage=url, seed=0)
+    for _ in range(40):  # answers within the limit until the method proposes a higher dose
+        q = fresh.ask()
+        if q.params["dose"] > 0:
+            break
+        d, t = q.params["dose"], q.params["time"]  # g varies over time too, as a process does
+        fresh.tell(q.id, {"f": 0.1 * d, "g": 0.02 * d**1.5 * (1 + 0.05 * t) + 0.2 * math.sin(t)})
+    assert q.params["dose"] > 0
+    fresh.tell(q.id, {"f": 0.1, "g": 1.5})  # a proposal over the limit: the model's
+    warnings = fresh.status()["warnings"]
+    assert len(warnings) == 1 and warnings[0].startswith(f"query {q.id}: measured g = 1.5")
+    assert "the model had certified it" in warnings[0]
 
 
 def test_tell_and_add_say_a_value_over_the_limit_when_it_is_stored(tmp_path):
@@ -113,6 +135,7 @@ def test_tell_and_add_say_a_value_over_the_limit_when_it_is_stored(tmp_path):
         ln for ln in over.splitlines()[1:]
     ]
     assert over.splitlines()[1].startswith("WARNING: query 0: measured g = 1.5 above the limit")
+    assert "the lowest dose" in over  # query 0 is a starting point at dose 0
     run_cli(["study", "ask", "dose", "--storage", url], cwd=tmp_path)
     within = run_cli(["study", "tell", "dose", "1", "f=0.1,g=0.2", "--storage", url], cwd=tmp_path).stdout
     assert "WARNING" not in within and within.startswith("stored: query 1")

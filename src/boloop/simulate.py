@@ -299,16 +299,16 @@ def simulate(
     if not hasattr(policy, "ask") or not hasattr(policy, "tell"):
         raise InvalidInputError(f"policy must have ask/tell, got {type(policy).__name__}")
     method = method or getattr(policy, "method_id", "") or type(policy).__name__
-    from boloop.algorithms.registry import check_recommend_keywords
-
-    # a policy object built by hand must take the keywords this problem's tracker passes
-    passed = problem.new_tracker().recommend_options
-    if passed:
-        check_recommend_keywords(policy, method, problem.family, keywords=list(passed))
     limit = 100 * budget + 1000 if max_queries is None else int(max_queries)
 
     metric_names = list(problem.metric_names())
     tracker = problem.new_tracker()
+    if tracker.recommend_options:
+        from boloop.algorithms.registry import check_recommend_keywords
+
+        # a policy object built by hand must take the keywords this problem's tracker passes
+        keys = list(tracker.recommend_options)
+        check_recommend_keywords(policy, method, problem.family, keywords=keys)
     rng = oracle_rng(seed)
     trace = Trace(problem.id, method, seed, budget, metric_names)
     declared = set(metric_names)

@@ -645,10 +645,30 @@ class Study(StudyReplay, StudySnapshots):
         a measurement the user added (:meth:`add`; the policy's entry has no query, id -1, as
         every measurement it did not propose) was never certified, and is said to be theirs."""
         out = []
+        lowest = None
+        if isinstance(self.space, SafeSpace):
+            lowest = float(self.space.s_values[0])
         for e in described.get("over_limit") or []:
-            named = self._named(np.asarray(e["point"], dtype=np.float64))
+            point = np.asarray(e["point"], dtype=np.float64)
+            named = self._named(point)
             where = params_text(named) if isinstance(named, dict) else named
-            if e["query"] is None or int(e["query"]) < 0:
+            ours = e["query"] is None or int(e["query"]) < 0
+            if lowest is not None and float(point[0]) == lowest:
+                # the paper's S_0: the lowest level is assumed safe, so it stays allowed
+                said = (
+                    f"your measurement at {where}: g = {e['g']:.4g} is above the limit "
+                    f"h = {e['h']:.4g}"
+                    if ours
+                    else f"query {e['query']}: measured g = {e['g']:.4g} above the limit "
+                    f"h = {e['h']:.4g} at {where}"
+                )
+                out.append(
+                    f"{said}, the lowest {self.space.names[0]}, which the safe methods assume "
+                    "safe (they start there): the method may still propose settings at that "
+                    "level; check the process and the limit before going on"
+                )
+                continue
+            if ours:
                 out.append(
                     f"your measurement at {where}: g = {e['g']:.4g} is above the limit "
                     f"h = {e['h']:.4g}; the model now takes it into account and no longer "

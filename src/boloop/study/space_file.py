@@ -421,9 +421,20 @@ def implied_family(spec: Mapping[str, Any]) -> str | None:
     """The family a space document's own keys imply when it names none: ``threshold`` is read
     by the level-set family only, ``monotone``, ``h`` and ``safe_seeds`` by the safe family only
     (:func:`boloop.algorithms.families.space_key_owners`). ``None`` when its keys belong to no
-    family or to several (the method's family check then names the stray keys)."""
-    owners = {owner for key, (owner, _) in space_key_owners().items() if spec.get(key) is not None}
-    return owners.pop() if len(owners) == 1 else None
+    family; an error naming the keys and their families when they belong to several."""
+    owned: dict[str, list[str]] = {}
+    for key, (owner, _) in space_key_owners().items():
+        if spec.get(key) is not None:
+            owned.setdefault(owner, []).append(key)
+    if len(owned) > 1:
+        keys = "; ".join(
+            f"{', '.join(map(repr, ks))} of the {fam} family" for fam, ks in sorted(owned.items())
+        )
+        raise InvalidInputError(
+            f"the space has keys of two families ({keys}): keep those of the family you mean, "
+            "or name the method (boloop methods)"
+        )
+    return next(iter(owned), None)
 
 
 def check_family_keys(spec: Mapping[str, Any], family: str, method: str) -> None:
@@ -454,11 +465,8 @@ def check_safety_limit(spec: Mapping[str, Any], family: str, options: Mapping[st
     for what, value in where.items():
         if value is None:
             continue
-        try:
-            same = float(value) == float(h)
-        except (TypeError, ValueError):
-            same = False
-        if not same:
+        numeric = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        if not numeric or float(value) != float(h):
             raise InvalidInputError(
                 f"the space's safety limit is h = {format_value(h)}, but {what} = "
                 f"{format_value(value)} gives another: a safe study's limit is h (g <= h); "
