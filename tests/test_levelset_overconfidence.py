@@ -211,3 +211,37 @@ def test_lse_intersection_restarts_when_the_kernel_changes_and_only_then():
         pol.tell(q.id, float(coating(q.x)[0] + 0.03 * rng.standard_normal()))
     assert restarts >= 3 and nested >= 3
     assert (pol.recommend().upper & BUMP).sum() >= 0.8 * BUMP.sum()
+
+
+def test_lse_without_the_restart_intersects_across_kernels():
+    """``restart_intersection=False`` (what a study from before the restart is built with): the
+    intersection is Gotovos et al.'s across refits too, one nested sequence from the first step."""
+    from boloop.algorithms.levelset import LSE
+
+    pol = LSE(
+        CandidateSet(POINTS),
+        THRESHOLD,
+        seed=2,
+        restart_intersection=False,
+        widen_when_overconfident=False,
+    )
+    rng = np.random.default_rng(102)
+    prev, kernels = None, set()
+    for _ in range(30):
+        q = pol.ask()
+        bounds = pol.intersected_bounds
+        if bounds is not None:
+            sb = pol.sqrt_betas[-1]
+            mean, std = pol.candidate_posterior()
+            kernels.add(repr(pol.gp.kernel))
+            expected = (mean - sb * std, mean + sb * std)
+            if prev is not None:
+                expected = (np.maximum(prev[0], expected[0]), np.minimum(prev[1], expected[1]))
+            np.testing.assert_array_equal(bounds[0], expected[0])
+            np.testing.assert_array_equal(bounds[1], expected[1])
+            prev = bounds
+        pol.tell(q.id, float(coating(q.x)[0] + 0.03 * rng.standard_normal()))
+    assert len(kernels) >= 3  # refits happened, the intersection went on through them
+    for bad in ("no", 0, None):
+        with pytest.raises(InvalidInputError):
+            LSE(CandidateSet(POINTS), THRESHOLD, restart_intersection=bad)
