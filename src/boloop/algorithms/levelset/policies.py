@@ -462,6 +462,14 @@ class LevelSetPolicy(BasePolicy):
             x = self._select_box(t)
         return self._new_evaluate(x)
 
+    @property
+    def last_fit_n(self) -> int:
+        """The number of observations of the last refit of the hyperparameters (0 before the
+        first, and always with fixed ones): the ``n`` of the shrinking cap that
+        :meth:`_widen_if_overconfident` compares the length-scales with, and the refit since
+        which at most one widening happens."""
+        return self._last_fit_n
+
     def _lengthscale_at_cap(self) -> bool:
         """Whether a fitted length-scale sits on the mechanism's shrinking cap (the upper bound
         of its last fit, :meth:`HyperparameterLearning.lengthscale_cap`): the data pushed it as
