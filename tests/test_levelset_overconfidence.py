@@ -79,12 +79,17 @@ def test_coating_stand_in_was_stuck_without_the_widening():
 def test_widening_fires_exactly_when_the_choice_is_below_the_noise_and_lands_on_the_edge():
     """Re-derived from public quantities: the first choice of a step is the clipped AF's argmax
     (the zero case: the largest ``E_beta[a]``) under the posterior before the step, with the
-    drawn ``beta_t``; the widening happens iff that choice's sd is below the fitted noise sd, and
-    then the new length-scales are the MAP's times ``c`` with the log posterior exactly
-    ``chi2_p(0.95) / 2`` below the MAP's (the likelihood-ratio edge), nothing else changed."""
+    drawn ``beta_t``; the widening happens iff that choice's sd is below the fitted noise sd, a
+    fitted length-scale sits on the shrinking cap of the last refit and no widening happened
+    since that refit; then the new length-scales are the MAP's times ``c`` with the log posterior
+    exactly ``chi2_p(0.95) / 2`` below the MAP's (the likelihood-ratio edge), nothing else
+    changed."""
     pol = RandomizedStraddle(CandidateSet(POINTS), THRESHOLD, seed=3)
     rng = np.random.default_rng(103)
-    fired = quiet = 0
+    floor = pol.learning.lengthscale_floor(2)
+    fired = quiet = held = inside = again = 0
+    refit_seen = -1  # last_fit_n at the previous step
+    widened_since_refit = widened_before = False
     for _ in range(60):
         gp = pol.gp
         mean, std = (a.copy() for a in pol.candidate_posterior())
@@ -93,6 +98,13 @@ def test_widening_fires_exactly_when_the_choice_is_below_the_noise_and_lands_on_
         before = len(pol.widenings)
         counted = len(pol.overconfident_iterations)
         learning = pol.iteration >= 0 and gp.n >= pol.n_initial
+        if pol.last_fit_n != refit_seen:  # refitted since the last step: the MAP again
+            refit_seen, widened_since_refit = pol.last_fit_n, False
+        at_cap = False
+        if pol.last_fit_n > 0:
+            frac = np.asarray(gp.kernel.lengthscale) / WIDTH
+            cap = max(pol.learning.lengthscale_cap(pol.last_fit_n, 2), 2 * floor.max())
+            at_cap = bool(frac.max() >= cap * (1 - 1e-3))
         q = pol.ask()
         if learning:
             sb = pol.sqrt_betas[-1]
@@ -106,11 +118,10 @@ def test_widening_fires_exactly_when_the_choice_is_below_the_noise_and_lands_on_
             sd_first = std[first]
             if widened:
                 fired += 1
+                again += widened_before  # a widening after a refit that followed one
                 assert np.all(sd_first < noise_sd)
-                # on the shrinking cap (its value at the last fit is at least the one at n now)
-                frac = np.exp(p0[1:3]) / WIDTH
-                cap = pol.learning.lengthscale_cap(gp.n, 2)
-                assert frac.max() >= cap * (1 - 1e-3)
+                assert at_cap and not widened_since_refit
+                widened_since_refit = widened_before = True
                 p1 = pol.gp.free_parameters()
                 c = pol.widenings[-1]
                 assert 0 < c < 1
@@ -121,16 +132,22 @@ def test_widening_fires_exactly_when_the_choice_is_below_the_noise_and_lands_on_
                 drop = gp.log_posterior(p0)[0] - pol.gp.log_posterior(p1)[0]
                 assert drop == pytest.approx(0.5 * chi2.ppf(0.95, df=p0.size), abs=0.02)
             elif np.all(sd_first < noise_sd):
-                # overconfident, but already widened since the last refit or the length-scales
-                # are inside their bounds: counted, nothing changed
+                # overconfident, not widened: only because it already widened since the last
+                # refit or no length-scale is on the cap; counted, nothing changed
+                assert widened_since_refit or not at_cap
+                held += widened_since_refit
+                inside += not at_cap
                 assert len(pol.overconfident_iterations) == counted + 1
                 assert pol.overconfident_iterations[-1] == pol.iteration + 1  # t, not yet told
+                assert pol.gp.free_parameters() == pytest.approx(p0, abs=0)
             else:
                 quiet += 1
                 assert len(pol.overconfident_iterations) == counted
         y = float(coating(q.x)[0] + 0.03 * rng.standard_normal())
         pol.tell(q.id, y)
-    assert fired >= 1 and quiet >= 1
+    # every case met: widenings in two refit periods, quiet steps, overconfident ones held back
+    assert fired >= 2 and again >= 1 and quiet >= 1
+    assert held >= 1 and inside >= 1
 
 
 def test_no_widening_while_the_length_scales_are_the_datas_own():
@@ -211,3 +228,37 @@ def test_lse_intersection_restarts_when_the_kernel_changes_and_only_then():
         pol.tell(q.id, float(coating(q.x)[0] + 0.03 * rng.standard_normal()))
     assert restarts >= 3 and nested >= 3
     assert (pol.recommend().upper & BUMP).sum() >= 0.8 * BUMP.sum()
+
+
+def test_lse_without_the_restart_intersects_across_kernels():
+    """``restart_intersection=False`` (what a study from before the restart is built with): the
+    intersection is Gotovos et al.'s across refits too, one nested sequence from the first step."""
+    from boloop.algorithms.levelset import LSE
+
+    pol = LSE(
+        CandidateSet(POINTS),
+        THRESHOLD,
+        seed=2,
+        restart_intersection=False,
+        widen_when_overconfident=False,
+    )
+    rng = np.random.default_rng(102)
+    prev, kernels = None, set()
+    for _ in range(30):
+        q = pol.ask()
+        bounds = pol.intersected_bounds
+        if bounds is not None:
+            sb = pol.sqrt_betas[-1]
+            mean, std = pol.candidate_posterior()
+            kernels.add(repr(pol.gp.kernel))
+            expected = (mean - sb * std, mean + sb * std)
+            if prev is not None:
+                expected = (np.maximum(prev[0], expected[0]), np.minimum(prev[1], expected[1]))
+            np.testing.assert_array_equal(bounds[0], expected[0])
+            np.testing.assert_array_equal(bounds[1], expected[1])
+            prev = bounds
+        pol.tell(q.id, float(coating(q.x)[0] + 0.03 * rng.standard_normal()))
+    assert len(kernels) >= 3  # refits happened, the intersection went on through them
+    for bad in ("no", 0, None):
+        with pytest.raises(InvalidInputError):
+            LSE(CandidateSet(POINTS), THRESHOLD, restart_intersection=bad)

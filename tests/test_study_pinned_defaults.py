@@ -174,3 +174,132 @@ def test_a_level_set_study_from_before_the_widening_still_replays(tmp_path):
     assert built["widen_when_overconfident"] is False
     _, old = queries(**built)
     assert old == unwidened
+
+
+#: an LSE study on a 41 x 21 grid (a trend and a bump), the reviewer's repro
+LSE_SPACE = {
+    "threshold": 0.5,
+    "parameters": [
+        {"name": "x", "low": 0.0, "high": 1.0, "grid": 41},
+        {"name": "y", "low": 0.0, "high": 1.0, "grid": 21},
+    ],
+}
+LSE_ANSWERS = 40
+#: the study's answers; also run by the boloop of 4de0439 below (a script, so plain Python)
+LSE_SCRIPT = """
+import sys
+import numpy as np
+from boloop.study import create_study
+
+def value(p):
+    x, y = p["x"], p["y"]
+    return 0.3 + 0.4 * x - 0.2 * y + 0.6 * np.exp(-((x - 0.3) ** 2 + (y - 0.7) ** 2) / 0.02)
+
+def answer(study, n):
+    rng = np.random.default_rng(0)
+    for _ in range(n):
+        q = study.ask()
+        study.tell(q.id, float(value(q.params) + 0.03 * rng.standard_normal()))
+
+if __name__ == "__main__":
+    space, url, n = eval(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    answer(create_study("lse-old", "lse", space, seed=0, storage=url), n)
+"""
+
+
+def _lse_queries(url, **options):
+    namespace: dict = {}
+    exec(LSE_SCRIPT, namespace)
+    s = create_study("lse", "lse", LSE_SPACE, seed=0, storage=url, **options)
+    namespace["answer"](s, LSE_ANSWERS)
+    return s, [tuple(r["params"].values()) for r in s.history()]
+
+
+def test_an_lse_study_from_before_the_restart_still_replays():
+    """A learned LSE study created before ``restart_intersection`` and the widening existed (its
+    pins lack both) is built with neither: it intersects its intervals across refits as it did,
+    and asks what it asked. A study created since pins both; one that pins the widening but not
+    the restart (created between the two pins) had the restart and keeps it."""
+    from boloop.study.pinning import policy_options
+
+    new, restarted = _lse_queries("memory://lse-new")
+    assert new.pinned_defaults["restart_intersection"] is True
+    assert new.pinned_defaults["widen_when_overconfident"] is True
+    _, unrestarted = _lse_queries(
+        "memory://lse-off", restart_intersection=False, widen_when_overconfident=False
+    )
+    _, unwidened = _lse_queries("memory://lse-unwidened", widen_when_overconfident=False)
+    assert unwidened != unrestarted  # the restart alone changes the queries on this map
+    later = ("restart_intersection", "widen_when_overconfident")
+    before = {k: v for k, v in new.pinned_defaults.items() if k not in later}
+    built = policy_options("lse", "levelset", {}, before)
+    assert built["restart_intersection"] is False and built["widen_when_overconfident"] is False
+    _, old = _lse_queries("memory://lse-old", **built)
+    assert old == unrestarted
+    # pins holding the widening: created with the restart, which stays at its default
+    since = {k: v for k, v in new.pinned_defaults.items() if k != "restart_intersection"}
+    built = policy_options("lse", "levelset", {}, since)
+    assert "restart_intersection" not in built
+    assert _lse_queries("memory://lse-since", **built)[1] == restarted
+
+
+@pytest.mark.parametrize("method", sorted(m for f, m in LIBRARY_METHODS if f == "levelset"))
+def test_the_restart_option_reaches_lse_only(method):
+    """``ADDED_LATER`` is keyed by family; the level-set methods that do not declare
+    ``restart_intersection`` are not given it (``policy_options`` keeps declared options)."""
+    declared = {o.name for o in get_method(method, "levelset").options}
+    assert ("restart_intersection" in declared) == (method == "lse")
+    built = pinning.policy_options(method, "levelset", {}, {"n_refine": 2})
+    assert ("restart_intersection" in built) == (method == "lse")
+    assert built.get("restart_intersection", False) is False
+    make_policy(method, get("levelset/himmelblau"), 0, **built)  # would raise on an unknown one
+
+
+#: a commit from before the widening and LSE's restart (its ``src`` only is run)
+BEFORE_RESTART = "4de0439"
+
+
+def test_an_lse_study_written_by_the_boloop_of_before_loads(tmp_path):
+    """End to end: the study is created and answered by the boloop of :data:`BEFORE_RESTART`
+    (from this repository's history; skipped without it), then loaded by this one, replaying
+    every event."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    git = shutil.which("git")
+    if git is None or subprocess.run(
+        [git, "-C", str(root), "cat-file", "-e", f"{BEFORE_RESTART}^{{commit}}"],
+        capture_output=True,
+    ).returncode:
+        pytest.skip(f"commit {BEFORE_RESTART} is not in this checkout's history")
+    archive = subprocess.run(
+        [git, "-C", str(root), "archive", BEFORE_RESTART, "src"], capture_output=True, check=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=archive, check=True)
+    script = tmp_path / "old_study.py"
+    script.write_text(LSE_SCRIPT)
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tmp_path / "src"),
+        "BOLOOP_SNAPSHOTS": "0",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+    }
+    subprocess.run(
+        [sys.executable, str(script), repr(LSE_SPACE), url, str(LSE_ANSWERS)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    study = load_study("lse-old", url, full_replay=True)
+    assert "restart_intersection" not in study.pinned_defaults  # written before it existed
+    assert len(study.history()) == LSE_ANSWERS
+    _, unrestarted = _lse_queries(
+        "memory://lse-off-e2e", restart_intersection=False, widen_when_overconfident=False
+    )
+    assert [tuple(r["params"].values()) for r in study.history()] == unrestarted

@@ -27,7 +27,10 @@ policy is built, with a log line; the replay check then says whether the study s
 The reverse, an option added later whose default changes what the method did (the safe
 family's ``trend_g``): a study created since always pins it (an option no setting supplies) or
 was given it, so a study whose options and pins both lack it was created before it existed and
-is built with the value that keeps its method as it was (:data:`ADDED_LATER`).
+is built with the value that keeps its method as it was (:data:`ADDED_LATER`). An option that
+came as a switch for a behaviour introduced together with another pinned option (LSE's
+``restart_intersection``, with the level-set widening) is left at its default for a study that
+pins or was given that companion (:data:`ADDED_WITH`): such a study was created with the behaviour.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from typing import Any
 from boloop.algorithms.registry import get_method, make_policy
 from boloop.errors import BoloopError
 
-__all__ = ["ADDED_LATER", "pinned_defaults", "policy_options"]
+__all__ = ["ADDED_LATER", "ADDED_WITH", "pinned_defaults", "policy_options"]
 
 logger = logging.getLogger("boloop")
 
@@ -49,9 +52,18 @@ logger = logging.getLogger("boloop")
 #: option existed (module docstring); only options that no problem setting supplies belong here
 ADDED_LATER: dict[tuple[str, str], Any] = {
     ("safe", "trend_g"): False,  # g's learned model was the Matern kernel alone
-    # a learned level-set model was never widened (LSE's restart of its intersection when the
-    # kernel changes has no switch: an LSE study from before still replays differently)
+    # a learned level-set model was never widened, and LSE intersected its intervals across
+    # refits (an option the other level-set methods do not declare, so not passed to them)
     ("levelset", "widen_when_overconfident"): False,
+    ("levelset", "restart_intersection"): False,
+}
+
+#: (family, option of :data:`ADDED_LATER`) -> the option whose pin came with the behaviour the
+#: first switches (module docstring): a study holding it was created with that behaviour on
+ADDED_WITH: dict[tuple[str, str], str] = {
+    # LSE's restart came with the widening (2410890), whose default is pinned since 4ba2183,
+    # before either reached main
+    ("levelset", "restart_intersection"): "widen_when_overconfident",
 }
 
 
@@ -125,11 +137,13 @@ def policy_options(
 ) -> dict[str, Any]:
     """The options a study's policy is built with: the pinned defaults this boloop's method still
     declares, overridden by the options given; an option added later (:data:`ADDED_LATER`) that
-    neither names gets the value of before it existed."""
+    neither names gets the value of before it existed, unless the study holds the option it
+    came with (:data:`ADDED_WITH`)."""
+    given = {**pinned, **options}
     older = {
         name: value
         for (fam, name), value in ADDED_LATER.items()
-        if fam == family and name not in pinned and name not in options
+        if fam == family and name not in given and ADDED_WITH.get((fam, name)) not in given
     }
     if not pinned and not older:
         return dict(options)

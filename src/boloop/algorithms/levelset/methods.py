@@ -111,6 +111,7 @@ _DOCS = {
     "cardinality": "|X| in the LSE beta (default: candidates on a finite set, 1e15 on a box)",
     "delta": "failure probability in the LSE beta",
     "intersect": "intersect the confidence intervals over time (default: on finite sets)",
+    "restart_intersection": "fitted mode: start the intersection again when the kernel changes",
     "max_dense": "keep the dense candidate covariance up to this many candidates",
 }
 

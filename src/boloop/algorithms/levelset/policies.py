@@ -462,6 +462,14 @@ class LevelSetPolicy(BasePolicy):
             x = self._select_box(t)
         return self._new_evaluate(x)
 
+    @property
+    def last_fit_n(self) -> int:
+        """The number of observations of the last refit of the hyperparameters (0 before the
+        first, and always with fixed ones): the ``n`` of the shrinking cap that
+        :meth:`_widen_if_overconfident` compares the length-scales with, and the refit since
+        which at most one widening happens."""
+        return self._last_fit_n
+
     def _lengthscale_at_cap(self) -> bool:
         """Whether a fitted length-scale sits on the mechanism's shrinking cap (the upper bound
         of its last fit, :meth:`HyperparameterLearning.lengthscale_cap`): the data pushed it as
@@ -959,6 +967,10 @@ class LSE(LevelSetPolicy):
     paper) ``ucb~ = min_{i <= t} ucb_{i-1}`` and ``lcb~ = max_{i <= t} lcb_{i-1}``, each with its own
     ``beta_i``; without it (boxes, as the paper) the current bounds. ``cardinality`` is the ``|X|``
     of the formula: the number of candidates on a finite set, ``10^15`` on a box (the paper's).
+    ``restart_intersection`` (default True; only with fitted hyperparameters and ``intersect``)
+    starts the intersection again from ``Q_t`` when the model's hyperparameters change
+    (:meth:`_intersect`); False keeps intersecting across kernels, as boloop did before, which a
+    study created then is built with (:data:`boloop.study.pinning.ADDED_LATER`).
     """
 
     method_id: ClassVar[str] = "lse"
@@ -971,8 +983,13 @@ class LSE(LevelSetPolicy):
         cardinality: float | None = None,
         delta: float = 0.05,
         intersect: bool | None = None,
+        restart_intersection: bool = True,
         **kw: Any,
     ) -> None:
+        if not isinstance(restart_intersection, bool | np.bool_):
+            raise InvalidInputError(
+                f"restart_intersection must be True or False, got {restart_intersection!r}"
+            )
         super().__init__(space, threshold, **kw)
         if cardinality is None:
             cardinality = float(self.N) if self.finite else 1e15
@@ -980,6 +997,8 @@ class LSE(LevelSetPolicy):
         self.intersect = self.finite if intersect is None else bool(intersect)
         if self.intersect and not self.finite:
             raise InvalidInputError("intersect=True needs a finite candidate set (space)")
+        #: whether the intersection starts again when the fitted hyperparameters change
+        self.restart_intersection = bool(restart_intersection)
         self._ucb: np.ndarray | None = None
         self._lcb: np.ndarray | None = None
         self._intersect_version = -1
@@ -995,14 +1014,17 @@ class LSE(LevelSetPolicy):
 
         With learned hyperparameters the intersection restarts from ``Q_t`` whenever the model's
         hyperparameters changed since the last step (a refit, or the widening of
-        :meth:`LevelSetPolicy._widen_if_overconfident`): the nesting of the ``Q_i`` holds for
+        :meth:`LevelSetPolicy._widen_if_overconfident`), unless ``restart_intersection=False``
+        (the behaviour before the restart existed): the nesting of the ``Q_i`` holds for
         one GP conditioned on more and more data, not across kernels, and keeping a past model's
         intervals keeps its overconfidence for ever (issue 18's coating map: LSE stayed at F ~ 0.42
         on the intervals of its first long-length-scale fits, the bump never seen).
         """
         mean, std = self.candidate_posterior()
         ucb, lcb = mean + sb * std, mean - sb * std
-        fresh = self._ucb is None or (self.fit and self.gp.version != self._intersect_version)
+        fresh = self._ucb is None or (
+            self.fit and self.restart_intersection and self.gp.version != self._intersect_version
+        )
         self._intersect_version = self.gp.version
         self._ucb = ucb if fresh else np.minimum(self._ucb, ucb)
         self._lcb = lcb if fresh else np.maximum(self._lcb, lcb)
