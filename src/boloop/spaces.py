@@ -27,6 +27,7 @@ __all__ = [
     "grid_point",
     "grid_points_per_axis",
     "params_text",
+    "points_at",
     "written_params",
     "written_value",
 ]
@@ -580,10 +581,20 @@ def grid_point(space: CandidateSet | SafeSpace, x: Any) -> np.ndarray:
     i = int(space.index_of(pt[None, :])[0])
     if i < 0:
         raise OutOfSpaceError(space.describe_miss(pt))
+    return points_at(space, np.array([i]))[0]
+
+
+def points_at(space: CandidateSet | SafeSpace, index: Any) -> np.ndarray:
+    """The points (k, d) of the finite ``space`` at the indices (k,) that
+    :meth:`CandidateSet.index_of` gives (flat action indices ``i_x * n_s + j_s`` for a
+    :class:`SafeSpace`, whose actions are not all built): the grid's own values, a new array."""
+    idx = np.asarray(index, dtype=np.int64).reshape(-1)
+    if np.any((idx < 0) | (idx >= space.n)):
+        raise InvalidInputError(f"indices must be in [0, {space.n}), got {idx.tolist()}")
     if isinstance(space, SafeSpace):
-        xi, sj = space.unflat_index(i)
-        return np.concatenate([[space.s_values[int(sj)]], space.x_points[int(xi)]])
-    return np.array(space.points[i], dtype=np.float64)
+        xi, sj = space.unflat_index(idx)
+        return np.column_stack([space.s_values[sj], space.x_points[xi]])
+    return np.array(space.points[idx], dtype=np.float64)
 
 
 def _axis_values(points: np.ndarray) -> list[np.ndarray]:
