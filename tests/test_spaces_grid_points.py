@@ -63,3 +63,29 @@ def test_points_at_reads_a_safe_spaces_actions_without_building_them():
     idx = np.arange(space.n)
     assert np.array_equal(points_at(space, idx), space.points)
     assert points_at(space, [4]).tolist() == [[0.5, 3.0, 4.0]]
+
+
+def test_a_table_with_values_closer_than_the_tolerance_still_names_its_rows():
+    """Column 0 holds 0.1 and 0.1 + 1e-12 (closer than the tolerance, 1e-9 * 3): the value
+    0.1 + 0.6e-12 is nearer the second, so snapping each column alone gives (0.1 + 1e-12, 1), no
+    row; the whole row (0.1, 1) is within the tolerance and is named, as before values written
+    to fewer digits were taken. A combination of no row within the tolerance is still none."""
+    table = CandidateSet([[0.1, 1.0], [0.1 + 1e-12, 2.0], [0.5, 3.0]])
+    assert table.index_of([[0.1 + 0.6e-12, 1.0]]).tolist() == [0]
+    assert table.index_of([[0.1 + 0.4e-12, 2.0], [0.1, 2.0]]).tolist() == [1, 1]
+    assert table.index_of([[0.1 + 0.6e-12, 3.0], [0.1 + 5e-9, 1.0]]).tolist() == [-1, -1]
+    assert table.validate([[0.1 + 0.6e-12, 1.0]]).tolist() == [[0.1, 1.0]]
+    space = SafeSpace([0.0, 0.5, 1.0], [[0.1, 1.0], [0.1 + 1e-12, 2.0]])  # the same x table
+    assert space.index_of([[0.5, 0.1 + 0.6e-12, 1.0], [0.5, 0.1 + 0.6e-12, 2.0]]).tolist() == [1, 4]
+
+
+def test_a_value_written_to_fewer_digits_still_names_its_row_after_a_pickle():
+    """The display-precision rule is kept, and a space read back from a policy snapshot (pickled
+    without its row lookup) names the same rows."""
+    import pickle
+
+    grid = CandidateSet.grid([[100.0, 200.0], [0.0, 1.0]], [31, 3])
+    safe = SafeSpace(S_LEVELS, [[0.0], [0.5], [1.0]])
+    for space in (grid, safe, pickle.loads(pickle.dumps(grid)), pickle.loads(pickle.dumps(safe))):
+        i = space.index_of([[193.333, 0.5], [193.3, 0.5]]).tolist()
+        assert i[1] == -1 and points_at(space, i[:1]).tolist() == [[580 / 3, 0.5]]
