@@ -210,3 +210,61 @@ def test_the_cli_writes_values_on_a_fine_grid_with_the_digits_that_tell_them_apa
     res = run_cli(["study", "add", "f", "x=1000.002", "0.3"], cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "stored measurement at x=1000.002 (1 answer)" in res.stdout
+
+
+#: a safe space with as many x rows (time on 2 points) as parameters (dose, time): n_x == d
+DOSE_2X2 = {
+    "monotone": "dose",
+    "h": 1.0,
+    "parameters": [
+        {"name": "dose", "low": 0.0, "high": 10.0, "grid": 4},  # step 10/3
+        {"name": "time", "low": 1.0, "high": 8.0, "grid": 2},
+    ],
+}
+
+
+def test_a_safe_recommendations_levels_are_levels_when_there_are_as_many_x_rows_as_parameters(
+    tmp_path,
+):
+    """``best_s`` and ``boundary_s`` hold one level of the monotone parameter per x row; with 2
+    rows of time and 2 parameters they were shown as a point ``{'dose': .., 'time': ..}`` (a time
+    of 0 or 3.33, not a time value). The status, ``recommend()``, the JSON export, the CLI and the
+    page show the levels as the space file defines them, and the action as a point."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    (tmp_path / "dose.json").write_text(json.dumps(DOSE_2X2))
+    url = f"sqlite:///{tmp_path / 'dose.db'}"
+    study = create_study(
+        "dose", "m-safeopt", DOSE_2X2, storage=url, seed=0, fit_hyperparameters=False
+    )
+    for dose in (0.0, 10 / 3):  # low g at the first two levels: both rows certify 10/3
+        for time in (1.0, 8.0):
+            for _ in range(3):
+                study.add({"dose": dose, "time": time}, {"f": 0.1 * dose, "g": 0.01 * dose})
+    raw = study.policy.recommend()  # the method's own arrays: one level per x row
+    assert raw.best_s.shape == raw.boundary_s.shape == (2,) == (study.space.dim,)
+    third = 3.33333333333333  # 10/3 as the space file defines it (the CSV export's value)
+    assert raw.best_s.tolist() == raw.boundary_s.tolist() == [10 / 3, 10 / 3]
+    rec = study.recommend()
+    assert rec == {
+        "point": {"dose": third, "time": 1.0},
+        "index": int(raw.index),
+        "best_s": [third, third],
+        "best_s_index": [1, 1],
+        "boundary_s": [third, third],
+    }
+    assert study.status()["recommendation"] == rec
+    study.export(tmp_path / "dose-export.json")
+    assert json.loads((tmp_path / "dose-export.json").read_text())["recommendation"] == rec
+    res = run_cli(["study", "status", "dose", "--storage", url], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    lines = [ln.strip() for ln in res.stdout.splitlines()]
+    assert "point: dose=3.33333, time=1" in lines, res.stdout
+    assert "best_s: [3.333, 3.333]" in lines and "boundary_s: [3.333, 3.333]" in lines, res.stdout
+    page = TestClient(create_app(url, None)).get("/studies/dose")
+    assert page.status_code == 200, page.text
+    assert "dose=3.33333, time=1" in re.sub(r"\s+", " ", page.text)

@@ -34,6 +34,7 @@ import numpy as np
 
 from boloop._validation import as_rng
 from boloop.errors import AnswerTypeError, InvalidInputError, OutOfSpaceError, QueryStateError
+from boloop.spaces import CandidateSet, SafeSpace, points_at
 
 __all__ = [
     "Query",
@@ -396,7 +397,10 @@ class BasePolicy(ABC):
     def check_measurements(self, points: Any, values: Any) -> tuple[np.ndarray, list[Any]]:
         """Validate measurements for :meth:`observe` without changing anything: ``points`` (k, d)
         (or one point (d,)), ``values`` k answers as :meth:`tell` takes them for an Evaluate
-        query. Returns the points (k, d) and the validated values. Raises
+        query. Returns the points (k, d) -- in a finite space the grid's own points that they name
+        (:meth:`~boloop.spaces.CandidateSet.index_of`: a grid value also as a person writes it
+        with fewer digits), so that a model is given, and records, 580/3 for a typed 193.33 --
+        and the validated values. Raises
         :class:`~boloop.errors.InvalidInputError` (this method takes no measurements, shapes),
         :class:`~boloop.errors.OutOfSpaceError`, :class:`~boloop.errors.AnswerTypeError`."""
         if not self.accepts_measurements:
@@ -412,7 +416,9 @@ class BasePolicy(ABC):
             raise InvalidInputError(f"{X.shape[0]} points but {len(vals)} values")
         space = getattr(self, "space", None)
         if space is not None and hasattr(space, "contains"):
-            inside = np.asarray(space.contains(X), dtype=bool)
+            finite = isinstance(space, CandidateSet | SafeSpace)
+            index = space.index_of(X) if finite else None
+            inside = index >= 0 if index is not None else np.asarray(space.contains(X), dtype=bool)
             if not np.all(inside):
                 bad = np.flatnonzero(~inside).tolist()
                 describe = getattr(space, "describe_miss", None)
@@ -420,6 +426,8 @@ class BasePolicy(ABC):
                     which = "" if X.shape[0] == 1 else f"point {bad[0]}: "
                     raise OutOfSpaceError(which + describe(X[bad[0]]))
                 raise OutOfSpaceError(f"points {bad} are outside the space")
+            if index is not None:
+                X = points_at(space, index)
         outputs = self.measurement_outputs
         checked = [
             Evaluate(id=-1, x=x, outputs=outputs).validate_answer(v) for x, v in zip(X, vals)

@@ -27,6 +27,7 @@ __all__ = [
     "grid_point",
     "grid_points_per_axis",
     "params_text",
+    "points_at",
     "written_params",
     "written_value",
 ]
@@ -208,19 +209,34 @@ class CandidateSet:
         """Index (n,) of the candidate each row of ``X`` names, or -1 where there is none: every
         value of the row names one of its column's values (:func:`axis_index`, within ``atol``
         times the largest ``|value|`` of the candidates, at least 1, or as a person writes it)
-        and the candidate with these values exists."""
+        and the candidate with these values exists; or else, as before values written to fewer
+        digits were taken, the nearest candidate (max-norm over the row) lies within that
+        tolerance -- a table whose column holds values closer than the tolerance (0.1 and
+        0.1 + 1e-12) may snap a value to the other row's one."""
         X = as_points(X, "X", dim=self.dim, allow_empty=True)
         out = np.full(X.shape[0], -1, dtype=np.int64)
         axes, tols = self.axis_values(), self._tolerances(atol)
+        rows = self._row_index()
         for i, x in enumerate(X):
             snapped = _snap(x, axes, tols)
-            if snapped is None:
+            if snapped is None:  # a value names none of its column's: no row is within tol
                 continue
-            d = np.max(np.abs(self.points - snapped), axis=1)
-            j = int(np.argmin(d))
-            if d[j] == 0.0:
+            j = rows.get(tuple(snapped.tolist()))
+            if j is None:
+                j = _nearest_within(self.points, x, tols[0])
+            if j is not None:
                 out[i] = j
         return out
+
+    def _row_index(self) -> dict[tuple[float, ...], int]:
+        """The first index of each distinct candidate (computed once: the points never change)."""
+        rows: dict[tuple[float, ...], int] | None = getattr(self, "_rows", None)
+        if rows is None:
+            rows = self._rows = _row_index(self.points)
+        return rows
+
+    def __getstate__(self) -> dict[str, Any]:
+        return _without_row_index(self.__dict__)
 
     def _tolerances(self, atol: float = 1e-9) -> list[float]:
         """How far (per parameter) a value may be from a column's value and be that value."""
@@ -386,16 +402,23 @@ class SafeSpace:
         X = as_points(X, "X", dim=self.dim, allow_empty=True)
         out = np.full(X.shape[0], -1, dtype=np.int64)
         axes, tols = self.axis_values(), self._tolerances(atol)
+        rows: dict[tuple[float, ...], int] | None = getattr(self, "_rows", None)
+        if rows is None:
+            rows = self._rows = _row_index(self.x_points)
         for r, p in enumerate(X):
             snapped = _snap(p, axes, tols)
             if snapped is None:
                 continue
             j = int(np.searchsorted(self.s_values, snapped[0]))
-            d = np.max(np.abs(self.x_points - snapped[1:]), axis=1)
-            i = int(np.argmin(d))
-            if d[i] == 0.0:
+            i = rows.get(tuple(snapped[1:].tolist()))
+            if i is None:  # a table of x whose columns hold values closer than the tolerance
+                i = _nearest_within(self.x_points, p[1:], tols[1])
+            if i is not None:
                 out[r] = i * self.n_s + j
         return out
+
+    def __getstate__(self) -> dict[str, Any]:
+        return _without_row_index(self.__dict__)
 
     def axis_values(self) -> list[np.ndarray]:
         """The levels of ``s``, then the sorted distinct values of each column of ``x``
@@ -580,10 +603,43 @@ def grid_point(space: CandidateSet | SafeSpace, x: Any) -> np.ndarray:
     i = int(space.index_of(pt[None, :])[0])
     if i < 0:
         raise OutOfSpaceError(space.describe_miss(pt))
+    return points_at(space, np.array([i]))[0]
+
+
+def points_at(space: CandidateSet | SafeSpace, index: Any) -> np.ndarray:
+    """The points (k, d) of the finite ``space`` at the indices (k,) that
+    :meth:`CandidateSet.index_of` gives (flat action indices ``i_x * n_s + j_s`` for a
+    :class:`SafeSpace`, whose actions are not all built): the grid's own values, a new array."""
+    idx = np.asarray(index, dtype=np.int64).reshape(-1)
+    if np.any((idx < 0) | (idx >= space.n)):
+        raise InvalidInputError(f"indices must be in [0, {space.n}), got {idx.tolist()}")
     if isinstance(space, SafeSpace):
-        xi, sj = space.unflat_index(i)
-        return np.concatenate([[space.s_values[int(sj)]], space.x_points[int(xi)]])
-    return np.array(space.points[i], dtype=np.float64)
+        xi, sj = space.unflat_index(idx)
+        return np.column_stack([space.s_values[sj], space.x_points[xi]])
+    return np.array(space.points[idx], dtype=np.float64)
+
+
+def _row_index(points: np.ndarray) -> dict[tuple[float, ...], int]:
+    """The first index of each distinct row of ``points`` (n, d), keyed by its values."""
+    out: dict[tuple[float, ...], int] = {}
+    for i, row in enumerate(points.tolist()):
+        out.setdefault(tuple(row), i)
+    return out
+
+
+def _without_row_index(state: dict[str, Any]) -> dict[str, Any]:
+    """A space's attributes to pickle (a policy snapshot holds its space): without the lookup
+    table of its rows, rebuilt on the first :meth:`CandidateSet.index_of` after loading (it
+    takes as many bytes as the points again)."""
+    return {k: v for k, v in state.items() if k != "_rows"}
+
+
+def _nearest_within(points: np.ndarray, x: np.ndarray, tol: float) -> int | None:
+    """The row of ``points`` (n, d) nearest to ``x`` (d,) in the max-norm (the first of equals)
+    when it is within ``tol``, else None: a whole row within the tolerance."""
+    d = np.max(np.abs(points - x), axis=1)
+    j = int(np.argmin(d))
+    return j if d[j] <= tol else None
 
 
 def _axis_values(points: np.ndarray) -> list[np.ndarray]:

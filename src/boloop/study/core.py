@@ -46,7 +46,7 @@ from boloop.errors import (
 )
 from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query
-from boloop.recommendations import BestPoint
+from boloop.recommendations import BestPoint, SafeRecommendation
 from boloop.spaces import Box, CandidateSet, SafeSpace, Space, params_text
 from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_measurement
 from boloop.study.log import Event, SeqConflict, safe_url
@@ -1012,6 +1012,18 @@ class Study(StudyReplay, StudySnapshots):
         d = self.space.dim
         if type(rec) is BestPoint:  # the point in parameter names (None before any data)
             return self._named(rec.point)
+        if isinstance(rec, SafeRecommendation):
+            # by field, not by shape: best_s and boundary_s hold one level of s per x row (n_x
+            # of them, which may be the space's dimension), the action is a point
+            return {
+                "point": None if rec.point is None else self._params(rec.point),
+                "index": self._named(rec.index),
+                "best_s": self._levels(rec.best_s),
+                "best_s_index": (
+                    None if rec.best_s_index is None else np.asarray(rec.best_s_index).tolist()
+                ),
+                "boundary_s": self._levels(rec.boundary_s),
+            }
         if hasattr(rec, "upper") and hasattr(rec, "threshold") and hasattr(rec, "points"):
             # a level-set estimate (H_t, L_t): the points of the estimated upper set
             # (the estimate's own t is left out: status shows the study's one iteration count)
@@ -1035,11 +1047,6 @@ class Study(StudyReplay, StudySnapshots):
                 return self._params(rec)
             if rec.ndim == 2 and rec.shape[1] == d:
                 return [self._params(r) for r in rec]
-            if isinstance(self.space, SafeSpace) and rec.ndim == 1 and rec.dtype.kind == "f":
-                # levels of the monotone parameter per x (a safe recommendation's best_s and
-                # boundary_s): as the space file defines them, like the points' values
-                table = (self._defined_values() or [{}])[0]
-                return [table.get(v, v) for v in rec.tolist()]
             return rec.tolist()
         if isinstance(rec, Mapping):
             return {str(k): self._named(v) for k, v in rec.items()}
@@ -1048,6 +1055,14 @@ class Study(StudyReplay, StudySnapshots):
         if isinstance(rec, np.generic):
             return rec.item()
         return rec
+
+    def _levels(self, s: np.ndarray | None) -> list[float] | None:
+        """Levels of the monotone parameter (a safe recommendation's ``best_s``, ``boundary_s``:
+        one per x row) as the space file defines them, like the points' values."""
+        if s is None:
+            return None
+        table = (self._defined_values() or [{}])[0]
+        return [table.get(v, v) for v in np.asarray(s, dtype=np.float64).reshape(-1).tolist()]
 
     def __repr__(self) -> str:
         return (
