@@ -653,33 +653,30 @@ class Study(StudyReplay, StudySnapshots):
             named = self._named(point)
             where = params_text(named) if isinstance(named, dict) else named
             ours = e["query"] is None or int(e["query"]) < 0
+            said = (
+                f"your measurement at {where}: g = {e['g']:.4g} is above the limit "
+                f"h = {e['h']:.4g}"
+                if ours
+                else f"query {e['query']}: measured g = {e['g']:.4g} above the limit "
+                f"h = {e['h']:.4g} at {where}"
+            )
             if lowest is not None and float(point[0]) == lowest:
                 # the paper's S_0: the lowest level is assumed safe, so it stays allowed
-                said = (
-                    f"your measurement at {where}: g = {e['g']:.4g} is above the limit "
-                    f"h = {e['h']:.4g}"
-                    if ours
-                    else f"query {e['query']}: measured g = {e['g']:.4g} above the limit "
-                    f"h = {e['h']:.4g} at {where}"
-                )
                 out.append(
                     f"{said}, the lowest {self.space.names[0]}, which the safe methods assume "
                     "safe (they start there): the method may still propose settings at that "
                     "level; check the process and the limit before going on"
                 )
-                continue
-            if ours:
+            elif ours:
                 out.append(
-                    f"your measurement at {where}: g = {e['g']:.4g} is above the limit "
-                    f"h = {e['h']:.4g}; the model now takes it into account and no longer "
-                    "certifies that setting or higher ones"
+                    f"{said}; the model now takes it into account and no longer certifies that "
+                    "setting or higher ones"
                 )
-                continue
-            out.append(
-                f"query {e['query']}: measured g = {e['g']:.4g} above the limit h = {e['h']:.4g} "
-                f"at {where}: the model had certified it (or the process drifted); the method no "
-                "longer certifies that setting or higher ones and has become more cautious"
-            )
+            else:
+                out.append(
+                    f"{said}: the model had certified it (or the process drifted); the method no "
+                    "longer certifies that setting or higher ones and has become more cautious"
+                )
         return out
 
     def _stuck(self, described: Mapping[str, Any]) -> str | None:

@@ -516,7 +516,7 @@ class LevelSetPolicy(BasePolicy):
         model: the same ``beta_t`` draw, the same rule, so every choice is still an argmax of
         the method's acquisition under a model the data cannot reject).
         """
-        if not self.widen_when_overconfident or not self.fit:
+        if not self.widen_when_overconfident:  # False with fixed hyperparameters (__init__)
             return False
         noise_sd = math.sqrt(max(self.gp.noise_variance, 0.0))
         if not sd < noise_sd:
