@@ -387,7 +387,7 @@ def plan_runs(
     metrics: list[str] = []
     for pid in dict.fromkeys(problems):
         problem = get(pid)
-        problem_src = (
+        problem_src: tuple[SourceFile, ...] = (
             (_source_file(pid, PROBLEM_SHA256, "problem", relative=True),)
             if is_file_problem(pid)
             else ()
@@ -704,7 +704,8 @@ def _sweep(
     """The body of :func:`run_sweep` after validation; a Dask client lives on ``stack``."""
 
     todo: list[RunSpec] = []
-    other_code: dict[tuple[str, bool], int] = {}  # (file as given, stored without sha256): runs
+    # (file as given, its column, stored without a sha256): runs to run again
+    other_code: dict[tuple[str, str, bool], int] = {}
     for spec in specs:
         rows = runs.get(spec.key)
         if is_complete(rows, spec.budget) and not force:
@@ -714,16 +715,17 @@ def _sweep(
                 continue
             for why in changed:
                 other_code[why] = other_code.get(why, 0) + 1
-            logger.debug("rerunning %s: %s", spec.key, [shown for shown, _ in changed])
+            logger.debug("rerunning %s: %s", spec.key, [why[0] for why in changed])
         elif rows is not None:
             logger.info("rerunning %s (incomplete, other budget, or --force)", spec.key)
         runs.pop(spec.key, None)
         todo.append(spec)
-    for (shown, unstamped), n in other_code.items():
+    for (shown, column, unstamped), n in other_code.items():
         if unstamped:
+            how = "an older boloop" + (", or by the method's id" if column == METHOD_SHA256 else "")
             line = (
                 f"{shown}: its stored runs do not record which version of the file they ran "
-                f"(stored by an older boloop, or by the method's id): rerunning {_runs(n)}"
+                f"(stored by {how}): rerunning {_runs(n)}"
             )
         else:
             line = f"{shown} changed since its stored runs: rerunning {_runs(n)}"
@@ -840,14 +842,14 @@ def _sweep(
     write_results(path, all_metrics, runs, extra)  # sorted by problem, method, seed, step
 
 
-def _changed_sources(spec: RunSpec, rows: Sequence[dict[str, Any]]) -> list[tuple[str, bool]]:
-    """The files of ``spec`` (as given) whose sha256 is not the one every stored row of its run
-    records, each with whether the rows record none (empty or no such column)."""
+def _changed_sources(spec: RunSpec, rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, bool]]:
+    """The files of ``spec`` whose sha256 is not the one every stored row of its run records:
+    (the file as given, its column, whether a row records none: empty or no such column)."""
     changed = []
     for src in spec.sources:
         stored = {row.get(src.column) or "" for row in rows}
         if stored != {src.sha256}:
-            changed.append((src.shown, "" in stored))
+            changed.append((src.shown, src.column, "" in stored))
     return changed
 
 
