@@ -9,6 +9,7 @@ One 2-worker LocalCluster serves the module (``cluster``); one test starts its o
 from __future__ import annotations
 
 import csv
+import hashlib
 import os
 import re
 import signal
@@ -160,6 +161,12 @@ def test_a_method_from_a_file_runs_on_the_cluster(tmp_path: Path, cluster) -> No
     rows = _rows(tmp_path / "dask")
     assert {r["method"] for r in rows} == {"zz-dask-own", "toy-random"} and len(rows) == 16
     assert rows == _rows(tmp_path / "pool")
+    # the workers name the file they imported by its sha256, as the parent does (its edit is seen)
+    sha = hashlib.sha256(src.read_bytes()).hexdigest()
+    assert {(r["method"], r["method_file_sha256"]) for r in rows} == {
+        ("zz-dask-own", sha),
+        ("toy-random", ""),
+    }
 
 
 # -- a worker that dies -----------------------------------------------------------------------------

@@ -12,6 +12,7 @@ id belongs to one function of one file, and every test here that loads it loads 
 from __future__ import annotations
 
 import csv
+import hashlib
 import multiprocessing as mp
 import os
 import re
@@ -88,9 +89,16 @@ def test_a_method_from_a_file_is_benchmarked_against_a_library_method(docs_dir: 
     # the same command again skips the runs in the file: the method's id is the key
     again = run_cli([*argv, "--out", "out/cli"], cwd=docs_dir)
     assert "0 runs completed, 4 skipped" in again.stdout, again.stdout
-    # from Python, after the file registered it, the id gives the same rows (one name, one method)
+    # from Python, after the file registered it, the id gives the same rows (one name, one method);
+    # only the runs of the method given by its file record the file's sha256
     run_sweep([TOY_LS], ["emc", "randomized-straddle"], "2", 4, docs_dir / "out" / "py", jobs=1)
-    assert _rows(docs_dir / "out" / "py") == _rows(docs_dir / "out" / "cli")
+    by_file = _rows(docs_dir / "out" / "cli")
+    assert {r["method_file_sha256"] for r in by_file if r["method"] == "emc"} == {
+        hashlib.sha256((docs_dir / "emc.py").read_bytes()).hexdigest()
+    }
+    assert _rows(docs_dir / "out" / "py") == [
+        {k: v for k, v in r.items() if not k.endswith("_sha256")} for r in by_file
+    ]
 
 
 def test_options_of_a_method_from_a_file_are_in_its_id(docs_dir: Path) -> None:

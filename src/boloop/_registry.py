@@ -1,5 +1,7 @@
 """A small id -> factory registry with discovery of the modules of a package (private), and the
-one loader of a user's ``path/to/file.py:factory`` (problems and methods alike)."""
+one loader of a user's ``path/to/file.py:factory`` (problems and methods alike), which keeps the
+sha256 of the bytes it executed (:func:`loaded_file_sha256`: the bench names the code of a run
+by it)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from boloop.errors import UnknownIdError
@@ -75,22 +78,41 @@ def is_file_id(text: str) -> bool:
 def file_module_name(path: str) -> str:
     """The module name under which the file at ``path`` is imported (one per absolute path)."""
     import hashlib
-    from pathlib import Path
 
     resolved = Path(path).expanduser().resolve()
     return "boloop_user_" + hashlib.sha1(str(resolved).encode()).hexdigest()[:12]
 
 
+#: the sha256 (hex) of the bytes each user file was executed from in this process, by its
+#: resolved path (:func:`load_file_attribute`; a forked process inherits it with the modules)
+_LOADED_SHA256: dict[str, str] = {}
+
+
+def file_sha256(path: str | Path) -> str:
+    """The sha256 (hex) of the bytes of the file at ``path`` now (what ``sha256sum`` prints)."""
+    import hashlib
+
+    return hashlib.sha256(Path(path).expanduser().read_bytes()).hexdigest()
+
+
+def loaded_file_sha256(path: str | Path) -> str | None:
+    """The sha256 (hex) of the bytes from which :func:`load_file_attribute` executed the file at
+    ``path`` in this process (the code that runs when its factory is called), or None when this
+    process has not imported it through that loader."""
+    return _LOADED_SHA256.get(str(Path(path).expanduser().resolve()))
+
+
 def load_file_attribute(name: str, what: str) -> Callable[..., Any]:
     """The function ``attr`` of the Python file ``path`` in ``"path.py:attr"`` (options after
     ``?`` are ignored here); the file is imported once per process as a module named after its
-    absolute path (:func:`file_module_name`). ``what`` (``"problem"``, ``"method"``) names the
+    absolute path (:func:`file_module_name`), from bytes read once, whose sha256 is kept
+    (:func:`loaded_file_sha256`). ``what`` (``"problem"``, ``"method"``) names the
     file in the errors: a file that does not exist, and a name that is not a function of it,
     are an :class:`~boloop.errors.InvalidInputError` (an error raised by the file itself while it
     is imported propagates as it is)."""
+    import hashlib
     import importlib.util
     import sys
-    from pathlib import Path
 
     from boloop.errors import InvalidInputError
 
@@ -107,10 +129,13 @@ def load_file_attribute(name: str, what: str) -> Callable[..., Any]:
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
         try:
-            spec.loader.exec_module(module)
+            # the bytes hashed are the bytes executed (the file may change while it is read)
+            source = path.read_bytes()
+            exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)
         except BaseException:
             del sys.modules[module_name]
             raise
+        _LOADED_SHA256[str(path)] = hashlib.sha256(source).hexdigest()
     factory = getattr(module, attr, None)
     if not callable(factory):
         public = [n for n in vars(module) if not n.startswith("_") and callable(vars(module)[n])]

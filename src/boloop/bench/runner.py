@@ -29,6 +29,20 @@ file; a factory the file did not register is registered under its own name, see
 file is imported again, by its absolute path, in the workers that do not have the method (a
 process pool that does not fork, a Dask cluster, whose workers must see the same path); so is
 the file of a method registered by a module of your own and named by its id from Python.
+
+The code of a file's runs: a problem or a method given as ``path/to/file.py:factory`` puts the
+sha256 of the file's bytes, as the process that ran the run imported it
+(:func:`boloop._registry.loaded_file_sha256`), in the column ``problem_file_sha256`` or
+``method_file_sha256`` of its rows (:data:`SHA256_COLUMNS`, after ``tell_seconds``; the file has
+them only when a run has such a value). A stored run of such a problem or method whose sha256 is
+not the file's as this sweep imports it (the file was edited, or the run was stored without one:
+by an older boloop, or with the method named by its id) is not kept: it runs again, and the
+progress output and the log say so in one line per file ("emc.py changed since its stored runs:
+rerunning 4 runs"). The id of a method or problem, its options and the factory's name are the
+key already; library methods and methods named by their id are matched by the key alone, as
+before. Only the named file is hashed: a module it imports or a data file it reads can change
+without it (``force`` reruns). A file edited after this Python process imported it is refused
+before anything runs (its runs would run the old code): a new process imports the new one.
 """
 
 from __future__ import annotations
@@ -71,6 +85,11 @@ logger = logging.getLogger("boloop")
 
 RESULTS_FILE = "results.csv"
 
+#: the columns that name the code of a run of a problem or a method given as a file: the sha256
+#: (hex) of the file's bytes; empty for ids of the library (and methods named by their id)
+PROBLEM_SHA256, METHOD_SHA256 = "problem_file_sha256", "method_file_sha256"
+SHA256_COLUMNS = (PROBLEM_SHA256, METHOD_SHA256)
+
 #: where the runs of a sweep go: a local process pool, or a Dask cluster (the ``dask`` extra)
 EXECUTORS = ("process", "dask")
 
@@ -111,6 +130,22 @@ def parse_seeds(text: str | int | Sequence[int]) -> list[int]:
 
 
 @dataclass(frozen=True)
+class SourceFile:
+    """The file of a problem or a method given as ``path/to/file.py:factory`` in a sweep: its
+    runs' rows carry its sha256 in ``column``, and a stored run with another value runs again."""
+
+    #: :data:`PROBLEM_SHA256` or :data:`METHOD_SHA256`
+    column: str
+    #: the file as a worker opens it (a problem's path as given, resolved in the worker as
+    #: :func:`boloop.problems.get` resolves it; a method's absolute path, as its workers load it)
+    path: str
+    #: the path as the user gave it, for messages
+    shown: str
+    #: the sha256 (hex) of the bytes this sweep's process imported
+    sha256: str
+
+
+@dataclass(frozen=True)
 class RunSpec:
     """One run of a sweep; ``budget`` None means the problem's ``settings["budget"]``."""
 
@@ -122,6 +157,8 @@ class RunSpec:
     #: method of the user's own, :func:`boloop.algorithms.registry.method_file_of`); not part
     #: of the key
     method_file: str | None = None
+    #: the files of a problem or method given as ``file.py:factory``; not part of the key
+    sources: tuple[SourceFile, ...] = ()
 
     @property
     def key(self) -> Key:
@@ -130,13 +167,16 @@ class RunSpec:
 
 @dataclass
 class SweepReport:
-    """What a sweep did: runs completed now, skipped (already present), failed (with messages)."""
+    """What a sweep did: runs completed now, skipped (already present), failed (with messages);
+    ``reruns``: one line per problem or method file whose stored runs were run again because the
+    file is not the one they ran (``"emc.py changed since its stored runs: rerunning 4 runs"``)."""
 
     path: Path
     completed: list[Key] = field(default_factory=list)
     skipped: list[Key] = field(default_factory=list)
     failed: list[tuple[Key, str]] = field(default_factory=list)
     seconds: float = 0.0
+    reruns: list[str] = field(default_factory=list)
 
 
 class SweepInterrupted(KeyboardInterrupt):
@@ -152,7 +192,8 @@ class SweepInterrupted(KeyboardInterrupt):
 
 # -- results.csv ------------------------------------------------------------------------------------
 def read_results(path: str | Path) -> tuple[list[str], dict[Key, list[dict[str, str]]]]:
-    """Metric columns and the rows (as strings) by (problem, method, seed) of a results.csv."""
+    """Metric columns and the rows (as strings) by (problem, method, seed) of a results.csv (the
+    rows hold every column, :data:`SHA256_COLUMNS` too; those are no metric)."""
     path = Path(path)
     if path.is_dir():
         path = path / RESULTS_FILE
@@ -168,7 +209,11 @@ def read_results(path: str | Path) -> tuple[list[str], dict[Key, list[dict[str, 
         missing = [c for c in (*KEY_COLUMNS, *TIME_COLUMNS) if c not in header]
         if missing:
             raise InvalidInputError(f"{path} is not a boloop results file: no columns {missing}")
-        metrics = [c for c in header if c not in KEY_COLUMNS and c not in TIME_COLUMNS]
+        metrics = [
+            c
+            for c in header
+            if c not in KEY_COLUMNS and c not in TIME_COLUMNS and c not in SHA256_COLUMNS
+        ]
         runs: dict[Key, list[dict[str, str]]] = {}
         for row in reader:
             # a row cut short by an interrupted append has missing (None) or extra fields
@@ -196,10 +241,16 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def append_results(path: str | Path, metrics: Sequence[str], rows: list[dict[str, Any]]) -> None:
+def append_results(
+    path: str | Path,
+    metrics: Sequence[str],
+    rows: list[dict[str, Any]],
+    extra: Sequence[str] = (),
+) -> None:
     """Append the rows of one run to ``path`` in one write, flushed to disk. The file must exist
-    with the header ``problem, method, seed, step, *metrics, ask_seconds, tell_seconds``."""
-    header = [*KEY_COLUMNS, *metrics, *TIME_COLUMNS]
+    with the header ``problem, method, seed, step, *metrics, ask_seconds, tell_seconds, *extra``
+    (``extra``: :data:`SHA256_COLUMNS` or none)."""
+    header = [*KEY_COLUMNS, *metrics, *TIME_COLUMNS, *extra]
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     for row in sorted(rows, key=lambda r: int(r["step"])):
@@ -211,11 +262,15 @@ def append_results(path: str | Path, metrics: Sequence[str], rows: list[dict[str
 
 
 def write_results(
-    path: str | Path, metrics: Sequence[str], runs: dict[Key, list[dict[str, Any]]]
+    path: str | Path,
+    metrics: Sequence[str],
+    runs: dict[Key, list[dict[str, Any]]],
+    extra: Sequence[str] = (),
 ) -> None:
-    """Write all runs to ``path`` atomically, sorted by problem, method, seed, step."""
+    """Write all runs to ``path`` atomically, sorted by problem, method, seed, step; ``extra``
+    columns (:data:`SHA256_COLUMNS` or none) follow ``tell_seconds``."""
     path = Path(path)
-    header = [*KEY_COLUMNS, *metrics, *TIME_COLUMNS]
+    header = [*KEY_COLUMNS, *metrics, *TIME_COLUMNS, *extra]
     fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", newline="") as fh:
@@ -272,9 +327,27 @@ def _run_one(
         policy, problem, spec.budget, spec.seed, method=spec.method, on_record=on_record
     )
     rows = trace.step_rows()
+    code = {src.column: _ran_sha256(src.path) for src in spec.sources}
     for r in rows:
         r["problem"] = spec.problem  # the id as given on the command line
+        r.update(code)
     return spec.key, trace.metric_names, rows
+
+
+def _ran_sha256(path: str) -> str:
+    """The sha256 of the file at ``path`` as this process imported it to run it (through the
+    loader of ``file.py:factory``: in the parent before a fork, or here); the file's bytes now
+    when this process has the code from another import (a module of the same file imported by
+    name); empty when it cannot be read here (the next sweep then runs the run again)."""
+    from boloop._registry import file_sha256, loaded_file_sha256
+
+    loaded = loaded_file_sha256(path)
+    if loaded is not None:
+        return loaded
+    try:
+        return file_sha256(path)
+    except OSError:
+        return ""
 
 
 def _ensure_method(name: str, family: str, method_file: str | None) -> None:
@@ -303,6 +376,7 @@ def plan_runs(
         method_file_of,
     )
     from boloop.problems import get, parse_problem_id
+    from boloop.problems.registry import is_file_problem
 
     if not problems or not methods:
         raise InvalidInputError("give at least one --problem and one --method")
@@ -313,6 +387,11 @@ def plan_runs(
     metrics: list[str] = []
     for pid in dict.fromkeys(problems):
         problem = get(pid)
+        problem_src: tuple[SourceFile, ...] = (
+            (_source_file(pid, PROBLEM_SHA256, "problem", relative=True),)
+            if is_file_problem(pid)
+            else ()
+        )
         for m in problem.metric_names():
             if m not in metrics:
                 metrics.append(m)
@@ -322,10 +401,12 @@ def plan_runs(
         for given in dict.fromkeys(methods):
             name, options = parse_problem_id(given)
             mid = given
+            sources = problem_src
             if is_method_file(name):  # path/to/file.py:factory: the id it is registered as
                 entry = load_method_file(name, problem.family)
                 mid = entry.id + given[len(name) :]  # with the ?options as given
                 _check_file_method(problem, pid, given, entry.id, int(b))
+                sources += (_source_file(name, METHOD_SHA256, "method", relative=False),)
             else:
                 try:
                     entry = get_method(name, problem.family)
@@ -336,11 +417,31 @@ def plan_runs(
                 _check_option_values(problem, pid, mid, int(b), int(seeds[0]) if seeds else 0)
             source = method_file_of(entry)
             for s in seeds:
-                spec = RunSpec(pid, mid, int(s), int(b), source)
+                spec = RunSpec(pid, mid, int(s), int(b), source, sources)
                 if spec.key not in seen:  # the same method given by its id and its file
                     seen.add(spec.key)
                     specs.append(spec)
     return specs, metrics
+
+
+def _source_file(reference: str, column: str, what: str, *, relative: bool) -> SourceFile:
+    """The :class:`SourceFile` of ``path/to/file.py:factory`` (options after ``?`` aside), which
+    this process has just imported: the sha256 of the bytes it executed. A file edited since
+    this process imported it (a sweep earlier in the same Python session) is refused: the runs
+    would run the old code under the new file's sha256."""
+    from boloop._registry import file_sha256, loaded_file_sha256
+
+    shown = reference.partition("?")[0].rpartition(":")[0]
+    path = Path(shown).expanduser().resolve()
+    now = file_sha256(path)
+    loaded = loaded_file_sha256(path)
+    if loaded is not None and loaded != now:
+        raise InvalidInputError(
+            f"{what} file {shown!r} changed since this Python process imported it: its runs "
+            "would run the old code. Benchmark the edited file from a new process (the boloop "
+            "command, or a restarted Python session or notebook kernel)"
+        )
+    return SourceFile(column, shown if relative else str(path), shown, loaded or now)
 
 
 def _check_file_method(problem: Any, pid: str, given: str, method_id: str, budget: int) -> None:
@@ -603,15 +704,33 @@ def _sweep(
     """The body of :func:`run_sweep` after validation; a Dask client lives on ``stack``."""
 
     todo: list[RunSpec] = []
+    # (file as given, its column, stored without a sha256): runs to run again
+    other_code: dict[tuple[str, str, bool], int] = {}
     for spec in specs:
         rows = runs.get(spec.key)
         if is_complete(rows, spec.budget) and not force:
-            report.skipped.append(spec.key)
+            changed = _changed_sources(spec, rows)  # type: ignore[arg-type]
+            if not changed:
+                report.skipped.append(spec.key)
+                continue
+            for why in changed:
+                other_code[why] = other_code.get(why, 0) + 1
+            logger.debug("rerunning %s: %s", spec.key, [why[0] for why in changed])
+        elif rows is not None:
+            logger.info("rerunning %s (incomplete, other budget, or --force)", spec.key)
+        runs.pop(spec.key, None)
+        todo.append(spec)
+    for (shown, column, unstamped), n in other_code.items():
+        if unstamped:
+            how = "an older boloop" + (", or by the method's id" if column == METHOD_SHA256 else "")
+            line = (
+                f"{shown}: its stored runs do not record which version of the file they ran "
+                f"(stored by {how}): rerunning {_runs(n)}"
+            )
         else:
-            if rows is not None:
-                logger.info("rerunning %s (incomplete, other budget, or --force)", spec.key)
-                del runs[spec.key]
-            todo.append(spec)
+            line = f"{shown} changed since its stored runs: rerunning {_runs(n)}"
+        report.reruns.append(line)
+        logger.info("%s", line)
     client = None
     if executor == "dask" and todo:  # connect first: a bad address writes nothing
         from boloop.bench.dask_executor import dask_client
@@ -622,12 +741,23 @@ def _sweep(
 
         client = stack.enter_context(dask_client(scheduler, min(n_jobs, len(todo)), warn))
     path.parent.mkdir(parents=True, exist_ok=True)
+    # the sha256 columns when a run of this sweep or one kept has a file's (a sweep of library
+    # methods writes the file it always wrote)
+    extra = (
+        SHA256_COLUMNS
+        if any(spec.sources for spec in specs)
+        or any(rows[0].get(c) for rows in runs.values() for c in SHA256_COLUMNS)
+        else ()
+    )
     # a clean file (header with every metric column, no rows of runs about to be redone, no row
     # cut short by an interruption) to which each completed run is then appended
-    write_results(path, all_metrics, runs)
+    write_results(path, all_metrics, runs, extra)
     bar = Progress(len(todo), progress)
-    if progress is not None and report.skipped:
-        progress.write(f"{_runs(len(report.skipped))} already in {path}, skipped\n")
+    if progress is not None:
+        for line in report.reruns:
+            progress.write(line + "\n")
+        if report.skipped:
+            progress.write(f"{_runs(len(report.skipped))} already in {path}, skipped\n")
     if not todo:
         return
 
@@ -645,7 +775,7 @@ def _sweep(
             return
         key, _, rows = result
         runs[key] = rows
-        append_results(path, all_metrics, rows)
+        append_results(path, all_metrics, rows, extra)
         report.completed.append(key)
         bar.step(spec.key, f"{spec.method} on {spec.problem} seed {spec.seed}")
         if on_complete is not None:
@@ -709,7 +839,18 @@ def _sweep(
                 reader.join(timeout=1.0)
             if queue is not None:
                 queue.close()
-    write_results(path, all_metrics, runs)  # sorted by problem, method, seed, step
+    write_results(path, all_metrics, runs, extra)  # sorted by problem, method, seed, step
+
+
+def _changed_sources(spec: RunSpec, rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, bool]]:
+    """The files of ``spec`` whose sha256 is not the one every stored row of its run records:
+    (the file as given, its column, whether a row records none: empty or no such column)."""
+    changed = []
+    for src in spec.sources:
+        stored = {row.get(src.column) or "" for row in rows}
+        if stored != {src.sha256}:
+            changed.append((src.shown, src.column, "" in stored))
+    return changed
 
 
 @contextlib.contextmanager
