@@ -326,8 +326,9 @@ class Study(StudyReplay, StudySnapshots):
             f"study {self.name!r}: too many concurrent writers, try again (nothing was stored)"
         )
 
-    def tell(self, query_id: int, answer: Any, note: str | None = None) -> None:
-        """Answer query ``query_id``. One answer is one transaction.
+    def tell(self, query_id: int | StudyQuery, answer: Any, note: str | None = None) -> None:
+        """Answer query ``query_id`` (its id, or the :class:`StudyQuery` :meth:`ask` returned).
+        One answer is one transaction.
 
         ``note``: an optional free text stored with the answer ("rejected: too close to the
         solvent's boiling point"), shown in the history and the export, never given to the method.
@@ -336,6 +337,8 @@ class Study(StudyReplay, StudySnapshots):
         another process: of two tellers of the same query exactly one wins) and
         :class:`AnswerTypeError` for a wrong answer; nothing is stored then.
         """
+        if isinstance(query_id, (StudyQuery, Query)):
+            query_id = query_id.id
         if isinstance(query_id, bool) or not isinstance(query_id, numbers.Integral):
             try:
                 query_id = int(str(query_id).strip())
