@@ -554,6 +554,10 @@ class Study(StudyReplay, StudySnapshots):
                 rec = r.recommend()
             except (BoloopError, NotImplementedError) as exc:  # e.g. no data yet
                 rec = f"not available yet ({exc})"
+            if isinstance(rec, dict) and "n_upper" in rec:
+                n_undecided = r.product("undecided points", policy, _undecided_points)
+                if n_undecided is not None:
+                    rec["n_undecided"] = n_undecided
             described = dict(r.described)
         stuck, alarms = self._stuck(described), self._over_limit(described)
         # the study's counts and iteration are shown once, in the study's vocabulary
@@ -1080,6 +1084,39 @@ def _index_in(space: Space, x: np.ndarray) -> int | None:
         i = int(space.index_of(x[None, :])[0])
         return i if i >= 0 else None
     return None
+
+
+def _undecided_points(policy: Any, rec: Any) -> int | None:
+    """How many candidates of a level-set estimate ``rec`` the policy's posterior leaves
+    undecided (:func:`boloop.confidence.undecided`: the mean within 2
+    standard deviations of the threshold, the light cells of the model picture); None when the
+    policy has no ``predict`` or the estimate no points."""
+    from boloop.confidence import undecided
+
+    points = getattr(rec, "points", None)
+    predict = getattr(policy, "predict", None)
+    if points is None or not callable(predict):
+        return None
+    try:
+        mean, std = predict(np.asarray(points))
+    except (BoloopError, NotImplementedError):  # e.g. no data yet
+        return None
+    return int(np.count_nonzero(undecided(mean, std, float(rec.threshold))))
+
+
+def undecided_text(n_undecided: int) -> str:
+    """What ``n_undecided`` (a level-set status's count) means, in a person's words."""
+    from boloop.confidence import UNDECIDED_SD
+
+    if n_undecided == 0:
+        return (
+            f"none still undecided: everywhere the model's value is more than {UNDECIDED_SD:g} "
+            "standard deviations from the threshold"
+        )
+    return (
+        f"{n_undecided} still undecided: the model's value there is within {UNDECIDED_SD:g} "
+        "standard deviations of the threshold (more answers settle them)"
+    )
 
 
 def _json_default(obj: Any) -> Any:
