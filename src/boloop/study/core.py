@@ -467,7 +467,17 @@ class Study(StudyReplay, StudySnapshots):
         """
         self.refresh()
         with self.readout() as r:
-            return r.recommend()
+            return self._recommendation(r)
+
+    def _recommendation(self, r: PolicyReadout) -> Any:
+        """The readout's recommendation; a level-set estimate's with ``n_undecided``, the
+        number of its candidates still undecided (:func:`_undecided_points`)."""
+        rec = r.recommend()
+        if isinstance(rec, dict) and "n_upper" in rec:
+            n_undecided = r.product("undecided points", self._policy, _undecided_points)
+            if n_undecided is not None:
+                rec["n_undecided"] = n_undecided
+        return rec
 
     def history(self, last: int | None = None) -> list[dict[str, Any]]:
         """Answers in effect, oldest first: rows with ``query_id, kind, source, params`` (or
@@ -551,13 +561,9 @@ class Study(StudyReplay, StudySnapshots):
         # recommend() and describe() on a copy: lazy fits may draw random numbers (see recommend)
         with self.readout(keep_policy=keep_policy) as r:
             try:
-                rec = r.recommend()
+                rec = self._recommendation(r)
             except (BoloopError, NotImplementedError) as exc:  # e.g. no data yet
                 rec = f"not available yet ({exc})"
-            if isinstance(rec, dict) and "n_upper" in rec:
-                n_undecided = r.product("undecided points", policy, _undecided_points)
-                if n_undecided is not None:
-                    rec["n_undecided"] = n_undecided
             described = dict(r.described)
         stuck, alarms = self._stuck(described), self._over_limit(described)
         # the study's counts and iteration are shown once, in the study's vocabulary
