@@ -119,6 +119,15 @@ def test_ask_returns_the_open_query_until_answered() -> None:
     assert isinstance(p, Policy)
 
 
+def test_tell_takes_the_query_itself() -> None:
+    p = Counter()
+    q = p.ask()
+    p.tell(q, 1)  # the object ask() returned, as well as its id
+    assert p.history[-1] == (q, 1) and p.pending is None
+    with pytest.raises(QueryStateError, match="already answered"):
+        p.tell(q, 0)
+
+
 def test_tell_rejects_and_changes_nothing() -> None:
     p = Counter()
     q = p.ask()

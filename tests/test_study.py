@@ -176,6 +176,18 @@ def test_undo_twice_and_nothing_to_undo(url):
     assert kinds.count("withdrawn") == 2 and kinds.count("told") == 2  # append-only
 
 
+def test_tell_takes_the_query_ask_returned(url):
+    """``study.tell(q, value)`` with the StudyQuery itself (a newcomer's first guess; it was
+    refused as "query_id must be an integer") stores the same answer as ``tell(q.id, value)``."""
+    study = create_study("q", "toy-random", problem="levelset/toy", storage=url, seed=0)
+    q = study.ask()
+    study.tell(q, 0.5)
+    assert study.n_answered == 1
+    assert load_study("q", storage=url).history()[-1]["answer"] == 0.5
+    with pytest.raises(QueryStateError):
+        study.tell(q, 0.5)
+
+
 # -- bad input: a clear error and the stored log unchanged ------------------------------------------
 def _user_box_study(url):
     space = {

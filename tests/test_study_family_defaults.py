@@ -57,3 +57,31 @@ def test_a_space_with_two_familys_keys_is_refused_naming_them_and_stores_nothing
         "'h' of the safe family)"
     )
     assert not (tmp_path / "lab.db").exists() or list_studies(url) == []
+
+
+def test_a_toml_table_per_parameter_is_refused_showing_the_list_form(tmp_path):
+    """``[parameters.temperature]`` (a natural guess) is a table of tables; the message shows the
+    ``[[parameters]]`` form with the user's own first name, and nothing is stored."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    path = tmp_path / "coat.toml"
+    path.write_text(
+        "threshold = 0.8\n[parameters.temperature]\nlow = 150\nhigh = 250\n"
+        "[parameters.speed]\nlow = 1\nhigh = 5\n"
+    )
+    with pytest.raises(InvalidInputError) as info:
+        create_study("coat", None, str(path), storage=url, seed=0)
+    msg = str(info.value)
+    assert '[[parameters]] then name = "temperature"' in msg
+    assert "['speed', 'temperature']" in msg
+    assert not (tmp_path / "lab.db").exists() or list_studies(url) == []
+
+
+def test_an_unknown_parameter_key_lists_the_valid_ones():
+    from boloop.study.space_file import normalise_space
+
+    doc = {"threshold": 0.8, "parameters": [{"name": "t", "low": 0, "high": 1, "points": 21}]}
+    with pytest.raises(InvalidInputError) as info:
+        normalise_space(doc)
+    assert "unknown keys ['points']; valid: ['name', 'low', 'high', 'grid', 'unit']" in str(
+        info.value
+    )

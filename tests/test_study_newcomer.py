@@ -675,3 +675,23 @@ def test_study_run_r_names_the_recommended_option_of_a_table(tmp_path):
     assert res.returncode == 0, res.stderr
     after = res.stdout.split("recommendation:")[1].splitlines()[1].strip()
     assert after.split(" (")[0] in {"plain", "sweet", "rich"} and "sugar=" in after
+
+
+def test_a_level_set_status_says_how_many_points_are_still_undecided(tmp_path):
+    """The count of candidates whose posterior mean is within 2 sd of the threshold (the light
+    cells of the model picture): a person's "how far along is the map"."""
+    import numpy as np
+
+    from boloop.study import load_study
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    _answered_study("ls", "randomized-straddle", "levelset/toy", url, 12)
+    study = load_study("ls", storage=url)
+    rec = study.status(last=0)["recommendation"]
+    X = np.asarray(study.space.points)
+    mean, sd = study.policy.predict(X)
+    expected = int(np.sum(np.abs(mean - rec["threshold"]) < 2.0 * sd))
+    assert 0 < expected < len(X)  # a map still being made: the count says something
+    assert rec["n_undecided"] == expected
+    out = _boloop(tmp_path, "study", "status", "ls").stdout
+    assert f"{expected} still undecided: the model's value there is within 2 standard" in out

@@ -99,6 +99,7 @@ def server(tmp_path_factory):
     make_study("safe-over", url, key="safe", fast=True)  # a g above the limit is stored
     make_study("safe-unit", url, key="safe", fast=True)  # a g typed with its unit
     _expert_measuring("expert-rec", url)
+    make_study("lev-rec", url, answers=8, key="lev1", fast=True)  # a level set's counts
     from boloop.problems import get
     from boloop.simulate import oracle_rng
 
@@ -751,8 +752,17 @@ def test_the_expert_page_says_its_recommendation_and_that_lower_is_better(server
     assert _shown(browser, "recommendation").startswith(
         "recommendation of cobol: none yet (no answers yet)"
     )
-    browser.get(f"{base}/studies/lev1")  # a level set: no point to recommend, no goal
-    assert not browser.find_elements(By.ID, "recommendation")
+    browser.get(f"{base}/studies/lev-rec")  # a level set: the estimate's counts, no goal
+    st = load_study("lev-rec", storage=url).status(last=0)
+    rec = st["recommendation"]
+    assert st["answered"] > 0 and rec["n_undecided"] is not None
+    text = _shown(browser, "recommendation")
+    assert text.startswith(
+        f"recommendation of {st['method']}: {rec['n_upper']} of {rec['n_candidates']} "
+        f"candidates estimated above the threshold {rec['threshold']:g}; "
+    )
+    undecided = rec["n_undecided"]
+    assert (f"{undecided} still undecided" if undecided else "none still undecided") in text
     assert not browser.find_elements(By.ID, "goal")
 
 

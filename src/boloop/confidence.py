@@ -28,6 +28,8 @@ __all__ = [
     "lower_bound",
     "upper_bound",
     "confidence_bounds",
+    "UNDECIDED_SD",
+    "undecided",
 ]
 
 
@@ -213,3 +215,19 @@ def confidence_bounds(
     std = np.sqrt(np.maximum(np.asarray(variance, dtype=np.float64), 0.0))
     s = math.sqrt(float(beta))
     return np.asarray(mean) - s * std, np.asarray(mean) + s * std
+
+
+#: how many posterior standard deviations from the threshold a point's mean must be for the
+#: point to count as decided in what a person is shown (the study's status and model picture)
+UNDECIDED_SD = 2.0
+
+
+def undecided(
+    mean: np.ndarray, std: np.ndarray, threshold: float, n_sd: float = UNDECIDED_SD
+) -> np.ndarray:
+    """Points whose side of the threshold the model is not yet sure of, bool (N,):
+    ``|mu - theta| < n_sd sigma``, i.e. the interval ``mu +- n_sd sigma`` contains ``theta`` (the
+    unclassified set ``U_t`` of LSE, Gotovos et al. 2013, with ``beta^(1/2) = n_sd`` and the
+    current posterior instead of the running intersection). The default 2 is a fixed, readable
+    level (about 95% for a Gaussian), not the method's own ``beta_t``."""
+    return np.abs(np.asarray(mean) - float(threshold)) < float(n_sd) * np.asarray(std)

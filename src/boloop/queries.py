@@ -369,8 +369,11 @@ class BasePolicy(ABC):
             self._pending = self._propose()
         return self._pending
 
-    def tell(self, query_id: int, answer: Any) -> None:
-        """Give the answer to query ``query_id``. Raises and changes nothing on bad input."""
+    def tell(self, query_id: int | Query, answer: Any) -> None:
+        """Give the answer to query ``query_id`` (its id, or the query :meth:`ask` returned).
+        Raises and changes nothing on bad input."""
+        if isinstance(query_id, Query):
+            query_id = query_id.id
         if isinstance(query_id, bool) or not isinstance(query_id, numbers.Integral):
             raise AnswerTypeError(f"query_id must be an integer, got {query_id!r}")
         qid = int(query_id)

@@ -482,6 +482,10 @@ def _recommendation_lines(rec: Any, labels: Sequence[str] | None) -> list[str]:
                 f"{rec.get('n_upper', len(rec['upper']))} of {rec.get('n_candidates', '?')} "
                 f"candidates estimated above the threshold {rec['threshold']:g}"
             ]
+            if rec.get("n_undecided") is not None:
+                from boloop.study.core import undecided_text
+
+                out.append(undecided_text(rec["n_undecided"]))
             if rec["upper"]:
                 out.append("upper set: " + _points_summary(rec["upper"]))
             return out

@@ -326,8 +326,9 @@ class Study(StudyReplay, StudySnapshots):
             f"study {self.name!r}: too many concurrent writers, try again (nothing was stored)"
         )
 
-    def tell(self, query_id: int, answer: Any, note: str | None = None) -> None:
-        """Answer query ``query_id``. One answer is one transaction.
+    def tell(self, query_id: int | StudyQuery, answer: Any, note: str | None = None) -> None:
+        """Answer query ``query_id`` (its id, or the :class:`StudyQuery` :meth:`ask` returned).
+        One answer is one transaction.
 
         ``note``: an optional free text stored with the answer ("rejected: too close to the
         solvent's boiling point"), shown in the history and the export, never given to the method.
@@ -336,6 +337,8 @@ class Study(StudyReplay, StudySnapshots):
         another process: of two tellers of the same query exactly one wins) and
         :class:`AnswerTypeError` for a wrong answer; nothing is stored then.
         """
+        if isinstance(query_id, (StudyQuery, Query)):
+            query_id = query_id.id
         if isinstance(query_id, bool) or not isinstance(query_id, numbers.Integral):
             try:
                 query_id = int(str(query_id).strip())
@@ -464,7 +467,17 @@ class Study(StudyReplay, StudySnapshots):
         """
         self.refresh()
         with self.readout() as r:
-            return r.recommend()
+            return self._recommendation(r)
+
+    def _recommendation(self, r: PolicyReadout) -> Any:
+        """The readout's recommendation; a level-set estimate's with ``n_undecided``, the
+        number of its candidates still undecided (:func:`_undecided_points`)."""
+        rec = r.recommend()
+        if isinstance(rec, dict) and "n_upper" in rec:
+            n_undecided = r.product("undecided points", self._policy, _undecided_points)
+            if n_undecided is not None:
+                rec["n_undecided"] = n_undecided
+        return rec
 
     def history(self, last: int | None = None) -> list[dict[str, Any]]:
         """Answers in effect, oldest first: rows with ``query_id, kind, source, params`` (or
@@ -548,7 +561,7 @@ class Study(StudyReplay, StudySnapshots):
         # recommend() and describe() on a copy: lazy fits may draw random numbers (see recommend)
         with self.readout(keep_policy=keep_policy) as r:
             try:
-                rec = r.recommend()
+                rec = self._recommendation(r)
             except (BoloopError, NotImplementedError) as exc:  # e.g. no data yet
                 rec = f"not available yet ({exc})"
             described = dict(r.described)
@@ -1077,6 +1090,39 @@ def _index_in(space: Space, x: np.ndarray) -> int | None:
         i = int(space.index_of(x[None, :])[0])
         return i if i >= 0 else None
     return None
+
+
+def _undecided_points(policy: Any, rec: Any) -> int | None:
+    """How many candidates of a level-set estimate ``rec`` the policy's posterior leaves
+    undecided (:func:`boloop.confidence.undecided`: the mean within 2
+    standard deviations of the threshold, the light cells of the model picture); None when the
+    policy has no ``predict`` or the estimate no points."""
+    from boloop.confidence import undecided
+
+    points = getattr(rec, "points", None)
+    predict = getattr(policy, "predict", None)
+    if points is None or not callable(predict):
+        return None
+    try:
+        mean, std = predict(np.asarray(points))
+    except (BoloopError, NotImplementedError):  # e.g. no data yet
+        return None
+    return int(np.count_nonzero(undecided(mean, std, float(rec.threshold))))
+
+
+def undecided_text(n_undecided: int) -> str:
+    """What ``n_undecided`` (a level-set status's count) means, in a person's words."""
+    from boloop.confidence import UNDECIDED_SD
+
+    if n_undecided == 0:
+        return (
+            f"none still undecided: everywhere the model's value is more than {UNDECIDED_SD:g} "
+            "standard deviations from the threshold"
+        )
+    return (
+        f"{n_undecided} still undecided: the model's value there is within {UNDECIDED_SD:g} "
+        "standard deviations of the threshold (more answers settle them)"
+    )
 
 
 def _json_default(obj: Any) -> Any:

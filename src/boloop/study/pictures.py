@@ -37,6 +37,7 @@ import numpy as np
 
 from boloop._blas import one_blas_thread
 from boloop.algorithms.families import family_traits
+from boloop.confidence import UNDECIDED_SD, undecided
 from boloop.recommendations import BestPoint
 from boloop.spaces import Box, CandidateSet, SafeSpace
 
@@ -600,9 +601,9 @@ def _rec_point(study: Any, rec: Any) -> np.ndarray | None:
 _LIGHT = {_ORANGE: "#f5c9a3", _BLUE: "#aac3e6"}
 _CLASS_ITEMS = [
     (_ORANGE, "above (H)"),
-    (_LIGHT[_ORANGE], "above, within 2 std"),
+    (_LIGHT[_ORANGE], f"above, within {UNDECIDED_SD:g} std"),
     (_BLUE, "below (L)"),
-    (_LIGHT[_BLUE], "below, within 2 std"),
+    (_LIGHT[_BLUE], f"below, within {UNDECIDED_SD:g} std"),
 ]
 
 
@@ -712,7 +713,7 @@ def _model_1d(
             dx = (xs[1] - xs[0]) if xs.size > 1 else 1.0
             upper = _classes(rec, xs[:, None], mean, h)
             for xv, m, s, u in zip(xs, mean, std, upper):
-                c = _class_colour(bool(u), abs(m - h) < 2 * s)
+                c = _class_colour(bool(u), bool(undecided(m, s, h)))
                 p.cell(xv, y_mark, dx, 0.03 * (p.ylim[1] - p.ylim[0]), c)
             items += _CLASS_ITEMS
     for xv, yv in zip(X[:, 0], y):
@@ -770,7 +771,7 @@ def _model_2d(
             p.title = f"level set classes at threshold {_fmt(h)}"
             upper = _classes(rec, P, mean, h)
             for (u, v), m, s, up in zip(P, mean, std, upper):
-                c = _class_colour(bool(up), abs(m - h) < 2 * s)
+                c = _class_colour(bool(up), bool(undecided(m, s, h)))
                 p.cell(u, v, d0, d1, c, title=f"mean {_fmt(m)}, std {_fmt(s)}" if tips else "")
             items += _CLASS_ITEMS
         else:

@@ -88,6 +88,8 @@ SPACE_FORMAT = 1
 #: grid points per axis when a parameter has a ``grid`` and the family declares no default
 #: (a family that needs a finite set declares its own: ``FamilyTraits.default_grid``)
 _GRID = 20
+#: the keys of one entry of ``parameters``
+PARAMETER_KEYS = ("name", "low", "high", "grid", "unit")
 _KNOWN_KEYS = {
     "format",
     "family",
@@ -270,15 +272,26 @@ def normalise_space(doc: Mapping[str, Any]) -> dict[str, Any]:
     if (params is None) == (cand is None):
         raise InvalidInputError("space needs exactly one of 'parameters' and 'candidates'")
     if params is not None:
+        if isinstance(params, Mapping) and params:
+            # TOML's [parameters.temperature] tables: a natural guess, and a dictionary here
+            first = next(iter(params))
+            raise InvalidInputError(
+                "space 'parameters' must be a list of tables, one per parameter, each with its "
+                f"'name' (in TOML: [[parameters]] then name = {json.dumps(str(first))}, low = "
+                f"..., high = ...); got a table of tables keyed {sorted(map(str, params))}"
+            )
         if not isinstance(params, Sequence) or isinstance(params, str) or not params:
             raise InvalidInputError("space 'parameters' must be a non-empty list")
         norm = []
         for i, p in enumerate(params):
             if not isinstance(p, Mapping) or "name" not in p:
                 raise InvalidInputError(f"parameters[{i}] must be a table with a 'name'")
-            extra = sorted(set(p) - {"name", "low", "high", "grid", "unit"})
+            extra = sorted(set(p) - set(PARAMETER_KEYS))
             if extra:
-                raise InvalidInputError(f"parameters[{i}] has unknown keys {extra}")
+                raise InvalidInputError(
+                    f"parameters[{i}] has unknown keys {extra}; valid: {list(PARAMETER_KEYS)} "
+                    "(grid: the number of grid points)"
+                )
             name = str(p["name"])
             lo = _number(p.get("low"), f"parameters[{i}] ({name}) low")
             hi = _number(p.get("high"), f"parameters[{i}] ({name}) high")

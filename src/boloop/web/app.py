@@ -65,6 +65,7 @@ from boloop.errors import (
 from boloop.spaces import format_value, params_text
 from boloop.study import Study, create_study, list_studies, load_study
 from boloop.study.answers import parse_measurement
+from boloop.study.core import undecided_text
 from boloop.study.media import media_file, media_index
 from boloop.study.pictures import growth_svg, model_svg, pictures, progress_svg
 from boloop.study.storage import open_storage, resolve_storage, safe_url
@@ -946,9 +947,18 @@ def _recommendation_view(
     """The recommendation as the page says it (``Study.status()``'s ``recommendation``,
     ``recommendation_label`` and ``recommendation_meaning``): ``{"text", "meaning"}``, the text
     being the option's name and its parameters, or "none yet" (always before the first answer:
-    a method's favourite before any data is no recommendation). None when it is not a point
-    (a level set's estimate: its picture shows it). ``st``: ``study.status(last=0)``."""
+    a method's favourite before any data is no recommendation); for a level set, how many
+    candidates are estimated above the threshold and how many are still undecided (its picture
+    shows where); None for anything else. ``st``: ``study.status(last=0)``."""
     rec = st["recommendation"]
+    if isinstance(rec, dict) and "n_upper" in rec and answered:  # a level set's estimate
+        text = (
+            f"{rec['n_upper']} of {rec['n_candidates']} candidates estimated above the "
+            f"threshold {rec['threshold']:g}"
+        )
+        if rec.get("n_undecided") is not None:
+            text += "; " + undecided_text(rec["n_undecided"])
+        return {"text": text, "meaning": str(st.get("recommendation_meaning") or "")}
     if isinstance(rec, dict) and isinstance(rec.get("point"), dict):
         rec = rec["point"]  # e.g. the safe family's {"point", "index", "best_s", ...}
     point = rec if isinstance(rec, dict) and list(rec) == list(study.names) else None
