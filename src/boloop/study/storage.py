@@ -386,7 +386,7 @@ def _is_connection_error(exc: SQLAlchemyError) -> bool:
 
 
 # -- a server that was reached and said no (the user's mistake, not an outage) -------------------
-#: SQLSTATE -> (condition name, what was refused) of the refusals that are the user's to correct
+#: SQLSTATE -> condition name of the refusals that are the user's to correct
 _REFUSED_STATES = {
     "28P01": "invalid_password",
     "28000": "invalid_authorization_specification",
