@@ -331,6 +331,14 @@ def test_no_page_is_wider_than_a_phone(server, phone, shots, page):
     if page == "/studies/stuck":
         notice = phone.find_element(By.ID, "study-stuck")
         assert "--storage sqlite:///" in notice.text and notice.rect["width"] <= PHONE[0]
+    if page == "/":  # the create form's fields lie inside its card
+        right = phone.execute_script(
+            "var f = document.getElementById('create-form');"
+            "return [f.getBoundingClientRect().right].concat(Array.from("
+            "  f.querySelectorAll('input:not([type=hidden]), select'))"
+            "  .map(function (e) { return e.getBoundingClientRect().right; }));"
+        )
+        assert max(right[1:]) <= right[0], right
     if page != "/studies/stuck":  # the table is all there: its box scrolls
         table = phone.find_element(By.CSS_SELECTOR, "table.history, table.studies")
         box = table.find_element(By.XPATH, "..")
