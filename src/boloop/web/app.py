@@ -288,6 +288,7 @@ def create_app(
     env.filters["num"] = format_value
     env.filters["pathquote"] = lambda v: quote(str(v), safe="")  # a study name as one segment
     env.filters["pt"] = lambda p: params_text(p or {})
+    env.filters["when"] = _when
     static_dir = Path(__file__).with_name("static")
     app.mount("/static", StaticFiles(directory=static_dir), name="static")
     swagger_dir = _swagger_dir()
@@ -542,8 +543,11 @@ def create_app(
         warning: str | None = None,
         values: dict[str, str] | None = None,
         refused: bool = False,
+        over_limit: bool = False,
     ) -> HTMLResponse:
-        """``refused``: this page's answer was not stored (the last answer is someone else's)."""
+        """``refused``: this page's answer was not stored (the last answer is someone else's);
+        ``over_limit``: the open query's answer was held back because its g is above the safety
+        limit (the form then offers to store it as measured, for this query only)."""
         try:
             ctx = pool.run(name, _page_context)
         except UnknownIdError as exc:
@@ -562,6 +566,7 @@ def create_app(
             values=values or {},
             poll_ms=int(poll_seconds * 1000),
             refused=refused,
+            over_limit=over_limit,
             **ctx,
         )
 
@@ -591,6 +596,16 @@ def create_app(
         except UnknownIdError as exc:
             raise HTTPException(404, str(exc)) from exc
         except QueryStateError as exc:
+            same = await run_in_threadpool(pool.run, name, lambda s: _same_answer(s, form))
+            if same is not None:  # e.g. sent twice from this page: not "someone else"
+                return study_page(
+                    request,
+                    name,
+                    409,
+                    warning=f"Your answer was not stored again: query {same['query_id']} was "
+                    f"answered already with the same answer ({_answer_description(same)}); "
+                    "nothing is stored twice. Here is the open query now.",
+                )
             return study_page(
                 request,
                 name,
@@ -600,9 +615,24 @@ def create_app(
                 "here is the open query now.",
                 refused=True,
             )
-        if errors or warning:
-            return study_page(request, name, 400, errors=errors, warning=warning, values=values)
+        if errors or warning:  # a warning of _tell_form is the safety limit's, for this query
+            return study_page(
+                request,
+                name,
+                400,
+                errors=errors,
+                warning=warning,
+                values=values,
+                over_limit=warning is not None,
+            )
         return RedirectResponse(f"/studies/{quote(name, safe='')}?done=told", status_code=303)
+
+    @app.get("/studies/{name}/tell", include_in_schema=False)
+    @app.get("/studies/{name}/undo", include_in_schema=False)
+    def study_form_get(name: str) -> Response:
+        """A form's POST address asked with GET (a bookmark; the address of a refused answer's
+        page in a browser without JavaScript, opened again): the study's page."""
+        return RedirectResponse(f"/studies/{quote(study_name(name), safe='')}", status_code=303)
 
     @app.post("/studies/{name}/undo", include_in_schema=False)
     async def study_undo(request: Request, name: str) -> Response:
@@ -795,6 +825,16 @@ def _wants_json(path: str) -> bool:
         return True
     parts = path.split("/")  # the name segment is still percent-encoded (EncodedStudyNames)
     return len(parts) == 4 and parts[1] == "studies" and parts[3] == "state"
+
+
+def _when(value: Any) -> str:
+    """A stored time (ISO 8601 in UTC, ``2026-11-27T09:15:06.955214Z``) as a page shows it:
+    ``2026-11-27 09:15:06`` (the page says UTC; the exact value stays in the page's
+    ``<time datetime>``). Anything else is shown as it is."""
+    text = "" if value is None else str(value)
+    if len(text) >= 19 and text[10] == "T" and text[:4].isdigit():
+        return text[:19].replace("T", " ")
+    return text
 
 
 def _unsent(what: str, name: str, values: Mapping[str, str]) -> dict[str, Any]:
@@ -1023,6 +1063,30 @@ def _undo_form(study: Study, expected: str) -> dict[str, Any]:
             "Check it and undo again if you mean it."
         )
     return study.undo()
+
+
+def _same_answer(study: Study, form: Any) -> dict[str, Any] | None:
+    """The history row of the form's query if it holds the very answer the form sends (the
+    same form sent twice: a double click, Back and send, a resend after an outage), else None
+    (not answered, withdrawn, or answered differently)."""
+    raw_id = str(form.get("query_id", "")).strip()
+    rows = [r for r in study.history() if str(r.get("query_id")) == raw_id]
+    if not rows:
+        return None
+    row = rows[-1]
+    stored = row.get("answer")
+    try:
+        if row.get("kind") == "label":
+            sent: Any = {"accept": True, "reject": False}.get(str(form.get("answer", "")))
+        elif row.get("kind") == "compare":
+            sent = {"a": 0, "b": 1}.get(str(form.get("answer", "")))
+        elif isinstance(stored, Mapping):
+            sent = {k: parse_measurement(str(form.get(f"out.{k}", "")), k) for k in stored}
+        else:
+            sent = parse_measurement(str(form.get("value", "")), "the value")
+    except BoloopError:
+        return None
+    return row if sent is not None and sent == stored else None
 
 
 def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None]:

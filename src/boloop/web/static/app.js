@@ -53,6 +53,15 @@
     window.history.replaceState(window.history.state, "", window.location.pathname + window.location.hash);
   }
 
+  // -- the study's own address: a page that answers a form's POST (a refused answer, an undo
+  //    that withdrew nothing) is at .../tell or .../undo; it takes the study's address, so a
+  //    reload or the live refresh GETs the study's page (the open query) and never sends the
+  //    form again
+  var pageUrl = root ? root.getAttribute("data-page-url") : null;
+  if (pageUrl && window.location.pathname !== pageUrl && window.history && window.history.replaceState) {
+    window.history.replaceState(null, "", pageUrl + window.location.hash);
+  }
+
   // a plain decimal number as typed ("85", "-1.5e2"), else NaN: "85 C" is no number here, as
   // the server refuses it (which says so), so no question about the limit is asked for it
   function plainNumber(text) {
@@ -132,7 +141,7 @@
         .then(function (s) {
           if (!s || String(s.version) === version) { return; }
           if (untouched()) {
-            window.location.replace(window.location.pathname);
+            window.location.replace(pageUrl);
           } else if (live) {
             live.hidden = false;
             live.textContent = "Someone else answered: this query may be closed. Reload to see the open query.";
@@ -141,5 +150,51 @@
         .catch(function () { notice(serverDown); /* and try again at the next poll */ });
     }
     if (ms > 0 && window.fetch) { window.setInterval(poll, ms); }
+    // Back (or Forward) to this page: restored from the back-forward cache, its script state is
+    // as it was left. Left by sending a form (an answer, an undo), its query is answered and
+    // what is typed was sent: show the study as it is now. Else check for answers at once.
+    window.addEventListener("pageshow", function (ev) {
+      if (!ev.persisted) { return; }
+      if (submitting) {
+        submitting = false;
+        window.location.replace(pageUrl);
+      } else if (ms > 0 && window.fetch) {
+        poll();
+      }
+    });
+    // ... and loaded again (from the HTTP cache) by Back: check at once, not after a poll's wait
+    var nav = window.performance && window.performance.getEntriesByType ?
+      window.performance.getEntriesByType("navigation")[0] : null;
+    if (nav && nav.type === "back_forward" && ms > 0 && window.fetch) { poll(); }
+  }
+
+  // -- a tap (or click) on a drawn point, bar or area of a picture shows its value (its
+  //    tooltip, which a phone cannot hover over) under the picture
+  function ownTitle(el) {
+    for (var c = el.firstElementChild; c; c = c.nextElementSibling) {
+      if (c.tagName.toLowerCase() === "title") { return c.textContent; }
+    }
+    return null;
+  }
+  var figures = document.querySelectorAll(".pictures figure");
+  for (var f = 0; f < figures.length; f++) {
+    figures[f].addEventListener("click", function (ev) {
+      var fig = ev.currentTarget;
+      var text = null;
+      for (var el = ev.target; el && el !== fig && text === null; el = el.parentNode) {
+        if (el.tagName && el.tagName.toLowerCase() === "svg") { break; }
+        text = ownTitle(el);
+      }
+      var shown = fig.querySelector(".tapped");
+      if (text === null) { if (shown) { shown.hidden = true; } return; }
+      if (!shown) {
+        shown = document.createElement("p");
+        shown.className = "tapped";
+        shown.setAttribute("role", "status");
+        fig.insertBefore(shown, fig.querySelector("figcaption"));
+      }
+      shown.textContent = text;
+      shown.hidden = false;
+    });
   }
 })();
