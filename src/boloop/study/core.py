@@ -48,8 +48,8 @@ from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query
 from boloop.recommendations import BestPoint, SafeRecommendation
 from boloop.spaces import Box, CandidateSet, SafeSpace, Space, params_text
-from boloop.study.carry import continuations, continued_from
 from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_measurement
+from boloop.study.carry import continuations, continued_from
 from boloop.study.log import Event, SeqConflict, safe_url
 from boloop.study.measured import Measured
 from boloop.study.measured import measured as measured_values

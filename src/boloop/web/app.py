@@ -65,8 +65,8 @@ from boloop.errors import (
 from boloop.spaces import format_value, params_text
 from boloop.study import Study, create_study, list_studies, load_study
 from boloop.study.answers import NumberTextError, parse_measurement
-from boloop.study.measured import goal_sentence, output_hints
 from boloop.study.core import undecided_text
+from boloop.study.measured import goal_sentence, output_hints
 from boloop.study.media import media_file, media_index
 from boloop.study.pictures import growth_svg, model_svg, pictures, progress_svg
 from boloop.study.storage import open_storage, resolve_storage, safe_url
