@@ -729,9 +729,9 @@ class Study(StudyReplay, StudySnapshots):
         mono = self.space.names[0] if isinstance(self.space, SafeSpace) else None
         lowest = float(self.space.s_values[0]) if isinstance(self.space, SafeSpace) else None
         others = ", ".join(self.space.names[1:])
-        higher = f", nor a higher {mono} with the same {others}" if mono else " or higher ones"
+        higher = f", nor a higher {mono} with the same {others}" if mono else ", nor higher ones"
         check = (
-            "Before you measure again, check that value (typed right? the instrument? did the "
+            "Before you measure it, check that value (typed right? the instrument? did the "
             "process change?) and that the limit is the right one; if the value was a mistake "
             "and is the last answer, undo it and store the right one."
         )
@@ -743,8 +743,8 @@ class Study(StudyReplay, StudySnapshots):
                 f"propose settings there. {check}"
             )
         return (
-            f"What happens next: the method no longer proposes that setting{higher}; the next "
-            "query is a setting its model now believes is below the limit. " + check
+            "What happens next: the next query is a setting the model now believes is below "
+            f"the limit; the method will not propose that setting again{higher}. " + check
         )
 
     def _stuck(self, described: Mapping[str, Any], continued: Sequence[str] = ()) -> str | None:

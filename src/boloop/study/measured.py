@@ -76,7 +76,7 @@ def normalise_measurement(value: Any) -> dict[str, Any]:
     missing) for one measured value, or ``{output: {"name", "unit"}}`` for several."""
     if not isinstance(value, Mapping):
         raise InvalidInputError(
-            "space 'measurement' must be a table: [measurement] name = \"hardness\", unit = \"HV\""
+            'space \'measurement\' must be a table: [measurement] name = "hardness", unit = "HV"'
         )
     if any(isinstance(v, Mapping) for v in value.values()):
         flat = sorted(k for k, v in value.items() if not isinstance(v, Mapping))
