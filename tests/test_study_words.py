@@ -226,3 +226,21 @@ def test_after_a_g_above_the_limit_the_status_says_what_comes_next():
     nxt = np.asarray(study.ask().query.x)
     x = np.asarray(q.query.x)
     assert not (np.array_equal(nxt[1:], x[1:]) and nxt[0] >= x[0])
+
+
+#: the space keys a boloop from before [measurement] reads (it refuses any other)
+_SPACE_KEYS_BEFORE = {"format", "family", "parameters", "candidates", "threshold", "monotone", "h",
+                      "safe_seeds", "settings", "description"}  # fmt: skip
+
+
+def test_the_measurement_is_stored_beside_the_space_and_carried_to_a_continuation(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    dose = create_study("dose", "m-safeopt", DOSE, storage=url, seed=0)
+    # an older boloop reads the stored space: only keys it knows
+    assert set(dose.config["space"]) <= _SPACE_KEYS_BEFORE
+    assert dose.config["measurement"] == DOSE["measurement"]
+    q = dose.ask()
+    dose.tell(q.id, {"f": 1.0, "g": 0.1})
+    new = create_study("dose-2", from_study="dose", storage=url)
+    assert [m.label() for m in new.measured()] == ["efficacy (f, %)", "side effect (g)"]
+    assert set(new.config["space"]) <= _SPACE_KEYS_BEFORE

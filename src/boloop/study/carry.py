@@ -282,6 +282,8 @@ def create_from(
             problem = config["problem"]
         else:
             space = config.get("space")
+            if space is not None and config.get("measurement"):  # kept beside the space
+                space = {**space, "measurement": config["measurement"]}
     merged = dict(config.get("options") or {}) if same_method else {}
     merged.update(options or {})
     if seed is None:

@@ -26,7 +26,9 @@ own table under the output's name, with the same keys:
 
 Both are shown to people only (the web page, ``boloop study ask`` and ``status``); the method
 never reads them, they are not settings, and answers are stored under the outputs' own names
-(``f``, ``g``) as before. A study whose space has neither is shown as before.
+(``f``, ``g``) as before. A study whose space has neither is shown as before. A study stores
+the measurement beside its space (``config["measurement"]``), not in it: a boloop that predates
+the key reads the space as before (its space reader refuses keys it does not know).
 """
 
 from __future__ import annotations
@@ -148,11 +150,13 @@ class Measured:
         return f"{value:g} {self.unit}" if self.unit else f"{value:g}"
 
 
-def measured(spec: Mapping[str, Any] | None, outputs: Sequence[str] = ()) -> list[Measured]:
-    """What is measured at each query of a study with space document ``spec`` (None: a paper
-    problem, nothing named): one :class:`Measured` per output (``outputs``, e.g. ``("f",
-    "g")``), or one for a method measuring one value."""
-    table = dict((spec or {}).get("measurement") or {})
+def measured(
+    measurement: Mapping[str, Any] | None, outputs: Sequence[str] = ()
+) -> list[Measured]:
+    """What is measured at each query of a study whose space gave ``measurement`` (its normal
+    form, :func:`normalise_measurement`; None: nothing named): one :class:`Measured` per output
+    (``outputs``, e.g. ``("f", "g")``), or one for a method measuring one value."""
+    table = dict(measurement or {})
     if outputs:
         return [
             Measured(out, *(_parts(table.get(out)) if isinstance(table.get(out), Mapping) else ()))
