@@ -127,6 +127,7 @@ def test_comma_separated_pairs_and_outputs_still_read():
     # points typed as name=value pairs
     assert parse_measurement("temperature=35,ratio=0.4") == {"temperature": 35.0, "ratio": 0.4}
     assert parse_measurement("temperature=35,5; ratio=0,4") == {"temperature": 35.5, "ratio": 0.4}
+    assert parse_measurement("a=1;b=2,c=3") == {"a": 1.0, "b": 2.0, "c": 3.0}  # as before
 
 
 def test_cli_add_params_with_commas(tmp_path):

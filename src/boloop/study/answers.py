@@ -130,6 +130,8 @@ def _text_value(text: str) -> Any:
         out: dict[str, Any] = {}
         # pairs are separated by commas, or by semicolons when there is one: "f=1,2; g=0,3"
         parts = s.split(";") if ";" in s else s.split(",")
+        # "a=1;b=2,c=3" (both separators, as before): a part with two pairs splits at commas
+        parts = [q for p in parts for q in (p.split(",") if p.count("=") > 1 else [p])]
         for part in parts:
             if not part.strip():
                 continue
