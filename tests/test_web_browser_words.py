@@ -152,6 +152,7 @@ def test_the_safe_form_names_f_and_g_and_says_the_limit_beside_g(server, phone, 
         assert f_label == "efficacy (f, %), higher is better"
         assert g_label == "side effect (g), must stay at most 1.5"
         assert "side effect (g) ≤ 1.5" in _text(d, "limit")
+        assert "a measured side effect above 1.5 means" in _text(d, "limit")
         d.save_screenshot(str(shots / f"words-{dev}-dose-form.png"))
     laptop.get(f"{base}/studies/dose-plain")  # a space without the keys: as before
     assert laptop.find_element(By.CSS_SELECTOR, "label[for=out-g]").text.startswith("g,")

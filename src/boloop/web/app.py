@@ -967,6 +967,7 @@ def _measurement_words(study: Study) -> dict[str, Any]:
         "field_hints": output_hints(study.family, quantities, settings),
         "goal_text": goal_sentence(study.family, study.method, quantities, settings),
         "limit_label": next((q.label() for q in outputs if q.output == "g" and q.named), "g"),
+        "limit_noun": next((str(q.name) for q in outputs if q.output == "g" and q.named), "g"),
     }
 
 
