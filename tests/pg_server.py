@@ -159,6 +159,45 @@ class PostgresServer:
         self.admin(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
+    def password_role(self, role: str, password: str, database: str | None = None) -> str:
+        """A login role that must give ``password`` (SCRAM) over loopback, although the server
+        trusts everybody else there: a ``pg_hba.conf`` rule for this role alone, put ahead of the
+        trust rules. With ``database``, a fresh database of that name owned by the role. The
+        role's URL (with the password) on ``database`` or ``postgres``."""
+        hba = os.path.join(self.data, "pg_hba.conf")
+        with open(hba, encoding="utf-8") as fh:
+            rules = fh.read()
+        rule = f"host all {role} 127.0.0.1/32 scram-sha-256\n"
+        if rule not in rules:
+            with open(hba, "w", encoding="utf-8") as fh:  # keeps the file's owner and mode
+                fh.write(rule + rules)
+        self.admin(f"CREATE ROLE \"{role}\" LOGIN PASSWORD '{password}'")
+        self.admin("SELECT pg_reload_conf()")
+        self._wait_password_needed(role)
+        if database is not None:
+            self.admin(f'CREATE DATABASE "{database}" OWNER "{role}"')
+        db = database or "postgres"
+        return f"postgresql+psycopg://{role}:{password}@127.0.0.1:{self.port}/{db}"
+
+    def _wait_password_needed(self, role: str, timeout: float = 30.0) -> None:
+        """The server reloads its rules after ``pg_reload_conf()`` returns: wait until it asks
+        ``role`` for its password (a login without one is refused)."""
+        import psycopg
+
+        t_end = time.time() + timeout
+        while True:
+            try:
+                conn = psycopg.connect(
+                    host="127.0.0.1", port=self.port, user=role, dbname="postgres",
+                    password="", connect_timeout=5,
+                )  # fmt: skip
+            except psycopg.OperationalError:
+                return
+            conn.close()
+            if time.time() > t_end:
+                raise RuntimeError(f"the server still lets {role!r} in without a password")
+            time.sleep(0.05)
+
     def close(self) -> None:
         self.stop("fast")
         shutil.rmtree(self.dir, ignore_errors=True)

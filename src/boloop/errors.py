@@ -61,6 +61,15 @@ class StorageUnavailableError(StorageError):
     back (``boloop serve`` answers it with HTTP 503 and ``Retry-After``)."""
 
 
+class StorageAccessError(StorageError):
+    """The storage's database server was reached and refused the URL: a wrong password, a role
+    it does not know or does not let in, a database that does not exist. The user's mistake, not
+    an outage: the same operation fails the same way until the URL (or the server's roles and
+    databases) is corrected, so ``boloop serve`` refuses to start on it and answers HTTP 500
+    (never the outage's 503) if it meets it later. The message names the URL with its password
+    masked and what to check."""
+
+
 class StorageBusyError(StorageUnavailableError):
     """Other writers kept changing the study's log while this operation tried to store (it gave
     way after several tries): nothing was stored, and the same operation may be repeated at once

@@ -41,7 +41,10 @@ PostgreSQL it locks the study's row (``SELECT ... FOR UPDATE``: writers of other
 parallel). A lost connection (a server restart, a network cut) is a
 :class:`~boloop.errors.StorageUnavailableError` (a :class:`StorageError`) saying so; the
 transaction is rolled back by the server, so nothing is half-written, and the pool
-replaces connections the server closed before it hands them out again.
+replaces connections the server closed before it hands them out again. A server that is reached
+but refuses the URL's password (SQLSTATE 28P01), role (28000) or database (3D000), or asks for a
+password the URL does not give, is the user's mistake, not an outage: a
+:class:`~boloop.errors.StorageAccessError` naming the URL (password masked) and what to check.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -59,7 +63,13 @@ from sqlalchemy import event as sa_event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
-from boloop.errors import InvalidInputError, StorageError, StorageUnavailableError, UnknownIdError
+from boloop.errors import (
+    InvalidInputError,
+    StorageAccessError,
+    StorageError,
+    StorageUnavailableError,
+    UnknownIdError,
+)
 from boloop.study.log import (
     EVENT_KINDS,
     Event,
@@ -375,6 +385,92 @@ def _is_connection_error(exc: SQLAlchemyError) -> bool:
     )
 
 
+# -- a server that was reached and said no (the user's mistake, not an outage) -------------------
+#: SQLSTATE -> condition name of the refusals that are the user's to correct
+_REFUSED_STATES = {
+    "28P01": "invalid_password",
+    "28000": "invalid_authorization_specification",
+    "3D000": "invalid_catalog_name",
+}
+#: libpq keeps no SQLSTATE of an error the server sent while a connection was being set up (the
+#: error has no result to read it from): those are recognised by the server's own message, which
+#: names the condition, and only where no SQLSTATE is available. A server whose messages are
+#: translated (``lc_messages``) is not recognised and stays an outage, as before.
+_REFUSED_MESSAGES = (
+    (re.compile(r'password authentication failed for user "'), "28P01"),
+    (re.compile(r'authentication failed for user "'), "28000"),  # peer, ident, ldap, cert ...
+    (re.compile(r'role "[^"]*" (does not exist|is not permitted to log in)'), "28000"),
+    (re.compile(r"no pg_hba\.conf entry for|pg_hba\.conf rejects connection"), "28000"),
+    (re.compile(r'database "[^"]*" does not exist'), "3D000"),
+)
+#: libpq's own word for a server that asks for a password the URL does not give
+_NO_PASSWORD = "no password supplied"
+
+
+def _refused_state(exc: SQLAlchemyError) -> str | None:
+    """The SQLSTATE (``28P01``, ``28000``, ``3D000``) if ``exc`` is a PostgreSQL server's refusal
+    of the URL's password, role or database, ``"no password"`` if it asked for a password the URL
+    does not give; None for anything else (an outage: refused, timed out, lost)."""
+    orig = getattr(exc, "orig", None)
+    if orig is None or not type(orig).__module__.startswith("psycopg"):
+        return None
+    state = getattr(orig, "sqlstate", None)
+    if state is not None:
+        return state if state in _REFUSED_STATES else None
+    if type(orig).__name__ != "OperationalError":
+        return None
+    if getattr(getattr(orig, "pgconn", None), "needs_password", False) is True:
+        return "no password"
+    text = str(orig)
+    for pattern, found in _REFUSED_MESSAGES:
+        if pattern.search(text):
+            return found
+    return "no password" if _NO_PASSWORD in text else None
+
+
+def _refusal_message(display_url: str, url: str, state: str, reason: str) -> str:
+    """What the server refused and what to check, naming ``display_url`` (password masked)."""
+    parsed = sa.engine.make_url(url)
+    user = parsed.username or "(the operating system user)"
+    db = parsed.database or user
+    where = "the database server"
+    if parsed.host:
+        where += f" at {parsed.host}" + (f":{parsed.port}" if parsed.port else "")
+    if state == "28P01":
+        what = (
+            f"{where} refused the password of user {user!r} (SQLSTATE 28P01 invalid_password): "
+            "check the password in the URL (a server that asks for passwords says the same of "
+            "a user it does not know: check the user name too)"
+        )
+    elif state == "28000":
+        what = (
+            f"{where} refused user {user!r} (SQLSTATE 28000 invalid_authorization_specification): "
+            f"check the user name in the URL; the role must exist and be allowed to log in, and "
+            f"the server's pg_hba.conf must let it connect from this machine to database {db!r}"
+        )
+    elif state == "3D000":
+        createdb = "createdb"
+        if parsed.host:
+            createdb += f" -h {parsed.host}"
+        if parsed.port:
+            createdb += f" -p {parsed.port}"
+        if parsed.username:
+            createdb += f" -U {parsed.username}"
+        what = (
+            f"database {db!r} does not exist on {where} (SQLSTATE 3D000 invalid_catalog_name): "
+            f"create it ({createdb} {db}) or correct the database name in the URL"
+        )
+    else:
+        what = (
+            f"{where} asks user {user!r} for a password and none is given: put it in the URL "
+            f"({parsed.drivername}://{parsed.username or 'user'}:PASSWORD@...) or in ~/.pgpass"
+        )
+    return (
+        f"storage {display_url!r}: {what}. The server was reached and said no, so this is no "
+        f"outage: trying again will not help until it is corrected (the server said: {reason})"
+    )
+
+
 class Storage:
     """An open SQL storage: SQLite or PostgreSQL (see the module docstring).
 
@@ -388,8 +484,10 @@ class Storage:
         storage that is never created.
 
     Raises :class:`StorageError` for a file that is not a database, a database with foreign
-    tables, a schema version this boloop does not read, a server that cannot be reached or a
-    driver that is not installed. Nothing is written in those cases.
+    tables, a schema version this boloop does not read, a server that cannot be reached
+    (:class:`StorageUnavailableError`) or refuses the URL's password, role or database
+    (:class:`StorageAccessError`), or a driver that is not installed. Nothing is written in
+    those cases.
     """
 
     def __init__(self, url: str | None = None, create: bool = True) -> None:
@@ -431,6 +529,7 @@ class Storage:
         except StorageError:
             raise
         except SQLAlchemyError as exc:
+            self._raise_if_refused(exc)
             if _is_connection_error(exc):
                 raise StorageUnavailableError(
                     f"storage {self.display_url!r}: cannot connect to the database server: "
@@ -438,6 +537,15 @@ class Storage:
                 ) from exc
             raise StorageError(
                 f"storage {self.display_url!r} cannot be opened as a boloop database: {_reason(exc)}"
+            ) from exc
+
+    def _raise_if_refused(self, exc: SQLAlchemyError) -> None:
+        """:class:`StorageAccessError` if the server refused the URL's password, role or
+        database (the user's mistake: raised before anything is taken for an outage)."""
+        state = _refused_state(exc)
+        if state is not None:
+            raise StorageAccessError(
+                _refusal_message(self.display_url, self.url, state, _reason(exc))
             ) from exc
 
     # -- opening ------------------------------------------------------------------------------
@@ -620,6 +728,7 @@ class Storage:
                 f"({_reason(exc)})"
             ) from exc
         except SQLAlchemyError as exc:
+            self._raise_if_refused(exc)
             if _is_connection_error(exc):
                 raise StorageUnavailableError(
                     f"storage {self.display_url!r}: the connection to the database server was "

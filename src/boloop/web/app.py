@@ -19,7 +19,9 @@ JSON ``{"detail", "error": "storage_unavailable"}``, pages a page that says noth
 to repeat it when the server is reachable (an answer form's page shows what was typed, with a
 button to send it again), and an open study page's poll shows a notice until the database is
 back. The same holds from the start when the database cannot be reached then (:class:`StudyPool`
-keeps trying at every request and sets the storage up once it can).
+keeps trying at every request and sets the storage up once it can). A server that is reached but
+refuses the URL's password, role or database (:class:`~boloop.errors.StorageAccessError`) is no
+outage: a start refuses it, and later it is a 500 that says what to check.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from boloop.errors import (
     BoloopError,
     InvalidInputError,
     QueryStateError,
+    StorageAccessError,
     StorageBusyError,
     StorageUnavailableError,
     UnknownIdError,
@@ -101,7 +104,9 @@ class StudyPool:
     starts all the same: :attr:`waiting` holds the reason, every request that needs the storage
     tries to open it again (:meth:`ready`) and answers the outage's 503 until it opens. Mistakes
     of the user (a malformed URL, a driver that is not installed, a SQLite file in a directory
-    that does not exist, a database that is not boloop's) fail at once as before.
+    that does not exist, a database that is not boloop's, a server that refuses the URL's
+    password, role or database: :class:`~boloop.errors.StorageAccessError`) fail at once as
+    before.
     """
 
     def __init__(self, storage: str | None) -> None:
@@ -127,7 +132,8 @@ class StudyPool:
 
         Raises :class:`StorageUnavailableError` while the database cannot be reached (without
         waiting for a try that another request has under way), and an HTTP 500 if the database,
-        reached at last, is no boloop storage (what a start would have refused).
+        reached at last, is no boloop storage or refuses the URL's password, role or database
+        (what a start would have refused).
         """
         if self.waiting is None:
             return self.url
@@ -379,7 +385,7 @@ def create_app(
     def api_call(name: str, fn: Callable[[Study], Any]) -> Any:
         try:
             return pool.run(name, fn)
-        except StorageUnavailableError:
+        except (StorageUnavailableError, StorageAccessError):
             raise  # 503: the database is down, the request was not bad (storage_unavailable)
         except UnknownIdError as exc:
             raise HTTPException(404, str(exc)) from exc
@@ -416,6 +422,14 @@ def create_app(
         )
         resp.headers.update(headers)
         return resp
+
+    @app.exception_handler(StorageAccessError)
+    async def storage_refused(request: Request, exc: StorageAccessError) -> Response:
+        """The database server, reached, refused the storage URL's password, role or database
+        (changed while serving): a 500 naming what to check, never the outage's 503 (waiting
+        would not help). Nothing was stored."""
+        logger.error("%s %s: %s", request.method, request.url.path, exc)
+        return await http_error(request, HTTPException(500, str(exc)))
 
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Response:
@@ -503,7 +517,7 @@ def create_app(
             study = await run_in_threadpool(
                 lambda: _create_from_form(pool.ready(), values, contents)
             )
-        except StorageUnavailableError:
+        except (StorageUnavailableError, StorageAccessError):
             raise
         except BoloopError as exc:
             return render(
@@ -535,7 +549,7 @@ def create_app(
             ctx = pool.run(name, _page_context)
         except UnknownIdError as exc:
             raise HTTPException(404, str(exc)) from exc
-        except StorageUnavailableError:
+        except (StorageUnavailableError, StorageAccessError):
             raise
         except BoloopError as exc:  # e.g. a log that does not replay (StorageError)
             raise HTTPException(500, str(exc)) from exc
@@ -904,7 +918,7 @@ def _page_context(study: Study) -> dict[str, Any]:
     ask_error = None
     try:
         query = study.ask()
-    except StorageUnavailableError:
+    except (StorageUnavailableError, StorageAccessError):
         raise
     except BoloopError as exc:
         ask_error = str(exc)
@@ -1104,7 +1118,7 @@ def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None]:
         return errors, None
     try:
         study.tell(pending.id, answer, note=note)
-    except (QueryStateError, StorageUnavailableError):
+    except (QueryStateError, StorageUnavailableError, StorageAccessError):
         raise
     except BoloopError as exc:
         field = "value" if kind == "evaluate" and not getattr(pending, "outputs", ()) else "answer"
