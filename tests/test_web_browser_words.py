@@ -250,6 +250,9 @@ def test_after_a_g_above_the_limit_the_page_says_what_comes_next(server, phone, 
     assert "the next query is a setting the model now believes is below the limit" in nxt
     assert "Before you measure it, check that value" in nxt
     assert "stop and check" not in banner.text
+    # nor does the form under it say "stop": it says what to do with a value above the limit
+    assert "stop" not in _text(phone, "limit")
+    assert "check the measurement before you store it" in _text(phone, "limit")
     # the warning is on the phone's screen, not scrolled away by focusing the next form
     top = phone.execute_script(
         "return document.getElementById('study-warnings').getBoundingClientRect().top;"
