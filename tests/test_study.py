@@ -723,6 +723,7 @@ def test_status_and_list(url):
             "answered": 1,
             "open_query": None,
             "last_activity": rows[0]["last_activity"],
+            "continued_as": [],
         }
     ]
     open_id = study.ask().id

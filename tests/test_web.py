@@ -148,7 +148,10 @@ def test_bad_single_value_and_bad_label(url):
     c = _client(url)
     csrf = _csrf(c, "/studies/lev1")
     q = load_study("lev1", storage=url).ask()
-    r = c.post("/studies/lev1/tell", data={"csrf": csrf, "query_id": str(q.id), "value": "1,2"})
+    # "1,2" is 1.2 (a decimal comma); "1,234" could be 1234 or 1.234: refused, saying why
+    r = c.post("/studies/lev1/tell", data={"csrf": csrf, "query_id": str(q.id), "value": "1,234"})
+    assert r.status_code == 400 and 'id="err-value"' in r.text and "ambiguous" in r.text
+    r = c.post("/studies/lev1/tell", data={"csrf": csrf, "query_id": str(q.id), "value": "1 2"})
     assert r.status_code == 400 and 'id="err-value"' in r.text
     assert load_study("lev1", storage=url).n_answered == 0
     make_study("expert", url, answers=0)

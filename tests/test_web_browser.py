@@ -763,7 +763,9 @@ def test_the_expert_page_says_its_recommendation_and_that_lower_is_better(server
     )
     undecided = rec["n_undecided"]
     assert (f"{undecided} still undecided" if undecided else "none still undecided") in text
-    assert not browser.find_elements(By.ID, "goal")
+    # a level set's question at the form: whether the value is above the threshold
+    goal = browser.find_element(By.CSS_SELECTOR, "#answer-form #goal").text
+    assert goal.startswith(f"Is the measured value above {rec['threshold']:g} here?")
 
 
 def test_a_preference_study_recommends_nothing_before_its_first_answer(server, browser, shots):

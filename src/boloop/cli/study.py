@@ -253,11 +253,33 @@ def _ask(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(q.to_dict()))
     else:
+        if study.description:
+            print(study.description)
         print(q.prompt())
+        for line in _measure_lines(study, q):
+            print(f"  {line}")
         print(
             f"answer with: boloop study tell {_quote(study.name)} {q.id} {_answer_hint(q, False)}"
         )
     return 0
+
+
+def _measure_lines(study: Study, q: Any) -> list[str]:
+    """What the person measuring must know (:mod:`boloop.study.measured`): a level set's
+    question, the better direction, the safe family's limit beside ``g``."""
+    from boloop.study.measured import goal_sentence, output_hints
+
+    if q.kind != "evaluate":
+        return []
+    quantities = study.measured()
+    settings = getattr(study.problem, "settings", {}) or {}
+    goal = goal_sentence(study.family, study.method, quantities, settings)
+    hints = output_hints(study.family, quantities, settings)
+    lines = [goal] if goal else []
+    said = [f"{m.label()}: {hints[m.output]}" for m in quantities if m.output in hints]
+    if said:
+        lines.append("; ".join(said))
+    return lines
 
 
 def _tell(args: argparse.Namespace) -> int:
@@ -370,12 +392,23 @@ def status_lines(st: dict[str, Any], labels: Sequence[str] | None = None) -> lis
         parts.append(f"of which {c['added']} added as your own data")
     lines = [
         f"study {st['name']!r}: method {st['method']} ({st['family']} family), seed {st['seed']}",
+        *([f"  description:    {st['description']}"] if st.get("description") else []),
+        *(
+            [
+                f"  continued as:   {', '.join(map(repr, st['continued_as']))}, which took all "
+                "its answers: answer there (answers given here now are not carried over)"
+            ]
+            if st.get("continued_as")
+            else []
+        ),
         f"  storage:        {st['storage']}",
         f"  answers:        {st['answered']} in effect ({', '.join(parts) or 'none yet'}); "
         f"{st['withdrawn']} withdrawn",
         f"  iteration:      {st['iteration']} ({st['method']}'s own count; {st['iteration_meaning']})",
     ]
-    lines[1:1] = [f"  WARNING: {w}" for w in st.get("warnings") or []]
+    lines[1:1] = [f"  WARNING: {w}" for w in st.get("warnings") or []] + (
+        [f"  {st['over_limit_next']}"] if st.get("over_limit_next") else []
+    )
     hz = st.get("horizon")
     if hz:
         where = {
@@ -539,6 +572,7 @@ def _list(args: argparse.Namespace) -> int:
         print(
             f"{r['name']}\t{r['family']}\t{r['method']}\t{r['problem']}\t{_n(r['answered'], 'answer')}"
             f"\tcreated {r['created_at']}"
+            + (f"\tcontinued as {', '.join(r['continued_as'])}" if r.get("continued_as") else "")
         )
     return 0
 

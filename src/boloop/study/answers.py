@@ -16,12 +16,18 @@ tell``, the ``boloop study run`` prompt and the web page (which imports :func:`p
 :func:`parse_answer` turns a Python value or a string into the value the query's
 ``validate_answer`` accepts, and raises :class:`boloop.errors.AnswerTypeError` naming the query
 otherwise.
+
+A measured value may use a comma as its decimal mark (:func:`read_number`): ``723,4`` and
+``0,05`` read as 723.4 and 0.05, as a phone's decimal keypad in much of Europe types them. A
+comma that could as well separate thousands (``1,234``: 1234 or 1.234?) is refused, saying why
+and how to write it, as is a number with several commas or with both a point and a comma.
 """
 
 from __future__ import annotations
 
 import json
 import numbers
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,11 +40,13 @@ __all__ = [
     "DUEL_WORDS",
     "LABEL_HINT",
     "LABEL_WORDS",
+    "NumberTextError",
     "answer_text",
     "parse_answer",
     "parse_duel",
     "parse_label",
     "parse_measurement",
+    "read_number",
 ]
 
 #: the words of a label answer: accept (True) and reject (False)
@@ -67,8 +75,50 @@ def parse_duel(text: str) -> int | None:
     return _DUEL.get(text.strip().lower()) if isinstance(text, str) else None
 
 
+class NumberTextError(AnswerTypeError):
+    """A typed number whose comma does not say what it is (:func:`read_number`); the message
+    says why and how to write it."""
+
+
+#: a number written with one comma as its decimal mark: ``723,4``, ``-0,05``, ``,5``
+_COMMA_DECIMAL = re.compile(r"[+-]?\d*,\d+")
+#: ... that could as well be a thousands separator: 1-3 digits (not a lone 0), then 3 digits
+_COMMA_THOUSANDS = re.compile(r"[+-]?[1-9]\d{0,2},\d{3}")
+
+
+def read_number(text: str) -> float | None:
+    """The number ``text`` writes, with a point or a single comma as its decimal mark; None if
+    it is no number. Raises :class:`NumberTextError` saying why for a comma that does not tell:
+    ``1,234`` (thousands separator or decimal comma?), ``1,234,5``, ``1.234,5``.
+
+    ``nan`` and ``inf`` read as numbers here; the query refuses them (they are not measured)."""
+    s = text.strip()
+    try:
+        return float(s)
+    except ValueError:
+        pass
+    if "," not in s:
+        return None
+    if _COMMA_THOUSANDS.fullmatch(s):
+        whole, frac = s.split(",")
+        raise NumberTextError(
+            f"{s!r} is ambiguous: is the comma a thousands separator ({whole}{frac}) or a "
+            f"decimal comma ({whole}.{frac})? Write {whole}{frac} or {whole}.{frac}"
+        )
+    if _COMMA_DECIMAL.fullmatch(s):
+        return float(s.replace(",", "."))
+    body = s.lstrip("+-")
+    if body.replace(",", "").replace(".", "").isdigit():  # digits with several marks
+        raise NumberTextError(
+            f"cannot read {s!r} as one number: write it without thousands separators, with a "
+            "decimal point or a single decimal comma (1234.5 or 1234,5)"
+        )
+    return None
+
+
 def _text_value(text: str) -> Any:
-    """A typed value from text: JSON if it parses, ``k=v,k=v`` pairs, else the stripped text."""
+    """A typed value from text: JSON if it parses, ``k=v,k=v`` pairs (``k=v; k=v`` when a value
+    has a decimal comma), a number (:func:`read_number`), else the stripped text."""
     s = text.strip()
     if not s:
         return s
@@ -78,23 +128,29 @@ def _text_value(text: str) -> Any:
         pass
     if "=" in s:
         out: dict[str, Any] = {}
-        for part in s.replace(";", ",").split(","):
+        # pairs are separated by commas, or by semicolons when there is one: "f=1,2; g=0,3"
+        parts = s.split(";") if ";" in s else s.split(",")
+        # "a=1;b=2,c=3" (both separators, as before): a part with two pairs splits at commas
+        parts = [q for p in parts for q in (p.split(",") if p.count("=") > 1 else [p])]
+        for part in parts:
             if not part.strip():
                 continue
             key, sep, val = part.partition("=")
             if not sep or not key.strip():
-                raise AnswerTypeError(f"cannot read {text!r}: expected name=value pairs")
-            try:
-                out[key.strip()] = float(val)
-            except ValueError as exc:
-                raise AnswerTypeError(
-                    f"cannot read {text!r}: {val.strip()!r} is not a number"
-                ) from exc
+                hint = (
+                    " (a value with a decimal comma? separate the pairs with ';': "
+                    "a=1,2; b=0,3, or write a=1.2, b=0.3)"
+                    if ";" not in s and key.strip().isdigit()
+                    else ""
+                )
+                raise AnswerTypeError(f"cannot read {text!r}: expected name=value pairs{hint}")
+            number = read_number(val)
+            if number is None:
+                raise AnswerTypeError(f"cannot read {text!r}: {val.strip()!r} is not a number")
+            out[key.strip()] = number
         return out
-    try:
-        return float(s)  # 'nan', 'inf' parse here and are refused by validate_answer
-    except ValueError:
-        return s
+    number = read_number(s)  # 'nan', 'inf' parse here and are refused by validate_answer
+    return s if number is None else number
 
 
 def parse_measurement(value: Any, what: str = "value") -> float | dict[str, float]:
@@ -117,6 +173,22 @@ def parse_measurement(value: Any, what: str = "value") -> float | dict[str, floa
     raise AnswerTypeError(f"{what} must be a number or named numbers, got {value!r}")
 
 
+def _output_parts(text: str, n: int) -> list[str] | None:
+    """The ``n`` values of a query with several outputs typed in one line, or None: separated
+    by spaces (each may have a decimal comma: ``1,2 0,3``), else by commas (``1.2,0.3``)."""
+    if n < 2:
+        return None
+    spaced = text.split()
+    if len(spaced) == n:
+        try:
+            if all(read_number(p) is not None for p in spaced):
+                return spaced
+        except AnswerTypeError:
+            pass
+    parts = text.replace(",", " ").split()
+    return parts if len(parts) == n else None
+
+
 def parse_answer(query: Query, answer: Any) -> Any:
     """The validated answer to ``query`` from a Python value or typed text.
 
@@ -126,8 +198,8 @@ def parse_answer(query: Query, answer: Any) -> Any:
     """
     if isinstance(query, Evaluate):
         if isinstance(answer, str):
-            parts = answer.replace(",", " ").split()
-            if query.outputs and len(parts) == len(query.outputs) and "=" not in answer:
+            parts = _output_parts(answer, len(query.outputs))
+            if query.outputs and parts is not None and "=" not in answer:
                 answer = dict(zip(query.outputs, (_text_value(p) for p in parts)))
             else:
                 answer = _text_value(answer)

@@ -37,7 +37,7 @@ from boloop.study.replay import decode_answer, decode_query, effective_events
 if TYPE_CHECKING:
     from boloop.study.core import Study
 
-__all__ = ["CarriedAnswer", "carried_answers", "create_from"]
+__all__ = ["CarriedAnswer", "carried_answers", "continued_from", "continuations", "create_from"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +54,36 @@ class CarriedAnswer:
     seq: int
     note: str | None
     given_at: str | None = None
+
+
+def continued_from(config: Mapping[str, Any], storage_url: str) -> str | None:
+    """The name of the study that a study with ``created`` payload ``config``, stored in
+    ``storage_url``, continues, if that study is in the same storage; None otherwise."""
+    origin = config.get("from_study")
+    if not isinstance(origin, Mapping) or not isinstance(origin.get("study"), str):
+        return None
+    return origin["study"] if origin.get("storage") == safe_url(storage_url) else None
+
+
+def continuations(store: Any, name: str) -> list[str]:
+    """The studies of ``store`` that continue study ``name`` (``create_study(NEW,
+    from_study=name)``), oldest first.
+
+    A continuation is recorded in the *new* study only (its ``created`` event's
+    ``from_study``); the old study's log is never written to, so a boloop that predates this
+    reads it unchanged (an event kind it does not know would make it refuse the whole study). So
+    they are found by reading the ``created`` event of every study created after ``name`` in the
+    same storage. A continuation stored in another storage (``--from-storage``) is not seen
+    from the old one."""
+    names = [n for n, _ in store.study_names()]
+    if name not in names:
+        return []
+    out = []
+    for other in names[names.index(name) + 1 :]:
+        events = store.events(store.study_id(other))
+        if events and continued_from(events[0].payload, store.url) == name:
+            out.append(other)
+    return out
 
 
 def carried_answers(events: list[Event], name: str) -> list[CarriedAnswer]:
@@ -252,6 +282,8 @@ def create_from(
             problem = config["problem"]
         else:
             space = config.get("space")
+            if space is not None and config.get("measurement"):  # kept beside the space
+                space = {**space, "measurement": config["measurement"]}
     merged = dict(config.get("options") or {}) if same_method else {}
     merged.update(options or {})
     if seed is None:

@@ -27,7 +27,7 @@ import platform
 import secrets
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +49,10 @@ from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query
 from boloop.recommendations import BestPoint, SafeRecommendation
 from boloop.spaces import Box, CandidateSet, SafeSpace, Space, params_text
 from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_measurement
+from boloop.study.carry import continuations, continued_from
 from boloop.study.log import Event, SeqConflict, safe_url
+from boloop.study.measured import Measured
+from boloop.study.measured import measured as measured_values
 from boloop.study.naming import MAX_NOTE_CHARS as MAX_NOTE_CHARS  # moved; importable here too
 from boloop.study.naming import _check_name, _check_note, _json_options
 from boloop.study.pinning import pinned_defaults, policy_options
@@ -125,6 +128,8 @@ class StudyQuery:
     a_label: str | None = None
     b_label: str | None = None
     calibration: bool = False
+    #: what is measured, in words (the space file's ``[measurement]``; empty: not named)
+    measured: tuple[Measured, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "kind": self.kind}
@@ -160,7 +165,11 @@ class StudyQuery:
             if self.calibration:
                 text += f"\n  ({CALIBRATION_NOTE})"
             return text
-        what = f"the values {', '.join(self.outputs)}" if self.outputs else "the value"
+        if any(m.named for m in self.measured):
+            what = " and ".join(m.label() for m in self.measured)
+            what = what if self.outputs else f"the {what}"
+        else:
+            what = f"the values {', '.join(self.outputs)}" if self.outputs else "the value"
         return f"query {self.id}: measure {what} at {fmt(self.params, self.label)}"
 
 
@@ -263,6 +272,8 @@ class Study(StudyReplay, StudySnapshots):
         self._stale = False  # True: the in-memory state may be ahead of storage; reload first
         self._snapshot_off = False
         self._snapshot_cost = 0.0
+        #: (the storage's study list, the studies continuing this one) of continued_as()
+        self._continued: tuple[tuple[Any, ...], list[str]] | None = None
         self._generation = 0  # counts the policies _rebuild made (a readout's key names one)
         self._readout: PolicyReadout | None = None
         self._readout_lock = threading.RLock()
@@ -517,10 +528,16 @@ class Study(StudyReplay, StudySnapshots):
         paper defines it; ``options``: the options given at creation; ``horizon`` (methods that
         plan for a number of answers, MR-LPF's T: ``value``, ``source``, ``left``);
         ``settings``: the method's settings in effect (its ``describe()``, defaults included);
-        ``open_query``, ``recommendation`` (in parameter names), ``recommendation_meaning``,
+        ``open_query``, ``recommendation`` (in parameter names; None before the first answer in
+        effect: a method's favourite before any data names nothing), ``recommendation_meaning``,
         ``last_answers`` (the last ``last`` history rows); ``warnings``: what a person must not
         miss (a measured value over a safety limit; a method that is stuck); ``stuck``: the last
-        of these on its own (None while the method makes progress), a notice rather than an alarm.
+        of these on its own (None while the method makes progress), a notice rather than an alarm
+        (once the study was continued, it names the continuation instead of the command that
+        makes one); ``description``: the space file's description (or None); ``continued_as``:
+        the studies of this storage that continue this one (:meth:`continued_as`);
+        ``over_limit_next``: with a measured value over a safety limit, what the method does next
+        and what to check before measuring again (None otherwise).
 
         ``keep_policy=False``, for a process that ends after the status (``boloop study
         status``): the recommendation and settings are read from the live policy itself, not a
@@ -560,12 +577,17 @@ class Study(StudyReplay, StudySnapshots):
         rec_meaning = policy.recommendation_meaning
         # recommend() and describe() on a copy: lazy fits may draw random numbers (see recommend)
         with self.readout(keep_policy=keep_policy) as r:
-            try:
-                rec = self._recommendation(r)
-            except (BoloopError, NotImplementedError) as exc:  # e.g. no data yet
-                rec = f"not available yet ({exc})"
+            if not answers:  # a method's favourite before any answer is no recommendation
+                rec = None
+            else:
+                try:
+                    rec = self._recommendation(r)
+                except (BoloopError, NotImplementedError) as exc:  # e.g. no data yet
+                    rec = f"not available yet ({exc})"
             described = dict(r.described)
-        stuck, alarms = self._stuck(described), self._over_limit(described)
+        continued = self.continued_as()
+        stuck, alarms = self._stuck(described, continued), self._over_limit(described)
+        after_alarms = self._after_over_limit(described)
         # the study's counts and iteration are shown once, in the study's vocabulary
         for key in _NOT_SETTINGS:
             described.pop(key, None)
@@ -580,6 +602,8 @@ class Study(StudyReplay, StudySnapshots):
             "method": self.method,
             "family": self.family,
             "seed": self.seed,
+            "description": self.description,
+            "continued_as": continued,
             "storage": safe_url(self.storage_url),
             "answered": len(answers),
             **live,
@@ -590,6 +614,7 @@ class Study(StudyReplay, StudySnapshots):
             "recommendation_meaning": rec_meaning,
             "last_answers": [self._row(e) for e in answers[-last:]] if last else [],
             "warnings": [*alarms, *([stuck] if stuck else [])],
+            "over_limit_next": after_alarms,
             "stuck": stuck,
         }
 
@@ -692,14 +717,47 @@ class Study(StudyReplay, StudySnapshots):
                 )
         return out
 
-    def _stuck(self, described: Mapping[str, Any]) -> str | None:
+    def _after_over_limit(self, described: Mapping[str, Any]) -> str | None:
+        """What the method does after a measured g above the limit and what to check before
+        measuring again, in words (a status's ``over_limit_next``); None when no value is over.
+        Only says what the method does (M-SafeOpt's certified set, eq. 14: a setting whose
+        measured g exceeds h, and every higher level of the monotone parameter at its other
+        values, is no longer certified); it changes nothing."""
+        entries = described.get("over_limit") or []
+        if not entries:
+            return None
+        mono = self.space.names[0] if isinstance(self.space, SafeSpace) else None
+        lowest = float(self.space.s_values[0]) if isinstance(self.space, SafeSpace) else None
+        others = ", ".join(self.space.names[1:])
+        higher = f", nor a higher {mono} with the same {others}" if mono else ", nor higher ones"
+        check = (
+            "Before you measure it, check that value (typed right? the instrument? did the "
+            "process change?) and that the limit is the right one; if the value was a mistake "
+            "and is the last answer, undo it and store the right one."
+        )
+        if lowest is not None and all(
+            float(np.asarray(e["point"], dtype=np.float64)[0]) == lowest for e in entries
+        ):
+            return (
+                f"What happens next: the method assumes the lowest {mono} is safe and may still "
+                f"propose settings there. {check}"
+            )
+        return (
+            "What happens next: the next query is a setting the model now believes is below "
+            f"the limit; the method will not propose that setting again{higher}. " + check
+        )
+
+    def _stuck(self, described: Mapping[str, Any], continued: Sequence[str] = ()) -> str | None:
         """A safe method that cannot certify more (``describe()["stall"]``), in words, with the
-        command that continues the study with the option that may help; None otherwise."""
+        command that continues the study with the option that may help (or, once the study was
+        continued, the name of the study that continues it); None otherwise."""
         stall = described.get("stall")
         if isinstance(stall, Mapping) and stall.get("message"):
             text = str(stall["message"])
             floor = stall.get("suggested_min_lengthscale_g")
-            if floor is not None:  # a study's options are fixed: a new study carries the answers
+            if continued:
+                text += f" This study was continued as {', '.join(map(repr, continued))}."
+            elif floor is not None:  # a study's options are fixed: a new study carries the answers
                 n = self.n_answered
                 text += (
                     f" A study keeps the options it was created with: to go on with "
@@ -922,7 +980,34 @@ class Study(StudyReplay, StudySnapshots):
             outputs=tuple(getattr(q, "outputs", ())),
             label=self._label(q.index),
             calibration=bool(getattr(q, "calibration", False)),
+            measured=tuple(self.measured()) if q.kind == "evaluate" else (),
         )
+
+    def continued_as(self) -> list[str]:
+        """The studies of this storage that continue this one (``create_study(NEW,
+        from_study=...)``, ``boloop study create NEW --from ...``), oldest first
+        (:func:`boloop.study.carry.continuations`); read again only when the storage's list of
+        studies changes."""
+        key = tuple(self._storage.study_names())
+        if self._continued is None or self._continued[0] != key:
+            self._continued = (key, continuations(self._storage, self.name))
+        return list(self._continued[1])
+
+    @property
+    def description(self) -> str | None:
+        """The space file's ``description`` (what the study is, for people), or None."""
+        text = (self.config.get("space") or {}).get("description")
+        return str(text) if text else None
+
+    def measured(self) -> list[Measured]:
+        """What is measured at each query, in words (:mod:`boloop.study.measured`): one entry
+        per output (the safe family's ``f`` and ``g``) or one for the measured value; names and
+        units come from the space file's ``[measurement]`` (None where it gives none)."""
+        outputs = tuple((getattr(self.problem, "settings", None) or {}).get("outputs") or ())
+        table = self.config.get("measurement") or (self.config.get("space") or {}).get(
+            "measurement"
+        )
+        return measured_values(table, outputs)
 
     def _row(self, ev: Event) -> dict[str, Any]:
         answer = decode_answer(ev.payload.get("answer"))
@@ -1274,6 +1359,11 @@ def create_study(
         config["space"] = pin_defaults(doc, family)
         check_family_keys(config["space"], family, method)
         check_safety_limit(config["space"], family, config["options"])
+        if config["space"].get("measurement"):
+            build_experiment(config["space"], family, name=name)  # does it fit the outputs?
+            # shown to people only, and kept beside the space: a boloop that predates the key
+            # still loads the study (its space reader refuses a key it does not know)
+            config["measurement"] = config["space"].pop("measurement")
     read = _check_buildable(method, config)  # before the storage: a refused study creates nothing
     config["pinned_defaults"] = pinned_defaults(
         method, _problem_from_config(config), int(seed), config["options"], read
@@ -1394,14 +1484,19 @@ def load_study(name: str, storage: str | None = None, *, full_replay: bool = Fal
 
 def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
     """The studies in a storage: ``name``, ``created_at``, ``method``, ``family``, ``answered``,
-    ``open_query`` (the id of the query asked and not answered, or None) and ``last_activity``
-    (the time of the last event), read from the log without replaying it."""
+    ``open_query`` (the id of the query asked and not answered, or None), ``last_activity``
+    (the time of the last event) and ``continued_as`` (the studies of this storage that continue
+    it, :meth:`Study.continued_as`), read from the logs without replaying them."""
     store = _open_existing(storage)
     out = []
+    continued: dict[str, list[str]] = {}
     for name, created in store.study_names():
         sid = store.study_id(name)
         events = store.events(sid)
         cfg = events[0].payload if events else {}
+        origin = continued_from(cfg, store.url)
+        if origin is not None:
+            continued.setdefault(origin, []).append(name)
         effective = effective_events(events, name)
         answered = len([e for e in effective if e.kind in ("told", "added")])
         told = {e.query_id for e in effective if e.kind == "told"}
@@ -1418,4 +1513,6 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
                 "last_activity": events[-1].created_at if events else created,
             }
         )
+    for row in out:
+        row["continued_as"] = continued.get(row["name"], [])
     return out

@@ -1099,7 +1099,8 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
         for (s, x), gv in zip(X, g):
             p.dot(x, s, _GREEN if gv <= h else _RED, title=f"g={_fmt(gv)} (h={_fmt(h)})")
         items += [(_GREEN, "measured g <= h"), (_RED, "measured g > h")]
-        rpt = _rec_point(study, rec)
+        # a method's favourite before any answer is no recommendation: no star
+        rpt = _rec_point(study, rec) if hist else None
         if rpt is not None:
             p.star(float(rpt[1]), float(rpt[0]), "recommendation")
             items.append(("#ffd700", "recommendation"))

@@ -25,6 +25,11 @@ file with the same keys):
 
     threshold = 0.5      # level-set family: the level h of {x : f(x) > h}
 
+    description = "..."  # optional: what the study is, shown to people
+    [measurement]        # optional: what is measured, shown to people (boloop.study.measured)
+    name = "hardness"    # a safe study names f and g: [measurement.f], [measurement.g]
+    unit = "HV"
+
     # safe family (M-SafeOpt): the monotone parameter, the safety threshold h, safe starts
     monotone = "dose"    # its lowest value is the safe starting level (Sec. 2 of the paper):
     h = 0.9              # (dose_min, x) must be safe (g <= h) for every x
@@ -66,6 +71,7 @@ from boloop.spaces import (
     grid_point,
     grid_points_per_axis,
 )
+from boloop.study.measured import check_measurement_outputs, normalise_measurement
 from boloop.study.media import check_media, embed_media, is_media_name
 
 __all__ = [
@@ -101,6 +107,7 @@ _KNOWN_KEYS = {
     "safe_seeds",
     "settings",
     "description",
+    "measurement",
 }
 
 
@@ -337,6 +344,8 @@ def normalise_space(doc: Mapping[str, Any]) -> dict[str, Any]:
         out["family"] = str(doc["family"])
     if doc.get("description"):
         out["description"] = str(doc["description"])
+    if doc.get("measurement") is not None:  # shown to people only (boloop.study.measured)
+        out["measurement"] = normalise_measurement(doc["measurement"])
     if doc.get("threshold") is not None:
         out["threshold"] = _number(doc["threshold"], "threshold")
     if doc.get("monotone") is not None:
@@ -561,6 +570,8 @@ def build_experiment(
             space = Box([b[0] for b in bounds], [b[1] for b in bounds], names=names)
     if "threshold" in spec:
         settings["threshold"] = spec["threshold"]
+    if spec.get("measurement"):
+        check_measurement_outputs(spec["measurement"], tuple(settings.get("outputs") or ()))
     missing = [k for k in traits.required_settings if k not in settings]
     if missing:
         raise InvalidInputError(

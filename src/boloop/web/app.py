@@ -67,8 +67,9 @@ from boloop.errors import (
 )
 from boloop.spaces import format_value, params_text
 from boloop.study import Study, create_study, list_studies, load_study
-from boloop.study.answers import parse_measurement
+from boloop.study.answers import NumberTextError, parse_measurement
 from boloop.study.core import undecided_text
+from boloop.study.measured import goal_sentence, output_hints
 from boloop.study.media import media_file, media_index
 from boloop.study.pictures import growth_svg, model_svg, pictures, progress_svg
 from boloop.study.storage import open_storage, resolve_storage, safe_url
@@ -990,9 +991,38 @@ def _page_context(study: Study) -> dict[str, Any]:
         "study_warnings": [w for w in st.get("warnings") or [] if w != st.get("stuck")],
         # a method that no longer makes progress: a notice, not the alarm above
         "study_stuck": st.get("stuck"),
+        "continued_as": st.get("continued_as") or [],
+        "over_limit_next": st.get("over_limit_next"),
         "goal": family_traits(study.family).measured_goal,
+        **_measurement_words(study),
     }
     return ctx
+
+
+def _measurement_words(study: Study) -> dict[str, Any]:
+    """What the page says about what to measure (:mod:`boloop.study.measured`): the space's
+    ``description``; the heading's ``measure_what`` ("the hardness (HV)", "efficacy and side
+    effect"; "the value", "f and g" when the space names nothing); each field's label
+    (``field_labels``: "value" or an output's name) and hint (``field_hints``: "must stay at
+    most 1.5"); ``goal_text``, the level set's question or the better direction."""
+    quantities = study.measured()
+    settings = getattr(study.problem, "settings", {}) or {}
+    outputs = [q for q in quantities if q.output]
+    if outputs:
+        what = " and ".join(q.name or str(q.output) for q in outputs)
+    else:
+        what = f"the {quantities[0].name or 'value'}" + (
+            f" ({quantities[0].unit})" if quantities[0].named and quantities[0].unit else ""
+        )
+    return {
+        "description": study.description,
+        "measure_what": what,
+        "field_labels": {q.output or "value": q.label() for q in quantities},
+        "field_hints": output_hints(study.family, quantities, settings),
+        "goal_text": goal_sentence(study.family, study.method, quantities, settings),
+        "limit_label": next((q.label() for q in outputs if q.output == "g" and q.named), "g"),
+        "limit_noun": next((str(q.name) for q in outputs if q.output == "g" and q.named), "g"),
+    }
 
 
 def _recommendation_view(
@@ -1115,6 +1145,8 @@ def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None]:
                     errors["value"] = f"the value must be a number, got {answer.strip()!r}"
                 elif not math.isfinite(v):
                     errors["value"] = f"the value must be a finite number, got {answer.strip()!r}"
+            except NumberTextError as exc:  # a comma that does not say what it is: say why
+                errors["value"] = str(exc)
             except BoloopError:
                 errors["value"] = f"the value must be a number, got {answer.strip()!r}"
         else:
@@ -1123,6 +1155,9 @@ def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None]:
                 text = str(form.get(f"out.{out}", ""))
                 try:
                     v = parse_measurement(text, out)
+                except NumberTextError as exc:
+                    errors[f"out.{out}"] = f"{out}: {exc}"
+                    continue
                 except BoloopError:
                     v = None
                 if not isinstance(v, float):

@@ -1,0 +1,247 @@
+"""What a study says to the person measuring (session 13's web trial): the measured quantity
+and the study's description, a decimal comma, no recommendation before the first answer, a
+continued study, what follows a g above the limit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from boloop.algorithms.registry import FAMILY_DEFAULTS
+from boloop.errors import AnswerTypeError, InvalidInputError
+from boloop.study import create_study, list_studies, load_study
+from boloop.study.answers import parse_answer, parse_measurement
+from cli_runner import run_cli
+from study_samples import make_study, reactor_space, reactor_truth
+
+COATING = {
+    "description": "Vickers hardness of the coated coupon, 3 indents averaged",
+    "threshold": 650.0,
+    "measurement": {"name": "hardness", "unit": "HV"},
+    "parameters": [
+        {"name": "temperature", "low": 150.0, "high": 250.0, "grid": 21, "unit": "°C"},
+        {"name": "speed", "low": 10.0, "high": 50.0, "grid": 9, "unit": "mm/s"},
+    ],
+}
+DOSE = {
+    "description": "Dose finding",
+    "monotone": "dose",
+    "h": 1.5,
+    "measurement": {"f": {"name": "efficacy", "unit": "%"}, "g": {"name": "side effect"}},
+    "parameters": [
+        {"name": "dose", "low": 0.0, "high": 100.0, "grid": 11, "unit": "mg"},
+        {"name": "timing", "low": 0.0, "high": 24.0, "grid": 5, "unit": "h"},
+    ],
+}
+
+#: the same spaces without the keys of finding 1 (what older studies have)
+PLAIN_COATING = {k: v for k, v in COATING.items() if k not in ("measurement", "description")}
+PLAIN_DOSE = {k: v for k, v in DOSE.items() if k not in ("measurement", "description")}
+
+
+# -- 1. what to measure --------------------------------------------------------------------------
+def test_the_prompt_names_the_quantity_and_the_status_the_description():
+    coat = create_study("coat", "lse", COATING, storage="memory://w1", seed=0)
+    q = coat.ask()
+    assert q.prompt().startswith(f"query {q.id}: measure the hardness (HV) at temperature=")
+    assert coat.status()["description"] == COATING["description"]
+    dose = create_study("dose", "m-safeopt", DOSE, storage="memory://w1", seed=0)
+    assert "measure efficacy (f, %) and side effect (g) at dose=" in dose.ask().prompt()
+    # answers are stored under the outputs' own names, as before
+    q = dose.ask()
+    dose.tell(q.id, "f=1.0,g=0.2")
+    assert dose.history()[-1]["answer"] == {"f": 1.0, "g": 0.2}
+
+
+def test_a_study_without_the_keys_says_what_it_said():
+    dose = create_study("dose", "m-safeopt", PLAIN_DOSE, storage="memory://w2", seed=0)
+    q = dose.ask()
+    assert (
+        q.prompt()
+        == f"query {q.id}: measure the values f, g at dose=0, timing={q.params['timing']:g}"
+    )
+    assert dose.status()["description"] is None
+
+
+@pytest.mark.parametrize(
+    ("method", "space", "word"),
+    [
+        # one measured value: tables per output are refused, and the other way round
+        ("lse", {**COATING, "measurement": {"f": {"name": "x"}}}, "measures one value"),
+        ("m-safeopt", {**DOSE, "measurement": {"name": "efficacy"}}, "[measurement.f]"),
+        ("m-safeopt", {**DOSE, "measurement": {"h": {"name": "x"}}}, "does not measure"),
+        ("lse", {**COATING, "measurement": {"name": "x", "colour": "red"}}, "keys ['colour']"),
+        ("lse", {**COATING, "measurement": {"name": "x", "g": {"name": "y"}}}, "mixes"),
+    ],
+)
+def test_a_measurement_that_does_not_fit_the_method_is_refused(method, space, word):
+    with pytest.raises(InvalidInputError) as err:
+        create_study("x", method, space, storage="memory://w3", seed=0)
+    assert word in str(err.value)
+
+
+def test_the_cli_ask_says_the_quantity_threshold_and_limit(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    create_study("coat", "lse", COATING, storage=url, seed=0)
+    create_study("dose", "m-safeopt", DOSE, storage=url, seed=0)
+    out = run_cli(["study", "ask", "coat", "--storage", url], cwd=tmp_path).stdout
+    assert out.startswith(COATING["description"] + "\n")
+    assert "measure the hardness (HV) at" in out
+    assert "Is the hardness above 650 HV here?" in out
+    out = run_cli(["study", "ask", "dose", "--storage", url], cwd=tmp_path).stdout
+    assert "efficacy (f, %): higher is better; side effect (g): must stay at most 1.5" in out
+    out = run_cli(["study", "status", "coat", "--storage", url], cwd=tmp_path).stdout
+    assert f"description:    {COATING['description']}" in out
+
+
+# -- 2. a decimal comma --------------------------------------------------------------------------
+@pytest.mark.parametrize(("text", "value"), [("723,4", 723.4), ("0,05", 0.05), ("-1,5", -1.5),
+                                             ("1234,5", 1234.5), ("0,234", 0.234)])  # fmt: skip
+def test_a_single_decimal_comma_is_read(text, value):
+    assert parse_measurement(text) == value
+    study = create_study("c", "lse", PLAIN_COATING, storage=f"memory://w4-{text}", seed=0)
+    q = study.ask()
+    study.tell(q.id, text)
+    assert study.history()[-1]["answer"] == value
+
+
+@pytest.mark.parametrize(("text", "word"), [("1,234", "ambiguous"), ("12,345", "ambiguous"),
+                                            ("1,234,5", "thousands"), ("1.234,5", "thousands")])  # fmt: skip
+def test_an_ambiguous_comma_is_refused_saying_why(text, word):
+    with pytest.raises(AnswerTypeError) as err:
+        parse_measurement(text)
+    assert word in str(err.value) and "write" in str(err.value).lower()
+
+
+def test_comma_separated_pairs_and_outputs_still_read():
+    study = create_study("d", "m-safeopt", PLAIN_DOSE, storage="memory://w5", seed=0)
+    q = study.ask().query
+    assert parse_answer(q, "f=1.2,g=0.3") == {"f": 1.2, "g": 0.3}
+    assert parse_answer(q, "1.2,0.3") == {"f": 1.2, "g": 0.3}
+    assert parse_answer(q, "1.2, 0.3") == {"f": 1.2, "g": 0.3}
+    # decimal commas: the pairs separated by ';', the two values by a space
+    assert parse_answer(q, "f=1,2; g=0,3") == {"f": 1.2, "g": 0.3}
+    assert parse_answer(q, "1,2 0,3") == {"f": 1.2, "g": 0.3}
+    with pytest.raises(AnswerTypeError, match="separate the pairs with ';'"):
+        parse_answer(q, "f=1,2,g=0,3")
+    # points typed as name=value pairs
+    assert parse_measurement("temperature=35,ratio=0.4") == {"temperature": 35.0, "ratio": 0.4}
+    assert parse_measurement("temperature=35,5; ratio=0,4") == {"temperature": 35.5, "ratio": 0.4}
+    assert parse_measurement("a=1;b=2,c=3") == {"a": 1.0, "b": 2.0, "c": 3.0}  # as before
+
+
+def test_cli_add_params_with_commas(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    create_study("coat", "lse", PLAIN_COATING, storage=url, seed=0)
+    done = run_cli(
+        ["study", "add", "coat", "temperature=200,speed=30", "700,5", "--storage", url],
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    row = load_study("coat", storage=url).history()[-1]
+    assert row["params"] == {"temperature": 200.0, "speed": 30.0} and row["answer"] == 700.5
+
+
+# -- 3. no recommendation before the first answer --------------------------------------------------
+@pytest.mark.parametrize("family", sorted(FAMILY_DEFAULTS))
+def test_no_family_names_a_recommendation_before_its_first_answer(family, tmp_path):
+    key = {"levelset": "lev1", "preference": "pref"}.get(family, family)
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = make_study("s", url, key=key, fast=True)
+    assert study.status()["recommendation"] is None
+    out = run_cli(["study", "status", "s", "--storage", url], cwd=tmp_path).stdout
+    rec = out.split("recommendation:", 1)[1].splitlines()
+    assert rec[1].strip() == "none yet", out
+
+
+def test_the_safe_model_picture_draws_no_star_before_the_first_answer():
+    from boloop.study.pictures import model_svg
+
+    study = create_study("d", "m-safeopt", PLAIN_DOSE, storage="memory://w6", seed=0)
+    assert "recommendation" not in model_svg(study)
+    q = study.ask()
+    study.tell(q.id, {"f": 1.0, "g": 0.1})
+    assert "recommendation" in model_svg(study)
+
+
+# -- 4. a continued study ------------------------------------------------------------------------
+def _stuck_reactor(url: str):
+    study = create_study("reactor", "m-safeopt", reactor_space(20, 8), seed=0, storage=url)
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        q = study.ask()
+        t = reactor_truth(float(q.params["power"]), float(q.params["flow"]))
+        study.tell(q.id, {"f": t["f"] + 0.01 * rng.normal(), "g": t["g"] + 0.3 * rng.normal()})
+    return study
+
+
+def test_a_continued_study_says_so_and_suggests_no_other_continuation(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    old = _stuck_reactor(url)
+    assert "--from reactor" in old.status()["stuck"]
+    n_events = len(old.events())
+    create_study("reactor-2", from_study="reactor", storage=url, min_lengthscale_g=0.3)
+    old = load_study("reactor", storage=url)
+    assert len(old.events()) == n_events  # the old log is not written to
+    st = old.status()
+    assert st["continued_as"] == ["reactor-2"]
+    assert "continued as 'reactor-2'" in st["stuck"] and "--from" not in st["stuck"]
+    assert load_study("reactor-2", storage=url).status()["continued_as"] == []
+    rows = {r["name"]: r for r in list_studies(url)}
+    assert rows["reactor"]["continued_as"] == ["reactor-2"]
+    assert rows["reactor-2"]["continued_as"] == []
+    out = run_cli(["study", "status", "reactor", "--storage", url], cwd=tmp_path).stdout
+    assert "continued as:   'reactor-2'" in out
+    out = run_cli(["study", "list", "--storage", url], cwd=tmp_path).stdout
+    assert "continued as reactor-2" in out.splitlines()[0]
+
+
+# -- 5. after a g above the limit ----------------------------------------------------------------
+def test_after_a_g_above_the_limit_the_status_says_what_comes_next():
+    from boloop.problems import get
+    from boloop.simulate import oracle_rng
+
+    toy, rng = get("safe/toy"), oracle_rng(0)
+    study = create_study(
+        "t", "m-safeopt", problem="safe/toy", storage="memory://w7", seed=0,
+        fit_hyperparameters=False,
+    )  # fmt: skip
+    assert study.status()["over_limit_next"] is None
+    settings = study.problem.settings
+    s0, h = float(study.space.s_values[0]), float(settings.get("h", settings["threshold"]))
+    for _ in range(60):  # past the starts at the lowest level
+        q = study.ask()
+        ans = dict(toy.answer(q.query, rng))
+        if float(q.query.x[0]) > s0:
+            ans["g"] = h + 1.0
+            study.tell(q.id, ans)
+            break
+        study.tell(q.id, ans)
+    assert ans["g"] > h, "no query above the lowest level in 60 answers"
+    st = study.status()
+    mono, other = study.names[0], ", ".join(study.names[1:])
+    assert st["warnings"]
+    assert f"nor a higher {mono} with the same {other}" in st["over_limit_next"]
+    assert "check that value" in st["over_limit_next"]
+    # what the page says holds: the next query is neither that setting nor above it
+    nxt = np.asarray(study.ask().query.x)
+    x = np.asarray(q.query.x)
+    assert not (np.array_equal(nxt[1:], x[1:]) and nxt[0] >= x[0])
+
+
+#: the space keys a boloop from before [measurement] reads (it refuses any other)
+_SPACE_KEYS_BEFORE = {"format", "family", "parameters", "candidates", "threshold", "monotone", "h",
+                      "safe_seeds", "settings", "description"}  # fmt: skip
+
+
+def test_the_measurement_is_stored_beside_the_space_and_carried_to_a_continuation(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    dose = create_study("dose", "m-safeopt", DOSE, storage=url, seed=0)
+    # an older boloop reads the stored space: only keys it knows
+    assert set(dose.config["space"]) <= _SPACE_KEYS_BEFORE
+    assert dose.config["measurement"] == DOSE["measurement"]
+    q = dose.ask()
+    dose.tell(q.id, {"f": 1.0, "g": 0.1})
+    new = create_study("dose-2", from_study="dose", storage=url)
+    assert [m.label() for m in new.measured()] == ["efficacy (f, %)", "side effect (g)"]
+    assert set(new.config["space"]) <= _SPACE_KEYS_BEFORE
