@@ -401,12 +401,15 @@ def test_safe_limit_warning_stores_nothing_when_cancelled(server, browser, shots
     q = load_study("safe", storage=url).ask()
     assert "g ≤ 0.8" in browser.find_element(By.ID, "limit").text
     browser.find_element(By.ID, "out-f").send_keys("0.1")
-    browser.find_element(By.ID, "out-g").send_keys("0.93", Keys.ENTER)
-    _wait(browser, lambda d: _alert(d) is not None)
-    assert "above the safety limit" in _alert(browser).text
-    _alert(browser).dismiss()
-    assert load_study("safe", storage=url).n_answered == n
-    assert _open_id(browser) == q.id
+    for g in ("0.93", "0,93"):  # a decimal comma is read as the server reads it
+        field = browser.find_element(By.ID, "out-g")
+        field.clear()
+        field.send_keys(g, Keys.ENTER)
+        _wait(browser, lambda d: _alert(d) is not None)
+        assert "above the safety limit" in _alert(browser).text
+        _alert(browser).dismiss()
+        assert load_study("safe", storage=url).n_answered == n
+        assert _open_id(browser) == q.id
 
 
 def _store_over_limit(d, base, name):

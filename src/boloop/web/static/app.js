@@ -62,11 +62,17 @@
     window.history.replaceState(null, "", pageUrl + window.location.hash);
   }
 
-  // a plain decimal number as typed ("85", "-1.5e2"), else NaN: "85 C" is no number here, as
-  // the server refuses it (which says so), so no question about the limit is asked for it
+  // a plain decimal number as typed ("85", "-1.5e2", or with a single decimal comma "1,62" as
+  // the server reads it: boloop.study.answers.read_number), else NaN: "85 C" is no number here,
+  // nor an ambiguous "1,620" (the server refuses both and says why), so no question about the
+  // limit is asked for them
   function plainNumber(text) {
     var t = String(text).trim();
-    return /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(t) ? parseFloat(t) : NaN;
+    if (/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(t)) { return parseFloat(t); }
+    if (/^[+-]?\d*,\d+$/.test(t) && !/^[+-]?[1-9]\d{0,2},\d{3}$/.test(t)) {
+      return parseFloat(t.replace(",", "."));
+    }
+    return NaN;
   }
 
   // -- safe family: warn before storing g above the limit
