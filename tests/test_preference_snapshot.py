@@ -102,6 +102,7 @@ def test_a_pickled_policy_goes_on_bit_for_bit(method, options):
             other.tell(q.id, answer)
             assert _same(_state(other), want), (n, method)
     assert len(copies) == len(PICKLED_AT)
+    assert _same(_state(_roundtrip(live)), _state(live))  # after the last duel (MR-LPF: done)
 
 
 @pytest.mark.parametrize("method", ["eubo-regret", "eubo", "dts"])

@@ -42,6 +42,7 @@ Example (a person answers; 0 means the first option is preferred)::
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -326,6 +327,37 @@ class _DuelingPolicy(BasePolicy):
     def K_X(self, value: np.ndarray) -> None:
         self._K_X = value
 
+    #: attributes holding a model whose ``K_X`` is (bit for bit) the policy's prior on the
+    #: options it covers (:meth:`_models_prior`): left out of a pickle and shared on load
+    _MODELS_ON_K_X: ClassVar[tuple[str, ...]] = ("_model", "_cov")
+
+    def _models_prior(self) -> np.ndarray:
+        """The Gram matrix the estimator and the covariance of :attr:`_MODELS_ON_K_X` were built
+        on: ``K_X`` (MR-LPF: its rows and columns of the surviving arms)."""
+        return self.K_X
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A smaller state for pickling (study snapshots): the Gram matrix ``K_X`` (m x m) is
+        computed again from the kernel on load, and the estimator's and covariance's copies of
+        it are the policy's own again (``_check_gram`` of a symmetric matrix is that matrix, bit
+        for bit); the covariance ``S`` of MaxMinLCB and MR-LPF, updated duel by duel, is kept."""
+        state = self.__dict__.copy()
+        state["_K_X"] = None
+        for name in self._MODELS_ON_K_X:
+            model = state.get(name)
+            if model is not None and getattr(model, "K_X", None) is not None:
+                model = copy.copy(model)
+                model.K_X = None
+                state[name] = model
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        for name in self._MODELS_ON_K_X:
+            model = self.__dict__.get(name)
+            if model is not None and hasattr(model, "K_X") and model.K_X is None:
+                model.K_X = self._models_prior()
+
     def _gram(self, kernel: Kernel) -> np.ndarray:
         K = kernel.k(self._features, self._features)
         return 0.5 * (K + K.T)
@@ -570,8 +602,14 @@ class MRLPF(_DuelingPolicy):
         """All ``T`` duels have been answered (and the final elimination has run)."""
         return self.round >= len(self.schedule)
 
+    def _models_prior(self) -> np.ndarray:
+        """The round's models are built on the Gram matrix of the arms surviving at its start
+        (after the last round, the last round's: no new round starts)."""
+        M = self.M_history[min(self.round, len(self.schedule) - 1)]
+        return self.K_X[np.ix_(M, M)]
+
     def _start_round(self) -> None:
-        K_M = self.K_X[np.ix_(self.M, self.M)]
+        K_M = self._models_prior()
         self._cov = DuelCovariance(K_M, self.sigma_regs[self.round])
         self._model = self._new_model(K_M)
         self.n_in_round = 0
@@ -970,15 +1008,14 @@ class EUBO(_DuelingPolicy):
         left out and the mixture's posteriors stored by their modes
         (:meth:`UtilityPosterior.compact_state`); :meth:`__setstate__` recomputes the rest by the
         same arithmetic, so a policy loaded goes on bit for bit as the one pickled."""
-        state = self.__dict__.copy()
-        state["_K_X"] = None
+        state = super().__getstate__()
         state["_grams"] = {}
         state["_mixture"] = [(wk, post.compact_state()) for wk, post in self._mixture]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         mixture = state.pop("_mixture")
-        self.__dict__.update(state)
+        super().__setstate__(state)
         posterior = UtilityPosteriorEP if self.approximation == "ep" else UtilityPosterior
         self._mixture = [
             (wk, posterior.from_compact_state(self._prior(k), post))
