@@ -37,6 +37,7 @@ METHODS = [
     ("eubo-regret", {"approximation": "ep"}),
     ("eubo", {"model_choice": "draw", "plausible_beta": 1.0, "repeat_duels": "never"}),
     ("eubo-regret", {"kernel": SquaredExponential(0.3, 2.0)}),
+    ("eubo", {"kernel": SquaredExponential([0.2, 0.4, 0.3])}),  # fixed, one length-scale per axis
     ("eubo", {"recommend_rule": "copeland", "exploit_schedule": "sharpening", "exploit": 1.0}),
     ("mr-lpf", {"horizon": DUELS}),
     ("maxminlcb", {}),

@@ -994,9 +994,10 @@ class EUBO(_DuelingPolicy):
     def _prior(self, k: int) -> np.ndarray:
         """The prior covariance (m, m) of grid model ``k``: its Gram matrix times its variance."""
         ls, var = self._grid[k]
-        current = float(np.asarray(self.kernel.lengthscale))  # type: ignore[attr-defined]
-        if not self.fit_kernel or ls == current:
-            K = self.K_X  # the same numbers as the grid's Gram matrix of this length-scale
+        if not self.fit_kernel or ls == float(self.kernel.lengthscale):  # type: ignore[attr-defined]
+            # the fixed kernel's, or the same numbers as the grid's Gram matrix of this
+            # length-scale (the kernel of a fitted EUBO is the grid's middle one, unit variance)
+            K = self.K_X
         else:
             K = self._grams.get(ls)
             if K is None:
