@@ -42,6 +42,7 @@ Example (a person answers; 0 means the first option is preferred)::
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from typing import Any, ClassVar
@@ -56,7 +57,7 @@ from boloop.gp.hyperparameters import HyperparameterLearning
 from boloop.gp.kernels import Kernel, SquaredExponential
 from boloop.gp.preference import DuelCovariance, KernelLogisticDuels
 from boloop.gp.utility_ep import UtilityPosteriorEP
-from boloop.gp.utility_laplace import UtilityPosterior, best_pairs
+from boloop.gp.utility_laplace import UtilityPosterior, WarmStart, best_pairs
 from boloop.queries import BasePolicy, Compare, Query
 from boloop.recommendations import BestPoint
 from boloop.spaces import Box, CandidateSet, grid_points_per_axis
@@ -309,11 +310,54 @@ class _DuelingPolicy(BasePolicy):
             self.lengthscales = ()
             self._features = np.asarray(self.candidates.points)
             self.kernel = kernel
-        self.K_X = self._gram(self.kernel)
+        self._K_X: np.ndarray | None = self._gram(self.kernel)
         #: every duel told so far: (i, j, y) with global arm indices, y = 1{x_i preferred}
         self.duels: list[tuple[int, int, int]] = []
 
     # -- helpers ---------------------------------------------------------------------------------
+    @property
+    def K_X(self) -> np.ndarray:
+        """The Gram matrix (m, m) of ``kernel`` on the options (computed again when a loaded
+        policy first needs it: a snapshot may leave it out)."""
+        if self._K_X is None:
+            self._K_X = self._gram(self.kernel)
+        return self._K_X
+
+    @K_X.setter
+    def K_X(self, value: np.ndarray) -> None:
+        self._K_X = value
+
+    #: attributes holding a model whose ``K_X`` is (bit for bit) the policy's prior on the
+    #: options it covers (:meth:`_models_prior`): left out of a pickle and shared on load
+    _MODELS_ON_K_X: ClassVar[tuple[str, ...]] = ("_model", "_cov")
+
+    def _models_prior(self) -> np.ndarray:
+        """The Gram matrix the estimator and the covariance of :attr:`_MODELS_ON_K_X` were built
+        on: ``K_X`` (MR-LPF: its rows and columns of the surviving arms)."""
+        return self.K_X
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A smaller state for pickling (study snapshots): the Gram matrix ``K_X`` (m x m) is
+        computed again from the kernel on load, and the estimator's and covariance's copies of
+        it are the policy's own again (``_check_gram`` of a symmetric matrix is that matrix, bit
+        for bit); the covariance ``S`` of MaxMinLCB and MR-LPF, updated duel by duel, is kept."""
+        state = self.__dict__.copy()
+        state["_K_X"] = None
+        for name in self._MODELS_ON_K_X:
+            model = state.get(name)
+            if model is not None and getattr(model, "K_X", None) is not None:
+                model = copy.copy(model)
+                model.K_X = None
+                state[name] = model
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        for name in self._MODELS_ON_K_X:
+            model = self.__dict__.get(name)
+            if model is not None and hasattr(model, "K_X") and model.K_X is None:
+                model.K_X = self._models_prior()
+
     def _gram(self, kernel: Kernel) -> np.ndarray:
         K = kernel.k(self._features, self._features)
         return 0.5 * (K + K.T)
@@ -558,8 +602,14 @@ class MRLPF(_DuelingPolicy):
         """All ``T`` duels have been answered (and the final elimination has run)."""
         return self.round >= len(self.schedule)
 
+    def _models_prior(self) -> np.ndarray:
+        """The round's models are built on the Gram matrix of the arms surviving at its start
+        (after the last round, the last round's: no new round starts)."""
+        M = self.M_history[min(self.round, len(self.schedule) - 1)]
+        return self.K_X[np.ix_(M, M)]
+
     def _start_round(self) -> None:
-        K_M = self.K_X[np.ix_(self.M, self.M)]
+        K_M = self._models_prior()
         self._cov = DuelCovariance(K_M, self.sigma_regs[self.round])
         self._model = self._new_model(K_M)
         self.n_in_round = 0
@@ -926,15 +976,52 @@ class EUBO(_DuelingPolicy):
         self.repeat_duels = repeat_duels
         #: options the last duel was chosen among (all options without ``plausible_beta``)
         self.n_plausible_last = self.m
-        self._warm: dict[tuple[float, float], UtilityPosterior] = {}
-        if self.fit_kernel:
-            grams = {ls: self._gram(SquaredExponential(ls, 1.0)) for ls in self.lengthscales}
-            self._grid = [
-                (ls, var, grams[ls]) for ls in self.lengthscales for var in self.variances
-            ]
-        else:
-            self._grid = [(math.nan, 1.0, self.K_X)]
+        #: the models (length-scale, output variance); NaN length-scale: the fixed kernel
+        self._grid: list[tuple[float, float]] = (
+            [(ls, var) for ls in self.lengthscales for var in self.variances]
+            if self.fit_kernel
+            else [(math.nan, 1.0)]
+        )
+        #: Gram matrices of unit variance per length-scale, computed when first needed
+        self._grams: dict[float, np.ndarray] = {}
+        #: where each grid model's solver starts next (by grid index): its last posterior's mode
+        self._warm: dict[int, WarmStart] = {}
+        #: the mixture's models (grid indices), one per entry of ``_mixture``
+        self._models: list[int] = []
+        self._mixture: list[tuple[float, UtilityPosterior]] = []
         self._update()
+
+    def _prior(self, k: int) -> np.ndarray:
+        """The prior covariance (m, m) of grid model ``k``: its Gram matrix times its variance."""
+        ls, var = self._grid[k]
+        if not self.fit_kernel or ls == float(self.kernel.lengthscale):  # type: ignore[attr-defined]
+            # the fixed kernel's, or the same numbers as the grid's Gram matrix of this
+            # length-scale (the kernel of a fitted EUBO is the grid's middle one, unit variance)
+            K = self.K_X
+        else:
+            K = self._grams.get(ls)
+            if K is None:
+                K = self._grams[ls] = self._gram(SquaredExponential(ls, 1.0))
+        return K * var
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A small state for pickling (study snapshots): no m x m matrix. The Gram matrices are
+        left out and the mixture's posteriors stored by their modes
+        (:meth:`UtilityPosterior.compact_state`); :meth:`__setstate__` recomputes the rest by the
+        same arithmetic, so a policy loaded goes on bit for bit as the one pickled."""
+        state = super().__getstate__()
+        state["_grams"] = {}
+        state["_mixture"] = [(wk, post.compact_state()) for wk, post in self._mixture]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        mixture = state.pop("_mixture")
+        super().__setstate__(state)
+        posterior = UtilityPosteriorEP if self.approximation == "ep" else UtilityPosterior
+        self._mixture = [
+            (wk, posterior.from_compact_state(self._prior(k), post))
+            for (wk, post), k in zip(mixture, self._models)
+        ]
 
     def _update(self) -> None:
         """Laplace posteriors and evidence weights: of every allowed grid model while the duels
@@ -943,17 +1030,17 @@ class EUBO(_DuelingPolicy):
         los = np.array([j if y else i for i, j, y in self.duels], dtype=np.intp)
         n = len(self.duels)
         full = not self.fit_kernel or n <= 10 or _refit_due(n)
-        grid = self._grid if full else self._models
+        grid = list(range(len(self._grid))) if full else self._models
         if self.fit_kernel and full and self.lengthscale_cap:
             cap = HyperparameterLearning().lengthscale_cap(len(self.duels), self._features.shape[1])
             shortest = min(self.lengthscales)
-            grid = [g for g in grid if g[0] <= cap or g[0] == shortest]
+            grid = [k for k in grid if self._grid[k][0] <= cap or self._grid[k][0] == shortest]
         posterior = UtilityPosteriorEP if self.approximation == "ep" else UtilityPosterior
-        posts = [posterior(K * var, w, los, start=self._warm.get((ls, var))) for ls, var, K in grid]
-        self._warm.update({(ls, var): p for (ls, var, _), p in zip(grid, posts)})
+        posts = [posterior(self._prior(k), w, los, start=self._warm.get(k)) for k in grid]
+        self._warm.update({k: p.warm_start() for k, p in zip(grid, posts)})
         ev = np.array([p.log_evidence for p in posts])
         if self.fit_kernel:
-            ev = ev + np.array([self._log_prior(ls) for ls, _, _ in grid])
+            ev = ev + np.array([self._log_prior(self._grid[k][0]) for k in grid])
         weights = np.exp(ev - ev.max())
         weights /= weights.sum()
         keep = weights >= min(self.min_weight, float(weights.max()))
@@ -1104,8 +1191,12 @@ class EUBO(_DuelingPolicy):
                     "min_weight": self.min_weight,
                     "max_models": self.max_models,
                     "models": [
-                        {"lengthscale": ls, "variance": var, "weight": wk}
-                        for (ls, var, _), (wk, _) in zip(self._models, self._mixture)
+                        {
+                            "lengthscale": self._grid[k][0],
+                            "variance": self._grid[k][1],
+                            "weight": wk,
+                        }
+                        for k, (wk, _) in zip(self._models, self._mixture)
                     ],
                 }
             )

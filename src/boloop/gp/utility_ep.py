@@ -37,12 +37,14 @@ import math
 import numpy as np
 
 from boloop.errors import InvalidInputError
-from boloop.gp.utility_laplace import UtilityPosterior
+from boloop.gp.utility_laplace import UtilityPosterior, WarmStart
 
 __all__ = ["UtilityPosteriorEP", "PROBIT_SLOPE", "probit_tilted_moments"]
 
 logger = logging.getLogger("boloop")
 
+#: the smallest site and cavity precision
+_TINY = 1e-12
 #: ``kappa`` of the probit ``Phi(kappa d)`` with the logistic's slope at 0 (MacKay 1992)
 PROBIT_SLOPE = math.sqrt(math.pi / 8.0)
 
@@ -80,8 +82,9 @@ class UtilityPosteriorEP(UtilityPosterior):
         Option indices (n,) of each duel's winner and loser (a duel may repeat).
     start:
         An EP posterior of the same options whose duels are the first duels of these (typically
-        the previous duel's; anything else is ignored): its site parameters start these (the fixed point is the same up
-        to ``tol``; the start changes the number of sweeps).
+        the previous duel's), or its :class:`~boloop.gp.utility_laplace.WarmStart`; anything
+        else is ignored: its site parameters start these (the fixed point is the same up to
+        ``tol``; the start changes the number of sweeps).
     kappa:
         The probit's slope.
     damping:
@@ -96,7 +99,7 @@ class UtilityPosteriorEP(UtilityPosterior):
         K: np.ndarray,
         winners: np.ndarray,
         losers: np.ndarray,
-        start: UtilityPosterior | None = None,
+        start: UtilityPosterior | WarmStart | None = None,
         kappa: float = PROBIT_SLOPE,
         damping: float = 0.5,
         tol: float = 1e-7,
@@ -114,7 +117,7 @@ class UtilityPosteriorEP(UtilityPosterior):
         self.winners = np.asarray(winners, dtype=np.intp).reshape(-1)
         self.losers = np.asarray(losers, dtype=np.intp).reshape(-1)
         self._start_sites: tuple[np.ndarray, np.ndarray] | None = None
-        if isinstance(start, UtilityPosteriorEP):
+        if start is not None and getattr(start, "site_precision", None) is not None:
             n0 = start.winners.size
             if (
                 start.m == np.asarray(K).shape[0]
@@ -142,7 +145,6 @@ class UtilityPosteriorEP(UtilityPosterior):
         return mean, var, L, Vd
 
     def _solve(self, tol: float = 1e-10, max_steps: int = 100) -> None:  # noqa: ARG002
-        from scipy.linalg import solve_triangular
 
         n = self.D.shape[0]
         self.W = np.zeros((self.U.size, self.U.size))
@@ -161,7 +163,7 @@ class UtilityPosteriorEP(UtilityPosterior):
         if self._start_sites is not None:
             n0 = self._start_sites[0].size
             tau[:n0], nu[:n0] = self._start_sites
-        tiny = 1e-12
+        tiny = _TINY
         mean, var, L, Vd = self._marginals(Kd, tau, nu)
         for sweep in range(self.max_sweeps):
             tau_c = 1.0 / var - tau
@@ -193,6 +195,22 @@ class UtilityPosteriorEP(UtilityPosterior):
                 change,
                 self.tol,
             )
+        self._at_sites(Kd, tau, nu, (mean, var, L, Vd))
+
+    def _at_sites(
+        self,
+        Kd: np.ndarray,
+        tau: np.ndarray,
+        nu: np.ndarray,
+        marginals: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    ) -> None:
+        """Set the site parameters ``tau``, ``nu`` (the fixed point) and what follows from them:
+        ``a``, the factor ``V`` and the log evidence; ``marginals`` are
+        ``_marginals(Kd, tau, nu)``."""
+        from scipy.linalg import solve_triangular
+
+        mean, var, L, Vd = marginals
+        tiny = _TINY
         self.site_precision = tau
         self.site_natural_mean = nu
         s = np.sqrt(tau)
@@ -217,6 +235,36 @@ class UtilityPosteriorEP(UtilityPosterior):
             + 0.5 * (m_c * tau_c * inv_sum) @ (tau * m_c - 2.0 * nu)
             + np.sum(log_z)
         )
+
+    # -- compact state ----------------------------------------------------------------------------
+    _DERIVED = (*UtilityPosterior._DERIVED, "_start_sites")
+
+    def warm_start(self) -> WarmStart:
+        """The vectors a later posterior starts from: the site parameters of these duels."""
+        return WarmStart(
+            self.m,
+            self.U,
+            self.a,
+            winners=self.winners,
+            losers=self.losers,
+            site_precision=self.site_precision,
+            site_natural_mean=self.site_natural_mean,
+        )
+
+    def _rebuild(self) -> None:
+        """Recompute what :meth:`compact_state` leaves out from the site parameters."""
+        self.W = np.zeros((self.U.size, self.U.size))
+        self._lu = None
+        n = self.D.shape[0]
+        if n == 0:
+            self.a = np.zeros(0)
+            self.log_evidence = 0.0
+            self._V = np.zeros((0, self.m))
+            return
+        Kd = self.D @ self.K_UU @ self.D.T
+        Kd = 0.5 * (Kd + Kd.T)
+        tau, nu = self.site_precision, self.site_natural_mean
+        self._at_sites(Kd, tau, nu, self._marginals(Kd, tau, nu))
 
     def factor(self) -> np.ndarray:
         """``V`` (n, m) with ``covariance() = K - V^T V``: ``V = L^-1 S^1/2 D K_U*``."""

@@ -28,15 +28,33 @@ for every pair at once. Shapes: ``K`` (m, m); duels (n, 2) of option indices, wi
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from boloop.errors import InvalidInputError
 
-__all__ = ["UtilityPosterior", "eubo_all_pairs", "expected_max", "best_pairs"]
+__all__ = ["UtilityPosterior", "WarmStart", "eubo_all_pairs", "expected_max", "best_pairs"]
 
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+@dataclass(frozen=True)
+class WarmStart:
+    """What a later posterior of the same options reads from an earlier one to start its
+    solver (:meth:`UtilityPosterior.warm_start`): a few vectors, not the posterior's m x m
+    matrices. Laplace's method starts Newton from ``a`` on the options ``U`` (m options in all);
+    expectation propagation starts from the site parameters of the duels ``winners``,
+    ``losers`` (None for a Laplace posterior)."""
+
+    m: int
+    U: np.ndarray
+    a: np.ndarray
+    winners: np.ndarray | None = None
+    losers: np.ndarray | None = None
+    site_precision: np.ndarray | None = None
+    site_natural_mean: np.ndarray | None = None
 
 
 class UtilityPosterior:
@@ -48,15 +66,53 @@ class UtilityPosterior:
         Prior covariance of the utilities, (m, m), symmetric positive semi-definite.
     winners, losers:
         Option indices (n,) of each duel's winner and loser (a duel may repeat).
+    start:
+        An earlier posterior of the same options on a subset of these duels, or its
+        :class:`WarmStart`: Newton's method starts from its mode (the mode is unique, so the
+        start changes only the number of steps).
+
+    :meth:`compact_state` and :meth:`from_compact_state` store and rebuild a posterior without
+    its prior ``K`` (m x m) or anything computed from it: the mode ``f_U`` and the duels.
     """
+
+    #: attributes a compact state leaves out: the prior and what the mode's terms recompute
+    _DERIVED: tuple[str, ...] = (
+        "K",
+        "K_UU",
+        "U",
+        "D",
+        "a",
+        "W",
+        "_lu",
+        "_V",
+        "_a0",
+        "log_evidence",
+    )
 
     def __init__(
         self,
         K: np.ndarray,
         winners: np.ndarray,
         losers: np.ndarray,
-        start: UtilityPosterior | None = None,
+        start: UtilityPosterior | WarmStart | None = None,
     ) -> None:
+        self._set_duels(K, winners, losers)
+        # Newton's start: f = K_UU a with a = 0, or (warm start) the ``a`` of ``start``, a posterior
+        # of the same options on a subset of these duels (typically the previous duel's), on its
+        # options and 0 on the new ones. The mode is unique (the objective is concave): the start
+        # changes only the number of steps.
+        self._a0 = np.zeros(self.U.size)
+        if start is not None and start.m == self.m and start.U.size:
+            pos = np.minimum(np.searchsorted(self.U, start.U), self.U.size - 1)
+            if np.array_equal(self.U[pos], start.U):
+                self._a0[pos] = start.a
+        self.f_U = self.K_UU @ self._a0
+        self.newton_steps = 0
+        self._solve()
+
+    def _set_duels(self, K: np.ndarray, winners: np.ndarray, losers: np.ndarray) -> None:
+        """The prior and the duels: ``K``, ``m``, ``winners``, ``losers``, the options in a duel
+        ``U``, the duel-difference matrix ``D`` and ``K_UU``."""
         K = np.asarray(K, dtype=np.float64)
         if K.ndim != 2 or K.shape[0] != K.shape[1]:
             raise InvalidInputError(f"K must be square, got shape {K.shape}")
@@ -69,6 +125,8 @@ class UtilityPosterior:
             raise InvalidInputError(f"duel indices must lie in [0, {m})")
         self.K = K
         self.m = m
+        self.winners = w
+        self.losers = los
         self.U, inv = np.unique(np.concatenate([w, los]), return_inverse=True)
         n = w.size
         #: duel-difference matrix over U: row k is e_winner - e_loser
@@ -76,19 +134,31 @@ class UtilityPosterior:
         self.D[np.arange(n), inv[:n]] += 1.0
         self.D[np.arange(n), inv[n:]] -= 1.0
         self.K_UU = K[np.ix_(self.U, self.U)]
-        # Newton's start: f = K_UU a with a = 0, or (warm start) the ``a`` of ``start``, a posterior
-        # of the same options on a subset of these duels (typically the previous duel's), on its
-        # options and 0 on the new ones. The mode is unique (the objective is concave): the start
-        # changes only the number of steps.
-        self._a0 = np.zeros(self.U.size)
-        if start is not None and start.m == m and start.U.size:
-            pos = np.minimum(np.searchsorted(self.U, start.U), self.U.size - 1)
-            if np.array_equal(self.U[pos], start.U):
-                self._a0[pos] = start.a
-        self.f_U = self.K_UU @ self._a0
-        self.newton_steps = 0
         self._V: np.ndarray | None = None
-        self._solve()
+
+    # -- compact state ----------------------------------------------------------------------------
+    def warm_start(self) -> WarmStart:
+        """The vectors a later posterior's solver starts from (its ``start``)."""
+        return WarmStart(self.m, self.U, self.a)
+
+    def compact_state(self) -> dict[str, Any]:
+        """Everything but the prior ``K`` and what is computed from it and the mode: a few
+        vectors of the duels' size. :meth:`from_compact_state` with the same ``K`` rebuilds a
+        posterior equal to this one bit for bit (the same arithmetic on the same numbers)."""
+        return {k: v for k, v in self.__dict__.items() if k not in self._DERIVED}
+
+    @classmethod
+    def from_compact_state(cls, K: np.ndarray, state: dict[str, Any]) -> UtilityPosterior:
+        """The posterior of :meth:`compact_state` under the prior ``K`` it was found with."""
+        post = cls.__new__(cls)
+        post.__dict__.update(state)
+        post._set_duels(K, state["winners"], state["losers"])
+        post._rebuild()
+        return post
+
+    def _rebuild(self) -> None:
+        """Recompute what :meth:`compact_state` leaves out from the mode ``f_U``."""
+        self._at_mode(self.f_U)
 
     # -- Laplace mode ---------------------------------------------------------------------------
     def _terms(self, f: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
@@ -109,10 +179,7 @@ class UtilityPosterior:
 
         n_u = self.U.size
         if n_u == 0:
-            self.a = np.zeros(0)
-            self.W = np.zeros((0, 0))
-            self._lu = None
-            self.log_evidence = 0.0
+            self._at_mode(self.f_U)
             return
         K = self.K_UU
         f = self.f_U
@@ -139,12 +206,26 @@ class UtilityPosterior:
             self.newton_steps = step + 1
             if converged:
                 break
-        loglik, grad, W = self._terms(f)
+        self._at_mode(f)
+
+    def _at_mode(self, f: np.ndarray) -> None:
+        """Set the mode ``f_U`` and what follows from it: ``a``, ``W``, the factor of
+        ``I + W K_UU`` and the log evidence (R&W eq. 3.32)."""
+        from scipy.linalg import lu_factor
+
         self.f_U = f
+        n_u = self.U.size
+        if n_u == 0:
+            self.a = np.zeros(0)
+            self.W = np.zeros((0, 0))
+            self._lu = None
+            self.log_evidence = 0.0
+            return
+        loglik, grad, W = self._terms(f)
         # at the mode a = K^{-1} f = grad log p(y | f) (R&W eq. 3.17)
         self.a = grad
         self.W = W
-        self._lu = lu_factor(eye + W @ K, check_finite=False)
+        self._lu = lu_factor(np.eye(n_u) + W @ self.K_UU, check_finite=False)
         logdet = float(np.sum(np.log(np.abs(np.diag(self._lu[0])))))
         self.log_evidence = loglik - 0.5 * float(f @ self.a) - 0.5 * logdet
 
