@@ -159,3 +159,23 @@ def test_eubo_with_ep_finds_the_best_option_and_refuses_unknown_approximations()
     assert [r["query"] for r in again.records] == [r["query"] for r in trace.records]
     with pytest.raises(InvalidInputError, match="approximation"):
         EUBO(problem.space, approximation="variational")
+
+
+def test_a_self_duel_teaches_nothing_and_costs_exactly_log_half_of_evidence():
+    """A duel of an option with itself (Double Thompson Sampling asks them) has the constant
+    likelihood Phi(0) = 1/2: the posterior is that of the other duels and the log evidence is
+    theirs plus log(1/2). It was NaN (the difference's variance is 0), and DTS with EP crashed."""
+    K, w, los = _duels(seed=4)
+    plain = UtilityPosteriorEP(K, w, los, tol=1e-10)
+    at = [3, 11, 20]
+    w2, los2 = np.insert(w, at, [5, 5, 2]), np.insert(los, at, [5, 5, 2])
+    post = UtilityPosteriorEP(K, w2, los2, tol=1e-10)
+    np.testing.assert_allclose(post.mean(), plain.mean(), atol=1e-7)
+    np.testing.assert_allclose(post.covariance(), plain.covariance(), atol=1e-7)
+    assert post.log_evidence == pytest.approx(plain.log_evidence + 3 * math.log(0.5), abs=1e-7)
+    only = UtilityPosteriorEP(K, [4], [4])
+    np.testing.assert_allclose(only.mean(), 0.0)
+    np.testing.assert_allclose(only.covariance(), K, atol=1e-12)
+    assert only.log_evidence == pytest.approx(math.log(0.5), abs=1e-12)
+    trace = simulate("dts?approximation=ep", "preference/toy", 40, seed=0)
+    assert len(trace.records) == 40

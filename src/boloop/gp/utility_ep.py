@@ -133,7 +133,14 @@ class UtilityPosteriorEP(UtilityPosterior):
     def _marginals(
         self, Kd: np.ndarray, tau: np.ndarray, nu: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Posterior marginals of the differences: ``(mean, variance, L, V_d)``."""
+        """Posterior marginals of the differences: ``(mean, variance, L, V_d)``.
+
+        A duel of an option with itself (Double Thompson Sampling asks them) has the difference
+        ``f_a - f_a = 0``, of variance 0, and the constant likelihood ``Phi(0) = 1/2``: it
+        teaches nothing. Its site stays at zero (``tau = nu = 0``, never updated) and its
+        marginal is reported as ``N(0, 1)``, so that its cavity is ``N(0, 1)`` and its factor of
+        the evidence is exactly ``log Phi(0)``, as the likelihood says (the difference's true
+        variance 0 made every quantity of the site 0/0)."""
         from scipy.linalg import solve_triangular
 
         s = np.sqrt(tau)
@@ -142,6 +149,10 @@ class UtilityPosteriorEP(UtilityPosterior):
         Vd = solve_triangular(L, s[:, None] * Kd, lower=True, check_finite=False)
         var = np.diag(Kd) - np.einsum("ij,ij->j", Vd, Vd)
         mean = Kd @ nu - Vd.T @ (Vd @ nu)
+        same = self.winners == self.losers
+        if same.any():
+            var = np.where(same, 1.0, var)
+            mean = np.where(same, 0.0, mean)
         return mean, var, L, Vd
 
     def _solve(self, tol: float = 1e-10, max_steps: int = 100) -> None:  # noqa: ARG002
@@ -168,8 +179,9 @@ class UtilityPosteriorEP(UtilityPosterior):
         for sweep in range(self.max_sweeps):
             tau_c = 1.0 / var - tau
             nu_c = mean / var - nu
-            # a cavity of non-positive precision (possible with parallel updates) keeps its site
-            ok = tau_c > tiny
+            # a cavity of non-positive precision (possible with parallel updates) keeps its site,
+            # as does a self-duel (:meth:`_marginals`)
+            ok = (tau_c > tiny) & (self.winners != self.losers)
             m_c = np.where(ok, nu_c / np.where(ok, tau_c, 1.0), 0.0)
             v_c = np.where(ok, 1.0 / np.where(ok, tau_c, 1.0), 1.0)
             _, m_hat, v_hat = probit_tilted_moments(m_c, v_c, self.kappa)
