@@ -68,10 +68,15 @@ def reactor_truth(P, F):  # type: ignore[no-untyped-def]
 
 
 def run_reactor(
-    method: str, seed: int, budget: int, floor: float | None, trend_g: bool | None = None
+    method: str,
+    seed: int,
+    budget: int,
+    floor: float | None,
+    trend_g: bool | None = None,
+    options: dict | None = None,
 ) -> dict:
     """The reactor run as a study (memory storage), answered from the truth plus noise;
-    ``trend_g`` is passed as the study's option (None: the method's default)."""
+    ``trend_g`` and ``options`` are passed as the study's options (None: the method's default)."""
     import numpy as np
 
     from boloop.study import create_study
@@ -80,6 +85,7 @@ def run_reactor(
     if floor is not None:
         spec["settings"] = {"min_lengthscale_g": floor}
     extra = {} if trend_g is None else {"trend_g": trend_g}
+    extra.update(options or {})
     study = create_study(
         "reactor", method, spec, seed=seed, storage=f"memory://{method}-{seed}-{floor}", **extra
     )
@@ -120,6 +126,7 @@ def run_reactor(
         "floor": floor,
         "budget": budget,
         "trend_g": "default" if trend_g is None else trend_g,
+        **({"options": options} if options else {}),
         "unsafe": len(unsafe),
         "unsafe_at": unsafe,
         "max_s": max_p,
@@ -164,6 +171,7 @@ def run_problem(
     budget: int,
     floor: float | None,
     trend_g: bool | None = None,
+    options: dict | None = None,
 ) -> dict:
     """A library problem (or the made-up heater, or a random-GP draw) through ``simulate``;
     ``budget`` counts iterations (the safe seeds come on top), ``fires`` lists answers.
@@ -179,6 +187,7 @@ def run_problem(
         opts["min_lengthscale_g"] = floor
     if trend_g is not None:  # g's learned model with (true, the default) or without the trend
         opts["trend_g"] = trend_g
+    opts.update(options or {})
     policy = build_policy(problem.policy_spec(method, seed, **opts))
     fires: list[int] = []
     max_s = [0.0]
@@ -223,6 +232,7 @@ def run_problem(
         "budget": budget,
         "constructed": constructed,
         "trend_g": "default" if trend_g is None else trend_g,
+        **({"options": options} if options else {}),
         "unsafe": m["unsafe"],
         "unsafe_at": unsafe_at,
         "single_level_reach": reach[0],
@@ -336,6 +346,14 @@ def main(argv: list[str] | None = None) -> None:
         "adopted) or without (false, the Matern model alone) a linear trend in s; omitted: the "
         "method's default (and code older than the option runs)",
     )
+    ap.add_argument(
+        "--option",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a method option passed to every run (VALUE read as JSON, else a string), e.g. "
+        "offset_g=true; repeatable",
+    )
     ap.add_argument("--out", default=None)
     ap.add_argument("--table", nargs="*", default=None)
     ap.add_argument(
@@ -351,6 +369,13 @@ def main(argv: list[str] | None = None) -> None:
     from safe_unknown_hyperparameters import random_gp_id
 
     floors = [None if f == "none" else float(f) for f in a.floors]
+    options: dict = {}
+    for item in a.option:
+        key, _, value = item.partition("=")
+        try:
+            options[key] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key] = value
     jobs = []
     for prob in a.problems:
         for meth in a.methods:
@@ -367,9 +392,9 @@ def main(argv: list[str] | None = None) -> None:
     for prob, meth, seed, budget, floor in jobs:
         trend_g = None if a.trend_g is None else a.trend_g == "true"
         if prob == "made-up/reactor":
-            r = run_reactor(meth, seed, budget, floor, trend_g)
+            r = run_reactor(meth, seed, budget, floor, trend_g, options)
         else:
-            r = run_problem(prob, meth, seed, budget, floor, trend_g)
+            r = run_problem(prob, meth, seed, budget, floor, trend_g, options)
         out.write(json.dumps(r) + "\n")
         out.flush()
 

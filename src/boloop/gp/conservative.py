@@ -15,9 +15,10 @@ then bounded only by the prior, and a model assuming length-scales below the dat
 could never certify anything).
 
 Any kernel with ``lengthscale`` entries in its ``theta`` is handled: a stationary kernel, or
-:class:`~boloop.gp.kernels.StationaryPlusTrend`, whose trend variance stays at its fitted value
-while the stationary part's length-scales are shortened (the likelihood-ratio set is that of all
-free hyperparameters, the trend's included).
+:class:`~boloop.gp.kernels.StationaryPlusTrend`, whose trend (and intercept) variances stay at
+their fitted values while the stationary part's length-scales are shortened (the
+likelihood-ratio set is that of all free hyperparameters, the trend's included), unless a
+ceiling asks for them to be raised to the set's upper edge.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ def axiswise_conservative(
     *,
     level: float = 0.95,
     trend_ceiling: float | None = None,
+    offset_ceiling: float | None = None,
 ) -> np.ndarray:
     """Shorten each of ``gp``'s length-scales to its likelihood-ratio edge, at least ``floor``.
 
@@ -81,7 +83,9 @@ def axiswise_conservative(
     it is. With ``trend_ceiling`` (an absolute variance) and a free ``trend_variance`` (a
     :class:`~boloop.gp.kernels.StationaryPlusTrend`), the trend's slope variance is raised to
     the upper edge of the same set, at most ``trend_ceiling``: a larger slope variance is the
-    worse case above the data. Each edge is found with the others held at their fitted values.
+    worse case above the data. Likewise ``offset_ceiling`` for a free ``offset_variance`` (the
+    intercept's prior variance: every posterior variance is non-decreasing in it). Each edge is
+    found with the others held at their fitted values.
     The kernel is changed in place and the GP refactorised. Returns the factors (d,) by which
     the length-scales were multiplied (ones for a kernel without fitted length-scales).
     Call after fitting (the current hyperparameters are taken as the optimum).
@@ -107,11 +111,13 @@ def axiswise_conservative(
             continue
         log_c[k] = likelihood_ratio_edge(gp, p0, [i], best=best, drop=drop, lower=lower)
         theta[theta_names.index(name)] += log_c[k]
-    if trend_ceiling is not None and "trend_variance" in names:
-        i = names.index("trend_variance")
-        upper = math.log(float(trend_ceiling)) - p0[i]
+    for name, ceiling in (("trend_variance", trend_ceiling), ("offset_variance", offset_ceiling)):
+        if ceiling is None or name not in names:
+            continue
+        i = names.index(name)
+        upper = math.log(float(ceiling)) - p0[i]
         if upper > 0:
-            theta[theta_names.index("trend_variance")] += likelihood_ratio_edge(
+            theta[theta_names.index(name)] += likelihood_ratio_edge(
                 gp, p0, [i], best=best, drop=drop, upper=upper
             )
     kern.theta = theta

@@ -19,7 +19,9 @@ families call instead. Its parts, each from the literature:
   ``1e-4 s_y^2`` (BoTorch's defaults for standardised outputs); output variance
   ``log(variance / s_y^2) ~ N(0, 1)``; the slope variance of a linear trend along axis ``a``
   (:class:`~boloop.gp.kernels.StationaryPlusTrend`) ``log(trend_variance w_a^2 / s_y^2) ~ N(0, 1)``
-  (a change over the box of the data's scale).
+  (a change over the box of the data's scale); the prior variance of its intercept
+  ``log(offset_variance / m_y^2) ~ N(0, 1)`` with ``m_y^2`` the mean square of ``y`` about the
+  GP's prior mean (an offset of the data's distance from that mean, not of their spread).
 * **A space-filling initial design** sized to the dimension: :func:`initial_design_size` points of
   a scrambled Sobol sequence (snapped to distinct candidates on a finite set) instead of one random
   point, so that the first fit sees the spread of the function.
@@ -361,9 +363,24 @@ class HyperparameterLearning:
             # slope * w_a, has the data's scale, log(trend_variance w_a^2 / s_y^2) ~ N(0, sd)
             wa = self._trend_width(gp, w)
             out["trend_variance"] = LogNormalPrior(math.log(s2 / wa**2), self.variance_prior_sd)
+        if "offset_variance" in names:
+            # an unknown constant (StationaryPlusTrend's intercept): of the size of the data's
+            # distance from the prior mean, log(offset_variance / m_y^2) ~ N(0, sd)
+            out["offset_variance"] = LogNormalPrior(
+                math.log(self._second_moment(gp, y)), self.variance_prior_sd
+            )
         if gp.fit_noise:
             out["noise"] = LogNormalPrior(self.noise_prior[0] + math.log(s2), self.noise_prior[1])
         return out
+
+    @staticmethod
+    def _second_moment(gp: ExactGP, y: np.ndarray) -> float:
+        """``m_y^2``: the mean square of ``y`` about ``gp``'s prior mean (1 without data or
+        when it is 0)."""
+        if y.size == 0:
+            return 1.0
+        m2 = float(np.mean((y - gp.mean_constant) ** 2))
+        return m2 if m2 > 0 and math.isfinite(m2) else 1.0
 
     @staticmethod
     def _trend_width(gp: ExactGP, width: np.ndarray) -> float:
@@ -404,6 +421,9 @@ class HyperparameterLearning:
             if "trend_variance" in gp.kernel.theta_names:
                 wa2 = self._trend_width(gp, w) ** 2
                 out["trend_variance"] = (1e-6 * s2 / wa2, 1e6 * s2 / wa2)
+            if "offset_variance" in gp.kernel.theta_names:
+                m2 = self._second_moment(gp, y)
+                out["offset_variance"] = (1e-6 * m2, 1e6 * m2)
         if gp.fit_noise:
             out["noise"] = (max(self.noise_floor * s2, gp.noise_floor), max(1e2 * s2, 1e-300))
         return out

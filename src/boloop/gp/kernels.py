@@ -15,8 +15,10 @@ Parametrisations (Rasmussen and Williams 2006, eq. 4.9 and 4.14), with
 * Matern ``nu = 1/2``: ``variance * exp(-r)``; ``nu = 3/2``: ``variance * (1 + sqrt3 r) exp(-sqrt3 r)``;
   ``nu = 5/2``: ``variance * (1 + sqrt5 r + 5 r^2 / 3) exp(-sqrt5 r)``;
 * linear ``variance * x . y``;
-* a stationary kernel plus a linear trend of unknown slope along one axis,
-  ``k_0(x, y) + trend_variance (x_a - c)(y_a - c)`` (:class:`StationaryPlusTrend`; R&W Sec. 2.7).
+* a stationary kernel plus a linear trend of unknown slope along one axis, optionally with an
+  unknown constant (intercept),
+  ``k_0(x, y) + trend_variance (x_a - c)(y_a - c) [+ offset_variance]``
+  (:class:`StationaryPlusTrend`; R&W Sec. 2.7).
 
 A paper's own form is expressed exactly through the constructors' alternatives, e.g. the
 level-set paper's ``s2 * exp(-|x - x'|^2 / L)`` is ``SquaredExponential.from_scale_form(s2, L)``
@@ -531,20 +533,27 @@ class Linear(Kernel):
 
 
 class StationaryPlusTrend(Kernel):
-    """A stationary kernel plus a linear trend of unknown slope along one axis:
-    ``k(x, y) = k_0(x, y) + trend_variance * (x_a - c) (y_a - c)``.
+    """A stationary kernel plus a linear trend of unknown slope along one axis, optionally with
+    an unknown constant:
+    ``k(x, y) = k_0(x, y) + trend_variance * (x_a - c) (y_a - c) [+ offset_variance]``.
 
-    It is the covariance of ``z(x) + b (x_a - c)`` with ``z ~ GP(0, k_0)`` and an independent
-    slope ``b ~ N(0, trend_variance)``: Bayesian linear regression on the basis function
-    ``x_a - c`` added to a GP (Rasmussen & Williams 2006, Sec. 2.7, eq. 2.39-2.40 with a zero
-    prior mean of the coefficient). Away from the data along axis ``a`` the prior no longer
-    reverts to the mean: the slope's posterior carries the trend the data show, and its
-    uncertainty widens the bounds in proportion to the distance ``|x_a - c|``. At ``x_a = c`` the
-    trend contributes nothing.
+    It is the covariance of ``z(x) + b (x_a - c) [+ c_0]`` with ``z ~ GP(0, k_0)``, an
+    independent slope ``b ~ N(0, trend_variance)`` and, with ``offset_variance``, an independent
+    intercept ``c_0 ~ N(0, offset_variance)``: Bayesian linear regression on the basis functions
+    ``x_a - c`` (and ``1``) added to a GP (Rasmussen & Williams 2006, Sec. 2.7, eq. 2.39-2.40
+    with a zero prior mean of the coefficients, the prior covariance ``B`` diagonal). Away from
+    the data along axis ``a`` the prior no longer reverts to the mean: the slope's posterior
+    carries the trend the data show, and its uncertainty widens the bounds in proportion to the
+    distance ``|x_a - c|``. At ``x_a = c`` the trend contributes nothing. The intercept's
+    posterior uncertainty is the same everywhere (it does not grow with the distance); as
+    ``offset_variance`` grows the posterior tends to R&W eq. 2.42's vague-prior limit (the
+    constant estimated by generalised least squares, its uncertainty added), and every posterior
+    variance is non-decreasing in it.
 
-    ``theta`` is ``[log variance, log lengthscale..., log trend_variance]``: the base kernel's
-    entries first (so the output scale is ``theta[0]`` and the length-scales follow, as for a
-    stationary kernel), then the trend's. ``variance`` and ``lengthscale`` are the base kernel's.
+    ``theta`` is ``[log variance, log lengthscale..., log trend_variance(, log
+    offset_variance)]``: the base kernel's entries first (so the output scale is ``theta[0]``
+    and the length-scales follow, as for a stationary kernel), then the trend's, then the
+    intercept's where there is one. ``variance`` and ``lengthscale`` are the base kernel's.
 
     Parameters
     ----------
@@ -556,9 +565,12 @@ class StationaryPlusTrend(Kernel):
         The input column ``a`` of the trend.
     origin:
         ``c``: where the trend is zero (e.g. the lowest level of a monotone axis).
+    offset_variance:
+        Prior variance of the intercept ``c_0``; ``None`` (default): no intercept (and no entry
+        in ``theta``).
     fixed:
-        Names held fixed when fitting: ``"variance"``, ``"lengthscale"``, ``"trend_variance"``
-        (the first two are passed to the base kernel).
+        Names held fixed when fitting: ``"variance"``, ``"lengthscale"``, ``"trend_variance"``,
+        ``"offset_variance"`` (the first two are passed to the base kernel).
     """
 
     def __init__(
@@ -568,6 +580,7 @@ class StationaryPlusTrend(Kernel):
         axis: int = 0,
         origin: float = 0.0,
         fixed: Iterable[str] = (),
+        offset_variance: float | None = None,
     ) -> None:
         if not isinstance(base, StationaryKernel):
             raise InvalidInputError(
@@ -578,6 +591,13 @@ class StationaryPlusTrend(Kernel):
             raise InvalidInputError(
                 f"trend_variance must be positive and finite, got {trend_variance!r}"
             )
+        if offset_variance is not None:
+            offset_variance = float(offset_variance)
+            if not math.isfinite(offset_variance) or offset_variance <= 0:
+                raise InvalidInputError(
+                    f"offset_variance must be positive and finite (or None), got "
+                    f"{offset_variance!r}"
+                )
         if isinstance(axis, bool) or int(axis) != axis or axis < 0:
             raise InvalidInputError(f"axis must be a non-negative integer, got {axis!r}")
         origin = float(origin)
@@ -587,6 +607,7 @@ class StationaryPlusTrend(Kernel):
         base = base.clone()  # type: ignore[assignment]
         self.base = base
         self.trend_variance = trend_variance
+        self.offset_variance = offset_variance
         self.axis = int(axis)
         self.origin = origin
         super().__init__(fixed | base.fixed)
@@ -605,29 +626,46 @@ class StationaryPlusTrend(Kernel):
     def ard(self) -> bool:
         return self.base.ard
 
+    @property
+    def has_offset(self) -> bool:
+        """Whether the kernel has the intercept term (``offset_variance`` given)."""
+        return self.offset_variance is not None
+
     def hyperparameter_groups(self) -> dict[str, int]:
-        return {**self.base.hyperparameter_groups(), "trend_variance": 1}
+        groups = {**self.base.hyperparameter_groups(), "trend_variance": 1}
+        if self.offset_variance is not None:
+            groups["offset_variance"] = 1
+        return groups
 
     @property
     def theta(self) -> np.ndarray:
-        return np.concatenate([self.base.theta, [math.log(self.trend_variance)]])
+        tail = [math.log(self.trend_variance)]
+        if self.offset_variance is not None:
+            tail.append(math.log(self.offset_variance))
+        return np.concatenate([self.base.theta, tail])
 
     @theta.setter
     def theta(self, value: np.ndarray) -> None:
         value = np.asarray(value, dtype=np.float64).reshape(-1)
         p = self.base.theta.size
-        if value.size != p + 1:
-            raise InvalidInputError(f"theta must have {p + 1} entries")
+        q = 1 + (self.offset_variance is not None)
+        if value.size != p + q:
+            raise InvalidInputError(f"theta must have {p + q} entries")
         self.base.theta = value[:p]
         self.trend_variance = float(np.exp(value[p]))
+        if self.offset_variance is not None:
+            self.offset_variance = float(np.exp(value[p + 1]))
 
     def with_theta(self, theta: np.ndarray) -> Kernel:
         import copy
 
         theta = np.asarray(theta, dtype=np.float64).reshape(-1)
+        p = self.base.theta.size
         other = copy.copy(self)
-        other.base = self.base.with_theta(theta[:-1])  # type: ignore[assignment]
-        other.trend_variance = float(np.exp(theta[-1]))
+        other.base = self.base.with_theta(theta[:p])  # type: ignore[assignment]
+        other.trend_variance = float(np.exp(theta[p]))
+        if self.offset_variance is not None:
+            other.offset_variance = float(np.exp(theta[p + 1]))
         return other
 
     def _u(self, X: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -647,35 +685,58 @@ class StationaryPlusTrend(Kernel):
             Y, v = self._u(Y, "Y")
             K = self.base.k(X, Y)
         K += self.trend_variance * np.multiply.outer(u, v)
+        if self.offset_variance is not None:
+            K += self.offset_variance
         return K
 
     def diag(self, X: np.ndarray) -> np.ndarray:
         X, u = self._u(X, "X")
-        return self.base.diag(X) + self.trend_variance * u * u
+        d = self.base.diag(X) + self.trend_variance * u * u
+        if self.offset_variance is not None:
+            d += self.offset_variance
+        return d
 
     def gradient(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         X, u = self._u(X, "X")
         K0, dK0 = self.base.gradient(X)
         T = self.trend_variance * np.multiply.outer(u, u)
-        if "trend_variance" in self.fixed:
-            return K0 + T, dK0
-        return K0 + T, np.concatenate([dK0, T[None]])  # d T / d log trend_variance = T
+        K = K0 + T
+        parts = [dK0]
+        if "trend_variance" not in self.fixed:
+            parts.append(T[None])  # d T / d log trend_variance = T
+        if self.offset_variance is not None:
+            C = np.full_like(K, self.offset_variance)
+            K += C
+            if "offset_variance" not in self.fixed:
+                parts.append(C[None])  # d C / d log offset_variance = C
+        return K, (np.concatenate(parts) if len(parts) > 1 else dK0)
 
     def gram_for_gradient(self, X: np.ndarray) -> tuple[np.ndarray, object]:
         X, u = self._u(X, "X")
         K0, state = self.base.gram_for_gradient(X)
         T = self.trend_variance * np.multiply.outer(u, u)
-        return K0 + T, (state, T)  # a new array: the base's state may hold K0 itself
+        K = K0 + T  # a new array: the base's state may hold K0 itself
+        if self.offset_variance is not None:
+            K += self.offset_variance
+        return K, (state, T)
 
     def gradient_traces(self, state: object, W: np.ndarray) -> np.ndarray:
         base_state, T = state  # type: ignore[misc]
-        out = self.base.gradient_traces(base_state, W)
-        if "trend_variance" in self.fixed:
-            return out
-        return np.concatenate([out, [float(np.vdot(W, T))]])
+        out = [self.base.gradient_traces(base_state, W)]
+        if "trend_variance" not in self.fixed:
+            out.append(np.array([float(np.vdot(W, T))]))
+        if self.offset_variance is not None and "offset_variance" not in self.fixed:
+            out.append(np.array([self.offset_variance * float(np.sum(W))]))
+        return np.concatenate(out) if len(out) > 1 else out[0]
 
     def __repr__(self) -> str:
+        offset = (
+            ""
+            if self.offset_variance is None
+            else f" + offset_variance={np.round(self.offset_variance, 6)}"
+        )
         return (
             f"{type(self).__name__}({self.base!r} + trend_variance="
-            f"{np.round(self.trend_variance, 6)} along axis {self.axis} from {self.origin:g})"
+            f"{np.round(self.trend_variance, 6)} along axis {self.axis} from {self.origin:g}"
+            f"{offset})"
         )

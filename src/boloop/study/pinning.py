@@ -52,6 +52,7 @@ logger = logging.getLogger("boloop")
 #: option existed (module docstring); only options that no problem setting supplies belong here
 ADDED_LATER: dict[tuple[str, str], Any] = {
     ("safe", "trend_g"): False,  # g's learned model was the Matern kernel alone
+    ("safe", "offset_g"): False,  # g's trend model had no intercept
     # a learned level-set model was never widened, and LSE intersected its intervals across
     # refits (an option the other level-set methods do not declare, so not passed to them)
     ("levelset", "widen_when_overconfident"): False,
