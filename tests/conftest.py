@@ -1,4 +1,5 @@
-"""Shared fixtures: a real PostgreSQL server for the storage tests (see ``pg_server.py``).
+"""Shared fixtures: a real PostgreSQL server for the storage tests (see ``pg_server.py``), and
+the headless browsers of the page's tests (see ``browsers.py``).
 
 The server is started once per test session, that is once per xdist worker that runs a
 PostgreSQL test: each worker's server has its own directory and port, so two workers never
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from browsers import desktop_driver, phone_driver
 from pg_server import PostgresServer, find_pg_bin
 
 
@@ -42,3 +44,40 @@ def pg_server() -> Iterator[PostgresServer]:
 def pg_url(pg_server: PostgresServer) -> str:
     """The URL of a fresh, empty database on the session's server."""
     return pg_server.new_database()
+
+
+# -- the headless browsers of the page's tests (browsers.py), one of each per module ----------
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    d = desktop_driver()
+    yield d
+    d.quit()
+
+
+@pytest.fixture(scope="module")
+def browser2() -> Iterator[object]:
+    d = desktop_driver()
+    yield d
+    d.quit()
+
+
+@pytest.fixture(scope="module")
+def phone() -> Iterator[object]:
+    d = phone_driver()
+    yield d
+    d.quit()
+
+
+@pytest.fixture
+def spawn_workers() -> Iterator[None]:
+    """Worker processes that start a fresh interpreter (macOS's and Windows' default, and
+    Python 3.14's forkserver alike): they have boloop's methods only, not this process's, and
+    import a method's or a problem's file themselves."""
+    import multiprocessing as mp
+
+    old = mp.get_start_method()
+    mp.set_start_method("spawn", force=True)
+    try:
+        yield
+    finally:
+        mp.set_start_method(old, force=True)

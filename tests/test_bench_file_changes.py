@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import multiprocessing as mp
 import os
 import subprocess
 import sys
@@ -199,17 +198,6 @@ def test_a_file_edited_after_this_process_imported_it_is_refused(tmp_path: Path)
     with pytest.raises(InvalidInputError, match="changed since this Python process imported it"):
         run_sweep([f"{src}:make"], ["toy-random"], "1", 3, tmp_path / "out", jobs=1)
     assert (tmp_path / "out" / "results.csv").read_bytes() == stored
-
-
-@pytest.fixture
-def spawn_workers():  # type: ignore[no-untyped-def]
-    """Workers that start a fresh interpreter and import the file themselves."""
-    old = mp.get_start_method()
-    mp.set_start_method("spawn", force=True)
-    try:
-        yield
-    finally:
-        mp.set_start_method(old, force=True)
 
 
 def test_spawned_workers_record_the_file_they_ran_and_the_summary_reads_it(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import multiprocessing as mp
 import os
 import re
 import shlex
@@ -226,18 +225,6 @@ def test_a_file_imported_by_name_and_by_path_is_one_method(
 
     with pytest.raises(InvalidInputError, match="'emc' is already registered"):
         register_method("emc", "levelset", "another")(make_emc)
-
-
-@pytest.fixture
-def spawn_workers():  # type: ignore[no-untyped-def]
-    """Worker processes that start a fresh interpreter (macOS's and Windows' default, and
-    Python 3.14's forkserver alike): they have boloop's methods only, not this process's."""
-    old = mp.get_start_method()
-    mp.set_start_method("spawn", force=True)
-    try:
-        yield
-    finally:
-        mp.set_start_method(old, force=True)
 
 
 def test_workers_that_do_not_fork_import_the_method_file(

@@ -20,6 +20,7 @@ from boloop.errors import InvalidInputError
 from boloop.gp import ExactGP, HyperparameterLearning, Matern, SquaredExponential
 from boloop.gp.conservative import axiswise_conservative
 from boloop.gp.kernels import StationaryPlusTrend
+from kernel_checks import check_gradient_and_traces
 
 RNG = np.random.default_rng(3)
 X = RNG.uniform(0, 2, size=(12, 3))
@@ -67,21 +68,7 @@ def test_values_are_the_closed_form_on_any_axis_and_origin(axis, origin) -> None
 @pytest.mark.parametrize("fixed", [(), ("variance",), ("lengthscale",), ("trend_variance",)])
 def test_gradient_matches_finite_differences_and_fast_traces(fixed) -> None:
     k = _trend(fixed=fixed)
-    K, dK = k.gradient(X)
-    free = np.flatnonzero(k.free_mask)
-    assert dK.shape == (free.size, 12, 12)
-    theta, eps = k.theta, 1e-6
-    for row, i in enumerate(free):
-        up, dn = theta.copy(), theta.copy()
-        up[i] += eps
-        dn[i] -= eps
-        num = (k.with_theta(up).k(X) - k.with_theta(dn).k(X)) / (2 * eps)
-        assert np.allclose(dK[row], num, rtol=0, atol=1e-6 * np.abs(num).max())
-    W = RNG.standard_normal((12, 12))
-    K2, state = k.gram_for_gradient(X)
-    assert np.allclose(K2, K, rtol=1e-12, atol=0)
-    dense = dK.reshape(dK.shape[0], -1) @ W.reshape(-1)
-    assert np.allclose(k.gradient_traces(state, W), dense, rtol=1e-10, atol=1e-10)
+    check_gradient_and_traces(k, X, RNG)
 
 
 def test_theta_round_trip_copies_and_errors() -> None:

@@ -9,7 +9,6 @@ Skipped, with the reason printed, where the browser is not installed (``.ci/run`
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -19,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+from browsers import CHROMEDRIVER, CHROMIUM
+
 if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
     pytest.skip(
         "browser tests SKIPPED: chromium and chromium-driver are not installed "
@@ -30,12 +29,10 @@ if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
 pytest.importorskip("selenium", reason="browser tests SKIPPED: selenium is not installed")
 pytest.importorskip("fastapi", reason="browser tests SKIPPED: the web extra is not installed")
 
-from selenium import webdriver  # noqa: E402
 from selenium.common.exceptions import (  # noqa: E402
     NoSuchElementException,
     WebDriverException,
 )
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -172,35 +169,6 @@ def _stop(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
-
-
-def _driver():
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--window-size=1200,1500",
-        "--disable-extensions",
-    ):
-        opts.add_argument(arg)
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    d = _driver()
-    yield d
-    d.quit()
-
-
-@pytest.fixture(scope="module")
-def browser2():
-    d = _driver()
-    yield d
-    d.quit()
 
 
 def _wait(d, until):

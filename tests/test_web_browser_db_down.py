@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 
 from boloop.study import load_study
-from study_samples import make_study
 
 # the browser helpers, and the module's skip where chromium, chromedriver or selenium are missing
-from test_web_browser import By, Keys, _driver, _free_port, _serve, _stop, _wait
+from browsers import desktop_driver
+from study_samples import make_study
+from test_web_browser import By, Keys, _free_port, _serve, _stop, _wait
 
 pytestmark = pytest.mark.xdist_group("postgres")
 
@@ -42,7 +43,7 @@ def test_an_open_page_says_the_database_is_unreachable_and_keeps_the_answer(pg_s
     before = [r["query_id"] for r in make_study("coat", pg_url, answers=1, key="lev1").history()]
     port = _free_port()
     proc = _serve(pg_url, port, poll=0.3)
-    d = _driver()
+    d = desktop_driver()
     try:
         d.get(f"http://127.0.0.1:{port}/studies/coat")
         qid = int(d.find_element(By.CSS_SELECTOR, "input[name=query_id]").get_attribute("value"))

@@ -20,16 +20,14 @@ import numpy as np
 import pytest
 
 from boloop.study import create_study, load_study
-from study_samples import answer_for, make_study, reactor_space, reactor_truth
 
 # the browser helpers, and the module's skip where chromium, chromedriver or selenium are missing
+from browsers import PHONE
+from study_samples import answer_for, make_study, reactor_space, reactor_truth
 from test_web_browser import (
-    CHROMEDRIVER,
-    CHROMIUM,
     By,
     Keys,
     _alert,
-    _driver,
     _free_port,
     _open_id,
     _serve,
@@ -40,8 +38,6 @@ from test_web_browser import (
 
 #: one worker runs every browser test (they share the machine's two cores)
 pytestmark = pytest.mark.xdist_group("browser")
-
-PHONE = (390, 844)
 
 
 @pytest.fixture(scope="module")
@@ -85,40 +81,6 @@ def _stuck(name: str, url: str) -> None:
         t = reactor_truth(float(q.params["power"]), float(q.params["flow"]))
         study.tell(q.id, {"f": t["f"] + 0.01 * rng.normal(), "g": t["g"] + 0.3 * rng.normal()})
     assert study.status()["stuck"], "the reactor study should be stuck"
-
-
-def _phone_driver():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
-        opts.add_argument(arg)
-    width, height = PHONE
-    opts.add_experimental_option(
-        "mobileEmulation",
-        {
-            "deviceMetrics": {"width": width, "height": height, "pixelRatio": 2},
-            "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) "
-            "AppleWebKit/605.1.15 Mobile/15E148",
-        },
-    )
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    d = _driver()
-    yield d
-    d.quit()
-
-
-@pytest.fixture(scope="module")
-def phone():
-    d = _phone_driver()
-    yield d
-    d.quit()
 
 
 def _full_shot(d, path: Path) -> None:

@@ -16,19 +16,15 @@ import pytest
 pytest.importorskip("selenium", reason="browser tests SKIPPED: selenium is not installed")
 pytest.importorskip("fastapi", reason="browser tests SKIPPED: the web extra is not installed")
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
 from boloop.study import create_study, load_study  # noqa: E402
+from browsers import desktop_driver  # noqa: E402
 from study_samples import make_study, reactor_space, reactor_truth  # noqa: E402
 from test_study_words import COATING, DOSE  # noqa: E402
 from test_web_browser import (  # noqa: E402 - skips this module where chromium is missing
-    CHROMEDRIVER,
-    CHROMIUM,
     _alert,
-    _driver,
     _free_port,
     _open_id,
     _serve,
@@ -96,27 +92,9 @@ def server(tmp_path_factory):
     _stop(proc)
 
 
-def _phone():
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
-        opts.add_argument(arg)
-    opts.add_experimental_option(
-        "mobileEmulation", {"deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 2}}
-    )
-    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-
-
-@pytest.fixture(scope="module")
-def phone():
-    d = _phone()
-    yield d
-    d.quit()
-
-
 @pytest.fixture(scope="module")
 def laptop():
-    d = _driver()
+    d = desktop_driver()
     d.set_window_size(1280, 800)
     yield d
     d.quit()

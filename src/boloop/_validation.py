@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -99,3 +100,13 @@ def integer_at_least(value: Any, name: str, low: int) -> int:
     if not ok or not math.isfinite(value) or int(value) != value or value < low:
         raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}")
     return int(value)
+
+
+def known_keys(table: Any, valid: Sequence[str], where: str, hint: str = "") -> None:
+    """Refuse a mapping ``table`` with keys outside ``valid``, naming them, the valid ones and a
+    ``hint`` (e.g. what a near miss means), as an :class:`InvalidInputError` about ``where``."""
+    extra = sorted(set(table) - set(valid))
+    if extra:
+        raise InvalidInputError(
+            f"{where} has unknown keys {extra}; valid: {list(valid)}" + (f" {hint}" if hint else "")
+        )

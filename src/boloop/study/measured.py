@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from boloop._validation import known_keys
 from boloop.errors import InvalidInputError
 
 __all__ = [
@@ -56,12 +57,12 @@ MEASUREMENT_KEYS = ("name", "unit")
 def _table(value: Any, where: str) -> dict[str, str]:
     if not isinstance(value, Mapping):
         raise InvalidInputError(f"{where} must be a table with {' and/or '.join(MEASUREMENT_KEYS)}")
-    extra = sorted(set(value) - set(MEASUREMENT_KEYS))
-    if extra:
-        raise InvalidInputError(
-            f"{where} has unknown keys {extra}; valid: {list(MEASUREMENT_KEYS)} (a safe study "
-            "names each output in its own table: [measurement.f] and [measurement.g])"
-        )
+    known_keys(
+        value,
+        MEASUREMENT_KEYS,
+        where,
+        "(a safe study names each output in its own table: [measurement.f] and [measurement.g])",
+    )
     out = {}
     for key in MEASUREMENT_KEYS:
         v = value.get(key)

@@ -58,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from boloop._validation import known_keys
 from boloop.algorithms.families import family_traits, space_key_owners
 from boloop.errors import InvalidInputError, OutOfSpaceError
 from boloop.problems.base import Problem
@@ -293,12 +294,7 @@ def normalise_space(doc: Mapping[str, Any]) -> dict[str, Any]:
         for i, p in enumerate(params):
             if not isinstance(p, Mapping) or "name" not in p:
                 raise InvalidInputError(f"parameters[{i}] must be a table with a 'name'")
-            extra = sorted(set(p) - set(PARAMETER_KEYS))
-            if extra:
-                raise InvalidInputError(
-                    f"parameters[{i}] has unknown keys {extra}; valid: {list(PARAMETER_KEYS)} "
-                    "(grid: the number of grid points)"
-                )
+            known_keys(p, PARAMETER_KEYS, f"parameters[{i}]", "(grid: the number of grid points)")
             name = str(p["name"])
             lo = _number(p.get("low"), f"parameters[{i}] ({name}) low")
             hi = _number(p.get("high"), f"parameters[{i}] ({name}) high")

@@ -1,0 +1,48 @@
+"""The headless browsers of the page's tests: Debian's chromium driven by selenium (imported
+when a browser is made, so that importing this module needs neither). The browser test modules
+skip themselves where chromium, chromedriver or selenium are missing (``test_web_browser.py``);
+their fixtures (``browser``, ``browser2``, ``phone``) are in ``conftest.py``."""
+
+from __future__ import annotations
+
+import shutil
+from typing import Any
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+#: the phone the page is tried on (CSS pixels)
+PHONE = (390, 844)
+_HEADLESS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage")
+
+
+def desktop_driver() -> Any:
+    """Chromium in a 1200 x 1500 window."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in (*_HEADLESS, "--window-size=1200,1500", "--disable-extensions"):
+        opts.add_argument(arg)
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+
+
+def phone_driver() -> Any:
+    """Chromium emulating a phone of :data:`PHONE` (touch, device pixel ratio 2)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in _HEADLESS:
+        opts.add_argument(arg)
+    width, height = PHONE
+    opts.add_experimental_option(
+        "mobileEmulation",
+        {
+            "deviceMetrics": {"width": width, "height": height, "pixelRatio": 2},
+            "userAgent": "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) "
+            "AppleWebKit/605.1.15 Mobile/15E148",
+        },
+    )
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
