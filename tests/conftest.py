@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -47,6 +48,16 @@ def pg_url(pg_server: PostgresServer) -> str:
 
 
 # -- the headless browsers of the page's tests (browsers.py), one of each per module ----------
+@pytest.fixture(scope="module")
+def shots() -> Path:
+    """Where the page's tests save their screenshots: ``$BOLOOP_SCREENSHOTS``, else
+    ``$TMPDIR/boloop-screenshots``."""
+    out = os.environ.get("BOLOOP_SCREENSHOTS")
+    path = Path(out) if out else Path(os.environ.get("TMPDIR", "/tmp")) / "boloop-screenshots"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     d = desktop_driver()

@@ -11,7 +11,6 @@ reason, where chromium/chromedriver/selenium are missing (the skip comes with th
 
 from __future__ import annotations
 
-import os
 import re
 import urllib.request
 from pathlib import Path
@@ -38,14 +37,6 @@ from test_web_browser import (
 
 #: one worker runs every browser test (they share the machine's two cores)
 pytestmark = pytest.mark.xdist_group("browser")
-
-
-@pytest.fixture(scope="module")
-def shots() -> Path:
-    out = os.environ.get("BOLOOP_SCREENSHOTS")
-    path = Path(out) if out else Path(os.environ.get("TMPDIR", "/tmp")) / "boloop-screenshots"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 @pytest.fixture(scope="module")

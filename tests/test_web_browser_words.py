@@ -36,17 +36,6 @@ from test_web_browser import (  # noqa: E402 - skips this module where chromium 
 pytestmark = pytest.mark.xdist_group("browser")
 
 
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory):
-    import os
-    from pathlib import Path
-
-    out = os.environ.get("BOLOOP_SCREENSHOTS")
-    path = Path(out) if out else Path(os.environ.get("TMPDIR", "/tmp")) / "boloop-screenshots"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def _stuck_reactor(name: str, url: str) -> None:
     study = create_study(name, "m-safeopt", reactor_space(20, 8), seed=0, storage=url)
     rng = np.random.default_rng(0)
