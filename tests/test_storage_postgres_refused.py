@@ -109,6 +109,36 @@ def test_a_password_the_server_asks_for_and_the_url_lacks(pg_server):
     assert f"postgresql+psycopg://{role}:PASSWORD@" in text and RIGHT not in text
 
 
+@pytest.mark.parametrize("case", ["wrong password", "missing database"])
+def test_a_password_given_as_a_query_parameter_is_never_shown(pg_server, case):
+    """libpq also takes the password as ``?password=...``: the refusal masks it there too (it
+    was printed in full, on the command line and on the server's 500 page)."""
+    url, _ = _refusal(pg_server, case)
+    user_at = url.split("://", 1)[1].split("@", 1)[0].split(":")[0]
+    query_url = url.replace(f"{user_at}:{PASSWORD}@", f"{user_at}@") + f"?password={PASSWORD}"
+    with pytest.raises(StorageAccessError) as info:
+        open_storage(query_url)
+    text = str(info.value)
+    assert PASSWORD not in text and "?password=***" in text, text
+
+
+def test_safe_url_masks_every_form_of_password():
+    from boloop.study.log import safe_url, url_for_command
+
+    cases = {
+        "postgresql+psycopg://lab:s3cret@h/db": "postgresql+psycopg://lab:***@h/db",
+        "postgresql://lab@h/db?password=s3cret": "postgresql://lab@h/db?password=***",
+        "postgresql://lab@h/db?sslmode=require&password=s3cret&x=1": (
+            "postgresql://lab@h/db?sslmode=require&password=***&x=1"
+        ),
+        "postgresql://lab@h/db": "postgresql://lab@h/db",
+        "sqlite:////tmp/a@b/lab.db": "sqlite:////tmp/a@b/lab.db",
+    }
+    for url, shown in cases.items():
+        assert safe_url(url) == shown, url
+    assert url_for_command("postgresql://lab@h/db?password=s3cret") == "YOUR_STORAGE_URL"
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_study_commands_say_what_the_server_refused(pg_server, case, capsys):
     url, words = _refusal(pg_server, case)

@@ -95,10 +95,19 @@ def url_for_command(url: str, placeholder: str = "YOUR_STORAGE_URL") -> str:
 
 def safe_url(url: str) -> str:
     """``url`` with its password masked (``postgresql+psycopg://lab:***@host/db``), for
-    messages, logs and status lines."""
-    if "@" not in url or "://" not in url:
+    messages, logs and status lines; a password given as a query parameter (libpq's
+    ``?password=...``) is masked too (``...?password=***``)."""
+    import re
+
+    if "://" not in url:
+        return url
+    # libpq's keyword form: password=... among the query parameters (case as libpq reads it)
+    url = re.sub(r"([?&]password=)[^&#]*", r"\1***", url)
+    if "@" not in url:
         return url
     scheme, _, rest = url.partition("://")
     credentials, _, where = rest.rpartition("@")
+    if "/" in credentials:  # the "@" is in the path or the query, not after credentials
+        return url
     user, colon, _password = credentials.partition(":")
     return f"{scheme}://{user}:***@{where}" if colon else url
