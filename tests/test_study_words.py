@@ -130,6 +130,19 @@ def test_comma_separated_pairs_and_outputs_still_read():
     assert parse_measurement("a=1;b=2,c=3") == {"a": 1.0, "b": 2.0, "c": 3.0}  # as before
 
 
+@pytest.mark.parametrize("text", ["0,5", "7,25", "1,234", "1,5e3", "-1,5"])
+def test_one_comma_between_two_outputs_is_refused_not_split(text):
+    """With f and g, ``0,5`` may be one number with a decimal comma or the two values 0 and 5:
+    refused saying how to write either (review: it was stored as f=0, g=5), nothing stored."""
+    study = create_study("d", "m-safeopt", PLAIN_DOSE, storage=f"memory://w5b-{text}", seed=0)
+    q = study.ask()
+    with pytest.raises(AnswerTypeError) as err:
+        study.tell(q.id, text)
+    assert "one number with a decimal comma or 2 values" in str(err.value)
+    assert "f=0,5; g=1,2" in str(err.value)
+    assert study.n_answered == 0
+
+
 def test_cli_add_params_with_commas(tmp_path):
     url = f"sqlite:///{tmp_path / 'lab.db'}"
     create_study("coat", "lse", PLAIN_COATING, storage=url, seed=0)

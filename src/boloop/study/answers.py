@@ -84,6 +84,9 @@ class NumberTextError(AnswerTypeError):
 _COMMA_DECIMAL = re.compile(r"[+-]?\d*,\d+")
 #: ... that could as well be a thousands separator: 1-3 digits (not a lone 0), then 3 digits
 _COMMA_THOUSANDS = re.compile(r"[+-]?[1-9]\d{0,2},\d{3}")
+#: digits, one comma, digits (an exponent allowed): one number with a decimal comma as well as
+#: two values separated by a comma, where a query has several outputs
+_ONE_COMMA_NUMBER = re.compile(r"[+-]?\d*,\d+([eE][+-]?\d+)?")
 
 
 def read_number(text: str) -> float | None:
@@ -173,9 +176,12 @@ def parse_measurement(value: Any, what: str = "value") -> float | dict[str, floa
     raise AnswerTypeError(f"{what} must be a number or named numbers, got {value!r}")
 
 
-def _output_parts(text: str, n: int) -> list[str] | None:
-    """The ``n`` values of a query with several outputs typed in one line, or None: separated
-    by spaces (each may have a decimal comma: ``1,2 0,3``), else by commas (``1.2,0.3``)."""
+def _output_parts(text: str, outputs: tuple[str, ...]) -> list[str] | None:
+    """The values of a query with several ``outputs`` typed in one line, or None: separated by
+    spaces (each may have a decimal comma: ``1,2 0,3``), else by commas (``1.2,0.3``). A line
+    that also reads as one number with a decimal comma (``0,5``, ``1,234``) is refused: it may
+    be one value or two (it was read as ``f=0, g=5``)."""
+    n = len(outputs)
     if n < 2:
         return None
     spaced = text.split()
@@ -185,6 +191,14 @@ def _output_parts(text: str, n: int) -> list[str] | None:
                 return spaced
         except AnswerTypeError:
             pass
+    if len(spaced) == 1 and _ONE_COMMA_NUMBER.fullmatch(text.strip()):
+        # 0,5 / 1,234 / 1,5e3: one number with a decimal comma, or two values
+        a, b = outputs[:2]
+        raise AnswerTypeError(
+            f"{text.strip()!r} may be one number with a decimal comma or {n} values separated "
+            f"by a comma: write the {n} values separated by a space (0.5 1.2, or 0,5 1,2) or by "
+            f"name ({a}=0,5; {b}=1,2)"
+        )
     parts = text.replace(",", " ").split()
     return parts if len(parts) == n else None
 
@@ -198,7 +212,9 @@ def parse_answer(query: Query, answer: Any) -> Any:
     """
     if isinstance(query, Evaluate):
         if isinstance(answer, str):
-            parts = _output_parts(answer, len(query.outputs))
+            parts = (
+                None if "=" in answer else _output_parts(answer, tuple(query.outputs))
+            )
             if query.outputs and parts is not None and "=" not in answer:
                 answer = dict(zip(query.outputs, (_text_value(p) for p in parts)))
             else:
