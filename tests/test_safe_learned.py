@@ -148,3 +148,26 @@ def test_random_gp_draws_are_valid_even_when_rejection_finds_none(seed):
     # the draw is reproducible from its seed
     G2 = random_monotone_gp(seed=seed, lengthscale_g=0.1, variance_g=1.0, max_draws=1, h=0.3)
     np.testing.assert_array_equal(G, G2.truth()[1])
+
+
+def test_a_g_measured_exactly_at_the_limit_everywhere_is_stored() -> None:
+    """Every g equal to h (an integer score with an integer limit) made the learned model's
+    floors log(0): the fit raised a math domain error and that answer could never be stored
+    (review). Now it is stored and the method goes on asking (no floor from a zero distance)."""
+    from boloop.study import create_study
+
+    space = {
+        "parameters": [
+            {"name": "dose", "low": 0.0, "high": 10.0, "grid": 11},
+            {"name": "t", "low": 0.0, "high": 1.0, "grid": 5},
+        ],
+        "monotone": "dose",
+        "h": 1.0,
+    }
+    for options in ({}, {"trend_g": False}, {"offset_g": True}):
+        store = f"memory://g-at-h-{len(options) and next(iter(options))}"
+        s = create_study("d", "m-safeopt", space, storage=store, seed=0, **options)
+        for i in range(8):
+            q = s.ask()
+            s.tell(q.id, {"f": 0.1 * i, "g": 1.0})
+        assert s.n_answered == 8 and s.ask().kind == "evaluate", options

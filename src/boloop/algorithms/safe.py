@@ -584,23 +584,27 @@ class _SafePolicy(BasePolicy):
             theta = shape.kernel.theta.copy()
             names = shape.kernel.theta_names
             m2 = float(np.mean(gp_g.y**2))
+            # log of the floors below; every g exactly at h (m2 = 0) sets none (it raised a
+            # math domain error at the first fit, and that answer could never be stored)
+            log_m2 = math.log(m2) if m2 > 0 else -math.inf
             if offset:
                 # the data's distance from h is c's: its prior variance at least the second
                 # moment of g - h (a model calling that offset improbable would revert too
                 # fast), z's amplitude as the variation of the data alone set it
                 i = names.index("offset_variance")
-                theta[i] = max(theta[i], math.log(m2))
+                theta[i] = max(theta[i], log_m2)
             else:
                 # the zero-mean model's amplitude must also explain the data's distance from h:
                 # the variance is at least the second moment of g - h (a zero-mean process with
                 # the shape's variance alone would call that offset impossible and revert too
                 # fast)
-                theta[0] = max(theta[0], math.log(m2))
+                theta[0] = max(theta[0], log_m2)
             if isinstance(shape.kernel, StationaryPlusTrend):
                 # and the trend's slope variance at least m^2 / w_s^2: g - h may climb from its
                 # data to the limit within the box's range of s (trend_kernel_g)
                 i = names.index("trend_variance")
-                theta[i] = max(theta[i], math.log(m2 / float(self.width[0]) ** 2))
+                w_s2 = float(self.width[0]) ** 2
+                theta[i] = max(theta[i], math.log(m2 / w_s2) if m2 > 0 else -math.inf)
             gp_g.kernel.theta = theta
             gp_g.set_data(gp_g.X.copy(), gp_g.y.copy())
 
