@@ -110,3 +110,29 @@ def test_a_study_from_before_the_option_keeps_its_model() -> None:
     )
     assert given.options["offset_g"] is True
     assert "offset_variance" in given.policy.describe()["kernel_g"]
+
+
+def test_a_study_with_offset_g_says_it_is_a_research_option(caplog) -> None:
+    """The option evaluated unsafe settings on 43 of 100 random-gp draws: a study with it on
+    says so in its warnings (the page's banner, the CLI's WARNING lines) and in the log when
+    it is built (review: it was accepted silently); without it, no such warning."""
+    import logging
+
+    from boloop.algorithms.safe import OFFSET_G_CAUTION
+    from boloop.study import create_study
+
+    space = {
+        "parameters": [
+            {"name": "dose", "low": 0.0, "high": 10.0, "grid": 11},
+            {"name": "t", "low": 0.0, "high": 1.0, "grid": 5},
+        ],
+        "monotone": "dose",
+        "h": 1.0,
+    }
+    with caplog.at_level(logging.WARNING, logger="boloop"):
+        on = create_study("on", "m-safeopt", space, storage="memory://cau", seed=0, offset_g=True)
+    assert OFFSET_G_CAUTION in caplog.text
+    assert OFFSET_G_CAUTION in on.status()["warnings"]
+    assert "caution" not in on.status()["settings"]
+    off = create_study("off", "m-safeopt", space, storage="memory://cau", seed=0)
+    assert not any("offset_g" in w for w in off.status()["warnings"])

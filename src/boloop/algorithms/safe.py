@@ -412,6 +412,8 @@ class _SafePolicy(BasePolicy):
             raise InvalidInputError(f"offset_g must be true or false, got {offset_g!r}")
         #: g's trend model has an unknown constant (intercept) too (:func:`trend_kernel_g`)
         self.offset_g = bool(offset_g and self.trend_g)
+        if self.offset_g:
+            logger.warning(OFFSET_G_CAUTION)
         if self.trend_g:
             kernel_g = trend_kernel_g(space, self.min_lengthscale_g, offset=self.offset_g)
         self.gp_f = (
@@ -976,6 +978,8 @@ class _SafePolicy(BasePolicy):
             offset_g=self.offset_g,
             stall=self.stall(),
         )
+        if self.offset_g:
+            d["caution"] = OFFSET_G_CAUTION
         return d
 
 
@@ -1173,6 +1177,13 @@ _COMMON_KEYS = (
 
 
 _OPTION_ONLY = ("trend_g", "offset_g", "cache_mb")
+#: what a study with ``offset_g`` on says in its warnings, and the log when it is built: the
+#: option is for research (docs/reproductions/safe.md, "An unknown constant in g's model")
+OFFSET_G_CAUTION = (
+    "offset_g is on: a research option, not a safe default. With it the method evaluated "
+    "settings above the limit on 43 of 100 random test problems (docs/reproductions/safe.md, "
+    "'An unknown constant in g's model'); do not use it where an unsafe setting does harm"
+)
 
 
 def _settings(problem: Any, options: dict[str, Any]) -> dict[str, Any]:

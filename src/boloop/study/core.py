@@ -531,7 +531,8 @@ class Study(StudyReplay, StudySnapshots):
         ``open_query``, ``recommendation`` (in parameter names; None before the first answer in
         effect: a method's favourite before any data names nothing), ``recommendation_meaning``,
         ``last_answers`` (the last ``last`` history rows); ``warnings``: what a person must not
-        miss (a measured value over a safety limit; a method that is stuck); ``stuck``: the last
+        miss (a measured value over a safety limit; a research option in use that the method
+        cautions against, its ``describe()["caution"]``; a method that is stuck); ``stuck``: the last
         of these on its own (None while the method makes progress), a notice rather than an alarm
         (once the study was continued, it names the continuation instead of the command that
         makes one); ``description``: the space file's description (or None); ``continued_as``:
@@ -588,6 +589,8 @@ class Study(StudyReplay, StudySnapshots):
         continued = self.continued_as()
         stuck, alarms = self._stuck(described, continued), self._over_limit(described)
         after_alarms = self._after_over_limit(described)
+        # a method's caution about an option in use (e.g. the safe family's offset_g)
+        caution = described.pop("caution", None)
         # the study's counts and iteration are shown once, in the study's vocabulary
         for key in _NOT_SETTINGS:
             described.pop(key, None)
@@ -613,7 +616,7 @@ class Study(StudyReplay, StudySnapshots):
             "recommendation_label": rec_label,
             "recommendation_meaning": rec_meaning,
             "last_answers": [self._row(e) for e in answers[-last:]] if last else [],
-            "warnings": [*alarms, *([stuck] if stuck else [])],
+            "warnings": [*alarms, *([caution] if caution else []), *([stuck] if stuck else [])],
             "over_limit_next": after_alarms,
             "stuck": stuck,
         }
