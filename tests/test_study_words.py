@@ -162,6 +162,7 @@ def test_no_family_names_a_recommendation_before_its_first_answer(family, tmp_pa
     url = f"sqlite:///{tmp_path / 'lab.db'}"
     study = make_study("s", url, key=key, fast=True)
     assert study.status()["recommendation"] is None
+    assert study.recommend() is None  # the same in Python (review: it named the lowest point)
     out = run_cli(["study", "status", "s", "--storage", url], cwd=tmp_path).stdout
     rec = out.split("recommendation:", 1)[1].splitlines()
     assert rec[1].strip() == "none yet", out

@@ -469,7 +469,9 @@ class Study(StudyReplay, StudySnapshots):
         )
 
     def recommend(self) -> Any:
-        """The policy's recommendation in parameter names (points become ``{name: value}``).
+        """The policy's recommendation in parameter names (points become ``{name: value}``);
+        None before the first answer, as :meth:`status` says (a method's favourite before any
+        data is no recommendation).
 
         Computed on a copy of the policy: some policies fit their models lazily inside
         ``recommend`` and draw random numbers for it (the expert family), so calling it on the
@@ -477,6 +479,8 @@ class Study(StudyReplay, StudySnapshots):
         :meth:`readout`'s: asked again in the same state, nothing is copied again.
         """
         self.refresh()
+        if self.n_answered == 0:
+            return None
         with self.readout() as r:
             return self._recommendation(r)
 
