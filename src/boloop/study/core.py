@@ -128,7 +128,9 @@ class StudyQuery:
     a_label: str | None = None
     b_label: str | None = None
     calibration: bool = False
-    #: what is measured, in words (the space file's ``[measurement]``; empty: not named)
+    #: what is measured, in words (:meth:`Study.measured`): one entry per output of an
+    #: evaluation (or one for its single value), with the name and unit the space file's
+    #: ``[measurement]`` gives (None where it gives none); empty for labels and duels
     measured: tuple[Measured, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:

@@ -387,7 +387,8 @@ def create_app(
         try:
             return pool.run(name, fn)
         except (StorageUnavailableError, StorageAccessError):
-            raise  # 503: the database is down, the request was not bad (storage_unavailable)
+            raise  # the handlers' 503 (the database is down) or 500 (it refuses the URL's
+            # credentials): the request was not bad
         except UnknownIdError as exc:
             raise HTTPException(404, str(exc)) from exc
         except QueryStateError as exc:
