@@ -122,8 +122,12 @@ def test_comma_separated_pairs_and_outputs_still_read():
     # decimal commas: the pairs separated by ';', the two values by a space
     assert parse_answer(q, "f=1,2; g=0,3") == {"f": 1.2, "g": 0.3}
     assert parse_answer(q, "1,2 0,3") == {"f": 1.2, "g": 0.3}
-    with pytest.raises(AnswerTypeError, match="separate the pairs with ';'"):
-        parse_answer(q, "f=1,2,g=0,3")
+    # digits after a comma that are no pair continue the value before (review: a single pair
+    # "temperature=35,5" was refused)
+    assert parse_answer(q, "f=1,2,g=0,3") == {"f": 1.2, "g": 0.3}
+    assert parse_measurement("temperature=35,5") == {"temperature": 35.5}
+    with pytest.raises(AnswerTypeError, match="ambiguous"):
+        parse_measurement("temperature=1,234")
     # points typed as name=value pairs
     assert parse_measurement("temperature=35,ratio=0.4") == {"temperature": 35.0, "ratio": 0.4}
     assert parse_measurement("temperature=35,5; ratio=0,4") == {"temperature": 35.5, "ratio": 0.4}

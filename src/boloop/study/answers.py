@@ -135,6 +135,16 @@ def _text_value(text: str) -> Any:
         parts = s.split(";") if ";" in s else s.split(",")
         # "a=1;b=2,c=3" (both separators, as before): a part with two pairs splits at commas
         parts = [q for p in parts for q in (p.split(",") if p.count("=") > 1 else [p])]
+        if ";" not in s:
+            # digits after a comma that are no pair continue the value before: a decimal comma
+            # ("temperature=35,5", "f=1,2,g=0,3"), read by the one rule of read_number
+            merged: list[str] = []
+            for p in parts:
+                if merged and "=" not in p and p.strip().isdigit() and "=" in merged[-1]:
+                    merged[-1] += "," + p
+                else:
+                    merged.append(p)
+            parts = merged
         for part in parts:
             if not part.strip():
                 continue
