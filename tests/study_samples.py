@@ -75,6 +75,17 @@ def reactor_space(power_levels: int, flow_levels: int, settings: dict | None = N
     return spec
 
 
+#: a small dose space of the safe family: 11 doses (the monotone parameter) by 5 times, h = 1
+SMALL_DOSE = {
+    "parameters": [
+        {"name": "dose", "low": 0.0, "high": 10.0, "grid": 11},
+        {"name": "t", "low": 0.0, "high": 1.0, "grid": 5},
+    ],
+    "monotone": "dose",
+    "h": 1.0,
+}
+
+
 def reactor_truth(power: float, flow: float) -> dict[str, float]:
     """The reactor's output f and temperature g at (power, flow), without noise."""
     g = 25.0 + 0.9 * power * math.exp(-0.08 * (flow - 1.0)) + 0.002 * power * power

@@ -155,15 +155,7 @@ def test_a_g_measured_exactly_at_the_limit_everywhere_is_stored() -> None:
     floors log(0): the fit raised a math domain error and that answer could never be stored
     (review). Now it is stored and the method goes on asking (no floor from a zero distance)."""
     from boloop.study import create_study
-
-    space = {
-        "parameters": [
-            {"name": "dose", "low": 0.0, "high": 10.0, "grid": 11},
-            {"name": "t", "low": 0.0, "high": 1.0, "grid": 5},
-        ],
-        "monotone": "dose",
-        "h": 1.0,
-    }
+    from study_samples import SMALL_DOSE as space
     for options in ({}, {"trend_g": False}, {"offset_g": True}):
         store = f"memory://g-at-h-{len(options) and next(iter(options))}"
         s = create_study("d", "m-safeopt", space, storage=store, seed=0, **options)

@@ -120,15 +120,7 @@ def test_a_study_with_offset_g_says_it_is_a_research_option(caplog) -> None:
 
     from boloop.algorithms.safe import OFFSET_G_CAUTION
     from boloop.study import create_study
-
-    space = {
-        "parameters": [
-            {"name": "dose", "low": 0.0, "high": 10.0, "grid": 11},
-            {"name": "t", "low": 0.0, "high": 1.0, "grid": 5},
-        ],
-        "monotone": "dose",
-        "h": 1.0,
-    }
+    from study_samples import SMALL_DOSE as space
     with caplog.at_level(logging.WARNING, logger="boloop"):
         on = create_study("on", "m-safeopt", space, storage="memory://cau", seed=0, offset_g=True)
     assert OFFSET_G_CAUTION in caplog.text
