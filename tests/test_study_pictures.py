@@ -74,9 +74,12 @@ def test_levelset_classes_follow_the_estimate(url):
 @pytest.mark.parametrize("sample", ["pref", "drinks"])
 def test_a_preference_model_before_any_answer_names_no_recommendation(url, sample):
     """Before the first duel the method's favourite is no recommendation (the methods'
-    recommend() still names one): the picture says only that there are no answers yet."""
+    recommend() still names one; Study.recommend() says None): the picture says only that
+    there are no answers yet."""
     study = make_study("pref", url) if sample == "pref" else make_drinks("drinks", url, 0)
-    assert study.recommend() is not None  # the method has a favourite
+    with study.readout() as r:
+        assert r.recommend() is not None  # the method (a copy of it) has a favourite
+    assert study.recommend() is None
     assert _texts(model_svg(study)) == ["no answers yet"]
 
 
