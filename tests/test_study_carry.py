@@ -394,3 +394,47 @@ def test_the_printed_next_steps_name_the_storage_and_the_old_answer_times(tmp_pa
         _cli(tmp_path, "study", "create", "t2", "--from", "s"), "no study named 's'"
     )
     assert "--from-storage" in line
+
+
+def test_a_continued_safe_study_does_not_measure_its_carried_seeds_again():
+    """The answers a continuation carries include the safe seeds at the lowest level: the new
+    study does not ask them again (a newcomer's trial: its continuation re-measured five dose-0
+    settings it had); a study pinned from before the option (skip_measured_seeds=False) does."""
+    from study_samples import SMALL_DOSE
+
+    def g_of(p):
+        return 0.1 + 0.05 * p["dose"] * (1.0 + 0.5 * p["t"])
+
+    for skip in (True, False):
+        url = f"memory://carry-seeds-{skip}"
+        old = create_study("old", "m-safeopt", SMALL_DOSE, storage=url, seed=0)
+        measured = set()
+        for _ in range(6):
+            q = old.ask()
+            old.tell(q.id, {"f": q.params["dose"], "g": g_of(q.params)})
+            measured.add((q.params["dose"], q.params["t"]))
+        new = create_study(
+            "new", None, None, storage=url, from_study="old", skip_measured_seeds=skip
+        )
+        seeds_again = []  # the new study's initial-design queries at a carried measurement
+        for _ in range(6):
+            q = new.ask()
+            new.tell(q.id, {"f": q.params["dose"], "g": g_of(q.params)})
+            if q.query.initial and (q.params["dose"], q.params["t"]) in measured:
+                seeds_again.append((q.params["dose"], q.params["t"]))
+        if skip:
+            assert seeds_again == []
+        else:  # as before the option: every seed is asked again
+            assert len(seeds_again) == new.status()["settings"]["n_initial"] > 0
+
+
+def test_a_safe_study_from_before_the_seed_skip_asks_every_seed():
+    """A study whose pins lack skip_measured_seeds was created before it: built with False
+    (pinning.ADDED_LATER), so its log replays; a new study pins True."""
+    from boloop.study.pinning import policy_options
+    from study_samples import SMALL_DOSE
+
+    new = create_study("d", "m-safeopt", SMALL_DOSE, storage="memory://seed-pin", seed=0)
+    assert new.pinned_defaults["skip_measured_seeds"] is True
+    before = {k: v for k, v in new.pinned_defaults.items() if k != "skip_measured_seeds"}
+    assert policy_options("m-safeopt", "safe", {}, before)["skip_measured_seeds"] is False

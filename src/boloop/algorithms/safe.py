@@ -283,6 +283,11 @@ class _SafePolicy(BasePolicy):
         draws with 30 levels of ``s`` (main's default: 1), mostly right after the first datum
         at a second level, where one datum pins the slope (``docs/reproductions/safe.md``, "An
         unknown constant in g's model"); for research, not for a process that must stay safe.
+    skip_measured_seeds:
+        A safe seed (an ``x`` row at the lowest level of ``s``) already measured before it is
+        asked (the answers a continued study carries, a measurement added with ``observe``) is
+        not asked again: the initial design ends sooner (default). ``False``: every seed is
+        asked, as before the option (a study created before it keeps that).
     """
 
     family = "safe"
@@ -321,10 +326,18 @@ class _SafePolicy(BasePolicy):
         min_lengthscale_g: float | Sequence[float] | None = None,
         trend_g: bool = True,
         offset_g: bool = False,
+        skip_measured_seeds: bool = True,
         seed: int | np.random.Generator | None = None,
     ) -> None:
         super().__init__(seed)
         self.keep_certified = bool(keep_certified)
+        if not isinstance(skip_measured_seeds, (bool, np.bool_)):
+            raise InvalidInputError(
+                f"skip_measured_seeds must be true or false, got {skip_measured_seeds!r}"
+            )
+        self.skip_measured_seeds = bool(skip_measured_seeds)
+        #: grid cells (x row, s level) measured so far (answers and added measurements)
+        self._measured_cells: set[tuple[int, int]] = set()
         if not isinstance(space, SafeSpace):
             raise InvalidInputError(f"space must be a SafeSpace, got {type(space).__name__}")
         if space.n_s < 2:
@@ -501,6 +514,10 @@ class _SafePolicy(BasePolicy):
         return ExactGP(kernel, noise, priors=priors)
 
     def _append(self, point: np.ndarray, f: float | None, g: float) -> None:
+        try:
+            self._measured_cells.add(self._grid_index(point))
+        except InvalidInputError:  # pragma: no cover - measurements are grid points
+            pass
         if self.gp_f is not None and f is not None:
             self.gp_f.condition(point, f)
         self.gp_g.condition(point, g - self.threshold)
@@ -871,6 +888,12 @@ class _SafePolicy(BasePolicy):
     # ------------------------------------------------------------------ BasePolicy
     def _propose(self) -> Query:
         space = self.space
+        while (
+            self.skip_measured_seeds
+            and self._seeds_asked < self.n_initial
+            and (int(self._seed_rows[self._seeds_asked]), 0) in self._measured_cells
+        ):
+            self._seeds_asked += 1  # measured already (a continued study's answers): not again
         if self._seeds_asked < self.n_initial:
             i = int(self._seed_rows[self._seeds_asked])
             self._seeds_asked += 1
@@ -1176,7 +1199,7 @@ _COMMON_KEYS = (
 )
 
 
-_OPTION_ONLY = ("trend_g", "offset_g", "cache_mb")
+_OPTION_ONLY = ("trend_g", "offset_g", "skip_measured_seeds", "cache_mb")
 #: what a study with ``offset_g`` on says in its warnings, and the log when it is built: the
 #: option is for research (docs/reproductions/safe.md, "An unknown constant in g's model")
 OFFSET_G_CAUTION = (
@@ -1230,6 +1253,10 @@ _DOCS = {
         "with the trend in s: g's learned model has an unknown constant as well, so z's "
         "amplitude is learned from the data's variation, not their distance from h; measured "
         "unsafe on many random problems (research only)"
+    ),
+    "skip_measured_seeds": (
+        "a safe seed already measured (a continued study's answers, an added measurement) is "
+        "not asked again"
     ),
     "cache_mb": "memory for the cached cross-covariances before the grid is streamed",
 }

@@ -53,6 +53,7 @@ logger = logging.getLogger("boloop")
 ADDED_LATER: dict[tuple[str, str], Any] = {
     ("safe", "trend_g"): False,  # g's learned model was the Matern kernel alone
     ("safe", "offset_g"): False,  # g's trend model had no intercept
+    ("safe", "skip_measured_seeds"): False,  # every safe seed was asked, measured or not
     # a learned level-set model was never widened, and LSE intersected its intervals across
     # refits (an option the other level-set methods do not declare, so not passed to them)
     ("levelset", "widen_when_overconfident"): False,
