@@ -994,7 +994,6 @@ def _page_context(study: Study) -> dict[str, Any]:
         "study_stuck": st.get("stuck"),
         "continued_as": st.get("continued_as") or [],
         "over_limit_next": st.get("over_limit_next"),
-        "goal": family_traits(study.family).measured_goal,
         **_measurement_words(study),
     }
     return ctx
