@@ -51,7 +51,7 @@ from boloop.spaces import Box, CandidateSet, SafeSpace, Space, params_text
 from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_measurement
 from boloop.study.carry import continuations, continued_from
 from boloop.study.log import Event, SeqConflict, safe_url
-from boloop.study.measured import Measured
+from boloop.study.measured import Measured, what_to_measure
 from boloop.study.measured import measured as measured_values
 from boloop.study.naming import MAX_NOTE_CHARS as MAX_NOTE_CHARS  # moved; importable here too
 from boloop.study.naming import _check_name, _check_note, _json_options
@@ -167,11 +167,7 @@ class StudyQuery:
             if self.calibration:
                 text += f"\n  ({CALIBRATION_NOTE})"
             return text
-        if any(m.named for m in self.measured):
-            what = " and ".join(m.label() for m in self.measured)
-            what = what if self.outputs else f"the {what}"
-        else:
-            what = f"the values {', '.join(self.outputs)}" if self.outputs else "the value"
+        what = what_to_measure(self.measured, labelled=True)
         return f"query {self.id}: measure {what} at {fmt(self.params, self.label)}"
 
 

@@ -48,6 +48,7 @@ __all__ = [
     "output_hints",
     "measured",
     "normalise_measurement",
+    "what_to_measure",
 ]
 
 #: the keys of a ``[measurement]`` table (or of each output's table)
@@ -166,6 +167,23 @@ def measured(
     if any(isinstance(v, Mapping) for v in table.values()):
         table = {}
     return [Measured(None, *_parts(table))]
+
+
+def what_to_measure(quantities: Sequence[Measured], *, labelled: bool) -> str:
+    """What a query asks to measure, as the object of "measure ... at": one value as ``the
+    hardness (HV)`` (unnamed: ``the value``); several as their names, ``efficacy and side
+    effect`` (unnamed: ``f and g``), or with ``labelled`` as their labels, ``efficacy (f, %)
+    and side effect (g, score)`` (unnamed: ``the values f, g``), where no field beside them
+    names each (the command line)."""
+    outputs = [q.output for q in quantities if q.output]
+    named = any(q.named for q in quantities)
+    if not outputs:
+        return f"the {quantities[0].label()}" if named else "the value"
+    if not labelled:
+        return " and ".join(q.name or str(q.output) for q in quantities)
+    if named:
+        return " and ".join(q.label() for q in quantities)
+    return f"the values {', '.join(outputs)}"
 
 
 def _parts(table: Any) -> tuple[str | None, str | None]:

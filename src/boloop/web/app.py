@@ -69,7 +69,7 @@ from boloop.spaces import format_value, params_text
 from boloop.study import Study, create_study, list_studies, load_study
 from boloop.study.answers import NumberTextError, parse_measurement
 from boloop.study.core import undecided_text
-from boloop.study.measured import goal_sentence, output_hints
+from boloop.study.measured import goal_sentence, output_hints, what_to_measure
 from boloop.study.media import media_file, media_index
 from boloop.study.pictures import growth_svg, model_svg, pictures, progress_svg
 from boloop.study.storage import open_storage, resolve_storage, safe_url
@@ -1008,15 +1008,9 @@ def _measurement_words(study: Study) -> dict[str, Any]:
     quantities = study.measured()
     settings = getattr(study.problem, "settings", {}) or {}
     outputs = [q for q in quantities if q.output]
-    if outputs:
-        what = " and ".join(q.name or str(q.output) for q in outputs)
-    else:
-        what = f"the {quantities[0].name or 'value'}" + (
-            f" ({quantities[0].unit})" if quantities[0].named and quantities[0].unit else ""
-        )
     return {
         "description": study.description,
-        "measure_what": what,
+        "measure_what": what_to_measure(quantities, labelled=False),
         "field_labels": {q.output or "value": q.label() for q in quantities},
         "field_hints": output_hints(study.family, quantities, settings),
         "goal_text": goal_sentence(study.family, study.method, quantities, settings),
