@@ -86,7 +86,7 @@ _COMMA_DECIMAL = re.compile(r"[+-]?\d*,\d+")
 _COMMA_THOUSANDS = re.compile(r"[+-]?[1-9]\d{0,2},\d{3}")
 #: digits, one comma, digits (an exponent allowed): one number with a decimal comma as well as
 #: two values separated by a comma, where a query has several outputs
-_ONE_COMMA_NUMBER = re.compile(r"[+-]?\d*,\d+([eE][+-]?\d+)?")
+_ONE_COMMA_NUMBER = re.compile(_COMMA_DECIMAL.pattern + r"([eE][+-]?\d+)?")
 
 
 def read_number(text: str) -> float | None:
