@@ -267,6 +267,35 @@ def test_the_over_limit_checkbox_is_for_its_own_query_only(server, browser, shot
     assert not browser.find_elements(By.ID, "confirm-over")
 
 
+def test_a_value_far_outside_the_stored_ones_is_asked_about_before_storing(server, phone, shots):
+    """A hardness typed ten times too large (the trial's typo: only undo mended it) is held
+    back with the question and a box to store it as typed; corrected, it is stored."""
+    from test_plausibility import _coating
+
+    base, url = server
+    _coating(url, answers=6, name="typo")
+    phone.get(f"{base}/studies/typo")
+    q = _open_id(phone)
+    phone.find_element(By.ID, "value").send_keys("7234", Keys.ENTER)
+    box = _wait(phone, lambda d: d.find_element(By.ID, "confirm-unusual"))
+    text = phone.find_element(By.ID, "warning").text
+    assert "7234 for the hardness is far outside" in text and "723.4 would be" in text
+    assert _open_id(phone) == q and not box.is_selected()
+    assert load_study("typo", storage=url).n_answered == 6  # nothing stored yet
+    phone.save_screenshot(str(shots / "flow-unusual-value-phone.png"))
+    field = phone.find_element(By.ID, "value")
+    field.clear()
+    field.send_keys("723,4", Keys.ENTER)  # corrected (a decimal comma): no question
+    _wait(phone, lambda d: _open_id(d) != q)
+    assert load_study("typo", storage=url).history()[-1]["answer"] == 723.4
+    q = _open_id(phone)
+    phone.find_element(By.ID, "value").send_keys("9999", Keys.ENTER)
+    _wait(phone, lambda d: d.find_element(By.ID, "confirm-unusual")).click()
+    phone.find_element(By.ID, "btn-store").click()  # ticked: stored as typed
+    _wait(phone, lambda d: _open_id(d) != q)
+    assert load_study("typo", storage=url).history()[-1]["answer"] == 9999.0
+
+
 # -- 4. the page's width on a phone ------------------------------------------------------------
 @pytest.mark.parametrize("page", ["/", "/studies/history", "/studies/stuck"])
 def test_no_page_is_wider_than_a_phone(server, phone, shots, page):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
@@ -285,6 +286,9 @@ def _measure_lines(study: Study, q: Any) -> list[str]:
 def _tell(args: argparse.Namespace) -> int:
     study = load_study(args.name, storage=args.storage)
     alarms = len(study.over_limit_alarms())
+    # read before storing (after, the value is one of those it is compared with)
+    measured = _is_measurement(study, args.query_id)
+    unusual = study.unusual_values(args.answer) if measured else []
     study.tell(args.query_id, args.answer)
     study.save_snapshot()  # the next call (a new process) loads the answer without a replay
     row = study.history(last=1)[-1]
@@ -293,7 +297,28 @@ def _tell(args: argparse.Namespace) -> int:
         f"({_n(study.n_answered, 'answer')})"
     )
     _print_new_alarms(study, alarms)
+    _print_unusual(study, unusual)
     return 0
+
+
+def _is_measurement(study: Study, query_id: Any) -> bool:
+    """Whether ``query_id`` is the open query and asks for a measured value."""
+    pending = study.policy.pending
+    open_id = None if pending is None else str(pending.id)
+    return open_id == str(query_id).strip() and pending.kind == "evaluate"
+
+
+def _print_unusual(study: Study, questions: list[str]) -> None:
+    """A value far outside the stored ones is said when it is stored, with how to withdraw it
+    (the page asks before storing)."""
+    from boloop.study.replay import storage_option
+
+    for text in questions:
+        print(
+            f"WARNING: {text} It is stored as typed; if it is a typo, withdraw it with "
+            f"`boloop study undo {shlex.quote(study.name)}{storage_option(study.storage_url)}` "
+            "and answer again."
+        )
 
 
 def _print_new_alarms(study: Study, before: int) -> None:
@@ -331,11 +356,13 @@ def _add(args: argparse.Namespace) -> int:
     study = load_study(args.name, storage=args.storage)
     params = _params(args.params)
     alarms = len(study.over_limit_alarms())
+    unusual = study.unusual_values(args.value)
     study.add(params, args.value)
     study.save_snapshot()  # as after a tell: the next call loads it without a replay
     count = _n(study.n_answered, "answer")
     print(f"stored measurement at {_stored_point(study, params)} ({count})")
     _print_new_alarms(study, alarms)
+    _print_unusual(study, unusual)
     return 0
 
 

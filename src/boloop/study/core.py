@@ -1004,6 +1004,46 @@ class Study(StudyReplay, StudySnapshots):
         text = (self.config.get("space") or {}).get("description")
         return str(text) if text else None
 
+    def unusual_values(self, value: Any) -> list[str]:
+        """Questions to ask before storing the measured ``value`` (a number, or named numbers
+        of a study with several outputs, as :meth:`tell` and :meth:`add` take them): one per
+        output whose value is far outside the values stored so far for it
+        (:func:`boloop.study.plausibility.unusual_value`: a misplaced decimal point, a dropped
+        digit). Empty when nothing is unusual or the value is not a measurement. Nothing is
+        stored or refused: the study page asks before storing, ``boloop study tell`` and
+        ``add`` warn after storing (undo withdraws), a program decides itself."""
+        from boloop.study.plausibility import unusual_value
+
+        try:
+            typed = parse_measurement(value) if isinstance(value, str) else value
+        except BoloopError:
+            return []
+        if isinstance(typed, Mapping):
+            new = {str(k): v for k, v in typed.items()}
+        else:
+            new = {"": typed}
+        earlier: dict[str, list[float]] = {k: [] for k in new}
+        for row in self.history():
+            if row["kind"] != "evaluate":
+                continue
+            old = row["answer"]
+            old = old if isinstance(old, Mapping) else {"": old}
+            if "" in new and len(old) == 1:  # one measured value: stored bare or as f=...
+                old = {"": next(iter(old.values()))}
+            for k in earlier:
+                v = old.get(k)
+                if isinstance(v, numbers.Real) and not isinstance(v, bool):
+                    earlier[k].append(float(v))
+        names = {m.output or "": m.noun() for m in self.measured()}
+        out = []
+        for k, v in new.items():
+            if not isinstance(v, numbers.Real) or isinstance(v, bool):
+                continue
+            text = unusual_value(float(v), earlier[k], names.get(k, k or "the value"))
+            if text is not None:
+                out.append(text)
+        return out
+
     def measured(self) -> list[Measured]:
         """What is measured at each query, in words (:mod:`boloop.study.measured`): one entry
         per output (the safe family's ``f`` and ``g``) or one for the measured value; names and

@@ -546,10 +546,13 @@ def create_app(
         values: dict[str, str] | None = None,
         refused: bool = False,
         over_limit: bool = False,
+        unusual: bool = False,
     ) -> HTMLResponse:
         """``refused``: this page's answer was not stored (the last answer is someone else's);
         ``over_limit``: the open query's answer was held back because its g is above the safety
-        limit (the form then offers to store it as measured, for this query only)."""
+        limit (the form then offers to store it as measured, for this query only); ``unusual``:
+        held back because a value is far outside the values stored so far (a typo?), the form
+        offers to store it as typed."""
         try:
             ctx = pool.run(name, _page_context)
         except UnknownIdError as exc:
@@ -569,6 +572,7 @@ def create_app(
             poll_ms=int(poll_seconds * 1000),
             refused=refused,
             over_limit=over_limit,
+            unusual=unusual,
             **ctx,
         )
 
@@ -594,7 +598,9 @@ def create_app(
         values = {k: str(v) for k, v in form.items() if isinstance(v, str) and k != "csrf"}
         request.state.unsent = _unsent("tell", name, values)
         try:
-            errors, warning = await run_in_threadpool(pool.run, name, lambda s: _tell_form(s, form))
+            errors, warning, held = await run_in_threadpool(
+                pool.run, name, lambda s: _tell_form(s, form)
+            )
         except UnknownIdError as exc:
             raise HTTPException(404, str(exc)) from exc
         except QueryStateError as exc:
@@ -617,7 +623,7 @@ def create_app(
                 "here is the open query now.",
                 refused=True,
             )
-        if errors or warning:  # a warning of _tell_form is the safety limit's, for this query
+        if errors or warning:  # a warning of _tell_form holds this query's answer back
             return study_page(
                 request,
                 name,
@@ -625,7 +631,8 @@ def create_app(
                 errors=errors,
                 warning=warning,
                 values=values,
-                over_limit=warning is not None,
+                over_limit=held == "over_limit",
+                unusual=held == "unusual",
             )
         return RedirectResponse(f"/studies/{quote(name, safe='')}?done=told", status_code=303)
 
@@ -846,7 +853,8 @@ def _unsent(what: str, name: str, values: Mapping[str, str]) -> dict[str, Any]:
     shown = [
         (k[4:] if k.startswith("out.") else k, v)
         for k, v in values.items()
-        if k not in ("query_id", "confirm_over_limit") and (v.strip() or k != "note")
+        if k not in ("query_id", "confirm_over_limit", "confirm_unusual")
+        and (v.strip() or k != "note")
     ]
     return {
         "what": what,
@@ -1113,9 +1121,12 @@ def _same_answer(study: Study, form: Any) -> dict[str, Any] | None:
     return row if sent is not None and sent == stored else None
 
 
-def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None]:
-    """Answer from the study page's form. Returns ``(errors by field, warning)``; both empty
-    when the answer was stored. Raises QueryStateError when the query is not the open one."""
+def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None, str | None]:
+    """Answer from the study page's form. Returns ``(errors by field, warning, held)``: all
+    empty when the answer was stored; ``held`` names why a valid answer was held back for the
+    person to confirm (``"over_limit"``: g above the safety limit; ``"unusual"``: a value far
+    outside the values stored so far, :meth:`Study.unusual_values`), with the question in
+    ``warning``. Raises QueryStateError when the query is not the open one."""
     raw_id = str(form.get("query_id", "")).strip()
     note = str(form.get("note", "") or "")
     study.refresh()
@@ -1168,12 +1179,23 @@ def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None]:
                 and form.get("confirm_over_limit") != "1"
             ):
                 g = answer[limit["output"]]
-                return {}, (
+                return (
+                    {},
                     f"{limit['output']} = {g:g} is above the safety limit h = {limit['h']:g}. "
-                    "Check the measurement; tick the box and submit again to store it as it is."
+                    "Check the measurement; tick the box and submit again to store it as it is.",
+                    "over_limit",
                 )
     if errors:
-        return errors, None
+        return errors, None, None
+    if kind == "evaluate" and form.get("confirm_unusual") != "1":
+        questions = study.unusual_values(answer)
+        if questions:
+            return (
+                {},
+                " ".join(questions)
+                + " Correct it, or tick the box and submit again to store it as typed.",
+                "unusual",
+            )
     try:
         study.tell(pending.id, answer, note=note)
     except (QueryStateError, StorageUnavailableError, StorageAccessError):
@@ -1185,8 +1207,8 @@ def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None]:
                 field = f"out.{out}"
         if "note" in str(exc).split(":")[0]:
             field = "note"
-        return {field: str(exc)}, None
-    return {}, None
+        return {field: str(exc)}, None, None
+    return {}, None, None
 
 
 def _export_text(study: Study, ext: str) -> str:

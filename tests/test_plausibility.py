@@ -1,0 +1,177 @@
+"""The typo question: a typed value far outside the values stored so far is asked about before
+it is stored on the study page, and warned about (with the undo command) by ``boloop study
+tell`` / ``add``; nothing is refused (:mod:`boloop.study.plausibility`). A newcomer's trial
+(session 13) typed a hardness ten times too large and only ``undo`` mended it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from boloop.study import create_study, load_study
+from boloop.study.plausibility import MIN_ANSWERS, unusual_value
+from cli_runner import run_cli
+
+HARDNESS = [512.0, 540.0, 601.0, 655.0, 700.0, 798.0]
+
+#: a coating-hardness map (the trial's): one measured value, named, with a unit
+COATING = {
+    "parameters": [
+        {"name": "temperature", "low": 150.0, "high": 250.0, "grid": 11},
+        {"name": "speed", "low": 10.0, "high": 50.0, "grid": 5},
+    ],
+    "threshold": 650.0,
+    "measurement": {"name": "hardness", "unit": "HV"},
+}
+
+
+def _hardness(params: dict[str, float]) -> float:
+    t, v = params["temperature"], params["speed"]
+    bump = (1.0 - ((t - 205.0) / 60.0) ** 2) * (1.0 - ((v - 25.0) / 40.0) ** 2)
+    return round(500.0 + 300.0 * bump, 1)
+
+
+def _coating(url: str, answers: int, name: str = "coat"):
+    study = create_study(name, "randomized-straddle", COATING, storage=url, seed=0)
+    for _ in range(answers):
+        q = study.ask()
+        study.tell(q.id, _hardness(q.params))
+    return study
+
+
+# -- the rule ------------------------------------------------------------------------------------
+def test_a_decimal_slip_either_way_is_asked_about_and_the_likely_value_named():
+    up = unusual_value(7234.0, HARDNESS, "the hardness")
+    assert up is not None and "7234 for the hardness" in up and "512 to 798" in up
+    assert "9.07 times the largest" in up and "723.4 would be inside" in up
+    down = unusual_value(72.34, HARDNESS, "the hardness")
+    assert down is not None and "723.4 would be inside" in down
+    assert "7.08 times smaller than the smallest" in down
+
+
+@pytest.mark.parametrize("value", [700.0, 1000.0, 2000.0, 300.0, 150.0])
+def test_values_within_a_few_times_the_range_are_not_asked_about(value):
+    assert unusual_value(value, HARDNESS) is None
+
+
+def test_no_question_without_a_yardstick():
+    """Fewer than MIN_ANSWERS earlier values, or all of them equal (a safe study's g at the
+    lowest level), say nothing about what is far."""
+    assert unusual_value(7234.0, HARDNESS[: MIN_ANSWERS - 1]) is None
+    assert unusual_value(1.0, [0.1] * 8) is None
+    assert unusual_value(float("nan"), HARDNESS) is None
+    # non-finite earlier values are not counted
+    assert unusual_value(7234.0, [*HARDNESS[:4], float("nan")]) is None
+
+
+def test_a_value_growing_beyond_the_range_is_no_typo():
+    """A safe study's g one level up, values that already span decades: not asked about."""
+    assert unusual_value(1.0, [0.1, 0.1, 0.1, 0.2, 0.3]) is None
+    assert unusual_value(5000.0, [1.0, 10.0, 100.0, 1000.0, 3.0]) is None
+
+
+def test_near_zero_is_no_slip_when_the_values_come_close_to_zero():
+    """(Found on simulated studies: Michalewicz's f ends near -4e-7 after values of -0.6 to
+    -0.08.) A value near zero is questioned only when the values stay far from zero."""
+    assert unusual_value(-4.3e-7, [-0.61, -0.08, -0.3, -0.2, -0.5, -0.1]) is None
+    assert unusual_value(0.5, [500.0, 520.0, 510.0, 530.0, 505.0]) is not None
+
+
+def test_with_mixed_signs_the_spread_decides():
+    earlier = [-2.0, 0.5, 1.0, 3.0, -1.0]
+    assert unusual_value(17.0, earlier) is None  # 2.8 spreads above: within 3
+    far = unusual_value(30.0, earlier, "f")
+    assert far is not None and "5.4 times their spread above them" in far
+    assert unusual_value(-30.0, earlier) is not None
+
+
+# -- the study -----------------------------------------------------------------------------------
+def test_study_asks_per_output_in_its_own_words(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = _coating(url, answers=6)
+    events = len(study.events())
+    (question,) = study.unusual_values(7234)
+    assert question.startswith("7234 for the hardness is far outside the 6 values")
+    assert study.unusual_values("7234") == [question]  # typed text, as the CLI passes it
+    assert study.unusual_values(723.4) == []
+    assert study.unusual_values("abc") == []  # not a measurement: tell refuses it, not this
+    assert len(load_study("coat", storage=url).events()) == events  # asking stores nothing
+
+
+def test_safe_study_asks_about_f_and_g_separately(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    space = {
+        "parameters": [
+            {"name": "dose", "low": 0.0, "high": 10.0, "grid": 11},
+            {"name": "weight", "low": 50.0, "high": 90.0, "grid": 5},
+        ],
+        "monotone": "dose",
+        "h": 5.0,
+    }
+    study = create_study("dose", "m-safeopt", space, storage=url, seed=0, fit_hyperparameters=False)
+    for k in range(6):
+        q = study.ask()
+        study.tell(q.id, {"f": 10.0 + k, "g": 0.1})  # g the same at every seed: no yardstick
+    assert study.unusual_values({"f": 12.0, "g": 3.0}) == []
+    (question,) = study.unusual_values({"f": 150.0, "g": 0.2})
+    assert question.startswith("150 for ") and "f" in question.split(" is far")[0]
+
+
+# -- the command line ----------------------------------------------------------------------------
+def test_cli_tell_and_add_store_and_warn_with_the_undo_command(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = _coating(url, answers=6)
+    q = study.ask()
+    r = run_cli(["study", "tell", "coat", str(q.id), "7234", "--storage", url], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert f"stored: query {q.id} -> 7234" in r.stdout
+    assert re.search(r"WARNING: 7234 for the hardness is far outside .* 723\.4 would be", r.stdout)
+    assert f"boloop study undo coat --storage {url}" in r.stdout
+    assert load_study("coat", storage=url).history()[-1]["answer"] == 7234.0  # stored as typed
+    r = run_cli(["study", "undo", "coat", "--storage", url], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    r = run_cli(["study", "tell", "coat", str(q.id), "723.4", "--storage", url], cwd=tmp_path)
+    assert r.returncode == 0 and "WARNING" not in r.stdout
+
+
+def test_cli_add_warns_too(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    _coating(url, answers=6)
+    point = "temperature=150,speed=10"
+    r = run_cli(["study", "add", "coat", point, "55", "--storage", url], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "WARNING: 55 for the hardness is far outside" in r.stdout
+
+
+# -- the page (the framework's TestClient; the real browser: test_web_browser_flow.py) ----------
+def test_page_holds_an_unusual_value_back_until_confirmed(tmp_path):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    _coating(url, answers=6)
+    c = TestClient(create_app(url), follow_redirects=False)
+    page = c.get("/studies/coat").text
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
+    q = load_study("coat", storage=url).ask()
+    form = {"csrf": csrf, "query_id": str(q.id), "value": "7234", "note": ""}
+    r = c.post("/studies/coat/tell", data=form)
+    assert r.status_code == 400
+    assert "7234 for the hardness is far outside" in r.text and "723.4 would be" in r.text
+    assert 'name="confirm_unusual"' in r.text and 'value="7234"' in r.text  # kept in the field
+    assert load_study("coat", storage=url).n_answered == 6  # nothing stored
+    # corrected: stored without a question
+    r = c.post("/studies/coat/tell", data={**form, "value": "723,4"})
+    assert r.status_code == 303, r.text
+    assert load_study("coat", storage=url).history()[-1]["answer"] == 723.4
+    # confirmed: stored as typed
+    q = load_study("coat", storage=url).ask()
+    form = {**form, "query_id": str(q.id), "value": "9999"}
+    assert c.post("/studies/coat/tell", data=form).status_code == 400
+    r = c.post("/studies/coat/tell", data={**form, "confirm_unusual": "1"})
+    assert r.status_code == 303, r.text
+    assert load_study("coat", storage=url).history()[-1]["answer"] == 9999.0
