@@ -175,3 +175,17 @@ def test_page_holds_an_unusual_value_back_until_confirmed(tmp_path):
     r = c.post("/studies/coat/tell", data={**form, "confirm_unusual": "1"})
     assert r.status_code == 303, r.text
     assert load_study("coat", storage=url).history()[-1]["answer"] == 9999.0
+
+
+def test_cli_run_asks_before_storing(tmp_path):
+    """The ``study run`` prompt asks, as the page does: no stores nothing, yes stores."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    _coating(url, answers=6)
+    r = run_cli(
+        ["study", "run", "coat", "--storage", url], cwd=tmp_path, stdin="7234\nn\n7234\ny\n"
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("7234 for the hardness is far outside") == 2
+    assert "not stored; type the value again" in r.stdout
+    answers = [row["answer"] for row in load_study("coat", storage=url).history()]
+    assert answers[6:] == [7234.0]  # the second, confirmed, only

@@ -754,6 +754,14 @@ def run_loop(
         if key in ("", "?", "h", "help"):
             print(_HELP, file=out)
             continue
+        questions = study.unusual_values(text.strip()) if q.kind == "evaluate" else []
+        if questions:  # a typo? ask before storing, as the page does
+            print("\n".join(questions), file=out)
+            print("  store it as typed? [y/N] > ", end="", file=out, flush=True)
+            sure = _read(stdin, single_key=False)
+            if sure is None or sure.strip().lower() not in ("y", "yes"):
+                print("not stored; type the value again", file=out)
+                continue
         try:
             study.tell(q.id, text.strip())
         except BoloopError as exc:
