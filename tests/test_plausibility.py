@@ -12,6 +12,7 @@ import pytest
 from boloop.study import create_study, load_study
 from boloop.study.plausibility import MIN_ANSWERS, unusual_value
 from cli_runner import run_cli
+from study_samples import SMALL_DOSE
 
 HARDNESS = [512.0, 540.0, 601.0, 655.0, 700.0, 798.0]
 
@@ -101,19 +102,13 @@ def test_study_asks_per_output_in_its_own_words(tmp_path):
 
 def test_safe_study_asks_about_f_and_g_separately(tmp_path):
     url = f"sqlite:///{tmp_path / 'lab.db'}"
-    space = {
-        "parameters": [
-            {"name": "dose", "low": 0.0, "high": 10.0, "grid": 11},
-            {"name": "weight", "low": 50.0, "high": 90.0, "grid": 5},
-        ],
-        "monotone": "dose",
-        "h": 5.0,
-    }
-    study = create_study("dose", "m-safeopt", space, storage=url, seed=0, fit_hyperparameters=False)
+    study = create_study(
+        "dose", "m-safeopt", SMALL_DOSE, storage=url, seed=0, fit_hyperparameters=False
+    )
     for k in range(6):
         q = study.ask()
         study.tell(q.id, {"f": 10.0 + k, "g": 0.1})  # g the same at every seed: no yardstick
-    assert study.unusual_values({"f": 12.0, "g": 3.0}) == []
+    assert study.unusual_values({"f": 12.0, "g": 0.9}) == []
     (question,) = study.unusual_values({"f": 150.0, "g": 0.2})
     assert question.startswith("150 for ") and "f" in question.split(" is far")[0]
 
