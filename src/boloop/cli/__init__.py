@@ -161,7 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs", type=int, default=None, help="worker processes (default: one per core)"
     )
     run.add_argument("--force", action="store_true", help="rerun runs already in the results")
-    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar and no lines about runs skipped or run again: only the final line",
+    )
     run.add_argument(
         "--executor",
         choices=("process", "dask"),
