@@ -146,9 +146,10 @@ class Option:
     ``type`` is a string written as in a type hint, ``"float"``, ``"int | None"``,
     ``"Kernel | str"``, made of the words of :data:`TYPE_WORDS`: ``float``, ``int``, ``bool``,
     ``str``, ``None``, ``Kernel``, ``BetaSchedule``, ``Sequence[float]``, ``tuple[str, ...]`` are
-    checked (an ``int`` is a valid ``float``, a ``bool`` is not a number); ``Any`` accepts every
-    value. Any other type (a Python type such as ``int``, a word such as ``"integer"``) is refused
-    when the method is registered (:func:`register_method`), naming the valid words. ``default``
+    checked (an ``int`` is a valid ``float``, a ``bool`` is not a number); ``Any`` and
+    ``HyperparameterLearning`` accept every value (the policy's constructor checks the latter).
+    Any other type (a Python type such as ``int``, a word such as ``"integer"``) is refused when
+    the method is registered (:func:`register_method`), naming the valid words. ``default``
     is the value used when neither the option nor the problem's settings give one (documentation:
     the factory applies it).
     """

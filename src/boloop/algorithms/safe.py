@@ -1272,7 +1272,7 @@ _MSAFEOPT_OPTIONS = (
     *_SAFE_OPTIONS,
     Option("L_f", "float", 1.0, "Lipschitz constant of f in s (default: the problem's)"),
     Option("L_g_prime", "float", 1.0, "lower bound L'_g of g's slope in s (the problem's)"),
-    Option("case", "str | int", None, "'1', '2' or '3b' (default: the method id's case)"),
+    Option("case", "str | int", None, "'1', '2', '3a' or '3b' (default: the method id's case)"),
     Option("acquisition", "str", "default", "the case's acquisition rule ('default')"),
     Option("misspecification", "float", 1.0, "c: use L_f times c and L'_g over c (Fig. 4)"),
 )

@@ -1,4 +1,4 @@
-"""``boloop demo`` / ``make demo``: a tour of about a minute through every family that exists.
+"""``boloop demo`` / ``make demo``: a tour of a few seconds through every family that exists.
 
 :data:`DEMO` is the table of entries, one row per family: a quick problem, the proposed method and
 its main baseline, a small budget and 3 seeds. Each family engineer tunes their own row (keep the

@@ -161,7 +161,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--jobs", type=int, default=None, help="worker processes (default: one per core)"
     )
     run.add_argument("--force", action="store_true", help="rerun runs already in the results")
-    run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar and no lines about runs skipped or run again: only the final line",
+    )
     run.add_argument(
         "--executor",
         choices=("process", "dask"),
@@ -220,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--options", action="store_true", help="also list every option")
         p.set_defaults(func=fn)
 
-    demo = sub.add_parser("demo", help="a one-minute tour: one quick problem per family")
+    demo = sub.add_parser("demo", help="a short tour (seconds): one quick problem per family")
     demo.add_argument("--out", default="out/demo", help="output directory (default out/demo)")
     demo.add_argument("--jobs", type=int, default=None, help="worker processes")
     demo.add_argument("--force", action="store_true", help="rerun runs already in the results")
