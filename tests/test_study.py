@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import sqlite3
 
 import numpy as np
@@ -285,16 +286,57 @@ def test_create_existing_and_load_missing(url):
         create_study("dup", "toy-random", problem="levelset/toy", storage=url, seed=1)
     assert _log_rows(url) == before
     again = create_study(
-        "dup", "toy-random", problem="levelset/toy", storage=url, seed=1, load_if_exists=True
+        "dup", "toy-random", problem="levelset/toy", storage=url, seed=0, load_if_exists=True
     )
-    assert again.seed == 0
+    assert again.seed == 0 and again.method == "toy-random"
+    # without a seed (a random one) the stored study loads as well
+    assert create_study("dup", problem="levelset/toy", storage=url, load_if_exists=True).seed == 0
     with pytest.raises(UnknownIdError, match="dup"):  # lists the stored names
         load_study("nope", storage=url)
     missing = url.replace("studies.db", "absent.db")
     with pytest.raises(UnknownIdError):
         load_study("dup", storage=missing)
     assert list_studies(missing) == []
-    assert not (url.removeprefix("sqlite:///").replace("studies.db", "absent.db") and False)
+
+
+@pytest.mark.parametrize(
+    "given,needle",
+    [
+        ({"method": "randomized-straddle"}, "method 'toy-random' (given: 'randomized-straddle')"),
+        ({"seed": 1}, "seed 0 (given: 1)"),
+        ({"problem": "levelset/sinusoidal"}, "problem 'levelset/toy'"),
+        ({"beta": 2.0}, "options {} (given: {'beta': 2.0})"),
+    ],
+)
+def test_load_if_exists_refuses_another_configuration(url, given, needle):
+    """A rerun script that changed the method (or seed, problem, options) but not the study's
+    name was given the old study silently (found by the docs audit: asking for straddle loaded
+    randomized-straddle)."""
+    create_study("dup", "toy-random", problem="levelset/toy", storage=url, seed=0)
+    before = _log_rows(url)
+    args = {"method": "toy-random", "problem": "levelset/toy", "seed": 0, **given}
+    with pytest.raises(InvalidInputError, match=re.escape(needle)):
+        create_study("dup", storage=url, load_if_exists=True, **args)
+    assert _log_rows(url) == before
+
+
+def test_load_if_exists_compares_the_space_it_is_given(url, tmp_path):
+    space = tmp_path / "coat.toml"
+    space.write_text(
+        'threshold = 650\n[[parameters]]\nname = "T"\nlow = 150.0\nhigh = 250.0\n'
+        '[[parameters]]\nname = "v"\nlow = 10.0\nhigh = 50.0\ngrid = 9\n'
+    )
+    first = create_study("coat", "randomized-straddle", str(space), storage=url, seed=2)
+    again = create_study(
+        "coat", "randomized-straddle", str(space), storage=url, seed=2, load_if_exists=True
+    )
+    assert again.config == first.config  # the same file: the stored study (grid pinned)
+    space.write_text(space.read_text().replace("threshold = 650", "threshold = 700"))
+    with pytest.raises(InvalidInputError, match="the space's 'threshold'"):
+        create_study("coat", "randomized-straddle", str(space), storage=url, load_if_exists=True)
+    space.write_text(space.read_text().replace("high = 250.0", "high = 260.0"))
+    with pytest.raises(InvalidInputError, match="the space's 'parameters'"):
+        create_study("coat", None, str(space), storage=url, load_if_exists=True)
 
 
 def test_create_refuses_bad_configuration_without_storing(url):

@@ -1304,7 +1304,10 @@ def create_study(
         The family, when the method id exists in several (``random``); taken from the problem
         or from the space's ``family`` key otherwise.
     load_if_exists:
-        Load the existing study of that name instead of failing.
+        Load the existing study of that name instead of failing: a script that resumes. What
+        the call gives (method, space or problem, options, seed, family) must be what the study
+        was created with, else :class:`InvalidInputError` naming what differs (nothing stored);
+        what it leaves out (no seed: a random one) is not compared.
     from_study:
         Continue this stored study (say, one whose log no longer replays with this boloop) with
         all its answers: its method, space or problem, options and seed unless given here, and
@@ -1361,6 +1364,7 @@ def create_study(
         space, problem = None, space
     if (space is None) == (problem is None):
         raise InvalidInputError("give exactly one of space (your experiment) and problem (an id)")
+    given_seed = seed is not None
     if seed is None:
         seed = secrets.randbelow(2**31)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
@@ -1371,7 +1375,21 @@ def create_study(
     if load_if_exists:
         store = open_storage(storage, create=True)
         if name in {n for n, _ in store.study_names()}:
-            return load_study(name, storage=store.url)
+            existing = load_study(name, storage=store.url)
+            differs = _differs_from(
+                existing.config, method, space, problem, seed if given_seed else None, family,
+                options,
+            )
+            if differs:
+                raise InvalidInputError(
+                    f"study {name!r} exists in storage {safe_url(store.url)!r} with another "
+                    f"configuration than the one given: {'; '.join(differs)}. load_if_exists "
+                    "loads a study only as it was created (its answers were given to that "
+                    "method); choose another name for a new study, load this one with "
+                    "load_study, or continue its answers with other settings with "
+                    "create_study(NEW, from_study=...)"
+                )
+            return existing
     if problem is not None:
         from boloop.problems import get
 
@@ -1417,6 +1435,55 @@ def create_study(
         store = open_storage(storage, create=True)
     sid = store.create_study(name, config)
     return Study(store, sid, name, store.events(sid))
+
+
+def _differs_from(
+    config: Mapping[str, Any],
+    method: str | None,
+    space: Any,
+    problem: str | Problem | None,
+    seed: int | None,
+    family: str | None,
+    options: Mapping[str, Any],
+) -> list[str]:
+    """What a ``create_study(..., load_if_exists=True)`` call asks for that the stored study
+    ``config`` was not created with, in words (empty: the same study). Only what the call
+    gives is compared: no method (the family's default), no seed (a random one) or no options
+    compare equal to whatever was stored; a space compares on the keys and parameter fields
+    it gives (the stored space has default grid sizes written in)."""
+    out = []
+    if method is not None and str(method) != config.get("method"):
+        out.append(f"method {config.get('method')!r} (given: {str(method)!r})")
+    if family is not None and family != config.get("family"):
+        out.append(f"family {config.get('family')!r} (given: {family!r})")
+    if seed is not None and int(seed) != config.get("seed"):
+        out.append(f"seed {config.get('seed')!r} (given: {int(seed)})")
+    stored_options = config.get("options") or {}
+    if options and _json_options(options) != stored_options:
+        out.append(f"options {stored_options!r} (given: {_json_options(options)!r})")
+    if problem is not None:
+        pid = problem.id if isinstance(problem, Problem) else str(problem)
+        if pid != config.get("problem"):
+            out.append(f"problem {config.get('problem')!r} (given: {pid!r})")
+    elif space is not None:
+        stored = config.get("space")
+        if stored is None:
+            out.append(f"problem {config.get('problem')!r} (given: a space)")
+        else:
+            given = _space_document(space)
+            measurement = given.pop("measurement", None)
+            if measurement is not None and measurement != config.get("measurement"):
+                out.append("the space's [measurement]")
+            for key, value in given.items():
+                old = stored.get(key)
+                if key == "parameters" and isinstance(value, list) and isinstance(old, list):
+                    old = [
+                        {k: v for k, v in o.items() if k in g} if isinstance(o, Mapping) else o
+                        for o, g in zip(old, value)
+                    ] + old[len(value) :]
+                if old != value:
+                    out.append(f"the space's {key!r}")
+    return out
 
 
 class _ReadTracker(dict):  # type: ignore[type-arg]
