@@ -202,7 +202,11 @@ def test_the_stall_is_on_the_study_page(tmp_path):
     from boloop.web import create_app
 
     url = f"sqlite:///{tmp_path / 'web.db'}"
-    study = create_study("reactor", "m-safeopt", _reactor_spec(), seed=0, storage=url)
+    # the noise variances of _answer's noise (with the defaults, 1e-5, the page would also show
+    # the warning that repeated measurements contradict them: test_noise_check.py)
+    study = create_study(
+        "reactor", "m-safeopt", _reactor_spec(), seed=0, storage=url, noise_g=0.09, noise_f=1e-4
+    )
     _answer(study, 30)
     page = TestClient(create_app(url, None), follow_redirects=False).get("/studies/reactor")
     assert page.status_code == 200

@@ -750,6 +750,23 @@ class _SafePolicy(BasePolicy):
         frac = ls / float(self.width[0])
         return min(1.0, max(0.2, math.ceil(round(30.0 * frac, 6)) / 20.0))
 
+    def noise_check(self) -> dict[str, dict[str, Any]]:
+        """Per output (``f``, ``g``), where measurements repeated at one setting scatter more
+        than its fixed noise variance (``noise_f``, ``noise_g``) allows: the test's numbers
+        (:func:`boloop.gp.repeats.noise_too_small`); empty when none does. The models never
+        learn the noise, so a noise variance below the real one makes them trust each
+        measurement too much (the safety model certifies too much)."""
+        from boloop.gp.repeats import noise_too_small
+
+        out = {}
+        for name, gp in (("f", self.gp_f), ("g", self.gp_g)):
+            if gp is None or gp.n < 3:
+                continue
+            found = noise_too_small(gp.X, gp.y, gp.noise_variance)
+            if found is not None:
+                out[name] = found
+        return out
+
     def stall(self) -> dict[str, Any] | None:
         """The stall found at the last proposal (see :meth:`_update_stall`) or None: ``answers``
         without growth, ``axis`` (the monotone parameter), g's ``lengthscale_g`` along it and the
@@ -1000,6 +1017,9 @@ class _SafePolicy(BasePolicy):
             trend_g=self.trend_g,
             offset_g=self.offset_g,
             stall=self.stall(),
+            noise_f=None if self.gp_f is None else float(self.gp_f.noise_variance),
+            noise_g=float(self.gp_g.noise_variance),
+            noise_check=self.noise_check(),
         )
         if self.offset_g:
             d["caution"] = OFFSET_G_CAUTION

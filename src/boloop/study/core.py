@@ -590,6 +590,7 @@ class Study(StudyReplay, StudySnapshots):
             described = dict(r.described)
         continued = self.continued_as()
         stuck, alarms = self._stuck(described, continued), self._over_limit(described)
+        noisy = self._noise_warnings(described)
         after_alarms = self._after_over_limit(described)
         # a method's caution about an option in use (e.g. the safe family's offset_g)
         caution = described.pop("caution", None)
@@ -618,9 +619,15 @@ class Study(StudyReplay, StudySnapshots):
             "recommendation_label": rec_label,
             "recommendation_meaning": rec_meaning,
             "last_answers": [self._row(e) for e in answers[-last:]] if last else [],
-            "warnings": [*alarms, *([caution] if caution else []), *([stuck] if stuck else [])],
+            "warnings": [
+                *alarms,
+                *noisy,
+                *([caution] if caution else []),
+                *([stuck] if stuck else []),
+            ],
             "over_limit_next": after_alarms,
             "stuck": stuck,
+            "noise": noisy,
         }
 
     @contextlib.contextmanager
@@ -751,6 +758,31 @@ class Study(StudyReplay, StudySnapshots):
             "What happens next: the next query is a setting the model now believes is below "
             f"the limit; the method will not propose that setting again{higher}. " + check
         )
+
+    def _noise_warnings(self, described: Mapping[str, Any]) -> list[str]:
+        """A fixed noise variance that repeated measurements contradict
+        (``describe()["noise_check"]``, :mod:`boloop.gp.repeats`), in words, with the command
+        that continues the study with the variance the repeats support."""
+        out = []
+        for output, c in sorted((described.get("noise_check") or {}).items()):
+            if not isinstance(c, Mapping):
+                continue
+            option = f"noise_{output}"
+            value = float(f"{c['suggested']:.2g}")
+            out.append(
+                f"{output}'s measurements at the same setting scatter more than {option} = "
+                f"{c['assumed']:.3g} allows (a standard deviation of "
+                f"{math.sqrt(c['assumed']):.3g}): at {c['settings']} setting"
+                f"{'s' if c['settings'] != 1 else ''} measured more than once their standard "
+                f"deviation is {math.sqrt(c['variance']):.3g} ({c['df']} repeats; so much scatter "
+                "has a chance below 1 in 1,000 under the assumed noise). The model trusts each "
+                f"measurement of {output} too much"
+                + (", so it can certify settings that are not safe" if output == "g" else "")
+                + f". Measure the noise and set {option}; the repeats support about {value:g} "
+                f"(the upper end of its 95% interval). A study keeps its options: run "
+                f"{continue_command(self.name, self._storage)} --option {option}={value:g}"
+            )
+        return out
 
     def _stuck(self, described: Mapping[str, Any], continued: Sequence[str] = ()) -> str | None:
         """A safe method that cannot certify more (``describe()["stall"]``), in words, with the

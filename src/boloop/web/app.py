@@ -997,7 +997,14 @@ def _page_context(study: Study) -> dict[str, Any]:
         "last_desc": _answer_description(hist[-1]) if hist else "",
         "recommendation": _recommendation_view(study, st, units, len(hist)),
         # what a person must not miss (a measured g above the safety limit...), while it holds
-        "study_warnings": [w for w in st.get("warnings") or [] if w != st.get("stuck")],
+        "study_warnings": [
+            w
+            for w in st.get("warnings") or []
+            if w != st.get("stuck") and w not in (st.get("noise") or [])
+        ],
+        # repeated measurements that contradict the assumed noise: a notice with the owner's part
+        # collapsed, as the stuck notice (the person answering cannot change an option)
+        "study_noise": st.get("noise") or [],
         # a method that no longer makes progress: a notice, not the alarm above
         "study_stuck": st.get("stuck"),
         "continued_as": st.get("continued_as") or [],
