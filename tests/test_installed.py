@@ -10,10 +10,13 @@ from the source tree, never listed here.
 
 from __future__ import annotations
 
+import csv
 import sys
+from pathlib import Path
 
 import pytest
 
+from boloop.bench.demo import DemoEntry, run_demo
 from boloop.cli import main
 
 
@@ -46,3 +49,17 @@ def test_serve_without_the_web_extra_says_which_extra_in_one_line(
     assert len(err.strip().splitlines()) == 1, err
     assert package in err and "pip install 'boloop[web]'" in err
     assert "http://" not in err
+
+
+def test_demo_without_matplotlib_prints_its_table_and_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # the core install: no plot extra
+    entry = DemoEntry("levelset", "levelset/toy", ("toy-random",), 4, seeds="2", toy=True)
+    text = run_demo(tmp_path / "demo", entries=[entry], jobs=1)
+    assert "### levelset/toy" in text and "| toy-random | 2 | 4 |" in text
+    assert "no plots" in text and "pip install 'boloop[plot]'" in text
+    assert list((tmp_path / "demo").glob("*.png")) == []
+    with open(tmp_path / "demo" / "results.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 2 * 4
