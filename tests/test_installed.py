@@ -11,13 +11,23 @@ from the source tree, never listed here.
 from __future__ import annotations
 
 import csv
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+import boloop
 from boloop.bench.demo import DemoEntry, run_demo
 from boloop.cli import main
+
+
+def test_python_dash_m_boloop_is_the_command() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "boloop", "--version"], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"boloop {boloop.__version__}"
 
 
 @pytest.mark.parametrize(
