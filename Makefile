@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JOBS ?= 2
 
-.PHONY: test demo lint bench clean
+.PHONY: test demo lint bench wheel clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,5 +26,11 @@ demo: $(STAMP)
 bench: $(STAMP)
 	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 $(BIN)/python benchmarks/gp_speed.py
 
+# the wheel a user installs, in dist/; build/ first removed: setuptools copies whatever an earlier
+# build left in build/lib into the wheel, modules deleted since included
+wheel: $(STAMP)
+	rm -rf build
+	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
+
 clean:
-	rm -rf $(VENV) out build src/*.egg-info
+	rm -rf $(VENV) out build dist src/*.egg-info

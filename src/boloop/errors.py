@@ -24,6 +24,13 @@ class OptionError(InvalidInputError):
     """
 
 
+class MissingExtraError(InvalidInputError):
+    """What was asked for needs an optional dependency that is not installed (``bench plot``
+    without matplotlib, ``--executor dask`` without distributed, ``boloop serve`` without the web
+    packages). The message names the extra to install: ``pip install 'boloop[plot]'``. The
+    command line prints it as one line (exit status 2)."""
+
+
 class OutOfSpaceError(BoloopError):
     """A point lies outside the space it should belong to."""
 

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from boloop.errors import InvalidInputError
+from boloop.errors import InvalidInputError, MissingExtraError
 
 __all__ = [
     "DASK_EXTRA_MESSAGE",
@@ -66,11 +66,11 @@ MALLOC_TRIM = "MALLOC_TRIM_THRESHOLD_"
 
 
 def import_distributed() -> Any:
-    """The ``distributed`` module, or an :class:`InvalidInputError` naming the extra to install."""
+    """The ``distributed`` module, or a :class:`MissingExtraError` naming the extra to install."""
     try:
         import distributed
     except ImportError as exc:
-        raise InvalidInputError(
+        raise MissingExtraError(
             DASK_EXTRA_MESSAGE.format(missing=exc.name or "distributed")
         ) from exc
     return distributed

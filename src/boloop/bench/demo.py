@@ -8,7 +8,7 @@ tour works from the first commit and grows as the families land.
 
 All entries go through the bench runner into ``OUT/results.csv`` (a rerun skips what is there
 unless ``force``), then one PNG per problem and metric is written to ``OUT`` and the summary table
-is returned.
+is returned. Without matplotlib (the ``plot`` extra) the table says so instead of the plots.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import IO
 
 from boloop.bench.report import plot_results, summary_table
 from boloop.bench.runner import run_sweep
-from boloop.errors import BoloopError
+from boloop.errors import BoloopError, MissingExtraError
 
 __all__ = ["DemoEntry", "DEMO", "runnable_entries", "run_demo"]
 
@@ -119,9 +119,13 @@ def run_demo(
             progress=progress,
         )
         failed += [f"{k[1]} on {k[0]} seed {k[2]}: {msg}" for k, msg in report.failed]
-    plots = plot_results(out)
     text = summary_table(out)
-    text += f"\n{len(plots)} plots in {out}/\n"
+    try:
+        plots = plot_results(out)
+    except MissingExtraError:  # the tour's runs and table do not need matplotlib
+        text += "\nno plots: matplotlib is not installed (pip install 'boloop[plot]')\n"
+    else:
+        text += f"\n{len(plots)} plots in {out}/\n"
     if failed:
         text += "failed runs:\n" + "\n".join(f"  {f}" for f in failed) + "\n"
     return text

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from boloop.bench.runner import RESULTS_FILE, Key, read_results
-from boloop.errors import InvalidInputError
+from boloop.errors import InvalidInputError, MissingExtraError
 
 __all__ = ["aggregate", "choose_y_scale", "final_values", "plot_results", "summary_table"]
 
@@ -167,7 +167,7 @@ def plot_results(
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        raise InvalidInputError(
+        raise MissingExtraError(
             "bench plot needs matplotlib, which boloop does not install by default: "
             "pip install 'boloop[plot]'"
         ) from exc

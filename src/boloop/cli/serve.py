@@ -12,8 +12,18 @@ __all__ = ["register"]
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    from boloop.web.server import check_bind, serve, server_urls
+    from boloop.errors import MissingExtraError
+    from boloop.web.server import (
+        check_bind,
+        missing_web_packages,
+        serve,
+        server_urls,
+        web_extra_message,
+    )
 
+    missing = missing_web_packages()
+    if missing:  # one line naming the extra, before the address and the token are printed
+        raise MissingExtraError(web_extra_message(missing))
     token = args.token if args.token is not None else os.environ.get("BOLOOP_TOKEN") or None
     token, generated = check_bind(args.host, token)
     url, others = server_urls(args.host, args.port)

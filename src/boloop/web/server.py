@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import ipaddress
 import logging
 import secrets
@@ -10,12 +11,58 @@ from typing import Any
 
 from boloop.errors import InvalidInputError
 
-__all__ = ["check_bind", "is_loopback", "serve", "server_urls", "MIN_TOKEN_CHARS"]
+__all__ = [
+    "check_bind",
+    "is_loopback",
+    "missing_web_packages",
+    "serve",
+    "server_urls",
+    "web_extra_message",
+    "MIN_TOKEN_CHARS",
+]
 
 logger = logging.getLogger("boloop")
 
 #: shortest token accepted (a generated one has 32 characters)
 MIN_TOKEN_CHARS = 8
+
+
+#: the packages of the 'web' extra a server cannot run without, each with the modules that provide
+#: it (python-multipart is ``python_multipart``, or ``multipart.multipart`` before 0.0.13, as
+#: Starlette imports it: without it the server starts and every answer from a page fails).
+#: swagger-ui-bundle is not here: without it ``/docs`` lists the API as a table instead.
+WEB_PACKAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("fastapi", ("fastapi",)),
+    ("uvicorn", ("uvicorn",)),
+    ("jinja2", ("jinja2",)),
+    ("python-multipart", ("python_multipart", "multipart.multipart")),
+)
+
+
+def missing_web_packages() -> list[str]:
+    """The packages of the ``web`` extra that cannot be imported here (empty when it is
+    installed). Checked before ``boloop serve`` prints anything, so that an installation without
+    the extra gets one line naming it rather than a traceback after the server's address."""
+    missing = []
+    for package, modules in WEB_PACKAGES:
+        for module in modules:
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                continue
+            break
+        else:
+            missing.append(package)
+    return missing
+
+
+def web_extra_message(missing: list[str]) -> str:
+    """What to install, naming the missing packages."""
+    verb = "is" if len(missing) == 1 else "are"
+    return (
+        f"boloop serve needs the 'web' extra ({', '.join(missing)} {verb} missing): "
+        "pip install 'boloop[web]'"
+    )
 
 
 def is_loopback(host: str) -> bool:
@@ -97,12 +144,11 @@ def serve(
 
     ``token`` must already have passed :func:`check_bind` (the CLI does that and prints it).
     """
-    try:
-        import uvicorn
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "boloop serve needs the 'web' extra (uvicorn is missing): pip install 'boloop[web]'"
-        ) from exc
+    missing = missing_web_packages()
+    if missing:
+        raise ImportError(web_extra_message(missing))
+    import uvicorn
+
     from boloop.study.storage import safe_url
     from boloop.web.app import create_app
 
