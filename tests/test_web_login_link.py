@@ -185,7 +185,7 @@ def test_the_share_page_is_for_a_logged_in_browser_only(url):
     assert r.headers["cache-control"] == "no-store"
     assert r.headers["referrer-policy"] == "no-referrer"
     assert _share_links(r.text) == [f"http://10.0.0.5:8000/login?token={TOKEN}"]
-    assert "anyone who has this link can answer, undo answers" in r.text.lower()
+    assert "anyone with this link can answer and undo answers" in r.text.lower()
     assert '<svg viewBox="' in r.text
     # the study list links to it for a logged-in browser
     assert 'href="/share"' in c.get("/").text
