@@ -174,7 +174,7 @@ def test_the_share_page_shows_the_link_and_its_qr_code_which_a_phone_opens(
         if q.symbol_size(border=0) == (size, size)
     }
     assert dark in matrices.values(), "the SVG is segno's QR code of exactly the link"
-    browser.save_screenshot(str(shots / "share-desktop.png"))
+    browser.save_screenshot(str(shots / "web-share.png"))
 
     # the phone opens what the code holds (the link) and lands logged in on the study list
     _fresh(phone, base)
@@ -185,7 +185,7 @@ def test_the_share_page_shows_the_link_and_its_qr_code_which_a_phone_opens(
     _wait(phone, lambda d: d.find_elements(By.CSS_SELECTOR, ".qr-box svg"))
     width = phone.execute_script("return document.documentElement.scrollWidth")
     assert width <= PHONE[0], "the share page fits a phone's width"
-    phone.save_screenshot(str(shots / "share-phone.png"))
+    phone.save_screenshot(str(shots / "web-share-phone.png"))
 
 
 def test_a_browser_not_logged_in_cannot_see_the_share_page(browser, server):
