@@ -15,6 +15,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     from boloop.errors import MissingExtraError
     from boloop.web.server import (
         check_bind,
+        login_link,
         missing_web_packages,
         serve,
         server_urls,
@@ -41,8 +42,22 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             f"    {token}",
             file=sys.stderr,
         )
+        if others:
+            # as Jupyter does: links that log a browser in, for a colleague or a phone
+            print(
+                "boloop serve: or open a login link (it holds the token):\n"
+                + "\n".join(f"    {login_link(o, token)}" for o in others)
+                + "\nboloop serve: the share page shows it as a QR code for a phone's camera; "
+                "open on this machine:\n"
+                f"    {login_link(url, token, next='/share')}",
+                file=sys.stderr,
+            )
     elif token is not None:
-        print("boloop serve: every page and API call needs the token you gave", file=sys.stderr)
+        print(
+            "boloop serve: every page and API call needs the token you gave (once logged in, "
+            f"{url}share shows a login link and its QR code for a phone)",
+            file=sys.stderr,
+        )
     sys.stderr.flush()
     # -v logs everything; without it a server's warnings are still its log
     handler = None if args.verbose else _warnings_to_stderr()

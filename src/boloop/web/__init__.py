@@ -10,7 +10,8 @@ Every asset is served by the package itself: the pages work offline, with no CDN
     app = create_app("sqlite:///lab.db", token="s3cret")   # an ASGI app (FastAPI)
 
 Needs the ``web`` extra (``pip install 'boloop[web]'``: FastAPI, uvicorn, Jinja2,
-python-multipart, swagger-ui-bundle). The web layer knows no algorithm: it calls the study's
+python-multipart, swagger-ui-bundle; segno draws the share page's QR code, which the page does
+without). The web layer knows no algorithm: it calls the study's
 public API only (``ask``, ``tell``, ``undo``, ``history``, ``status``, ``export``) and
 :mod:`boloop.study.pictures`. See ``docs/web.md``.
 """

@@ -28,15 +28,17 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import ipaddress
 import json
 import logging
 import math
 import os
+import re
 import secrets
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -48,6 +50,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.security import HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 from pydantic import BaseModel, Field
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -73,6 +76,8 @@ from boloop.study.measured import goal_sentence, output_hints, what_to_measure
 from boloop.study.media import media_file, media_index
 from boloop.study.pictures import growth_svg, model_svg, pictures, progress_svg
 from boloop.study.storage import open_storage, resolve_storage, safe_url
+from boloop.web.qr import QR_PACKAGE, qr_svg
+from boloop.web.server import login_link, mask_access_log
 
 __all__ = ["create_app"]
 
@@ -252,6 +257,7 @@ def create_app(
     *,
     poll_seconds: float = 2.0,
     max_upload_bytes: int = MAX_UPLOAD_BYTES,
+    addresses: Sequence[str] = (),
 ) -> FastAPI:
     """The application over the studies in ``storage``.
 
@@ -266,6 +272,13 @@ def create_app(
         How often an open study page asks whether someone else answered (0: never).
     max_upload_bytes:
         Largest request body accepted (413 beyond).
+    addresses:
+        Base URLs other machines reach the server at (``http://labpc:8000/``; ``boloop serve``
+        gives :func:`~boloop.web.server.server_urls`' others): the share page (``/share``)
+        offers their login links after the one of the address the browser used.
+
+    A token server also logs a browser in by a login link, ``GET /login?token=<token>``
+    (what ``boloop serve`` prints and ``/share`` shows as a QR code).
     """
     pool = StudyPool(storage)
     app = FastAPI(
@@ -296,6 +309,7 @@ def create_app(
     if swagger_dir is not None:
         app.mount("/swagger-ui", StaticFiles(directory=swagger_dir), name="swagger")
     session = _session_value(token) if token else None
+    mask_access_log()  # a login link's token never reaches uvicorn's access log
     flash_key = secrets.token_bytes(32)
 
     def flash_sig(text: str) -> str:
@@ -441,8 +455,44 @@ def create_app(
 
     # -- login -------------------------------------------------------------------------------
     @app.get("/login", response_class=HTMLResponse, include_in_schema=False)
-    def login_page(request: Request, next: str = "/") -> HTMLResponse:
+    async def login_page(request: Request, next: str = "/") -> Response:
+        """The login form; with ``?token=`` a login link (:func:`link_login`)."""
+        link_token = request.query_params.get("token")
+        if link_token is not None:
+            return await link_login(request, link_token, _local(next))
         return render(request, "login.html", next=_local(next), error=None)
+
+    async def link_login(request: Request, given: str, nxt: str) -> Response:
+        """``GET /login?token=T[&next=/path]``: a right token logs the browser in as the form
+        does (the same cookie) and redirects (303) to ``next`` (a local path; else ``/``), so
+        that the token leaves the address bar; a wrong one is the form's 401 "wrong token".
+        A link followed from another site (``Sec-Fetch-Site: cross-site``) gets a page that
+        goes on to ``next`` by itself (a meta refresh) instead of the 303.
+        Neither response sends a Referer (``no-referrer``) nor may be cached (``no-store``):
+        the token is in this request's URL."""
+        private = {"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
+        if token is None:
+            return RedirectResponse(nxt, status_code=303, headers=private)
+        if not _same(given.strip(), token):
+            await asyncio.sleep(0.2)  # slows down guessing a little, as the form
+            resp: Response = render(request, "login.html", 401, next=nxt, error="wrong token")
+            resp.headers.update(private)
+            return resp
+        if request.headers.get("sec-fetch-site") == "cross-site":
+            # a link clicked on another site (a web mail, a chat, a wiki): a browser sends no
+            # SameSite=Strict cookie on any request of that navigation, redirects included, so a
+            # 303 would land on the login form; the page's own refresh is a new navigation from
+            # this site, which carries the cookie
+            resp = render(request, "login_link.html", next=nxt)
+            resp.headers.update(private)
+        else:
+            resp = RedirectResponse(nxt, status_code=303, headers=private)
+        set_session(resp)
+        return resp
+
+    def set_session(resp: Response) -> None:
+        """The cookie of a logged-in browser (the form and the login link alike)."""
+        resp.set_cookie(SESSION_COOKIE, session or "", httponly=True, samesite="strict", path="/")
 
     @app.post("/login", include_in_schema=False)
     async def login(request: Request) -> Response:
@@ -455,7 +505,31 @@ def create_app(
             await asyncio.sleep(0.2)  # slows down guessing a little
             return render(request, "login.html", 401, next=nxt, error="wrong token")
         resp = RedirectResponse(nxt, status_code=303)
-        resp.set_cookie(SESSION_COOKIE, session or "", httponly=True, samesite="strict", path="/")
+        set_session(resp)
+        return resp
+
+    # -- the share page: a login link and its QR code -----------------------------------------
+    @app.get("/share", response_class=HTMLResponse, include_in_schema=False)
+    def share(request: Request) -> Response:
+        """The links others open to log in (reached only by a logged-in browser on a token
+        server: the guard), with a QR code each: first the address this browser used (unless
+        it is a loopback address, which another machine cannot open), then ``addresses``."""
+        bases = _share_bases(request, addresses)
+        links = []
+        for base in bases:
+            link = login_link(base, token) if token is not None else base
+            svg = qr_svg(link)
+            links.append({"url": link, "qr": Markup(svg) if svg is not None else None})
+        resp = render(
+            request,
+            "share.html",
+            links=links,
+            qr_package=QR_PACKAGE,
+            qr_missing=any(x["qr"] is None for x in links),
+            needs_token=token is not None,
+        )
+        resp.headers["Cache-Control"] = "no-store"  # the page holds the token
+        resp.headers["Referrer-Policy"] = "no-referrer"
         return resp
 
     @app.post("/logout", include_in_schema=False)
@@ -868,6 +942,39 @@ def _unsent(what: str, name: str, values: Mapping[str, str]) -> dict[str, Any]:
 
 def _plain(text: str, status: int) -> Response:
     return Response(text, status_code=status, media_type="text/plain; charset=utf-8")
+
+
+#: a Host header as a URL may hold it: a name or IPv4 address, or [IPv6], and a port
+_HOST_HEADER = re.compile(
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?"
+)
+
+
+def _share_bases(request: Request, known: Sequence[str]) -> list[str]:
+    """The base URLs the share page offers, best first, without repeats: the request's own
+    (its scheme and ``Host`` header, if that is a well-formed host and no loopback address),
+    then ``known``; the request's own also when nothing else is known (a loopback server)."""
+    own = None
+    host = request.headers.get("host", "")
+    if _HOST_HEADER.fullmatch(host):
+        own = f"{request.url.scheme}://{host}/"
+    name = (host.rsplit(":", 1)[0] if not host.endswith("]") else host).strip("[]").lower()
+    bases = [own] if own is not None and not _loopback_name(name) else []
+    bases += [b for b in known if b not in bases]
+    if not bases and own is not None:
+        bases = [own]
+    return bases
+
+
+def _loopback_name(name: str) -> bool:
+    """Whether a Host header's name is this machine's own (``localhost``, 127.0.0.0/8,
+    ``::1``), read from the text alone: no name is looked up for a page."""
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def _local(path: str) -> str:

@@ -5,15 +5,19 @@ from __future__ import annotations
 import importlib
 import ipaddress
 import logging
+import re
 import secrets
 import socket
 from typing import Any
+from urllib.parse import quote
 
 from boloop.errors import InvalidInputError
 
 __all__ = [
     "check_bind",
     "is_loopback",
+    "login_link",
+    "mask_access_log",
     "missing_web_packages",
     "serve",
     "server_urls",
@@ -112,6 +116,45 @@ def server_urls(host: str, port: int) -> tuple[str, list[str]]:
     return local, others
 
 
+def login_link(base: str, token: str, next: str | None = None) -> str:
+    """The link that logs a browser in on the server at ``base`` (``http://labpc:8000/``):
+    ``http://labpc:8000/login?token=...``, the token percent-encoded (a generated one needs no
+    encoding; a token given with ``--token`` may hold ``+``, ``&`` or ``#``); ``next``: the
+    local path it then opens (default ``/``)."""
+    link = f"{base.rstrip('/')}/login?token={quote(token, safe='')}"
+    return link if next is None else f"{link}&next={quote(next, safe='/')}"
+
+
+#: a ``token=`` query parameter's value in a request line
+_TOKEN_IN_QUERY = re.compile(r"([?&]token=)[^&#\s\"]*", re.IGNORECASE)
+
+
+class _MaskToken(logging.Filter):
+    """Rewrites a record's message and arguments so that a ``token=`` query value (a login
+    link's token) reads ``token=***``. Never drops a record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = _TOKEN_IN_QUERY.sub(r"\1***", record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                _TOKEN_IN_QUERY.sub(r"\1***", a) if isinstance(a, str) else a for a in record.args
+            )
+        return True
+
+
+def mask_access_log() -> None:
+    """Mask login links' tokens in uvicorn's access log (logger ``uvicorn.access``, which prints
+    every request line with its query string): ``GET /login?token=*** HTTP/1.1``. Idempotent.
+
+    ``boloop serve`` runs uvicorn without an access log; this covers an app of
+    :func:`boloop.web.create_app` run by one's own ``uvicorn`` command (access log on by
+    default). Proxies in front of the server keep their own logs (see docs/web.md)."""
+    access = logging.getLogger("uvicorn.access")
+    if not any(isinstance(f, _MaskToken) for f in access.filters):
+        access.addFilter(_MaskToken())
+
+
 def check_bind(host: str, token: str | None) -> tuple[str | None, bool]:
     """The token to serve on ``host`` with: ``(token, generated)``.
 
@@ -154,6 +197,7 @@ def serve(
 
     if token is None and not is_loopback(host):
         raise InvalidInputError(f"serving on {host!r} (not loopback) needs a token")
+    app_options.setdefault("addresses", server_urls(host, port)[1])
     app = create_app(storage, token, **app_options)
     logger.info("boloop serve on %s:%s over %s", host, port, safe_url(app.state.storage_url))
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
