@@ -30,19 +30,33 @@ file is imported again, by its absolute path, in the workers that do not have th
 process pool that does not fork, a Dask cluster, whose workers must see the same path); so is
 the file of a method registered by a module of your own and named by its id from Python.
 
-The code of a file's runs: a problem or a method given as ``path/to/file.py:factory`` puts the
-sha256 of the file's bytes, as the process that ran the run imported it
-(:func:`boloop._registry.loaded_file_sha256`), in the column ``problem_file_sha256`` or
-``method_file_sha256`` of its rows (:data:`SHA256_COLUMNS`, after ``tell_seconds``; the file has
-them only when a run has such a value). A stored run of such a problem or method whose sha256 is
-not the file's as this sweep imports it (the file was edited, or the run was stored without one:
-by an older boloop, or with the method named by its id) is not kept: it runs again, and the
-progress output and the log say so in one line per file ("emc.py changed since its stored runs:
-rerunning 4 runs"). The id of a method or problem, its options and the factory's name are the
-key already; library methods and methods named by their id are matched by the key alone, as
-before. Only the named file is hashed: a module it imports or a data file it reads can change
-without it (``force`` reruns). A file edited after this Python process imported it is refused
-before anything runs (its runs would run the old code): a new process imports the new one.
+The code of a file's runs: a problem or a method given as ``path/to/file.py:factory`` puts in
+the column ``problem_file_sha256`` or ``method_file_sha256`` of its rows (:data:`SHA256_COLUMNS`,
+after ``tell_seconds``; the file has them only when a run has such a value) the fingerprint of the
+code the process that ran the run executed (:func:`boloop._user_code.fingerprint`): the file and
+the modules of the user's own it imports, transitively (named by import statements anywhere in
+its text, at module level or inside functions; the user's: loaded from outside the standard
+library, site-packages and boloop). For a file that imports none it is the sha256 of the file's
+bytes as imported (:func:`boloop._registry.loaded_file_sha256`), the value stored before modules
+were followed; otherwise the sha256 of the ``sha256sum`` listing of the file and its modules
+(paths relative to the file's folder, sorted). Every process computes it by the same function
+(the parent for the comparison, :func:`_source_file`; the process-pool and Dask workers for their
+rows, :func:`_ran_sha256`), and the set of modules is read from the code's text, not from what a
+process happened to import first, so they agree on unchanged code. A stored run of such a problem
+or method whose value is not the one of this sweep is not kept: it runs again, and the progress
+output and the log say so in one line per file: ``emc.py changed since its stored runs:
+rerunning 4 runs`` (the file changed; it imports no module of the user's), ``emc.py or a module it
+imports (helpers.py) changed since ...``, ``emc.py: its stored runs do not record which version of
+the file they ran ...`` (no value: an older boloop, or the method named by its id), ``emc.py: its
+stored runs record the file but not the modules it imports (helpers.py) ...`` (the file's sha256
+alone, by a boloop that did not follow imports, for a file that imports modules of the user's; the
+same rows of a file that imports none have the value of this sweep and are kept). The id of a
+method or problem, its options and the factory's name are the key already; library methods and
+methods named by their id are matched by the key alone, as before. Not covered: modules imported
+by computed names (``importlib.import_module(name)``), modules of the user's reached only through
+an installed package, installed packages themselves, data files (``force`` reruns). A file or one
+of its modules edited after this Python process imported it is refused before anything runs (its
+runs would run the old code): a new process imports the new one.
 """
 
 from __future__ import annotations
@@ -86,7 +100,8 @@ logger = logging.getLogger("boloop")
 RESULTS_FILE = "results.csv"
 
 #: the columns that name the code of a run of a problem or a method given as a file: the sha256
-#: (hex) of the file's bytes; empty for ids of the library (and methods named by their id)
+#: (hex) of the file's bytes, or of them and the user's modules it imports (see the module's
+#: docstring); empty for ids of the library (and methods named by their id)
 PROBLEM_SHA256, METHOD_SHA256 = "problem_file_sha256", "method_file_sha256"
 SHA256_COLUMNS = (PROBLEM_SHA256, METHOD_SHA256)
 
