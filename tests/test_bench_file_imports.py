@@ -275,11 +275,12 @@ def test_spawned_workers_compute_the_parents_fingerprint(
     file imports the package too, before the method's file is imported: the method's modules are
     those its text imports, not those its import happened to execute first."""
     monkeypatch.syspath_prepend(str(tmp_path))
-    (tmp_path / "spawned_m.py").write_text(_PKG_METHOD.format(pkg="zzpkg_sp", name="zz_spawned"))
+    method_text = _PKG_METHOD.format(pkg="zzpkg_sp", name="zz_pkg_spawned")
+    (tmp_path / "spawned_m.py").write_text(method_text)
     (tmp_path / "spawned_p.py").write_text(_PKG_PROBLEM.format(pkg="zzpkg_sp"))
     _write_package(tmp_path, "zzpkg_sp")
     problems = [f"{tmp_path / 'spawned_p.py'}:make"]
-    methods = [f"{tmp_path / 'spawned_m.py'}:zz_spawned", "toy-random"]
+    methods = [f"{tmp_path / 'spawned_m.py'}:zz_pkg_spawned", "toy-random"]
     report = run_sweep(problems, methods, "2", 3, tmp_path / "out", jobs=2)
     assert not report.failed and len(report.completed) == 4
     package = [f"zzpkg_sp/{n}" for n in ("__init__.py", "kern.py")]
@@ -287,7 +288,7 @@ def test_spawned_workers_compute_the_parents_fingerprint(
     problem = _sha256sum_listing(tmp_path, ["spawned_p.py", *package])
     rows = _rows(tmp_path / "out")
     assert {(r["method"], r["method_file_sha256"]) for r in rows} == {
-        ("zz_spawned", method),
+        ("zz_pkg_spawned", method),
         ("toy-random", ""),
     }
     assert {r["problem_file_sha256"] for r in rows} == {problem}

@@ -293,7 +293,10 @@ def fingerprint(path: str | Path) -> Fingerprint:
     stale: list[str] = []
 
     def rel(file: Path) -> str:
-        return Path(os.path.relpath(file, folder)).as_posix()
+        try:
+            return Path(os.path.relpath(file, folder)).as_posix()
+        except ValueError:  # another drive (Windows): no relative path
+            return file.as_posix()
 
     def read(file: Path, imported: bool) -> tuple[str, tuple[ImportStatement, ...]] | None:
         """(sha256, import statements) of the bytes the process runs of ``file``."""
