@@ -169,6 +169,42 @@ def test_a_method_from_a_file_runs_on_the_cluster(tmp_path: Path, cluster) -> No
     }
 
 
+def test_a_method_importing_a_module_of_the_user_is_named_alike_on_the_cluster(
+    tmp_path: Path, cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file imports a module of the user's own (the workers see it on their ``sys.path``, as
+    the parent does): the workers record the fingerprint of the file and the module that the
+    parent computes, so the next sweep keeps every run."""
+    address, client = cluster
+    (tmp_path / "zzdask_help.py").write_text("SEED_SHIFT = 5\n")
+    src = tmp_path / "helped.py"
+    src.write_text(
+        _OWN_METHOD.replace("zz-dask-own", "zz-dask-helped")
+        .replace("import RandomEvaluate", "import RandomEvaluate\nfrom zzdask_help import SEED_SHIFT")
+        .replace("RandomEvaluate(spec.space, seed,", "RandomEvaluate(spec.space, seed + SEED_SHIFT,")
+    )  # fmt: skip
+    monkeypatch.syspath_prepend(str(tmp_path))
+    # (a function of the workers' own: a bound method of this process's sys.path would be a copy)
+    client.run(exec, f"import sys; sys.path.insert(0, {str(tmp_path)!r})")
+    try:
+        methods = [f"{src}:make_own"]
+        report = run_sweep([TOY_LS], methods, "0-1", 3, tmp_path / "dask", executor="dask",
+                           scheduler=address)  # fmt: skip
+        assert not report.failed, report.failed
+        again = run_sweep([TOY_LS], methods, "0-1", 3, tmp_path / "dask", executor="dask",
+                          scheduler=address)  # fmt: skip
+    finally:
+        client.run(exec, f"import sys; sys.path.remove({str(tmp_path)!r})")
+    assert len(again.skipped) == 2 and not again.completed and not again.reruns
+    listing = "".join(
+        f"{hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()}  {name}\n"
+        for name in sorted(["helped.py", "zzdask_help.py"])
+    )
+    assert {r["method_file_sha256"] for r in _rows(tmp_path / "dask")} == {
+        hashlib.sha256(listing.encode()).hexdigest()
+    }
+
+
 # -- a worker that dies -----------------------------------------------------------------------------
 def test_a_worker_killed_mid_sweep_loses_no_run(tmp_path: Path, cluster, slow: str) -> None:
     """SIGKILL of a worker process that is running a run, after the first run completed: the

@@ -1,7 +1,7 @@
 """A small id -> factory registry with discovery of the modules of a package (private), and the
 one loader of a user's ``path/to/file.py:factory`` (problems and methods alike), which keeps the
-sha256 of the bytes it executed (:func:`loaded_file_sha256`: the bench names the code of a run
-by it)."""
+sha256 of the bytes it executed (:func:`loaded_file_sha256`) and of the user's modules the file
+imports (:mod:`boloop._user_code`: the bench names the code of a run by them)."""
 
 from __future__ import annotations
 
@@ -83,11 +83,6 @@ def file_module_name(path: str) -> str:
     return "boloop_user_" + hashlib.sha1(str(resolved).encode()).hexdigest()[:12]
 
 
-#: the sha256 (hex) of the bytes each user file was executed from in this process, by its
-#: resolved path (:func:`load_file_attribute`; a forked process inherits it with the modules)
-_LOADED_SHA256: dict[str, str] = {}
-
-
 def file_sha256(path: str | Path) -> str:
     """The sha256 (hex) of the bytes of the file at ``path`` now (what ``sha256sum`` prints)."""
     import hashlib
@@ -98,22 +93,26 @@ def file_sha256(path: str | Path) -> str:
 def loaded_file_sha256(path: str | Path) -> str | None:
     """The sha256 (hex) of the bytes from which :func:`load_file_attribute` executed the file at
     ``path`` in this process (the code that runs when its factory is called), or None when this
-    process has not imported it through that loader."""
-    return _LOADED_SHA256.get(str(Path(path).expanduser().resolve()))
+    process has not imported it through that loader (nor as a module of a user's file, see
+    :func:`boloop._user_code.recording_imports`)."""
+    from boloop._user_code import executed_sha256
+
+    return executed_sha256(path)
 
 
 def load_file_attribute(name: str, what: str) -> Callable[..., Any]:
     """The function ``attr`` of the Python file ``path`` in ``"path.py:attr"`` (options after
     ``?`` are ignored here); the file is imported once per process as a module named after its
     absolute path (:func:`file_module_name`), from bytes read once, whose sha256 is kept
-    (:func:`loaded_file_sha256`). ``what`` (``"problem"``, ``"method"``) names the
+    (:func:`loaded_file_sha256`); the modules of the user's own that it imports are recorded so
+    too (:func:`boloop._user_code.recording_imports`). ``what`` (``"problem"``, ``"method"``) names the
     file in the errors: a file that does not exist, and a name that is not a function of it,
     are an :class:`~boloop.errors.InvalidInputError` (an error raised by the file itself while it
     is imported propagates as it is)."""
-    import hashlib
     import importlib.util
     import sys
 
+    from boloop._user_code import record_executed, recording_imports
     from boloop.errors import InvalidInputError
 
     path_text, _, attr = name.partition("?")[0].rpartition(":")
@@ -131,11 +130,12 @@ def load_file_attribute(name: str, what: str) -> Callable[..., Any]:
         try:
             # the bytes hashed are the bytes executed (the file may change while it is read)
             source = path.read_bytes()
-            exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)
+            with recording_imports():
+                exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)
         except BaseException:
             del sys.modules[module_name]
             raise
-        _LOADED_SHA256[str(path)] = hashlib.sha256(source).hexdigest()
+        record_executed(path, source)
     factory = getattr(module, attr, None)
     if not callable(factory):
         public = [n for n in vars(module) if not n.startswith("_") and callable(vars(module)[n])]

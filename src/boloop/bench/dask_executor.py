@@ -11,7 +11,10 @@ since a task costs a few milliseconds of Dask's time, as much as a cheap run.
   (:func:`start_local_cluster`: one single-threaded worker process per job, BLAS/OpenMP threads 1,
   no dashboard) and closed after the sweep. With ``tcp://host:port`` the sweep runs on that
   scheduler's workers, which must import the same boloop (and see the same paths for
-  ``file.py:factory`` problems).
+  ``file.py:factory`` problems and methods, and the user's modules they import on their
+  ``sys.path``: a worker records the fingerprint of the code it ran, by the rule of
+  :mod:`boloop.bench.runner`, and one that imported an older version for an earlier sweep keeps
+  it until it restarts, which its rows show).
 * A worker that dies (killed, out of memory) loses nothing: the scheduler runs its tasks again on
   other workers (a task cut short runs again whole) (Dask's ``distributed.scheduler.allowed-failures``, 3 by default: a run on which
   one worker more than that died is reported failed with ``KilledWorker``).

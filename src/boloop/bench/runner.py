@@ -30,19 +30,33 @@ file is imported again, by its absolute path, in the workers that do not have th
 process pool that does not fork, a Dask cluster, whose workers must see the same path); so is
 the file of a method registered by a module of your own and named by its id from Python.
 
-The code of a file's runs: a problem or a method given as ``path/to/file.py:factory`` puts the
-sha256 of the file's bytes, as the process that ran the run imported it
-(:func:`boloop._registry.loaded_file_sha256`), in the column ``problem_file_sha256`` or
-``method_file_sha256`` of its rows (:data:`SHA256_COLUMNS`, after ``tell_seconds``; the file has
-them only when a run has such a value). A stored run of such a problem or method whose sha256 is
-not the file's as this sweep imports it (the file was edited, or the run was stored without one:
-by an older boloop, or with the method named by its id) is not kept: it runs again, and the
-progress output and the log say so in one line per file ("emc.py changed since its stored runs:
-rerunning 4 runs"). The id of a method or problem, its options and the factory's name are the
-key already; library methods and methods named by their id are matched by the key alone, as
-before. Only the named file is hashed: a module it imports or a data file it reads can change
-without it (``force`` reruns). A file edited after this Python process imported it is refused
-before anything runs (its runs would run the old code): a new process imports the new one.
+The code of a file's runs: a problem or a method given as ``path/to/file.py:factory`` puts in
+the column ``problem_file_sha256`` or ``method_file_sha256`` of its rows (:data:`SHA256_COLUMNS`,
+after ``tell_seconds``; the file has them only when a run has such a value) the fingerprint of the
+code the process that ran the run executed (:func:`boloop._user_code.fingerprint`): the file and
+the modules of the user's own it imports, transitively (named by import statements anywhere in
+its text, at module level or inside functions; the user's: loaded from outside the standard
+library, site-packages and boloop). For a file that imports none it is the sha256 of the file's
+bytes as imported (:func:`boloop._registry.loaded_file_sha256`), the value stored before modules
+were followed; otherwise the sha256 of the ``sha256sum`` listing of the file and its modules
+(paths relative to the file's folder, sorted). Every process computes it by the same function
+(the parent for the comparison, :func:`_source_file`; the process-pool and Dask workers for their
+rows, :func:`_ran_sha256`), and the set of modules is read from the code's text, not from what a
+process happened to import first, so they agree on unchanged code. A stored run of such a problem
+or method whose value is not the one of this sweep is not kept: it runs again, and the progress
+output and the log say so in one line per file: ``emc.py changed since its stored runs:
+rerunning 4 runs`` (the file changed; it imports no module of the user's), ``emc.py or a module it
+imports (helpers.py) changed since ...``, ``emc.py: its stored runs do not record which version of
+the file they ran ...`` (no value: an older boloop, or the method named by its id), ``emc.py: its
+stored runs record the file but not the modules it imports (helpers.py) ...`` (the file's sha256
+alone, by a boloop that did not follow imports, for a file that imports modules of the user's; the
+same rows of a file that imports none have the value of this sweep and are kept). The id of a
+method or problem, its options and the factory's name are the key already; library methods and
+methods named by their id are matched by the key alone, as before. Not covered: modules imported
+by computed names (``importlib.import_module(name)``), modules of the user's reached only through
+an installed package, installed packages themselves, data files (``force`` reruns). A file or one
+of its modules edited after this Python process imported it is refused before anything runs (its
+runs would run the old code): a new process imports the new one.
 """
 
 from __future__ import annotations
@@ -86,7 +100,8 @@ logger = logging.getLogger("boloop")
 RESULTS_FILE = "results.csv"
 
 #: the columns that name the code of a run of a problem or a method given as a file: the sha256
-#: (hex) of the file's bytes; empty for ids of the library (and methods named by their id)
+#: (hex) of the file's bytes, or of them and the user's modules it imports (see the module's
+#: docstring); empty for ids of the library (and methods named by their id)
 PROBLEM_SHA256, METHOD_SHA256 = "problem_file_sha256", "method_file_sha256"
 SHA256_COLUMNS = (PROBLEM_SHA256, METHOD_SHA256)
 
@@ -141,8 +156,14 @@ class SourceFile:
     path: str
     #: the path as the user gave it, for messages
     shown: str
-    #: the sha256 (hex) of the bytes this sweep's process imported
+    #: the value of ``column``: the sha256 (hex) of the bytes this sweep's process imported, of
+    #: the file alone or of it and the user's modules it imports
+    #: (:func:`boloop._user_code.fingerprint`)
     sha256: str
+    #: the sha256 of the file alone (equal to ``sha256`` when ``modules`` is empty)
+    file_sha256: str = ""
+    #: the modules of the user's own the file imports, by path relative to its folder
+    modules: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -299,6 +320,7 @@ def _init_worker(queue: Any) -> None:
 def _run_one(
     spec: RunSpec, report_step: Callable[[Key, int], None] | None = None
 ) -> tuple[Key, list[str], list[dict[str, Any]]]:
+    from boloop._user_code import recording_imports
     from boloop.algorithms import make_policy
     from boloop.problems import get, parse_problem_id
     from boloop.simulate import simulate
@@ -321,11 +343,13 @@ def _run_one(
     # the sweep's budget is the run's horizon: methods that plan for T (MR-LPF's rounds) read it
     problem.settings = {**problem.settings, "budget": spec.budget}
     name, options = parse_problem_id(spec.method)
-    _ensure_method(name, problem.family, spec.method_file)
-    policy = make_policy(name, problem, spec.seed, **options)
-    trace = simulate(
-        policy, problem, spec.budget, spec.seed, method=spec.method, on_record=on_record
-    )
+    # a user's module imported lazily by the run is recorded as the bytes it executed
+    with recording_imports() if spec.sources else contextlib.nullcontext():
+        _ensure_method(name, problem.family, spec.method_file)
+        policy = make_policy(name, problem, spec.seed, **options)
+        trace = simulate(
+            policy, problem, spec.budget, spec.seed, method=spec.method, on_record=on_record
+        )
     rows = trace.step_rows()
     code = {src.column: _ran_sha256(src.path) for src in spec.sources}
     for r in rows:
@@ -335,19 +359,15 @@ def _run_one(
 
 
 def _ran_sha256(path: str) -> str:
-    """The sha256 of the file at ``path`` as this process imported it to run it (through the
-    loader of ``file.py:factory``: in the parent before a fork, or here); the file's bytes now
-    when this process has the code from another import (a module of the same file imported by
-    name); empty when it cannot be read here (the next sweep then runs the run again)."""
-    from boloop._registry import file_sha256, loaded_file_sha256
+    """The sha256 of the file at ``path`` and of the user's modules it imports as this process
+    imported them to run it (:func:`boloop._user_code.fingerprint`: through the loader of
+    ``file.py:factory``, in the parent before a fork or here); the bytes on disk of a file this
+    process has from another import (a module of the same file imported by name); empty when the
+    file cannot be read here (the next sweep then runs the run again). The parent computes the
+    value it compares with by the same function (:func:`_source_file`)."""
+    from boloop._user_code import fingerprint
 
-    loaded = loaded_file_sha256(path)
-    if loaded is not None:
-        return loaded
-    try:
-        return file_sha256(path)
-    except OSError:
-        return ""
+    return fingerprint(path).value
 
 
 def _ensure_method(name: str, family: str, method_file: str | None) -> None:
@@ -369,6 +389,8 @@ def plan_runs(
 ) -> tuple[list[RunSpec], list[str]]:
     """Check every id (unknown ids raise listing the valid ones), resolve budgets, and return the
     runs and the metric columns in the problems' order."""
+    from boloop._registry import is_file_id
+    from boloop._user_code import recording_imports
     from boloop.algorithms.registry import (
         get_method,
         is_method_file,
@@ -385,63 +407,82 @@ def plan_runs(
     specs: list[RunSpec] = []
     seen: set[Key] = set()
     metrics: list[str] = []
-    for pid in dict.fromkeys(problems):
-        problem = get(pid)
-        problem_src: tuple[SourceFile, ...] = (
-            (_source_file(pid, PROBLEM_SHA256, "problem", relative=True),)
-            if is_file_problem(pid)
-            else ()
-        )
-        for m in problem.metric_names():
-            if m not in metrics:
-                metrics.append(m)
-        b = budget if budget is not None else problem.settings.get("budget")
-        if b is None:
-            raise InvalidInputError(f"problem {pid!r} has no default budget; give --budget")
-        for given in dict.fromkeys(methods):
-            name, options = parse_problem_id(given)
-            mid = given
-            sources = problem_src
-            if is_method_file(name):  # path/to/file.py:factory: the id it is registered as
-                entry = load_method_file(name, problem.family)
-                mid = entry.id + given[len(name) :]  # with the ?options as given
-                _check_file_method(problem, pid, given, entry.id, int(b))
-                sources += (_source_file(name, METHOD_SHA256, "method", relative=False),)
-            else:
-                try:
-                    entry = get_method(name, problem.family)
-                except InvalidInputError as exc:  # a method of another family
-                    raise InvalidInputError(_one_family_message(exc, problems, methods)) from exc
-            entry.check_options(options)  # OptionError names valid ones
-            if options:
-                _check_option_values(problem, pid, mid, int(b), int(seeds[0]) if seeds else 0)
-            source = method_file_of(entry)
-            for s in seeds:
-                spec = RunSpec(pid, mid, int(s), int(b), source, sources)
-                if spec.key not in seen:  # the same method given by its id and its file
-                    seen.add(spec.key)
-                    specs.append(spec)
+    # the user's modules that building and checking the methods imports are recorded as the
+    # bytes executed (the files' own imports are, by their loader); a sweep of the library's ids
+    # imports as it always did
+    files = any(is_file_id(p) for p in problems) or any(is_file_id(m) for m in methods)
+    with recording_imports() if files else contextlib.nullcontext():
+        for pid in dict.fromkeys(problems):
+            problem = get(pid)
+            problem_src: tuple[SourceFile, ...] = (
+                (_source_file(pid, PROBLEM_SHA256, "problem", relative=True),)
+                if is_file_problem(pid)
+                else ()
+            )
+            for m in problem.metric_names():
+                if m not in metrics:
+                    metrics.append(m)
+            b = budget if budget is not None else problem.settings.get("budget")
+            if b is None:
+                raise InvalidInputError(f"problem {pid!r} has no default budget; give --budget")
+            for given in dict.fromkeys(methods):
+                name, options = parse_problem_id(given)
+                mid = given
+                sources = problem_src
+                if is_method_file(name):  # path/to/file.py:factory: the id it is registered as
+                    entry = load_method_file(name, problem.family)
+                    mid = entry.id + given[len(name) :]  # with the ?options as given
+                    _check_file_method(problem, pid, given, entry.id, int(b))
+                    sources += (_source_file(name, METHOD_SHA256, "method", relative=False),)
+                else:
+                    try:
+                        entry = get_method(name, problem.family)
+                    except InvalidInputError as exc:  # a method of another family
+                        raise InvalidInputError(_one_family_message(exc, problems, methods)) from exc
+                entry.check_options(options)  # OptionError names valid ones
+                if options:
+                    _check_option_values(problem, pid, mid, int(b), int(seeds[0]) if seeds else 0)
+                source = method_file_of(entry)
+                for s in seeds:
+                    spec = RunSpec(pid, mid, int(s), int(b), source, sources)
+                    if spec.key not in seen:  # the same method given by its id and its file
+                        seen.add(spec.key)
+                        specs.append(spec)
     return specs, metrics
 
 
 def _source_file(reference: str, column: str, what: str, *, relative: bool) -> SourceFile:
     """The :class:`SourceFile` of ``path/to/file.py:factory`` (options after ``?`` aside), which
-    this process has just imported: the sha256 of the bytes it executed. A file edited since
-    this process imported it (a sweep earlier in the same Python session) is refused: the runs
-    would run the old code under the new file's sha256."""
-    from boloop._registry import file_sha256, loaded_file_sha256
+    this process has just imported: the sha256 of the bytes it executed, of the file and of the
+    user's modules it imports (:func:`boloop._user_code.fingerprint`). A file or such a module
+    edited since this process imported it (a sweep earlier in the same Python session) is
+    refused: the runs would run the old code under the new code's sha256."""
+    from boloop._registry import file_sha256
+    from boloop._user_code import fingerprint
 
     shown = reference.partition("?")[0].rpartition(":")[0]
     path = Path(shown).expanduser().resolve()
-    now = file_sha256(path)
-    loaded = loaded_file_sha256(path)
-    if loaded is not None and loaded != now:
+    file_sha256(path)  # an unreadable file is an error here, as it was
+    code = fingerprint(path)
+    if code.stale:
+        which = (
+            f"{what} file {shown!r}"
+            if path.name in code.stale
+            else f"{', '.join(code.stale)}, imported by {what} file {shown!r},"
+        )
         raise InvalidInputError(
-            f"{what} file {shown!r} changed since this Python process imported it: its runs "
+            f"{which} changed since this Python process imported it: its runs "
             "would run the old code. Benchmark the edited file from a new process (the boloop "
             "command, or a restarted Python session or notebook kernel)"
         )
-    return SourceFile(column, shown if relative else str(path), shown, loaded or now)
+    return SourceFile(
+        column,
+        shown if relative else str(path),
+        shown,
+        code.value,
+        file_sha256=code.file_sha256,
+        modules=code.modules,
+    )
 
 
 def _check_file_method(problem: Any, pid: str, given: str, method_id: str, budget: int) -> None:
@@ -704,8 +745,8 @@ def _sweep(
     """The body of :func:`run_sweep` after validation; a Dask client lives on ``stack``."""
 
     todo: list[RunSpec] = []
-    # (file as given, its column, stored without a sha256): runs to run again
-    other_code: dict[tuple[str, str, bool], int] = {}
+    # (file as given, its column, why, its modules): runs to run again
+    other_code: dict[tuple[str, str, str, tuple[str, ...]], int] = {}
     for spec in specs:
         rows = runs.get(spec.key)
         if is_complete(rows, spec.budget) and not force:
@@ -720,12 +761,23 @@ def _sweep(
             logger.info("rerunning %s (incomplete, other budget, or --force)", spec.key)
         runs.pop(spec.key, None)
         todo.append(spec)
-    for (shown, column, unstamped), n in other_code.items():
-        if unstamped:
+    for (shown, column, why, modules), n in other_code.items():
+        imported = ", ".join(modules[:5]) + (", ..." if len(modules) > 5 else "")
+        if why == _UNSTAMPED:
             how = "an older boloop" + (", or by the method's id" if column == METHOD_SHA256 else "")
             line = (
                 f"{shown}: its stored runs do not record which version of the file they ran "
                 f"(stored by {how}): rerunning {_runs(n)}"
+            )
+        elif why == _FILE_ONLY:
+            line = (
+                f"{shown}: its stored runs record the file but not the modules it imports "
+                f"({imported}) (stored by an older boloop): rerunning {_runs(n)}"
+            )
+        elif modules:
+            line = (
+                f"{shown} or a module it imports ({imported}) changed since its stored runs: "
+                f"rerunning {_runs(n)}"
             )
         else:
             line = f"{shown} changed since its stored runs: rerunning {_runs(n)}"
@@ -842,14 +894,28 @@ def _sweep(
     write_results(path, all_metrics, runs, extra)  # sorted by problem, method, seed, step
 
 
-def _changed_sources(spec: RunSpec, rows: Sequence[dict[str, Any]]) -> list[tuple[str, str, bool]]:
-    """The files of ``spec`` whose sha256 is not the one every stored row of its run records:
-    (the file as given, its column, whether a row records none: empty or no such column)."""
+#: why a stored run of a file is run again: its rows record no sha256; they record the sha256 of
+#: the file alone, which imports modules of the user's (an older boloop's rows); another code
+_UNSTAMPED, _FILE_ONLY, _CHANGED = "unstamped", "file-only", "changed"
+
+
+def _changed_sources(
+    spec: RunSpec, rows: Sequence[dict[str, Any]]
+) -> list[tuple[str, str, str, tuple[str, ...]]]:
+    """The files of ``spec`` whose code is not the one every stored row of its run records:
+    (the file as given, its column, why: :data:`_UNSTAMPED`, :data:`_FILE_ONLY` or
+    :data:`_CHANGED`, the user's modules it imports)."""
     changed = []
     for src in spec.sources:
         stored = {row.get(src.column) or "" for row in rows}
         if stored != {src.sha256}:
-            changed.append((src.shown, src.column, "" in stored))
+            if "" in stored:
+                why = _UNSTAMPED
+            elif src.modules and stored == {src.file_sha256}:
+                why = _FILE_ONLY
+            else:
+                why = _CHANGED
+            changed.append((src.shown, src.column, why, src.modules))
     return changed
 
 
