@@ -294,3 +294,28 @@ def test_spawned_workers_compute_the_parents_fingerprint(
     assert {r["problem_file_sha256"] for r in rows} == {problem}
     again = run_sweep(problems, methods, "2", 3, tmp_path / "out", jobs=2)
     assert len(again.skipped) == 4 and not again.completed and not again.reruns
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_helper_beside_the_file_imports_from_any_working_directory(
+    tmp_path: Path, jobs: str
+) -> None:
+    """The `boloop` command puts no folder of the user's on sys.path (only `python -m` puts the
+    working directory there): a helper beside the method file was a ModuleNotFoundError unless
+    PYTHONPATH named its folder. Loading the file makes its folder importable, as `python
+    mine.py` does, in the workers too."""
+    folder = tmp_path / "my methods"
+    folder.mkdir()
+    (folder / "mine.py").write_text(_METHOD)
+    (folder / "zzhelp.py").write_text(_HELPER)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+    code = "import sys; from boloop.cli import main; sys.exit(main())"  # the console script's
+    argv = ["bench", "run", "--problem", TOY_LS, "--method", f"{folder / 'mine.py'}:zz_helped"]
+    argv += ["--seeds", "2", "--budget", "3", "--jobs", jobs, "--out", "out"]
+    res = subprocess.run([sys.executable, "-c", code, *argv], cwd=elsewhere, env=env,
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    assert "2 runs completed" in res.stdout
+    assert len(_rows(elsewhere / "out")) > 0

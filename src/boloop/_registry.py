@@ -105,7 +105,9 @@ def load_file_attribute(name: str, what: str) -> Callable[..., Any]:
     ``?`` are ignored here); the file is imported once per process as a module named after its
     absolute path (:func:`file_module_name`), from bytes read once, whose sha256 is kept
     (:func:`loaded_file_sha256`); the modules of the user's own that it imports are recorded so
-    too (:func:`boloop._user_code.recording_imports`). ``what`` (``"problem"``, ``"method"``) names the
+    too (:func:`boloop._user_code.recording_imports`); the file's folder is appended to
+    ``sys.path`` (its helper modules import from any working directory). ``what`` (``"problem"``,
+    ``"method"``) names the
     file in the errors: a file that does not exist, and a name that is not a function of it,
     are an :class:`~boloop.errors.InvalidInputError` (an error raised by the file itself while it
     is imported propagates as it is)."""
@@ -127,6 +129,13 @@ def load_file_attribute(name: str, what: str) -> Callable[..., Any]:
             raise InvalidInputError(f"cannot import {what} file {path_text!r}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
+        # the file's own folder is importable, as for `python path.py`: a helper module beside
+        # it (`from helpers import kernel`) is found from any working directory, in every
+        # process that loads the file (workers of --jobs, Dask). Appended, not first: a name
+        # that resolves already keeps resolving as before.
+        folder = str(path.parent)
+        if folder not in sys.path:
+            sys.path.append(folder)
         try:
             # the bytes hashed are the bytes executed (the file may change while it is read)
             source = path.read_bytes()
