@@ -73,7 +73,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("wheel")
     tree = tmp / "tree"
     tree.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, tree / name)
     shutil.copytree(
         ROOT / "src",
@@ -120,6 +120,9 @@ def test_the_wheel_holds_every_file_of_the_package(wheel: Path) -> None:
     # and nothing else: no tests, benchmarks or docs installed as top-level packages
     outside = {n for n in names if not n.startswith(("boloop/", "boloop-"))}
     assert sorted(outside) == []
+    # the license the metadata names travels with the code
+    assert any(n.endswith(".dist-info/licenses/LICENSE") or n.endswith(".dist-info/LICENSE")
+               for n in names), sorted(n for n in names if "dist-info" in n)  # fmt: skip
 
 
 def test_the_wheel_metadata_names_the_command_the_extras_and_the_core(wheel: Path) -> None:
