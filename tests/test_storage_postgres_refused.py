@@ -18,6 +18,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -236,6 +237,13 @@ def test_a_password_changed_while_serving_is_a_500_not_an_outage(pg_server):
     pg_server.admin(
         f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'"
     )
+    # pg_terminate_backend only signals: on a busy machine a session may still be alive for a
+    # moment, and a request using it then loses its connection midway (a 503, rightly: an
+    # outage). Wait until the role has no session, so every request must log in afresh.
+    deadline = time.monotonic() + 30
+    while pg_server.admin(f"SELECT pid FROM pg_stat_activity WHERE usename = '{role}'"):
+        assert time.monotonic() < deadline, "the role's sessions did not end"
+        time.sleep(0.05)
     words = [f"refused the password of user {role!r}", "28P01"]
     masked = url.replace(f":{RIGHT}@", ":***@")
     for method, path, body in (
