@@ -89,6 +89,10 @@ def test_a_login_link_logs_in_as_the_form_does_and_redirects_the_token_away(url)
         "javascript:alert(1)",
         "evil.example",
         "",
+        # a browser drops tabs and newlines from a URL: these are //evil.example
+        "/\t/evil.example",
+        "/\n/evil.example",
+        "/\r/evil.example",
     ],
 )
 def test_a_login_link_goes_nowhere_but_this_server(url, nxt):
@@ -143,6 +147,12 @@ def test_a_login_link_followed_from_another_site_goes_on_by_itself(url):
     # a next from elsewhere is refused there too, and a wrong token is the 401
     r = c.get(f"/login?token={TOKEN}&next=//evil.example", headers={"Sec-Fetch-Site": "cross-site"})
     assert 'content="0; url=/"' in r.text
+    # the meta refresh is read by the browser's URL parser, which drops a tab: /<TAB>/evil
+    # would be //evil.example (the 303's Location is percent-encoded; this page's is not)
+    r = c.get(
+        f"/login?token={TOKEN}&next=/%09/evil.example", headers={"Sec-Fetch-Site": "cross-site"}
+    )
+    assert 'content="0; url=/"' in r.text and "evil.example" not in r.text
     c2 = _client(url)
     r = c2.get("/login?token=nope", headers={"Sec-Fetch-Site": "cross-site"})
     assert r.status_code == 401 and not _session_cookie(r)
