@@ -184,3 +184,36 @@ def test_cli_run_asks_before_storing(tmp_path):
     assert "not stored; type the value again" in r.stdout
     answers = [row["answer"] for row in load_study("coat", storage=url).history()]
     assert answers[6:] == [7234.0]  # the second, confirmed, only
+
+
+def test_values_typed_in_the_outputs_order_are_asked_about_too(tmp_path):
+    """``tell`` and the ``study run`` prompt take a safe study's two values without names, in
+    the order of the outputs (``1.2 0.3``, ``1,2 0,3``, ``1.2,0.3``): the question reads them
+    as ``tell`` stores them (they were not read, so a slip typed so was never asked about)."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study(
+        "dose", "m-safeopt", SMALL_DOSE, storage=url, seed=0, fit_hyperparameters=False
+    )
+    for k in range(6):
+        q = study.ask()
+        study.tell(q.id, {"f": 10.0 + k, "g": 0.1})
+    study.ask()
+    named = study.unusual_values("f=150; g=0,1")
+    assert len(named) == 1 and named[0].startswith("150 for ")
+    for typed in ("150 0.1", "150 0,1", "150,0.1", "150.0, 0.1"):
+        assert study.unusual_values(typed) == named, typed
+    assert study.unusual_values("12 0.1") == []
+
+
+def test_cli_tell_warns_about_values_typed_in_the_outputs_order(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study(
+        "dose", "m-safeopt", SMALL_DOSE, storage=url, seed=0, fit_hyperparameters=False
+    )
+    for k in range(6):
+        q = study.ask()
+        study.tell(q.id, {"f": 10.0 + k, "g": 0.1})
+    q = study.ask()
+    r = run_cli(["study", "tell", "dose", str(q.id), "150 0,1", "--storage", url], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"WARNING: 150 for .* is far outside the 6 values", r.stdout)

@@ -1038,7 +1038,9 @@ class Study(StudyReplay, StudySnapshots):
 
     def unusual_values(self, value: Any) -> list[str]:
         """Questions to ask before storing the measured ``value`` (a number, or named numbers
-        of a study with several outputs, as :meth:`tell` and :meth:`add` take them): one per
+        of a study with several outputs, as :meth:`tell` and :meth:`add` take them; text
+        while a measurement is asked for is read as :meth:`tell` reads it, several values
+        also without names in the outputs' order, ``"1.2 0.3"``): one per
         output whose value is far outside the values stored so far for it
         (:func:`boloop.study.plausibility.unusual_value`: a misplaced decimal point, a dropped
         digit). Empty when nothing is unusual or the value is not a measurement. Nothing is
@@ -1046,8 +1048,13 @@ class Study(StudyReplay, StudySnapshots):
         ``add`` warn after storing (undo withdraws), a program decides itself."""
         from boloop.study.plausibility import unusual_value
 
+        pending = self._policy.pending
         try:
-            typed = parse_measurement(value) if isinstance(value, str) else value
+            if isinstance(value, str) and pending is not None and pending.kind == "evaluate":
+                # as tell reads it: also several values in the outputs' order ("1.2 0.3")
+                typed = parse_answer(pending, value)
+            else:
+                typed = parse_measurement(value) if isinstance(value, str) else value
         except BoloopError:
             return []
         if isinstance(typed, Mapping):
