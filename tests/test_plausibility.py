@@ -217,3 +217,13 @@ def test_cli_tell_warns_about_values_typed_in_the_outputs_order(tmp_path):
     r = run_cli(["study", "tell", "dose", str(q.id), "150 0,1", "--storage", url], cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert re.search(r"WARNING: 150 for .* is far outside the 6 values", r.stdout)
+
+
+def test_growth_past_close_values_is_asked_about_as_the_docs_say():
+    """No exception for growth (docs/studies.md): a factor 8 past values that lie close
+    together is asked about; a value of the other sign or zero falls under the spread rule."""
+    close = [0.010, 0.011, 0.012, 0.010, 0.011]
+    assert unusual_value(0.1, close) is not None
+    assert unusual_value(0.05, close) is None  # a factor 4.2: within RATIO
+    assert unusual_value(-700.0, HARDNESS) is not None  # 4.2 spreads below
+    assert unusual_value(0.0, HARDNESS) is None  # 1.8 spreads below

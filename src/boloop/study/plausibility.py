@@ -14,9 +14,10 @@ before for the same output:
   :data:`SPREADS` times the range's own log width: hardnesses of 512-798 HV question 7234 and
   72.34 (a factor of ten) but not 2000; values that already span 1 to 1000 question nothing;
   a value near zero is not questioned when the values come within their own spread of zero;
-  a value that grows steadily beyond the range (a safe study's g one level up) is not asked
-  about;
-* with mixed signs, the value lies more than :data:`SPREADS` times their spread (max - min)
+  a value a few times beyond the range (a safe study's g one level up, as a rule) is not asked
+  about, but growth is no exception: g near 0.011 at the lowest level and 0.1 one level up
+  (a factor 8) is asked about;
+* with mixed signs (the new value zero or of the other sign included), the value lies more than :data:`SPREADS` times their spread (max - min)
   beyond their range.
 
 The question names the range, the factor and, where dividing or multiplying by a power of ten
