@@ -137,6 +137,8 @@ def test_cli_add_warns_too(tmp_path):
     r = run_cli(["study", "add", "coat", point, "55", "--storage", url], cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "WARNING: 55 for the hardness is far outside" in r.stdout
+    # undo withdraws the added measurement; no query asks for it again
+    assert r.stdout.rstrip().endswith("and add it again.")
 
 
 # -- the page (the framework's TestClient; the real browser: test_web_browser_flow.py) ----------

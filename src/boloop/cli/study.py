@@ -308,16 +308,16 @@ def _is_measurement(study: Study, query_id: Any) -> bool:
     return open_id == str(query_id).strip() and pending.kind == "evaluate"
 
 
-def _print_unusual(study: Study, questions: list[str]) -> None:
+def _print_unusual(study: Study, questions: list[str], again: str = "answer again") -> None:
     """A value far outside the stored ones is said when it is stored, with how to withdraw it
-    (the page asks before storing)."""
+    and what to do then, ``again`` (the page asks before storing)."""
     from boloop.study.replay import storage_option
 
     for text in questions:
         print(
             f"WARNING: {text} It is stored as typed; if it is a typo, withdraw it with "
             f"`boloop study undo {shlex.quote(study.name)}{storage_option(study.storage_url)}` "
-            "and answer again."
+            f"and {again}."
         )
 
 
@@ -362,7 +362,7 @@ def _add(args: argparse.Namespace) -> int:
     count = _n(study.n_answered, "answer")
     print(f"stored measurement at {_stored_point(study, params)} ({count})")
     _print_new_alarms(study, alarms)
-    _print_unusual(study, unusual)
+    _print_unusual(study, unusual, "add it again")  # undo withdraws the added row, no query
     return 0
 
 
