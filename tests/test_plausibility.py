@@ -97,6 +97,10 @@ def test_study_asks_per_output_in_its_own_words(tmp_path):
     assert study.unusual_values("7234") == [question]  # typed text, as the CLI passes it
     assert study.unusual_values(723.4) == []
     assert study.unusual_values("abc") == []  # not a measurement: tell refuses it, not this
+    # one measured value named as tell takes it too (f=..., {"f": ...}): the same question
+    assert study.unusual_values({"f": 7234.0}) == [question]
+    assert study.unusual_values({"value": 7234}) == [question]
+    assert study.unusual_values("f=7234") == [question]
     assert len(load_study("coat", storage=url).events()) == events  # asking stores nothing
 
 

@@ -1061,6 +1061,10 @@ class Study(StudyReplay, StudySnapshots):
             new = {str(k): v for k, v in typed.items()}
         else:
             new = {"": typed}
+        measured = self.measured()
+        if len(new) == 1 and len(measured) == 1 and not measured[0].output:
+            # one measured value: {"f": 7234} (as tell takes it too) is the value itself
+            new = {"": next(iter(new.values()))}
         earlier: dict[str, list[float]] = {k: [] for k in new}
         for row in self.history():
             if row["kind"] != "evaluate":
@@ -1073,7 +1077,7 @@ class Study(StudyReplay, StudySnapshots):
                 v = old.get(k)
                 if isinstance(v, numbers.Real) and not isinstance(v, bool):
                     earlier[k].append(float(v))
-        names = {m.output or "": m.noun() for m in self.measured()}
+        names = {m.output or "": m.noun() for m in measured}
         out = []
         for k, v in new.items():
             if not isinstance(v, numbers.Real) or isinstance(v, bool):
