@@ -104,6 +104,30 @@ def test_a_login_link_goes_nowhere_but_this_server(url, nxt):
     assert r.status_code == 303 and r.headers["location"] == "/"
 
 
+def test_a_study_name_with_a_space_survives_the_login(url):
+    """The guard's next (percent-encoded) and one typed with a space go on to that study: the
+    login link's check of next refuses control characters, not a space."""
+    from urllib.parse import parse_qs, urlsplit
+
+    make_study("my study", url, key="lev1")
+    c = _client(url)
+    r = c.get("/studies/my%20study")
+    (nxt,) = parse_qs(urlsplit(r.headers["location"]).query)["next"]
+    for given in (nxt, "/studies/my study"):
+        r = _client(url).get("/login", params={"token": TOKEN, "next": given})
+        assert r.status_code == 303 and r.headers["location"] == "/studies/my%20study", given
+        r = _client(url).get(
+            "/login",
+            params={"token": TOKEN, "next": given},
+            headers={"Sec-Fetch-Site": "cross-site"},
+        )
+        assert f'content="0; url={given}"' in r.text, given
+        form = _client(url)
+        r = form.post("/login", data={"csrf": _csrf(form), "token": TOKEN, "next": given})
+        assert r.status_code == 303 and r.headers["location"] == "/studies/my%20study", given
+        assert form.get(r.headers["location"]).status_code == 200
+
+
 def test_a_wrong_login_link_logs_nothing_in_and_says_so_as_the_form(url):
     make_study("lev1", url)
     c = _client(url)

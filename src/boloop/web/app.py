@@ -979,14 +979,15 @@ def _loopback_name(name: str) -> bool:
 
 def _local(path: str) -> str:
     """A same-site path to go to after login (never another host). A path with a control
-    character or white space is refused too: a browser's URL parser removes tabs and newlines
-    before it reads a URL (WHATWG URL standard), so ``/<TAB>/evil.example`` in the login link
-    page's meta refresh would go to ``//evil.example``, another host."""
+    character is refused too: a browser's URL parser removes tabs and newlines before it reads
+    a URL (WHATWG URL standard), so ``/<TAB>/evil.example`` in the login link page's meta
+    refresh would go to ``//evil.example``, another host. (A space stays: a study's name may
+    have one, and the parser keeps it, percent-encoded.)"""
     if (
         not path.startswith("/")
         or path.startswith("//")
         or "\\" in path
-        or any(c.isspace() or ord(c) < 0x20 or ord(c) == 0x7F for c in path)
+        or any(ord(c) < 0x20 or ord(c) == 0x7F for c in path)
     ):
         return "/"
     return path
