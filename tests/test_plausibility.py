@@ -173,7 +173,10 @@ def test_page_holds_an_unusual_value_back_until_confirmed(tmp_path):
     q = load_study("coat", storage=url).ask()
     form = {**form, "query_id": str(q.id), "value": "9999"}
     assert c.post("/studies/coat/tell", data=form).status_code == 400
-    r = c.post("/studies/coat/tell", data={**form, "confirm_unusual": "1"})
+    # the box confirms the value it was shown with: changed to another unusual one, asked again
+    r = c.post("/studies/coat/tell", data={**form, "value": "8888", "confirm_unusual": "9999"})
+    assert r.status_code == 400 and "8888 for the hardness" in r.text
+    r = c.post("/studies/coat/tell", data={**form, "confirm_unusual": "9999"})
     assert r.status_code == 303, r.text
     assert load_study("coat", storage=url).history()[-1]["answer"] == 9999.0
 
@@ -233,3 +236,41 @@ def test_growth_past_close_values_is_asked_about_as_the_docs_say():
     assert unusual_value(0.05, close) is None  # a factor 4.2: within RATIO
     assert unusual_value(-700.0, HARDNESS) is not None  # 4.2 spreads below
     assert unusual_value(0.0, HARDNESS) is None  # 1.8 spreads below
+
+
+def test_a_confirmation_is_for_the_value_it_was_given_for(tmp_path):
+    """(A reviewer's finding.) g above the limit confirmed, then held back as unusual: the page
+    carries the over-limit confirmation of that g; changed to another g above the limit, the
+    carried confirmation no longer holds and the limit is asked about again."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study(
+        "dose", "m-safeopt", SMALL_DOSE, storage=url, seed=0, fit_hyperparameters=False
+    )
+    for k in range(6):
+        q = study.ask()
+        study.tell(q, {"f": 10.0 + k, "g": 0.1 + 0.05 * k})
+    c = TestClient(create_app(url), follow_redirects=False)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', c.get("/studies/dose").text).group(1)
+    q = load_study("dose", storage=url).ask()
+    form = {"csrf": csrf, "query_id": str(q.id), "out.f": "12", "out.g": "35", "note": ""}
+    r = c.post("/studies/dose/tell", data=form)
+    assert r.status_code == 400 and 'name="confirm_over_limit" value="35"' in r.text
+    r = c.post("/studies/dose/tell", data={**form, "confirm_over_limit": "35"})
+    assert r.status_code == 400 and "35 for g is far outside" in r.text
+    assert '<input type="hidden" name="confirm_over_limit" value="35">' in r.text
+    assert 'name="confirm_unusual" value="12|35"' in r.text
+    # g changed to 45 with both confirmations of 35 sent: the limit is asked about again
+    changed = {**form, "out.g": "45", "confirm_over_limit": "35", "confirm_unusual": "12|35"}
+    r = c.post("/studies/dose/tell", data=changed)
+    assert r.status_code == 400 and "g = 45 is above the safety limit" in r.text
+    assert load_study("dose", storage=url).n_answered == 6
+    r = c.post("/studies/dose/tell", data={**form, "confirm_over_limit": "35",
+                                             "confirm_unusual": "12|35"})  # fmt: skip
+    assert r.status_code == 303
+    assert load_study("dose", storage=url).history()[-1]["answer"] == {"f": 12.0, "g": 35.0}

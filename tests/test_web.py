@@ -111,7 +111,11 @@ def test_safe_page_states_the_limit_and_confirms_above_it(url):
     assert r.status_code == 400
     assert "above the safety limit" in r.text and 'name="confirm_over_limit"' in r.text
     assert load_study("safe", storage=url).n_answered == 1  # nothing stored
-    r = c.post("/studies/safe/tell", data={**base, "confirm_over_limit": "1"})
+    # a confirmation of another value confirms nothing (the box holds the g it was ticked for)
+    r = c.post("/studies/safe/tell", data={**base, "out.g": "0.99", "confirm_over_limit": "0.95"})
+    assert r.status_code == 400 and "g = 0.99 is above the safety limit" in r.text
+    assert load_study("safe", storage=url).n_answered == 1
+    r = c.post("/studies/safe/tell", data={**base, "confirm_over_limit": "0.95"})
     assert r.status_code == 303
     assert load_study("safe", storage=url).history()[-1]["answer"] == {"f": 0.5, "g": 0.95}
 

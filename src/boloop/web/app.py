@@ -620,7 +620,7 @@ def create_app(
         values: dict[str, str] | None = None,
         refused: bool = False,
         over_limit: bool = False,
-        unusual: bool = False,
+        unusual: str | None = None,
     ) -> HTMLResponse:
         """``refused``: this page's answer was not stored (the last answer is someone else's);
         ``over_limit``: the open query's answer was held back because its g is above the safety
@@ -706,7 +706,14 @@ def create_app(
                 warning=warning,
                 values=values,
                 over_limit=held == "over_limit",
-                unusual=held == "unusual",
+                # the box's value: the answer's text as typed (what ticking it confirms)
+                unusual=(
+                    confirmation_key(
+                        values, *[k for k in values if k == "value" or k.startswith("out.")]
+                    )
+                    if held == "unusual"
+                    else None
+                ),
             )
         return RedirectResponse(f"/studies/{quote(name, safe='')}?done=told", status_code=303)
 
@@ -1244,6 +1251,26 @@ def _same_answer(study: Study, form: Any) -> dict[str, Any] | None:
     return row if sent is not None and sent == stored else None
 
 
+def _typed_fields(query: Any) -> tuple[str, ...]:
+    """The form fields a measurement query's answer is typed in: ``value``, or ``out.f``,
+    ``out.g``, ... for several outputs."""
+    outputs = tuple(getattr(query, "outputs", ()) or ())
+    return tuple(f"out.{o}" for o in outputs) if outputs else ("value",)
+
+
+def confirmation_key(values: Mapping[str, Any], *fields: str) -> str:
+    """What a "store it as typed" box confirms: the text of ``fields`` as typed, joined. A box
+    holds it as its value, so a confirmation given for one value does not store another typed
+    after it (the box ticked, then the value changed)."""
+    return "|".join(str(values.get(f, "")).strip() for f in fields)
+
+
+def _confirms(form: Any, box: str, *fields: str) -> bool:
+    """Whether the form's ``box`` confirms exactly the text now in ``fields``."""
+    sent = form.get(box)
+    return sent is not None and str(sent) == confirmation_key(form, *fields)
+
+
 def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None, str | None]:
     """Answer from the study page's form. Returns ``(errors by field, warning, held)``: all
     empty when the answer was stored; ``held`` names why a valid answer was held back for the
@@ -1299,7 +1326,7 @@ def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None, str
                 not errors
                 and limit is not None
                 and answer.get(limit["output"], -math.inf) > limit["h"]
-                and form.get("confirm_over_limit") != "1"
+                and not _confirms(form, "confirm_over_limit", f"out.{limit['output']}")
             ):
                 g = answer[limit["output"]]
                 return (
@@ -1310,7 +1337,7 @@ def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None, str
                 )
     if errors:
         return errors, None, None
-    if kind == "evaluate" and form.get("confirm_unusual") != "1":
+    if kind == "evaluate" and not _confirms(form, "confirm_unusual", *_typed_fields(pending)):
         questions = study.unusual_values(answer)
         if questions:
             return (

@@ -89,7 +89,7 @@
           ". The method only proposes settings it certified safe: check the measurement. Store it as measured?";
         if (window.confirm(msg)) {
           var hidden = document.createElement("input");
-          hidden.type = "hidden"; hidden.name = "confirm_over_limit"; hidden.value = "1";
+          hidden.type = "hidden"; hidden.name = "confirm_over_limit"; hidden.value = field.value.trim();
           form.appendChild(hidden);
         } else {
           ev.preventDefault();
