@@ -1023,3 +1023,20 @@ def test_unique_sequence_decides_a_race_without_locks(url, monkeypatch):
     rows = [r for r in _log_rows(url) if r[2] == "told"]
     assert len(rows) == 1 and json.loads(rows[0][4]) == {"answer": 1.0}
     assert a.history()[0]["answer"] == 1.0
+
+
+def test_load_if_exists_takes_an_option_given_at_its_value_then(url):
+    """An option given at the value the study was created with, also the method's default then
+    (the pinned defaults), is the same configuration; another value is not."""
+    create_study("ls", "randomized-straddle", problem="levelset/toy", storage=url, seed=0)
+    pinned = load_study("ls", storage=url).pinned_defaults["n_candidates"]
+    same = create_study(
+        "ls", "randomized-straddle", problem="levelset/toy", storage=url,
+        load_if_exists=True, n_candidates=pinned,
+    )  # fmt: skip
+    assert same.options == {}
+    with pytest.raises(InvalidInputError, match="options"):
+        create_study(
+            "ls", "randomized-straddle", problem="levelset/toy", storage=url,
+            load_if_exists=True, n_candidates=pinned + 1,
+        )  # fmt: skip

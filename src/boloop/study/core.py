@@ -1502,8 +1502,12 @@ def _differs_from(
     if seed is not None and int(seed) != config.get("seed"):
         out.append(f"seed {config.get('seed')!r} (given: {int(seed)})")
     stored_options = config.get("options") or {}
-    if options and _json_options(options) != stored_options:
-        out.append(f"options {stored_options!r} (given: {_json_options(options)!r})")
+    # an option given at its value when the study was created (given then, or the method's
+    # default then: the pinned defaults) is the same configuration
+    effective = {**(config.get("pinned_defaults") or {}), **stored_options}
+    given_options = _json_options(options) if options else {}
+    if any(k not in effective or effective[k] != v for k, v in given_options.items()):
+        out.append(f"options {stored_options!r} (given: {given_options!r})")
     if problem is not None:
         pid = problem.id if isinstance(problem, Problem) else str(problem)
         if pid != config.get("problem"):
