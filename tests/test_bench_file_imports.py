@@ -22,6 +22,7 @@ import pytest
 
 from boloop.bench import run_sweep
 from boloop.errors import InvalidInputError
+from test_bench_file_changes import _boloop, _count, _rows
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 TOY_LS = "levelset/toy"
@@ -46,27 +47,6 @@ def zz_helped(spec, seed):
 """
 
 _HELPER = "SHIFT = 0\n"
-
-
-def _boloop(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    """The ``boloop`` command in a child interpreter (this checkout's boloop), with ``cwd`` on
-    ``PYTHONPATH`` (where the user's modules are found, in spawned workers too)."""
-    path = [SRC, str(cwd), os.environ.get("PYTHONPATH", "")]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
-    env.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    res = subprocess.run([sys.executable, "-m", "boloop.cli", *args], cwd=cwd, env=env,
-                         capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    return res
-
-
-def _rows(path: Path) -> list[dict[str, str]]:
-    with (path / "results.csv").open(newline="") as fh:
-        return list(csv.DictReader(fh))
-
-
-def _count(path: Path) -> int:
-    return len(path.read_text().splitlines()) if path.exists() else 0
 
 
 def _metrics(rows: list[dict[str, str]], method: str) -> list[tuple[str, ...]]:

@@ -41,6 +41,18 @@ def _coating(url: str, answers: int, name: str = "coat"):
     return study
 
 
+def _dose(url: str, g_step: float = 0.0):
+    """A safe study of the small dose space with 6 answers: f 10-15, g 0.1 (plus ``g_step`` per
+    answer)."""
+    study = create_study(
+        "dose", "m-safeopt", SMALL_DOSE, storage=url, seed=0, fit_hyperparameters=False
+    )
+    for k in range(6):
+        q = study.ask()
+        study.tell(q.id, {"f": 10.0 + k, "g": 0.1 + g_step * k})
+    return study
+
+
 # -- the rule ------------------------------------------------------------------------------------
 def test_a_decimal_slip_either_way_is_asked_about_and_the_likely_value_named():
     up = unusual_value(7234.0, HARDNESS, "the hardness")
@@ -106,12 +118,7 @@ def test_study_asks_per_output_in_its_own_words(tmp_path):
 
 def test_safe_study_asks_about_f_and_g_separately(tmp_path):
     url = f"sqlite:///{tmp_path / 'lab.db'}"
-    study = create_study(
-        "dose", "m-safeopt", SMALL_DOSE, storage=url, seed=0, fit_hyperparameters=False
-    )
-    for k in range(6):
-        q = study.ask()
-        study.tell(q.id, {"f": 10.0 + k, "g": 0.1})  # g the same at every seed: no yardstick
+    study = _dose(url)  # g the same at every seed: no yardstick
     assert study.unusual_values({"f": 12.0, "g": 0.9}) == []
     (question,) = study.unusual_values({"f": 150.0, "g": 0.2})
     assert question.startswith("150 for ") and "f" in question.split(" is far")[0]
@@ -200,12 +207,7 @@ def test_values_typed_in_the_outputs_order_are_asked_about_too(tmp_path):
     the order of the outputs (``1.2 0.3``, ``1,2 0,3``, ``1.2,0.3``): the question reads them
     as ``tell`` stores them (they were not read, so a slip typed so was never asked about)."""
     url = f"sqlite:///{tmp_path / 'lab.db'}"
-    study = create_study(
-        "dose", "m-safeopt", SMALL_DOSE, storage=url, seed=0, fit_hyperparameters=False
-    )
-    for k in range(6):
-        q = study.ask()
-        study.tell(q.id, {"f": 10.0 + k, "g": 0.1})
+    study = _dose(url)
     study.ask()
     named = study.unusual_values("f=150; g=0,1")
     assert len(named) == 1 and named[0].startswith("150 for ")
@@ -216,12 +218,7 @@ def test_values_typed_in_the_outputs_order_are_asked_about_too(tmp_path):
 
 def test_cli_tell_warns_about_values_typed_in_the_outputs_order(tmp_path):
     url = f"sqlite:///{tmp_path / 'lab.db'}"
-    study = create_study(
-        "dose", "m-safeopt", SMALL_DOSE, storage=url, seed=0, fit_hyperparameters=False
-    )
-    for k in range(6):
-        q = study.ask()
-        study.tell(q.id, {"f": 10.0 + k, "g": 0.1})
+    study = _dose(url)
     q = study.ask()
     r = run_cli(["study", "tell", "dose", str(q.id), "150 0,1", "--storage", url], cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -249,12 +246,7 @@ def test_a_confirmation_is_for_the_value_it_was_given_for(tmp_path):
     from boloop.web import create_app
 
     url = f"sqlite:///{tmp_path / 'lab.db'}"
-    study = create_study(
-        "dose", "m-safeopt", SMALL_DOSE, storage=url, seed=0, fit_hyperparameters=False
-    )
-    for k in range(6):
-        q = study.ask()
-        study.tell(q, {"f": 10.0 + k, "g": 0.1 + 0.05 * k})
+    _dose(url, g_step=0.05)
     c = TestClient(create_app(url), follow_redirects=False)
     csrf = re.search(r'name="csrf" value="([^"]+)"', c.get("/studies/dose").text).group(1)
     q = load_study("dose", storage=url).ask()

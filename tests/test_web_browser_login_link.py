@@ -9,7 +9,6 @@ The same through the TestClient: ``test_web_login_link.py``.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 
@@ -26,17 +25,15 @@ if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
 pytest.importorskip("selenium", reason="browser tests SKIPPED: selenium is not installed")
 pytest.importorskip("fastapi", reason="browser tests SKIPPED: the web extra is not installed")
 
-from selenium.common.exceptions import WebDriverException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 from boloop.web.server import login_link  # noqa: E402
 from study_samples import make_study  # noqa: E402
+from test_web_browser import _free_port, _stop, _wait  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("browser")
 
 TOKEN = "browser-login-link-token-0123456789"
-WAIT = 20.0
 
 
 @pytest.fixture(scope="module")
@@ -70,27 +67,6 @@ def server(tmp_path_factory):
             time.sleep(0.2)
     yield base
     _stop(proc)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def _wait(d, until):
-    return WebDriverWait(
-        d, WAIT, poll_frequency=0.05, ignored_exceptions=(WebDriverException,)
-    ).until(until)
 
 
 def _fresh(d, base: str) -> None:

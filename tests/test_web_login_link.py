@@ -26,6 +26,7 @@ from fastapi.testclient import TestClient  # noqa: E402
 from boloop.web import create_app  # noqa: E402
 from boloop.web.server import login_link, mask_access_log, server_urls  # noqa: E402
 from study_samples import make_study  # noqa: E402
+from test_web import _csrf as web_csrf  # noqa: E402
 
 TOKEN = "correct-horse-battery"
 
@@ -40,8 +41,7 @@ def _client(url, token=TOKEN, **kw):
 
 
 def _csrf(client, path="/login"):
-    r = client.get(path)
-    return re.search(r'name="csrf" value="([^"]+)"', r.text).group(1)
+    return web_csrf(client, path)
 
 
 def _session_cookie(response) -> SimpleCookie:
