@@ -312,6 +312,13 @@ def test_the_access_log_filter_masks_a_login_links_token():
     text = record.getMessage()
     assert TOKEN not in text
     assert text == '127.0.0.1:5555 - "GET /login?next=/x&token=***&a=1 HTTP/1.1" 303'
+    # the name percent-encoded (the server reads it as token all the same): masked too
+    encoded = logging.LogRecord(
+        "uvicorn.access", logging.INFO, __file__, 1, '%s - "%s %s HTTP/%s" %d',
+        ("127.0.0.1:5555", "GET", f"/login?tok%65n={TOKEN}", "1.1", 303), None,
+    )  # fmt: skip
+    assert all(f.filter(encoded) for f in access.filters)
+    assert encoded.getMessage() == '127.0.0.1:5555 - "GET /login?tok%65n=*** HTTP/1.1" 303'
 
 
 def _free_port() -> int:

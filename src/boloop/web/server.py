@@ -125,8 +125,12 @@ def login_link(base: str, token: str, next: str | None = None) -> str:
     return link if next is None else f"{link}&next={quote(next, safe='/')}"
 
 
-#: a ``token=`` query parameter's value in a request line
-_TOKEN_IN_QUERY = re.compile(r"([?&]token=)[^&#\s\"]*", re.IGNORECASE)
+#: a ``token=`` query parameter's value in a request line; its name also with letters
+#: percent-encoded (``tok%65n=``), which the server decodes to ``token`` too
+_TOKEN_IN_QUERY = re.compile(
+    r"([?&]" + "".join(f"(?:{c}|%{ord(c):02x})" for c in "token") + r"=)[^&#\s\"]*",
+    re.IGNORECASE,
+)
 
 
 class _MaskToken(logging.Filter):
