@@ -70,7 +70,8 @@ def test_safe_status_warns_when_repeats_contradict_noise_g(tmp_path):
         study.add(q.params, {"f": 1.0, "g": g})
     st = study.status()
     (warning,) = [w for w in st["warnings"] if "scatter" in w]
-    assert warning.startswith("g's measurements at the same setting scatter more than noise_g")
+    assert warning.startswith("Repeated measurements of g at the same setting scatter more than")
+    assert "noise_g = 1e-05 allows" in warning
     assert "can certify settings that are not safe" in warning
     suggested = st["settings"]["noise_check"]["g"]["suggested"]
     assert f"--option noise_g={float(f'{suggested:.2g}'):g}" in warning
@@ -110,3 +111,26 @@ def test_the_page_shows_a_plain_notice_with_the_numbers_for_the_owner(tmp_path):
     details = notice.split("<details", 1)[1]
     assert "scatter more than noise_g" in details and "--option noise_g=" in details
     assert 'id="study-warnings"' not in page  # not the red alarm of a value over the limit
+
+
+def test_level_set_with_a_fixed_noise_is_checked_a_learned_one_is_not(tmp_path):
+    """The level-set family's noise is learned by default (nothing to check); with
+    fit_hyperparameters=false it is the fixed noise_variance (default 1e-6), checked alike."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    space = {"parameters": [{"name": "T", "low": 0.0, "high": 1.0, "grid": 11}], "threshold": 0.5}
+    scatter = (0.40, 0.62, 0.31, 0.55, 0.47)
+    for name, options in (("fixed", {"fit_hyperparameters": False}), ("learned", {})):
+        study = create_study(name, "randomized-straddle", space, storage=url, seed=0, **options)
+        q = study.ask()
+        study.tell(q, scatter[0])
+        for v in scatter[1:]:
+            study.add(q.params, v)
+        st = study.status()
+        warned = [w for w in st["warnings"] if "scatter" in w]
+        if name == "fixed":
+            (w,) = warned
+            assert w.startswith("Repeated measurements of the measured value at the same setting")
+            assert "noise_variance = 1e-06" in w and "--option noise_variance=" in w
+            assert st["noise"] == [w]
+        else:
+            assert warned == [] and st["settings"]["noise_check"] == {}

@@ -764,6 +764,9 @@ class _SafePolicy(BasePolicy):
                 continue
             found = noise_too_small(gp.X, gp.y, gp.noise_variance)
             if found is not None:
+                found["option"] = f"noise_{name}"
+                if name == "g":
+                    found["cost"] = "so it can certify settings that are not safe"
                 out[name] = found
         return out
 

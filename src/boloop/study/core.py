@@ -767,20 +767,21 @@ class Study(StudyReplay, StudySnapshots):
         for output, c in sorted((described.get("noise_check") or {}).items()):
             if not isinstance(c, Mapping):
                 continue
-            option = f"noise_{output}"
+            option = str(c.get("option") or f"noise_{output}")
+            what = "the measured value" if output == "value" else output
             value = float(f"{c['suggested']:.2g}")
+            cost = f" ({c['cost']})" if c.get("cost") else ""
             out.append(
-                f"{output}'s measurements at the same setting scatter more than {option} = "
-                f"{c['assumed']:.3g} allows (a standard deviation of "
-                f"{math.sqrt(c['assumed']):.3g}): at {c['settings']} setting"
+                f"Repeated measurements of {what} at the same setting scatter more than "
+                f"{option} = {c['assumed']:.3g} allows (a standard "
+                f"deviation of {math.sqrt(c['assumed']):.3g}): at {c['settings']} setting"
                 f"{'s' if c['settings'] != 1 else ''} measured more than once their standard "
                 f"deviation is {math.sqrt(c['variance']):.3g} ({c['df']} repeats; so much scatter "
                 "has a chance below 1 in 1,000 under the assumed noise). The model trusts each "
-                f"measurement of {output} too much"
-                + (", so it can certify settings that are not safe" if output == "g" else "")
-                + f". Measure the noise and set {option}; the repeats support about {value:g} "
-                f"(the upper end of its 95% interval). A study keeps its options: run "
-                f"{continue_command(self.name, self._storage)} --option {option}={value:g}"
+                f"measurement of {what} too much{cost}. Measure the noise and set {option}; the "
+                f"repeats support about {value:g} (the upper end of its 95% interval). A study "
+                f"keeps its options: run {continue_command(self.name, self._storage)} --option "
+                f"{option}={value:g}"
             )
         return out
 

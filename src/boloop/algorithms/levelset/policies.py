@@ -688,9 +688,27 @@ class LevelSetPolicy(BasePolicy):
                 "widen_when_overconfident": self.widen_when_overconfident,
                 "overconfident_steps": len(self.overconfident_iterations),
                 "widenings": len(self.widenings),
+                "noise_check": self.noise_check(),
             }
         )
         return d
+
+    def noise_check(self) -> dict[str, dict[str, Any]]:
+        """With a fixed noise variance (``fit_hyperparameters=False``; a learned one follows
+        the data), ``{"value": ...}`` when measurements repeated at one setting scatter more
+        than it allows (:func:`boloop.gp.repeats.noise_too_small`), else empty."""
+        from boloop.gp.repeats import noise_too_small
+
+        if self.fit or self.gp.n < 3:
+            return {}
+        found = noise_too_small(self.gp.X, self.gp.y, self.gp.noise_variance)
+        if found is None:
+            return {}
+        found.update(
+            option="noise_variance",
+            cost="so its map follows the noise and is too sure of it",
+        )
+        return {"value": found}
 
 
 _REFIT_RESTARTS = ("every", "doubling")
