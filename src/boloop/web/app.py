@@ -619,14 +619,15 @@ def create_app(
         warning: str | None = None,
         values: dict[str, str] | None = None,
         refused: bool = False,
-        over_limit: bool = False,
+        over_limit: str | None = None,
         unusual: str | None = None,
     ) -> HTMLResponse:
         """``refused``: this page's answer was not stored (the last answer is someone else's);
         ``over_limit``: the open query's answer was held back because its g is above the safety
         limit (the form then offers to store it as measured, for this query only); ``unusual``:
         held back because a value is far outside the values stored so far (a typo?), the form
-        offers to store it as typed."""
+        offers to store it as typed; each is the text its box confirms (:func:`confirmation_key`),
+        None when not held for that reason."""
         try:
             ctx = pool.run(name, _page_context)
         except UnknownIdError as exc:
@@ -705,15 +706,9 @@ def create_app(
                 errors=errors,
                 warning=warning,
                 values=values,
-                over_limit=held == "over_limit",
-                # the box's value: the answer's text as typed (what ticking it confirms)
-                unusual=(
-                    confirmation_key(
-                        values, *[k for k in values if k == "value" or k.startswith("out.")]
-                    )
-                    if held == "unusual"
-                    else None
-                ),
+                # a box's value: the text it confirms (confirmation_key)
+                over_limit=held[1] if held and held[0] == "over_limit" else None,
+                unusual=held[1] if held and held[0] == "unusual" else None,
             )
         return RedirectResponse(f"/studies/{quote(name, safe='')}?done=told", status_code=303)
 
@@ -1265,18 +1260,15 @@ def confirmation_key(values: Mapping[str, Any], *fields: str) -> str:
     return "|".join(str(values.get(f, "")).strip() for f in fields)
 
 
-def _confirms(form: Any, box: str, *fields: str) -> bool:
-    """Whether the form's ``box`` confirms exactly the text now in ``fields``."""
-    sent = form.get(box)
-    return sent is not None and str(sent) == confirmation_key(form, *fields)
-
-
-def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None, str | None]:
+def _tell_form(
+    study: Study, form: Any
+) -> tuple[dict[str, str], str | None, tuple[str, str] | None]:
     """Answer from the study page's form. Returns ``(errors by field, warning, held)``: all
-    empty when the answer was stored; ``held`` names why a valid answer was held back for the
-    person to confirm (``"over_limit"``: g above the safety limit; ``"unusual"``: a value far
-    outside the values stored so far, :meth:`Study.unusual_values`), with the question in
-    ``warning``. Raises QueryStateError when the query is not the open one."""
+    empty when the answer was stored; ``held`` is ``(why, key)`` for a valid answer held back
+    for the person to confirm (``"over_limit"``: g above the safety limit; ``"unusual"``: a
+    value far outside the values stored so far, :meth:`Study.unusual_values`), ``key`` the
+    :func:`confirmation_key` its box must send back; the question is in ``warning``. Raises
+    QueryStateError when the query is not the open one."""
     raw_id = str(form.get("query_id", "")).strip()
     note = str(form.get("note", "") or "")
     study.refresh()
@@ -1322,29 +1314,31 @@ def _tell_form(study: Study, form: Any) -> tuple[dict[str, str], str | None, str
                 else:
                     answer[out] = v
             limit = _limit(study) if family_traits(study.family).safety_limit else None
+            key = None if limit is None else confirmation_key(form, f"out.{limit['output']}")
             if (
                 not errors
                 and limit is not None
                 and answer.get(limit["output"], -math.inf) > limit["h"]
-                and not _confirms(form, "confirm_over_limit", f"out.{limit['output']}")
+                and form.get("confirm_over_limit") != key
             ):
                 g = answer[limit["output"]]
                 return (
                     {},
                     f"{limit['output']} = {g:g} is above the safety limit h = {limit['h']:g}. "
                     "Check the measurement; tick the box and submit again to store it as it is.",
-                    "over_limit",
+                    ("over_limit", key),
                 )
     if errors:
         return errors, None, None
-    if kind == "evaluate" and not _confirms(form, "confirm_unusual", *_typed_fields(pending)):
+    key = confirmation_key(form, *_typed_fields(pending)) if kind == "evaluate" else None
+    if key is not None and form.get("confirm_unusual") != key:
         questions = study.unusual_values(answer)
         if questions:
             return (
                 {},
                 " ".join(questions)
                 + " Correct it, or tick the box and submit again to store it as typed.",
-                "unusual",
+                ("unusual", key),
             )
     try:
         study.tell(pending.id, answer, note=note)
