@@ -764,11 +764,16 @@ class Study(StudyReplay, StudySnapshots):
         (``describe()["noise_check"]``, :mod:`boloop.gp.repeats`), in words, with the command
         that continues the study with the variance the repeats support."""
         out = []
-        for output, c in sorted((described.get("noise_check") or {}).items()):
+        checked = sorted((described.get("noise_check") or {}).items())
+        # the space file's names (the side effect, the hardness) where it gives them
+        nouns = {m.output or "value": m.noun() for m in self.measured()} if checked else {}
+        for output, c in checked:
             if not isinstance(c, Mapping):
                 continue
             option = str(c.get("option") or f"noise_{output}")
-            what = "the measured value" if output == "value" else output
+            what = nouns.get(output, output)
+            if what == "the value":
+                what = "the measured value"
             value = float(f"{c['suggested']:.2g}")
             cost = f" ({c['cost']})" if c.get("cost") else ""
             out.append(
