@@ -35,6 +35,12 @@ class OutOfSpaceError(BoloopError):
     """A point lies outside the space it should belong to."""
 
 
+class ProposalError(InvalidInputError):
+    """A policy proposed a query that does not fit its space: a point outside the bounds, off
+    the grid, of the wrong dimension, or a candidate index that names another point (a bug in
+    the method's ``_propose``, :func:`boloop.queries.check_query`)."""
+
+
 class UnknownIdError(BoloopError, KeyError):
     """An id (problem, method, metric, query, study) is not known.
 

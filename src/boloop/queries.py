@@ -33,8 +33,14 @@ from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 import numpy as np
 
 from boloop._validation import as_rng
-from boloop.errors import AnswerTypeError, InvalidInputError, OutOfSpaceError, QueryStateError
-from boloop.spaces import CandidateSet, SafeSpace, points_at
+from boloop.errors import (
+    AnswerTypeError,
+    InvalidInputError,
+    OutOfSpaceError,
+    ProposalError,
+    QueryStateError,
+)
+from boloop.spaces import Box, CandidateSet, SafeSpace, points_at
 
 __all__ = [
     "Query",
@@ -46,6 +52,7 @@ __all__ = [
     "PolicySpec",
     "BasePolicy",
     "query_from_dict",
+    "check_query",
 ]
 
 Answer = float | Mapping[str, float] | bool | int
@@ -264,6 +271,67 @@ def _dict_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+def _query_points(query: Query) -> list[tuple[str, np.ndarray, int | None]]:
+    """The points a query names, each with its name and candidate index."""
+    if isinstance(query, Compare):
+        return [("a", query.a, query.a_index), ("b", query.b, query.b_index)]
+    return [("x", query.x, query.index)]  # type: ignore[attr-defined]
+
+
+def check_query(query: Any, space: Any, method: str = "the policy") -> Query:
+    """Refuse a proposed query that does not fit ``space``, the space the policy was built on.
+
+    Called by :func:`boloop.simulate.simulate` and a study's ``ask`` on every new query, so that a
+    method's bug (its own ``_propose``, ``docs/methods.md``) is an error naming it, not a
+    measurement taken and stored somewhere the user never allowed. Checked: ``query`` is a
+    :class:`Query`; each of its points has the space's dimension and lies in it (inside the
+    bounds of a :class:`~boloop.spaces.Box`, within its relative tolerance; on the grid or table
+    of a finite space); a candidate index given with a point of a finite space is in range and
+    names that point. An index given in a :class:`~boloop.spaces.Box` (a policy's own
+    candidates drawn from it) is the policy's and is not checked. Returns ``query``; raises
+    :class:`~boloop.errors.ProposalError`.
+    """
+    if not isinstance(query, Query):
+        raise ProposalError(
+            f"{method} proposed {type(query).__name__} {query!r}, not a query: its _propose must "
+            "return self._new_evaluate(...), self._new_label(...) or self._new_compare(...)"
+        )
+    if space is None:
+        return query
+    dim = int(space.dim)
+    what = f"{method} proposed query {query.id} ({query.kind})"
+    for name, point, index in _query_points(query):
+        if point.shape != (dim,):
+            raise ProposalError(
+                f"{what} with {name} of {point.size} coordinates {point.tolist()}; the space "
+                f"has {dim} ({', '.join(map(str, getattr(space, 'names', ())))})"
+            )
+        if isinstance(space, Box):
+            if not bool(space.contains(point[None, :])[0]):
+                raise ProposalError(
+                    f"{what} with {name} = {point.tolist()}, outside the space's bounds "
+                    f"{space.bounds.tolist()}"
+                )
+            continue
+        if index is not None:
+            if not 0 <= index < space.n:
+                raise ProposalError(
+                    f"{what} with {name}'s candidate index {index}; the space has {space.n} "
+                    f"candidates (indices 0 to {space.n - 1})"
+                )
+            at = points_at(space, [index])[0]
+            tol = np.asarray(space._tolerances(), dtype=np.float64)
+            if np.all(np.abs(at - point) <= tol):
+                continue
+            raise ProposalError(
+                f"{what} with {name} = {point.tolist()} but candidate index {index}, which is "
+                f"the point {at.tolist()}: a query's index must name its point"
+            )
+        if int(space.index_of(point[None, :])[0]) < 0:
+            raise ProposalError(f"{what} off the space's candidates: {space.describe_miss(point)}")
+    return query
+
+
 @dataclass(frozen=True)
 class PolicySpec:
     """Everything a policy is built from, and nothing else.
@@ -366,7 +434,7 @@ class BasePolicy(ABC):
     def ask(self) -> Query:
         """The next query; the same open query again while it is unanswered."""
         if self._pending is None:
-            self._pending = self._propose()
+            self._pending = check_query(self._propose(), None, f"method {self.method_id!r}")
         return self._pending
 
     def tell(self, query_id: int | Query, answer: Any) -> None:

@@ -59,7 +59,7 @@ import numpy as np
 
 from boloop.errors import InvalidInputError
 from boloop.problems.base import Problem
-from boloop.queries import BasePolicy, Compare, Query
+from boloop.queries import BasePolicy, Compare, Query, check_query
 from boloop.recommendations import Recommendation
 
 __all__ = ["simulate", "Trace", "oracle_rng", "KEY_COLUMNS", "TIME_COLUMNS"]
@@ -322,7 +322,7 @@ def simulate(
             )
         step = policy.iteration + 1
         t0 = time.perf_counter()
-        query = policy.ask()
+        query = check_query(policy.ask(), problem.space, f"method {method!r}")
         t1 = time.perf_counter()
         answer = problem.answer(query, rng)
         t2 = time.perf_counter()

@@ -45,7 +45,7 @@ from boloop.errors import (
     StorageError,
 )
 from boloop.problems.base import Problem
-from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query
+from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query, check_query
 from boloop.recommendations import BestPoint, SafeRecommendation
 from boloop.spaces import Box, CandidateSet, SafeSpace, Space, params_text
 from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_measurement
@@ -319,6 +319,7 @@ class Study(StudyReplay, StudySnapshots):
             t0 = time.perf_counter()
             query = self._policy.ask()
             self._cost += time.perf_counter() - t0
+            check_query(query, self.space, f"method {self.method!r}")
             if query.id in self._logged_open:
                 self._maybe_snapshot()  # a costly load (a long replay) is paid once, not per call
                 return self._wrap(query)
