@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ import boloop
 from boloop import problems
 from boloop.algorithms import list_methods, make_policy, register_method
 from boloop.algorithms.registry import get_method
+from boloop.algorithms.toy import RandomEvaluate
 from boloop.errors import AnswerTypeError, InvalidInputError, QueryStateError, UnknownIdError
 from boloop.metrics import get_metric, list_metrics
 from boloop.metrics.common import (
@@ -212,18 +214,23 @@ def test_toy_random_registered_per_family() -> None:
 
 
 def test_same_method_id_in_two_families() -> None:
+    class Tagged(RandomEvaluate):  # a policy that says which factory built it
+        def __init__(self, tag: str, spec: Any, seed: int) -> None:
+            super().__init__(spec.space, seed=seed)
+            self.tag = (tag, seed)
+
     @register_method("zz-test-dup", "fam-a", "a")
-    def fa(problem, seed, **o):  # type: ignore[no-untyped-def]
-        return ("a", seed)
+    def fa(spec, seed, **o):  # type: ignore[no-untyped-def]
+        return Tagged("a", spec, seed)
 
     @register_method("zz-test-dup", "fam-b", "b")
-    def fb(problem, seed, **o):  # type: ignore[no-untyped-def]
-        return ("b", seed)
+    def fb(spec, seed, **o):  # type: ignore[no-untyped-def]
+        return Tagged("b", spec, seed)
 
     pa = Problem("fam-a/x", "fam-a", Box([0], [1]))
     pb = Problem("fam-b/x", "fam-b", Box([0], [1]))
-    assert make_policy("zz-test-dup", pa, 1) == ("a", 1)
-    assert make_policy("zz-test-dup", pb, 2) == ("b", 2)
+    assert make_policy("zz-test-dup", pa, 1).tag == ("a", 1)
+    assert make_policy("zz-test-dup", pb, 2).tag == ("b", 2)
     assert get_method("zz-test-dup", "fam-b").description == "b"
     with pytest.raises(InvalidInputError, match="several families"):
         get_method("zz-test-dup")

@@ -8,15 +8,17 @@ method and what is wrong, raised before the query reaches an oracle or a study's
 
 from __future__ import annotations
 
-import uuid
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from boloop import simulate
-from boloop.algorithms import register_method
 from boloop.errors import InvalidInputError, ProposalError
 from boloop.problems import get
 from boloop.queries import BasePolicy, Evaluate, Query, check_query
@@ -44,8 +46,8 @@ class Proposer(BasePolicy):
         pass
 
     def recommend(self, final_update: bool = True) -> Any:
-        n = 0 if self.points is None else len(self.points)
-        return LevelSetEstimate(0.0, self.iteration, self.points, np.zeros(n, bool), None)
+        upper = None if self.points is None else np.zeros(len(self.points), bool)
+        return LevelSetEstimate(0.0, self.iteration, self.points, upper, lambda X: X[:, 0] > 9)
 
 
 def _proposer(problem_id: str, propose: Propose) -> Proposer:
@@ -148,19 +150,93 @@ def test_check_query_without_a_space_checks_the_type_only() -> None:
         check_query(q, Box([0.0, 0.0], [1.0, 1.0]))
 
 
-def test_a_study_of_a_broken_method_stores_nothing() -> None:
-    """The study's ask refuses the proposal before it is logged: the log holds no query."""
-    from boloop.study import create_study
+# -- what a method of one's own returns besides its queries -------------------------------------
+def test_a_level_set_estimate_whose_sets_do_not_fit_is_refused_where_it_is_made() -> None:
+    """Before, a mask of 3 entries for 2,500 candidates was taken, and a study's status failed
+    later with an IndexError about boolean indices."""
+    P = get(GRID).space.points
+    with pytest.raises(InvalidInputError, match=r"bool mask of shape \(2500,\), .* shape \(3,\)"):
+        LevelSetEstimate(0.0, 1, P, np.zeros(3, bool), lambda X: X[:, 0] > 0)
+    with pytest.raises(InvalidInputError, match="bool mask"):
+        LevelSetEstimate(0.0, 1, P, np.zeros(len(P)), lambda X: X[:, 0] > 0)
+    with pytest.raises(InvalidInputError, match="needs points"):
+        LevelSetEstimate(0.0, 1, None, np.zeros(len(P), bool), lambda X: X[:, 0] > 0)
+    with pytest.raises(InvalidInputError, match="classify must be a function"):
+        LevelSetEstimate(0.0, 1, P, np.zeros(len(P), bool), None)  # type: ignore[arg-type]
+    est = LevelSetEstimate(0.0, 1, P, P[:, 0] > 0.5, lambda X: X[:, 0] > 0.5)
+    assert est.lower is not None and int(est.lower.sum()) == int((P[:, 0] <= 0.5).sum())
 
-    method = f"proposer-{uuid.uuid4().hex[:8]}"
 
-    @register_method(method, "levelset", "proposes a point off the grid (a test's)")
-    def make(spec: Any, seed: Any) -> Proposer:
-        return Proposer("levelset", spec.space.points, lambda p: p._new_evaluate(p.points[0] + 1e-3))
+_REGISTERING = """
+import uuid
+import numpy as np
+from boloop.algorithms import make_policy, register_method
+from boloop.errors import BoloopError
+from boloop.problems import get
+from boloop.queries import BasePolicy
+from boloop.recommendations import LevelSetEstimate
+from boloop.study import create_study
 
-    space = {"threshold": 0.5, "parameters": [{"name": "t", "low": 0.0, "high": 1.0, "grid": 11}]}
-    study = create_study("s", method, space, storage=f"memory://{uuid.uuid4().hex}", seed=0)
-    with pytest.raises(ProposalError, match=rf"method '{method}' proposed query 0 .*t=0\.001"):
-        study.ask()
-    assert study.history() == []
-    assert study.status()["open_query"] is None
+
+class OffGrid(BasePolicy):
+    family = "levelset"
+
+    def __init__(self, points, seed):
+        super().__init__(seed)
+        self.points = points
+
+    def _propose(self):
+        return self._new_evaluate(self.points[0] + 1e-3)
+
+    def _observe(self, query, answer):
+        pass
+
+    def recommend(self, final_update=True):
+        return LevelSetEstimate(0.0, self.iteration, None, None, lambda X: X[:, 0] > 9)
+
+
+class NoSuper(OffGrid):
+    def __init__(self):  # forgets super().__init__(seed)
+        self.points = None
+
+
+register_method("offgrid", "levelset", "a test's")(lambda spec, seed: OffGrid(spec.space.points, seed))
+register_method("nosuper", "levelset", "a test's")(lambda spec, seed: NoSuper())
+register_method("notapolicy", "levelset", "a test's")(lambda spec, seed: object())
+for method in ("nosuper", "notapolicy"):
+    try:
+        make_policy(method, get("levelset/toy"))
+    except BoloopError as exc:
+        print(type(exc).__name__, exc)
+space = {"threshold": 0.5, "parameters": [{"name": "t", "low": 0.0, "high": 1.0, "grid": 11}]}
+storage = "memory://" + uuid.uuid4().hex
+try:
+    create_study("s", "offgrid", space, storage=storage, seed=0).ask()
+except BoloopError as exc:
+    print(type(exc).__name__, exc)
+from boloop.study import load_study
+study = load_study("s", storage=storage)
+print("stored:", len(study.history()), study.status()["open_query"])
+"""
+
+
+def test_factories_and_a_study_of_broken_methods(tmp_path) -> None:
+    """In a child process: the methods registered here must not reach the other tests (the web
+    page's method list builds every registered method)."""
+    script = tmp_path / "broken.py"
+    script.write_text(_REGISTERING)
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    res = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    assert lines[0] == (
+        "InvalidInputError method 'nosuper': NoSuper.__init__ must call super().__init__(seed) "
+        "(it sets self.rng, self.iteration and self.history)"
+    )
+    assert lines[1].startswith("InvalidInputError method 'notapolicy': its factory returned object")
+    # a study of a method proposing off the grid: refused at the first ask, the method named,
+    # and no query stored
+    assert lines[2].startswith("ProposalError method 'offgrid' proposed query 0 (evaluate) off")
+    assert "t=0.001" in lines[2]
+    assert lines[3] == "stored: 0 None"

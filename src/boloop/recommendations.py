@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from boloop.errors import InvalidInputError
+
 __all__ = ["Recommendation", "BestPoint", "SafeRecommendation", "LevelSetEstimate"]
 
 
@@ -111,6 +113,29 @@ class LevelSetEstimate(Recommendation):
     points: np.ndarray | None
     upper: np.ndarray | None
     classify: Callable[[np.ndarray], np.ndarray]
+
+    def __post_init__(self) -> None:
+        """Refuse sets that do not fit together (a method of one's own, ``docs/methods.md``):
+        before, a mask of another length was taken and failed later, far from its cause, in a
+        study's status (an ``IndexError``)."""
+        if not callable(self.classify):
+            raise InvalidInputError(
+                "LevelSetEstimate.classify must be a function classify(X) -> bool (m,), got "
+                f"{type(self.classify).__name__}"
+            )
+        if self.upper is None:
+            return
+        upper = np.asarray(self.upper)
+        if self.points is None:
+            raise InvalidInputError(
+                "LevelSetEstimate: upper (a mask over candidate points) needs points (N, d)"
+            )
+        n = len(self.points)
+        if upper.shape != (n,) or upper.dtype != np.bool_:
+            raise InvalidInputError(
+                f"LevelSetEstimate.upper must be a bool mask of shape ({n},), one entry per "
+                f"candidate point, got {upper.dtype} of shape {upper.shape}"
+            )
 
     @property
     def lower(self) -> np.ndarray | None:

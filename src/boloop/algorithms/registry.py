@@ -412,8 +412,25 @@ def build_policy(spec: PolicySpec) -> BasePolicy:
     entry = _METHODS.get(spec.method, spec.family)
     entry.check_options(spec.options)
     policy = entry.factory(spec, spec.seed, **spec.options)
+    _check_built(policy, entry.id)
     check_recommend_keywords(policy, entry.id, entry.family)
     return policy
+
+
+def _check_built(policy: Any, method_id: str) -> None:
+    """Refuse what a factory returned if it is no policy, or one whose ``__init__`` skipped
+    ``BasePolicy.__init__`` (before: an ``AttributeError`` about ``iteration`` at the first
+    ``ask``, far from the cause)."""
+    if not isinstance(policy, BasePolicy):
+        raise InvalidInputError(
+            f"method {method_id!r}: its factory returned {type(policy).__name__}, not a boloop "
+            "policy (a boloop.queries.BasePolicy subclass); see docs/methods.md"
+        )
+    if not all(hasattr(policy, a) for a in ("rng", "iteration", "history")):
+        raise InvalidInputError(
+            f"method {method_id!r}: {type(policy).__name__}.__init__ must call "
+            "super().__init__(seed) (it sets self.rng, self.iteration and self.history)"
+        )
 
 
 #: keywords the metric tracker of a family passes to ``recommend`` in a simulation or a bench
