@@ -43,6 +43,7 @@ from boloop.errors import (
     QueryStateError,
     StorageBusyError,
     StorageError,
+    StudyMovedError,
 )
 from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query, check_query
@@ -50,7 +51,7 @@ from boloop.recommendations import BestPoint, SafeRecommendation
 from boloop.spaces import Box, CandidateSet, SafeSpace, Space, params_text
 from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_measurement
 from boloop.study.carry import continuations, continued_from
-from boloop.study.log import Event, SeqConflict, safe_url
+from boloop.study.log import Event, SeqConflict, moved_mark, moved_message, safe_url
 from boloop.study.measured import Measured, what_to_measure
 from boloop.study.measured import measured as measured_values
 from boloop.study.naming import MAX_NOTE_CHARS as MAX_NOTE_CHARS  # moved; importable here too
@@ -304,11 +305,32 @@ class Study(StudyReplay, StudySnapshots):
         """Answers and measurements in effect (withdrawn ones excluded)."""
         return sum(1 for e in self._effective if e.kind in ("told", "added"))
 
+    @property
+    def moved(self) -> dict[str, Any] | None:
+        """Where ``boloop study migrate`` moved this study (its log's ``moved`` mark, as last
+        caught up with): ``{"to": URL (password masked), "at": UTC time, "events": events
+        copied}``, or None while the study lives here. A moved study refuses every write with
+        :class:`StudyMovedError`; reads go on."""
+        mark = moved_mark(self._events)
+        if mark is None:
+            return None
+        return {
+            "to": mark.payload.get("to"),
+            "at": mark.created_at,
+            "events": mark.payload.get("events"),
+        }
+
+    def _refuse_if_moved(self) -> None:
+        mark = moved_mark(self._events)
+        if mark is not None:
+            raise StudyMovedError(moved_message(self.name, mark))
+
     def ask(self) -> StudyQuery:
         """The open query, issuing (and logging) a new one if none is open.
 
         A refresh never changes the question: while a query is unanswered, every process gets it
-        again.
+        again. A moved study (:attr:`moved`) refuses with :class:`StudyMovedError`, also while
+        a query is open: its answer could not be stored here.
         """
         with one_blas_thread():  # the bits a replay of the log computes (boloop._blas)
             return self._ask()
@@ -316,6 +338,7 @@ class Study(StudyReplay, StudySnapshots):
     def _ask(self) -> StudyQuery:
         for _ in range(_MAX_RETRIES):
             self.refresh()
+            self._refuse_if_moved()
             t0 = time.perf_counter()
             query = self._policy.ask()
             self._cost += time.perf_counter() - t0
@@ -541,7 +564,8 @@ class Study(StudyReplay, StudySnapshots):
         makes one); ``description``: the space file's description (or None); ``continued_as``:
         the studies of this storage that continue this one (:meth:`continued_as`);
         ``over_limit_next``: with a measured value over a safety limit, what the method does next
-        and what to check before measuring again (None otherwise).
+        and what to check before measuring again (None otherwise); ``moved``: where ``boloop
+        study migrate`` moved the study (:attr:`moved`; None while it lives here).
 
         ``keep_policy=False``, for a process that ends after the status (``boloop study
         status``): the recommendation and settings are read from the live policy itself, not a
@@ -611,6 +635,7 @@ class Study(StudyReplay, StudySnapshots):
             "seed": self.seed,
             "description": self.description,
             "continued_as": continued,
+            "moved": self.moved,
             "storage": safe_url(self.storage_url),
             "answered": len(answers),
             **live,
@@ -885,6 +910,9 @@ class Study(StudyReplay, StudySnapshots):
             new = tx.events(self._sid, after=self._seq)
             if new:
                 self._apply_new(new)
+            # inside the transaction: a migrate that marks the study queues behind it, or this
+            # write behind the migrate, which then sees the mark (storage_migrate)
+            self._refuse_if_moved()
         except BaseException as exc:
             # rolled back; a database error (a lost connection) comes out as a StorageError
             cm.__exit__(type(exc), exc, exc.__traceback__)
@@ -1651,8 +1679,9 @@ def load_study(name: str, storage: str | None = None, *, full_replay: bool = Fal
 def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
     """The studies in a storage: ``name``, ``created_at``, ``method``, ``family``, ``answered``,
     ``open_query`` (the id of the query asked and not answered, or None), ``last_activity``
-    (the time of the last event) and ``continued_as`` (the studies of this storage that continue
-    it, :meth:`Study.continued_as`), read from the logs without replaying them."""
+    (the time of the last event), ``continued_as`` (the studies of this storage that continue
+    it, :meth:`Study.continued_as`) and ``moved_to`` (where ``boloop study migrate`` moved it,
+    password masked; None while it lives here), read from the logs without replaying them."""
     store = _open_existing(storage)
     out = []
     continued: dict[str, list[str]] = {}
@@ -1677,6 +1706,7 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
                 "answered": answered,
                 "open_query": asked[-1] if asked else None,
                 "last_activity": events[-1].created_at if events else created,
+                "moved_to": (mark := moved_mark(events)) and mark.payload.get("to"),
             }
         )
     for row in out:
