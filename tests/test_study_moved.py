@@ -317,3 +317,36 @@ def test_an_answer_racing_a_migrate_from_postgresql_waits_and_is_refused(tmp_pat
     source, copy = _log(pg_url), _log(b)
     assert source[:-1] == copy and source[-1].kind == "moved"
 
+
+# -- the study page ----------------------------------------------------------------------------
+def test_the_page_of_a_moved_study_shows_where_instead_of_the_form_and_stores_nothing(tmp_path):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    a, b = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    q = _study(a, answers=2).ask()
+    client = TestClient(create_app(a, None), follow_redirects=False)
+    page = client.get("/studies/cake")  # a page opened before the migrate, with its form
+    assert page.status_code == 200 and 'id="answer-form"' in page.text
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+    migrate_studies(a, b)
+    before = _log(a)
+    r = client.post(
+        "/studies/cake/tell", data={"csrf": csrf, "query_id": str(q.id), "value": "0.4"}
+    )
+    assert r.status_code == 409 and f"study &#39;cake&#39; was moved to {b}" in r.text
+    r = client.post("/studies/cake/undo", data={"csrf": csrf, "last": ""})
+    assert r.status_code == 409 and "was moved to" in r.text
+    r = client.post("/api/studies/cake/tell", json={"query_id": q.id, "answer": 0.4})
+    assert r.status_code == 409 and "was moved to" in r.json()["detail"]
+    assert _log(a) == before
+    page = client.get("/studies/cake")
+    assert page.status_code == 200 and 'id="answer-form"' not in page.text
+    assert 'id="moved"' in page.text and f"It was moved to {b} on " in page.text
+    assert client.get("/studies/cake/export.csv").text.count("\n") == 3  # reads go on
+    assert client.get("/api/studies/cake").json()["moved"]["to"] == b

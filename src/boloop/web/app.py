@@ -66,6 +66,7 @@ from boloop.errors import (
     StorageAccessError,
     StorageBusyError,
     StorageUnavailableError,
+    StudyMovedError,
     UnknownIdError,
 )
 from boloop.spaces import format_value, params_text
@@ -405,7 +406,7 @@ def create_app(
             # credentials): the request was not bad
         except UnknownIdError as exc:
             raise HTTPException(404, str(exc)) from exc
-        except QueryStateError as exc:
+        except (QueryStateError, StudyMovedError) as exc:  # moved: read-only here, not bad input
             raise HTTPException(409, str(exc)) from exc
         except BoloopError as exc:
             raise HTTPException(400, str(exc)) from exc
@@ -678,6 +679,8 @@ def create_app(
             )
         except UnknownIdError as exc:
             raise HTTPException(404, str(exc)) from exc
+        except StudyMovedError as exc:  # a page opened before the migrate: nothing stored
+            return study_page(request, name, 409, warning=str(exc))
         except QueryStateError as exc:
             same = await run_in_threadpool(pool.run, name, lambda s: _same_answer(s, form))
             if same is not None:  # e.g. sent twice from this page: not "someone else"
@@ -730,7 +733,7 @@ def create_app(
             row = await run_in_threadpool(pool.run, name, lambda s: _undo_form(s, expected))
         except UnknownIdError as exc:
             raise HTTPException(404, str(exc)) from exc
-        except QueryStateError as exc:
+        except (QueryStateError, StudyMovedError) as exc:
             return study_page(request, name, 409, warning=str(exc))
         what = _answer_description(row)
         return RedirectResponse(
@@ -829,7 +832,10 @@ def create_app(
             **api,
             "responses": {
                 400: {"description": "bad answer: nothing stored"},
-                409: {"description": "not the open query (e.g. answered by someone else)"},
+                409: {
+                    "description": "not the open query (e.g. answered by someone else), "
+                    "or the study was moved to another storage (boloop study migrate)"
+                },
                 **unavailable,
             },
         },
@@ -1126,6 +1132,7 @@ def _page_context(study: Study) -> dict[str, Any]:
         # a method that no longer makes progress: a notice, not the alarm above
         "study_stuck": st.get("stuck"),
         "continued_as": st.get("continued_as") or [],
+        "moved": st.get("moved"),  # boloop study migrate moved it: a notice instead of the form
         "over_limit_next": st.get("over_limit_next"),
         **_measurement_words(study),
     }
@@ -1342,7 +1349,7 @@ def _tell_form(
             )
     try:
         study.tell(pending.id, answer, note=note)
-    except (QueryStateError, StorageUnavailableError, StorageAccessError):
+    except (QueryStateError, StudyMovedError, StorageUnavailableError, StorageAccessError):
         raise
     except BoloopError as exc:
         field = "value" if kind == "evaluate" and not getattr(pending, "outputs", ()) else "answer"
