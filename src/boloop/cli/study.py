@@ -155,6 +155,12 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "--out", required=True, help="output file (.csv or .json); an existing one needs --force"
     )
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.add_argument(
+        "--withdrawn",
+        action="store_true",
+        help="include the answers an undo withdrew, with their notes, and a withdrawn_at "
+        "column (empty for answers in effect): an audit of everything that was answered",
+    )
 
     p = add("plot", "draw the study's progress and model pictures (SVG or an HTML page)", _plot)
     p.add_argument(
@@ -647,8 +653,12 @@ def _refuse_to_overwrite(out: str, force: bool) -> None:
 def _export(args: argparse.Namespace) -> int:
     _refuse_to_overwrite(args.out, args.force)
     study = load_study(args.name, storage=args.storage)
-    study.export(args.out)
-    print(f"wrote {_n(study.n_answered, 'answer')} to {args.out}")
+    study.export(args.out, withdrawn=args.withdrawn)
+    also = ""
+    if args.withdrawn:
+        undone = sum(1 for r in study.history(withdrawn=True) if r["withdrawn_at"])
+        also = f" and {undone} withdrawn"
+    print(f"wrote {_n(study.n_answered, 'answer')}{also} to {args.out}")
     return 0
 
 

@@ -516,20 +516,44 @@ class Study(StudyReplay, StudySnapshots):
                 rec["n_undecided"] = n_undecided
         return rec
 
-    def history(self, last: int | None = None) -> list[dict[str, Any]]:
+    def history(self, last: int | None = None, *, withdrawn: bool = False) -> list[dict[str, Any]]:
         """Answers in effect, oldest first: rows with ``query_id, kind, source, params`` (or
         ``a``, ``b``), ``answer``, ``answer_text``, ``asked_at``, ``told_at`` (UTC), ``note`` (or None);
         ``calibration: True`` on a label whose point was measured whatever the answer (COBOL's
-        agreement gate); only the ``last`` ones if given."""
+        agreement gate); only the ``last`` ones if given.
+
+        ``withdrawn=True`` (an audit): the answers an undo withdrew too, with their notes, in
+        the order they were given, and on every row ``withdrawn_at``: when it was withdrawn
+        (UTC), None for an answer in effect."""
         if last is not None and (
             isinstance(last, bool) or not isinstance(last, numbers.Integral) or last < 0
         ):
             raise InvalidInputError(f"last must be a non-negative integer, got {last!r}")
         self.refresh()
-        answers = [e for e in self._effective if e.kind in ("told", "added")]
+        rows = self._withdrawn_too() if withdrawn else self._rows_in_effect()
         if last is not None:
-            answers = answers[len(answers) - last :] if last else []
-        return [self._row(e) for e in answers]
+            rows = rows[len(rows) - last :] if last else []
+        return rows
+
+    def _rows_in_effect(self) -> list[dict[str, Any]]:
+        return [self._row(e) for e in self._effective if e.kind in ("told", "added")]
+
+    def _withdrawn_too(self) -> list[dict[str, Any]]:
+        """Every answer of the log in the order given, in effect or withdrawn, with
+        ``withdrawn_at``; a withdrawn answer's query is the one asked before it in the log."""
+        in_effect = {e.seq for e in self._effective if e.kind in ("told", "added")}
+        undone = {e.payload.get("withdraws"): e for e in self._events if e.kind == "withdrawn"}
+        asked: dict[int | None, Event] = {}
+        rows = []
+        for ev in self._events:
+            if ev.kind == "asked":
+                asked[ev.query_id] = ev
+            elif ev.kind in ("told", "added") and (ev.seq in in_effect or ev.seq in undone):
+                gone = undone.get(ev.seq) if ev.seq not in in_effect else None
+                row = self._row(ev, asked.get(ev.query_id) if gone is not None else None)
+                row["withdrawn_at"] = None if gone is None else gone.created_at
+                rows.append(row)
+        return rows
 
     def events(self) -> list[dict[str, Any]]:
         """The raw log (including withdrawn answers and stale queries): one dict per event."""
@@ -851,9 +875,11 @@ class Study(StudyReplay, StudySnapshots):
             source = "default"
         return {"value": int(T), "source": source, "left": max(0, int(T) - self._policy.iteration)}
 
-    def export(self, path: str | os.PathLike[str]) -> None:
+    def export(self, path: str | os.PathLike[str], *, withdrawn: bool = False) -> None:
         """Write the history to ``path``: ``.csv`` (one row per answer) or ``.json`` (config,
-        history and recommendation)."""
+        history and recommendation). ``withdrawn=True`` (an audit) includes the answers an undo
+        withdrew, with their notes, and a ``withdrawn_at`` column (empty, or null in JSON, for
+        an answer in effect): :meth:`history` with ``withdrawn=True``."""
         path = os.fspath(path)
         ext = os.path.splitext(path)[1].lower()
         if ext not in (".csv", ".json"):
@@ -863,13 +889,15 @@ class Study(StudyReplay, StudySnapshots):
             raise InvalidInputError(
                 f"cannot write {path!r}: the directory {folder!r} does not exist"
             )
-        hist = self.history()
+        hist = self.history(withdrawn=withdrawn)
         try:
-            self._write_export(path, ext, hist)
+            self._write_export(path, ext, hist, withdrawn)
         except OSError as exc:
             raise InvalidInputError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
 
-    def _write_export(self, path: str, ext: str, hist: list[dict[str, Any]]) -> None:
+    def _write_export(
+        self, path: str, ext: str, hist: list[dict[str, Any]], withdrawn: bool = False
+    ) -> None:
         # the history's and the recommendation's grid values are already as the space file
         # defines them (0.6, not linspace's 0.6000000000000001: :meth:`_params`); answers and a
         # box's coordinates as they are
@@ -883,6 +911,10 @@ class Study(StudyReplay, StudySnapshots):
                 json.dump(doc, fh, indent=2, default=_json_default)
             return
         cols, rows = self._flat_rows(hist)
+        if withdrawn:  # empty for an answer in effect
+            cols.append("withdrawn_at")
+            for flat, r in zip(rows, hist):
+                flat["withdrawn_at"] = r.get("withdrawn_at") or ""
         with open(path, "w", encoding="utf-8", newline="") as fh:
             # "\n" line ends: the same bytes from the API, the CLI and the web page's export
             w = csv.DictWriter(fh, fieldnames=cols, lineterminator="\n")
@@ -1132,7 +1164,9 @@ class Study(StudyReplay, StudySnapshots):
         )
         return measured_values(table, outputs)
 
-    def _row(self, ev: Event) -> dict[str, Any]:
+    def _row(self, ev: Event, asked: Event | None = None) -> dict[str, Any]:
+        """The history row of answer ``ev``; ``asked``: its query's event (default: the one in
+        effect)."""
         answer = decode_answer(ev.payload.get("answer"))
         if ev.kind == "added":
             kind = "label" if ev.payload.get("label") else "evaluate"
@@ -1149,7 +1183,8 @@ class Study(StudyReplay, StudySnapshots):
                 "told_at": ev.created_at,
                 "note": ev.payload.get("note"),
             }
-        asked = self._asked[ev.query_id]  # type: ignore[index]
+        if asked is None:
+            asked = self._asked[ev.query_id]  # type: ignore[index]
         sq = self._wrap(decode_query(asked, self.name))
         row = {
             "query_id": ev.query_id,

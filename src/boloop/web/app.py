@@ -764,11 +764,12 @@ def create_app(
         return Response(api_call(name, draw), media_type="image/svg+xml")
 
     @app.get("/studies/{name}/export.{ext}", include_in_schema=False)
-    def study_export(name: str, ext: str) -> Response:
+    def study_export(name: str, ext: str, withdrawn: bool = False) -> Response:
+        """The history as a file; ``?withdrawn=1`` adds the withdrawn answers (an audit)."""
         name = study_name(name)
         if ext not in ("csv", "json"):
             raise HTTPException(404, "export as .csv or .json")
-        text = api_call(name, lambda s: _export_text(s, ext))
+        text = api_call(name, lambda s: _export_text(s, ext, withdrawn))
         media = "text/csv" if ext == "csv" else "application/json"
         fname = "".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "study"
         return Response(
@@ -1362,10 +1363,10 @@ def _tell_form(
     return {}, None, None
 
 
-def _export_text(study: Study, ext: str) -> str:
+def _export_text(study: Study, ext: str, withdrawn: bool = False) -> str:
     with tempfile.TemporaryDirectory(prefix="boloop-export-") as tmp:
         path = os.path.join(tmp, f"history.{ext}")
-        study.export(path)
+        study.export(path, withdrawn=withdrawn)
         with open(path, encoding="utf-8", newline="") as fh:  # the file's bytes, as written
             return fh.read()
 
