@@ -250,6 +250,28 @@ def test_a_log_is_imported_verbatim_once(url, tmp_path):
     assert [n for n, _ in store.study_names()] == ["s", "copy"]
 
 
+def test_a_copied_study_is_dropped_only_as_it_was_copied(url):
+    """``drop_study`` (``migrate --undo``): the study, its log and snapshot go in one
+    transaction, only if its last event is the one given; other studies are untouched."""
+    store = open_storage(url)
+    keep = store.create_study("keep", CONFIG)
+    sid = store.create_study("copy", CONFIG)
+    with store.transaction() as tx:
+        tx.append(sid, 1, "asked", 0, {"query": {"kind": "evaluate", "x": [0.25], "id": 0}})
+    store.put_snapshot(sid, 1, "f", b"data")
+    with pytest.raises(InvalidInputError, match="written to since"):
+        store.drop_study("copy", 0)
+    assert len(_log(store, "copy")) == 2
+    store.drop_study("copy", 1)
+    assert [n for n, _ in store.study_names()] == ["keep"]
+    with pytest.raises(UnknownIdError):
+        store.study_id("copy")
+    assert _log(store, "keep")[0].payload == CONFIG and store.study_id("keep") == keep
+    again = store.create_study("copy", CONFIG)  # the name is free again, and empty
+    assert [e.kind for e in store.events(again)] == ["created"]
+    assert store.get_snapshot(again) is None
+
+
 # -- through the study API ----------------------------------------------------------------------
 SPACE = {"parameters": [{"name": "temperature", "low": 20.0, "high": 80.0}], "threshold": 0.5}
 

@@ -53,15 +53,25 @@ def test_sqlite_to_postgresql_to_sqlite_keeps_logs_and_next_queries(tmp_path, pg
     nxt = _fill(a)
     code, out, _ = _cli(capsys, "study", "migrate", "--from", a, "--to", pg_url)
     assert code == 0 and "2 studies copied" in out
+    for name, query in nxt.items():  # the copy asks what the source would have asked
+        assert load_study(name, storage=pg_url).ask().query == query
+        assert load_study(name, storage=pg_url, full_replay=True).ask().query == query
     code, out, _ = _cli(capsys, "study", "migrate", "--from", pg_url, "--to", b)
     assert code == 0 and "copied study 'coating'" in out
-    assert _logs(a) == _logs(pg_url) == _logs(b)  # names, creation times, every event
-    for url in (pg_url, b):
-        for name, query in nxt.items():
-            assert load_study(name, storage=url).ask().query == query
-            assert load_study(name, storage=url, full_replay=True).ask().query == query
+    # names, creation times, every event; each source ends with its 'moved' mark
+    la, lp, lb = _logs(a), _logs(pg_url), _logs(b)
+    assert list(la) == list(lp) == list(lb) == ["duels", "coating"]
+    for name in la:
+        copied_a = la[name][1][:-1]
+        assert la[name][1][-1].kind == "moved" and lp[name][1][-1].kind == "moved"
+        assert lp[name][1][: len(copied_a)] == copied_a  # then the next query, asked at pg
+        assert lb[name][1] == lp[name][1][:-1]
+        assert la[name][0] == lp[name][0] == lb[name][0]
+    for name, query in nxt.items():
+        assert load_study(name, storage=b).ask().query == query
+        assert load_study(name, storage=b, full_replay=True).ask().query == query
     assert [r["answered"] for r in list_studies(pg_url)] == [5, 4]
-    moved = load_study("duels", storage=pg_url)  # the copy goes on
+    moved = load_study("duels", storage=b)  # the copy goes on
     q = moved.ask()
     moved.tell(q.id, "a")
     assert moved.n_answered == 6 and load_study("duels", storage=a).n_answered == 5
@@ -83,19 +93,22 @@ def test_a_study_that_exists_at_the_target_is_refused_and_nothing_is_copied(tmp_
     code, out, _ = _cli(capsys, *argv)
     assert code == 0 and "4 answers in effect carried" in out
     assert load_study("coating-copy", storage=b).n_answered == 4
-    code, out, _ = _cli(capsys, "study", "migrate", "--from", a, "--to", b, "--study", "duels")
-    assert code == 0 and "1 study copied" in out
-    assert [n for n in _logs(b)] == ["coating", "coating-copy", "duels"]
-    assert _logs(b)["duels"] == _logs(a)["duels"]
     # a study of duels cannot be carried under another name: the message says where it can go
-    code, _, err = _cli(capsys, "study", "migrate", "--from", a, "--to", b, "--study", "duels")
+    c = f"sqlite:///{tmp_path / 'c.db'}"
+    create_study("duels", "mr-lpf", problem="preference/toy", storage=c, seed=7)
+    code, _, err = _cli(capsys, "study", "migrate", "--from", a, "--to", c, "--study", "duels")
     assert code == 2 and "'duels' has duels, which cannot be carried" in err
     assert "--from duels" not in err
     command = f"boloop study migrate --from {a} --to OTHER_STORAGE --study duels"
     assert command in err
-    c = f"sqlite:///{tmp_path / 'c.db'}"
-    code, out, _ = _cli(capsys, *command.replace("OTHER_STORAGE", c).split()[1:])
-    assert code == 0 and _logs(c)["duels"] == _logs(a)["duels"]
+    d = f"sqlite:///{tmp_path / 'd.db'}"
+    code, out, _ = _cli(capsys, *command.replace("OTHER_STORAGE", d).split()[1:])
+    assert code == 0 and "1 study copied" in out
+    assert _logs(d)["duels"][1] == _logs(a)["duels"][1][:-1]  # all but the source's mark
+    # moved: not copied again, from here to anywhere (its answers now go to d)
+    code, _, err = _cli(capsys, "study", "migrate", "--from", a, "--to", b, "--study", "duels")
+    assert code == 2 and f"study 'duels' was moved to {d}" in err and "nothing was copied" in err
+    assert "duels" not in _logs(b)
 
 
 def test_refused_migrations_write_nothing(tmp_path):
@@ -109,4 +122,4 @@ def test_refused_migrations_write_nothing(tmp_path):
         migrate_studies(a, str(tmp_path / "a.db"))
     assert not (tmp_path / "b.db").exists()
     assert migrate_studies(a, "memory://migrated", ["coating"]) == [("coating", 11)]
-    assert _logs("memory://migrated")["coating"] == _logs(a)["coating"]
+    assert _logs("memory://migrated")["coating"][1] == _logs(a)["coating"][1][:-1]

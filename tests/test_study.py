@@ -765,6 +765,7 @@ def test_status_and_list(url):
             "answered": 1,
             "open_query": None,
             "last_activity": rows[0]["last_activity"],
+            "moved_to": None,
             "continued_as": [],
         }
     ]

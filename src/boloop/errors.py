@@ -67,6 +67,13 @@ class StorageError(BoloopError):
     """The study storage is corrupt, foreign, or inconsistent with the replayed policy."""
 
 
+class StudyMovedError(StorageError):
+    """The study was copied to another storage by ``boloop study migrate`` and marked there as
+    moved (a ``moved`` event in its log): this copy is read-only. Every write (an answer, a
+    measurement, a label, an undo, a new query) is refused with nothing stored; the message
+    names where the study went and when. Reads (status, history, export, verify) go on."""
+
+
 class StorageUnavailableError(StorageError):
     """The storage's database server cannot be reached: the connection was refused or lost (a
     server restart, a network cut). Nothing of the operation was stored; unlike the other

@@ -155,6 +155,12 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "--out", required=True, help="output file (.csv or .json); an existing one needs --force"
     )
     p.add_argument("--force", action="store_true", help="replace --out if it exists")
+    p.add_argument(
+        "--withdrawn",
+        action="store_true",
+        help="include the answers an undo withdrew, with their notes, and a withdrawn_at "
+        "column (empty for answers in effect): an audit of everything that was answered",
+    )
 
     p = add("plot", "draw the study's progress and model pictures (SVG or an HTML page)", _plot)
     p.add_argument(
@@ -177,8 +183,15 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("--max", type=int, default=None, help="stop after this many answers")
 
-    help_ = "copy studies with their full logs to another storage (SQLite <-> PostgreSQL)"
-    p = sub.add_parser("migrate", help=help_, description=help_)
+    help_ = "move studies with their full logs to another storage (SQLite <-> PostgreSQL)"
+    p = sub.add_parser(
+        "migrate",
+        help=help_,
+        description=help_ + ". Stop every server and script writing to the source first. Each "
+        "copied study is marked as moved at the source, which then refuses every write to it "
+        "(reads go on). --undo undoes a mistaken migrate: it removes the copies from the "
+        "target (only if nothing was written there since) and clears the marks.",
+    )
     p.add_argument("--from", dest="source", required=True, metavar="URL", help="source storage")
     p.add_argument("--to", dest="target", required=True, metavar="URL", help="target storage")
     p.add_argument(
@@ -188,6 +201,12 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         metavar="NAME",
         help="copy only this study (repeatable; default: all). A study that exists at the "
         "target is refused, never merged",
+    )
+    p.add_argument(
+        "--undo",
+        action="store_true",
+        help="undo a migrate from --from to --to: remove the copies from --to (refused for a "
+        "copy written to since) and make the studies writable at --from again",
     )
     p.set_defaults(func=_migrate, interrupt_message=_INTERRUPTED)
     return study
@@ -428,6 +447,15 @@ def status_lines(st: dict[str, Any], labels: Sequence[str] | None = None) -> lis
             if st.get("continued_as")
             else []
         ),
+        *(
+            [
+                f"  MOVED:          to {st['moved']['to']} on "
+                f"{st['moved']['at'][:19].replace('T', ' ')} UTC by boloop study migrate: this "
+                "copy is read-only, answer there"
+            ]
+            if st.get("moved")
+            else []
+        ),
         f"  storage:        {st['storage']}",
         f"  answers:        {st['answered']} in effect ({', '.join(parts) or 'none yet'}); "
         f"{st['withdrawn']} withdrawn",
@@ -572,15 +600,23 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    from boloop.study.storage import safe_url
-    from boloop.study.storage_migrate import migrate_studies
+    from boloop.study.storage import resolve_storage, safe_url
+    from boloop.study.storage_migrate import migrate_studies, undo_migration
 
+    source, target = safe_url(resolve_storage(args.source)), safe_url(resolve_storage(args.target))
+    if args.undo:
+        undone = undo_migration(args.source, args.target, args.study or None)
+        for name, n_events in undone:
+            gone = f"its copy ({_n(n_events, 'event')}) removed" if n_events else "no copy left"
+            print(f"undid the move of study {name!r}: {gone} at {target}; writable at {source}")
+        return 0
     copied = migrate_studies(args.source, args.target, args.study or None)
     for name, n_events in copied:
         print(f"copied study {name!r}: {_n(n_events, 'event')}")
     print(
-        f"{len(copied)} {'study' if len(copied) == 1 else 'studies'} copied to "
-        f"{safe_url(args.target)}"
+        f"{len(copied)} {'study' if len(copied) == 1 else 'studies'} copied to {target} and "
+        f"marked as moved in {source}, which refuses answers to them from now on: point every "
+        "server and script at the new storage"
     )
     return 0
 
@@ -600,6 +636,7 @@ def _list(args: argparse.Namespace) -> int:
             f"{r['name']}\t{r['family']}\t{r['method']}\t{r['problem']}\t{_n(r['answered'], 'answer')}"
             f"\tcreated {r['created_at']}"
             + (f"\tcontinued as {', '.join(r['continued_as'])}" if r.get("continued_as") else "")
+            + (f"\tmoved to {r['moved_to']}" if r.get("moved_to") else "")
         )
     return 0
 
@@ -616,8 +653,12 @@ def _refuse_to_overwrite(out: str, force: bool) -> None:
 def _export(args: argparse.Namespace) -> int:
     _refuse_to_overwrite(args.out, args.force)
     study = load_study(args.name, storage=args.storage)
-    study.export(args.out)
-    print(f"wrote {_n(study.n_answered, 'answer')} to {args.out}")
+    study.export(args.out, withdrawn=args.withdrawn)
+    also = ""
+    if args.withdrawn:
+        undone = sum(1 for r in study.history(withdrawn=True) if r["withdrawn_at"])
+        also = f" and {undone} withdrawn"
+    print(f"wrote {_n(study.n_answered, 'answer')}{also} to {args.out}")
     return 0
 
 

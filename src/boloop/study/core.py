@@ -43,6 +43,7 @@ from boloop.errors import (
     QueryStateError,
     StorageBusyError,
     StorageError,
+    StudyMovedError,
 )
 from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query, check_query
@@ -50,7 +51,7 @@ from boloop.recommendations import BestPoint, SafeRecommendation
 from boloop.spaces import Box, CandidateSet, SafeSpace, Space, params_text
 from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_measurement
 from boloop.study.carry import continuations, continued_from
-from boloop.study.log import Event, SeqConflict, safe_url
+from boloop.study.log import Event, SeqConflict, moved_mark, moved_message, safe_url
 from boloop.study.measured import Measured, what_to_measure
 from boloop.study.measured import measured as measured_values
 from boloop.study.naming import MAX_NOTE_CHARS as MAX_NOTE_CHARS  # moved; importable here too
@@ -304,11 +305,32 @@ class Study(StudyReplay, StudySnapshots):
         """Answers and measurements in effect (withdrawn ones excluded)."""
         return sum(1 for e in self._effective if e.kind in ("told", "added"))
 
+    @property
+    def moved(self) -> dict[str, Any] | None:
+        """Where ``boloop study migrate`` moved this study (its log's ``moved`` mark, as last
+        caught up with): ``{"to": URL (password masked), "at": UTC time, "events": events
+        copied}``, or None while the study lives here. A moved study refuses every write with
+        :class:`StudyMovedError`; reads go on."""
+        mark = moved_mark(self._events)
+        if mark is None:
+            return None
+        return {
+            "to": mark.payload.get("to"),
+            "at": mark.created_at,
+            "events": mark.payload.get("events"),
+        }
+
+    def _refuse_if_moved(self) -> None:
+        mark = moved_mark(self._events)
+        if mark is not None:
+            raise StudyMovedError(moved_message(self.name, mark))
+
     def ask(self) -> StudyQuery:
         """The open query, issuing (and logging) a new one if none is open.
 
         A refresh never changes the question: while a query is unanswered, every process gets it
-        again.
+        again. A moved study (:attr:`moved`) refuses with :class:`StudyMovedError`, also while
+        a query is open: its answer could not be stored here.
         """
         with one_blas_thread():  # the bits a replay of the log computes (boloop._blas)
             return self._ask()
@@ -316,6 +338,7 @@ class Study(StudyReplay, StudySnapshots):
     def _ask(self) -> StudyQuery:
         for _ in range(_MAX_RETRIES):
             self.refresh()
+            self._refuse_if_moved()
             t0 = time.perf_counter()
             query = self._policy.ask()
             self._cost += time.perf_counter() - t0
@@ -493,20 +516,44 @@ class Study(StudyReplay, StudySnapshots):
                 rec["n_undecided"] = n_undecided
         return rec
 
-    def history(self, last: int | None = None) -> list[dict[str, Any]]:
+    def history(self, last: int | None = None, *, withdrawn: bool = False) -> list[dict[str, Any]]:
         """Answers in effect, oldest first: rows with ``query_id, kind, source, params`` (or
         ``a``, ``b``), ``answer``, ``answer_text``, ``asked_at``, ``told_at`` (UTC), ``note`` (or None);
         ``calibration: True`` on a label whose point was measured whatever the answer (COBOL's
-        agreement gate); only the ``last`` ones if given."""
+        agreement gate); only the ``last`` ones if given.
+
+        ``withdrawn=True`` (an audit): the answers an undo withdrew too, with their notes, in
+        the order they were given, and on every row ``withdrawn_at``: when it was withdrawn
+        (UTC), None for an answer in effect."""
         if last is not None and (
             isinstance(last, bool) or not isinstance(last, numbers.Integral) or last < 0
         ):
             raise InvalidInputError(f"last must be a non-negative integer, got {last!r}")
         self.refresh()
-        answers = [e for e in self._effective if e.kind in ("told", "added")]
+        rows = self._withdrawn_too() if withdrawn else self._rows_in_effect()
         if last is not None:
-            answers = answers[len(answers) - last :] if last else []
-        return [self._row(e) for e in answers]
+            rows = rows[len(rows) - last :] if last else []
+        return rows
+
+    def _rows_in_effect(self) -> list[dict[str, Any]]:
+        return [self._row(e) for e in self._effective if e.kind in ("told", "added")]
+
+    def _withdrawn_too(self) -> list[dict[str, Any]]:
+        """Every answer of the log in the order given, in effect or withdrawn, with
+        ``withdrawn_at``; a withdrawn answer's query is the one asked before it in the log."""
+        in_effect = {e.seq for e in self._effective if e.kind in ("told", "added")}
+        undone = {e.payload.get("withdraws"): e for e in self._events if e.kind == "withdrawn"}
+        asked: dict[int | None, Event] = {}
+        rows = []
+        for ev in self._events:
+            if ev.kind == "asked":
+                asked[ev.query_id] = ev
+            elif ev.kind in ("told", "added") and (ev.seq in in_effect or ev.seq in undone):
+                gone = undone.get(ev.seq) if ev.seq not in in_effect else None
+                row = self._row(ev, asked.get(ev.query_id) if gone is not None else None)
+                row["withdrawn_at"] = None if gone is None else gone.created_at
+                rows.append(row)
+        return rows
 
     def events(self) -> list[dict[str, Any]]:
         """The raw log (including withdrawn answers and stale queries): one dict per event."""
@@ -541,7 +588,8 @@ class Study(StudyReplay, StudySnapshots):
         makes one); ``description``: the space file's description (or None); ``continued_as``:
         the studies of this storage that continue this one (:meth:`continued_as`);
         ``over_limit_next``: with a measured value over a safety limit, what the method does next
-        and what to check before measuring again (None otherwise).
+        and what to check before measuring again (None otherwise); ``moved``: where ``boloop
+        study migrate`` moved the study (:attr:`moved`; None while it lives here).
 
         ``keep_policy=False``, for a process that ends after the status (``boloop study
         status``): the recommendation and settings are read from the live policy itself, not a
@@ -611,6 +659,7 @@ class Study(StudyReplay, StudySnapshots):
             "seed": self.seed,
             "description": self.description,
             "continued_as": continued,
+            "moved": self.moved,
             "storage": safe_url(self.storage_url),
             "answered": len(answers),
             **live,
@@ -826,9 +875,11 @@ class Study(StudyReplay, StudySnapshots):
             source = "default"
         return {"value": int(T), "source": source, "left": max(0, int(T) - self._policy.iteration)}
 
-    def export(self, path: str | os.PathLike[str]) -> None:
+    def export(self, path: str | os.PathLike[str], *, withdrawn: bool = False) -> None:
         """Write the history to ``path``: ``.csv`` (one row per answer) or ``.json`` (config,
-        history and recommendation)."""
+        history and recommendation). ``withdrawn=True`` (an audit) includes the answers an undo
+        withdrew, with their notes, and a ``withdrawn_at`` column (empty, or null in JSON, for
+        an answer in effect): :meth:`history` with ``withdrawn=True``."""
         path = os.fspath(path)
         ext = os.path.splitext(path)[1].lower()
         if ext not in (".csv", ".json"):
@@ -838,13 +889,15 @@ class Study(StudyReplay, StudySnapshots):
             raise InvalidInputError(
                 f"cannot write {path!r}: the directory {folder!r} does not exist"
             )
-        hist = self.history()
+        hist = self.history(withdrawn=withdrawn)
         try:
-            self._write_export(path, ext, hist)
+            self._write_export(path, ext, hist, withdrawn)
         except OSError as exc:
             raise InvalidInputError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
 
-    def _write_export(self, path: str, ext: str, hist: list[dict[str, Any]]) -> None:
+    def _write_export(
+        self, path: str, ext: str, hist: list[dict[str, Any]], withdrawn: bool = False
+    ) -> None:
         # the history's and the recommendation's grid values are already as the space file
         # defines them (0.6, not linspace's 0.6000000000000001: :meth:`_params`); answers and a
         # box's coordinates as they are
@@ -858,6 +911,10 @@ class Study(StudyReplay, StudySnapshots):
                 json.dump(doc, fh, indent=2, default=_json_default)
             return
         cols, rows = self._flat_rows(hist)
+        if withdrawn:  # empty for an answer in effect
+            cols.append("withdrawn_at")
+            for flat, r in zip(rows, hist):
+                flat["withdrawn_at"] = r.get("withdrawn_at") or ""
         with open(path, "w", encoding="utf-8", newline="") as fh:
             # "\n" line ends: the same bytes from the API, the CLI and the web page's export
             w = csv.DictWriter(fh, fieldnames=cols, lineterminator="\n")
@@ -885,6 +942,9 @@ class Study(StudyReplay, StudySnapshots):
             new = tx.events(self._sid, after=self._seq)
             if new:
                 self._apply_new(new)
+            # inside the transaction: a migrate that marks the study queues behind it, or this
+            # write behind the migrate, which then sees the mark (storage_migrate)
+            self._refuse_if_moved()
         except BaseException as exc:
             # rolled back; a database error (a lost connection) comes out as a StorageError
             cm.__exit__(type(exc), exc, exc.__traceback__)
@@ -1104,7 +1164,9 @@ class Study(StudyReplay, StudySnapshots):
         )
         return measured_values(table, outputs)
 
-    def _row(self, ev: Event) -> dict[str, Any]:
+    def _row(self, ev: Event, asked: Event | None = None) -> dict[str, Any]:
+        """The history row of answer ``ev``; ``asked``: its query's event (default: the one in
+        effect)."""
         answer = decode_answer(ev.payload.get("answer"))
         if ev.kind == "added":
             kind = "label" if ev.payload.get("label") else "evaluate"
@@ -1121,7 +1183,8 @@ class Study(StudyReplay, StudySnapshots):
                 "told_at": ev.created_at,
                 "note": ev.payload.get("note"),
             }
-        asked = self._asked[ev.query_id]  # type: ignore[index]
+        if asked is None:
+            asked = self._asked[ev.query_id]  # type: ignore[index]
         sq = self._wrap(decode_query(asked, self.name))
         row = {
             "query_id": ev.query_id,
@@ -1651,8 +1714,9 @@ def load_study(name: str, storage: str | None = None, *, full_replay: bool = Fal
 def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
     """The studies in a storage: ``name``, ``created_at``, ``method``, ``family``, ``answered``,
     ``open_query`` (the id of the query asked and not answered, or None), ``last_activity``
-    (the time of the last event) and ``continued_as`` (the studies of this storage that continue
-    it, :meth:`Study.continued_as`), read from the logs without replaying them."""
+    (the time of the last event), ``continued_as`` (the studies of this storage that continue
+    it, :meth:`Study.continued_as`) and ``moved_to`` (where ``boloop study migrate`` moved it,
+    password masked; None while it lives here), read from the logs without replaying them."""
     store = _open_existing(storage)
     out = []
     continued: dict[str, list[str]] = {}
@@ -1677,6 +1741,7 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
                 "answered": answered,
                 "open_query": asked[-1] if asked else None,
                 "last_activity": events[-1].created_at if events else created,
+                "moved_to": (mark := moved_mark(events)) and mark.payload.get("to"),
             }
         )
     for row in out:

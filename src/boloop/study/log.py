@@ -18,15 +18,23 @@ from boloop.errors import InvalidInputError, StorageError
 
 __all__ = [
     "EVENT_KINDS",
+    "MARK_KINDS",
     "Event",
     "SeqConflict",
     "decode_events",
     "encode_payload",
+    "moved_mark",
+    "moved_message",
     "now_iso",
     "safe_url",
 ]
 
-EVENT_KINDS = ("created", "asked", "told", "added", "withdrawn")
+EVENT_KINDS = ("created", "asked", "told", "added", "withdrawn", "moved", "move_undone")
+#: events about the study's copy, not its data: ``moved`` (``boloop study migrate`` copied the
+#: study to the storage ``payload["to"]``, password masked, with its first ``payload["events"]``
+#: events; this copy refuses every write from then on) and ``move_undone`` (``migrate --undo``
+#: removed that copy again: writable here once more). Never replayed into a policy.
+MARK_KINDS = ("moved", "move_undone")
 
 
 def now_iso() -> str:
@@ -66,6 +74,13 @@ def decode_events(
     out = []
     expected = after + 1
     for seq, kind, qid, payload, created in rows:
+        if seq == expected and kind not in EVENT_KINDS and isinstance(kind, str) and kind:
+            # a well-formed row of a kind this boloop does not know: a newer boloop wrote it
+            raise StorageError(
+                f"storage {url!r}: study {study_id} event {seq} is of kind {kind!r}, written by "
+                f"a newer boloop; this boloop reads the kinds {list(EVENT_KINDS)}: upgrade "
+                "boloop to read or write this study (nothing was written)"
+            )
         if seq != expected or kind not in EVENT_KINDS:
             raise StorageError(
                 f"storage {url!r} is corrupt: study {study_id} event seq {seq} "
@@ -82,6 +97,25 @@ def decode_events(
         out.append(Event(int(seq), kind, None if qid is None else int(qid), data, created))
         expected += 1
     return out
+
+
+def moved_mark(events: Iterable[Event]) -> Event | None:
+    """The ``moved`` event in force in a study's log (the last mark event, if it is ``moved``
+    and not a later ``move_undone``), or None: the study is writable here."""
+    last = None
+    for ev in events:
+        if ev.kind in MARK_KINDS:
+            last = ev
+    return last if last is not None and last.kind == "moved" else None
+
+
+def moved_message(name: str, mark: Event) -> str:
+    """The one line that refuses a write to a moved study: where it went and when."""
+    when = mark.created_at[:19].replace("T", " ") + " UTC"
+    return (
+        f"study {name!r} was moved to {mark.payload.get('to')} on {when}; answer it there "
+        "(this copy is read-only: nothing was stored)"
+    )
 
 
 def url_for_command(url: str, placeholder: str = "YOUR_STORAGE_URL") -> str:

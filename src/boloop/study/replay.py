@@ -1,7 +1,9 @@
 """Replaying a study's event log into a policy, and checking it.
 
 A study is its log (:mod:`boloop.study.storage`): ``created``, then ``asked``, ``told``,
-``added`` and ``withdrawn`` events. :func:`effective_events` reduces it to the events in
+``added`` and ``withdrawn`` events, and the marks ``moved`` / ``move_undone`` that say where the
+study's live copy is (:data:`~boloop.study.log.MARK_KINDS`: never given to the policy).
+:func:`effective_events` reduces it to the events in
 effect (an undo withdraws an answer and the queries after it); :class:`StudyReplay` rebuilds the
 policy from them, asking the policy again for every stored query and refusing, with a
 :class:`~boloop.errors.StorageError` naming the boloop versions, a replay that asks anything
@@ -21,7 +23,7 @@ from boloop._blas import one_blas_thread
 from boloop.algorithms.registry import get_method, make_policy
 from boloop.errors import BoloopError, StorageError
 from boloop.queries import Query, query_from_dict
-from boloop.study.log import Event
+from boloop.study.log import MARK_KINDS, Event
 
 if TYPE_CHECKING:
     from boloop.queries import BasePolicy
@@ -40,9 +42,11 @@ __all__ = [
 
 def effective_events(events: list[Event], name: str) -> list[Event]:
     """The events in effect: a ``withdrawn`` event removes the answer it names and every query
-    issued after that answer."""
+    issued after that answer. The marks (``moved``, ``move_undone``) are no data: left out."""
     stack: list[Event] = []
     for ev in events:
+        if ev.kind in MARK_KINDS:
+            continue
         if ev.kind != "withdrawn":
             stack.append(ev)
             continue
@@ -273,8 +277,8 @@ class StudyReplay:
     def _apply(self, ev: Event, replay: bool = True) -> None:
         """Apply one event in effect (to the policy too when ``replay``), checking replayed
         queries against the stored ones."""
-        if ev.kind == "created":
-            return
+        if ev.kind == "created" or ev.kind in MARK_KINDS:
+            return  # the marks say where the study lives, nothing the policy learns from
         t0 = time.perf_counter()
         if ev.kind == "asked":
             stored = decode_query(ev, self.name)

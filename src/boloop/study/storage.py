@@ -33,7 +33,10 @@ a URL. The SQL backends keep four tables:
     transaction, so of two processes answering the same query from the same state exactly one
     insert succeeds (the other gets :class:`SeqConflict`). Kinds: ``created`` (full configuration
     and boloop version), ``asked`` (the query issued), ``told`` (its answer), ``added`` (a
-    measurement the user made on their own), ``withdrawn`` (an undo). Rows are only ever inserted.
+    measurement the user made on their own), ``withdrawn`` (an undo), ``moved`` (``boloop study
+    migrate`` copied the study elsewhere: this copy refuses writes from then on) and
+    ``move_undone`` (``migrate --undo``). Rows are only ever inserted, except that ``migrate
+    --undo`` removes a whole study it had copied, unchanged since (:meth:`Storage.drop_study`).
 
 One answer is one transaction (:meth:`Storage.transaction`). Writers of one study queue instead of
 failing: on SQLite a writing transaction is ``BEGIN IMMEDIATE`` (one writer per file), on
@@ -157,6 +160,12 @@ class StorageBackend(Protocol):
     def transaction(self, write: bool = True) -> AbstractContextManager[StorageTransaction]:
         """A transaction: committed when the block ends, rolled back if it raises. Writing
         transactions of one study queue behind each other."""
+        ...
+
+    def drop_study(self, name: str, last_seq: int) -> None:
+        """Remove study ``name``, its log and snapshot in one writing transaction, only if its
+        last event is still ``last_seq`` (``boloop study migrate --undo`` removes a copy exactly
+        as it was copied); otherwise :class:`InvalidInputError`, nothing removed."""
         ...
 
     def events(self, study_id: int, after: int = -1) -> list[Event]:
@@ -701,6 +710,21 @@ class Storage:
                 "with load_study or choose another name"
             ) from exc
         return sid
+
+    def drop_study(self, name: str, last_seq: int) -> None:
+        """Remove a study copied here, if nothing was written to it since (see
+        :class:`StorageBackend`). The only deletion of log rows, and only of a whole study."""
+        sid = self.study_id(name)
+        with self.transaction(write=True) as tx:
+            events = tx.events(sid)  # PostgreSQL: the study's row lock, as every writer's
+            if not events or events[-1].seq != last_seq:
+                raise InvalidInputError(
+                    f"study {name!r} in storage {self.display_url!r} has {len(events)} events, "
+                    f"not the {last_seq + 1} it was copied with: it was written to since, and "
+                    "removing it would lose that; nothing was removed"
+                )
+            for table in (_snapshots_table, _events_table, _studies_table):
+                tx.conn.execute(table.delete().where(table.c.study_id == sid))
 
     # -- events -------------------------------------------------------------------------------
     @contextmanager

@@ -135,10 +135,25 @@ class MemoryStorage:
                     f"a study named {name!r} already exists in storage {self.url!r}; load it "
                     "with load_study or choose another name"
                 )
-            sid = len(store.studies) + 1
+            sid = max((i for i, _ in store.studies.values()), default=0) + 1
             store.studies[name] = (sid, created_at)
             store.events[sid] = rows
         return sid
+
+    def drop_study(self, name: str, last_seq: int) -> None:
+        sid = self.study_id(name)
+        store = self._need()
+        with store.lock:
+            rows = store.events.get(sid, [])
+            if not rows or rows[-1][0] != last_seq:
+                raise InvalidInputError(
+                    f"study {name!r} in storage {self.url!r} has {len(rows)} events, not the "
+                    f"{last_seq + 1} it was copied with: it was written to since, and removing "
+                    "it would lose that; nothing was removed"
+                )
+            del store.studies[name]
+            store.events.pop(sid, None)
+            store.snapshots.pop(sid, None)
 
     # -- events -------------------------------------------------------------------------------
     @contextmanager

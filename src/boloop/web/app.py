@@ -66,6 +66,7 @@ from boloop.errors import (
     StorageAccessError,
     StorageBusyError,
     StorageUnavailableError,
+    StudyMovedError,
     UnknownIdError,
 )
 from boloop.spaces import format_value, params_text
@@ -405,7 +406,7 @@ def create_app(
             # credentials): the request was not bad
         except UnknownIdError as exc:
             raise HTTPException(404, str(exc)) from exc
-        except QueryStateError as exc:
+        except (QueryStateError, StudyMovedError) as exc:  # moved: read-only here, not bad input
             raise HTTPException(409, str(exc)) from exc
         except BoloopError as exc:
             raise HTTPException(400, str(exc)) from exc
@@ -678,6 +679,8 @@ def create_app(
             )
         except UnknownIdError as exc:
             raise HTTPException(404, str(exc)) from exc
+        except StudyMovedError as exc:  # a page opened before the migrate: nothing stored
+            return study_page(request, name, 409, warning=str(exc))
         except QueryStateError as exc:
             same = await run_in_threadpool(pool.run, name, lambda s: _same_answer(s, form))
             if same is not None:  # e.g. sent twice from this page: not "someone else"
@@ -730,7 +733,7 @@ def create_app(
             row = await run_in_threadpool(pool.run, name, lambda s: _undo_form(s, expected))
         except UnknownIdError as exc:
             raise HTTPException(404, str(exc)) from exc
-        except QueryStateError as exc:
+        except (QueryStateError, StudyMovedError) as exc:
             return study_page(request, name, 409, warning=str(exc))
         what = _answer_description(row)
         return RedirectResponse(
@@ -761,11 +764,12 @@ def create_app(
         return Response(api_call(name, draw), media_type="image/svg+xml")
 
     @app.get("/studies/{name}/export.{ext}", include_in_schema=False)
-    def study_export(name: str, ext: str) -> Response:
+    def study_export(name: str, ext: str, withdrawn: bool = False) -> Response:
+        """The history as a file; ``?withdrawn=1`` adds the withdrawn answers (an audit)."""
         name = study_name(name)
         if ext not in ("csv", "json"):
             raise HTTPException(404, "export as .csv or .json")
-        text = api_call(name, lambda s: _export_text(s, ext))
+        text = api_call(name, lambda s: _export_text(s, ext, withdrawn))
         media = "text/csv" if ext == "csv" else "application/json"
         fname = "".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "study"
         return Response(
@@ -829,7 +833,10 @@ def create_app(
             **api,
             "responses": {
                 400: {"description": "bad answer: nothing stored"},
-                409: {"description": "not the open query (e.g. answered by someone else)"},
+                409: {
+                    "description": "not the open query (e.g. answered by someone else), "
+                    "or the study was moved to another storage (boloop study migrate)"
+                },
                 **unavailable,
             },
         },
@@ -1126,6 +1133,7 @@ def _page_context(study: Study) -> dict[str, Any]:
         # a method that no longer makes progress: a notice, not the alarm above
         "study_stuck": st.get("stuck"),
         "continued_as": st.get("continued_as") or [],
+        "moved": st.get("moved"),  # boloop study migrate moved it: a notice instead of the form
         "over_limit_next": st.get("over_limit_next"),
         **_measurement_words(study),
     }
@@ -1342,7 +1350,7 @@ def _tell_form(
             )
     try:
         study.tell(pending.id, answer, note=note)
-    except (QueryStateError, StorageUnavailableError, StorageAccessError):
+    except (QueryStateError, StudyMovedError, StorageUnavailableError, StorageAccessError):
         raise
     except BoloopError as exc:
         field = "value" if kind == "evaluate" and not getattr(pending, "outputs", ()) else "answer"
@@ -1355,10 +1363,10 @@ def _tell_form(
     return {}, None, None
 
 
-def _export_text(study: Study, ext: str) -> str:
+def _export_text(study: Study, ext: str, withdrawn: bool = False) -> str:
     with tempfile.TemporaryDirectory(prefix="boloop-export-") as tmp:
         path = os.path.join(tmp, f"history.{ext}")
-        study.export(path)
+        study.export(path, withdrawn=withdrawn)
         with open(path, encoding="utf-8", newline="") as fh:  # the file's bytes, as written
             return fh.read()
 
