@@ -334,3 +334,59 @@ def test_expert_model_draws_the_experts_latent_g_with_the_labels(url):
     assert svg.count("accepted</title>") + svg.count("rejected</title>") == 2 * n_labels
     plain = make_study("lcb", url, answers=8, key="expert4")
     assert not any("latent g" in t for t in _texts(model_svg(plain)))
+
+
+def _growth_keys(svg: str) -> tuple[list[str], dict[str, str]]:
+    """The growth picture's heat-map cells (their fills, in drawing order) and its colour key
+    (colour -> text), read from the SVG: cells are the rects without a stroke, keys the small
+    squares with one, each followed by its text."""
+    root = ET.fromstring(svg)
+    elems = list(root)
+    cells = [
+        e.get("fill")
+        for e in elems
+        if e.tag == f"{SVG}rect" and e.get("stroke") is None and e.get("width") != "100%"
+    ]
+    keys = {}
+    for e, nxt in zip(elems, elems[1:]):
+        if e.tag == f"{SVG}rect" and e.get("width") == "10" and e.get("stroke") == "#222":
+            keys[e.get("fill")] = "".join(nxt.itertext())
+    return cells, keys
+
+
+def test_growth_key_names_exactly_the_colours_of_the_cells_and_their_level(url):
+    """Every colour drawn in the growth heat-map is in its key, every key colour is drawn, and
+    the key's text is the certified level of the cell (read from safe_growth)."""
+    import numpy as np
+
+    from boloop.study.pictures import growth_svg, safe_growth
+
+    study, *_ = _safe_toy(url, 14)
+    svg = growth_svg(study)
+    cells, keys = _growth_keys(svg)
+    B = np.vstack(safe_growth(study))
+    assert len(cells) == B.size  # one cell per answer and x (small: no thinning)
+    assert set(cells) == set(keys) and len(keys) >= 3  # the set grew through several levels
+    s_values = np.asarray(study.space.s_values)
+    for fill, level in zip(cells, s_values[B.ravel()]):  # drawn row by row, x by x
+        assert keys[fill].startswith(f"x0 up to {level:.4g}"), (keys[fill], level)
+    assert "no growth" not in " ".join(_texts(svg))
+
+
+def test_growth_of_a_set_that_never_grew_says_so_and_keys_its_one_colour(url):
+    """A safe study stuck at the lowest dose (the trial's: every cell the same level, so the old
+    ramp drew one dark colour under a green and yellow key): one colour, keyed, in words."""
+    import numpy as np
+
+    from boloop.study.pictures import growth_svg, safe_growth
+
+    study = make_study("safe", url, answers=10)
+    B = np.vstack(safe_growth(study))
+    assert np.all(B == 0)  # precondition: this study certifies only the lowest dose
+    svg = growth_svg(study)
+    cells, keys = _growth_keys(svg)
+    assert len(set(cells)) == 1 and set(keys) == set(cells)
+    assert list(keys.values()) == ["dose up to 0"]
+    texts = _texts(svg)
+    assert "certified dose per weight after each answer: up to 0 throughout" in texts
+    assert any(t.startswith("no growth: only the lowest dose (0)") for t in texts)
