@@ -390,3 +390,67 @@ def test_growth_of_a_set_that_never_grew_says_so_and_keys_its_one_colour(url):
     texts = _texts(svg)
     assert "certified dose per weight after each answer: up to 0 throughout" in texts
     assert any(t.startswith("no growth: only the lowest dose (0)") for t in texts)
+
+
+# -- the preference progress: an option's style --------------------------------------------------
+def _option_lines(svg: str) -> tuple[dict[str, tuple[str, str]], list[tuple[str, str]], list[str]]:
+    """The progress picture's key (option -> (colour, dash) of its line sample), the styles of
+    the lines drawn, and the key's notes (what is not drawn)."""
+    elems = list(ET.fromstring(svg))
+    keys = {}
+    for e, nxt in zip(elems, elems[1:]):
+        if e.tag == f"{SVG}line" and e.get("stroke-width") == "2":
+            keys["".join(nxt.itertext())] = (e.get("stroke"), e.get("stroke-dasharray") or "")
+        elif e.tag == f"{SVG}rect" and e.get("width") == "10":  # a colour square
+            keys["".join(nxt.itertext())] = (e.get("fill"), "")
+    drawn = [
+        (e.get("stroke"), e.get("stroke-dasharray") or "")
+        for e in elems
+        if e.tag == f"{SVG}polyline"
+    ]
+    texts = ["".join(e.itertext()) for e in elems if e.tag == f"{SVG}text"]
+    notes = [t for t in texts if t.startswith("not drawn") or t.endswith("more with fewer wins")]
+    return keys, drawn, notes
+
+
+def test_an_option_keeps_its_colour_when_another_answer_changes_the_ranking(url):
+    """The trial's cake study: an option was navy in one drawing and another colour in the
+    next, as colours followed the rank of the moment. Here each option keeps one style over
+    every drawing after one more answer, options drawn together never share one, the options
+    that won most are drawn, those without a win are not (no flat line at zero) but named, and
+    the ranking does change on the way."""
+    import numpy as np
+
+    study = make_study("pref", url, answers=0)
+    rng = np.random.default_rng(1)  # a taster who picks either: wins spread, ranks move
+    style: dict[str, tuple[str, str]] = {}
+    orders = []
+    for n in range(1, 15):
+        q = study.ask()
+        study.tell(q.id, "a" if rng.random() < 0.5 else "b")
+        wins: dict[str, int] = {}
+        for r in study.history():
+            for side in ("a_label", "b_label"):
+                wins.setdefault(r[side], 0)
+            wins[r["a_label"] if r["answer"] == 0 else r["b_label"]] += 1
+        keys, drawn, notes = _option_lines(progress_svg(study))
+        won = [nm for nm, w in wins.items() if w > 0]
+        assert set(keys) <= set(won) and len(keys) == min(5, len(won))
+        assert min(wins[nm] for nm in keys) >= max([wins[nm] for nm in won if nm not in keys] + [0])
+        if n > 1:  # (one answer: no line yet)
+            assert sorted(drawn) == sorted(keys.values())  # the key's samples are the lines
+        assert len(set(keys.values())) == len(keys)  # distinguishable
+        for nm, st in keys.items():
+            assert style.setdefault(nm, st) == st, f"{nm} changed style after answer {n}"
+        never = [nm for nm, w in wins.items() if w == 0]
+        said = [t for t in notes if t.startswith("not drawn")]
+        if never:
+            (note,) = said
+            named = [nm for nm in never if f" {nm}," in f" {note[22:]},"]
+            more = int(note.split(" and ")[1].split()[0]) if " and " in note else 0
+            assert named and len(named) + more == len(never), (never, note)
+        else:
+            assert not said
+        orders.append(sorted(keys, key=lambda nm: -wins[nm]))
+    assert any(a[:2] != b[:2] for a, b in zip(orders, orders[1:]))  # the leaders changed
+    assert len(style) >= 3

@@ -7,8 +7,8 @@ Public API, stable:
   (``expert``: minimisation of f, the recommendation of COBOL's Alg. 1 is the evaluated point of
   lowest posterior mean), the measurements against the threshold ``h`` (``levelset``: how many
   measured points lie above the level, the F-score proxy a person can read without the truth),
-  ``f`` and ``g`` against the safety limit (``safe``), and the cumulative wins of the leading
-  options (``preference``).
+  ``f`` and ``g`` against the safety limit (``safe``), and the cumulative wins of the options
+  that won most, each in a colour it keeps from one drawing to the next (``preference``).
 * :func:`model_svg` -- the current model over the space and the recommendation: a 1-D curve with
   its ``mean +- 2 std`` band, a 2-D heat map, or 1-D slices through the recommendation for more
   dimensions; evaluated points and labels; the level set's classes (``H_t``, ``L_t`` of eq. 3.1
@@ -194,7 +194,7 @@ class _Panel:
             f'stroke-width="{width}"{d}/>'
         )
 
-    def steps(self, xs: Any, ys: Any, colour: str) -> None:
+    def steps(self, xs: Any, ys: Any, colour: str, dash: str = "") -> None:
         sx, sy = [], []
         for i, (x, y) in enumerate(zip(xs, ys)):
             if i:
@@ -202,7 +202,7 @@ class _Panel:
                 sy.append(sy[-1])
             sx.append(x)
             sy.append(y)
-        self.line(sx, sy, colour, 2.0)
+        self.line(sx, sy, colour, 2.0, dash)
 
     def band(self, xs: Any, lo: Any, hi: Any, colour: str) -> None:
         up = [f"{self.sx(x):.1f},{self.sy(y):.1f}" for x, y in zip(xs, hi)]
@@ -456,7 +456,50 @@ def _option_name(study: Any, row: dict[str, Any], side: str, digits: int = 4) ->
     return ", ".join(f"{k}={_fmt(v, digits)}" for k, v in (row[side] or {}).items())
 
 
+#: the options' lines in the preference progress: a qualitative palette (Okabe and Ito's
+#: colour-blind safe colours, without their yellow, too pale for a thin line on white), then
+#: the same colours dashed; an option keeps its style (its place in the candidate table)
+_OPTION_COLOURS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000")
+_OPTION_DASHES = ("", "7 3", "2 2", "8 3 2 3")
+#: the most options the preference progress draws (those that won most)
+_MAX_OPTION_LINES = 5
+
+
+def _option_style(k: int) -> tuple[str, str]:
+    """The colour and dash of the option at place ``k`` (:func:`_option_places`)."""
+    n = len(_OPTION_COLOURS)
+    return _OPTION_COLOURS[k % n], _OPTION_DASHES[(k // n) % len(_OPTION_DASHES)]
+
+
+def _option_places(study: Any, hist: list[dict[str, Any]]) -> dict[str, int]:
+    """Each option's fixed place, for its style: its row in the study's candidate table, else
+    (options anywhere in a box) the order in which the duels first showed it, after the
+    table's rows. Neither changes when more answers come, so an option keeps its colour from
+    one drawing to the next (its rank among the options does not)."""
+    space = study.space
+    places: dict[str, int] = {}
+    n_table = len(space.points) if isinstance(space, CandidateSet) else 0
+    seen = 0
+    for r in hist:
+        for side in ("a", "b"):
+            nm = _option_name(study, r, side)
+            if nm in places:
+                continue
+            i = -1
+            if n_table and r[side]:
+                x = np.array([[float(r[side][n]) for n in study.names]], dtype=np.float64)
+                i = int(space.index_of(x)[0])
+            if i < 0:
+                i, seen = n_table + seen, seen + 1
+            places[nm] = i
+    return places
+
+
 def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str:
+    """Cumulative wins of the options that won most (at most :data:`_MAX_OPTION_LINES`), each
+    in its own fixed style (:func:`_option_places`); options without a win are not drawn (a
+    flat line at zero per option would hide the others), the key names them. Lines of options
+    with the same count are drawn a pixel or two apart, so that none hides another."""
     wins: dict[str, list[int]] = {}
     names: list[str] = []
     short: dict[str, str] = {}  # the legend's text: fewer digits, cut between parameters
@@ -467,29 +510,50 @@ def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str
                 wins[nm] = []
                 names.append(nm)
                 short[nm] = _lines(_option_name(study, r, side, 3), 34, 1)[0]
+    places = _option_places(study, hist)
     totals = {nm: 0 for nm in names}
     for r in hist:
         winner = _option_name(study, r, "a" if int(r["answer"]) == 0 else "b")
         totals[winner] += 1
         for nm in names:
             wins[nm].append(totals[nm])
-    top = sorted(names, key=lambda nm: -totals[nm])[:5]
+    won = sorted((nm for nm in names if totals[nm] > 0), key=lambda nm: (-totals[nm], places[nm]))
+    top = won[:_MAX_OPTION_LINES]
     n = np.arange(1, len(hist) + 1)
     p = _panel(
         0,
         (0.5, len(hist) + 0.5),
         (0, max(1.0, max(totals.values())) * 1.08),
-        "cumulative wins of the leading options",
+        "cumulative wins of the options that won most",
         "answers",
         "wins",
     )
     p.axes()
-    colours = [_RAMP[k] for k in (0, 1, 2, 3)] + [(224, 123, 40)]
-    items = []
+    per_px = (p.ylim[1] - p.ylim[0]) / p.h
+    items: list[tuple[str, ...]] = []
     for k, nm in enumerate(top):
-        c = "#{:02x}{:02x}{:02x}".format(*colours[k % len(colours)])
-        p.steps(n, wins[nm], c)
-        items.append((c, short[nm]))
+        colour, dash = _option_style(places[nm])
+        shift = (k - (len(top) - 1) / 2) * 1.5 * per_px  # side by side where counts are equal
+        p.steps(n, np.asarray(wins[nm], dtype=np.float64) + shift, colour, dash)
+        items.append((colour, short[nm], dash))
+    more = len(won) - len(top)
+    if more:
+        items.append(("", f"{more} more with fewer wins"))
+    never = [short[nm] for nm in sorted(names, key=places.__getitem__) if totals[nm] == 0]
+    if never:
+        listed: list[str] = []
+        for nm in never:  # as many names as one line of the key holds
+            if len(", ".join([*listed, nm])) > 56 and len(never) > len(listed) + 1:
+                break
+            listed.append(nm)
+        rest = len(never) - len(listed)
+        items.append(
+            (
+                "",
+                f"not drawn, no win yet: {', '.join(listed)}"
+                + (f" and {rest} more" if rest else ""),
+            )
+        )
     return _with_legend([p.svg()], PANEL_H, items, label)
 
 
