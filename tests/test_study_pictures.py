@@ -334,3 +334,123 @@ def test_expert_model_draws_the_experts_latent_g_with_the_labels(url):
     assert svg.count("accepted</title>") + svg.count("rejected</title>") == 2 * n_labels
     plain = make_study("lcb", url, answers=8, key="expert4")
     assert not any("latent g" in t for t in _texts(model_svg(plain)))
+
+
+def _growth_keys(svg: str) -> tuple[list[str], dict[str, str]]:
+    """The growth picture's heat-map cells (their fills, in drawing order) and its colour key
+    (colour -> text), read from the SVG: cells are the rects without a stroke, keys the small
+    squares with one, each followed by its text."""
+    root = ET.fromstring(svg)
+    elems = list(root)
+    cells = [
+        e.get("fill")
+        for e in elems
+        if e.tag == f"{SVG}rect" and e.get("stroke") is None and e.get("width") != "100%"
+    ]
+    keys = {}
+    for e, nxt in zip(elems, elems[1:]):
+        if e.tag == f"{SVG}rect" and e.get("width") == "10" and e.get("stroke") == "#222":
+            keys[e.get("fill")] = "".join(nxt.itertext())
+    return cells, keys
+
+
+def test_growth_key_names_exactly_the_colours_of_the_cells_and_their_level(url):
+    """Every colour drawn in the growth heat-map is in its key, every key colour is drawn, and
+    the key's text is the certified level of the cell (read from safe_growth)."""
+    import numpy as np
+
+    from boloop.study.pictures import growth_svg, safe_growth
+
+    study, *_ = _safe_toy(url, 14)
+    svg = growth_svg(study)
+    cells, keys = _growth_keys(svg)
+    B = np.vstack(safe_growth(study))
+    assert len(cells) == B.size  # one cell per answer and x (small: no thinning)
+    assert set(cells) == set(keys) and len(keys) >= 3  # the set grew through several levels
+    s_values = np.asarray(study.space.s_values)
+    for fill, level in zip(cells, s_values[B.ravel()]):  # drawn row by row, x by x
+        assert keys[fill].startswith(f"x0 up to {level:.4g}"), (keys[fill], level)
+    assert "no growth" not in " ".join(_texts(svg))
+
+
+def test_growth_of_a_set_that_never_grew_says_so_and_keys_its_one_colour(url):
+    """A safe study stuck at the lowest dose (the trial's: every cell the same level, so the old
+    ramp drew one dark colour under a green and yellow key): one colour, keyed, in words."""
+    import numpy as np
+
+    from boloop.study.pictures import growth_svg, safe_growth
+
+    study = make_study("safe", url, answers=10)
+    B = np.vstack(safe_growth(study))
+    assert np.all(B == 0)  # precondition: this study certifies only the lowest dose
+    svg = growth_svg(study)
+    cells, keys = _growth_keys(svg)
+    assert len(set(cells)) == 1 and set(keys) == set(cells)
+    assert list(keys.values()) == ["dose up to 0"]
+    texts = _texts(svg)
+    assert "certified dose per weight after each answer: up to 0 throughout" in texts
+    assert any(t.startswith("no growth: only the lowest dose (0)") for t in texts)
+
+
+# -- the preference progress: an option's style --------------------------------------------------
+def _option_lines(svg: str) -> tuple[dict[str, tuple[str, str]], list[tuple[str, str]], list[str]]:
+    """The progress picture's key (option -> (colour, dash) of its line sample), the styles of
+    the lines drawn, and the key's notes (what is not drawn)."""
+    elems = list(ET.fromstring(svg))
+    keys = {}
+    for e, nxt in zip(elems, elems[1:]):
+        if e.tag == f"{SVG}line" and e.get("stroke-width") == "2":
+            keys["".join(nxt.itertext())] = (e.get("stroke"), e.get("stroke-dasharray") or "")
+        elif e.tag == f"{SVG}rect" and e.get("width") == "10":  # a colour square
+            keys["".join(nxt.itertext())] = (e.get("fill"), "")
+    drawn = [
+        (e.get("stroke"), e.get("stroke-dasharray") or "")
+        for e in elems
+        if e.tag == f"{SVG}polyline"
+    ]
+    texts = ["".join(e.itertext()) for e in elems if e.tag == f"{SVG}text"]
+    notes = [t for t in texts if t.startswith("not drawn") or t.endswith("more with fewer wins")]
+    return keys, drawn, notes
+
+
+def test_an_option_keeps_its_colour_when_another_answer_changes_the_ranking(url):
+    """The trial's cake study: an option was navy in one drawing and another colour in the
+    next, as colours followed the rank of the moment. Here each option keeps one style over
+    every drawing after one more answer, options drawn together never share one, the options
+    that won most are drawn, those without a win are not (no flat line at zero) but named, and
+    the ranking does change on the way."""
+    import numpy as np
+
+    study = make_study("pref", url, answers=0)
+    rng = np.random.default_rng(1)  # a taster who picks either: wins spread, ranks move
+    style: dict[str, tuple[str, str]] = {}
+    orders = []
+    for n in range(1, 15):
+        q = study.ask()
+        study.tell(q.id, "a" if rng.random() < 0.5 else "b")
+        wins: dict[str, int] = {}
+        for r in study.history():
+            for side in ("a_label", "b_label"):
+                wins.setdefault(r[side], 0)
+            wins[r["a_label"] if r["answer"] == 0 else r["b_label"]] += 1
+        keys, drawn, notes = _option_lines(progress_svg(study))
+        won = [nm for nm, w in wins.items() if w > 0]
+        assert set(keys) <= set(won) and len(keys) == min(5, len(won))
+        assert min(wins[nm] for nm in keys) >= max([wins[nm] for nm in won if nm not in keys] + [0])
+        if n > 1:  # (one answer: no line yet)
+            assert sorted(drawn) == sorted(keys.values())  # the key's samples are the lines
+        assert len(set(keys.values())) == len(keys)  # distinguishable
+        for nm, st in keys.items():
+            assert style.setdefault(nm, st) == st, f"{nm} changed style after answer {n}"
+        never = [nm for nm, w in wins.items() if w == 0]
+        said = [t for t in notes if t.startswith("not drawn")]
+        if never:
+            (note,) = said
+            named = [nm for nm in never if f" {nm}," in f" {note[22:]},"]
+            more = int(note.split(" and ")[1].split()[0]) if " and " in note else 0
+            assert named and len(named) + more == len(never), (never, note)
+        else:
+            assert not said
+        orders.append(sorted(keys, key=lambda nm: -wins[nm]))
+    assert any(a[:2] != b[:2] for a, b in zip(orders, orders[1:]))  # the leaders changed
+    assert len(style) >= 3

@@ -588,8 +588,12 @@ class Study(StudyReplay, StudySnapshots):
         makes one); ``description``: the space file's description (or None); ``continued_as``:
         the studies of this storage that continue this one (:meth:`continued_as`);
         ``over_limit_next``: with a measured value over a safety limit, what the method does next
-        and what to check before measuring again (None otherwise); ``moved``: where ``boloop
-        study migrate`` moved the study (:attr:`moved`; None while it lives here).
+        and what to check before measuring again (None otherwise); ``noise``: the warnings that
+        repeated measurements contradict a fixed noise variance; ``continue_command``: the one
+        command that continues the study with every option its warnings suggest (None when they
+        suggest none); each of those warnings names this same command, so whichever a person
+        follows, no suggestion is lost; ``moved``: where ``boloop study migrate`` moved the
+        study (:attr:`moved`; None while it lives here).
 
         ``keep_policy=False``, for a process that ends after the status (``boloop study
         status``): the recommendation and settings are read from the live policy itself, not a
@@ -638,8 +642,12 @@ class Study(StudyReplay, StudySnapshots):
                     rec = f"not available yet ({exc})"
             described = dict(r.described)
         continued = self.continued_as()
-        stuck, alarms = self._stuck(described, continued), self._over_limit(described)
-        noisy = self._noise_warnings(described)
+        # the options the warnings suggest: one command carries them all (each warning says it)
+        suggested = self._suggested_options(described, continued)
+        together = self._continue_with(suggested) if suggested else None
+        stuck = self._stuck(described, continued, suggested, together)
+        alarms = self._over_limit(described)
+        noisy = self._noise_warnings(described, suggested, together)
         after_alarms = self._after_over_limit(described)
         # a method's caution about an option in use (e.g. the safe family's offset_g)
         caution = described.pop("caution", None)
@@ -678,6 +686,7 @@ class Study(StudyReplay, StudySnapshots):
             "over_limit_next": after_alarms,
             "stuck": stuck,
             "noise": noisy,
+            "continue_command": together,
         }
 
     @contextlib.contextmanager
@@ -809,10 +818,57 @@ class Study(StudyReplay, StudySnapshots):
             f"the limit; the method will not propose that setting again{higher}. " + check
         )
 
-    def _noise_warnings(self, described: Mapping[str, Any]) -> list[str]:
+    def _suggested_options(
+        self, described: Mapping[str, Any], continued: Sequence[str] = ()
+    ) -> dict[str, float]:
+        """The options the status's warnings suggest going on with: for a stuck method of a
+        study not continued yet, ``min_lengthscale_g``
+        (:meth:`_stuck`), and each fixed noise variance that repeated measurements contradict
+        (its value at two significant digits, :meth:`_noise_warnings`)."""
+        out: dict[str, float] = {}
+        stall = described.get("stall")
+        if isinstance(stall, Mapping) and stall.get("message") and not continued:
+            floor = stall.get("suggested_min_lengthscale_g")
+            if floor is not None:
+                out["min_lengthscale_g"] = float(floor)
+        for output, c in sorted((described.get("noise_check") or {}).items()):
+            if isinstance(c, Mapping):
+                out[str(c.get("option") or f"noise_{output}")] = float(f"{c['suggested']:.2g}")
+        return out
+
+    def _continue_with(self, options: Mapping[str, float]) -> str:
+        """The command that continues the study with all its answers and ``options``."""
+        given = "".join(f" --option {k}={v:g}" for k, v in options.items())
+        return f"{continue_command(self.name, self._storage)}{given}"
+
+    def _also(self, own: str, suggested: Mapping[str, float] | None) -> str:
+        """What the one command carries besides a warning's own option ``own``, in words ("" when
+        it carries that option alone)."""
+        others = [k for k in suggested or {} if k != own]
+        if not others:
+            return ""
+        said = ", ".join(
+            f"{k} = {suggested[k]:g}, from "  # type: ignore[index]
+            + ("the warning that the certified set no longer grows" if k == "min_lengthscale_g" else
+               "the warning about repeated measurements")
+            for k in others
+        )  # fmt: skip
+        return (
+            "one command for every option the warnings here suggest, so that no advice is lost "
+            f"whichever you follow: it also sets {said}"
+        )
+
+    def _noise_warnings(
+        self,
+        described: Mapping[str, Any],
+        suggested: Mapping[str, float] | None = None,
+        together: str | None = None,
+    ) -> list[str]:
         """A fixed noise variance that repeated measurements contradict
         (``describe()["noise_check"]``, :mod:`boloop.gp.repeats`), in words, with the command
-        that continues the study with the variance the repeats support."""
+        that continues the study with the variance the repeats support: ``together`` (the
+        command of :meth:`status` carrying every option ``suggested`` by its warnings) when
+        given, else one with this option alone."""
         out = []
         checked = sorted((described.get("noise_check") or {}).items())
         # the space file's names (the side effect, the hardness) where it gives them
@@ -826,6 +882,7 @@ class Study(StudyReplay, StudySnapshots):
                 what = "the measured value"
             value = float(f"{c['suggested']:.2g}")
             cost = f" ({c['cost']})" if c.get("cost") else ""
+            command = together or self._continue_with({option: value})
             out.append(
                 f"Repeated measurements of {what} at the same setting scatter more than "
                 f"{option} = {c['assumed']:.3g} allows (a standard "
@@ -835,31 +892,77 @@ class Study(StudyReplay, StudySnapshots):
                 "has a chance below 1 in 1,000 under the assumed noise). The model trusts each "
                 f"measurement of {what} too much{cost}. Measure the noise and set {option}; the "
                 f"repeats support about {value:g} (the upper end of its 95% interval). A study "
-                f"keeps its options: run {continue_command(self.name, self._storage)} --option "
-                f"{option}={value:g}"
+                f"keeps its options: run {command}"
+                + (f" ({also})" if (also := self._also(option, suggested)) else "")
             )
         return out
 
-    def _stuck(self, described: Mapping[str, Any], continued: Sequence[str] = ()) -> str | None:
+    def _stuck(
+        self,
+        described: Mapping[str, Any],
+        continued: Sequence[str] = (),
+        suggested: Mapping[str, float] | None = None,
+        together: str | None = None,
+    ) -> str | None:
         """A safe method that cannot certify more (``describe()["stall"]``), in words, with the
-        command that continues the study with the option that may help (or, once the study was
-        continued, the name of the study that continues it); None otherwise."""
+        command that continues the study with the option that may help (``together``, the one
+        command of :meth:`status` carrying every option ``suggested`` by its warnings, when
+        given), or, once the study was continued, the name of the study that continues it; None
+        otherwise. The number of answers without growth counts the answers in effect since the
+        proposal at which the certified set last grew (:meth:`_answers_without_growth`), the
+        same whether a query is open or not."""
         stall = described.get("stall")
         if isinstance(stall, Mapping) and stall.get("message"):
             text = str(stall["message"])
+            stale = stall.get("answers")
+            n_since = None if stale is None else self._answers_without_growth(int(stale))
+            if n_since is not None:  # the method counts its own proposals: say answers
+                text = text.replace(
+                    f"has not grown in the last {int(stale)} answers",
+                    f"has not grown in the last {n_since} answers",
+                    1,
+                )
             floor = stall.get("suggested_min_lengthscale_g")
             if continued:
                 text += f" This study was continued as {', '.join(map(repr, continued))}."
             elif floor is not None:  # a study's options are fixed: a new study carries the answers
                 n = self.n_answered
+                also = self._also("min_lengthscale_g", suggested) if together else ""
                 text += (
                     f" A study keeps the options it was created with: to go on with "
                     f"min_lengthscale_g = {floor:g} and all {n} answers, run "
-                    f"{continue_command(self.name, self._storage)} --option "
-                    f"min_lengthscale_g={floor:g} (or give it in a new space file's [settings])"
+                    f"{together or self._continue_with({'min_lengthscale_g': floor})} ("
+                    + (f"{also}; or give them" if also else "or give it")
+                    + " in a new space file's [settings])"
                 )
             return text
         return None
+
+    def _answers_without_growth(self, stale: int) -> int | None:
+        """The answers in effect (to queries, and measurements added) since the method's
+        certified safe set last grew, from the log: the safe methods count ``stale`` at a
+        proposal, in their own iterations (answers to their queries after the safe seeds, not
+        added measurements), between the proposal at which the set last grew and their last
+        one, so their count moves by one when the next query is asked. None when the log does
+        not show that proposal (then the method's own count stands)."""
+        it, proposals = 0, []  # (place in the log, the method's iteration) of each proposal
+        for i, ev in enumerate(self._effective):
+            if ev.kind == "asked" and not ev.payload["query"].get("initial"):
+                proposals.append((i, it))
+            elif ev.kind == "told":
+                asked = self._asked.get(ev.query_id)  # type: ignore[arg-type]
+                if asked is not None and not asked.payload["query"].get("initial"):
+                    it += 1
+        pending = self._policy.pending
+        if pending is not None and pending.id not in self._logged_open and not pending.initial:
+            proposals.append((len(self._effective), it))  # asked through .policy, not logged
+        if not proposals:
+            return None
+        grew = proposals[-1][1] - stale
+        start = next((i for i, k in proposals if k == grew), None)
+        if start is None:
+            return None
+        return sum(1 for e in self._effective[start + 1 :] if e.kind in ("told", "added"))
 
     def _horizon(self) -> dict[str, Any] | None:
         """The planned number of answers of methods that plan for one (MR-LPF's T), where it

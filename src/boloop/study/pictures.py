@@ -7,8 +7,8 @@ Public API, stable:
   (``expert``: minimisation of f, the recommendation of COBOL's Alg. 1 is the evaluated point of
   lowest posterior mean), the measurements against the threshold ``h`` (``levelset``: how many
   measured points lie above the level, the F-score proxy a person can read without the truth),
-  ``f`` and ``g`` against the safety limit (``safe``), and the cumulative wins of the leading
-  options (``preference``).
+  ``f`` and ``g`` against the safety limit (``safe``), and the cumulative wins of the options
+  that won most, each in a colour it keeps from one drawing to the next (``preference``).
 * :func:`model_svg` -- the current model over the space and the recommendation: a 1-D curve with
   its ``mean +- 2 std`` band, a 2-D heat map, or 1-D slices through the recommendation for more
   dimensions; evaluated points and labels; the level set's classes (``H_t``, ``L_t`` of eq. 3.1
@@ -53,6 +53,8 @@ _LIGHT_GREEN = "#a8dbb5"
 _MAX_SLICES = 6
 #: beyond this many cells a picture draws an outline instead (keeps the SVG small)
 _MAX_CELLS = 400
+#: the opacity of a band (mean +- 2 std, lowest to highest)
+_BAND_OPACITY = 0.22
 
 
 def _esc(text: Any) -> str:
@@ -192,7 +194,7 @@ class _Panel:
             f'stroke-width="{width}"{d}/>'
         )
 
-    def steps(self, xs: Any, ys: Any, colour: str) -> None:
+    def steps(self, xs: Any, ys: Any, colour: str, dash: str = "") -> None:
         sx, sy = [], []
         for i, (x, y) in enumerate(zip(xs, ys)):
             if i:
@@ -200,14 +202,14 @@ class _Panel:
                 sy.append(sy[-1])
             sx.append(x)
             sy.append(y)
-        self.line(sx, sy, colour, 2.0)
+        self.line(sx, sy, colour, 2.0, dash)
 
     def band(self, xs: Any, lo: Any, hi: Any, colour: str) -> None:
         up = [f"{self.sx(x):.1f},{self.sy(y):.1f}" for x, y in zip(xs, hi)]
         down = [f"{self.sx(x):.1f},{self.sy(y):.1f}" for x, y in zip(xs[::-1], lo[::-1])]
         self.parts.append(
-            f'<polygon points="{" ".join(up + down)}" fill="{colour}" fill-opacity="0.22" '
-            'stroke="none"/>'
+            f'<polygon points="{" ".join(up + down)}" fill="{colour}" '
+            f'fill-opacity="{_BAND_OPACITY}" stroke="none"/>'
         )
 
     def hline(self, y: float, colour: str, label: str = "") -> None:
@@ -262,18 +264,28 @@ class _Panel:
             f'height="{Y1 - Y0 + 0.3:.1f}" fill="{fill}">{t}</rect>'
         )
 
-    def legend(self, items: Sequence[tuple[str, str]]) -> None:
-        """Colour keys in rows from the panel's top left, wrapped at the picture's width."""
+    def legend(self, items: Sequence[tuple[str, ...]]) -> None:
+        """Keys in rows from the panel's top left, wrapped at the picture's width: a colour
+        square for ``(colour, text)``, a line sample for ``(colour, text, dash)`` (``dash`` an
+        SVG dash array, "" solid), the text alone for ``("", text)``."""
         x = self.x0 + 6
         y = self.y0 + 12
-        for colour, text in items:
+        for colour, text, *dash in items:
             if x + 14 + 6.5 * len(text) > WIDTH and x > self.x0 + 6:
                 x, y = self.x0 + 6, y + 16
-            self.parts.append(
-                f'<rect x="{x:.1f}" y="{y - 8:.1f}" width="10" height="10" fill="{colour}" '
-                f'stroke="#222" stroke-width="0.4"/><text x="{x + 14:.1f}" y="{y + 1:.1f}">'
-                f"{_esc(text)}</text>"
-            )
+            if dash:
+                d = f' stroke-dasharray="{dash[0]}"' if dash[0] else ""
+                self.parts.append(
+                    f'<line x1="{x - 2:.1f}" y1="{y - 3:.1f}" x2="{x + 12:.1f}" y2="{y - 3:.1f}" '
+                    f'stroke="{colour}" stroke-width="2"{d}/>'
+                )
+            elif colour:
+                self.parts.append(
+                    f'<rect x="{x:.1f}" y="{y - 8:.1f}" width="10" height="10" fill="{colour}" '
+                    'stroke="#222" stroke-width="0.4"/>'
+                )
+            tx = x + 14 if colour else x
+            self.parts.append(f'<text x="{tx:.1f}" y="{y + 1:.1f}">{_esc(text)}</text>')
             x += 22 + 6.5 * len(text)
 
     def svg(self) -> str:
@@ -444,7 +456,50 @@ def _option_name(study: Any, row: dict[str, Any], side: str, digits: int = 4) ->
     return ", ".join(f"{k}={_fmt(v, digits)}" for k, v in (row[side] or {}).items())
 
 
+#: the options' lines in the preference progress: a qualitative palette (Okabe and Ito's
+#: colour-blind safe colours, without their yellow, too pale for a thin line on white), then
+#: the same colours dashed; an option keeps its style (its place in the candidate table)
+_OPTION_COLOURS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000")
+_OPTION_DASHES = ("", "7 3", "2 2", "8 3 2 3")
+#: the most options the preference progress draws (those that won most)
+_MAX_OPTION_LINES = 5
+
+
+def _option_style(k: int) -> tuple[str, str]:
+    """The colour and dash of the option at place ``k`` (:func:`_option_places`)."""
+    n = len(_OPTION_COLOURS)
+    return _OPTION_COLOURS[k % n], _OPTION_DASHES[(k // n) % len(_OPTION_DASHES)]
+
+
+def _option_places(study: Any, hist: list[dict[str, Any]]) -> dict[str, int]:
+    """Each option's fixed place, for its style: its row in the study's candidate table, else
+    (options anywhere in a box) the order in which the duels first showed it, after the
+    table's rows. Neither changes when more answers come, so an option keeps its colour from
+    one drawing to the next (its rank among the options does not)."""
+    space = study.space
+    places: dict[str, int] = {}
+    n_table = len(space.points) if isinstance(space, CandidateSet) else 0
+    seen = 0
+    for r in hist:
+        for side in ("a", "b"):
+            nm = _option_name(study, r, side)
+            if nm in places:
+                continue
+            i = -1
+            if n_table and r[side]:
+                x = np.array([[float(r[side][n]) for n in study.names]], dtype=np.float64)
+                i = int(space.index_of(x)[0])
+            if i < 0:
+                i, seen = n_table + seen, seen + 1
+            places[nm] = i
+    return places
+
+
 def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str:
+    """Cumulative wins of the options that won most (at most :data:`_MAX_OPTION_LINES`), each
+    in its own fixed style (:func:`_option_places`); options without a win are not drawn (a
+    flat line at zero per option would hide the others), the key names them. Lines of options
+    with the same count are drawn a pixel or two apart, so that none hides another."""
     wins: dict[str, list[int]] = {}
     names: list[str] = []
     short: dict[str, str] = {}  # the legend's text: fewer digits, cut between parameters
@@ -455,29 +510,50 @@ def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str
                 wins[nm] = []
                 names.append(nm)
                 short[nm] = _lines(_option_name(study, r, side, 3), 34, 1)[0]
+    places = _option_places(study, hist)
     totals = {nm: 0 for nm in names}
     for r in hist:
         winner = _option_name(study, r, "a" if int(r["answer"]) == 0 else "b")
         totals[winner] += 1
         for nm in names:
             wins[nm].append(totals[nm])
-    top = sorted(names, key=lambda nm: -totals[nm])[:5]
+    won = sorted((nm for nm in names if totals[nm] > 0), key=lambda nm: (-totals[nm], places[nm]))
+    top = won[:_MAX_OPTION_LINES]
     n = np.arange(1, len(hist) + 1)
     p = _panel(
         0,
         (0.5, len(hist) + 0.5),
         (0, max(1.0, max(totals.values())) * 1.08),
-        "cumulative wins of the leading options",
+        "cumulative wins of the options that won most",
         "answers",
         "wins",
     )
     p.axes()
-    colours = [_RAMP[k] for k in (0, 1, 2, 3)] + [(224, 123, 40)]
-    items = []
+    per_px = (p.ylim[1] - p.ylim[0]) / p.h
+    items: list[tuple[str, ...]] = []
     for k, nm in enumerate(top):
-        c = "#{:02x}{:02x}{:02x}".format(*colours[k % len(colours)])
-        p.steps(n, wins[nm], c)
-        items.append((c, short[nm]))
+        colour, dash = _option_style(places[nm])
+        shift = (k - (len(top) - 1) / 2) * 1.5 * per_px  # side by side where counts are equal
+        p.steps(n, np.asarray(wins[nm], dtype=np.float64) + shift, colour, dash)
+        items.append((colour, short[nm], dash))
+    more = len(won) - len(top)
+    if more:
+        items.append(("", f"{more} more with fewer wins"))
+    never = [short[nm] for nm in sorted(names, key=places.__getitem__) if totals[nm] == 0]
+    if never:
+        listed: list[str] = []
+        for nm in never:  # as many names as one line of the key holds
+            if len(", ".join([*listed, nm])) > 56 and len(never) > len(listed) + 1:
+                break
+            listed.append(nm)
+        rest = len(never) - len(listed)
+        items.append(
+            (
+                "",
+                f"not drawn, no win yet: {', '.join(listed)}"
+                + (f" and {rest} more" if rest else ""),
+            )
+        )
     return _with_legend([p.svg()], PANEL_H, items, label)
 
 
@@ -818,17 +894,19 @@ def _model_2d(
     return _with_legend(body, PANEL_H, items, label)
 
 
-def _legend_rows(items: Sequence[tuple[str, str]]) -> int:
-    x, rows = 6.0, 1
-    for _, text in items:
-        if x + 14 + 6.5 * len(text) > WIDTH - _MARGIN[0] and x > 6:
-            x, rows = 6.0, rows + 1
+def _legend_rows(items: Sequence[tuple[str, ...]]) -> int:
+    """The rows :meth:`_Panel.legend` wraps ``items`` into below a picture (same breaks)."""
+    start = _MARGIN[0]
+    x, rows = float(start), 1
+    for _, text, *_dash in items:
+        if x + 14 + 6.5 * len(text) > WIDTH and x > start:
+            x, rows = float(start), rows + 1
         x += 22 + 6.5 * len(text)
     return rows
 
 
 def _with_legend(
-    body: list[str], height: float, items: Sequence[tuple[str, str]], label: str
+    body: list[str], height: float, items: Sequence[tuple[str, ...]], label: str
 ) -> str:
     """The document of ``body`` (``height`` tall) with a colour key below it."""
     if not items:
@@ -1248,10 +1326,48 @@ def _replay_growth(
     return growth
 
 
+#: the growth picture's colour key: at most this many colours (levels of s grouped beyond it)
+_MAX_LEVEL_KEYS = 8
+
+
+def _level_keys(
+    s_vals: np.ndarray, used: np.ndarray
+) -> tuple[dict[int, int], list[str], list[str]]:
+    """The growth picture's discrete colour key for the level indices ``used`` (of ``s_vals``):
+    each level its own key while there are at most :data:`_MAX_LEVEL_KEYS`, else that many runs
+    of consecutive used levels. Returns the key of each used level, each key's colour (the
+    ramp at the key's place among all levels: the lowest dark, the highest yellow, whatever
+    was used) and its text (the level of s, or the range of a run)."""
+    levels = sorted({int(k) for k in np.asarray(used).ravel()})
+    n_keys = min(len(levels), _MAX_LEVEL_KEYS)
+    runs = [
+        levels[(j * len(levels)) // n_keys : ((j + 1) * len(levels)) // n_keys]
+        for j in range(n_keys)
+    ]
+    top = max(s_vals.size - 1, 1)
+    key, colours, texts = {}, [], []
+    for j, run in enumerate(runs):
+        for k in run:
+            key[k] = j
+        colours.append(_colour(0.5 * (run[0] + run[-1]) / top))
+        lo, hi = _fmt(s_vals[run[0]]), _fmt(s_vals[run[-1]])
+        texts.append(
+            (lo if run[0] == run[-1] else f"{lo} to {hi}")
+            + (" (the highest)" if run[-1] == s_vals.size - 1 else "")
+        )
+    if len(set(colours)) < len(colours):  # close levels of a fine grid: spread them instead
+        colours = [_colour(j / max(n_keys - 1, 1)) for j in range(n_keys)]
+    return key, colours, texts
+
+
 def growth_svg(study: Any, history: list[dict[str, Any]] | None = None) -> str | None:
     """The safe set's growth (SVG), or None outside the safe family: the certified share of the
     space after each answer and, for one x parameter, the certified boundary of every x after
-    each answer (for several, its lowest, median and highest level over the settings)."""
+    each answer (for several, its lowest, median and highest level over the settings).
+
+    The boundary's colours are discrete, one per level of s (runs of levels on a finer grid),
+    and the key lists exactly the colours drawn, each with the level it stands for; a set that
+    never grew (a method stuck at the lowest level) says so in words."""
     label = f"safe set growth of study {study.name}"
     growth = safe_growth(study, history)
     if not family_traits(study.family).growth_picture:
@@ -1270,27 +1386,40 @@ def growth_svg(study: Any, history: list[dict[str, Any]] | None = None) -> str |
     )
     p.axes()
     p.steps(t, share, _GREEN)
-    items = [(_GREEN, "certified share")]
+    if np.all(B == B[0]):  # no growth at all: say it, a flat line alone reads as a broken chart
+        where = (
+            f"only the lowest {names[0]} ({_fmt(s_vals[0])})"
+            if np.all(B == 0)
+            else f"{share[0]:.0%} of the space"
+        )
+        p.parts.append(
+            f'<text x="{p.x0 + 6:.1f}" y="{p.y0 + 16:.1f}" fill="#333">'
+            f"{_esc(f'no growth: {where} is certified after every answer')}</text>"
+        )
+    items: list[tuple[str, str] | tuple[str, str, str]] = []
     xp = np.asarray(space.x_points, dtype=np.float64)
     level = s_vals[B]  # (answers, n_x): the certified level of s per x
     ds = (s_vals[-1] - s_vals[0]) / max(s_vals.size - 1, 1)
     if xp.shape[1] == 1:
         xv = xp[:, 0]
         dx = (xv.max() - xv.min()) / max(xv.size - 1, 1) if xv.size > 1 else 1.0
-        q = _panel(
-            1, (xv.min() - dx / 2, xv.max() + dx / 2), (0.5, n + 0.5),
-            f"certified {names[0]} per {names[1]} after each answer (dark = low)", names[1],
-            "answers",
-        )  # fmt: skip
         step = max(1, math.ceil(n * xv.size / 3000))  # keeps the picture small
-        lo, hi = s_vals[0], s_vals[-1] if s_vals[-1] > s_vals[0] else s_vals[0] + 1.0
+        key, colours, texts = _level_keys(s_vals, B[0:n:step])
+        if len(colours) == 1:
+            title = (
+                f"certified {names[0]} per {names[1]} after each answer: up to {texts[0]} "
+                "throughout"
+            )
+        else:
+            title = f"certified {names[0]} per {names[1]} after each answer (colour: key below)"
+        q = _panel(
+            1, (xv.min() - dx / 2, xv.max() + dx / 2), (0.5, n + 0.5), title, names[1], "answers"
+        )
         for k in range(0, n, step):
             for i in range(xv.size):
-                q.cell(
-                    xv[i], k + 1 + (step - 1) / 2, dx, step, _colour((level[k, i] - lo) / (hi - lo))
-                )
+                q.cell(xv[i], k + 1 + (step - 1) / 2, dx, step, colours[key[int(B[k, i])]])
         q.axes()
-        items.append((_colour(1.0), f"certified up to the highest {names[0]}"))
+        items += [(c, f"{names[0]} up to {text}") for c, text in zip(colours, texts)]
     else:
         q = _panel(
             1, (0.5, n + 0.5), (s_vals[0] - ds / 2, s_vals[-1] + ds / 2),
@@ -1300,7 +1429,9 @@ def growth_svg(study: Any, history: list[dict[str, Any]] | None = None) -> str |
         q.axes()
         q.band(t, level.min(axis=1), level.max(axis=1), _GREEN)
         q.steps(t, np.median(level, axis=1), _GREEN)
-        items.append((_LIGHT_GREEN, "lowest to highest over the settings"))
+        # the band is drawn translucent (band()): its key is the colour it shows on white
+        items.append((_tint(_GREEN, _BAND_OPACITY), "lowest to highest over the settings"))
+        items.append((_GREEN, "median over the settings", ""))
     return _with_legend([p.svg(), q.svg()], 2 * PANEL_H, items, label)
 
 
