@@ -109,6 +109,13 @@ def test_every_write_is_refused_and_every_read_works_on_a_moved_study(tmp_path, 
         code, out, _ = _cli(capsys, "study", "verify", "cake", "--storage", url)
         assert code == 0 and "ok: study 'cake'" in out and "3 answers" in out
     assert load_study("cake", storage=b).status()["moved"] is None
+    # continuing the old copy would fork the study in the storage it left: refused, nothing made
+    with pytest.raises(StudyMovedError, match=f"'cake' was moved to {b} on .* continue it from"):
+        create_study("cake-2", from_study="cake", storage=a)
+    assert [r["name"] for r in list_studies(a)] == ["cake", "labels"]
+    code, _, err = _cli(capsys, "study", "create", "cake-3", "--from", "cake", "--storage", a)
+    assert code == 2 and "continue it from there" in err
+    create_study("cake-2", from_study="cake", storage=b)  # the live copy continues
 
 
 def test_migrate_undo_makes_the_source_writable_and_removes_the_copy(tmp_path, capsys):

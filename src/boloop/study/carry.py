@@ -28,9 +28,10 @@ from boloop.errors import (
     InvalidInputError,
     StorageError,
     StorageUnavailableError,
+    StudyMovedError,
     UnknownIdError,
 )
-from boloop.study.log import Event, safe_url, url_for_command
+from boloop.study.log import Event, moved_mark, safe_url, url_for_command
 from boloop.study.naming import MAX_NOTE_CHARS, _check_name
 from boloop.study.replay import decode_answer, decode_query, effective_events
 
@@ -255,6 +256,13 @@ def create_from(
     events = old_store.events(old_sid)
     if not events or events[0].kind != "created":
         raise StorageError(f"study {from_study!r} has no 'created' event")
+    mark = moved_mark(events)
+    if mark is not None:  # this copy stopped where the migrate took it: continue the live one
+        raise StudyMovedError(
+            f"study {from_study!r} was moved to {mark.payload.get('to')} on "
+            f"{mark.created_at[:19].replace('T', ' ')} UTC: continue it from there (--storage "
+            "or --from-storage naming that storage); this copy may lack later answers"
+        )
     config = events[0].payload
     target = old_store if same_storage else _open_existing(storage)
     if name in {n for n, _ in target.study_names()}:
