@@ -236,6 +236,15 @@ def options_from(
     return tuple(sorted(found.values(), key=lambda o: o.name))
 
 
+#: names no option may have: the factory's ``(spec, seed)``, and the arguments of
+#: :func:`make_policy` and :func:`boloop.study.create_study` themselves (an option so named
+#: could never be passed: ``got multiple values for keyword argument 'seed'``)
+RESERVED_OPTION_NAMES: tuple[str, ...] = (
+    "spec", "seed", "method_id", "name", "method", "space", "problem", "storage", "family",
+    "load_if_exists", "from_study", "from_storage",
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class MethodEntry(Entry):
     """A registered method: id, family, description, factory and its option table."""
@@ -285,6 +294,12 @@ class _MethodRegistry(Registry):
 
         for option in options:
             why = option.type_error() if isinstance(option, Option) else f"{option!r} is no Option"
+            if why is None and option.name in RESERVED_OPTION_NAMES:
+                why = (
+                    f"an option cannot be named {option.name!r}: the factory is called as "
+                    "factory(spec, seed, **options), and make_policy and create_study take "
+                    f"{', '.join(repr(n) for n in RESERVED_OPTION_NAMES)} as their own arguments"
+                )
             if why is not None:
                 raise InvalidInputError(f"method {method_id!r} ({family}): {why}")
 
