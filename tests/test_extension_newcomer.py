@@ -63,3 +63,112 @@ def test_option_naming_a_create_argument_is_refused_in_one_line(tmp_path, key):
 def test_a_method_option_cannot_take_a_name_the_entry_points_use():
     with pytest.raises(InvalidInputError, match="cannot be named 'seed'"):
         register_method("x-seeded", "levelset", "x", options=[Option("seed", "int", 0)])
+
+
+# -- B, C, D: a user's problem or method file refused in one line, before any run ------------------
+RING = """
+from boloop.problems.toy import ToyLevelSet
+
+
+def make(n=25, noise_sd=0.05, fixed_kernel=True):
+    return ToyLevelSet(threshold=0.25 + 0.0 * int(n))
+"""
+
+METHOD = """
+from boloop.algorithms import Option, register_method
+from boloop.algorithms.toy import RandomEvaluate
+
+
+@register_method("zz-newcomer-amb", "levelset", "x", options=[Option("eps", "float", 0.05)])
+def make_amb(spec, seed, eps=0.05):
+    return RandomEvaluate(spec.space, seed, threshold=spec.settings["threshold"], sets=True)
+
+
+def make_plain(spec, seed, eps=0.05):
+    return RandomEvaluate(spec.space, seed, threshold=spec.settings["threshold"], sets=True)
+
+
+def make_neither(spec=None, seed=None):
+    return None if spec is None else {"not": "a policy"}
+"""
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The user's files, written once: a method id belongs to one function of one file."""
+    folder = tmp_path_factory.mktemp("newcomer")
+    _write(folder, "ring.py", RING)
+    _write(folder, "m.py", METHOD)
+    _write(folder, "broken.py", "import numpy\n\ndef make(n=25,,):\n    pass\n")
+    _write(folder, "raises.py", "SETTINGS = {}\n\nTHRESHOLD = SETTINGS['no_such_key']\n")
+    return folder
+
+
+def _bench(files: Path, out: Path, problem: str, method: str):
+    return run_cli(
+        ["bench", "run", "--problem", problem, "--method", method, "--budget", "2",
+         "--out", str(out)],
+        cwd=files,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "problem, method, words",
+    [
+        # a syntax error in the problem's file, in the method's file
+        ("broken.py:make", "toy-random", ["problem file 'broken.py' does not import",
+                                          "SyntaxError at broken.py line 3"]),
+        ("ring.py:make", "broken.py:make", ["method file 'broken.py' does not import",
+                                            "SyntaxError at broken.py line 3"]),
+        # an exception while the file is imported
+        ("raises.py:make", "toy-random", ["problem file 'raises.py' does not import",
+                                          "KeyError at raises.py line 3", "'no_such_key'"]),
+        # a problem option the factory cannot convert
+        ("ring.py:make?n=abc", "toy-random", ["problem 'ring.py:make?n=abc' could not be built",
+                                              "ValueError at ring.py line 6", "'abc'"]),
+    ],
+)  # fmt: skip
+def test_a_file_that_fails_is_one_line_with_its_place(files, tmp_path, problem, method, words):
+    assert_refused(_bench(files, tmp_path / "out", problem, method), *words)
+    assert not (tmp_path / "out").exists()  # before any run
+
+
+def test_the_traceback_of_a_failing_file_is_printed_with_v(files, tmp_path):
+    res = run_cli(["-v", "bench", "run", "--problem", "ring.py:make?n=abc", "--method",
+                   "toy-random", "--out", str(tmp_path / "out")], cwd=files)  # fmt: skip
+    assert res.returncode == 2
+    assert "Traceback" in res.stderr and "int(n)" in res.stderr
+    assert res.stderr.strip().splitlines()[-1].startswith("boloop: error: problem")
+
+
+@pytest.mark.parametrize(
+    "problem, method, words",
+    [
+        # a problem's factory whose parameters all have defaults, given as a method
+        ("ring.py:make", "ring.py:make", ["'ring.py:make' is a problem factory, not a method",
+                                          "returns a problem (ToyLevelSet", "--problem"]),
+        # a method's factory given as a problem: registered by its file, or not
+        ("m.py:make_amb", "toy-random", ["'m.py:make_amb' is a method factory, not a problem",
+                                         "registered as method 'zz-newcomer-amb' (levelset)",
+                                         "--method"]),
+        ("m.py:make_plain", "toy-random", ["'m.py:make_plain' is a method factory, not a problem",
+                                           "spec and seed", "--method"]),
+        # a factory that builds neither, as a problem
+        ("m.py:make_neither", "toy-random", ["'m.py:make_neither' must return a boloop.problems",
+                                             "got NoneType"]),
+    ],
+)  # fmt: skip
+def test_a_factory_of_the_other_kind_is_refused_saying_what_it_is(
+    files, tmp_path, problem, method, words
+):
+    assert_refused(_bench(files, tmp_path / "out", problem, method), *words)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_misspelt_problem_option_names_the_closest_and_the_valid_ones(files, tmp_path):
+    assert_refused(
+        _bench(files, tmp_path / "out", "ring.py:make?nosie_sd=0.1", "toy-random"),
+        "unknown option 'nosie_sd' for problem 'ring.py:make'",
+        "did you mean 'noise_sd'?",
+        "n (default 25), noise_sd (default 0.05), fixed_kernel (default True)",
+    )

@@ -513,9 +513,12 @@ def load_method_file(reference: str, family: str) -> MethodEntry:
     text after the colon), with the keyword arguments of its signature after ``(spec, seed)``
     as its options (type ``Any``).
 
-    Raises :class:`~boloop.errors.InvalidInputError`, one line each: the file does not exist; it
-    has no function of that name; the function is not a method factory (it cannot be called as
-    ``factory(spec, seed)``, e.g. a problem's factory); it is registered for another family.
+    Raises :class:`~boloop.errors.InvalidInputError`, one line each: the file does not exist or
+    does not import (its syntax error or exception, with its line); it has no function of that
+    name; the function is not a method factory: it cannot be called as ``factory(spec, seed)``
+    (a problem's factory with one parameter), or, when it can also be called with no arguments
+    (a problem's factory whose parameters all have defaults), so called it returns a
+    :class:`boloop.problems.Problem`; it is registered for another family.
     """
     name = reference.partition("?")[0]
     factory = load_file_attribute(name, "method")
@@ -534,15 +537,31 @@ def load_method_file(reference: str, family: str) -> MethodEntry:
             f"{name!r} is a class, not a method factory: give the function that builds it, "
             "factory(spec: PolicySpec, seed, **options); see docs/methods.md"
         )
+    contract = (
+        "a method factory is called as factory(spec: PolicySpec, seed, **options) and returns a "
+        "boloop policy (a boloop.queries.BasePolicy); a problem factory, factory(**options), "
+        "returns a boloop.problems.Problem: give it to --problem; see docs/methods.md"
+    )
     try:
-        params = inspect.signature(factory).parameters
-        inspect.signature(factory).bind(None, 0)
+        signature = inspect.signature(factory)
     except (TypeError, ValueError):
-        raise InvalidInputError(
-            f"{name!r} is not a method factory: a method factory is called as "
-            "factory(spec: PolicySpec, seed, **options) and returns a boloop policy "
-            "(a boloop.queries.BasePolicy); see docs/methods.md"
-        ) from None
+        raise InvalidInputError(f"{name!r} is not a method factory: {contract}") from None
+    params = signature.parameters
+    takes_nothing = _binds(signature)
+    if not _binds(signature, None, 0):
+        found = (
+            f"{attr}{signature} takes no (spec, seed): a problem factory's signature"
+            if takes_nothing
+            else f"{attr}{signature} cannot be called as {attr}(spec, seed)"
+        )
+        raise InvalidInputError(f"{name!r} is not a method factory: {found}; {contract}")
+    if takes_nothing:  # (spec, seed) with defaults, or **options only: what does it build?
+        built = _problem_built_by(factory)
+        if built is not None:
+            raise InvalidInputError(
+                f"{name!r} is a problem factory, not a method factory: called with no arguments "
+                f"it returns a problem ({built}); {contract}"
+            )
     named = [p for p in params.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     options = tuple(
         Option(p.name, "Any", None if p.default is p.empty else p.default) for p in named[2:]
@@ -551,6 +570,32 @@ def load_method_file(reference: str, family: str) -> MethodEntry:
         attr, family, f"{factory.__doc__ or ''}".strip().split("\n")[0] or name, options
     )(factory)
     return _METHODS.get(attr, family)
+
+
+def _binds(signature: inspect.Signature, *args: Any) -> bool:
+    try:
+        signature.bind(*args)
+    except TypeError:
+        return False
+    return True
+
+
+def _problem_built_by(factory: Callable[..., Any]) -> str | None:
+    """What a factory that can be called with no arguments returns so, when it is a
+    :class:`boloop.problems.Problem` (its class and id): a problem's factory given as a method's
+    has only defaulted parameters, and telling the two apart by the signature alone would guess.
+    None when it returns anything else or raises (a method factory whose ``spec`` and ``seed``
+    default to None fails without them, and is judged as a method when it is built)."""
+    import sys
+
+    base = sys.modules.get("boloop.problems.base")  # not imported: nothing returns a Problem
+    try:
+        built = factory()
+    except Exception:
+        return None
+    if base is None or not isinstance(built, base.Problem):
+        return None
+    return f"{type(built).__name__} {getattr(built, 'id', '')!r}"
 
 
 def method_file_of(entry: MethodEntry) -> str | None:
