@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from boloop.algorithms import Option, register_method
-from boloop.errors import InvalidInputError
+from boloop.algorithms import Option, make_policy, register_method
+from boloop.bench import run_sweep
+from boloop.errors import InvalidInputError, OptionError
+from boloop.simulate import simulate
 from boloop.study import create_study
 from cli_runner import assert_refused, run_cli
 
@@ -75,7 +77,7 @@ def make(n=25, noise_sd=0.05, fixed_kernel=True):
 """
 
 METHOD = """
-from boloop.algorithms import Option, register_method
+from boloop.algorithms import Option, make_policy, register_method
 from boloop.algorithms.toy import RandomEvaluate
 
 
@@ -172,3 +174,69 @@ def test_a_misspelt_problem_option_names_the_closest_and_the_valid_ones(files, t
         "did you mean 'noise_sd'?",
         "n (default 25), noise_sd (default 0.05), fixed_kernel (default True)",
     )
+
+
+# -- E, F: id values read by the option's type; make_policy takes ids with options ----------------
+def _make_moded(spec, seed, mode="ok", tag=None, anything=None):  # type: ignore[no-untyped-def]
+    from boloop.algorithms.toy import RandomEvaluate
+
+    policy = RandomEvaluate(spec.space, seed, threshold=spec.settings["threshold"], sets=True)
+    policy.given = {"mode": mode, "tag": tag, "anything": anything}  # what the factory got
+    return policy
+
+
+register_method(
+    "zz-newcomer-moded",
+    "levelset",
+    "a str option",
+    options=[Option("mode", "str", "ok"), Option("tag", "str | None"), Option("anything", "Any")],
+)(_make_moded)
+
+
+@pytest.mark.parametrize(
+    "text, mode",
+    [("1", "1"), ("true", "true"), ("nan", "nan"), ("none", "none"), ("1,2", "1,2"), ("x", "x")],
+)
+def test_a_str_option_in_an_id_keeps_the_text_as_written(text, mode):
+    from boloop.problems import get
+
+    problem = get("levelset/toy")
+    policy = make_policy(f"zz-newcomer-moded?mode={text}", problem, 0)
+    assert policy.given["mode"] == mode
+    trace = simulate(f"zz-newcomer-moded?mode={text}", problem, 2, 0)
+    assert trace.method == f"zz-newcomer-moded?mode={text}"
+
+
+def test_id_values_other_types_read_as_literals():
+    from boloop.problems import get
+
+    problem = get("levelset/toy")
+    given = make_policy("zz-newcomer-moded?tag=none&anything=1", problem, 0).given
+    assert given["tag"] is None and given["anything"] == 1  # None is a str | None; Any: literal
+    assert make_policy("zz-newcomer-moded?tag=3", problem, 0).given["tag"] == "3"
+    with pytest.raises(OptionError, match="must be int"):  # an int option never takes the text
+        make_policy("randomized-straddle?n_initial=abc", problem, 0)
+
+
+def test_a_bench_id_reads_a_str_option_by_its_type(tmp_path):
+    report = run_sweep(["levelset/toy"], ["zz-newcomer-moded?mode=1"], "1", 2, tmp_path, jobs=1)
+    assert not report.failed and len(report.completed) == 1
+
+
+def test_make_policy_takes_options_in_the_id_as_simulate_does():
+    from boloop.problems import get
+
+    problem = get("levelset/toy")
+    by_id = make_policy("zz-newcomer-moded?mode=fast", problem, 0)
+    by_kw = make_policy("zz-newcomer-moded", problem, 0, mode="fast")
+    assert by_id.given == by_kw.given
+    with pytest.raises(InvalidInputError, match=r"options \['mode'\] are given both"):
+        make_policy("zz-newcomer-moded?mode=1", problem, 0, mode="2")
+    with pytest.raises(OptionError, match="unknown option 'mdoe'.*did you mean 'mode'"):
+        make_policy("zz-newcomer-moded?mdoe=1", problem, 0)
+
+
+def test_a_study_refuses_an_id_with_options_saying_how_to_give_them():
+    with pytest.raises(InvalidInputError, match=r"given apart here.*--option mode=\.\.\."):
+        create_study("s", "zz-newcomer-moded?mode=1", {"threshold": 0.5, "parameters": [
+            {"name": "a", "low": 0.0, "high": 1.0, "grid": 5}]}, storage="memory://e")  # fmt: skip

@@ -67,6 +67,51 @@ class Registry:
         return [e for _, e in sorted(self._entries.items()) if family in (None, e.family)]
 
 
+def _parse_number(text: str) -> int | float | None:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return None
+
+
+def parse_id_value(text: str) -> Any:
+    """A value in an id (``name?key=value``) read as a literal: int, float, ``true``/``false``,
+    ``none``/``null`` (None, as JSON's ``null`` in ``boloop study create --option``), numbers
+    separated by commas (a list, for an option that takes a sequence: ``variances=1,4``), else
+    the text."""
+    if text.lower() in ("none", "null"):
+        return None
+    number = _parse_number(text)
+    if number is not None:
+        return number
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if "," in text:
+        numbers = [_parse_number(part) for part in text.split(",")]
+        if all(n is not None for n in numbers):
+            return numbers
+    return text
+
+
+def split_id(text: str, what: str) -> tuple[str, dict[str, str]]:
+    """Split ``"name?a=-2&b=x"`` into ``("name", {"a": "-2", "b": "x"})``, the values as written;
+    ``what`` (``"problem"``, ``"method"``) names the id in the error for an option without ``=``
+    or a name."""
+    from boloop.errors import InvalidInputError
+
+    name, _, query = text.partition("?")
+    raw: dict[str, str] = {}
+    if query:
+        for part in query.split("&"):
+            key, sep, value = part.partition("=")
+            if not sep or not key:
+                raise InvalidInputError(f"bad option {part!r} in {what} id {text!r}")
+            raw[key] = value
+    return name, raw
+
+
 def is_file_id(text: str) -> bool:
     """Whether ``text`` (options after ``?`` aside) names a function in a Python file:
     ``path/to/file.py:name``."""

@@ -32,7 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from boloop._registry import Entry, Registry, is_file_id, load_file_attribute
+from boloop._registry import (
+    Entry,
+    Registry,
+    is_file_id,
+    load_file_attribute,
+    parse_id_value,
+    split_id,
+)
 from boloop.errors import InvalidInputError, OptionError, UnknownIdError
 from boloop.queries import BasePolicy, PolicySpec
 
@@ -54,6 +61,7 @@ __all__ = [
     "is_method_file",
     "load_method_file",
     "method_file_of",
+    "parse_method_id",
 ]
 
 #: the method a study of a family runs when it names none, chosen by measurement where people
@@ -274,6 +282,22 @@ class MethodEntry(Entry):
                 )
 
 
+    def read_id_options(self, raw: Mapping[str, str]) -> dict[str, Any]:
+        """The options of an id (``method?key=value``) from their text: each value is read as a
+        literal (:func:`boloop._registry.parse_id_value`: ``1`` an int, ``true`` a bool,
+        ``none`` None, ``1,4`` a list), except that an option whose declared type accepts a
+        ``str`` but not that literal keeps the text as written (``mode=1``, ``mode=true``,
+        ``mode=nan`` of a ``str`` option are the strings ``"1"``, ``"true"``, ``"nan"``)."""
+        options: dict[str, Any] = {}
+        for key, text in raw.items():
+            value = parse_id_value(text)
+            opt = self.option(key)
+            if opt is not None and not opt.accepts(value) and opt.accepts(text):
+                value = text
+            options[key] = value
+        return options
+
+
 class _MethodRegistry(Registry):
     """Entries keyed by ``(family, id)``; the modules of ``boloop.algorithms`` are imported once."""
 
@@ -320,6 +344,16 @@ class _MethodRegistry(Registry):
 
     def get(self, method_id: str, family: str | None = None) -> MethodEntry:  # type: ignore[override]
         self.discover()
+        if isinstance(method_id, str) and "?" in method_id:  # an id with options, where none go
+            name, raw = split_id(method_id, "method")
+            if any(m == name for (_, m) in self._entries):
+                keys = ", ".join(f"{k}=..." for k in raw)
+                flags = " ".join(f"--option {k}=..." for k in raw)
+                raise InvalidInputError(
+                    f"method id {method_id!r} carries options, which are given apart here: as "
+                    f"keyword arguments (create_study(..., {keys})) or `{flags}`; make_policy, "
+                    "simulate and bench ids take them in the id"
+                )
         if family is not None:
             entry = self._entries.get((family, method_id))
             if entry is not None:
@@ -469,17 +503,41 @@ def check_recommend_keywords(
         )
 
 
+def parse_method_id(method_id: str, family: str | None = None) -> tuple[str, dict[str, Any]]:
+    """Split ``"mr-lpf?lam=0.1&mode=1"`` into the method's id and its options, the values read
+    by the option table of the method of ``family`` (:meth:`MethodEntry.read_id_options`: a
+    ``str`` option keeps ``1`` as ``"1"``); an id no method has yet is read literally (building
+    it then says it is unknown)."""
+    name, raw = split_id(method_id, "method")
+    try:
+        entry = _METHODS.get(name, family)
+    except (UnknownIdError, InvalidInputError):
+        return name, {key: parse_id_value(text) for key, text in raw.items()}
+    return name, entry.read_id_options(raw)
+
+
 def make_policy(method_id: str, problem: Any, seed: Any = 0, **options: Any) -> BasePolicy:
     """Build method ``method_id`` with the ``family``, ``space`` and ``settings`` of ``problem``
     (a :class:`boloop.problems.Problem`, or anything with those three attributes) and ``seed``;
-    ``options`` override the settings. Equivalent to :func:`build_policy` on the
-    :class:`PolicySpec` made from them; raises the same errors."""
+    ``options`` override the settings. ``method_id`` may carry options as a bench id does,
+    ``"mr-lpf?lam=0.1"`` (read by :func:`parse_method_id`), as :func:`boloop.simulate.simulate`
+    takes them; an option given both there and as a keyword is refused. Equivalent to
+    :func:`build_policy` on the :class:`PolicySpec` made from them; raises the same errors."""
     try:
         family, space, settings = problem.family, problem.space, problem.settings
     except AttributeError as exc:
         raise InvalidInputError(
             f"make_policy needs a problem with family, space and settings, got {problem!r}"
         ) from exc
+    if isinstance(method_id, str) and "?" in method_id:
+        given = method_id
+        method_id, id_options = parse_method_id(method_id, family)
+        both = sorted(set(id_options) & set(options))
+        if both:
+            raise InvalidInputError(
+                f"options {both} are given both in the method id {given!r} and as arguments"
+            )
+        options = {**id_options, **options}
     spec = PolicySpec(
         method=method_id,
         family=family,

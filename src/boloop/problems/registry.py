@@ -6,7 +6,14 @@ import builtins
 from collections.abc import Callable
 from typing import Any
 
-from boloop._registry import Entry, Registry, is_file_id, load_file_attribute
+from boloop._registry import (
+    Entry,
+    Registry,
+    is_file_id,
+    load_file_attribute,
+    parse_id_value,
+    split_id,
+)
 from boloop.errors import BoloopError, InvalidInputError
 from boloop.problems.base import Problem
 
@@ -22,45 +29,13 @@ def register(
     return _PROBLEMS.register(problem_id, problem_id.split("/", 1)[0], description)
 
 
-def _parse_number(text: str) -> int | float | None:
-    for cast in (int, float):
-        try:
-            return cast(text)
-        except ValueError:
-            pass
-    return None
-
-
-def _parse_value(text: str) -> Any:
-    """A value in an id: int, float, ``true``/``false``, ``none``/``null`` (None, as JSON's
-    ``null`` in ``boloop study create --option``), numbers separated by commas (a list, for an
-    option that takes a sequence: ``variances=1,4``), else the text."""
-    if text.lower() in ("none", "null"):
-        return None
-    number = _parse_number(text)
-    if number is not None:
-        return number
-    if text.lower() in ("true", "false"):
-        return text.lower() == "true"
-    if "," in text:
-        numbers = [_parse_number(part) for part in text.split(",")]
-        if all(n is not None for n in numbers):
-            return numbers
-    return text
-
-
 def parse_problem_id(problem_id: str) -> tuple[str, dict[str, Any]]:
     """Split ``"family/name?a=-2&b=x&c=none&d=1,4"`` into ``("family/name", {"a": -2, "b": "x",
-    "c": None, "d": [1, 4]})``."""
-    name, _, query = problem_id.partition("?")
-    options: dict[str, Any] = {}
-    if query:
-        for part in query.split("&"):
-            key, sep, value = part.partition("=")
-            if not sep or not key:
-                raise InvalidInputError(f"bad option {part!r} in problem id {problem_id!r}")
-            options[key] = _parse_value(value)
-    return name, options
+    "c": None, "d": [1, 4]})`` (each value read by :func:`boloop._registry.parse_id_value`; a
+    method id's values are read by their options' types: :func:`boloop.algorithms.registry.\
+parse_method_id`)."""
+    name, raw = split_id(problem_id, "problem")
+    return name, {key: parse_id_value(text) for key, text in raw.items()}
 
 
 def is_file_problem(problem_id: str) -> bool:
