@@ -240,3 +240,21 @@ def test_a_study_refuses_an_id_with_options_saying_how_to_give_them():
     with pytest.raises(InvalidInputError, match=r"given apart here.*--option mode=\.\.\."):
         create_study("s", "zz-newcomer-moded?mode=1", {"threshold": 0.5, "parameters": [
             {"name": "a", "low": 0.0, "high": 1.0, "grid": 5}]}, storage="memory://e")  # fmt: skip
+
+
+# -- G: two files registering one id are named as the user knows them ---------------------------
+def test_an_id_registered_by_two_files_names_both_files(tmp_path):
+    text = METHOD.replace("zz-newcomer-amb", "zz-newcomer-twice")
+    _write(tmp_path, "amb.py", text)
+    _write(tmp_path, "amb_copy.py", text)
+    res = run_cli(
+        ["bench", "run", "--problem", "levelset/toy", "--method", "amb.py:make_amb",
+         "amb_copy.py:make_amb", "--budget", "2", "--out", "out"],
+        cwd=tmp_path,
+    )  # fmt: skip
+    line = assert_refused(
+        res,
+        "method 'zz-newcomer-twice' is already registered for family 'levelset' by make_amb in "
+        "amb.py; make_amb in amb_copy.py registers it again",
+    )
+    assert "boloop_user_" not in line
