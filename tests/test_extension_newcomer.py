@@ -258,3 +258,18 @@ def test_an_id_registered_by_two_files_names_both_files(tmp_path):
         "amb.py; make_amb in amb_copy.py registers it again",
     )
     assert "boloop_user_" not in line
+
+
+# -- H: what a user reads points to files a user has ----------------------------------------------
+def test_no_docstring_or_message_points_to_a_file_not_shipped():
+    """DESIGN.md is the developers' notes, not part of the package or its docs: help() and the
+    messages point to docs/... or say it in place."""
+    import pydoc
+
+    import boloop
+    from boloop.problems import MetricTracker
+
+    assert "DESIGN.md" not in pydoc.render_doc(MetricTracker)
+    src = Path(boloop.__file__).parent
+    naming = [str(p.relative_to(src)) for p in src.rglob("*.py") if "DESIGN.md" in p.read_text()]
+    assert not naming
