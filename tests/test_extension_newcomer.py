@@ -273,3 +273,44 @@ def test_no_docstring_or_message_points_to_a_file_not_shipped():
     src = Path(boloop.__file__).parent
     naming = [str(p.relative_to(src)) for p in src.rglob("*.py") if "DESIGN.md" in p.read_text()]
     assert not naming
+
+
+# -- I: a summary of rows from two versions of a problem's file says so -------------------------
+def _boloop(cwd: Path, *argv: str) -> None:
+    """The command in a process of its own (each version of the file is imported afresh)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    res = subprocess.run([sys.executable, "-m", "boloop.cli", *argv], cwd=cwd, env=env,
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+
+
+def test_summary_warns_when_a_problems_rows_come_from_two_versions_of_its_file(
+    tmp_path, monkeypatch
+):
+    import shlex
+
+    from boloop.bench import summary_table
+    from boloop.bench.report import file_version_warnings
+
+    _write(tmp_path, "ring.py", RING)
+    both = ["bench", "run", "--problem", "ring.py:make", "--budget", "2", "--seeds", "2",
+            "--out", "out", "--quiet", "--method"]  # fmt: skip
+    _boloop(tmp_path, *both, "toy-random", "randomized-straddle")
+    monkeypatch.chdir(tmp_path)
+    assert file_version_warnings("out") == {}  # one version: nothing to say
+    with (tmp_path / "ring.py").open("a") as fh:
+        fh.write("# edited\n")
+    _boloop(tmp_path, *both, "toy-random")  # only one method run again on the new version
+    table = summary_table("out")
+    warning = file_version_warnings("out")["ring.py:make"]
+    assert warning in table
+    assert "2 versions of ring.py" in warning
+    assert "older version than ring.py now: randomized-straddle (seeds 0-1)" in warning
+    assert "toy-random" not in warning.partition("older version")[2]
+    command = warning.split("`")[1]  # the command it gives reruns the old runs
+    _boloop(tmp_path, *shlex.split(command)[1:])
+    assert file_version_warnings("out") == {} and "warning" not in summary_table("out")

@@ -46,7 +46,10 @@ def _cmd_bench_run(args: argparse.Namespace) -> int:
 
 def _cmd_bench_plot(args: argparse.Namespace) -> int:
     from boloop.bench import plot_results
+    from boloop.bench.report import file_version_warnings
 
+    for warning in file_version_warnings(args.dir).values():  # the plots would mix them too
+        print(warning, file=sys.stderr)
     for path in plot_results(args.dir, args.out, y_scale=args.y_scale):
         print(path)
     return 0
