@@ -314,3 +314,80 @@ def test_summary_warns_when_a_problems_rows_come_from_two_versions_of_its_file(
     command = warning.split("`")[1]  # the command it gives reruns the old runs
     _boloop(tmp_path, *shlex.split(command)[1:])
     assert file_version_warnings("out") == {} and "warning" not in summary_table("out")
+
+
+# -- J: a study of the user's method after the user edited it ------------------------------------
+EDITED = """
+from boloop.algorithms import register_method
+from boloop.algorithms.toy import RandomEvaluate
+
+
+class Mine(RandomEvaluate):
+    accepts_measurements = {accepts}
+
+    def _propose(self):
+        if {edited}:  # the edit: always the first candidate
+            return self._new_evaluate(self.space.points[0], 0)
+        return super()._propose()
+
+
+@register_method("{mid}", "levelset", "a method of the user's, edited")
+def make_mine(spec, seed):
+    return Mine(spec.space, seed, threshold=spec.settings["threshold"], sets=True)
+"""
+
+
+def _import_version(path: Path, text: str, module: str) -> None:
+    """The user's file as it is now, imported (the same function of the same file: registering
+    it again replaces the method, as a restarted session importing the edited file does)."""
+    import importlib.util
+
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(module, path)
+    assert spec is not None and spec.loader is not None
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
+@pytest.mark.parametrize("accepts", [True, False])
+def test_a_study_of_an_edited_method_of_ones_own_says_its_code_changed(tmp_path, accepts):
+    from boloop.errors import StorageError
+    from boloop.study import load_study
+
+    mid = f"zz-newcomer-edited-{str(accepts).lower()}"
+    path, url = tmp_path / "mine.py", f"sqlite:///{tmp_path / 'j.db'}"
+    _import_version(path, EDITED.format(accepts=accepts, edited=False, mid=mid), f"{mid}_v1")
+    _write(tmp_path, "sp.toml", SPACE)
+    study = create_study("s", mid, str(tmp_path / "sp.toml"), storage=url, seed=3)
+    for i in range(4):
+        q = study.ask()
+        study.tell(q.id, 0.1 * i)
+    _import_version(path, EDITED.format(accepts=accepts, edited=True, mid=mid), f"{mid}_v2")
+    with pytest.raises(StorageError) as info:
+        load_study("s", storage=url)
+    text = str(info.value)
+    assert f"method {mid!r} is not boloop's" in text and "make_mine in" in text
+    assert "changed since" in text and "(a development version" not in text
+    if accepts:
+        call = text.rpartition(": ")[2]
+        assert call == f"create_study('s-continued', from_study='s', storage={url!r})"
+        assert "`boloop study create --from` cannot continue it" in text
+        continued = eval(call, {"create_study": create_study})  # the advice works as given
+        assert continued.n_answered == 4
+        # the boloop command, a process without the user's method, says to continue from Python
+        import os
+        import subprocess
+        import sys
+
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+        res = subprocess.run(
+            [sys.executable, "-m", "boloop.cli", "study", "create", "s3", "--from", "s",
+             "--storage", url],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert_refused(res, f"runs method {mid!r}, which is not registered in this process",
+                       "Continue it from Python", "create_study('s3', from_study='s'")  # fmt: skip
+    else:
+        assert "cannot carry its 4 stored answers" in text
+        assert "accepts_measurements = True" in text and "docs/methods.md" in text
+        with pytest.raises(InvalidInputError, match="accepts_measurements = True"):
+            create_study("s2", from_study="s", storage=url)

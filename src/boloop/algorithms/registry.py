@@ -333,7 +333,7 @@ class _MethodRegistry(Registry):
             if old is not None and not _same_factory(old.factory, factory):
                 raise InvalidInputError(
                     f"method {method_id!r} is already registered for family {family!r} by "
-                    f"{_defined_by(old.factory)}; {_defined_by(factory)} registers it again: "
+                    f"{defined_by(old.factory)}; {defined_by(factory)} registers it again: "
                     "a method id names one factory of a family, give one of them another id"
                 )
             self._entries[key] = MethodEntry(
@@ -386,7 +386,7 @@ def _qualname(factory: Callable[..., Any]) -> str:
     return f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', '?')}"
 
 
-def _defined_by(factory: Callable[..., Any]) -> str:
+def defined_by(factory: Callable[..., Any]) -> str:
     """Where a factory is written, as its author knows it: ``make_amb in amb.py`` (a user's file,
     relative to the working directory when it lies below it; the module a file given as
     ``file.py:factory`` is imported as has an internal name), ``boloop.algorithms.x.make``."""
