@@ -185,12 +185,20 @@ def _make_moded(spec, seed, mode="ok", tag=None, anything=None):  # type: ignore
     return policy
 
 
-register_method(
-    "zz-newcomer-moded",
-    "levelset",
-    "a str option",
-    options=[Option("mode", "str", "ok"), Option("tag", "str | None"), Option("anything", "Any")],
-)(_make_moded)
+@pytest.fixture(scope="module", autouse=True)
+def _moded() -> None:
+    """A method with a ``str`` option (registered when the tests run, not at collection: the
+    tests over every method stay over the library's)."""
+    register_method(
+        "zz-newcomer-moded",
+        "levelset",
+        "a str option",
+        options=[
+            Option("mode", "str", "ok", "a word"),
+            Option("tag", "str | None", None, "a word or none"),
+            Option("anything", "Any", None, "any value"),
+        ],
+    )(_make_moded)
 
 
 @pytest.mark.parametrize(

@@ -302,7 +302,7 @@ def file_version_warnings(results: str | Path) -> dict[str, str]:
         now = _file_version_now(problem)
         text = (
             f"warning: the rows of {problem} come from {len(versions)} versions of {shown} "
-            "(its problem_file_sha256 differs between runs): this table compares methods run on "
+            "(its problem_file_sha256 differs between runs): its methods ran on "
             "different problems. "
         )
         if now is None or now not in versions:

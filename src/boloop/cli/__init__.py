@@ -48,10 +48,11 @@ def _cmd_bench_plot(args: argparse.Namespace) -> int:
     from boloop.bench import plot_results
     from boloop.bench.report import file_version_warnings
 
-    for warning in file_version_warnings(args.dir).values():  # the plots would mix them too
-        print(warning, file=sys.stderr)
     for path in plot_results(args.dir, args.out, y_scale=args.y_scale):
         print(path)
+    if not args.verbose:  # with -v, plot_results's log has them
+        for warning in file_version_warnings(args.dir).values():  # the plots mix them too
+            print(warning, file=sys.stderr)
     return 0
 
 
