@@ -67,6 +67,51 @@ class Registry:
         return [e for _, e in sorted(self._entries.items()) if family in (None, e.family)]
 
 
+def _parse_number(text: str) -> int | float | None:
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return None
+
+
+def parse_id_value(text: str) -> Any:
+    """A value in an id (``name?key=value``) read as a literal: int, float, ``true``/``false``,
+    ``none``/``null`` (None, as JSON's ``null`` in ``boloop study create --option``), numbers
+    separated by commas (a list, for an option that takes a sequence: ``variances=1,4``), else
+    the text."""
+    if text.lower() in ("none", "null"):
+        return None
+    number = _parse_number(text)
+    if number is not None:
+        return number
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    if "," in text:
+        numbers = [_parse_number(part) for part in text.split(",")]
+        if all(n is not None for n in numbers):
+            return numbers
+    return text
+
+
+def split_id(text: str, what: str) -> tuple[str, dict[str, str]]:
+    """Split ``"name?a=-2&b=x"`` into ``("name", {"a": "-2", "b": "x"})``, the values as written;
+    ``what`` (``"problem"``, ``"method"``) names the id in the error for an option without ``=``
+    or a name."""
+    from boloop.errors import InvalidInputError
+
+    name, _, query = text.partition("?")
+    raw: dict[str, str] = {}
+    if query:
+        for part in query.split("&"):
+            key, sep, value = part.partition("=")
+            if not sep or not key:
+                raise InvalidInputError(f"bad option {part!r} in {what} id {text!r}")
+            raw[key] = value
+    return name, raw
+
+
 def is_file_id(text: str) -> bool:
     """Whether ``text`` (options after ``?`` aside) names a function in a Python file:
     ``path/to/file.py:name``."""
@@ -100,6 +145,36 @@ def loaded_file_sha256(path: str | Path) -> str | None:
     return executed_sha256(path)
 
 
+def error_place(exc: BaseException, path: str | Path | None = None, shown: str = "") -> str:
+    """``"SyntaxError at file.py line 37: invalid syntax"``, ``"ValueError at ring.py line 41:
+    ..."``: an exception raised by a user's code in one line, at the place in the user's own code
+    (the last frame of its traceback in a user's file, :func:`boloop._user_code.is_user_file`,
+    else its last frame), the file at ``path`` shown as ``shown``. The whole traceback stays
+    on the exception (``boloop -v`` prints it)."""
+    import traceback
+
+    from boloop._user_code import is_user_file
+
+    where: tuple[str, int | None] | None = None
+    if isinstance(exc, SyntaxError) and exc.filename:
+        where = (exc.filename, exc.lineno)
+        message = exc.msg
+    else:
+        frames = traceback.extract_tb(exc.__traceback__)
+        own = [f for f in frames if not f.filename.startswith("<") and is_user_file(f.filename)]
+        if own or frames:
+            frame = (own or frames)[-1]
+            where = (frame.filename, frame.lineno)
+        message = str(exc)
+    place = ""
+    if where is not None:
+        file = where[0]
+        if path is not None and Path(file).resolve() == Path(path).expanduser().resolve():
+            file = shown or str(path)
+        place = f" at {file}" + (f" line {where[1]}" if where[1] else "")
+    return f"{type(exc).__name__}{place}: {message}"
+
+
 def load_file_attribute(name: str, what: str) -> Callable[..., Any]:
     """The function ``attr`` of the Python file ``path`` in ``"path.py:attr"`` (options after
     ``?`` are ignored here); the file is imported once per process as a module named after its
@@ -109,13 +184,15 @@ def load_file_attribute(name: str, what: str) -> Callable[..., Any]:
     ``sys.path`` (its helper modules import from any working directory). ``what`` (``"problem"``,
     ``"method"``) names the
     file in the errors: a file that does not exist, and a name that is not a function of it,
-    are an :class:`~boloop.errors.InvalidInputError` (an error raised by the file itself while it
-    is imported propagates as it is)."""
+    are an :class:`~boloop.errors.InvalidInputError`, and so is an error the file raises while it
+    is imported (a syntax error, an exception: one line with its place, :func:`error_place`; the
+    exception is its ``__cause__``); boloop's own refusals raised by the file (an id registered
+    twice) propagate as they are."""
     import importlib.util
     import sys
 
     from boloop._user_code import record_executed, recording_imports
-    from boloop.errors import InvalidInputError
+    from boloop.errors import BoloopError, InvalidInputError
 
     path_text, _, attr = name.partition("?")[0].rpartition(":")
     path = Path(path_text).expanduser().resolve()
@@ -141,6 +218,14 @@ def load_file_attribute(name: str, what: str) -> Callable[..., Any]:
             source = path.read_bytes()
             with recording_imports():
                 exec(compile(source, str(path), "exec", dont_inherit=True), module.__dict__)
+        except BoloopError:  # boloop's own refusal (an id registered twice): one line already
+            del sys.modules[module_name]
+            raise
+        except Exception as exc:  # the file's syntax error or exception: one line, not its trace
+            del sys.modules[module_name]
+            raise InvalidInputError(
+                f"{what} file {path_text!r} does not import: {error_place(exc, path, path_text)}"
+            ) from exc
         except BaseException:
             del sys.modules[module_name]
             raise

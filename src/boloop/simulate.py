@@ -281,11 +281,10 @@ def simulate(
 
         problem = get(problem)
     if isinstance(policy, str):
-        from boloop.algorithms.registry import build_policy
-        from boloop.problems import parse_problem_id
+        from boloop.algorithms.registry import build_policy, parse_method_id
 
         method = method or policy
-        name, id_options = parse_problem_id(policy)
+        name, id_options = parse_method_id(policy, problem.family)
         both = sorted(set(id_options) & set(policy_options))
         if both:
             raise InvalidInputError(

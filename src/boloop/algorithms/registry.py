@@ -32,7 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from boloop._registry import Entry, Registry, is_file_id, load_file_attribute
+from boloop._registry import (
+    Entry,
+    Registry,
+    is_file_id,
+    load_file_attribute,
+    parse_id_value,
+    split_id,
+)
 from boloop.errors import InvalidInputError, OptionError, UnknownIdError
 from boloop.queries import BasePolicy, PolicySpec
 
@@ -54,6 +61,7 @@ __all__ = [
     "is_method_file",
     "load_method_file",
     "method_file_of",
+    "parse_method_id",
 ]
 
 #: the method a study of a family runs when it names none, chosen by measurement where people
@@ -236,6 +244,15 @@ def options_from(
     return tuple(sorted(found.values(), key=lambda o: o.name))
 
 
+#: names no option may have: the factory's ``(spec, seed)``, and the arguments of
+#: :func:`make_policy` and :func:`boloop.study.create_study` themselves (an option so named
+#: could never be passed: ``got multiple values for keyword argument 'seed'``)
+RESERVED_OPTION_NAMES: tuple[str, ...] = (
+    "spec", "seed", "method_id", "name", "method", "space", "problem", "storage", "family",
+    "load_if_exists", "from_study", "from_storage",
+)  # fmt: skip
+
+
 @dataclass(frozen=True)
 class MethodEntry(Entry):
     """A registered method: id, family, description, factory and its option table."""
@@ -265,6 +282,22 @@ class MethodEntry(Entry):
                 )
 
 
+    def read_id_options(self, raw: Mapping[str, str]) -> dict[str, Any]:
+        """The options of an id (``method?key=value``) from their text: each value is read as a
+        literal (:func:`boloop._registry.parse_id_value`: ``1`` an int, ``true`` a bool,
+        ``none`` None, ``1,4`` a list), except that an option whose declared type accepts a
+        ``str`` but not that literal keeps the text as written (``mode=1``, ``mode=true``,
+        ``mode=nan`` of a ``str`` option are the strings ``"1"``, ``"true"``, ``"nan"``)."""
+        options: dict[str, Any] = {}
+        for key, text in raw.items():
+            value = parse_id_value(text)
+            opt = self.option(key)
+            if opt is not None and not opt.accepts(value) and opt.accepts(text):
+                value = text
+            options[key] = value
+        return options
+
+
 class _MethodRegistry(Registry):
     """Entries keyed by ``(family, id)``; the modules of ``boloop.algorithms`` are imported once."""
 
@@ -285,6 +318,12 @@ class _MethodRegistry(Registry):
 
         for option in options:
             why = option.type_error() if isinstance(option, Option) else f"{option!r} is no Option"
+            if why is None and option.name in RESERVED_OPTION_NAMES:
+                why = (
+                    f"an option cannot be named {option.name!r}: the factory is called as "
+                    "factory(spec, seed, **options), and make_policy and create_study take "
+                    f"{', '.join(repr(n) for n in RESERVED_OPTION_NAMES)} as their own arguments"
+                )
             if why is not None:
                 raise InvalidInputError(f"method {method_id!r} ({family}): {why}")
 
@@ -294,7 +333,8 @@ class _MethodRegistry(Registry):
             if old is not None and not _same_factory(old.factory, factory):
                 raise InvalidInputError(
                     f"method {method_id!r} is already registered for family {family!r} by "
-                    f"{_qualname(old.factory)}"
+                    f"{defined_by(old.factory)}; {defined_by(factory)} registers it again: "
+                    "a method id names one factory of a family, give one of them another id"
                 )
             self._entries[key] = MethodEntry(
                 method_id, family, description, factory, tuple(options)
@@ -305,6 +345,16 @@ class _MethodRegistry(Registry):
 
     def get(self, method_id: str, family: str | None = None) -> MethodEntry:  # type: ignore[override]
         self.discover()
+        if isinstance(method_id, str) and "?" in method_id:  # an id with options, where none go
+            name, raw = split_id(method_id, "method")
+            if any(m == name for (_, m) in self._entries):
+                keys = ", ".join(f"{k}=..." for k in raw)
+                flags = " ".join(f"--option {k}=..." for k in raw)
+                raise InvalidInputError(
+                    f"method id {method_id!r} carries options, which are given apart here: as "
+                    f"keyword arguments (create_study(..., {keys})) or `{flags}`; make_policy, "
+                    "simulate and bench ids take them in the id"
+                )
         if family is not None:
             entry = self._entries.get((family, method_id))
             if entry is not None:
@@ -334,6 +384,25 @@ class _MethodRegistry(Registry):
 
 def _qualname(factory: Callable[..., Any]) -> str:
     return f"{getattr(factory, '__module__', '?')}.{getattr(factory, '__qualname__', '?')}"
+
+
+def defined_by(factory: Callable[..., Any]) -> str:
+    """Where a factory is written, as its author knows it: ``make_amb in amb.py`` (a user's file,
+    relative to the working directory when it lies below it; the module a file given as
+    ``file.py:factory`` is imported as has an internal name), ``boloop.algorithms.x.make``."""
+    import os
+
+    module = getattr(factory, "__module__", "") or ""
+    source = _source_file(factory)
+    if module == "boloop" or module.startswith("boloop.") or source is None:
+        return _qualname(factory)
+    try:
+        shown = os.path.relpath(source)
+    except ValueError:  # another drive (Windows)
+        shown = source
+    if shown.startswith(".."):
+        shown = source
+    return f"{getattr(factory, '__qualname__', '?')} in {shown}"
 
 
 def _source_file(factory: Callable[..., Any]) -> str | None:
@@ -471,17 +540,41 @@ def check_recommend_keywords(
         )
 
 
+def parse_method_id(method_id: str, family: str | None = None) -> tuple[str, dict[str, Any]]:
+    """Split ``"mr-lpf?lam=0.1&mode=1"`` into the method's id and its options, the values read
+    by the option table of the method of ``family`` (:meth:`MethodEntry.read_id_options`: a
+    ``str`` option keeps ``1`` as ``"1"``); an id no method has yet is read literally (building
+    it then says it is unknown)."""
+    name, raw = split_id(method_id, "method")
+    try:
+        entry = _METHODS.get(name, family)
+    except (UnknownIdError, InvalidInputError):
+        return name, {key: parse_id_value(text) for key, text in raw.items()}
+    return name, entry.read_id_options(raw)
+
+
 def make_policy(method_id: str, problem: Any, seed: Any = 0, **options: Any) -> BasePolicy:
     """Build method ``method_id`` with the ``family``, ``space`` and ``settings`` of ``problem``
     (a :class:`boloop.problems.Problem`, or anything with those three attributes) and ``seed``;
-    ``options`` override the settings. Equivalent to :func:`build_policy` on the
-    :class:`PolicySpec` made from them; raises the same errors."""
+    ``options`` override the settings. ``method_id`` may carry options as a bench id does,
+    ``"mr-lpf?lam=0.1"`` (read by :func:`parse_method_id`), as :func:`boloop.simulate.simulate`
+    takes them; an option given both there and as a keyword is refused. Equivalent to
+    :func:`build_policy` on the :class:`PolicySpec` made from them; raises the same errors."""
     try:
         family, space, settings = problem.family, problem.space, problem.settings
     except AttributeError as exc:
         raise InvalidInputError(
             f"make_policy needs a problem with family, space and settings, got {problem!r}"
         ) from exc
+    if isinstance(method_id, str) and "?" in method_id:
+        given = method_id
+        method_id, id_options = parse_method_id(method_id, family)
+        both = sorted(set(id_options) & set(options))
+        if both:
+            raise InvalidInputError(
+                f"options {both} are given both in the method id {given!r} and as arguments"
+            )
+        options = {**id_options, **options}
     spec = PolicySpec(
         method=method_id,
         family=family,
@@ -515,9 +608,12 @@ def load_method_file(reference: str, family: str) -> MethodEntry:
     text after the colon), with the keyword arguments of its signature after ``(spec, seed)``
     as its options (type ``Any``).
 
-    Raises :class:`~boloop.errors.InvalidInputError`, one line each: the file does not exist; it
-    has no function of that name; the function is not a method factory (it cannot be called as
-    ``factory(spec, seed)``, e.g. a problem's factory); it is registered for another family.
+    Raises :class:`~boloop.errors.InvalidInputError`, one line each: the file does not exist or
+    does not import (its syntax error or exception, with its line); it has no function of that
+    name; the function is not a method factory: it cannot be called as ``factory(spec, seed)``
+    (a problem's factory with one parameter), or, when it can also be called with no arguments
+    (a problem's factory whose parameters all have defaults), so called it returns a
+    :class:`boloop.problems.Problem`; it is registered for another family.
     """
     name = reference.partition("?")[0]
     factory = load_file_attribute(name, "method")
@@ -536,15 +632,31 @@ def load_method_file(reference: str, family: str) -> MethodEntry:
             f"{name!r} is a class, not a method factory: give the function that builds it, "
             "factory(spec: PolicySpec, seed, **options); see docs/methods.md"
         )
+    contract = (
+        "a method factory is called as factory(spec: PolicySpec, seed, **options) and returns a "
+        "boloop policy (a boloop.queries.BasePolicy); a problem factory, factory(**options), "
+        "returns a boloop.problems.Problem: give it to --problem; see docs/methods.md"
+    )
     try:
-        params = inspect.signature(factory).parameters
-        inspect.signature(factory).bind(None, 0)
+        signature = inspect.signature(factory)
     except (TypeError, ValueError):
-        raise InvalidInputError(
-            f"{name!r} is not a method factory: a method factory is called as "
-            "factory(spec: PolicySpec, seed, **options) and returns a boloop policy "
-            "(a boloop.queries.BasePolicy); see docs/methods.md"
-        ) from None
+        raise InvalidInputError(f"{name!r} is not a method factory: {contract}") from None
+    params = signature.parameters
+    takes_nothing = _binds(signature)
+    if not _binds(signature, None, 0):
+        found = (
+            f"{attr}{signature} takes no (spec, seed): a problem factory's signature"
+            if takes_nothing
+            else f"{attr}{signature} cannot be called as {attr}(spec, seed)"
+        )
+        raise InvalidInputError(f"{name!r} is not a method factory: {found}; {contract}")
+    if takes_nothing:  # (spec, seed) with defaults, or **options only: what does it build?
+        built = _problem_built_by(factory)
+        if built is not None:
+            raise InvalidInputError(
+                f"{name!r} is a problem factory, not a method factory: called with no arguments "
+                f"it returns a problem ({built}); {contract}"
+            )
     named = [p for p in params.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     options = tuple(
         Option(p.name, "Any", None if p.default is p.empty else p.default) for p in named[2:]
@@ -553,6 +665,32 @@ def load_method_file(reference: str, family: str) -> MethodEntry:
         attr, family, f"{factory.__doc__ or ''}".strip().split("\n")[0] or name, options
     )(factory)
     return _METHODS.get(attr, family)
+
+
+def _binds(signature: inspect.Signature, *args: Any) -> bool:
+    try:
+        signature.bind(*args)
+    except TypeError:
+        return False
+    return True
+
+
+def _problem_built_by(factory: Callable[..., Any]) -> str | None:
+    """What a factory that can be called with no arguments returns so, when it is a
+    :class:`boloop.problems.Problem` (its class and id): a problem's factory given as a method's
+    has only defaulted parameters, and telling the two apart by the signature alone would guess.
+    None when it returns anything else or raises (a method factory whose ``spec`` and ``seed``
+    default to None fails without them, and is judged as a method when it is built)."""
+    import sys
+
+    base = sys.modules.get("boloop.problems.base")  # not imported: nothing returns a Problem
+    try:
+        built = factory()
+    except Exception:
+        return None
+    if base is None or not isinstance(built, base.Problem):
+        return None
+    return f"{type(built).__name__} {getattr(built, 'id', '')!r}"
 
 
 def method_file_of(entry: MethodEntry) -> str | None:

@@ -14,6 +14,7 @@ and of ``n`` at that step.
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from pathlib import Path
@@ -23,7 +24,16 @@ import numpy as np
 from boloop.bench.runner import RESULTS_FILE, Key, read_results
 from boloop.errors import InvalidInputError, MissingExtraError
 
-__all__ = ["aggregate", "choose_y_scale", "final_values", "plot_results", "summary_table"]
+logger = logging.getLogger("boloop")
+
+__all__ = [
+    "aggregate",
+    "choose_y_scale",
+    "file_version_warnings",
+    "final_values",
+    "plot_results",
+    "summary_table",
+]
 
 
 def _float(text: str) -> float:
@@ -158,7 +168,8 @@ def plot_results(
 ) -> list[Path]:
     """One PNG per (problem, metric) in ``out_dir`` (default: the results directory); returns the
     paths written. ``y_scale`` (``"auto"``, ``"log"`` or ``"linear"``) chooses each metric's y
-    axis with :func:`choose_y_scale`; the axis label names a log scale."""
+    axis with :func:`choose_y_scale`; the axis label names a log scale. A problem whose rows come
+    from several versions of its file is logged as a warning (:func:`file_version_warnings`)."""
     if y_scale not in Y_SCALES:
         raise InvalidInputError(f"y_scale must be one of {Y_SCALES}, got {y_scale!r}")
     try:
@@ -171,6 +182,8 @@ def plot_results(
             "bench plot needs matplotlib, which boloop does not install by default: "
             "pip install 'boloop[plot]'"
         ) from exc
+    for warning in file_version_warnings(results).values():  # boloop bench plot prints them
+        logger.warning("%s", warning)
     res = Path(results)
     out = Path(out_dir) if out_dir is not None else (res if res.is_dir() else res.parent)
     out.mkdir(parents=True, exist_ok=True)
@@ -231,17 +244,121 @@ _SUMMARY_NOTE = (
 )
 
 
+def _seed_ranges(seeds: list[int]) -> list[str]:
+    """``[0, 1, 2, 5]`` as the ``--seeds`` values that give them: ``["0-2", "5-5"]``."""
+    out: list[str] = []
+    start = prev = seeds[0]
+    for s in [*seeds[1:], None]:
+        if s is not None and s == prev + 1:
+            prev = s
+            continue
+        out.append(f"{start}-{prev}")
+        if s is not None:
+            start = prev = s
+    return out
+
+
+def _file_version_now(reference: str) -> str | None:
+    """The fingerprint of the file of ``path/to/file.py:factory`` as it is now on disk (the path
+    read from the working directory, as ``bench run`` read it), or None when there is no such
+    file here."""
+    from boloop._user_code import fingerprint
+
+    path = Path(reference.partition("?")[0].rpartition(":")[0]).expanduser()
+    if not path.is_file():
+        return None
+    code = fingerprint(path)
+    if code.stale:  # this process imported another version than the disk's: not the file now
+        return None
+    return code.value or None
+
+
+def file_version_warnings(results: str | Path) -> dict[str, str]:
+    """By problem: a warning when the rows of a problem given as ``path/to/file.py:factory`` come
+    from more than one version of that file (column ``problem_file_sha256``; the file, or a module
+    of the user's it imports, changed between two ``bench run`` commands that ran different
+    methods): the table and the plots would compare methods run on different problems. It names
+    the methods (and seeds) run on another version than the file now, when the file is found
+    from the working directory, and the command that reruns them (a changed file's runs run
+    again without ``--force``)."""
+    import shlex
+
+    from boloop.bench.runner import METHOD_SHA256, PROBLEM_SHA256
+
+    _, runs = _load(results)
+    res = Path(results)
+    out_dir = res if res.is_dir() else res.parent
+    warnings: dict[str, str] = {}
+    for problem in sorted({k[0] for k in runs}):
+        version: dict[Key, str] = {}
+        for k, rows in runs.items():
+            if k[0] == problem:
+                values = {r.get(PROBLEM_SHA256) or "" for r in rows}
+                version[k] = values.pop() if len(values) == 1 else "?"
+        versions = set(version.values())
+        if len(versions) < 2:
+            continue
+        shown = problem.partition("?")[0].rpartition(":")[0] or problem
+        now = _file_version_now(problem)
+        text = (
+            f"warning: the rows of {problem} come from {len(versions)} versions of {shown} "
+            "(its problem_file_sha256 differs between runs): its methods ran on "
+            "different problems. "
+        )
+        if now is None or now not in versions:
+            where = "found here" if now is None else "as it is now"
+            by_version = [
+                f"{v[:12] or '(none recorded)'}: "
+                + ", ".join(sorted({k[1] for k, vk in version.items() if vk == v}))
+                for v in sorted(versions)
+            ]
+            warnings[problem] = text + (
+                f"None of them is known to be {shown} {where}; by version: "
+                f"{'; '.join(by_version)}. Rerun every method of it (`boloop bench run` with "
+                f"--force) into --out {shlex.quote(str(out_dir))}"
+            )
+            continue
+        old = sorted(k for k, v in version.items() if v != now)
+        file_methods = any(r.get(METHOD_SHA256) for k in old for r in runs[k])
+        groups: dict[tuple[str, int], list[int]] = {}
+        for k in old:
+            budget = max(int(r["step"]) for r in runs[k])
+            groups.setdefault((k[1], budget), []).append(k[2])
+        on_old = ", ".join(
+            f"{m} (seed{'s' if len(seeds) > 1 else ''} {', '.join(_seed_ranges(seeds))})"
+            for (m, _), seeds in sorted(groups.items())
+        )
+        commands = []
+        for (method, budget), seeds in sorted(groups.items()):
+            for seed_range in _seed_ranges(sorted(seeds)):
+                commands.append(
+                    f"`boloop bench run --problem {shlex.quote(problem)} --method "
+                    f"{shlex.quote(method)} --seeds {seed_range} --budget {budget} --out "
+                    f"{shlex.quote(str(out_dir))}`"
+                )
+        warnings[problem] = text + (
+            f"Run on an older version than {shown} now: {on_old}. Rerun them (the runs of a "
+            f"changed file run again): {' and '.join(commands)}"
+            + (" (a method of yours: give its path/to/file.py:factory)" if file_methods else "")
+        )
+    return warnings
+
+
 def summary_table(results: str | Path) -> str:
     """Markdown: one table per problem with final metrics (mean ± s.e. over seeds) per method and
-    the median seconds per step (ask + tell), each table followed by a line saying so."""
+    the median seconds per step (ask + tell), each table followed by a line saying so; a problem
+    whose rows come from several versions of its file has the warning of
+    :func:`file_version_warnings` under its heading."""
     metrics, runs = _load(results)
+    warnings = file_version_warnings(results)
     parts: list[str] = []
     for problem in sorted({k[0] for k in runs}):
         cols = _problem_metrics(metrics, runs, problem)
         header = ["method", "seeds", "steps", *[f"final {m}" for m in cols], "median s/step"]
-        lines = [
-            f"### {problem}",
-            "",
+        lines = [f"### {problem}", ""]
+        if problem in warnings:
+            lines += [f"**{warnings[problem]}**", ""]
+        lines += [
             "| " + " | ".join(header) + " |",
             "|" + "|".join("---" for _ in header) + "|",
         ]

@@ -322,7 +322,8 @@ def _run_one(
 ) -> tuple[Key, list[str], list[dict[str, Any]]]:
     from boloop._user_code import recording_imports
     from boloop.algorithms import make_policy
-    from boloop.problems import get, parse_problem_id
+    from boloop.algorithms.registry import parse_method_id
+    from boloop.problems import get
     from boloop.simulate import simulate
 
     if report_step is None and _PROGRESS_QUEUE is not None:
@@ -342,10 +343,11 @@ def _run_one(
     problem = get(spec.problem)
     # the sweep's budget is the run's horizon: methods that plan for T (MR-LPF's rounds) read it
     problem.settings = {**problem.settings, "budget": spec.budget}
-    name, options = parse_problem_id(spec.method)
+    name = spec.method.partition("?")[0]
     # a user's module imported lazily by the run is recorded as the bytes it executed
     with recording_imports() if spec.sources else contextlib.nullcontext():
         _ensure_method(name, problem.family, spec.method_file)
+        name, options = parse_method_id(spec.method, problem.family)
         policy = make_policy(name, problem, spec.seed, **options)
         trace = simulate(
             policy, problem, spec.budget, spec.seed, method=spec.method, on_record=on_record
@@ -389,7 +391,7 @@ def plan_runs(
 ) -> tuple[list[RunSpec], list[str]]:
     """Check every id (unknown ids raise listing the valid ones), resolve budgets, and return the
     runs and the metric columns in the problems' order."""
-    from boloop._registry import is_file_id
+    from boloop._registry import is_file_id, split_id
     from boloop._user_code import recording_imports
     from boloop.algorithms.registry import (
         get_method,
@@ -397,7 +399,7 @@ def plan_runs(
         load_method_file,
         method_file_of,
     )
-    from boloop.problems import get, parse_problem_id
+    from boloop.problems import get
     from boloop.problems.registry import is_file_problem
 
     if not problems or not methods:
@@ -426,7 +428,7 @@ def plan_runs(
             if b is None:
                 raise InvalidInputError(f"problem {pid!r} has no default budget; give --budget")
             for given in dict.fromkeys(methods):
-                name, options = parse_problem_id(given)
+                name, raw = split_id(given, "method")
                 mid = given
                 sources = problem_src
                 if is_method_file(name):  # path/to/file.py:factory: the id it is registered as
@@ -439,6 +441,7 @@ def plan_runs(
                         entry = get_method(name, problem.family)
                     except InvalidInputError as exc:  # a method of another family
                         raise InvalidInputError(_one_family_message(exc, problems, methods)) from exc
+                options = entry.read_id_options(raw)  # by the options' types
                 entry.check_options(options)  # OptionError names valid ones
                 if options:
                     _check_option_values(problem, pid, mid, int(b), int(seeds[0]) if seeds else 0)
@@ -548,9 +551,9 @@ def _check_option_values(problem: Any, pid: str, mid: str, budget: int, seed: in
     without them (a method for finite sets on a box) stays a failure of its runs, reported with
     the others, as before."""
     from boloop.algorithms import make_policy
-    from boloop.problems import parse_problem_id
+    from boloop.algorithms.registry import parse_method_id
 
-    name, options = parse_problem_id(mid)
+    name, options = parse_method_id(mid, problem.family)
     problem.settings = {**problem.settings, "budget": budget}
     try:
         make_policy(name, problem, seed, **options)

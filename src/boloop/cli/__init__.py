@@ -3,7 +3,9 @@
 ``boloop bench run|plot|summary``, ``boloop problems``, ``boloop methods``, ``boloop metrics``,
 ``boloop demo`` here; ``boloop study ...`` in :mod:`boloop.cli.study` and ``boloop serve`` in
 :mod:`boloop.cli.serve` (each module's ``register(subparsers)`` adds its subparser and sets
-``func``). Errors from :mod:`boloop.errors` print one line to stderr and exit with status 2.
+``func``). Errors from :mod:`boloop.errors` print one line to stderr and exit with status 2;
+with ``-v``, the traceback of the exception that caused one (a user's file that does not import,
+a problem factory that raises) is printed before that line.
 """
 
 from __future__ import annotations
@@ -44,9 +46,13 @@ def _cmd_bench_run(args: argparse.Namespace) -> int:
 
 def _cmd_bench_plot(args: argparse.Namespace) -> int:
     from boloop.bench import plot_results
+    from boloop.bench.report import file_version_warnings
 
     for path in plot_results(args.dir, args.out, y_scale=args.y_scale):
         print(path)
+    if not args.verbose:  # with -v, plot_results's log has them
+        for warning in file_version_warnings(args.dir).values():  # the plots mix them too
+            print(warning, file=sys.stderr)
     return 0
 
 
@@ -276,6 +282,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(func(args) or 0)
     except BoloopError as exc:
+        cause = exc.__cause__
+        if getattr(args, "verbose", False) and cause is not None:  # a user's code raised it
+            import traceback
+
+            traceback.print_exception(cause, file=sys.stderr)
         print(f"boloop: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

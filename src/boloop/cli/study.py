@@ -217,8 +217,35 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
 _INTERRUPTED = "\ninterrupted; everything answered so far is stored"
 
 
+#: create's own arguments, which ``--option`` (a method option) cannot set: the flag that does
+#: (the keywords of :func:`boloop.study.core.create_study` besides the method's options)
+_CREATE_FLAGS = {
+    "name": "the NAME argument",
+    "method": "--method",
+    "space": "--space",
+    "problem": "--problem",
+    "storage": "--storage",
+    "seed": "--seed",
+    "family": "--family",
+    "from_study": "--from",
+    "from_storage": "--from-storage",
+}
+
+
 def _create(args: argparse.Namespace) -> int:
     options = dict(args.option)
+    for key in options:
+        if key in _CREATE_FLAGS:
+            raise InvalidInputError(
+                f"--option {key}=... is not a method option: {key!r} is create's own argument, "
+                f"given by {_CREATE_FLAGS[key]}"
+            )
+        if key == "load_if_exists":
+            raise InvalidInputError(
+                "--option load_if_exists=... is not a method option (create_study's keyword in "
+                "Python); on the command line an existing name is refused: `boloop study status "
+                "NAME` shows that study"
+            )
     if args.from_storage is not None and args.from_study is None:
         raise InvalidInputError("--from-storage is the storage of --from OLD: give --from too")
     if args.from_study is None and args.space is None and args.problem is None:

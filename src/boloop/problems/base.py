@@ -26,8 +26,9 @@ class MetricTracker(ABC):
 
     ``update`` is called after every answered query with the query, its answer and the policy's
     public recommendation after that answer (a :mod:`boloop.recommendations` value), and returns
-    the metric columns of that step, named as in DESIGN.md (``regret``, ``cumulative_regret``,
-    ``loss``, ``fscore``...). A tracker never sees the policy itself.
+    the metric columns of that step: a float for names that :meth:`Problem.metric_names` declares
+    (the library's families use ``regret``, ``cumulative_regret``, ``loss``, ``fscore``...; each is
+    a column of the bench's ``results.csv``). A tracker never sees the policy itself.
     """
 
     #: keyword arguments of ``policy.recommend`` for the recommendation passed to :meth:`update`;

@@ -1,7 +1,7 @@
 """Benchmark problems of the expert family (COBOL, Xu et al., NeurIPS 2024, Sec. 5, App. H-J).
 
 Every problem minimises a black box ``f`` on a box and answers :class:`~boloop.queries.Label`
-queries with a synthetic expert (``True`` = accept). Metric columns (DESIGN.md): ``regret``
+queries with a synthetic expert (``True`` = accept). Metric columns (``metric_names()``): ``regret``
 (``f(x_t) - f*`` of the step's evaluation, 0 in a step without one), ``cumulative_regret``
 (``R_{Q^f_T}``, BO evaluations only), ``simple_regret`` (best evaluated value minus ``f*``, the
 3 initial evaluations included, as the reference code), ``expert_queries`` (``|Q^g_t|``, BO-phase

@@ -1,7 +1,7 @@
 """One small toy problem per family, for tests, the demo and the README.
 
 They are not from the papers: each is a cheap 1-D (safe: 1+1-D, expert: 2-D) instance with the
-query kinds and metric columns of its family (DESIGN.md), and oracles defined here:
+query kinds and metric columns of its family's benchmark problems, and oracles defined here:
 
 * ``levelset/toy`` -- noisy evaluations of ``f(x) = sin(2 pi x) + 0.5 x`` on 41 grid points of
   [0, 1], threshold ``h = 0.25``. Metrics ``loss`` (fraction of grid points misclassified by the

@@ -33,7 +33,13 @@ from boloop.errors import (
 )
 from boloop.study.log import Event, moved_mark, safe_url, url_for_command
 from boloop.study.naming import MAX_NOTE_CHARS, _check_name
-from boloop.study.replay import decode_answer, decode_query, effective_events
+from boloop.study.replay import (
+    _registered,
+    _users_method,
+    decode_answer,
+    decode_query,
+    effective_events,
+)
 
 if TYPE_CHECKING:
     from boloop.study.core import Study
@@ -292,6 +298,14 @@ def create_from(
             space = config.get("space")
             if space is not None and config.get("measurement"):  # kept beside the space
                 space = {**space, "measurement": config["measurement"]}
+    if same_method and old_method is not None and not _registered(old_method, family):
+        raise InvalidInputError(
+            f"study {from_study!r} runs method {old_method!r}, which is not registered in this "
+            "process: a method of your own is registered where the module that registers it is "
+            "imported, which the boloop command cannot do. Continue it from Python after that "
+            f"import: create_study({name!r}, from_study={from_study!r}, storage=...) (or give "
+            "another --method)"
+        )
     merged = dict(config.get("options") or {}) if same_method else {}
     merged.update(options or {})
     if seed is None:
@@ -346,10 +360,18 @@ def create_from(
             except BoloopError as exc:
                 what = "label" if a.kind == "label" else "measurement"
                 origin = f"query {a.query_id}" if a.query_id is not None else f"event {a.seq}"
+                hint = ""
+                if what == "measurement" and _users_method(staged.method, staged.family):
+                    hint = (
+                        " (a method of your own takes them when its policy sets "
+                        "accepts_measurements = True: docs/methods.md, 'Writing your own "
+                        "method')"
+                    )
                 raise InvalidInputError(
                     f"study {from_study!r} cannot be continued as {name!r} (method "
                     f"{staged.method!r}): its answer {i + 1} of {len(answers)} ({what} of "
-                    f"{origin}) cannot be recorded as outside data: {exc}. Nothing was stored"
+                    f"{origin}) cannot be recorded as outside data: {exc}{hint}. Nothing was "
+                    "stored"
                 ) from exc
         staged_store = MemoryStorage(staging_url, create=False)
         new_events = staged_store.events(staged_store.study_id(name))

@@ -70,6 +70,13 @@ def continue_command(name: str, storage: StorageBackend | SQLiteLog) -> str:
     the storage is not the default one."""
     import shlex
 
+    new = _continued_name(name, storage)
+    cmd = f"boloop study create {shlex.quote(new)} --from {shlex.quote(name)}"
+    return cmd + storage_option(storage.url)
+
+
+def _continued_name(name: str, storage: StorageBackend | SQLiteLog) -> str:
+    """A free name for the study that continues ``name``: ``NAME-continued`` (``-2``, ...)."""
     try:
         taken = {n for n, _ in storage.study_names()}
     except BoloopError:
@@ -79,8 +86,33 @@ def continue_command(name: str, storage: StorageBackend | SQLiteLog) -> str:
     k = 2
     while new in taken:
         new, k = f"{stem}-continued-{k}", k + 1
-    cmd = f"boloop study create {shlex.quote(new)} --from {shlex.quote(name)}"
-    return cmd + storage_option(storage.url)
+    return new
+
+
+def continue_call(name: str, storage: StorageBackend | SQLiteLog) -> str:
+    """The Python call that continues study ``name`` with all its answers (what
+    :func:`continue_command` runs), for a method only the user's code registers."""
+    from boloop.study.log import safe_url
+
+    new = _continued_name(name, storage)
+    shown = safe_url(storage.url)
+    where = "YOUR_STORAGE_URL" if shown != storage.url else repr(storage.url)
+    return f"create_study({new!r}, from_study={name!r}, storage={where})"
+
+
+def _users_method(method: str, family: str) -> str | None:
+    """Where the user's code defines method ``method`` of ``family`` (``make_amb in amb.py``),
+    or None for boloop's own methods (and one not registered)."""
+    from boloop.algorithms.registry import defined_by
+
+    try:
+        entry = get_method(method, family)
+    except BoloopError:
+        return None
+    module = getattr(entry.factory, "__module__", "") or ""
+    if module == "boloop" or module.startswith("boloop."):
+        return None
+    return defined_by(entry.factory)
 
 
 def storage_option(url: str) -> str:
@@ -165,6 +197,9 @@ class StudyReplay:
         """What happened when the log does not replay, and the way forward that keeps every
         answer (:mod:`boloop.study.carry`; for a study of duels, which cannot be carried, where
         its answers are)."""
+        own = _users_method(self.method, self.family)
+        if own is not None:
+            return self._own_method_advice(own)
         made = self.config.get("boloop_version")
         if made != boloop.__version__:
             why = (
@@ -190,6 +225,48 @@ class StudyReplay:
             f"{why}, or continue with this version and all {n} stored answers kept as the new "
             f"study's data: {continue_command(self.name, self._storage)}"
         )
+
+    def _own_method_advice(self, defined_by: str) -> str:
+        """The mismatch of a method the user registered (not boloop's): its code changed since
+        the study's answers were given; the old code, or a new study continued from Python (the
+        boloop command cannot import the user's method), when the method takes measurements."""
+        why = (
+            f"The study's method {self.method!r} is not boloop's: it is registered by your code "
+            f"({defined_by}), and that code proposes differently from the code that gave the "
+            "study's answers, so it changed since. Load the study with the method's code as it "
+            "was then"
+        )
+        n, duels = self._stored_answers()
+        if duels:
+            return (
+                f"{why}: its {n} stored answers are safe in the storage ({duels} of them duels, "
+                "which a new study cannot take as its own data)"
+            )
+        cls = self._policy_class()
+        if cls is not None and not getattr(cls, "accepts_measurements", False):
+            return (
+                f"{why}. A new study cannot carry its {n} stored answers with this code: the "
+                f"method's policy ({cls.__name__}) does not take measurements outside its own "
+                "queries (a policy takes them when it sets accepts_measurements = True; "
+                "docs/methods.md, 'Writing your own method'); the answers are safe in the "
+                "storage"
+            )
+        return (
+            f"{why}, or continue with the new code and all {n} stored answers kept as a new "
+            "study's data, from Python after importing your method (the boloop command cannot "
+            f"import it, so `boloop study create --from` cannot continue it): "
+            f"{continue_call(self.name, self._storage)}"
+        )
+
+    def _policy_class(self) -> type | None:
+        """The class of the policy the method's code builds now (None when it cannot be built)."""
+        policy = getattr(self, "_policy", None)
+        if policy is not None:
+            return type(policy)
+        try:
+            return type(make_policy(self.method, self.problem, self.seed, **self.policy_options))
+        except Exception:
+            return None
 
     def _stored_answers(self) -> tuple[int, int]:
         """(answers in effect, of which duels) in the stored log."""

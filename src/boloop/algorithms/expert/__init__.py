@@ -7,7 +7,7 @@ The paper *minimises* f. Labels: the query vocabulary answers a :class:`~boloop.
 with ``True`` for *accept*; internally the paper's convention is used, ``1 = reject`` with
 ``P(1 | x) = S(g(x))`` (Assumption 2.1), so small ``g`` means the expert likes ``x``.
 
-Policies (method ids of DESIGN.md):
+Policies (method ids as ``boloop methods --family expert`` lists them):
 
 * :class:`COBOL` (``cobol``) -- Algorithm 1: expert-augmented LCB ``x^c`` by the primal-dual
   problem (5)/(6), vanilla LCB ``x^u`` (line 5), the no-harm test (line 6), the handover test
