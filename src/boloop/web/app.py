@@ -1028,9 +1028,11 @@ def _when(value: Any) -> str:
 
 
 def _unsent(what: str, name: str, values: Mapping[str, str]) -> dict[str, Any]:
-    """What a form was storing when the database could not be reached, for the 503 page:
-    ``what`` ("tell", "undo", "create"), the study, the fields as sent (a button to send them
-    again) and the ones a person typed or chose, as ``(field, value)`` rows."""
+    """What a form was storing when it was not stored, for the page that says so (the 503
+    page while the database cannot be reached, the login page of a browser not logged in, a
+    refused answer's study page): ``what`` ("tell", "undo", "create"), the study, the fields
+    as sent (a button to send them again) and the ones a person typed or chose, as
+    ``(field, value)`` rows (a duel's choice as "A is better"/"B is better")."""
     choice = {"a": "A is better", "b": "B is better"}
     shown = [
         (k[4:] if k.startswith("out.") else k, choice.get(v, v) if k == "answer" else v)
