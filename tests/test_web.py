@@ -178,7 +178,7 @@ def test_two_browsers_on_one_query_exactly_one_wins(url):
     rb = bob.post("/studies/pref/tell", data={"csrf": cb, "query_id": str(q.id), "answer": "b"})
     assert ra.status_code == 303
     assert rb.status_code == 409
-    assert "not stored" in rb.text and "Someone else answered it first" in rb.text
+    assert "not stored" in rb.text and f"query {q.id} was answered first by someone else" in rb.text
     nxt = load_study("pref", storage=url).ask()
     assert f'name="query_id" value="{nxt.id}"' in rb.text  # bob sees the next query
     hist = load_study("pref", storage=url).history()
@@ -744,14 +744,17 @@ def test_token_protects_pages_and_api(url):
     c = _client(url, TOKEN)
     r = c.get("/studies/lev1")
     assert r.status_code == 303 and r.headers["location"] == "/login?next=/studies/lev1"
-    for path in ("/", "/docs", "/studies/lev1/export.csv", "/studies/lev1/state"):
+    for path in ("/", "/docs", "/studies/lev1/export.csv"):
         assert c.get(path).status_code == 303
+    r = c.get("/studies/lev1/state")  # an open page's poll: told to log in again, in JSON
+    assert r.status_code == 401 and r.json()["error"] == "login_required"
     assert c.get("/openapi.json").status_code == 401
     r = c.get("/api/studies")
     assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
     assert c.get("/api/studies", headers={"Authorization": "Bearer wrong"}).status_code == 401
     assert c.get("/api/studies", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200
-    assert c.post("/studies/lev1/undo", data={}).status_code == 303  # to the login page
+    r = c.post("/studies/lev1/undo", data={})  # the login page, back to the study after it
+    assert r.status_code == 401 and 'name="next" value="/studies/lev1"' in r.text
     assert load_study("lev1", storage=url).n_answered == 1
     # the login form
     login = c.get("/login?next=/studies/lev1")

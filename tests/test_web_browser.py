@@ -561,7 +561,7 @@ def _race(server, browser, browser2, name):
 
 def test_two_browsers_race_on_one_query_one_wins(server, browser, browser2):
     study, q, text = _race(server, browser, browser2, "race")
-    assert "Someone else answered it first" in text
+    assert f"query {q.id} was answered first by someone else" in text
     assert _open_id(browser2) == _open_id(browser) != q.id  # told, and shown the next query
     hist = study.history()
     assert [(r["query_id"], r["answer"]) for r in hist] == [(q.id, 0)]

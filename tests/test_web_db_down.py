@@ -164,11 +164,12 @@ def test_a_refused_answer_says_which_query_is_open_in_words(tmp_path, next_asked
     warning = re.search(r'<p class="warning" role="alert" id="warning">(.*?)</p>', r.text, re.S)
     assert warning
     text = warning.group(1)
-    assert f"query {q.id} is not open any more" in text and "None" not in text
+    # what happened, and the query the page shows now (asked by the page if it was not yet)
+    assert f"query {q.id} was answered first by someone else" in text and "None" not in text
+    shown = re.search(r'name="query_id" value="(\d+)"', r.text).group(1)
     if next_asked:
-        assert f"the open query is {nxt}" in text
-    else:
-        assert "no query was open" in text
+        assert shown == str(nxt)
+    assert f"The open query is now {shown}" in text and "no query was open" not in text
 
 
 @pytest.mark.xdist_group("postgres")

@@ -313,6 +313,14 @@ def create_app(
     mask_access_log()  # a login link's token never reaches uvicorn's access log
     flash_key = secrets.token_bytes(32)
 
+    senders = _Senders()
+
+    def sender_id(request: Request) -> str:
+        """Which browser sent a form: a digest of its CSRF cookie (one per browser, the same
+        in all its tabs; the form echoes it), never the cookie itself."""
+        cookie = request.cookies.get(CSRF_COOKIE) or ""
+        return hmac.new(flash_key, cookie.encode(), "sha256").hexdigest()[:32]
+
     def flash_sig(text: str) -> str:
         """The signature of a message a redirect carries: a link cannot put text on a page."""
         return hmac.new(flash_key, text.encode(), "sha256").hexdigest()[:32]
@@ -346,6 +354,18 @@ def create_app(
                         status_code=401,
                         headers={"WWW-Authenticate": "Bearer"},
                     )
+                if _wants_json(path):  # an open study page's poll: it says "log in again"
+                    return JSONResponse(
+                        {
+                            "detail": "this browser is not logged in (the server may have been "
+                            "restarted with a new token): log in again",
+                            "error": "login_required",
+                        },
+                        status_code=401,
+                    )
+                study_path = _study_form_path(path) if request.method == "POST" else None
+                if study_path is not None:  # an answer or undo: said not done, never dropped
+                    return await refused_login(request, study_path)
                 nxt = quote(path if request.method == "GET" else "/", safe="/")
                 return RedirectResponse(f"/login?next={nxt}", status_code=303)
         response: Response = await call_next(request)
@@ -365,16 +385,27 @@ def create_app(
         return JSONResponse({"detail": "; ".join(msgs) or "bad request"}, status_code=400)
 
     # -- rendering helpers -------------------------------------------------------------------
-    def render(request: Request, template: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+    def render(
+        request: Request,
+        template: str,
+        status: int = 200,
+        *,
+        signed_in: bool | None = None,
+        **ctx: Any,
+    ) -> HTMLResponse:
+        """``signed_in``: whether the page is for a logged-in browser (default: whether the
+        request carries the session cookie; True for the page that answers a login)."""
         csrf = request.cookies.get(CSRF_COOKIE)
         fresh = not csrf or len(csrf) < 20
         if fresh:
             csrf = secrets.token_urlsafe(32)
+        if signed_in is None:
+            signed_in = token is None or _same(request.cookies.get(SESSION_COOKIE), session)
         html = env.get_template(template).render(
             csrf=csrf,
             auth=token is not None,
             # a visitor who has not logged in sees neither "log out" nor where the data is
-            signed_in=token is None or _same(request.cookies.get(SESSION_COOKIE), session),
+            signed_in=signed_in,
             version=boloop.__version__,
             storage=safe_url(pool.url),  # a PostgreSQL password never reaches a page
             **ctx,
@@ -383,6 +414,31 @@ def create_app(
         if fresh:
             resp.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="strict", path="/")
         return resp
+
+    async def refused_login(request: Request, where: tuple[str, str]) -> Response:
+        """A study form (``where``: the study page's path and ``"tell"`` or ``"undo"``) sent by
+        a browser that is not logged in (the server restarted with a new token, a logout in
+        another tab): nothing is stored or withdrawn; the login page (401) says so, shows an
+        answer's values as they were sent and carries them through the login
+        (``sent.<field>``, :func:`login`), and goes back to the study page after it. The
+        values are echoed only for a form of this site (its CSRF token matches)."""
+        page, what = where
+        name = study_name(page.split("/")[2])
+        unsent = _unsent(what, name, {})
+        if what == "tell":
+            try:
+                form = await request.form()
+            except Exception:  # noqa: BLE001 - an unreadable body: nothing to echo
+                form = None
+            if form is not None and _same(
+                str(form.get("csrf", "")), request.cookies.get(CSRF_COOKIE)
+            ):
+                values = {k: v for k, v in form.items() if isinstance(v, str) and k != "csrf"}
+                unsent = _unsent("tell", name, values)
+        logger.warning(
+            "POST %s from a browser that is not logged in: nothing stored", request.url.path
+        )
+        return render(request, "login.html", 401, next=_local(page), error=None, unsent=unsent)
 
     def check_csrf(request: Request, form: Mapping[str, Any]) -> None:
         if not _same(str(form.get("csrf", "")), request.cookies.get(CSRF_COOKIE)):
@@ -461,7 +517,7 @@ def create_app(
         link_token = request.query_params.get("token")
         if link_token is not None:
             return await link_login(request, link_token, _local(next))
-        return render(request, "login.html", next=_local(next), error=None)
+        return render(request, "login.html", next=_local(next), error=None, unsent=None)
 
     async def link_login(request: Request, given: str, nxt: str) -> Response:
         """``GET /login?token=T[&next=/path]``: a right token logs the browser in as the form
@@ -476,7 +532,9 @@ def create_app(
             return RedirectResponse(nxt, status_code=303, headers=private)
         if not _same(given.strip(), token):
             await asyncio.sleep(0.2)  # slows down guessing a little, as the form
-            resp: Response = render(request, "login.html", 401, next=nxt, error="wrong token")
+            resp: Response = render(
+                request, "login.html", 401, next=nxt, error="wrong token", unsent=None
+            )
             resp.headers.update(private)
             return resp
         if request.headers.get("sec-fetch-site") == "cross-site":
@@ -500,14 +558,55 @@ def create_app(
         form = await read_form(request)
         check_csrf(request, form)
         nxt = _local(str(form.get("next", "/")))
+        # an answer refused for want of a login (refused_login), carried through the form
+        sent = {k[5:]: v for k, v in form.items() if k.startswith("sent.") and isinstance(v, str)}
+        parts = nxt.split("/")
+        study = study_name(parts[2]) if len(parts) == 3 and parts[1] == "studies" else None
         if token is None:
             return RedirectResponse(nxt, status_code=303)
         if not _same(str(form.get("token", "")).strip(), token):
             await asyncio.sleep(0.2)  # slows down guessing a little
-            return render(request, "login.html", 401, next=nxt, error="wrong token")
-        resp = RedirectResponse(nxt, status_code=303)
+            unsent = _unsent("tell", study, sent) if sent and study else None
+            return render(request, "login.html", 401, next=nxt, error="wrong token", unsent=unsent)
+        if sent and study:
+            resp = await run_in_threadpool(after_login, request, study, sent)
+        else:
+            resp = RedirectResponse(nxt, status_code=303)
         set_session(resp)
         return resp
+
+    def after_login(request: Request, name: str, sent: dict[str, str]) -> Response:
+        """The study page after a login that carried an answer refused for want of one: it
+        says the answer was not stored and shows it; put back in the form if its query is
+        still the open one (to check and store), else only shown (it was for another query)."""
+        qid = sent.get("query_id", "")
+        try:
+            open_id = pool.run(name, _asked_id)
+        except UnknownIdError as exc:
+            raise HTTPException(404, str(exc)) from exc
+        head = (
+            f"Logged in. Your answer to query {qid} was NOT stored: it arrived while this "
+            "browser was not logged in."
+        )
+        if open_id is not None and str(open_id) == qid:
+            return study_page(
+                request,
+                name,
+                warning=f"{head} It is back in the form below: check it and store it.",
+                values={k: v for k, v in sent.items() if not k.startswith("confirm_")},
+                sent=_unsent("tell", name, sent),
+                signed_in=True,
+            )
+        now = "" if open_id is None else f"; the open query is now {open_id}"
+        return study_page(
+            request,
+            name,
+            warning=f"{head} Query {qid} is not open any more (answered or withdrawn "
+            f"meanwhile{now}): what you sent is shown here, not put in the form (it was for "
+            "another query).",
+            sent=_unsent("tell", name, sent),
+            signed_in=True,
+        )
 
     # -- the share page: a login link and its QR code -----------------------------------------
     @app.get("/share", response_class=HTMLResponse, include_in_schema=False)
@@ -622,8 +721,11 @@ def create_app(
         refused: bool = False,
         over_limit: str | None = None,
         unusual: str | None = None,
+        sent: dict[str, Any] | None = None,
+        signed_in: bool | None = None,
     ) -> HTMLResponse:
-        """``refused``: this page's answer was not stored (the last answer is someone else's);
+        """``sent``: an answer that was not stored, shown as it was sent (:func:`_unsent`);
+        ``refused``: this page's answer was not stored (the last answer is someone else's);
         ``over_limit``: the open query's answer was held back because its g is above the safety
         limit (the form then offers to store it as measured, for this query only); ``unusual``:
         held back because a value is far outside the values stored so far (a typo?), the form
@@ -649,6 +751,8 @@ def create_app(
             refused=refused,
             over_limit=over_limit,
             unusual=unusual,
+            sent=sent,
+            signed_in=signed_in,
             **ctx,
         )
 
@@ -673,33 +777,33 @@ def create_app(
         check_csrf(request, form)
         values = {k: str(v) for k, v in form.items() if isinstance(v, str) and k != "csrf"}
         request.state.unsent = _unsent("tell", name, values)
+        browser = sender_id(request)
+
+        def tell(s: Study) -> tuple[dict[str, str], str | None, tuple[str, str] | None]:
+            out = _tell_form(s, form)
+            if not out[0] and not out[1]:  # stored: remember which browser sent it
+                last = s.history(last=1)
+                if last:
+                    senders.remember(name, _answer_key(last[0]), browser)
+            return out
+
         try:
-            errors, warning, held = await run_in_threadpool(
-                pool.run, name, lambda s: _tell_form(s, form)
-            )
+            errors, warning, held = await run_in_threadpool(pool.run, name, tell)
         except UnknownIdError as exc:
             raise HTTPException(404, str(exc)) from exc
         except StudyMovedError as exc:  # a page opened before the migrate: nothing stored
-            return study_page(request, name, 409, warning=str(exc))
-        except QueryStateError as exc:
-            same = await run_in_threadpool(pool.run, name, lambda s: _same_answer(s, form))
-            if same is not None:  # e.g. sent twice from this page: not "someone else"
-                return study_page(
-                    request,
-                    name,
-                    409,
-                    warning=f"Your answer was not stored again: query {same['query_id']} was "
-                    f"answered already with the same answer ({_answer_description(same)}); "
-                    "nothing is stored twice. Here is the open query now.",
-                )
+            return study_page(request, name, 409, warning=str(exc), sent=request.state.unsent)
+        except QueryStateError:
+            text, refused = await run_in_threadpool(
+                pool.run, name, lambda s: _refusal(s, form, senders.sender(name), browser)
+            )
             return study_page(
                 request,
                 name,
                 409,
-                flash=None,
-                warning=f"Your answer was not stored: {exc}. Someone else answered it first; "
-                "here is the open query now.",
-                refused=True,
+                warning=text,
+                refused=refused,
+                sent=request.state.unsent,  # shown back, never put in the new query's form
             )
         if errors or warning:  # a warning of _tell_form holds this query's answer back
             return study_page(
@@ -844,6 +948,7 @@ def create_app(
     )
     def api_tell(name: str, body: TellBody) -> JSONResponse:
         name = study_name(name)
+
         def tell(s: Study) -> dict[str, Any]:
             s.tell(body.query_id, body.answer, note=body.note)
             return {"stored": True, "query_id": body.query_id, "answered": s.n_answered}
@@ -930,11 +1035,14 @@ def _when(value: Any) -> str:
 
 
 def _unsent(what: str, name: str, values: Mapping[str, str]) -> dict[str, Any]:
-    """What a form was storing when the database could not be reached, for the 503 page:
-    ``what`` ("tell", "undo", "create"), the study, the fields as sent (a button to send them
-    again) and the ones a person typed or chose, as ``(field, value)`` rows."""
+    """What a form was storing when it was not stored, for the page that says so (the 503
+    page while the database cannot be reached, the login page of a browser not logged in, a
+    refused answer's study page): ``what`` ("tell", "undo", "create"), the study, the fields
+    as sent (a button to send them again) and the ones a person typed or chose, as
+    ``(field, value)`` rows (a duel's choice as "A is better"/"B is better")."""
+    choice = {"a": "A is better", "b": "B is better"}
     shown = [
-        (k[4:] if k.startswith("out.") else k, v)
+        (k[4:] if k.startswith("out.") else k, choice.get(v, v) if k == "answer" else v)
         for k, v in values.items()
         if k not in ("query_id", "confirm_over_limit", "confirm_unusual")
         and (v.strip() or k != "note")
@@ -1254,6 +1362,121 @@ def _same_answer(study: Study, form: Any) -> dict[str, Any] | None:
     return row if sent is not None and sent == stored else None
 
 
+class _Senders:
+    """Which browser (:func:`create_app`'s ``sender_id``) stored which answer through a page,
+    by study and :func:`_answer_key`, in this server's memory: a refusal can then say whether
+    the answer that stands came from the same browser (sent twice) or another one. Forgotten
+    at a restart, and the oldest beyond :attr:`LIMIT`; an answer given by the API, the CLI or
+    Python has no browser."""
+
+    LIMIT = 10_000
+
+    def __init__(self) -> None:
+        self._by: dict[tuple[str, str], str] = {}
+        self._lock = threading.Lock()
+
+    def remember(self, study: str, key: str, browser: str) -> None:
+        with self._lock:
+            self._by[(study, key)] = browser
+            while len(self._by) > self.LIMIT:
+                del self._by[next(iter(self._by))]
+
+    def sender(self, study: str) -> Callable[[str], str | None]:
+        """The browser that stored an answer of ``study`` (by its key), or None if unknown."""
+
+        def get(key: str) -> str | None:
+            with self._lock:
+                return self._by.get((study, key))
+
+        return get
+
+
+def _asked_id(study: Study) -> int | None:
+    """The id of the open query as the study page shows it (asked if none is open), or None
+    when the method cannot ask one."""
+    try:
+        return int(study.ask().id)
+    except (StorageUnavailableError, StorageAccessError):
+        raise
+    except BoloopError:
+        return None
+
+
+def _refusal(
+    study: Study, form: Any, sender: Callable[[str], str | None], browser: str
+) -> tuple[str, bool]:
+    """What the page says when the form's answer was refused because its query is not open
+    (:class:`QueryStateError`), and whether the answer that stands is someone else's (the
+    undo then says so). Told apart, from the history, the note and which browser stored the
+    answer (``sender``, :class:`_Senders`; ``browser``: this form's): the query withdrawn; the
+    same answer sent twice from this browser (or from one unknown, with the same note);
+    the same values from another browser or with another note (the note sent is said to be
+    not stored); another answer. Each names the query open now."""
+    raw_id = str(form.get("query_id", "")).strip()
+    note = str(form.get("note", "") or "").strip()
+    rows = [r for r in study.history() if str(r.get("query_id")) == raw_id]
+    open_id = _asked_id(study)
+    now = (
+        "There is no open query now."
+        if open_id is None
+        else f"The open query is now {open_id} (below)."
+    )
+    kept = "What you sent is shown below, not in the form (that is for another query)."
+    if not rows:
+        return (
+            f"Your answer was not stored: query {raw_id} was withdrawn (undone) before your "
+            f"answer arrived. {kept} {now}",
+            True,
+        )
+    row = rows[-1]
+    desc = _answer_description(row)
+    by = sender(_answer_key(row))
+    mine, other = by is not None and by == browser, by is not None and by != browser
+    same_note = (row.get("note") or "") == note
+    lost_note = "" if same_note or not note else " Your note was NOT stored either."
+    if _same_answer(study, form) is not None:
+        if mine:
+            again = "" if same_note else " The note you sent this time differs: it was NOT stored."
+            return (
+                f"Your answer was not stored again: this browser had stored it already "
+                f"({desc}): it was sent twice (a double click, or Back and send). Nothing is "
+                f"stored twice.{again} {now}",
+                False,
+            )
+        if not other and same_note:
+            return (
+                f"Your answer was not stored again: query {raw_id} was answered already with "
+                f"the same answer ({desc}); nothing is stored twice. {now}",
+                False,
+            )
+        who = (
+            "first from another browser, with the same values as yours"
+            if other
+            else "already with the same values as yours but another note, by someone else or "
+            "from another page"
+        )
+        return (
+            f"Your answer was not stored: query {raw_id} was answered {who} ({desc})."
+            f"{lost_note} {kept} {now}",
+            True,
+        )
+    who = "from this browser (another tab, or before Back)" if mine else "by someone else"
+    return (
+        f"Your answer was not stored: query {raw_id} was answered first {who} ({desc}). "
+        f"{kept} {now}",
+        True,
+    )
+
+
+def _study_form_path(path: str) -> tuple[str, str] | None:
+    """``("/studies/<name>", "tell" | "undo")`` for the path of a study page's answer or undo
+    form (the name still percent-encoded, :class:`EncodedStudyNames`), else None."""
+    parts = path.split("/")
+    if len(parts) == 4 and parts[1] == "studies" and parts[2] and parts[3] in ("tell", "undo"):
+        return "/".join(parts[:3]), parts[3]
+    return None
+
+
 def _typed_fields(query: Any) -> tuple[str, ...]:
     """The form fields a measurement query's answer is typed in: ``value``, or ``out.f``,
     ``out.g``, ... for several outputs."""
@@ -1282,9 +1505,9 @@ def _tell_form(
     study.refresh()
     pending = study.policy.pending
     if pending is None or raw_id != str(pending.id):
-        now_open = "no query was open" if pending is None else f"the open query is {pending.id}"
+        now_open = "" if pending is None else f"; the open query is {pending.id}"
         raise QueryStateError(
-            f"query {raw_id} is not open any more (it was answered or withdrawn; {now_open})"
+            f"query {raw_id} is not open any more (it was answered or withdrawn{now_open})"
         )
     kind = pending.kind
     errors: dict[str, str] = {}

@@ -123,7 +123,13 @@
     var serverDown = offline ? offline.textContent : "";
     var databaseDown = "The database is unreachable: answers cannot be stored until it is back. " +
       "What you typed stays in the form; submit it when this notice goes away (the page keeps checking).";
-    function notice(text) {  // null: all is well
+    // a token server that no longer knows this browser (restarted with a new token): its own
+    // notice, with a login in a new tab (this page keeps what is typed)
+    var relogin = document.getElementById("relogin");
+    var LOGIN = {};
+    function notice(text) {  // null: all is well; LOGIN: log in again
+      if (relogin) { relogin.hidden = text !== LOGIN; }
+      if (text === LOGIN) { text = relogin ? null : serverDown; }
       if (!offline) { return; }
       if (text !== null && offline.textContent !== text) { offline.textContent = text; }
       offline.hidden = text === null;
@@ -132,6 +138,13 @@
       if (submitting) { return; }
       fetch(root.getAttribute("data-state-url"), { credentials: "same-origin", cache: "no-store" })
         .then(function (r) {
+          // this server says so in JSON (401); a login page reached by a redirect is the same
+          if (r.status === 401 || (r.redirected && /\/login(\?|$)/.test(r.url))) {
+            return r.json().catch(function () { return null; }).then(function (b) {
+              if (r.redirected || (b && b.error === "login_required")) { notice(LOGIN); return null; }
+              throw new Error("unreachable");
+            });
+          }
           if (r.status === 503) {
             // this server with its database down says so in JSON; else a proxy's 503
             return r.json().catch(function () { return null; }).then(function (b) {

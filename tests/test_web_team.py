@@ -1,0 +1,228 @@
+"""A team answering one study in two browsers, through the TestClient: an answer sent after the
+server restarted with a new token (not stored, said so on the login page with its values, and
+back on the study page after the login); a page's poll told to log in again; a refused answer's
+values shown back and not put in the next query's form; the same values sent by two browsers
+with different notes told apart from one form sent twice."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("httpx")
+from fastapi.testclient import TestClient  # noqa: E402
+
+from boloop.study import load_study  # noqa: E402
+from boloop.web import create_app  # noqa: E402
+from study_samples import make_study  # noqa: E402
+
+OLD, NEW = "old-token-0123456789", "new-token-9876543210"
+
+
+@pytest.fixture
+def url(tmp_path):
+    return f"sqlite:///{tmp_path / 'team.db'}"
+
+
+def _client(url, token=None):
+    return TestClient(create_app(url, token), follow_redirects=False)
+
+
+def _csrf(client, path):
+    r = client.get(path)
+    assert r.status_code == 200, r.text
+    m = re.search(r'name="csrf" value="([^"]+)"', r.text)
+    assert m
+    return m.group(1)
+
+
+def _login(client, token):
+    r = client.post("/login", data={"csrf": _csrf(client, "/login"), "token": token, "next": "/"})
+    assert r.status_code == 303
+
+
+def _text(html: str) -> str:
+    """The page's text, tags removed and blanks folded."""
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
+def _restarted(url, old_client, token):
+    """A client of a new server (``token``) holding the old client's cookies: the browser that
+    was logged in to the server before its restart."""
+    c = _client(url, token)
+    for cookie in old_client.cookies.jar:
+        c.cookies.set(cookie.name, cookie.value, domain=cookie.domain, path=cookie.path)
+    return c
+
+
+def test_an_answer_sent_after_a_restart_with_a_new_token_is_not_stored_and_shown(url):
+    make_study("dose", url, answers=1, key="safe", fast=True)
+    before = _client(url, OLD)
+    _login(before, OLD)
+    csrf = _csrf(before, "/studies/dose")
+    qid = load_study("dose", storage=url).ask().id
+    after = _restarted(url, before, NEW)  # the page's cookie is for the old token
+    # the page's poll is told to log in again, not "cannot reach"
+    r = after.get("/studies/dose/state")
+    assert r.status_code == 401 and r.json()["error"] == "login_required"
+    sent = {"csrf": csrf, "query_id": str(qid), "out.f": "50", "out.g": "0.1",
+            "note": "alice, bench 2"}  # fmt: skip
+    r = after.post("/studies/dose/tell", data=sent)
+    assert r.status_code == 401
+    text = _text(r.text)
+    assert f"Your answer to query {qid} was NOT stored" in text
+    assert "f: 50" in text and "g: 0.1" in text and "note: alice, bench 2" in text
+    assert 'name="next" value="/studies/dose"' in r.text  # back to the study, not /
+    assert load_study("dose", storage=url).n_answered == 1  # never stored without the token
+    # the login form carries the answer; a wrong token keeps it
+    fields = dict(re.findall(r'name="(sent\.[^"]+)" value="([^"]*)"', r.text))
+    assert fields == {"sent.query_id": str(qid), "sent.out.f": "50", "sent.out.g": "0.1",
+                      "sent.note": "alice, bench 2"}  # fmt: skip
+    form = {"csrf": csrf, "next": "/studies/dose", **fields}
+    r = after.post("/login", data={**form, "token": OLD})
+    assert r.status_code == 401 and "wrong token" in r.text and "f: 50" in _text(r.text)
+    assert load_study("dose", storage=url).n_answered == 1
+    # the right token: the study page, the answer back in the form of its still open query
+    r = after.post("/login", data={**form, "token": NEW})
+    assert r.status_code == 200 and "boloop_session=" in r.headers["set-cookie"]
+    text = _text(r.text)
+    assert f"Your answer to query {qid} was NOT stored" in text and "back in the form" in text
+    assert 'name="out.f" inputmode="decimal" autocomplete="off" value="50"' in r.text
+    assert 'id="note" name="note" maxlength="2000" autocomplete="off" value="alice, bench 2"' in (
+        r.text
+    )
+    assert "log out" in r.text  # the page is for a logged-in browser
+    assert load_study("dose", storage=url).n_answered == 1  # stored only when sent again
+    r = after.post("/studies/dose/tell", data={**sent, "csrf": csrf})
+    assert r.status_code == 303
+    row = load_study("dose", storage=url).history()[-1]
+    assert (row["query_id"], row["answer"], row["note"]) == (
+        qid, {"f": 50.0, "g": 0.1}, "alice, bench 2"
+    )  # fmt: skip
+
+
+def test_after_the_login_an_answer_to_a_closed_query_is_shown_not_put_in_the_form(url):
+    make_study("dose", url, answers=1, key="safe", fast=True)
+    c = _client(url, NEW)
+    csrf = _csrf(c, "/login")
+    study = load_study("dose", storage=url)
+    qid = study.ask().id
+    study.tell(qid, {"f": 49.0, "g": 0.12})  # a colleague answered meanwhile
+    r = c.post("/login", data={"csrf": csrf, "next": "/studies/dose", "token": NEW,
+                               "sent.query_id": str(qid), "sent.out.f": "51",
+                               "sent.out.g": "0.11"})  # fmt: skip
+    assert r.status_code == 200
+    text = _text(r.text)
+    assert f"Query {qid} is not open any more" in text and "not put in the form" in text
+    assert "f: 51" in text and "g: 0.11" in text
+    assert 'value="51"' not in r.text and 'value="0.11"' not in r.text
+    assert load_study("dose", storage=url).n_answered == 2
+
+
+def test_an_undo_without_a_login_withdraws_nothing_and_goes_back_to_the_study(url):
+    make_study("dose", url, answers=2, key="safe", fast=True)
+    c = _client(url, NEW)
+    csrf = _csrf(c, "/login")
+    r = c.post("/studies/dose/undo", data={"csrf": csrf, "last": ""})
+    assert r.status_code == 401 and "Nothing was withdrawn" in _text(r.text)
+    assert 'name="next" value="/studies/dose"' in r.text
+    assert load_study("dose", storage=url).n_answered == 2
+
+
+def test_a_cross_site_answer_without_a_login_is_not_echoed(url):
+    """Values are shown back only for a form of this site (its CSRF token matches)."""
+    make_study("dose", url, answers=1, key="safe", fast=True)
+    c = _client(url, NEW)
+    r = c.post("/studies/dose/tell", data={"csrf": "forged", "query_id": "2",
+                                           "out.f": "INJECTED", "out.g": "1"})  # fmt: skip
+    assert r.status_code == 401 and "INJECTED" not in r.text
+    assert load_study("dose", storage=url).n_answered == 1
+
+
+def _two_pages(url, name):
+    """Two browsers (clients with their own cookies) with the study's page open."""
+    app = create_app(url)  # one server
+    a, b = TestClient(app, follow_redirects=False), TestClient(app, follow_redirects=False)
+    return a, _csrf(a, f"/studies/{name}"), b, _csrf(b, f"/studies/{name}")
+
+
+def test_a_refused_answer_is_shown_back_and_not_put_in_the_new_querys_form(url):
+    make_study("dose", url, answers=1, key="safe", fast=True)
+    a, ca, b, cb = _two_pages(url, "dose")
+    qid = load_study("dose", storage=url).ask().id
+    r = a.post("/studies/dose/tell", data={"csrf": ca, "query_id": str(qid), "out.f": "50",
+                                           "out.g": "0.1", "note": "alice"})  # fmt: skip
+    assert r.status_code == 303
+    r = b.post("/studies/dose/tell", data={"csrf": cb, "query_id": str(qid), "out.f": "51",
+                                           "out.g": "0.11", "note": "bob, 2nd run"})  # fmt: skip
+    assert r.status_code == 409
+    text = _text(r.text)
+    new = load_study("dose", storage=url).ask().id
+    assert f"query {qid} was answered first by someone else (query {qid}: f=50, g=0.1" in text
+    assert f"The open query is now {new}" in text and "no query was open" not in text
+    sent = _text(re.search(r'<div class="warning" id="sent">.*?</div>', r.text, re.S).group(0))
+    assert f"for query {qid}" in sent
+    assert "f: 51" in sent and "g: 0.11" in sent and "note: bob, 2nd run" in sent
+    form = re.search(r'<form method="post" action="/studies/dose/tell".*?</form>', r.text, re.S)
+    assert f'name="query_id" value="{new}"' in form.group(0)
+    assert 'value="51"' not in form.group(0) and "bob, 2nd run" not in form.group(0)
+    assert 'data-refused="1"' in r.text
+
+
+def test_the_same_values_from_two_browsers_with_different_notes_are_told_apart(url):
+    make_study("dose", url, answers=1, key="safe", fast=True)
+    a, ca, b, cb = _two_pages(url, "dose")
+    qid = load_study("dose", storage=url).ask().id
+    same = {"query_id": str(qid), "out.f": "50", "out.g": "0.1"}
+    assert (
+        a.post("/studies/dose/tell", data={**same, "csrf": ca, "note": "alice"}).status_code == 303
+    )
+    r = b.post("/studies/dose/tell", data={**same, "csrf": cb, "note": "bob"})
+    assert r.status_code == 409
+    text = _text(r.text)
+    assert "not stored again" not in text and "nothing is stored twice" not in text
+    assert "answered first from another browser, with the same values as yours" in text
+    assert "Your note was NOT stored" in text and "note: bob" in text
+    assert 'data-refused="1"' in r.text
+    assert [r["note"] for r in load_study("dose", storage=url).history()][-1] == "alice"
+    # the same form sent twice from one browser is that, not someone else's
+    r = a.post("/studies/dose/tell", data={**same, "csrf": ca, "note": "alice"})
+    text = _text(r.text)
+    assert "this browser had stored it already" in text and "sent twice" in text
+    assert "note was NOT stored" not in text and 'data-refused="1"' not in r.text
+
+
+def test_the_same_values_with_another_note_from_an_unknown_sender_say_the_note_was_lost(url):
+    """An answer given elsewhere (Python, the CLI, before a restart): no browser is known; the
+    same values with another note are not called "sent twice"."""
+    make_study("dose", url, answers=1, key="safe", fast=True)
+    c = _client(url)
+    csrf = _csrf(c, "/studies/dose")
+    study = load_study("dose", storage=url)
+    qid = study.ask().id
+    study.tell(qid, {"f": 50.0, "g": 0.1}, note="from the notebook")
+    r = c.post("/studies/dose/tell", data={"csrf": csrf, "query_id": str(qid), "out.f": "50",
+                                           "out.g": "0.1", "note": "bob"})  # fmt: skip
+    text = _text(r.text)
+    assert "the same values as yours but another note" in text
+    assert "Your note was NOT stored" in text and "note: bob" in text
+    assert "not stored again" not in text
+
+
+def test_an_answer_to_a_withdrawn_query_says_it_was_withdrawn(url):
+    make_study("dose", url, answers=1, key="safe", fast=True)
+    c = _client(url)
+    csrf = _csrf(c, "/studies/dose")
+    study = load_study("dose", storage=url)
+    q1 = study.ask().id
+    study.tell(q1, {"f": 40.0, "g": 0.1})
+    q2 = study.ask().id
+    study.undo()  # the answer to q1 withdrawn: q1 is open again, q2 gone
+    r = c.post("/studies/dose/tell", data={"csrf": csrf, "query_id": str(q2), "out.f": "1",
+                                           "out.g": "0.1"})  # fmt: skip
+    assert r.status_code == 409
+    text = _text(r.text)
+    assert f"query {q2} was withdrawn" in text and f"The open query is now {q1}" in text
