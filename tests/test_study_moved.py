@@ -355,5 +355,7 @@ def test_the_page_of_a_moved_study_shows_where_instead_of_the_form_and_stores_no
     page = client.get("/studies/cake")
     assert page.status_code == 200 and 'id="answer-form"' not in page.text
     assert 'id="moved"' in page.text and f"It was moved to {b} on " in page.text
+    undo = re.search(r'<button type="submit" id="btn-undo"[^>]*>', page.text).group(0)
+    assert "disabled" in undo and "read-only" in undo  # the copy takes no undo either
     assert client.get("/studies/cake/export.csv").text.count("\n") == 3  # reads go on
     assert client.get("/api/studies/cake").json()["moved"]["to"] == b
