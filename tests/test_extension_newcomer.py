@@ -65,6 +65,30 @@ def test_option_naming_a_create_argument_is_refused_in_one_line(tmp_path, key):
 def test_a_method_option_cannot_take_a_name_the_entry_points_use():
     with pytest.raises(InvalidInputError, match="cannot be named 'seed'"):
         register_method("x-seeded", "levelset", "x", options=[Option("seed", "int", 0)])
+    with pytest.raises(InvalidInputError, match="cannot be named 'spec'"):
+        register_method("x-specced", "levelset", "x", options=[Option("spec", "str", "")])
+
+
+def test_an_option_named_as_a_create_argument_still_builds_outside_a_study():
+    """A method of an older release with an option ``family`` (a create_study argument, which
+    only ``study create --option`` can collide with) registers and builds as before."""
+    import subprocess
+    import sys
+
+    code = (
+        "from boloop.algorithms import Option, make_policy, register_method\n"
+        "from boloop.algorithms.toy import RandomEvaluate\n"
+        "from boloop.problems import get\n"
+        "@register_method('zz-fam', 'levelset', 'x', options=[Option('family', 'str', 'a')])\n"
+        "def make(spec, seed, family='a'):\n"
+        "    p = RandomEvaluate(spec.space, seed, threshold=0.0, sets=True)\n"
+        "    p.kernel_family = family\n"
+        "    return p\n"
+        "print(make_policy('zz-fam', get('levelset/toy'), family='matern').kernel_family)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "matern"
 
 
 # -- B, C, D: a user's problem or method file refused in one line, before any run ------------------
@@ -174,6 +198,25 @@ def test_a_misspelt_problem_option_names_the_closest_and_the_valid_ones(files, t
         "did you mean 'noise_sd'?",
         "n (default 25), noise_sd (default 0.05), fixed_kernel (default True)",
     )
+
+
+@pytest.mark.parametrize(
+    ("problem_id", "closest"),
+    [
+        ("preference/random-table?nn=5", "did you mean 'n'?"),
+        ("preference/yelp?usr=3", "did you mean 'user'?"),
+        ("preference/ackley?lengthscal=0.2", "did you mean 'lengthscale'?"),
+    ],
+)
+def test_the_librarys_problems_that_pass_options_on_name_the_closest_too(problem_id, closest):
+    """The registered wrappers that pass ``**options`` to the builder read its signature (a
+    reviewer's finding: they said "could not be built: TypeError at .../preference.py")."""
+    from boloop.problems import get
+
+    with pytest.raises(InvalidInputError) as info:
+        get(problem_id)
+    assert closest in str(info.value) and "valid options:" in str(info.value)
+    assert "TypeError" not in str(info.value)
 
 
 # -- E, F: id values read by the option's type; make_policy takes ids with options ----------------

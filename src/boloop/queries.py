@@ -319,7 +319,7 @@ def check_query(query: Any, space: Any, method: str = "the policy") -> Query:
                     f"{what} with {name}'s candidate index {index}; the space has {space.n} "
                     f"candidates (indices 0 to {space.n - 1})"
                 )
-            at = points_at(space, [index])[0]
+            at = space.points[index] if isinstance(space, CandidateSet) else points_at(space, [index])[0]
             tol = np.asarray(space._tolerances(), dtype=np.float64)
             if np.all(np.abs(at - point) <= tol):
                 continue

@@ -240,7 +240,10 @@ class CandidateSet:
 
     def _tolerances(self, atol: float = 1e-9) -> list[float]:
         """How far (per parameter) a value may be from a column's value and be that value."""
-        return [atol * max(1.0, float(np.max(np.abs(self.points))))] * self.dim
+        scale: float | None = getattr(self, "_scale", None)  # computed once: points never change
+        if scale is None:
+            scale = self._scale = max(1.0, float(np.max(np.abs(self.points))))
+        return [atol * scale] * self.dim
 
     def axis_values(self) -> list[np.ndarray]:
         """The sorted distinct values of each column (computed once: the points never change)."""
@@ -430,9 +433,13 @@ class SafeSpace:
 
     def _tolerances(self, atol: float = 1e-9) -> list[float]:
         """How far (per parameter) a value may be from a grid value and be that value."""
-        tol_s = atol * max(1.0, float(np.max(np.abs(self.s_values))))
-        tol_x = atol * max(1.0, float(np.max(np.abs(self.x_points))))
-        return [tol_s] + [tol_x] * (self.dim - 1)
+        scales: tuple[float, float] | None = getattr(self, "_scales", None)  # computed once
+        if scales is None:
+            scales = self._scales = (
+                max(1.0, float(np.max(np.abs(self.s_values)))),
+                max(1.0, float(np.max(np.abs(self.x_points)))),
+            )
+        return [atol * scales[0]] + [atol * scales[1]] * (self.dim - 1)
 
     def contains(self, X: Any) -> np.ndarray:
         """Boolean (n,): which rows are actions of the grid (:meth:`index_of`); a point between

@@ -244,13 +244,11 @@ def options_from(
     return tuple(sorted(found.values(), key=lambda o: o.name))
 
 
-#: names no option may have: the factory's ``(spec, seed)``, and the arguments of
-#: :func:`make_policy` and :func:`boloop.study.create_study` themselves (an option so named
-#: could never be passed: ``got multiple values for keyword argument 'seed'``)
-RESERVED_OPTION_NAMES: tuple[str, ...] = (
-    "spec", "seed", "method_id", "name", "method", "space", "problem", "storage", "family",
-    "load_if_exists", "from_study", "from_storage",
-)  # fmt: skip
+#: names no option may have: the factory's own ``(spec, seed)`` (an option so named could never
+#: reach it: ``got multiple values for keyword argument 'seed'``). The arguments of
+#: :func:`boloop.study.create_study` (``name``, ``space``, ``storage``...) are refused where they
+#: collide, by ``boloop study create --option``; an option so named still works everywhere else.
+RESERVED_OPTION_NAMES: tuple[str, ...] = ("spec", "seed")
 
 
 @dataclass(frozen=True)
@@ -321,8 +319,7 @@ class _MethodRegistry(Registry):
             if why is None and option.name in RESERVED_OPTION_NAMES:
                 why = (
                     f"an option cannot be named {option.name!r}: the factory is called as "
-                    "factory(spec, seed, **options), and make_policy and create_study take "
-                    f"{', '.join(repr(n) for n in RESERVED_OPTION_NAMES)} as their own arguments"
+                    "factory(spec, seed, **options)"
                 )
             if why is not None:
                 raise InvalidInputError(f"method {method_id!r} ({family}): {why}")

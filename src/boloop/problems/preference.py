@@ -41,6 +41,7 @@ script, as recorded in the spec ``shared/specs/bohf.md``):
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -296,6 +297,7 @@ def _flag(value: Any) -> bool:
 
 
 @register("preference/ackley", "1-D Ackley utility on 100 arms of [-5, 5], h in [-3, 3] (Sec. 5)")
+@functools.wraps(ackley_problem, assigned=())  # its signature: options checked by name
 def _ackley_factory(**options: Any) -> Problem:
     return ackley_problem(**options)
 
@@ -377,6 +379,7 @@ def random_table_problem(
     "preference/random-table",
     "random options in [0, 1]^dim with a smooth GP-drawn utility (table_seed=k for another table)",
 )
+@functools.wraps(random_table_problem, assigned=())  # its signature: options checked by name
 def _random_table_factory(**options: Any) -> Problem:
     return random_table_problem(**options)
 
@@ -561,5 +564,6 @@ def yelp_problem(
     "preference/yelp",
     "Yelp restaurants x user ratings (Sec. 5); SYNTHETIC stand-in unless embeddings=/ratings= given",
 )
+@functools.wraps(yelp_problem, assigned=())  # its signature: options checked by name
 def _yelp_factory(**options: Any) -> Problem:
     return yelp_problem(**options)
