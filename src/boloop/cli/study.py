@@ -126,6 +126,13 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         metavar="ANSWER",
         help="a number, named numbers (f=1.2,g=0.3), accept/reject, a/b, or JSON",
     )
+    p.add_argument(
+        "--note",
+        default=None,
+        metavar="TEXT",
+        help="free text stored with it (who answered, what was seen); in the history and the "
+        "export, never given to the method",
+    )
 
     add("undo", "withdraw the last answer", _undo)
 
@@ -134,12 +141,26 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "params", metavar="PARAMS", help="named values: temperature=35,ratio=0.4 or JSON"
     )
     p.add_argument("value", metavar="VALUE", help="the measured value(s)")
+    p.add_argument(
+        "--note",
+        default=None,
+        metavar="TEXT",
+        help="free text stored with it (who answered, what was seen); in the history and the "
+        "export, never given to the method",
+    )
 
     p = add("label", "record an expert's accept/reject given outside the loop", _label)
     p.add_argument(
         "params", metavar="PARAMS", help="named values: temperature=35,ratio=0.4 or JSON"
     )
     p.add_argument("answer", metavar="ANSWER", help="accept or reject (y / n)")
+    p.add_argument(
+        "--note",
+        default=None,
+        metavar="TEXT",
+        help="free text stored with it (who answered, what was seen); in the history and the "
+        "export, never given to the method",
+    )
 
     p = add("status", "counts, the recommendation and the last answers", _status)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -335,7 +356,7 @@ def _tell(args: argparse.Namespace) -> int:
     # read before storing (after, the value is one of those it is compared with)
     measured = _is_measurement(study, args.query_id)
     unusual = study.unusual_values(args.answer) if measured else []
-    study.tell(args.query_id, args.answer)
+    study.tell(args.query_id, args.answer, note=args.note)
     study.save_snapshot()  # the next call (a new process) loads the answer without a replay
     row = study.history(last=1)[-1]
     print(
@@ -403,7 +424,7 @@ def _add(args: argparse.Namespace) -> int:
     params = _params(args.params)
     alarms = len(study.over_limit_alarms())
     unusual = study.unusual_values(args.value)
-    study.add(params, args.value)
+    study.add(params, args.value, note=args.note)
     study.save_snapshot()  # as after a tell: the next call loads it without a replay
     count = _n(study.n_answered, "answer")
     print(f"stored measurement at {_stored_point(study, params)} ({count})")
@@ -435,7 +456,7 @@ def _label(args: argparse.Namespace) -> int:
         raise InvalidInputError(
             f"ANSWER must be {LABEL_HINT}, got {args.answer!r}"
         )
-    study.label(params, accepted)
+    study.label(params, accepted, note=args.note)
     study.save_snapshot()
     verdict = "accept" if accepted else "reject"
     count = _n(study.n_answered, "answer")

@@ -457,6 +457,8 @@ class Study(StudyReplay, StudySnapshots):
                 return
             except SeqConflict:
                 self._reload()
+            except QueryStateError as exc:  # the method takes no data while a query is open
+                raise self._open_query_first(exc, "measurement") from exc
         raise StorageBusyError(
             f"study {self.name!r}: too many concurrent writers, try again (nothing was stored)"
         )
@@ -486,8 +488,25 @@ class Study(StudyReplay, StudySnapshots):
                 return
             except SeqConflict:
                 self._reload()
+            except QueryStateError as exc:  # the method takes no data while a query is open
+                raise self._open_query_first(exc, "label") from exc
         raise StorageBusyError(
             f"study {self.name!r}: too many concurrent writers, try again (nothing was stored)"
+        )
+
+    def _open_query_first(self, exc: QueryStateError, what: str) -> QueryStateError:
+        """The refusal of an outside datum while a query is open, naming the study and the query
+        (a newcomer's trial: "answer the open query before adding observations" named
+        neither)."""
+        pending = self._policy.pending
+        if pending is None:
+            return QueryStateError(f"study {self.name!r}: {exc}")
+        x = getattr(pending, "x", None)
+        where = "" if x is None else f" at {params_text(self._params(x))}"
+        return QueryStateError(
+            f"study {self.name!r}: query {pending.id} ({pending.kind}{where}) is open, and method "
+            f"{self.method!r} takes no {what} of your own until it is answered: answer it first "
+            "(tell), then add this again; nothing was stored"
         )
 
     def recommend(self) -> Any:
