@@ -45,6 +45,17 @@ def _option(text: str) -> tuple[str, Any]:
     return key.strip(), parsed
 
 
+def _note_argument(p: argparse.ArgumentParser) -> None:
+    """``--note TEXT`` of the commands that store an answer (tell, add, label)."""
+    p.add_argument(
+        "--note",
+        default=None,
+        metavar="TEXT",
+        help="free text stored with it (who answered, what was seen); in the history and the "
+        "export, never given to the method",
+    )
+
+
 def register(subparsers: Any) -> argparse.ArgumentParser:
     """Add ``study`` (create, ask, tell, undo, add, status, verify, list, export, plot, run,
     migrate) to ``subparsers``."""
@@ -126,13 +137,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         metavar="ANSWER",
         help="a number, named numbers (f=1.2,g=0.3), accept/reject, a/b, or JSON",
     )
-    p.add_argument(
-        "--note",
-        default=None,
-        metavar="TEXT",
-        help="free text stored with it (who answered, what was seen); in the history and the "
-        "export, never given to the method",
-    )
+    _note_argument(p)
 
     add("undo", "withdraw the last answer", _undo)
 
@@ -141,26 +146,14 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "params", metavar="PARAMS", help="named values: temperature=35,ratio=0.4 or JSON"
     )
     p.add_argument("value", metavar="VALUE", help="the measured value(s)")
-    p.add_argument(
-        "--note",
-        default=None,
-        metavar="TEXT",
-        help="free text stored with it (who answered, what was seen); in the history and the "
-        "export, never given to the method",
-    )
+    _note_argument(p)
 
     p = add("label", "record an expert's accept/reject given outside the loop", _label)
     p.add_argument(
         "params", metavar="PARAMS", help="named values: temperature=35,ratio=0.4 or JSON"
     )
     p.add_argument("answer", metavar="ANSWER", help="accept or reject (y / n)")
-    p.add_argument(
-        "--note",
-        default=None,
-        metavar="TEXT",
-        help="free text stored with it (who answered, what was seen); in the history and the "
-        "export, never given to the method",
-    )
+    _note_argument(p)
 
     p = add("status", "counts, the recommendation and the last answers", _status)
     p.add_argument("--json", action="store_true", help="print JSON")
