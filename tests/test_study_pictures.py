@@ -409,7 +409,7 @@ def _option_lines(svg: str) -> tuple[dict[str, tuple[str, str]], list[tuple[str,
         if e.tag == f"{SVG}polyline"
     ]
     texts = ["".join(e.itertext()) for e in elems if e.tag == f"{SVG}text"]
-    notes = [t for t in texts if t.startswith("not drawn") or t.endswith("more with fewer wins")]
+    notes = [t for t in texts if t.startswith("not drawn") or " more" in t]
     return keys, drawn, notes
 
 
@@ -512,3 +512,35 @@ def test_styles_of_options_drawn_together_stay_distinct_and_follow_the_set_drawn
         clashes += len(rows) - len({r % 28 for r in rows.values()})
         assert by_set.setdefault(frozenset(keys), keys) == keys
     assert clashes > 0
+
+
+def test_the_key_counts_the_options_not_drawn_truthfully_when_the_cut_falls_in_a_tie(url):
+    """The review's case: five options drawn with 3 wins each, and recipe=45 also with 3 wins
+    was counted among "30 more with fewer wins". Now the note says how many are not drawn and
+    at most how many wins each has, in every drawing of a run with ties at the cut."""
+    study = create_study("sweet", "random", _recipes(60), family="preference", storage=url, seed=0)
+    fav = {3: 5, 31: 4, 10: 3}
+    ties = 0
+    for _ in range(60):
+        _taste(study, 1, lambda r: fav.get(r, 0))
+        wins: dict[str, int] = {}
+        for r in study.history():
+            for side in ("a", "b"):
+                wins.setdefault(f"recipe={r[side]['recipe']:g}", 0)
+            wins[f"recipe={(r['a'] if r['answer'] == 0 else r['b'])['recipe']:g}"] += 1
+        svg = progress_svg(study)
+        keys, _, _ = _option_lines(svg)
+        rest = [w for nm, w in wins.items() if w > 0 and nm not in keys]
+        notes = [t for t in _texts(svg) if " more" in t and not t.startswith("not drawn")]
+        if not rest:
+            assert notes == []
+            continue
+        most = max(rest)
+        count = f"{most} win" + ("" if most == 1 else "s")
+        each = " each" if len(rest) > 1 else ""
+        if min(rest) == most:
+            assert notes == [f"{len(rest)} more with {count}{each}"]
+        else:
+            assert notes == [f"{len(rest)} more, at most {count}{each}"]
+        ties += most == min(wins[nm] for nm in keys)
+    assert ties > 0

@@ -567,9 +567,15 @@ def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str
         shift = (k - (len(top) - 1) / 2) * 1.5 * per_px  # side by side where counts are equal
         p.steps(n, np.asarray(wins[nm], dtype=np.float64) + shift, colour, dash)
         items.append((colour, short[nm], dash))
-    more = len(won) - len(top)
-    if more:
-        items.append(("", f"{more} more with fewer wins"))
+    rest = [totals[nm] for nm in won[len(top) :]]
+    if rest:  # the cut may fall inside a tie: say the counts, not "fewer"
+        most = max(rest)
+        count = f"{most} win" + ("" if most == 1 else "s")
+        each = " each" if len(rest) > 1 else ""
+        if min(rest) == most:
+            items.append(("", f"{len(rest)} more with {count}{each}"))
+        else:
+            items.append(("", f"{len(rest)} more, at most {count}{each}"))
     never = [short[nm] for nm in sorted(names, key=places.__getitem__) if totals[nm] == 0]
     if never:
         listed: list[str] = []
