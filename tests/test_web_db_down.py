@@ -128,6 +128,43 @@ def test_every_page_and_api_call_is_a_503_while_the_database_is_down(pg_server, 
 
 
 @pytest.mark.xdist_group("postgres")
+def test_a_login_carrying_an_answer_while_the_database_is_down_logs_in_and_shows_it(
+    pg_server, pg_url
+):
+    """The review's case: the right token carrying an answer refused for want of a login
+    (the server restarted with a new token), while the database is down, answered 503 without
+    the session cookie: not logged in, and going Back sent the same login again. Now the
+    browser is logged in, the outage page shows the answer, not stored, with its button to
+    send it again, which stores it once the database is back."""
+    token = "tok-0123456789abcdef"
+    study = make_study("coat", pg_url, answers=1, key="lev1", fast=True)
+    client = TestClient(create_app(pg_url, token), follow_redirects=False)
+    csrf = _csrf(client, "/login")
+    r = client.post("/login", data={"csrf": csrf, "token": token, "next": "/"})
+    assert r.status_code == 303
+    assert client.get("/studies/coat").status_code == 200  # the study is loaded
+    q = study.ask()
+    client.cookies.delete("boloop_session")  # as after a restart: this browser is logged out
+    pg_server.stop("fast")
+    try:
+        form = {"csrf": csrf, "next": "/studies/coat", "token": token,
+                "sent.query_id": str(q.id), "sent.value": "0.51"}  # fmt: skip
+        r = client.post("/login", data=form)
+        _is_outage_page(r, where="POST login")
+        assert "boloop_session=" in r.headers["set-cookie"]
+        assert f"Your answer to query {q.id} was NOT stored" in r.text
+        assert "value: <strong>0.51</strong>" in r.text
+        resend = _hidden_fields(r.text, "resend-form")
+        assert resend == {"csrf": csrf, "query_id": str(q.id), "value": "0.51"}
+    finally:
+        pg_server.start()
+    r = client.post("/studies/coat/tell", data=resend)  # logged in: no login page in between
+    assert r.status_code == 303 and r.headers["location"].endswith("?done=told")
+    rows = load_study("coat", storage=pg_url).history()
+    assert len(rows) == 2 and (rows[-1]["query_id"], rows[-1]["answer"]) == (q.id, 0.51)
+
+
+@pytest.mark.xdist_group("postgres")
 def test_the_openapi_document_names_the_503_of_every_call(pg_url):
     spec = TestClient(create_app(pg_url)).get("/openapi.json").json()
     ops = [(p, m, op) for p, item in spec["paths"].items() for m, op in item.items()]

@@ -226,3 +226,21 @@ def test_an_answer_to_a_withdrawn_query_says_it_was_withdrawn(url):
     assert r.status_code == 409
     text = _text(r.text)
     assert f"query {q2} was withdrawn" in text and f"The open query is now {q1}" in text
+
+
+def test_a_login_carrying_an_answer_to_a_study_that_is_not_there_still_logs_in(url):
+    """The review's case: the right token with an answer carried for a study this server does
+    not have (``next=/studies/nope``) answered 404 without the session cookie: not logged in,
+    and going Back sent the same login again. Now the browser is logged in, the page says the
+    answer was not stored and why, and the next page opens without a new login."""
+    make_study("dose", url, answers=1, key="safe", fast=True)
+    c = _client(url, NEW)
+    csrf = _csrf(c, "/login")
+    r = c.post("/login", data={"csrf": csrf, "next": "/studies/nope", "token": NEW,
+                               "sent.query_id": "1", "sent.out.f": "3"})  # fmt: skip
+    assert r.status_code == 404 and "boloop_session=" in r.headers["set-cookie"]
+    text = _text(r.text)
+    assert "Logged in, but your answer to query 1 was NOT stored" in text and "nope" in text
+    assert c.get("/studies/dose").status_code == 200  # logged in: no redirect to /login
+    assert c.get("/studies/nope").status_code == 404
+    assert load_study("dose", storage=url).n_answered == 1

@@ -458,7 +458,8 @@ def _option_name(study: Any, row: dict[str, Any], side: str, digits: int = 4) ->
 
 #: the options' lines in the preference progress: a qualitative palette (Okabe and Ito's
 #: colour-blind safe colours, without their yellow, too pale for a thin line on white), then
-#: the same colours dashed; an option keeps its style (its place in the candidate table)
+#: the same colours dashed; an option keeps its style (its place in the candidate table), but
+#: for a clash with another option drawn (:func:`_option_styles`)
 _OPTION_COLOURS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000")
 _OPTION_DASHES = ("", "7 3", "2 2", "8 3 2 3")
 #: the most options the preference progress draws (those that won most)
@@ -466,9 +467,38 @@ _MAX_OPTION_LINES = 5
 
 
 def _option_style(k: int) -> tuple[str, str]:
-    """The colour and dash of the option at place ``k`` (:func:`_option_places`)."""
+    """The colour and dash of style number ``k`` (taken modulo the number of styles)."""
     n = len(_OPTION_COLOURS)
     return _OPTION_COLOURS[k % n], _OPTION_DASHES[(k // n) % len(_OPTION_DASHES)]
+
+
+def _option_styles(drawn: list[str], places: dict[str, int]) -> dict[str, tuple[str, str]]:
+    """The styles of the options drawn together: each its own style, that of its place
+    (:func:`_option_places`) modulo the number of styles, so that it keeps it from one drawing
+    to the next; where places share a style (rows ``k`` and ``k + 28``), the option of the
+    lowest place keeps it and the others, in the order of their places, take the next style
+    free among those drawn. The result depends on the set drawn only (not on its ranking), so
+    the same options always get the same styles, and an option without such a clash always
+    its own."""
+    n = len(_OPTION_COLOURS) * len(_OPTION_DASHES)
+    order = sorted(drawn, key=places.__getitem__)
+    own: dict[int, str] = {}
+    clashed: list[str] = []
+    for nm in order:
+        k = places[nm] % n
+        if k in own:
+            clashed.append(nm)
+        else:
+            own[k] = nm
+    taken = set(own)
+    style = {nm: k for k, nm in own.items()}
+    for nm in clashed:
+        k = places[nm] % n
+        while k in taken:  # at most _MAX_OPTION_LINES < n lines: a free style exists
+            k = (k + 1) % n
+        taken.add(k)
+        style[nm] = k
+    return {nm: _option_style(style[nm]) for nm in drawn}
 
 
 def _option_places(study: Any, hist: list[dict[str, Any]]) -> dict[str, int]:
@@ -497,7 +527,7 @@ def _option_places(study: Any, hist: list[dict[str, Any]]) -> dict[str, int]:
 
 def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str:
     """Cumulative wins of the options that won most (at most :data:`_MAX_OPTION_LINES`), each
-    in its own fixed style (:func:`_option_places`); options without a win are not drawn (a
+    in its own fixed style (:func:`_option_styles`); options without a win are not drawn (a
     flat line at zero per option would hide the others), the key names them. Lines of options
     with the same count are drawn a pixel or two apart, so that none hides another."""
     wins: dict[str, list[int]] = {}
@@ -531,14 +561,21 @@ def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str
     p.axes()
     per_px = (p.ylim[1] - p.ylim[0]) / p.h
     items: list[tuple[str, ...]] = []
+    styles = _option_styles(top, places)
     for k, nm in enumerate(top):
-        colour, dash = _option_style(places[nm])
+        colour, dash = styles[nm]
         shift = (k - (len(top) - 1) / 2) * 1.5 * per_px  # side by side where counts are equal
         p.steps(n, np.asarray(wins[nm], dtype=np.float64) + shift, colour, dash)
         items.append((colour, short[nm], dash))
-    more = len(won) - len(top)
-    if more:
-        items.append(("", f"{more} more with fewer wins"))
+    rest = [totals[nm] for nm in won[len(top) :]]
+    if rest:  # the cut may fall inside a tie: say the counts, not "fewer"
+        most = max(rest)
+        count = f"{most} win" + ("" if most == 1 else "s")
+        each = " each" if len(rest) > 1 else ""
+        if min(rest) == most:
+            items.append(("", f"{len(rest)} more with {count}{each}"))
+        else:
+            items.append(("", f"{len(rest)} more, at most {count}{each}"))
     never = [short[nm] for nm in sorted(names, key=places.__getitem__) if totals[nm] == 0]
     if never:
         listed: list[str] = []

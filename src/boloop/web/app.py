@@ -569,11 +569,35 @@ def create_app(
             unsent = _unsent("tell", study, sent) if sent and study else None
             return render(request, "login.html", 401, next=nxt, error="wrong token", unsent=unsent)
         if sent and study:
-            resp = await run_in_threadpool(after_login, request, study, sent)
+            resp = await carried_answer_page(request, study, sent)
         else:
             resp = RedirectResponse(nxt, status_code=303)
-        set_session(resp)
+        set_session(resp)  # the token is right: logged in, whatever the page after it says
         return resp
+
+    async def carried_answer_page(request: Request, name: str, sent: dict[str, str]) -> Response:
+        """The page after a right token that carried an answer (:func:`after_login`); where
+        the study page cannot be drawn (the study does not exist, the database is down), the
+        page the error would have had, saying that the browser is logged in and the answer was
+        not stored (the outage page shows it, with a button to send it again). The login
+        holds either way (:func:`login` sets the cookie on this page): before, the error page
+        came without the cookie, and going Back sent the same login again and again."""
+        request.state.unsent = _unsent("tell", name, sent)  # what the outage page shows
+        qid = sent.get("query_id", "")
+        head = f"Logged in, but your answer to query {qid} was NOT stored"
+        try:
+            return await run_in_threadpool(after_login, request, name, sent)
+        except StorageUnavailableError as exc:  # its page says the answer was not stored
+            return await storage_unavailable(request, exc)
+        except StorageAccessError as exc:
+            logger.error("POST /login (an answer to %s carried): %s", name, exc)
+            return await http_error(request, HTTPException(500, f"{head}: {exc}"))
+        except HTTPException as exc:  # the study does not exist (404), its log is broken (500)
+            return await http_error(
+                request, HTTPException(exc.status_code, f"{head}: {exc.detail}")
+            )
+        except BoloopError as exc:
+            return await http_error(request, HTTPException(500, f"{head}: {exc}"))
 
     def after_login(request: Request, name: str, sent: dict[str, str]) -> Response:
         """The study page after a login that carried an answer refused for want of one: it
