@@ -56,6 +56,6 @@ def test_an_add_while_a_query_is_open_names_the_study_and_the_query(tmp_path: Pa
     q = study.ask()
     before = len(study.events())
     res = run_cli(["study", "add", "lab", "t=0.3", "0.2", "--storage", url], cwd=tmp_path)
-    line = assert_refused(res, "study 'lab'", f"query {q.id} (evaluate at t=", "is open")
-    assert "nothing was stored" in line and "answer it first (tell)" in line
+    line = assert_refused(res, "study 'lab'", f"answer the open query {q.id} (evaluate at t=")
+    assert "nothing was stored" in line and "first (tell), then add this again" in line
     assert len(load_study("lab", storage=url).events()) == before

@@ -504,9 +504,9 @@ class Study(StudyReplay, StudySnapshots):
         x = getattr(pending, "x", None)
         where = "" if x is None else f" at {params_text(self._params(x))}"
         return QueryStateError(
-            f"study {self.name!r}: query {pending.id} ({pending.kind}{where}) is open, and method "
-            f"{self.method!r} takes no {what} of your own until it is answered: answer it first "
-            "(tell), then add this again; nothing was stored"
+            f"study {self.name!r}: answer the open query {pending.id} ({pending.kind}{where}) "
+            f"first (tell), then add this again: method {self.method!r} takes no {what} of your "
+            "own while a query is open; nothing was stored"
         )
 
     def recommend(self) -> Any:
