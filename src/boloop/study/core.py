@@ -251,6 +251,9 @@ class Study(StudyReplay, StudySnapshots):
         self._storage = storage
         self._sid = study_id
         self.name = name
+        #: the time of the ``created`` event, that of the study's row too: with the name, what
+        #: the study's id must still name in the storage (:meth:`_check_here`)
+        self._created_at = events[0].created_at
         self.config: dict[str, Any] = events[0].payload
         try:
             self.method: str = self.config["method"]
@@ -1028,7 +1031,7 @@ class Study(StudyReplay, StudySnapshots):
         """Catch up with events other processes appended (a reading transaction)."""
         if self._stale:  # a failed write could not reload (the storage was unreachable)
             self._reload()
-        new = self._storage.events(self._sid, after=self._seq)
+        new = self._read_log(self._seq)
         if new:
             self._apply_new(new)
 
@@ -1043,6 +1046,8 @@ class Study(StudyReplay, StudySnapshots):
         tx = cm.__enter__()
         try:
             new = tx.events(self._sid, after=self._seq)
+            # an id whose study was removed (migrate --undo) writes nothing, anywhere
+            self._check_here(tx)
             if new:
                 self._apply_new(new)
             # inside the transaction: a migrate that marks the study queues behind it, or this
