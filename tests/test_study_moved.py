@@ -223,6 +223,46 @@ def test_a_server_on_the_target_after_the_undo_is_refused_and_another_study_is_i
     assert s.n_answered == 3
 
 
+def test_the_study_list_shows_a_study_it_cannot_read_and_lists_the_others(tmp_path, capsys):
+    """A study whose log holds a kind of a newer boloop is a row saying so, in Python, on the
+    command line and on the web page's list; the other studies are listed as before."""
+    db = tmp_path / "a.db"
+    url = f"sqlite:///{db}"
+    _study(url, answers=1)
+    _study(url, name="bread", answers=2)
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO boloop_events (study_id, seq, kind, query_id, payload, created_at) "
+            "SELECT study_id, MAX(seq) + 1, 'teleported', NULL, '{}', '2030-01-01T00:00:00Z' "
+            "FROM boloop_events WHERE study_id = (SELECT study_id FROM boloop_studies "
+            "WHERE name = 'cake')"
+        )
+    for quick in (True, False):  # Python's sqlite3 and SQLAlchemy
+        sqlite_log.ENABLED = quick
+        try:
+            rows = {r["name"]: r for r in list_studies(url)}
+        finally:
+            sqlite_log.ENABLED = True
+        assert rows["bread"]["answered"] == 2 and rows["bread"]["unreadable"] is None
+        assert rows["cake"]["answered"] is None
+        assert "kind 'teleported', written by a newer boloop" in rows["cake"]["unreadable"]
+    code, out, _ = _cli(capsys, "study", "list", "--storage", url)
+    assert code == 0
+    lines = dict(line.split("\t", 1) for line in out.splitlines())
+    assert lines["cake"].startswith("cannot be read: ") and "teleported" in lines["cake"]
+    assert "2 answers" in lines["bread"]
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    page = TestClient(create_app(url, None)).get("/")
+    assert page.status_code == 200
+    assert "cannot be read: " in page.text and "teleported" in page.text
+    assert 'href="/studies/bread"' in page.text
+
+
 def test_a_server_showing_the_copy_answers_404_after_the_undo_and_serves_a_new_study(tmp_path):
     pytest.importorskip("fastapi")
     pytest.importorskip("httpx")
