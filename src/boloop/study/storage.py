@@ -36,7 +36,8 @@ a URL. The SQL backends keep four tables:
     measurement the user made on their own), ``withdrawn`` (an undo), ``moved`` (``boloop study
     migrate`` copied the study elsewhere: this copy refuses writes from then on) and
     ``move_undone`` (``migrate --undo``). Rows are only ever inserted, except that ``migrate
-    --undo`` removes a whole study it had copied, unchanged since (:meth:`Storage.drop_study`).
+    --undo`` removes a whole study it had copied, unchanged since but for unanswered questions
+    (:meth:`Storage.drop_study`); its id is never given to another study.
 
 One answer is one transaction (:meth:`Storage.transaction`). Writers of one study queue instead of
 failing: on SQLite a writing transaction is ``BEGIN IMMEDIATE`` (one writer per file), on
