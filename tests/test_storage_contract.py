@@ -22,6 +22,7 @@ from boloop.errors import (
     InvalidInputError,
     QueryStateError,
     StorageError,
+    StudyRemovedError,
     UnknownIdError,
 )
 from boloop.study import create_study, list_studies, load_study
@@ -252,17 +253,25 @@ def test_a_log_is_imported_verbatim_once(url, tmp_path):
 
 def test_a_copied_study_is_dropped_only_as_it_was_copied(url):
     """``drop_study`` (``migrate --undo``): the study, its log and snapshot go in one
-    transaction, only if its last event is the one given; other studies are untouched."""
+    transaction, only if nothing but questions was written after the event given (an opened
+    page asks one); what was written is named; other studies are untouched."""
     store = open_storage(url)
     keep = store.create_study("keep", CONFIG)
     sid = store.create_study("copy", CONFIG)
     with store.transaction() as tx:
         tx.append(sid, 1, "asked", 0, {"query": {"kind": "evaluate", "x": [0.25], "id": 0}})
+        tx.append(sid, 2, "told", 0, {"answer": 0.5})
+        tx.append(sid, 3, "withdrawn", 0, {"query_id": 0})
+        tx.append(sid, 4, "asked", 1, {"query": {"kind": "evaluate", "x": [0.5], "id": 1}})
     store.put_snapshot(sid, 1, "f", b"data")
-    with pytest.raises(InvalidInputError, match="written to since"):
-        store.drop_study("copy", 0)
-    assert len(_log(store, "copy")) == 2
-    store.drop_study("copy", 1)
+    with pytest.raises(
+        InvalidInputError, match=r"written to since it was copied \(1 answer, 1 withdrawal\)"
+    ):
+        store.drop_study("copy", 1)
+    with pytest.raises(InvalidInputError, match="fewer than the 6"):
+        store.drop_study("copy", 5)
+    assert len(_log(store, "copy")) == 5
+    store.drop_study("copy", 3)  # the question asked after it loses nothing
     assert [n for n, _ in store.study_names()] == ["keep"]
     with pytest.raises(UnknownIdError):
         store.study_id("copy")
@@ -270,6 +279,28 @@ def test_a_copied_study_is_dropped_only_as_it_was_copied(url):
     again = store.create_study("copy", CONFIG)  # the name is free again, and empty
     assert [e.kind for e in store.events(again)] == ["created"]
     assert store.get_snapshot(again) is None
+
+
+def test_a_removed_studys_id_is_never_given_to_another_study(url):
+    """A process may still hold a removed study by its id: no later study gets that id (SQLite
+    would hand out the highest id plus one again), also after the storage is opened anew; the
+    transaction names the study of an id, None for a removed one."""
+    store = open_storage(url)
+    first = store.create_study("first", CONFIG)
+    gone = store.create_study("gone", CONFIG)
+    with store.transaction(write=False) as tx:
+        assert tx.study(gone) == ("gone", store.events(gone)[0].created_at)
+        assert tx.study(gone) == ("gone", dict(store.study_names())["gone"])
+    store.drop_study("gone", 0)
+    with store.transaction(write=False) as tx:
+        assert tx.study(gone) is None and tx.study(first)[0] == "first"
+    new = store.create_study("new", CONFIG)
+    assert new not in (first, gone)
+    store.drop_study("new", 0)
+    later = open_storage(url).create_study("later", CONFIG)  # opened anew: no id comes back
+    assert later not in (first, gone, new)
+    with store.transaction() as tx:
+        assert tx.study(later) == ("later", store.events(later)[0].created_at)
 
 
 # -- through the study API ----------------------------------------------------------------------
@@ -290,6 +321,32 @@ def test_a_study_resumes_with_the_same_next_query(url):
     assert full.ask().query == nxt.query
     (row,) = list_studies(url)
     assert (row["name"], row["answered"], row["open_query"]) == ("s", 5, nxt.id)
+
+
+def test_a_study_held_after_its_removal_refuses_and_touches_no_other_study(url):
+    """A process that holds a study ``migrate --undo`` removed (a server on the target) is
+    refused every read and write with a clear error, while a study created after it is read and
+    written as before (its log is never the removed one's)."""
+    held = create_study("cake", "toy-random", SPACE, family="levelset", storage=url, seed=3)
+    held.tell(held.ask().id, 0.1)
+    q = held.ask()  # open when the study is removed
+    store = open_storage(url)
+    store.drop_study("cake", len(_log(store, "cake")) - 1)
+    other = create_study("other", "toy-random", SPACE, family="levelset", storage=url, seed=1)
+    for _ in range(3):
+        other.tell(other.ask().id, 0.5)
+    before = _log(store, "other")
+    for act in (held.ask, held.refresh, lambda: held.tell(q.id, 0.3), held.undo):
+        with pytest.raises(
+            StudyRemovedError,
+            match=r"study 'cake' is no longer in storage .*"
+            r"migrate --undo.*Nothing was stored",
+        ):
+            act()
+    assert _log(store, "other") == before
+    assert load_study("other", storage=url).n_answered == 3
+    with pytest.raises(UnknownIdError, match="no study named 'cake'"):
+        load_study("cake", storage=url)
 
 
 def test_two_processes_views_telling_one_query_one_wins(url):

@@ -766,6 +766,7 @@ def test_status_and_list(url):
             "open_query": None,
             "last_activity": rows[0]["last_activity"],
             "moved_to": None,
+            "unreadable": None,
             "continued_as": [],
         }
     ]

@@ -15,7 +15,12 @@ import pytest
 import sqlalchemy as sa
 
 from boloop.cli import main
-from boloop.errors import InvalidInputError, StorageError, StudyMovedError
+from boloop.errors import (
+    InvalidInputError,
+    StorageError,
+    StudyMovedError,
+    StudyRemovedError,
+)
 from boloop.study import create_study, list_studies, load_study, sqlite_log
 from boloop.study.storage import open_storage
 from boloop.study.storage_migrate import migrate_studies, undo_migration
@@ -146,8 +151,14 @@ def test_migrate_undo_is_refused_when_the_copy_was_answered(tmp_path):
     migrate_studies(a, b)
     there = load_study("cake", storage=b)
     there.tell(there.ask().id, 0.4)
+    there.undo()  # withdrawn again: still written there, and named
+    there.ask()
     before_a, before_b = _log(a), _log(b)
-    with pytest.raises(InvalidInputError, match="written to since"):
+    with pytest.raises(
+        InvalidInputError,
+        match=r"written to since it was copied \(1 answer, "
+        r"1 withdrawal\): removing it would lose that; nothing was removed",
+    ):
         undo_migration(a, b)
     assert _log(a) == before_a and _log(b) == before_b
     with pytest.raises(StudyMovedError):
@@ -155,6 +166,129 @@ def test_migrate_undo_is_refused_when_the_copy_was_answered(tmp_path):
     with pytest.raises(InvalidInputError, match="not marked as moved to"):
         undo_migration(a, f"sqlite:///{tmp_path / 'c.db'}", ["cake"])
     assert _log(a) == before_a
+
+
+def test_migrate_undo_is_allowed_after_the_copys_page_was_opened(tmp_path):
+    """Opening the study's page at the target asks a query (an ``asked`` event): a question
+    without an answer loses nothing, so the undo goes on and the source takes answers again."""
+    a, b = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    _study(a, answers=2)
+    migrate_studies(a, b)
+    there = load_study("cake", storage=b)
+    there.ask()  # what the page at the target does
+    assert [e.kind for e in _log(b)][-1] == "asked"
+    assert undo_migration(a, b) == [("cake", len(_log(a)) - 2)]
+    assert "cake" not in {n for n, _ in open_storage(b).study_names()}
+    s = load_study("cake", storage=a)
+    s.tell(s.ask().id, 0.7)
+    assert s.n_answered == 3
+
+
+@pytest.mark.parametrize(
+    "target", ["sqlite", pytest.param("postgresql", marks=pytest.mark.xdist_group("postgres"))]
+)
+def test_a_server_on_the_target_after_the_undo_is_refused_and_another_study_is_intact(
+    tmp_path, request, target
+):
+    """The review's case: a process that loaded the copy at the target (a server) outlives
+    ``migrate --undo``; a study created at the target afterwards gets an id of its own, and the
+    stale object neither reads nor writes it, nor anything else."""
+    a = f"sqlite:///{tmp_path / 'a.db'}"
+    b = (
+        f"sqlite:///{tmp_path / 'b.db'}"
+        if target == "sqlite"
+        else request.getfixturevalue("pg_url")
+    )
+    _study(a, answers=2).ask()  # a query open at the migrate
+    migrate_studies(a, b)
+    server = load_study("cake", storage=b)
+    undo_migration(a, b)
+    other = create_study(
+        "other", "toy-random", {**SPACE, "parameters": [{"name": "pressure", "low": 1.0,
+        "high": 5.0}]}, family="levelset", storage=b, seed=1,
+    )  # fmt: skip
+    for _ in range(3):
+        other.tell(other.ask().id, 0.5)
+    before = _log(b, "other")
+    with pytest.raises(StudyRemovedError, match="study 'cake' is no longer in storage"):
+        server.ask()
+    with pytest.raises(StudyRemovedError):
+        server.tell(2, 0.55, note="measured at b after undo")
+    with pytest.raises(StudyRemovedError):
+        server.status()
+    assert _log(b, "other") == before
+    assert load_study("other", storage=b).n_answered == 3
+    s = load_study("cake", storage=a)  # the source is the live copy again
+    s.tell(s.ask().id, 0.2)
+    assert s.n_answered == 3
+
+
+def test_the_study_list_shows_a_study_it_cannot_read_and_lists_the_others(tmp_path, capsys):
+    """A study whose log holds a kind of a newer boloop is a row saying so, in Python, on the
+    command line and on the web page's list; the other studies are listed as before."""
+    db = tmp_path / "a.db"
+    url = f"sqlite:///{db}"
+    _study(url, answers=1)
+    _study(url, name="bread", answers=2)
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO boloop_events (study_id, seq, kind, query_id, payload, created_at) "
+            "SELECT study_id, MAX(seq) + 1, 'teleported', NULL, '{}', '2030-01-01T00:00:00Z' "
+            "FROM boloop_events WHERE study_id = (SELECT study_id FROM boloop_studies "
+            "WHERE name = 'cake')"
+        )
+    for quick in (True, False):  # Python's sqlite3 and SQLAlchemy
+        sqlite_log.ENABLED = quick
+        try:
+            rows = {r["name"]: r for r in list_studies(url)}
+        finally:
+            sqlite_log.ENABLED = True
+        assert rows["bread"]["answered"] == 2 and rows["bread"]["unreadable"] is None
+        assert rows["cake"]["answered"] is None
+        assert "kind 'teleported', written by a newer boloop" in rows["cake"]["unreadable"]
+    code, out, _ = _cli(capsys, "study", "list", "--storage", url)
+    assert code == 0
+    lines = dict(line.split("\t", 1) for line in out.splitlines())
+    assert lines["cake"].startswith("cannot be read: ") and "teleported" in lines["cake"]
+    assert "2 answers" in lines["bread"]
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    page = TestClient(create_app(url, None)).get("/")
+    assert page.status_code == 200
+    assert "cannot be read: " in page.text and "teleported" in page.text
+    assert 'href="/studies/bread"' in page.text
+
+
+def test_a_server_showing_the_copy_answers_404_after_the_undo_and_serves_a_new_study(tmp_path):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    a, b = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    _study(a, answers=2)
+    migrate_studies(a, b)
+    client = TestClient(create_app(b, None), follow_redirects=False)
+    assert client.get("/studies/cake").status_code == 200  # the server holds the copy
+    undo_migration(a, b)
+    _study(b, name="other", answers=1)
+    r = client.get("/studies/cake")  # the held copy is found removed, and forgotten
+    assert r.status_code == 404 and "is no longer in storage" in r.text
+    for path in ("/api/studies/cake", "/api/studies/cake/history"):
+        r = client.get(path)
+        assert r.status_code == 404
+        assert "no study named 'cake'" in r.json()["detail"], path
+    r = client.get("/api/studies/other")
+    assert r.status_code == 200 and r.json()["answered"] == 1
+    # migrated again: the server finds the new copy
+    migrate_studies(a, b, ["cake"])
+    r = client.get("/api/studies/cake")
+    assert r.status_code == 200 and r.json()["answered"] == 2
 
 
 def test_a_log_kind_of_a_newer_boloop_is_refused_by_name_and_nothing_is_written(

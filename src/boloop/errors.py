@@ -74,6 +74,14 @@ class StudyMovedError(StorageError):
     names where the study went and when. Reads (status, history, export, verify) go on."""
 
 
+class StudyRemovedError(StorageError):
+    """The study this object was loaded as is no longer in its storage: ``boloop study migrate
+    --undo`` removed the copy a migrate had made (the study lives on at the migrate's source).
+    A process still holding it (a server started on the migrate's target) is refused every read
+    and write with nothing stored; loading the study again finds it if it is back, or says it is
+    not there."""
+
+
 class StorageUnavailableError(StorageError):
     """The storage's database server cannot be reached: the connection was refused or lost (a
     server restart, a network cut). Nothing of the operation was stored; unlike the other

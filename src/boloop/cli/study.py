@@ -673,6 +673,9 @@ def _list(args: argparse.Namespace) -> int:
         print("no studies")
         return 0
     for r in rows:
+        if r.get("unreadable"):
+            print(f"{r['name']}\tcannot be read: {r['unreadable']}\tcreated {r['created_at']}")
+            continue
         print(
             f"{r['name']}\t{r['family']}\t{r['method']}\t{r['problem']}\t{_n(r['answered'], 'answer')}"
             f"\tcreated {r['created_at']}"

@@ -41,9 +41,12 @@ from boloop.errors import (
     BoloopError,
     InvalidInputError,
     QueryStateError,
+    StorageAccessError,
     StorageBusyError,
     StorageError,
+    StorageUnavailableError,
     StudyMovedError,
+    UnknownIdError,
 )
 from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query, check_query
@@ -251,6 +254,9 @@ class Study(StudyReplay, StudySnapshots):
         self._storage = storage
         self._sid = study_id
         self.name = name
+        #: the time of the ``created`` event, that of the study's row too: with the name, what
+        #: the study's id must still name in the storage (:meth:`_check_here`)
+        self._created_at = events[0].created_at
         self.config: dict[str, Any] = events[0].payload
         try:
             self.method: str = self.config["method"]
@@ -1047,7 +1053,7 @@ class Study(StudyReplay, StudySnapshots):
         """Catch up with events other processes appended (a reading transaction)."""
         if self._stale:  # a failed write could not reload (the storage was unreachable)
             self._reload()
-        new = self._storage.events(self._sid, after=self._seq)
+        new = self._read_log(self._seq)
         if new:
             self._apply_new(new)
 
@@ -1062,6 +1068,8 @@ class Study(StudyReplay, StudySnapshots):
         tx = cm.__enter__()
         try:
             new = tx.events(self._sid, after=self._seq)
+            # an id whose study was removed (migrate --undo) writes nothing, anywhere
+            self._check_here(tx)
             if new:
                 self._apply_new(new)
             # inside the transaction: a migrate that marks the study queues behind it, or this
@@ -1837,19 +1845,31 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
     """The studies in a storage: ``name``, ``created_at``, ``method``, ``family``, ``answered``,
     ``open_query`` (the id of the query asked and not answered, or None), ``last_activity``
     (the time of the last event), ``continued_as`` (the studies of this storage that continue
-    it, :meth:`Study.continued_as`) and ``moved_to`` (where ``boloop study migrate`` moved it,
-    password masked; None while it lives here), read from the logs without replaying them."""
+    it, :meth:`Study.continued_as`), ``moved_to`` (where ``boloop study migrate`` moved it,
+    password masked; None while it lives here) and ``unreadable``, read from the logs without
+    replaying them.
+
+    A study whose log cannot be read (an event kind a newer boloop wrote, a corrupt row) does
+    not fail the listing of the others: its row has ``unreadable``, why (None for the others),
+    and None for what would come from its log. A storage that cannot be reached still fails."""
     store = _open_existing(storage)
     out = []
     continued: dict[str, list[str]] = {}
     for name, created in store.study_names():
-        sid = store.study_id(name)
-        events = store.events(sid)
+        try:
+            events = store.events(store.study_id(name))
+            effective = effective_events(events, name)
+        except UnknownIdError:  # removed (migrate --undo) since the names were read
+            continue
+        except (StorageUnavailableError, StorageAccessError):
+            raise  # the storage, not this study
+        except StorageError as exc:
+            out.append(_unreadable_row(name, created, str(exc)))
+            continue
         cfg = events[0].payload if events else {}
         origin = continued_from(cfg, store.url)
         if origin is not None:
             continued.setdefault(origin, []).append(name)
-        effective = effective_events(events, name)
         answered = len([e for e in effective if e.kind in ("told", "added")])
         told = {e.query_id for e in effective if e.kind == "told"}
         asked = [e.query_id for e in effective if e.kind == "asked" and e.query_id not in told]
@@ -1864,8 +1884,25 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
                 "open_query": asked[-1] if asked else None,
                 "last_activity": events[-1].created_at if events else created,
                 "moved_to": (mark := moved_mark(events)) and mark.payload.get("to"),
+                "unreadable": None,
             }
         )
     for row in out:
         row["continued_as"] = continued.get(row["name"], [])
     return out
+
+
+def _unreadable_row(name: str, created: str, why: str) -> dict[str, Any]:
+    """The :func:`list_studies` row of a study whose log cannot be read: ``why``."""
+    return {
+        "name": name,
+        "created_at": created,
+        "method": None,
+        "family": None,
+        "problem": None,
+        "answered": None,
+        "open_query": None,
+        "last_activity": created,
+        "moved_to": None,
+        "unreadable": why,
+    }

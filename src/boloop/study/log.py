@@ -26,7 +26,9 @@ __all__ = [
     "moved_mark",
     "moved_message",
     "now_iso",
+    "removed_message",
     "safe_url",
+    "written_since",
 ]
 
 EVENT_KINDS = ("created", "asked", "told", "added", "withdrawn", "moved", "move_undone")
@@ -115,6 +117,39 @@ def moved_message(name: str, mark: Event) -> str:
     return (
         f"study {name!r} was moved to {mark.payload.get('to')} on {when}; answer it there "
         "(this copy is read-only: nothing was stored)"
+    )
+
+
+#: what each kind of event is, in words, for :func:`written_since` (``asked`` is no writing)
+_WRITTEN = {
+    "created": ("creation", "creations"),
+    "told": ("answer", "answers"),
+    "added": ("measurement added", "measurements added"),
+    "withdrawn": ("withdrawal", "withdrawals"),
+    "moved": ("migrate to another storage", "migrates to other storages"),
+    "move_undone": ("undone migrate", "undone migrates"),
+}
+
+
+def written_since(events: Iterable[Event]) -> str:
+    """What ``events`` wrote besides questions, in words (``"1 answer, 1 withdrawal"``); empty
+    if they are all ``asked`` events (a question asked and not answered loses nothing)."""
+    counts: dict[str, int] = {}
+    for ev in events:
+        if ev.kind != "asked":
+            counts[ev.kind] = counts.get(ev.kind, 0) + 1
+    return ", ".join(
+        f"{n} {_WRITTEN.get(kind, (kind, kind))[n != 1]}" for kind, n in counts.items()
+    )
+
+
+def removed_message(name: str, url: str) -> str:
+    """The refusal of every read and write of a study that is no longer in its storage."""
+    return (
+        f"study {name!r} is no longer in storage {safe_url(url)!r}: it was removed (`boloop "
+        "study migrate --undo` removes the copy a migrate made; the study lives on where it "
+        "was migrated from). Nothing was stored; load the study again (reload the "
+        "page) to see where it is now"
     )
 
 

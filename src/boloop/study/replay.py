@@ -21,14 +21,14 @@ import numpy as np
 import boloop
 from boloop._blas import one_blas_thread
 from boloop.algorithms.registry import get_method, make_policy
-from boloop.errors import BoloopError, StorageError
+from boloop.errors import BoloopError, StorageError, StudyRemovedError
 from boloop.queries import Query, query_from_dict
-from boloop.study.log import MARK_KINDS, Event
+from boloop.study.log import MARK_KINDS, Event, removed_message
 
 if TYPE_CHECKING:
     from boloop.queries import BasePolicy
     from boloop.study.sqlite_log import SQLiteLog
-    from boloop.study.storage import StorageBackend
+    from boloop.study.storage import StorageBackend, StorageTransaction
 
 __all__ = [
     "StudyReplay",
@@ -284,7 +284,23 @@ class StudyReplay:
 
     def _reload(self) -> None:
         """Rebuild everything from the stored log (after a failed commit or a conflict)."""
-        self._rebuild(self._storage.events(self._sid, after=-1))
+        self._rebuild(self._read_log(-1))
+
+    def _read_log(self, after: int) -> list[Event]:
+        """The study's events with ``seq > after``, in one reading transaction that also checks
+        that the study is still there (:meth:`_check_here`)."""
+        with self._storage.transaction(write=False) as tx:
+            new = tx.events(self._sid, after)
+            self._check_here(tx)
+        return new
+
+    def _check_here(self, tx: StorageTransaction) -> None:
+        """:class:`StudyRemovedError` unless the study's id still names this study (its name
+        and creation time) in the storage: ``migrate --undo`` removes a copy that a process,
+        a server started on the migrate's target, may still hold. One read by primary key
+        (on PostgreSQL none: the row came with the events)."""
+        if tx.study(self._sid) != (self.name, self._created_at):
+            raise StudyRemovedError(removed_message(self.name, self._storage.url))
 
     def _rebuild(self, events: list[Event]) -> None:
         """The policy after the events in effect: from the latest valid snapshot (unless

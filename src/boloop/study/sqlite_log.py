@@ -198,6 +198,13 @@ class SQLiteTransaction:
         self.conn = conn
         self.url = url
 
+    def study(self, study_id: int) -> tuple[str, str] | None:
+        """``(name, created_at)`` of the study with this id, None if there is none."""
+        row = self.conn.execute(
+            "SELECT name, created_at FROM boloop_studies WHERE study_id = ?", (study_id,)
+        ).fetchone()
+        return None if row is None else (str(row[0]), str(row[1]))
+
     def events(self, study_id: int, after: int = -1) -> list[Event]:
         rows = self.conn.execute(
             "SELECT seq, kind, query_id, payload, created_at FROM boloop_events "

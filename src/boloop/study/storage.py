@@ -36,7 +36,8 @@ a URL. The SQL backends keep four tables:
     measurement the user made on their own), ``withdrawn`` (an undo), ``moved`` (``boloop study
     migrate`` copied the study elsewhere: this copy refuses writes from then on) and
     ``move_undone`` (``migrate --undo``). Rows are only ever inserted, except that ``migrate
-    --undo`` removes a whole study it had copied, unchanged since (:meth:`Storage.drop_study`).
+    --undo`` removes a whole study it had copied, unchanged since but for unanswered questions
+    (:meth:`Storage.drop_study`); its id is never given to another study.
 
 One answer is one transaction (:meth:`Storage.transaction`). Writers of one study queue instead of
 failing: on SQLite a writing transaction is ``BEGIN IMMEDIATE`` (one writer per file), on
@@ -81,6 +82,7 @@ from boloop.study.log import (
     encode_payload,
     now_iso,
     safe_url,
+    written_since,
 )
 
 __all__ = [
@@ -125,6 +127,13 @@ class StorageTransaction(Protocol):
         plain JSON (else :class:`InvalidInputError`, nothing stored)."""
         ...
 
+    def study(self, study_id: int) -> tuple[str, str] | None:
+        """``(name, created_at)`` of the study with id ``study_id`` (its ``created_at`` is that
+        of its ``created`` event), or None if there is none: ``migrate --undo`` removed it. Ids
+        are never given to another study, so a process holding a study checks with this one
+        read that its id still names it (:class:`~boloop.errors.StudyRemovedError`)."""
+        ...
+
 
 @runtime_checkable
 class StorageBackend(Protocol):
@@ -149,7 +158,8 @@ class StorageBackend(Protocol):
 
     def create_study(self, name: str, config: dict[str, Any]) -> int:
         """Insert the study and its ``created`` event (seq 0) in one transaction; a name that
-        exists is :class:`InvalidInputError`."""
+        exists is :class:`InvalidInputError`. Its id is one no study of this storage ever had,
+        also one that :meth:`drop_study` removed."""
         ...
 
     def import_study(self, name: str, created_at: str, events: Sequence[Event]) -> int:
@@ -163,9 +173,11 @@ class StorageBackend(Protocol):
         ...
 
     def drop_study(self, name: str, last_seq: int) -> None:
-        """Remove study ``name``, its log and snapshot in one writing transaction, only if its
-        last event is still ``last_seq`` (``boloop study migrate --undo`` removes a copy exactly
-        as it was copied); otherwise :class:`InvalidInputError`, nothing removed."""
+        """Remove study ``name``, its log and snapshot in one writing transaction, only if every
+        event after ``last_seq`` is an ``asked`` one (``boloop study migrate --undo`` removes a
+        copy as it was copied, questions opened there aside); otherwise
+        :class:`InvalidInputError` naming what was written, nothing removed. Its id is never
+        given to another study."""
         ...
 
     def events(self, study_id: int, after: int = -1) -> list[Event]:
@@ -242,6 +254,26 @@ def check_import(name: str, events: Sequence[Event], where: str) -> None:
             )
 
 
+def check_droppable(name: str, events: Sequence[Event], last_seq: int, where: str) -> None:
+    """A copy ``drop_study`` may remove: it still has its first ``last_seq + 1`` events and
+    nothing but ``asked`` events after them (a question opened at the copy, say by someone who
+    opened its page, loses nothing when it goes). Otherwise :class:`InvalidInputError` naming
+    what was written there."""
+    if len(events) < last_seq + 1:
+        raise InvalidInputError(
+            f"study {name!r} in storage {where!r} has {len(events)} events, fewer than the "
+            f"{last_seq + 1} it was copied with: it is not the copy that was made; nothing was "
+            "removed"
+        )
+    what = written_since(events[last_seq + 1 :])
+    if what:
+        raise InvalidInputError(
+            f"study {name!r} in storage {where!r} was written to since it was copied ({what}): "
+            "removing it would lose that; nothing was removed (questions asked there and not "
+            "answered would not have stopped it)"
+        )
+
+
 # -- the SQL backends (SQLite, PostgreSQL) -------------------------------------------------------
 _metadata = sa.MetaData()
 _meta_table = sa.Table(
@@ -281,6 +313,11 @@ _snapshots_table = sa.Table(
 )
 #: backends the SQL storage is written and tested for
 SQL_BACKENDS = ("sqlite", "postgresql")
+#: ``boloop_meta`` key: the highest study id ``drop_study`` removed. SQLite gives a new row the
+#: highest id in the table plus one, which would hand a removed study's id to the next study made
+#: (and a process still holding the removed study would read and write the new one's log): a new
+#: study's id is kept above it. PostgreSQL's id sequence never goes back; the key is kept there too
+_DROPPED_ID_KEY = "dropped_study_id_max"
 #: key of the PostgreSQL advisory lock that serialises creating the tables
 _PG_INIT_LOCK = 0x626F6C6F6F70  # "boloop"
 
@@ -697,9 +734,13 @@ class Storage:
         ]
         try:
             with self.transaction(write=True) as tx:
-                result = tx.conn.execute(
-                    _studies_table.insert().values(name=name, created_at=created_at)
-                )
+                values: dict[str, Any] = {"name": name, "created_at": created_at}
+                if self.backend == "sqlite":  # never reuse a removed study's id (_DROPPED_ID_KEY)
+                    floor = _dropped_id_max(tx.conn)
+                    top = tx.conn.execute(sa.select(sa.func.max(_studies_table.c.study_id)))
+                    if floor > (top.scalar() or 0):
+                        values["study_id"] = floor + 1
+                result = tx.conn.execute(_studies_table.insert().values(**values))
                 key = result.inserted_primary_key
                 assert key is not None
                 sid = int(key[0])
@@ -717,14 +758,12 @@ class Storage:
         sid = self.study_id(name)
         with self.transaction(write=True) as tx:
             events = tx.events(sid)  # PostgreSQL: the study's row lock, as every writer's
-            if not events or events[-1].seq != last_seq:
-                raise InvalidInputError(
-                    f"study {name!r} in storage {self.display_url!r} has {len(events)} events, "
-                    f"not the {last_seq + 1} it was copied with: it was written to since, and "
-                    "removing it would lose that; nothing was removed"
-                )
+            check_droppable(name, events, last_seq, self.display_url)
             for table in (_snapshots_table, _events_table, _studies_table):
                 tx.conn.execute(table.delete().where(table.c.study_id == sid))
+            if sid > _dropped_id_max(tx.conn):
+                tx.conn.execute(_meta_table.delete().where(_meta_table.c.key == _DROPPED_ID_KEY))
+                tx.conn.execute(_meta_table.insert().values(key=_DROPPED_ID_KEY, value=str(sid)))
 
     # -- events -------------------------------------------------------------------------------
     @contextmanager
@@ -809,6 +848,17 @@ class Storage:
         return total
 
 
+def _dropped_id_max(conn: Connection) -> int:
+    """The highest study id ``drop_study`` removed from this database (0: none)."""
+    value = conn.execute(
+        sa.select(_meta_table.c.value).where(_meta_table.c.key == _DROPPED_ID_KEY)
+    ).scalar()
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
+
+
 def _reason(exc: SQLAlchemyError) -> str:
     """The driver's message of a database error, on one line."""
     text = str(getattr(exc, "orig", None) or exc)
@@ -823,6 +873,8 @@ class Transaction:
         self.url = url
         self._write = write
         self._locked: set[int] = set()
+        #: (name, created_at) of studies whose row a PostgreSQL read fetched with their events
+        self._rows: dict[int, tuple[str, str] | None] = {}
 
     def _lock(self, study_id: int) -> None:
         """PostgreSQL: a writing transaction first takes the study's row lock, so writers of
@@ -836,9 +888,20 @@ class Transaction:
         )
         self._locked.add(study_id)
 
+    def study(self, study_id: int) -> tuple[str, str] | None:
+        """``(name, created_at)`` of the study with this id, None if there is none."""
+        if study_id in self._rows:
+            return self._rows[study_id]
+        row = self.conn.execute(
+            sa.select(_studies_table.c.name, _studies_table.c.created_at).where(
+                _studies_table.c.study_id == study_id
+            )
+        ).first()
+        return None if row is None else (str(row[0]), str(row[1]))
+
     def events(self, study_id: int, after: int = -1) -> list[Event]:
-        if self._write and study_id not in self._locked and self.conn.dialect.name == "postgresql":
-            return self._lock_and_read(int(study_id), int(after))
+        if self.conn.dialect.name == "postgresql":
+            return self._row_and_read(int(study_id), int(after))
         rows = self.conn.execute(
             sa.select(
                 _events_table.c.seq,
@@ -852,22 +915,28 @@ class Transaction:
         ).all()
         return decode_events([tuple(r) for r in rows], study_id, after, self.url)  # type: ignore[misc]
 
-    def _lock_and_read(self, study_id: int, after: int) -> list[Event]:
-        """PostgreSQL: the study's row lock and the catch-up read in one round trip, as two
+    def _row_and_read(self, study_id: int, after: int) -> list[Event]:
+        """PostgreSQL: the study's row (``name, created_at``, for :meth:`study`; in a writing
+        transaction its lock, taken once) and the catch-up read in one round trip, as two
         statements of one simple query (the read runs after the lock is granted, so it sees
         what the previous holder committed). Only integers are put into the text."""
+        lock = self._write and study_id not in self._locked
         sql = (
-            f"SELECT study_id FROM boloop_studies WHERE study_id = {study_id} FOR UPDATE; "
+            f"SELECT name, created_at FROM boloop_studies WHERE study_id = {study_id}"
+            f"{' FOR UPDATE' if lock else ''}; "
             "SELECT seq, kind, query_id, payload, created_at FROM boloop_events "
             f"WHERE study_id = {study_id} AND seq > {after} ORDER BY seq"
         )
         result = self.conn.exec_driver_sql(sql)
         cursor = result.cursor
+        row = cursor.fetchone()
         if not cursor.nextset():  # pragma: no cover - the driver dropped the second result
             raise StorageError(f"storage {self.url!r}: the catch-up read returned nothing")
         rows = [tuple(r) for r in cursor.fetchall()]
         result.close()
-        self._locked.add(study_id)
+        if lock:
+            self._locked.add(study_id)
+        self._rows[study_id] = None if row is None else (str(row[0]), str(row[1]))
         return decode_events(rows, study_id, after, self.url)  # type: ignore[arg-type]
 
     def append(

@@ -17,7 +17,7 @@ from typing import Any
 
 from boloop.errors import InvalidInputError, StorageError, UnknownIdError
 from boloop.study.log import EVENT_KINDS, Event, SeqConflict, decode_events, encode_payload, now_iso
-from boloop.study.storage import check_import
+from boloop.study.storage import check_droppable, check_import
 
 __all__ = ["MemoryStorage", "discard_memory_store"]
 
@@ -30,6 +30,7 @@ class _Store:
     studies: dict[str, tuple[int, str]] = field(default_factory=dict)  # name -> (id, created)
     events: dict[int, list[_Row]] = field(default_factory=dict)
     snapshots: dict[int, tuple[int, str, bytes]] = field(default_factory=dict)
+    last_id: int = 0  # ids only go up: a removed study's id is never given to another
 
 
 _stores: dict[str, _Store] = {}
@@ -52,6 +53,12 @@ class MemoryTransaction:
     def events(self, study_id: int, after: int = -1) -> list[Event]:
         rows = sorted((r for r in self._rows(study_id) if r[0] > after), key=lambda r: r[0])
         return decode_events(rows, study_id, after, self._url)
+
+    def study(self, study_id: int) -> tuple[str, str] | None:
+        for name, (sid, created) in self._store.studies.items():
+            if sid == study_id:
+                return name, created
+        return None
 
     def append(
         self, study_id: int, seq: int, kind: str, query_id: int | None, payload: dict[str, Any]
@@ -135,7 +142,8 @@ class MemoryStorage:
                     f"a study named {name!r} already exists in storage {self.url!r}; load it "
                     "with load_study or choose another name"
                 )
-            sid = max((i for i, _ in store.studies.values()), default=0) + 1
+            store.last_id += 1
+            sid = store.last_id
             store.studies[name] = (sid, created_at)
             store.events[sid] = rows
         return sid
@@ -145,12 +153,7 @@ class MemoryStorage:
         store = self._need()
         with store.lock:
             rows = store.events.get(sid, [])
-            if not rows or rows[-1][0] != last_seq:
-                raise InvalidInputError(
-                    f"study {name!r} in storage {self.url!r} has {len(rows)} events, not the "
-                    f"{last_seq + 1} it was copied with: it was written to since, and removing "
-                    "it would lose that; nothing was removed"
-                )
+            check_droppable(name, decode_events(rows, sid, -1, self.url), last_seq, self.url)
             del store.studies[name]
             store.events.pop(sid, None)
             store.snapshots.pop(sid, None)

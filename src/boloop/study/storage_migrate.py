@@ -18,8 +18,10 @@ copy. There is no moment at which an answer is stored at the source and not copi
 fails after the import (a lost connection), the copy is removed from the target again.
 
 :func:`undo_migration` (``migrate --undo``) undoes a mistaken migrate: it removes the copy from
-the target, only if nothing was written to it since, and appends ``move_undone`` to the source,
-which is writable again.
+the target, only if nothing but unanswered questions was written to it since, and appends
+``move_undone`` to the source, which is writable again. A process still holding the removed copy
+is refused (:class:`~boloop.errors.StudyRemovedError`), and its id is never given to another
+study.
 """
 
 from __future__ import annotations
@@ -152,8 +154,9 @@ def undo_migration(
 ) -> list[tuple[str, int]]:
     """Undo a migrate from ``source`` to ``target`` for the studies ``names`` (default: every
     study of ``source`` marked as moved to ``target``): remove each copy from ``target``, only
-    if nothing was written to it since the copy (else :class:`InvalidInputError`, nothing
-    changed for that study: its answers given there would be lost), and append ``move_undone``
+    if nothing but questions (``asked``, no answer) was written to it since the copy (else
+    :class:`InvalidInputError` naming what was, nothing changed for that study: its answers
+    given there would be lost), and append ``move_undone``
     to its log at ``source``, where it is writable again. A copy already gone from the target
     (deleted by hand) is no refusal: the mark is cleared. Returns ``(name, events removed from
     the target)`` per study (0 for a copy already gone)."""

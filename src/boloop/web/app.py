@@ -67,6 +67,7 @@ from boloop.errors import (
     StorageBusyError,
     StorageUnavailableError,
     StudyMovedError,
+    StudyRemovedError,
     UnknownIdError,
 )
 from boloop.spaces import format_value, params_text
@@ -176,9 +177,24 @@ class StudyPool:
             self._studies[study.name] = (study, threading.Lock())
 
     def run(self, name: str, fn: Callable[[Study], Any]) -> Any:
+        """``fn(study)`` under the study's lock. A study the pool holds that was removed from
+        the storage since (``migrate --undo`` removed the copy this server was showing) is
+        forgotten and loaded again: a study of that name that is there now is served, else
+        :class:`UnknownIdError` (a 404) saying it was removed."""
         study, lock = self.get(name)
-        with lock:
-            return fn(study)
+        try:
+            with lock:
+                return fn(study)
+        except StudyRemovedError as exc:
+            with self._lock:
+                if self._studies.get(name, (None,))[0] is study:
+                    del self._studies[name]
+            try:
+                study, lock = self.get(name)
+            except UnknownIdError as gone:
+                raise UnknownIdError(str(exc)) from gone
+            with lock:
+                return fn(study)
 
 
 def _checked_url(storage: str | None) -> str:
