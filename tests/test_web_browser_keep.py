@@ -30,7 +30,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
 from boloop.study import load_study  # noqa: E402
-from study_samples import make_study  # noqa: E402
+from study_samples import answer_for, make_study  # noqa: E402
 from test_web_browser import _free_port, _open_id, _serve, _stop, _wait  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("browser")
@@ -58,6 +58,8 @@ class Server:
 def server(tmp_path_factory):
     url = f"sqlite:///{tmp_path_factory.mktemp('serve-keep') / 'keep.db'}"
     make_study("kill", url, key="lev1", fast=True)  # its server is killed under a typed answer
+    make_study("busy", url, answers=2, key="lev1", fast=True)  # others answer all the time
+    make_study("undone", url, answers=2, key="lev1", fast=True)  # an answer withdrawn elsewhere
     s = Server(url)
     s.start()
     yield s
@@ -170,3 +172,84 @@ def test_an_answer_sent_while_the_server_is_down_is_held_and_what_is_typed_survi
     assert _typed(browser) == ("", "") and _kept(browser) == []  # stored: forgotten
     browser.refresh()
     assert _typed(browser) == ("", "") and not browser.find_elements(By.ID, "restored")
+
+
+def _refused(server, d, name: str) -> tuple[int, int]:
+    """The page of ``name`` open at query q; someone else answers q; the page's answer to q
+    (values near the stored ones, and a note) is refused. Returns (q, the page's new query)."""
+    url = server.url
+    d.get(f"{server.base}/studies/{name}")
+    q = _open_id(d)
+    other = load_study(name, storage=url)
+    assert other.ask().id == q
+    value = answer_for(other.ask())
+    other.tell(q, value, note="the other bench")
+    d.find_element(By.ID, "value").send_keys(str(value))
+    d.find_element(By.ID, "note").send_keys("stale from page")
+    d.find_element(By.ID, "btn-store").click()
+    sent = _shown(d, "sent")
+    assert f"Not stored (for query {q})" in sent and "note: stale from page" in sent
+    return q, _open_id(d)
+
+
+def test_a_refused_answers_notice_stays_while_others_answer(server, browser, shots):
+    """The trial's busy study: the refused answer's notice and the values sent vanished within
+    seconds, the live refresh reloading to the newest query. Now the page stays, says what
+    changed and that it does not reload while it shows the values; dismissing the notice lets
+    the live refresh show the open query."""
+    url = server.url
+    q, q2 = _refused(server, browser, "busy")
+    other = load_study("busy", storage=url)
+    for _ in range(2):  # the others go on
+        nq = other.ask()
+        other.tell(nq.id, answer_for(nq))
+    live = _shown(browser, "live")
+    assert "2 answers were given elsewhere" in live or "An answer was given elsewhere" in live
+    assert f"query {q2} is no longer open" in live and "does not reload by itself" in live
+    time.sleep(10 * POLL)
+    assert _open_id(browser) == q2  # not reloaded
+    sent = browser.find_element(By.ID, "sent").text
+    assert f"Not stored (for query {q})" in sent and "note: stale from page" in sent
+    assert "Someone else" not in browser.find_element(By.TAG_NAME, "body").text
+    _shot(browser, shots, "refused-kept-on-busy-study")
+    browser.find_element(By.ID, "sent-dismiss").click()
+    new = _wait(browser, lambda d: _open_id(d) != q2 and _open_id(d))
+    assert new == load_study("busy", storage=url).ask().id
+    assert not browser.find_elements(By.ID, "sent")
+
+
+def test_a_refused_answers_reload_button_shows_the_study_as_it_is(server, phone, shots):
+    """The live notice's button reloads the page: the open query, the notice gone."""
+    url = server.url
+    q, q2 = _refused(server, phone, "busy")
+    other = load_study("busy", storage=url)
+    nq = other.ask()
+    other.tell(nq.id, answer_for(nq))
+    assert "An answer was given elsewhere" in _shown(phone, "live")
+    assert phone.find_element(By.ID, "sent").is_displayed()
+    phone.save_screenshot(str(shots / "keep-refused-live-notice-phone.png"))
+    phone.find_element(By.ID, "live-reload").click()
+    new = _wait(phone, lambda d: _open_id(d) != q2 and _open_id(d))
+    assert new == load_study("busy", storage=url).ask().id
+    assert not phone.find_elements(By.ID, "sent")
+
+
+def test_an_answer_withdrawn_elsewhere_is_said_as_such(server, browser, shots):
+    """A page being typed in when another page (or program) withdraws the last answer: the
+    notice says an answer was withdrawn and which query is open now, not "someone else
+    answered"."""
+    url = server.url
+    browser.get(f"{server.base}/studies/undone")
+    q = _open_id(browser)
+    browser.find_element(By.ID, "note").send_keys("still measuring")
+    other = load_study("undone", storage=url)
+    withdrawn = other.undo()
+    p = other.ask().id
+    assert p != q and withdrawn["query_id"] == p
+    live = _shown(browser, "live")
+    said = "An answer was withdrawn (undo) elsewhere (another page, person or program)"
+    assert f"{said}: query {q} is no longer open." in live
+    assert f"The open query is now {p}." in live and "What you typed here is not stored" in live
+    assert "Someone else" not in live
+    assert browser.find_element(By.ID, "note").get_attribute("value") == "still measuring"
+    _shot(browser, shots, "withdrawn-elsewhere")

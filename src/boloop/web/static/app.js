@@ -171,12 +171,16 @@
   //    to nowhere (the browser's error page, and what was typed gone)
   if (root) {
     var version = root.getAttribute("data-version");
+    var answeredHere = parseInt(root.getAttribute("data-answered"), 10);
     var ms = parseInt(root.getAttribute("data-poll-ms"), 10);
     var live = document.getElementById("live");
     var submitting = false;
     var unreachable = false;  // the last poll got no answer from this server
     var held = null;  // the message of a form held back while the server cannot be reached
     var heldForm = null;
+    // a refused answer shown back with what was sent: never reloaded away under the reader
+    var sentBox = document.getElementById("sent");
+    var keepNotice = !!sentBox;
     function answerButton(f) {
       return f !== form ? "undo" : (form.getAttribute("data-kind") === "evaluate" ? "store" :
         "your answer's button");
@@ -243,6 +247,55 @@
           "The server can be reached again: nothing was withdrawn; undo again if you mean it.";
       }
     }
+    // what changed, as the poll's state tells it against this page's: the open query went on
+    // (answers given elsewhere) or back (an answer withdrawn), or this page's query is still open
+    function changed(s) {
+      var n = parseInt(s.answered, 10);
+      var open = s.open_query === null || s.open_query === undefined ? null : String(s.open_query);
+      var elsewhere = " elsewhere (another page, person or program)";
+      var now = open === null ? "" : " The open query is now " + open + ".";
+      if (openId && open === openId) {
+        return "The study changed" + elsewhere + ", but query " + openId + " is still open: " +
+          "your answer to it can still be stored.";
+      }
+      var gone = openId ? ": query " + openId + " is no longer open." : ".";
+      var what;
+      if (n > answeredHere) {
+        what = (n - answeredHere === 1 ? "An answer was given" : (n - answeredHere) +
+          " answers were given") + elsewhere + gone;
+      } else if (n < answeredHere) {
+        what = (answeredHere - n === 1 ? "An answer was withdrawn (undo)" : (answeredHere - n) +
+          " answers were withdrawn (undo)") + elsewhere + gone;
+      } else {
+        what = "Answers were withdrawn and given" + elsewhere + gone;
+      }
+      return what + now + (openId && !untouched() ? " What you typed here is not stored." : "");
+    }
+    function showChanged(s) {
+      if (!live) { return; }
+      var text = changed(s);
+      if (keepNotice) {
+        text += " This page does not reload by itself while it shows your answer that was " +
+          "not stored: write it down, then dismiss it or reload.";
+      }
+      // built once, then only its words change (every poll sees the change again)
+      var words = document.getElementById("live-text");
+      if (!words) {
+        live.textContent = "";
+        words = document.createElement("span");
+        words.id = "live-text";
+        var again = document.createElement("button");
+        again.type = "button";
+        again.id = "live-reload";
+        again.textContent = "reload: show the study as it is now";
+        again.addEventListener("click", function () { window.location.replace(pageUrl); });
+        live.appendChild(words);
+        live.appendChild(document.createTextNode(" "));
+        live.appendChild(again);
+      }
+      if (words.textContent !== text) { words.textContent = text; }
+      live.hidden = false;
+    }
     function poll() {
       if (submitting) { return; }
       fetch(root.getAttribute("data-state-url"), { credentials: "same-origin", cache: "no-store" })
@@ -277,17 +330,28 @@
             forget(openId ? [String(s.open_query), openId] : [String(s.open_query)]);
           }
           if (String(s.version) === version) { return; }
-          if (untouched()) {
+          if (untouched() && !keepNotice) {
             window.location.replace(pageUrl);
-          } else if (live) {
-            live.hidden = false;
-            live.textContent = "Someone else answered: this query may be closed. Reload to see the open query.";
+          } else {
+            showChanged(s);
           }
         })
         .catch(function () {
           unreachable = true;
           notice(serverDown);  /* and try again at the next poll */
         });
+    }
+    var dismiss = document.getElementById("sent-dismiss");
+    if (dismiss && sentBox) {
+      dismiss.hidden = false;
+      dismiss.addEventListener("click", function () {
+        sentBox.hidden = true;
+        var warning = document.getElementById("warning");
+        if (warning) { warning.hidden = true; }
+        keepNotice = false;
+        if (live) { live.hidden = true; }
+        if (ms > 0 && window.fetch) { poll(); }  // a change seen meanwhile reloads now
+      });
     }
     if (ms > 0 && window.fetch) { window.setInterval(poll, ms); }
     // Back (or Forward) to this page: restored from the back-forward cache, its script state is
