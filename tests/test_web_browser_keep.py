@@ -183,9 +183,9 @@ def _refused(server, d, name: str) -> tuple[int, int]:
     other = load_study(name, storage=url)
     assert other.ask().id == q
     value = answer_for(other.ask())
-    other.tell(q, value, note="the other bench")
-    d.find_element(By.ID, "value").send_keys(str(value))
+    d.find_element(By.ID, "value").send_keys(str(value))  # typed first: the page stays
     d.find_element(By.ID, "note").send_keys("stale from page")
+    other.tell(q, value, note="the other bench")
     d.find_element(By.ID, "btn-store").click()
     sent = _shown(d, "sent")
     assert f"Not stored (for query {q})" in sent and "note: stale from page" in sent
