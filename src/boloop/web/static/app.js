@@ -202,8 +202,8 @@
       var after = f.querySelector(".buttons") || f;
       after.parentNode.insertBefore(held, after.nextSibling);
       held.textContent = f === form ?
-        "NOT sent: the server cannot be reached, so your answer was not sent (nothing is lost: " +
-        "what you typed stays here). Press " + answerButton(f) + " again once the notice " +
+        "NOT sent: the server cannot be reached (sent now, the answer would be lost). What you " +
+        "typed stays here: press " + answerButton(f) + " again once the notice " +
         "\u201cCannot reach the server\u201d goes away; the page keeps checking." :
         "Nothing was withdrawn: the server cannot be reached. Undo again once it is back.";
       held.hidden = false;
