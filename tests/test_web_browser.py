@@ -518,7 +518,8 @@ def test_someone_else_answered_is_a_warning_not_a_success(server, browser, brows
     browser.find_element(By.ID, "btn-a").click()
     live = _wait(browser2, lambda d: d.find_element(By.ID, "live").is_displayed() and d)
     live = live.find_element(By.ID, "live")
-    assert "Someone else answered" in live.text
+    assert "An answer was given elsewhere (another page, person or program)" in live.text
+    assert "is no longer open" in live.text and "Someone else" not in live.text
     assert "warning" in live.get_attribute("class").split()
     browser2.save_screenshot(str(shots / "web-someone-else-answered.png"))
     colours = browser2.execute_script(

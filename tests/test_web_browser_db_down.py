@@ -11,6 +11,7 @@ browser helpers and their skip come from ``test_web_browser.py``).
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from boloop.study import load_study
 
 # the browser helpers, and the module's skip where chromium, chromedriver or selenium are missing
 from browsers import desktop_driver
-from study_samples import make_study
+from study_samples import answer_for, make_study
 from test_web_browser import By, Keys, _free_port, _serve, _stop, _wait
 
 pytestmark = pytest.mark.xdist_group("postgres")
@@ -83,6 +84,57 @@ def test_an_open_page_says_the_database_is_unreachable_and_keeps_the_answer(pg_s
         rows = load_study("coat", storage=pg_url).history()
         assert [(r["query_id"], r["answer"]) for r in rows][-1] == (qid, 0.42)
         assert [r["query_id"] for r in rows].count(qid) == 1
+    finally:
+        d.quit()
+        _stop(proc)
+
+
+def test_a_resent_answer_refused_after_the_outage_stays_shown_while_others_answer(
+    pg_server, pg_url
+):
+    """The trial: an answer sent during the outage, others answering once the database is
+    back, then "send this answer again": refused (its query was answered meanwhile), and its
+    values shown back. The others go on answering: the page does not reload them away."""
+    shots = _shots()
+    make_study("coat2", pg_url, answers=1, key="lev1")
+    port = _free_port()
+    proc = _serve(pg_url, port, poll=0.3)
+    d = desktop_driver()
+    try:
+        d.get(f"http://127.0.0.1:{port}/studies/coat2")
+        qid = int(d.find_element(By.CSS_SELECTOR, "input[name=query_id]").get_attribute("value"))
+        d.find_element(By.ID, "value").send_keys("0.5")
+        d.find_element(By.ID, "note").send_keys("sent while db down")
+        pg_server.stop("fast")
+        try:
+            _wait(d, _notice)
+            d.find_element(By.ID, "btn-store").click()
+            assert f"query {qid} was NOT stored" in _wait(
+                d, lambda drv: drv.find_element(By.ID, "unsent").text
+            )
+        finally:
+            pg_server.start()
+        other = load_study("coat2", storage=pg_url)
+        q = other.ask()
+        assert q.id == qid
+        other.tell(qid, answer_for(q), note="the other bench")
+        d.find_element(By.ID, "btn-resend").click()
+        sent = _wait(d, lambda drv: drv.find_element(By.ID, "sent").text)
+        assert f"Not stored (for query {qid})" in sent and "note: sent while db down" in sent
+        for _ in range(2):  # a busy study: the others go on
+            q = other.ask()
+            other.tell(q.id, answer_for(q))
+        live = _wait(
+            d,
+            lambda drv: (
+                drv.find_element(By.ID, "live").is_displayed()
+                and drv.find_element(By.ID, "live").text
+            ),
+        )
+        assert "elsewhere" in live and "does not reload by itself" in live
+        time.sleep(3)
+        assert "note: sent while db down" in d.find_element(By.ID, "sent").text
+        d.save_screenshot(str(shots / "web-database-resent-refused-kept.png"))
     finally:
         d.quit()
         _stop(proc)

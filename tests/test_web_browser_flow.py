@@ -137,7 +137,9 @@ def test_a_refused_typo_then_a_colleague_answers_reload_shows_the_open_query(ser
     n = load_study("refused-typo", storage=url).n_answered
     _tell_elsewhere(url, "refused-typo")
     live = _wait(phone, lambda d: d.find_element(By.ID, "live").is_displayed() and d)
-    assert "Someone else answered" in live.find_element(By.ID, "live").text
+    said = live.find_element(By.ID, "live").text
+    assert "An answer was given elsewhere (another page, person or program)" in said
+    assert f"query {q} is no longer open" in said
     assert _open_id(phone) == q  # what was typed is still there
     phone.save_screenshot(str(shots / "flow-refused-typo-someone-answered-phone.png"))
     phone.refresh()

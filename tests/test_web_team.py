@@ -244,3 +244,43 @@ def test_a_login_carrying_an_answer_to_a_study_that_is_not_there_still_logs_in(u
     assert c.get("/studies/dose").status_code == 200  # logged in: no redirect to /login
     assert c.get("/studies/nope").status_code == 404
     assert load_study("dose", storage=url).n_answered == 1
+
+
+def test_an_api_tell_repeated_after_a_dropped_connection_says_whose_answer_stands(url):
+    """A ``tell`` repeated because its response never came (the connection dropped) is a 409
+    whether the first one was stored or someone else answered first: the 409 carries the
+    answer in effect (value, text, note), so the program can tell the two apart; ``detail``
+    stays. A query whose answer was withdrawn has none."""
+    make_study("lev", url, answers=1, key="lev1", fast=True)
+    c = _client(url)
+    q = c.post("/api/studies/lev/ask").json()["id"]
+    mine = {"query_id": q, "answer": 0.61, "note": "bench 2"}
+    assert c.post("/api/studies/lev/tell", json=mine).status_code == 200
+    r = c.post("/api/studies/lev/tell", json=mine)  # the repeat: its own answer stands
+    assert r.status_code == 409
+    body = r.json()
+    assert "already answered" in body["detail"]
+    assert body["error"] == "query_answered" and body["query_id"] == q
+    stored = body["stored_answer"]
+    assert (stored["answer"], stored["answer_text"], stored["note"]) == (0.61, "0.61", "bench 2")
+    assert stored["told_at"] == load_study("lev", storage=url).history()[-1]["told_at"]
+
+    # someone else answered the next query first (Python, another server): theirs is returned
+    other = load_study("lev", storage=url)
+    q2 = other.ask().id
+    other.tell(q2, 0.3, note="alice")
+    r = c.post("/api/studies/lev/tell", json={"query_id": q2, "answer": 0.61, "note": "bob"})
+    assert r.status_code == 409
+    stored = r.json()["stored_answer"]
+    assert (stored["answer"], stored["note"]) == (0.3, "alice")
+    assert r.json()["open_query"] != q2
+
+    # withdrawn: both answers undone (q is open again, q2 gone): no answer stands for q2
+    other.undo()
+    assert c.post("/api/studies/lev/undo").json()["withdrawn"]["query_id"] == q
+    n = load_study("lev", storage=url).n_answered
+    r = c.post("/api/studies/lev/tell", json={"query_id": q2, "answer": 0.5})
+    body = r.json()
+    assert r.status_code == 409 and body["error"] == "query_not_open"
+    assert body["stored_answer"] is None and "detail" in body and body["open_query"] == q
+    assert load_study("lev", storage=url).n_answered == n  # nothing stored by a 409

@@ -978,8 +978,12 @@ def create_app(
             "responses": {
                 400: {"description": "bad answer: nothing stored"},
                 409: {
-                    "description": "not the open query (e.g. answered by someone else), "
-                    "or the study was moved to another storage (boloop study migrate)"
+                    "description": "not the open query (e.g. answered already, by this "
+                    "caller or someone else), or the study was moved to another storage "
+                    "(boloop study migrate); besides `detail`, `error` (`query_answered`, "
+                    "`query_not_open`), `query_id`, `open_query` and `stored_answer` (the "
+                    "answer in effect for `query_id`: `answer`, `answer_text`, `note`, "
+                    "`told_at`, or null) let a client compare it with what it sent"
                 },
                 **unavailable,
             },
@@ -989,11 +993,15 @@ def create_app(
     def api_tell(name: str, body: TellBody) -> JSONResponse:
         name = study_name(name)
 
-        def tell(s: Study) -> dict[str, Any]:
-            s.tell(body.query_id, body.answer, note=body.note)
-            return {"stored": True, "query_id": body.query_id, "answered": s.n_answered}
+        def tell(s: Study) -> tuple[int, dict[str, Any]]:
+            try:
+                s.tell(body.query_id, body.answer, note=body.note)
+            except QueryStateError as exc:  # read under the same lock as the refusal
+                return 409, {"detail": str(exc), **_tell_conflict(s, body.query_id)}
+            return 200, {"stored": True, "query_id": body.query_id, "answered": s.n_answered}
 
-        return _json(api_call(name, tell))
+        status, out = api_call(name, tell)
+        return _json(out, status)
 
     @app.post("/api/studies/{name}/undo", **api, summary="Withdraw the last answer")
     def api_undo(name: str) -> JSONResponse:
@@ -1376,6 +1384,27 @@ def _undo_form(study: Study, expected: str) -> dict[str, Any]:
             "Check it and undo again if you mean it."
         )
     return study.undo()
+
+
+def _tell_conflict(study: Study, query_id: int) -> dict[str, Any]:
+    """The machine-readable part of the API's 409 for a ``tell`` to a query that is not open:
+    the answer in effect for ``query_id`` (``stored_answer``: ``answer``, ``answer_text``,
+    ``note``, ``told_at``, ``kind``), or None when it has none (withdrawn, never asked), and the
+    open query. A client that repeats a ``tell`` whose response it never got (the connection
+    dropped) compares ``stored_answer`` with what it sent: its own answer stored, or another."""
+    rows = [r for r in study.history() if r.get("query_id") == query_id]
+    row = rows[-1] if rows else None
+    stored = (
+        None
+        if row is None
+        else {k: row.get(k) for k in ("answer", "answer_text", "note", "told_at", "kind")}
+    )
+    return {
+        "error": "query_answered" if row is not None else "query_not_open",
+        "query_id": query_id,
+        "open_query": _open_id(study),
+        "stored_answer": stored,
+    }
 
 
 def _same_answer(study: Study, form: Any) -> dict[str, Any] | None:

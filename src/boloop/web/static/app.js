@@ -99,13 +99,117 @@
     });
   }
 
-  // -- live refresh: poll the study's state; reload when someone else answered; say so while
-  //    the server cannot be reached
+  // -- what is typed into the answer form is kept in this tab's sessionStorage, by study and
+  //    query, until that query is no longer open: a page loaded again (Back after a failed
+  //    send, a reload, a restart of the server) gets it back; only what a person types (no
+  //    hidden field, no confirmation box)
+  var openId = form ? (form.querySelector('input[name="query_id"]') || {}).value : null;
+  var TYPED = "boloop.typed:" + (pageUrl || "") + "#";
+  var store = null;
+  try { store = window.sessionStorage; } catch (e) { store = null; }  // storage disabled
+  function typedFields() {
+    return form ? form.querySelectorAll('input:not([type="hidden"]):not([type="checkbox"])') : [];
+  }
+  function keep() {
+    if (!store || !openId) { return; }
+    var fields = typedFields(), values = {}, any = false;
+    for (var i = 0; i < fields.length; i++) {
+      values[fields[i].name] = fields[i].value;
+      any = any || fields[i].value !== "";
+    }
+    try {
+      if (any) { store.setItem(TYPED + openId, JSON.stringify(values)); }
+      else { store.removeItem(TYPED + openId); }
+    } catch (e) { /* full or disabled: the form itself still holds it */ }
+  }
+  function forget(stillOpen) {  // every kept query of this study but the ones still open
+    if (!store) { return; }
+    try {
+      for (var i = store.length - 1; i >= 0; i--) {
+        var k = store.key(i);
+        if (k && k.indexOf(TYPED) === 0 && stillOpen.indexOf(k.slice(TYPED.length)) < 0) {
+          store.removeItem(k);
+        }
+      }
+    } catch (e) { /* nothing kept */ }
+  }
+  if (form && openId && store) {
+    var kept = null;
+    try { kept = JSON.parse(store.getItem(TYPED + openId) || "null"); } catch (e) { kept = null; }
+    var fields = typedFields(), blank = true;
+    for (var i = 0; i < fields.length; i++) { blank = blank && fields[i].value === ""; }
+    // the server's own values (a refused typo sent back) win; an empty form gets them back
+    if (kept && blank) {
+      var back = false;
+      for (var j = 0; j < fields.length; j++) {
+        if (typeof kept[fields[j].name] === "string" && kept[fields[j].name] !== "") {
+          fields[j].value = kept[fields[j].name];
+          back = true;
+        }
+      }
+      if (back) {
+        var restored = document.createElement("p");
+        restored.id = "restored";
+        restored.className = "warning";
+        restored.setAttribute("role", "status");
+        restored.textContent = "What you typed for query " + openId + " before is back in the " +
+          "form (kept by this browser tab): it is NOT stored yet. Check it and store it.";
+        form.insertBefore(restored, form.firstChild);
+      }
+    }
+    form.addEventListener("input", keep);
+    form.addEventListener("change", keep);
+    // a page loaded afresh shows the open query: the others' kept values are done with (stored,
+    // or their query closed); a page brought back by Back may be an old copy, and says nothing
+    var navEntry = window.performance && window.performance.getEntriesByType ?
+      window.performance.getEntriesByType("navigation")[0] : null;
+    if (!(navEntry && navEntry.type === "back_forward")) { forget([openId]); }
+  }
+
+  // -- live refresh: poll the study's state; reload when the study changed elsewhere; say so
+  //    while the server cannot be reached, and then hold an answer back instead of sending it
+  //    to nowhere (the browser's error page, and what was typed gone)
   if (root) {
     var version = root.getAttribute("data-version");
+    var answeredHere = parseInt(root.getAttribute("data-answered"), 10);
     var ms = parseInt(root.getAttribute("data-poll-ms"), 10);
     var live = document.getElementById("live");
     var submitting = false;
+    var unreachable = false;  // the last poll got no answer from this server
+    var held = null;  // the message of a form held back while the server cannot be reached
+    var heldForm = null;
+    // a refused answer shown back with what was sent: never reloaded away under the reader
+    var sentBox = document.getElementById("sent");
+    var keepNotice = !!sentBox;
+    function answerButton(f) {
+      return f !== form ? "undo" : (form.getAttribute("data-kind") === "evaluate" ? "store" :
+        "your answer's button");
+    }
+    // while the server cannot be reached a form is held here, not sent: sent, the browser
+    // would show its own error page, and Back an empty form
+    document.addEventListener("submit", function (ev) {
+      if (!unreachable) { return; }
+      ev.preventDefault();
+      ev.stopImmediatePropagation();  // no safety-limit question, no "submitting"
+      var f = ev.target;
+      if (!held) {
+        held = document.createElement("p");
+        held.id = "held";
+        held.className = "warning";
+        held.setAttribute("role", "alert");
+      }
+      heldForm = f;
+      var after = f.querySelector(".buttons") || f;
+      after.parentNode.insertBefore(held, after.nextSibling);
+      held.textContent = f === form ?
+        "NOT sent: the server cannot be reached (sent now, the answer would be lost). What you " +
+        "typed stays here: press " + answerButton(f) + " again once the notice " +
+        "\u201cCannot reach the server\u201d goes away; the page keeps checking." :
+        "Nothing was withdrawn: the server cannot be reached. Undo again once it is back.";
+      held.hidden = false;
+      if (held.scrollIntoView) { held.scrollIntoView({ block: "nearest" }); }
+      if (ms > 0 && window.fetch) { poll(); }
+    }, true);
     // any form being sent (answer, undo) navigates by itself: stop reloading under it
     document.addEventListener("submit", function (ev) {
       if (!ev.defaultPrevented) { submitting = true; }
@@ -134,6 +238,64 @@
       if (text !== null && offline.textContent !== text) { offline.textContent = text; }
       offline.hidden = text === null;
     }
+    function reached() {  // this server answered: a held form can be sent now
+      unreachable = false;
+      if (held && !held.hidden) {
+        held.textContent = heldForm === form ?
+          "The server can be reached again. Your answer was NOT sent yet: press " +
+          answerButton(heldForm) + " to send it." :
+          "The server can be reached again: nothing was withdrawn; undo again if you mean it.";
+      }
+    }
+    // what changed, as the poll's state tells it against this page's: the open query went on
+    // (answers given elsewhere) or back (an answer withdrawn), or this page's query is still open
+    function changed(s) {
+      var n = parseInt(s.answered, 10);
+      var open = s.open_query === null || s.open_query === undefined ? null : String(s.open_query);
+      var elsewhere = " elsewhere (another page, person or program)";
+      var now = open === null ? "" : " The open query is now " + open + ".";
+      if (openId && open === openId) {
+        return "The study changed" + elsewhere + ", but query " + openId + " is still open: " +
+          "your answer to it can still be stored.";
+      }
+      var gone = openId ? ": query " + openId + " is no longer open." : ".";
+      var what;
+      if (n > answeredHere) {
+        what = (n - answeredHere === 1 ? "An answer was given" : (n - answeredHere) +
+          " answers were given") + elsewhere + gone;
+      } else if (n < answeredHere) {
+        what = (answeredHere - n === 1 ? "An answer was withdrawn (undo)" : (answeredHere - n) +
+          " answers were withdrawn (undo)") + elsewhere + gone;
+      } else {
+        what = "Answers were withdrawn and given" + elsewhere + gone;
+      }
+      return what + now + (openId && !untouched() ? " What you typed here is not stored." : "");
+    }
+    function showChanged(s) {
+      if (!live) { return; }
+      var text = changed(s);
+      if (keepNotice) {
+        text += " This page does not reload by itself while it shows your answer that was " +
+          "not stored: write it down, then dismiss it or reload.";
+      }
+      // built once, then only its words change (every poll sees the change again)
+      var words = document.getElementById("live-text");
+      if (!words) {
+        live.textContent = "";
+        words = document.createElement("span");
+        words.id = "live-text";
+        var again = document.createElement("button");
+        again.type = "button";
+        again.id = "live-reload";
+        again.textContent = "reload: show the study as it is now";
+        again.addEventListener("click", function () { window.location.replace(pageUrl); });
+        live.appendChild(words);
+        live.appendChild(document.createTextNode(" "));
+        live.appendChild(again);
+      }
+      if (words.textContent !== text) { words.textContent = text; }
+      live.hidden = false;
+    }
     function poll() {
       if (submitting) { return; }
       fetch(root.getAttribute("data-state-url"), { credentials: "same-origin", cache: "no-store" })
@@ -141,32 +303,55 @@
           // this server says so in JSON (401); a login page reached by a redirect is the same
           if (r.status === 401 || (r.redirected && /\/login(\?|$)/.test(r.url))) {
             return r.json().catch(function () { return null; }).then(function (b) {
-              if (r.redirected || (b && b.error === "login_required")) { notice(LOGIN); return null; }
+              if (r.redirected || (b && b.error === "login_required")) {
+                reached();
+                notice(LOGIN);
+                return null;
+              }
               throw new Error("unreachable");
             });
           }
           if (r.status === 503) {
             // this server with its database down says so in JSON; else a proxy's 503
             return r.json().catch(function () { return null; }).then(function (b) {
-              if (b && b.error === "storage_unavailable") { notice(databaseDown); return null; }
+              if (b && b.error === "storage_unavailable") { reached(); notice(databaseDown); return null; }
               throw new Error("unreachable");
             });
           }
           // no answer, or a proxy's 502/504 for a server that is down
           if (r.status >= 502 && r.status <= 504) { throw new Error("unreachable"); }
+          reached();
           notice(null);
           return r.ok ? r.json() : null;
         })
         .then(function (s) {
-          if (!s || String(s.version) === version) { return; }
-          if (untouched()) {
+          if (!s) { return; }
+          if (s.open_query !== null && s.open_query !== undefined) {
+            forget(openId ? [String(s.open_query), openId] : [String(s.open_query)]);
+          }
+          if (String(s.version) === version) { return; }
+          if (untouched() && !keepNotice) {
             window.location.replace(pageUrl);
-          } else if (live) {
-            live.hidden = false;
-            live.textContent = "Someone else answered: this query may be closed. Reload to see the open query.";
+          } else {
+            showChanged(s);
           }
         })
-        .catch(function () { notice(serverDown); /* and try again at the next poll */ });
+        .catch(function () {
+          unreachable = true;
+          notice(serverDown);  /* and try again at the next poll */
+        });
+    }
+    var dismiss = document.getElementById("sent-dismiss");
+    if (dismiss && sentBox) {
+      dismiss.hidden = false;
+      dismiss.addEventListener("click", function () {
+        sentBox.hidden = true;
+        var warning = document.getElementById("warning");
+        if (warning) { warning.hidden = true; }
+        keepNotice = false;
+        if (live) { live.hidden = true; }
+        if (ms > 0 && window.fetch) { poll(); }  // a change seen meanwhile reloads now
+      });
     }
     if (ms > 0 && window.fetch) { window.setInterval(poll, ms); }
     // Back (or Forward) to this page: restored from the back-forward cache, its script state is
