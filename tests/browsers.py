@@ -5,6 +5,7 @@ their fixtures (``browser``, ``browser2``, ``phone``) are in ``conftest.py``."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from typing import Any
 
@@ -46,3 +47,18 @@ def phone_driver() -> Any:
         },
     )
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+
+
+def require_browser() -> None:
+    """Skip the calling test module, saying why, where the browser, selenium or the web extra
+    is not installed (``.ci/run`` installs them): called at the top of each browser module."""
+    import pytest
+
+    if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
+        pytest.skip(
+            "browser tests SKIPPED: chromium and chromium-driver are not installed "
+            "(apt-get install -y chromium chromium-driver; .ci/run does this)",
+            allow_module_level=True,
+        )
+    pytest.importorskip("selenium", reason="browser tests SKIPPED: selenium is not installed")
+    pytest.importorskip("fastapi", reason="browser tests SKIPPED: the web extra is not installed")

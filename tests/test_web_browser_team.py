@@ -18,16 +18,9 @@ import urllib.request
 
 import pytest
 
-from browsers import CHROMEDRIVER, CHROMIUM, PHONE
+from browsers import PHONE, require_browser
 
-if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
-    pytest.skip(
-        "browser tests SKIPPED: chromium and chromium-driver are not installed "
-        "(apt-get install -y chromium chromium-driver; .ci/run does this)",
-        allow_module_level=True,
-    )
-pytest.importorskip("selenium", reason="browser tests SKIPPED: selenium is not installed")
-pytest.importorskip("fastapi", reason="browser tests SKIPPED: the web extra is not installed")
+require_browser()
 
 from selenium.webdriver.common.by import By  # noqa: E402
 
