@@ -291,6 +291,40 @@ def test_a_server_showing_the_copy_answers_404_after_the_undo_and_serves_a_new_s
     assert r.status_code == 200 and r.json()["answered"] == 2
 
 
+def test_an_answer_sent_to_a_removed_copy_is_shown_back_and_the_state_says_moved(tmp_path):
+    """The second review: a page of the copy open while ``migrate --undo`` removed it sent its
+    answer and got a bare 404 (the values gone from the page); and an open page of a moved
+    study was told by its poll that its query "can still be stored". Now the 404 page shows
+    what was sent, and the page's state names where the study moved."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    a, b = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    _study(a, answers=2)
+    migrate_studies(a, b)
+    at_a = TestClient(create_app(a, None), follow_redirects=False)
+    state = at_a.get("/studies/cake/state").json()
+    assert state["moved"] == b
+    client = TestClient(create_app(b, None), follow_redirects=False)
+    page = client.get("/studies/cake")
+    assert client.get("/studies/cake/state").json()["moved"] is None  # the live copy
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+    q = re.search(r'name="query_id" value="(\d+)"', page.text).group(1)
+    undo_migration(a, b)
+    r = client.post(
+        "/studies/cake/tell",
+        data={"csrf": csrf, "query_id": q, "value": "0.61", "note": "batch 7"},
+    )
+    assert r.status_code == 404 and "is no longer in storage" in r.text
+    assert 'id="sent"' in r.text and "0.61" in r.text and "batch 7" in r.text
+    assert client.get("/studies/cake/state").status_code == 404  # the poll's cue (app.js)
+
+
 def test_a_log_kind_of_a_newer_boloop_is_refused_by_name_and_nothing_is_written(
     tmp_path, monkeypatch
 ):

@@ -52,6 +52,7 @@ def server(tmp_path_factory):
     make_study("kill", url, key="lev1", fast=True)  # its server is killed under a typed answer
     make_study("busy", url, answers=2, key="lev1", fast=True)  # others answer all the time
     make_study("undone", url, answers=2, key="lev1", fast=True)  # an answer withdrawn elsewhere
+    make_study("moving", url, answers=1, key="lev1", fast=True)  # migrated while open, undone
     s = Server(url)
     s.start()
     yield s
@@ -178,6 +179,9 @@ def _refused(server, d, name: str) -> tuple[int, int]:
     d.find_element(By.ID, "value").send_keys(str(value))  # typed first: the page stays
     d.find_element(By.ID, "note").send_keys("stale from page")
     other.tell(q, value, note="the other bench")
+    # the page's poll shows the change above the form, which moves the button: click after it
+    # (a click as the notice appears can miss the moving button, as a person's tap can)
+    _shown(d, "live")
     d.find_element(By.ID, "btn-store").click()
     sent = _shown(d, "sent")
     assert f"Not stored (for query {q})" in sent and "note: stale from page" in sent
@@ -245,3 +249,30 @@ def test_an_answer_withdrawn_elsewhere_is_said_as_such(server, browser, shots):
     assert "Someone else" not in live
     assert browser.find_element(By.ID, "note").get_attribute("value") == "still measuring"
     _shot(browser, shots, "withdrawn-elsewhere")
+
+
+def test_a_page_open_while_its_study_moves_or_is_removed_says_so(server, browser, tmp_path):
+    """The second review: a page being typed in when ``migrate`` moved its study said "query
+    1 is still open: your answer to it can still be stored" (it cannot: the copy is
+    read-only), and a page of the copy that ``migrate --undo`` removed said nothing at all."""
+    from boloop.study.storage_migrate import migrate_studies, undo_migration
+
+    target = f"sqlite:///{tmp_path / 'target.db'}"
+    browser.get(f"{server.base}/studies/moving")
+    browser.find_element(By.ID, "note").send_keys("typed before the move")
+    migrate_studies(server.url, target, ["moving"])
+    live = _shown(browser, "live")
+    assert f"This study was moved to {target} (boloop study migrate)" in live
+    assert "can still be stored" not in live and "What you typed stays on this page" in live
+    assert browser.find_element(By.ID, "note").get_attribute("value") == "typed before the move"
+    there = Server(target)  # the copy, served; then removed under its open page
+    there.start()
+    try:
+        browser.get(f"{there.base}/studies/moving")
+        browser.find_element(By.ID, "note").send_keys("typed at the copy")
+        undo_migration(server.url, target, ["moving"])
+        gone = _shown(browser, "offline")
+        assert "This study is no longer on this server" in gone
+        assert browser.find_element(By.ID, "note").get_attribute("value") == "typed at the copy"
+    finally:
+        there.stop()

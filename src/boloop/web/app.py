@@ -829,8 +829,10 @@ def create_app(
 
         try:
             errors, warning, held = await run_in_threadpool(pool.run, name, tell)
-        except UnknownIdError as exc:
-            raise HTTPException(404, str(exc)) from exc
+        except UnknownIdError as exc:  # removed since the page was drawn (migrate --undo)
+            return render(
+                request, "error.html", 404, message=str(exc), sent=request.state.unsent
+            )
         except StudyMovedError as exc:  # a page opened before the migrate: nothing stored
             return study_page(request, name, 409, warning=str(exc), sent=request.state.unsent)
         except QueryStateError:
@@ -1182,10 +1184,12 @@ def _open_id(study: Study) -> int | None:
 
 def _state(study: Study) -> dict[str, Any]:
     events = study.events()
+    moved = study.moved
     return {
         "version": events[-1]["seq"],
         "answered": study.n_answered,
         "open_query": _open_id(study),
+        "moved": None if moved is None else moved["to"],  # a migrate made this copy read-only
     }
 
 

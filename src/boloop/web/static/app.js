@@ -164,6 +164,8 @@
     var navEntry = window.performance && window.performance.getEntriesByType ?
       window.performance.getEntriesByType("navigation")[0] : null;
     if (!(navEntry && navEntry.type === "back_forward")) { forget([openId]); }
+  } else if (!form && root && store) {
+    forget([]);  // a page with no open query: every kept value's query was answered or closed
   }
 
   // -- live refresh: poll the study's state; reload when the study changed elsewhere; say so
@@ -227,6 +229,10 @@
     var serverDown = offline ? offline.textContent : "";
     var databaseDown = "The database is unreachable: answers cannot be stored until it is back. " +
       "What you typed stays in the form; submit it when this notice goes away (the page keeps checking).";
+    // the study is no longer on this server (migrate --undo removed the copy it showed)
+    var studyGone = "This study is no longer on this server (it was removed from this storage, " +
+      "e.g. by boloop study migrate --undo): an answer sent here is not stored. What you typed " +
+      "stays on this page; ask the study's owner where to answer it now.";
     // a token server that no longer knows this browser (restarted with a new token): its own
     // notice, with a login in a new tab (this page keeps what is typed)
     var relogin = document.getElementById("relogin");
@@ -250,6 +256,11 @@
     // what changed, as the poll's state tells it against this page's: the open query went on
     // (answers given elsewhere) or back (an answer withdrawn), or this page's query is still open
     function changed(s) {
+      if (s.moved) {  // a migrate made this copy read-only: where to answer
+        return "This study was moved to " + s.moved + " (boloop study migrate): an answer " +
+          "sent here is not stored; answer it there." +
+          (openId && !untouched() ? " What you typed stays on this page." : "");
+      }
       var n = parseInt(s.answered, 10);
       var open = s.open_query === null || s.open_query === undefined ? null : String(s.open_query);
       var elsewhere = " elsewhere (another page, person or program)";
@@ -320,6 +331,7 @@
           }
           // no answer, or a proxy's 502/504 for a server that is down
           if (r.status >= 502 && r.status <= 504) { throw new Error("unreachable"); }
+          if (r.status === 404) { reached(); notice(studyGone); return null; }
           reached();
           notice(null);
           return r.ok ? r.json() : null;
@@ -328,6 +340,8 @@
           if (!s) { return; }
           if (s.open_query !== null && s.open_query !== undefined) {
             forget(openId ? [String(s.open_query), openId] : [String(s.open_query)]);
+          } else {  // no query open: none but this page's own form is still to be answered
+            forget(openId ? [openId] : []);
           }
           if (String(s.version) === version) { return; }
           if (untouched() && !keepNotice) {
