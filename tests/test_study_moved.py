@@ -28,6 +28,17 @@ from boloop.study.storage_migrate import migrate_studies, undo_migration
 SPACE = {"parameters": [{"name": "temperature", "low": 20.0, "high": 80.0}], "threshold": 0.5}
 
 
+def _web(url: str):  # type: ignore[no-untyped-def]
+    """The web app over ``url`` in a test client (the test is skipped without the web extra)."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    return TestClient(create_app(url, None), follow_redirects=False)
+
+
 def _study(url: str, name: str = "cake", answers: int = 3):
     s = create_study(name, "toy-random", SPACE, family="levelset", storage=url, seed=3)
     for k in range(answers):
@@ -251,29 +262,17 @@ def test_the_study_list_shows_a_study_it_cannot_read_and_lists_the_others(tmp_pa
     lines = dict(line.split("\t", 1) for line in out.splitlines())
     assert lines["cake"].startswith("cannot be read: ") and "teleported" in lines["cake"]
     assert "2 answers" in lines["bread"]
-    pytest.importorskip("fastapi")
-    pytest.importorskip("httpx")
-    from fastapi.testclient import TestClient
-
-    from boloop.web import create_app
-
-    page = TestClient(create_app(url, None)).get("/")
+    page = _web(url).get("/")
     assert page.status_code == 200
     assert "cannot be read: " in page.text and "teleported" in page.text
     assert 'href="/studies/bread"' in page.text
 
 
 def test_a_server_showing_the_copy_answers_404_after_the_undo_and_serves_a_new_study(tmp_path):
-    pytest.importorskip("fastapi")
-    pytest.importorskip("httpx")
-    from fastapi.testclient import TestClient
-
-    from boloop.web import create_app
-
     a, b = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
     _study(a, answers=2)
     migrate_studies(a, b)
-    client = TestClient(create_app(b, None), follow_redirects=False)
+    client = _web(b)
     assert client.get("/studies/cake").status_code == 200  # the server holds the copy
     undo_migration(a, b)
     _study(b, name="other", answers=1)
@@ -296,21 +295,15 @@ def test_an_answer_sent_to_a_removed_copy_is_shown_back_and_the_state_says_moved
     answer and got a bare 404 (the values gone from the page); and an open page of a moved
     study was told by its poll that its query "can still be stored". Now the 404 page shows
     what was sent, and the page's state names where the study moved."""
-    pytest.importorskip("fastapi")
-    pytest.importorskip("httpx")
     import re
-
-    from fastapi.testclient import TestClient
-
-    from boloop.web import create_app
 
     a, b = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
     _study(a, answers=2)
     migrate_studies(a, b)
-    at_a = TestClient(create_app(a, None), follow_redirects=False)
+    at_a = _web(a)
     state = at_a.get("/studies/cake/state").json()
     assert state["moved"] == b
-    client = TestClient(create_app(b, None), follow_redirects=False)
+    client = _web(b)
     page = client.get("/studies/cake")
     assert client.get("/studies/cake/state").json()["moved"] is None  # the live copy
     csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
@@ -495,17 +488,11 @@ def test_an_answer_racing_a_migrate_from_postgresql_waits_and_is_refused(tmp_pat
 
 # -- the study page ----------------------------------------------------------------------------
 def test_the_page_of_a_moved_study_shows_where_instead_of_the_form_and_stores_nothing(tmp_path):
-    pytest.importorskip("fastapi")
-    pytest.importorskip("httpx")
     import re
-
-    from fastapi.testclient import TestClient
-
-    from boloop.web import create_app
 
     a, b = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
     q = _study(a, answers=2).ask()
-    client = TestClient(create_app(a, None), follow_redirects=False)
+    client = _web(a)
     page = client.get("/studies/cake")  # a page opened before the migrate, with its form
     assert page.status_code == 200 and 'id="answer-form"' in page.text
     csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
