@@ -62,3 +62,10 @@ def require_browser() -> None:
         )
     pytest.importorskip("selenium", reason="browser tests SKIPPED: selenium is not installed")
     pytest.importorskip("fastapi", reason="browser tests SKIPPED: the web extra is not installed")
+
+
+def stop_polling(d: Any) -> None:
+    """Switch the open study page's live refresh off (an empty state URL, app.js): the page
+    stays as loaded, a stale form whose colleague's answer is unseen. (Pointing it at a URL
+    that answers 404 no longer does: the page then says its study is gone.)"""
+    d.execute_script("document.getElementById('study').setAttribute('data-state-url', '');")

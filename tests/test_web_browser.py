@@ -17,7 +17,7 @@ import urllib.request
 
 import pytest
 
-from browsers import require_browser
+from browsers import require_browser, stop_polling
 
 require_browser()
 
@@ -525,18 +525,13 @@ def test_someone_else_answered_is_a_warning_not_a_success(server, browser, brows
     assert colours[0] == colours[1] != colours[2]  # amber, not the green of "answer stored"
 
 
-def _stop_polling(d):
-    """Point the page's live refresh at nothing: the page stays as loaded (a stale form)."""
-    d.execute_script("document.getElementById('study').setAttribute('data-state-url', '/none');")
-
-
 def _race(server, browser, browser2, name):
     """Both browsers on the same open duel of study ``name`` (live refresh off); browser answers
     A, then browser2 answers B a moment later and is refused. Returns (study, query, warning)."""
     base, url = server
     for d in (browser, browser2):
         d.get(f"{base}/studies/{name}")
-        _stop_polling(d)
+        stop_polling(d)
     study = load_study(name, storage=url)
     q = study.ask()
     assert _open_id(browser) == _open_id(browser2) == q.id
@@ -576,7 +571,7 @@ def test_undo_after_a_refused_answer_names_the_other_answer_and_whose_it_is(
     assert "NOT your answer" in text
     _alert(browser2).dismiss()
     assert study.history()[-1]["query_id"] == q.id  # nothing withdrawn
-    _stop_polling(browser2)
+    stop_polling(browser2)
     q2 = _open_id(browser)
     browser.find_element(By.ID, "btn-b").click()  # meanwhile another answer comes in
     _wait_for_new_query(browser, q2)

@@ -21,7 +21,7 @@ import pytest
 from boloop.study import create_study, load_study
 
 # the browser helpers, and the module's skip where chromium, chromedriver or selenium are missing
-from browsers import PHONE
+from browsers import PHONE, stop_polling
 from study_samples import answer_for, make_study, reactor_space, reactor_truth
 from test_web_browser import (
     By,
@@ -190,9 +190,7 @@ def test_the_same_answer_sent_again_is_not_blamed_on_someone_else(server, browse
     and nothing is stored twice; the undo does not call the last answer someone else's."""
     base, url = server
     browser.get(f"{base}/studies/sent-twice")
-    browser.execute_script(
-        "document.getElementById('study').setAttribute('data-state-url', '/none');"
-    )  # a page left as it was (the first sending is not seen)
+    stop_polling(browser)  # a page left as it was (the first sending is not seen)
     q = _open_id(browser)
     study = load_study("sent-twice", storage=url)
     study.tell(study.ask().id, 0.5)  # the first sending
@@ -222,9 +220,7 @@ def test_a_lost_race_with_normal_values_shows_no_over_limit_checkbox(server, bro
     the limit is still asked about."""
     base, url = server
     browser.get(f"{base}/studies/safe-race")
-    browser.execute_script(
-        "document.getElementById('study').setAttribute('data-state-url', '/none');"
-    )  # no live refresh: the form stays as it was (a colleague's answer is not seen)
+    stop_polling(browser)  # no live refresh: the form stays as it was (a colleague's answer unseen)
     q = _open_id(browser)
     _tell_elsewhere(url, "safe-race")
     _fill_safe(browser, "14.84", "0.225")
@@ -247,10 +243,8 @@ def test_the_over_limit_checkbox_is_for_its_own_query_only(server, browser, shot
     that comes back (refused: someone answered first) has no box for the new query."""
     base, url = server
     browser.get(f"{base}/studies/safe-confirm")
-    browser.execute_script(
-        "document.getElementById('study').setAttribute('data-state-url', '/none');"
-        "document.getElementById('answer-form').removeAttribute('data-limit-h');"
-    )  # as without JavaScript: no dialog, no live refresh
+    stop_polling(browser)  # as without JavaScript: no dialog, no live refresh
+    browser.execute_script("document.getElementById('answer-form').removeAttribute('data-limit-h');")
     q = _open_id(browser)
     _fill_safe(browser, "0.1", "0.95")
     browser.find_element(By.ID, "btn-store").click()
@@ -258,9 +252,7 @@ def test_the_over_limit_checkbox_is_for_its_own_query_only(server, browser, shot
     assert "above the safety limit" in browser.find_element(By.ID, "warning").text
     assert _open_id(browser) == q and not box.is_selected()
     browser.save_screenshot(str(shots / "flow-safe-over-limit-box-laptop.png"))
-    browser.execute_script(
-        "document.getElementById('study').setAttribute('data-state-url', '/none');"
-    )
+    stop_polling(browser)
     _tell_elsewhere(url, "safe-confirm")
     box.click()  # ticked, for query q, which is no longer open
     browser.find_element(By.ID, "btn-store").click()

@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from browsers import PHONE, require_browser
+from browsers import PHONE, require_browser, stop_polling
 
 require_browser()
 
@@ -207,11 +207,6 @@ def test_a_restart_with_a_new_token_asks_to_log_in_again_and_loses_no_answer(
     _shot(phone, shots, "refused-after-relogin-bob")
 
 
-def _no_poll(d) -> None:
-    """The page's live refresh off: the form stays as it is (a colleague's answer unseen)."""
-    d.execute_script("document.getElementById('study').setAttribute('data-state-url', '/none');")
-
-
 def test_a_lost_race_shows_what_was_sent_and_the_same_values_with_another_note_are_told(
     team, browser, phone, shots
 ):
@@ -223,7 +218,7 @@ def test_a_lost_race_shows_what_was_sent_and_the_same_values_with_another_note_a
     for d in (browser, phone):  # logged in with the server's token, whichever test ran before
         d.get(login_link(base, team.token, next="/studies/duel"))
         _wait(d, lambda drv: drv.current_url == base + "/studies/duel")
-        _no_poll(d)
+        stop_polling(d)
     q = _open_id(browser)
     _fill(browser, "0.5", "0.1", "alice")
     browser.find_element(By.ID, "btn-store").click()
@@ -244,7 +239,7 @@ def test_a_lost_race_shows_what_was_sent_and_the_same_values_with_another_note_a
     # the same values, different notes (now Bob at the desktop is the second)
     for d in (browser, phone):
         d.get(base + "/studies/duel")
-        _no_poll(d)
+        stop_polling(d)
     assert _open_id(browser) == _open_id(phone) == q2
     _fill(phone, "0.5", "0.1", "alice, vial 3")
     phone.find_element(By.ID, "btn-store").click()

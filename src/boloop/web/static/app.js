@@ -308,8 +308,9 @@
       live.hidden = false;
     }
     function poll() {
-      if (submitting) { return; }
-      fetch(root.getAttribute("data-state-url"), { credentials: "same-origin", cache: "no-store" })
+      var stateUrl = root.getAttribute("data-state-url");
+      if (submitting || !stateUrl) { return; }  // an empty state URL: the live refresh is off
+      fetch(stateUrl, { credentials: "same-origin", cache: "no-store" })
         .then(function (r) {
           // this server says so in JSON (401); a login page reached by a redirect is the same
           if (r.status === 401 || (r.redirected && /\/login(\?|$)/.test(r.url))) {
