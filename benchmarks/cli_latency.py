@@ -39,6 +39,7 @@ import argparse
 import os
 import resource
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -169,7 +170,13 @@ def main() -> None:
                         check=True,
                     )  # fmt: skip
             else:
-                shutil.copyfile(base[len("sqlite:///") :], db)
+                # the storage runs in WAL mode: a file copy can miss the writes still in the
+                # -wal file; SQLite's backup copies the database as a reader sees it
+                with (
+                    sqlite3.connect(base[len("sqlite:///") :]) as src_db,
+                    sqlite3.connect(db) as dst,
+                ):
+                    src_db.backup(dst)
             trees[label] = (f"sqlite:///{db}", tree_env)
         cli = [sys.executable, "-m", "boloop.cli"]
     else:

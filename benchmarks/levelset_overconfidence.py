@@ -28,6 +28,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from boloop.algorithms import make_policy  # noqa: E402
+from boloop.bench.runner import parse_seeds  # noqa: E402
 from boloop.simulate import simulate  # noqa: E402
 from levelset_peers import GRID_PROBLEMS, USER_PROBLEMS, _problem  # noqa: E402
 from levelset_stall_problems import STALL_PROBLEMS  # noqa: E402
@@ -88,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--problems", nargs="*", default=None)
     ap.add_argument("--methods", default="randomized-straddle,straddle,lse,us")
-    ap.add_argument("--seeds", default="0-9")
+    ap.add_argument("--seeds", default="0-9", help="N (seeds 0..N-1) or A-B (inclusive)")
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--checkpoints", default="20,50,100")
     ap.add_argument("--extra", default="{}", help="JSON of options passed to every policy")
@@ -99,13 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.compare:
         _compare(*args.compare, cps)
         return 0
-    a, b = (int(v) for v in args.seeds.split("-"))
+    seeds = parse_seeds(args.seeds)
     problems = args.problems or (GRID_PROBLEMS + list(USER_PROBLEMS) + list(STALL_PROBLEMS))
     extra = json.loads(args.extra)
     fh = open(args.out, "a") if args.out else None
     for pid in problems:
         for method in args.methods.split(","):
-            for seed in range(a, b + 1):
+            for seed in seeds:
                 r = _run(method, pid, seed, args.steps, extra)
                 line = json.dumps(r)
                 if fh is not None:

@@ -46,7 +46,7 @@ def time_steps(policy, problem, repeats: int, tracker=None) -> dict[str, float]:
         rec["wall"].append(t1 - t0)
         rec["cpu"].append(c1 - c0)
         if tracker is not None:
-            tracker.update(policy, q, None)
+            tracker.update(q, None, policy.recommend())
             rec["wall_m"].append(time.perf_counter() - t0)
             rec["cpu_m"].append(time.process_time() - c0)
     return {k: 1e3 * float(np.median(v)) for k, v in rec.items() if v}

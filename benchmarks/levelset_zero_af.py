@@ -46,7 +46,7 @@ def run(pid: str, seed: int, tie_break: str, steps: int | None) -> dict[str, flo
         seen.add(q.index)
         answer = problem.answer(q, rng)
         pol.tell(q.id, answer)
-        metrics = tracker.update(pol, q, answer)
+        metrics = tracker.update(q, answer, pol.recommend())
     d = pol.describe()
     return {
         "F": float(metrics["fscore"]),

@@ -16,6 +16,7 @@ false alarm).
     OMP_NUM_THREADS=1 python benchmarks/safe_stall_early.py dose
 """
 
+import argparse
 import json
 import os
 import sys
@@ -46,14 +47,22 @@ def run(pid: str, seed: int, budget: int, n_s: int | None = None) -> dict:
             levels.add(int(np.argmin(np.abs(s_vals - rec["points"][0][0]))))
         cert = int(np.sum(np.searchsorted(s_vals, pol.recommend().boundary_s) + 1))
         rows.append((len(levels), pol.stall() is not None, cert))
+
     simulate(pol, problem, budget, seed=seed, on_record=on_record)
     early = next((i for i, (nl, st, c) in enumerate(rows) if nl == 1 and st), None)
-    return {"id": pid, "seed": seed, "answers": len(rows), "normal_window": normal_window,
-           "early": None if early is None else early + 1,
-           "cert_at_early": None if early is None else rows[early][2],
-           "cert_end": rows[-1][2], "levels_end": rows[-1][0],
-           "grew_after": None if early is None else rows[-1][2] > rows[early][2],
-           "single_level_answers": sum(1 for r in rows if r[0] == 1)}
+    return {
+        "id": pid,
+        "seed": seed,
+        "answers": len(rows),
+        "normal_window": normal_window,
+        "early": None if early is None else early + 1,
+        "cert_at_early": None if early is None else rows[early][2],
+        "cert_end": rows[-1][2],
+        "levels_end": rows[-1][0],
+        "grew_after": None if early is None else rows[-1][2] > rows[early][2],
+        "single_level_answers": sum(1 for r in rows if r[0] == 1),
+    }
+
 
 DOSE = [  # the dose study of tests/test_safe_offset.py
     {"name": "dose", "low": 0.0, "high": 10.0, "grid": 21},
@@ -88,23 +97,41 @@ def run_dose(label: str, g_of_dose: object, seed: int, answers: int = 40) -> dic
             early = k + 1
         if stall is not None and stall["answers"] >= window and normal is None:
             normal = k + 1
-    return {"id": f"dose ({label})", "seed": seed, "early": early, "with_window": normal,
-            "max_dose": max(doses)}
+    return {
+        "id": f"dose ({label})",
+        "seed": seed,
+        "early": early,
+        "with_window": normal,
+        "max_dose": max(doses),
+    }
 
 
-if __name__ == "__main__":
-    which = sys.argv[1]
-    if which == "dose":
-        for label, g in (("g = 0.05 dose", lambda d: 0.05 * d),
-                         ("g = 0.1 + 0.03 dose", lambda d: 0.1 + 0.03 * d)):
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="which", required=True)
+    r = sub.add_parser("rgp", help="safe/random-gp draws A..B-1 (30 levels, T = 60, seed 0)")
+    r.add_argument("first", type=int)
+    r.add_argument("stop", type=int)
+    lib = sub.add_parser("lib", help="problem ids, seeds 0-2, T = 50")
+    lib.add_argument("problems", nargs="+")
+    sub.add_parser("dose", help="the dose study, two g's, seeds 0-2, 40 answers")
+    args = ap.parse_args(argv)
+    if args.which == "dose":
+        for label, g in (
+            ("g = 0.05 dose", lambda d: 0.05 * d),
+            ("g = 0.1 + 0.03 dose", lambda d: 0.1 + 0.03 * d),
+        ):
             for seed in range(3):
                 print(json.dumps(run_dose(label, g, seed)), flush=True)
-    elif which == "rgp":
-        a, b = int(sys.argv[2]), int(sys.argv[3])
-        for d in range(a, b):
+    elif args.which == "rgp":
+        for d in range(args.first, args.stop):
             pid = random_gp_id(d)
             print(json.dumps(run(pid, 0, 60, n_s=30)), flush=True)
     else:
-        for pid in sys.argv[2:]:
+        for pid in args.problems:
             for seed in range(3):
                 print(json.dumps(run(pid, seed, 50)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
