@@ -29,6 +29,8 @@ Run (one thread; one JSON line per run on stdout or ``--out``)::
         --problems safe/branin safe/pendulum --seeds 3 --budget 50 --floors none 0.2
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/safe_stall.py --draws 40 --floors 0.2
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/safe_stall.py --draws 40 --n-s 30 --budget 60
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/safe_stall.py \\
+        --problems made-up/reactor --seeds 5 --budget 120 --add-every 2   # measurements added
     .venv/bin/python benchmarks/safe_stall.py --table runs.jsonl
     .venv/bin/python benchmarks/safe_stall.py --compare old.jsonl new.jsonl   # paired runs
 """
@@ -74,9 +76,13 @@ def run_reactor(
     floor: float | None,
     trend_g: bool | None = None,
     options: dict | None = None,
+    add_every: int = 0,
 ) -> dict:
     """The reactor run as a study (memory storage), answered from the truth plus noise;
-    ``trend_g`` and ``options`` are passed as the study's options (None: the method's default)."""
+    ``trend_g`` and ``options`` are passed as the study's options (None: the method's default).
+    ``add_every`` k > 0: after every k-th answer the user also adds a measurement of their own
+    (``Study.add``: the answered setting measured again, with fresh noise); ``fires`` still
+    lists the method's answers (1..budget) after which the stall was on."""
     import numpy as np
 
     from boloop.study import create_study
@@ -97,6 +103,7 @@ def run_reactor(
     best_safe = float(ftrue[gtrue <= 80.0].max())
     unsafe, fires, max_p = [], [], 0.0
     first_warning = None
+    added = 0
     for k in range(1, budget + 1):
         q = study.ask()
         P, F = float(q.params["power"]), float(q.params["flow"])
@@ -111,6 +118,15 @@ def run_reactor(
                 "g": float(g + 0.3 * rng.standard_normal()),
             },
         )
+        if add_every and k % add_every == 0:
+            study.add(
+                {"power": P, "flow": F},
+                {
+                    "f": float(f + 0.01 * rng.standard_normal()),
+                    "g": float(g + 0.3 * rng.standard_normal()),
+                },
+            )
+            added += 1
         if study.policy.stall() is not None:
             fires.append(k)
             if first_warning is None:
@@ -127,6 +143,7 @@ def run_reactor(
         "budget": budget,
         "trend_g": "default" if trend_g is None else trend_g,
         **({"options": options} if options else {}),
+        **({"add_every": add_every, "added": added} if add_every else {}),
         "unsafe": len(unsafe),
         "unsafe_at": unsafe,
         "max_s": max_p,
@@ -354,6 +371,14 @@ def main(argv: list[str] | None = None) -> None:
         help="a method option passed to every run (VALUE read as JSON, else a string), e.g. "
         "offset_g=true; repeatable",
     )
+    ap.add_argument(
+        "--add-every",
+        type=int,
+        default=0,
+        metavar="K",
+        help="made-up/reactor only: after every K-th answer add a measurement of the answered "
+        "setting (Study.add, fresh noise), as a user measuring on their own; 0: none (default)",
+    )
     ap.add_argument("--out", default=None)
     ap.add_argument("--table", nargs="*", default=None)
     ap.add_argument(
@@ -392,7 +417,7 @@ def main(argv: list[str] | None = None) -> None:
     for prob, meth, seed, budget, floor in jobs:
         trend_g = None if a.trend_g is None else a.trend_g == "true"
         if prob == "made-up/reactor":
-            r = run_reactor(meth, seed, budget, floor, trend_g, options)
+            r = run_reactor(meth, seed, budget, floor, trend_g, options, a.add_every)
         else:
             r = run_problem(prob, meth, seed, budget, floor, trend_g, options)
         out.write(json.dumps(r) + "\n")

@@ -237,3 +237,55 @@ def test_hyperparameter_learning_min_lengthscale_raises_the_lower_bounds():
     for bad in (0.0, 1.01, (0.2, float("nan")), "0.3"):
         with pytest.raises(InvalidInputError):
             HyperparameterLearning(min_lengthscale=bad)
+
+
+def test_the_policy_counts_answers_without_growth_open_query_or_not():
+    """On the policy itself: a dose (monotone, 9 levels) by timing grid with g = 0.1 + 0.03 dose
+    measured only at dose 0 (the certified set stays at the lowest dose). The count starts at
+    the first proposal after the safe seeds, goes up by one per answer and per measurement
+    added, is unchanged by asking while the set does not grow, and goes back to 0 at the
+    proposal at which it grows; the stall's ``answers`` and message carry the same number."""
+    from boloop.algorithms.safe import MSafeOpt
+    from boloop.spaces import SafeSpace
+
+    space = SafeSpace(np.linspace(0, 40, 9), np.linspace(0, 24, 7)[:, None], ["dose", "timing"])
+    policy = MSafeOpt(space, 1.5, L_f=1.0, L_g_prime=1.0, seed=3)
+    rng = np.random.default_rng(0)
+
+    def answer(x) -> dict:
+        d, t = float(x[0]), float(x[1])
+        return {"f": 50 + d - (t - 12) ** 2 / 10 + 0.3 * rng.normal(), "g": 0.1 + 0.03 * d}
+
+    def said(stall: dict) -> int:
+        return int(stall["message"].split("has not grown in the last ")[1].split()[0])
+
+    for _ in range(policy.n_initial):  # the safe seeds are not counted
+        q = policy.ask()
+        assert q.initial and policy.answers_without_growth() is None
+        policy.tell(q, answer(q.x))
+    assert policy.answers_without_growth() is None
+    window = policy.stall_window
+    for k in range(window):
+        q = policy.ask()  # the set does not grow: asking leaves the count
+        assert policy.answers_without_growth() == k and policy.stall() is None
+        policy.tell(q, answer(q.x))
+        assert policy.answers_without_growth() == k + 1
+    assert policy.stall() is None  # found at a proposal: the last one saw window - 1
+    assert policy.recommend().boundary_s.max() == 0.0
+    q = policy.ask()
+    stall = policy.stall()
+    assert stall is not None and stall["answers"] == said(stall) == window
+    assert policy.describe()["stall"] == stall
+    # a measurement added counts, with the query open and after it is answered
+    policy.observe([[0.0, 12.0], [0.0, 4.0]], [answer([0.0, 12.0]), answer([0.0, 4.0])])
+    assert policy.answers_without_growth() == said(policy.stall()) == window + 2
+    policy.tell(q, answer(q.x))
+    assert policy.stall()["answers"] == said(policy.stall()) == window + 3
+    assert policy.iteration == window + 1  # the method's own count is not the stall's
+    # measurements one level up let the set grow: the next proposal counts from 0 again
+    pts = [[5.0, t] for t in np.linspace(0, 24, 7)]
+    policy.observe(pts, [answer(p) for p in pts])
+    assert policy.answers_without_growth() == window + 10
+    policy.ask()
+    assert policy.answers_without_growth() == 0 and policy.stall() is None
+    assert policy.recommend().boundary_s.max() > 0.0

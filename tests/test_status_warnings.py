@@ -104,10 +104,11 @@ def test_one_suggestion_alone_keeps_its_own_command(tmp_path):
 
 
 def test_the_stuck_count_is_of_answers_whether_or_not_a_query_is_open(trial):
-    """The trial: 'last 11 answers' with no open query, 'last 12' once query 17 was asked. The
-    count is of the answers given since the proposal at which the certified set last grew:
-    here the first proposal after the safe seeds (the set never grew beyond the lowest dose,
-    which the growth picture's replay confirms), so all answers after the seeds."""
+    """The trial once read 'last 11 answers' with no open query and 'last 12' once query 17
+    was asked (the method counted its own iterations at a proposal). The count is of the answers
+    given since the proposal at which the certified set last grew: here the first proposal after
+    the safe seeds (the set never grew beyond the lowest dose, which the growth picture's replay
+    confirms), so all answers after the seeds; the study shows the method's count and text."""
     from boloop.study.pictures import safe_growth
 
     url, rng = trial
@@ -125,6 +126,44 @@ def test_the_stuck_count_is_of_answers_whether_or_not_a_query_is_open(trial):
     assert _stuck_count(study.status()["stuck"]) == closed + 1
     study.ask()
     assert _stuck_count(study.status()["stuck"]) == closed + 1
-    # a measurement added is an answer too
+    # a measurement added is an answer too, with a query open or not
     study.add({"dose": 0.0, "timing": 12.0}, {"f": 50.0, "g": 0.1})
     assert _stuck_count(study.status()["stuck"]) == closed + 2
+    _answer(study, 1, rng)
+    study.add({"dose": 0.0, "timing": 4.0}, {"f": 48.0, "g": 0.1})
+    st = study.status()
+    assert st["open_query"] is None and _stuck_count(st["stuck"]) == closed + 4
+    # the study shows the method's own count and message, unedited
+    stall = study.policy.describe()["stall"]
+    assert stall["answers"] == study.policy.answers_without_growth() == closed + 4
+    assert st["stuck"].startswith(stall["message"])
+    # a study loaded afresh (its policy rebuilt from the log) counts the same
+    assert _stuck_count(load_study("dose", url).status()["stuck"]) == closed + 4
+
+
+def test_added_measurements_count_towards_the_stall_window(tmp_path):
+    """The window is in answers, added measurements included: after the safe seeds and one
+    answer to the method's own query, nine measurements added at the lowest dose make ten
+    answers without growth, and the next proposal reports the stall although the method has
+    completed one iteration (counted in iterations, it waited for nine more of its answers)."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("dose", "m-safeopt", DOSE, storage=url, seed=3)
+    rng = np.random.default_rng(0)
+    seeds = study.status()["settings"]["n_initial"]
+    _answer(study, seeds + 1, rng)
+    window = study.policy.stall_window
+    assert study.status()["iteration"] == 1 and window == 10
+    for t in np.linspace(0.0, 24.0, 7).tolist() + [12.0, 4.0]:
+        study.add({"dose": 0.0, "timing": t}, {"f": 50 - (t - 12) ** 2 / 10, "g": 0.1})
+    # found at a proposal: none since the last one (it saw no answer without growth)
+    assert study.status()["stuck"] is None
+    study.ask()
+    st = study.status()
+    assert st["iteration"] == 1 and st["open_query"] is not None
+    assert _stuck_count(st["stuck"]) == window
+    study.add({"dose": 0.0, "timing": 20.0}, {"f": 43.6, "g": 0.1})
+    assert _stuck_count(study.status()["stuck"]) == window + 1
+    _answer(study, 1, rng)  # the open query answered
+    assert _stuck_count(study.status()["stuck"]) == window + 2
+    study.ask()
+    assert _stuck_count(load_study("dose", url).status()["stuck"]) == window + 2

@@ -404,7 +404,13 @@ class _SafePolicy(BasePolicy):
         #: 10, and twice the initial design (the refit schedule's phase of a refit per answer)
         self.stall_window = max(10, 2 * initial_design_size(space.dim))
         self._cert_count = 0
-        self._growth_iteration = 0
+        #: answers the models took after the safe seeds: tells to the method's own queries and
+        #: measurements added with observe (:meth:`answers_without_growth`)
+        self._answers = 0
+        #: ``_answers`` at the proposal at which the certified set last grew (None: no proposal
+        #: after the safe seeds yet)
+        self._answers_at_growth: int | None = None
+        #: the stall found at the last proposal, without its count (:meth:`stall` adds it)
         self._stall: dict[str, Any] | None = None
         #: learned default: the grid levels of s measured so far; while there is only one, g's
         #: length-scale along s is not identified and certification stops one level above it
@@ -647,14 +653,20 @@ class _SafePolicy(BasePolicy):
         expects the level to be safe but cannot close the gap). (iii) tells a stall apart from a
         method that has reached the limit, where the data beside the boundary pin ``g`` one step
         further (``sigma^g`` a few per cent of the prior's) close to or above ``h``.
-        Computed from the round's bounds only (no random numbers, nothing refitted)."""
+        Computed from the round's bounds only (no random numbers, nothing refitted).
+
+        (i) counts answers (:meth:`answers_without_growth`: the method's own and measurements
+        added with :meth:`observe`), not iterations: an added measurement feeds the models (and
+        their refit schedule, which the window follows) as an answer does. Without added
+        measurements the two counts agree at every proposal. The decision is taken here, at a
+        proposal (where the certified set is committed); :meth:`stall` reports it with the count
+        as it stands when read."""
         count = int(np.sum(self.certified + 1))
-        if count > self._cert_count:
+        if count > self._cert_count or self._answers_at_growth is None:
             self._cert_count = count
-            self._growth_iteration = self.iteration
+            self._answers_at_growth = self._answers
         self._stall = None
-        stale = self.iteration - self._growth_iteration
-        if stale < self.stall_window:
+        if self._answers - self._answers_at_growth < self.stall_window:
             return
         n_x, n_s = self.certified.size, self.space.n_s
         rows = np.arange(n_x)
@@ -694,7 +706,6 @@ class _SafePolicy(BasePolicy):
         axis = self._axis_name(0)
         i = int(np.flatnonzero(blind)[np.argmax(ratio[blind])])
         self._stall = {
-            "answers": int(stale),
             "axis": axis,
             "lengthscale_g": ls_s,
             "grid_step": step,
@@ -704,7 +715,6 @@ class _SafePolicy(BasePolicy):
             "suggested_min_lengthscale_g": (
                 self._suggested_floor(ls_s) if self.hyperparameters in ("learned", "plain") else None
             ),
-            "message": self._stall_message(stale, axis, ls_s, step, top, float(ratio[i])),
         }
 
     def _stall_message(
@@ -770,12 +780,36 @@ class _SafePolicy(BasePolicy):
                 out[name] = found
         return out
 
+    def answers_without_growth(self) -> int | None:
+        """The answers since the certified safe set last grew: tells to the method's queries and
+        measurements added with :meth:`observe`, after the proposal at which the set last grew
+        (the set is certified at proposals, so the first one after the safe seeds counts as
+        growth). The same whether a query is open or not: asking changes it only when the set
+        has grown (to 0). None before the first proposal after the safe seeds."""
+        if self._answers_at_growth is None:
+            return None
+        return self._answers - self._answers_at_growth
+
     def stall(self) -> dict[str, Any] | None:
         """The stall found at the last proposal (see :meth:`_update_stall`) or None: ``answers``
-        without growth, ``axis`` (the monotone parameter), g's ``lengthscale_g`` along it and the
-        ``grid_step`` (natural units), ``highest_certified`` value of the axis, ``rows`` stuck,
-        ``uncertainty_ratio`` and a ``message`` for the person running the study."""
-        return None if self._stall is None else dict(self._stall)
+        without growth (:meth:`answers_without_growth`, as it stands now), ``axis`` (the
+        monotone parameter), g's ``lengthscale_g`` along it and the ``grid_step`` (natural
+        units), ``highest_certified`` value of the axis, ``rows`` stuck, ``uncertainty_ratio``
+        and a ``message`` for the person running the study, built from the same count."""
+        if self._stall is None:
+            return None
+        n = self.answers_without_growth()
+        assert n is not None  # a stall is only found at a proposal after the safe seeds
+        d = {"answers": n, **self._stall}
+        d["message"] = self._stall_message(
+            n,
+            d["axis"],
+            d["lengthscale_g"],
+            d["grid_step"],
+            d["highest_certified"],
+            d["uncertainty_ratio"],
+        )
+        return d
 
     def over_limit(self) -> list[dict[str, Any]]:
         """Every measured ``g > h``: ``{"query", "point", "g", "h"}`` in the order measured."""
@@ -952,6 +986,8 @@ class _SafePolicy(BasePolicy):
                 {"query": query.id, "point": query.x.tolist(), "g": g, "h": self.threshold}
             )
         self._append(query.x, f, g)
+        if query.id not in self._seed_ids:  # an answer to a later query, or a measurement
+            self._answers += 1
         if over:
             i, j = self._grid_index(query.x)
             # the past union was justified by bounds that have just failed: certify afresh, and

@@ -933,20 +933,12 @@ class Study(StudyReplay, StudySnapshots):
         command that continues the study with the option that may help (``together``, the one
         command of :meth:`status` carrying every option ``suggested`` by its warnings, when
         given), or, once the study was continued, the name of the study that continues it; None
-        otherwise. The number of answers without growth counts the answers in effect since the
-        proposal at which the certified set last grew (:meth:`_answers_without_growth`), the
-        same whether a query is open or not."""
+        otherwise. The method's message is used as it stands: its count of answers without
+        growth is the method's own (answers and added measurements since its certified set
+        last grew, the same whether a query is open or not)."""
         stall = described.get("stall")
         if isinstance(stall, Mapping) and stall.get("message"):
             text = str(stall["message"])
-            stale = stall.get("answers")
-            n_since = None if stale is None else self._answers_without_growth(int(stale))
-            if n_since is not None:  # the method counts its own proposals: say answers
-                text = text.replace(
-                    f"has not grown in the last {int(stale)} answers",
-                    f"has not grown in the last {n_since} answers",
-                    1,
-                )
             floor = stall.get("suggested_min_lengthscale_g")
             if continued:
                 text += f" This study was continued as {', '.join(map(repr, continued))}."
@@ -962,32 +954,6 @@ class Study(StudyReplay, StudySnapshots):
                 )
             return text
         return None
-
-    def _answers_without_growth(self, stale: int) -> int | None:
-        """The answers in effect (to queries, and measurements added) since the method's
-        certified safe set last grew, from the log: the safe methods count ``stale`` at a
-        proposal, in their own iterations (answers to their queries after the safe seeds, not
-        added measurements), between the proposal at which the set last grew and their last
-        one, so their count moves by one when the next query is asked. None when the log does
-        not show that proposal (then the method's own count stands)."""
-        it, proposals = 0, []  # (place in the log, the method's iteration) of each proposal
-        for i, ev in enumerate(self._effective):
-            if ev.kind == "asked" and not ev.payload["query"].get("initial"):
-                proposals.append((i, it))
-            elif ev.kind == "told":
-                asked = self._asked.get(ev.query_id)  # type: ignore[arg-type]
-                if asked is not None and not asked.payload["query"].get("initial"):
-                    it += 1
-        pending = self._policy.pending
-        if pending is not None and pending.id not in self._logged_open and not pending.initial:
-            proposals.append((len(self._effective), it))  # asked through .policy, not logged
-        if not proposals:
-            return None
-        grew = proposals[-1][1] - stale
-        start = next((i for i, k in proposals if k == grew), None)
-        if start is None:
-            return None
-        return sum(1 for e in self._effective[start + 1 :] if e.kind in ("told", "added"))
 
     def _horizon(self) -> dict[str, Any] | None:
         """The planned number of answers of methods that plan for one (MR-LPF's T), where it
