@@ -66,8 +66,9 @@ _BAND_OPACITY = 0.22
 
 @dataclass(frozen=True)
 class _Layout:
-    """How a picture is laid out at one width: the columns of a slices picture, the preference chart's left margin and characters of an option's name per
-    line, and the characters per line of a caption."""
+    """How a picture is laid out at one width: the columns of a slices picture, the preference
+    chart's left margin and characters of an option's name per line, and the characters per
+    line of a caption."""
 
     width: int
     slice_cols: int
@@ -78,8 +79,8 @@ class _Layout:
 
 def _layout_for(width: int) -> _Layout:
     """The layout of a picture ``width`` units wide: a wide one as always; a narrow one (a
-    phone's) with fewer ticks, one slice per row and the preference chart's names in a
-    margin and lines in proportion to the width (fewer x ticks follow from :func:`_x_ticks`)."""
+    phone's) with one slice per row and the preference chart's margin, names and caption in
+    proportion to the width (its fewer x ticks follow from :func:`_x_ticks`)."""
     if width >= WIDTH:
         return _Layout(width, 2, 190, 34, 92)
     k = width / WIDTH
@@ -681,8 +682,6 @@ def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str
                 break
             listed.append(nm)
         rest = len(never) - len(listed)
-        if rest and len(", ".join(listed)) > room:
-            listed, rest = [], len(never)
         text = f"not drawn, no win yet: {', '.join(listed)}" + (f" and {rest} more" if rest else "")
         if not listed:
             text = f"not drawn, no win yet: {rest} options"
