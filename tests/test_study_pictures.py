@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from boloop.study import create_study
-from boloop.study.pictures import model_svg, pictures, progress_svg
+from boloop.study.pictures import PHONE_WIDTH, model_svg, pictures, progress_svg
 from study_samples import SPACES, make_drinks, make_study
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -544,3 +545,68 @@ def test_the_key_counts_the_options_not_drawn_truthfully_when_the_cut_falls_in_a
             assert notes == [f"{len(rest)} more, at most {count}{each}"]
         ties += most == min(wins[nm] for nm in keys)
     assert ties > 0
+
+
+@pytest.mark.parametrize("name", sorted(SPACES))
+def test_a_phone_width_draws_every_picture_narrower_with_the_same_marks(url, name):
+    """``width=PHONE_WIDTH``: every picture is that many units wide (its viewBox too), the
+    same marks are drawn (one title per point, bar or area) and the same words are written
+    (wrapped into more lines; numbers aside: fewer ticks); the default width draws as always, 560 units, and a model
+    picture kept for one width is never served for the other."""
+    study = make_study(name, url, answers=8)
+    wide, narrow = pictures(study), pictures(study, width=PHONE_WIDTH)
+    assert set(wide) == set(narrow)
+    for key in wide:
+        for svg, w in ((wide[key], 560), (narrow[key], PHONE_WIDTH)):
+            root = ET.fromstring(svg)
+            assert root.get("width") == str(w) and root.get("viewBox").startswith(f"0 0 {w} ")
+        titles = [ET.fromstring(d).iter(f"{SVG}title") for d in (wide[key], narrow[key])]
+        assert [t.text for t in titles[0]] == [t.text for t in titles[1]]
+
+        def words(svg):  # its words, a line broken after a hyphen joined again
+            lines = [e.text for e in ET.fromstring(svg).iter() if e.text and e.text.strip()]
+            text = " ".join(x.strip() for x in lines).replace("- ", "-")
+            return {w for w in text.split() if any(c.isalpha() for c in w)}  # ticks aside
+
+        if name != "pref" or key != "progress":  # the key of options not drawn: their number
+            assert words(wide[key]) == words(narrow[key]), key
+    assert model_svg(study) == wide["model"] and model_svg(study, PHONE_WIDTH) == narrow["model"]
+    with pytest.raises(ValueError, match="at least 200 units"):
+        progress_svg(study, width=120)
+
+
+def test_a_narrow_picture_keeps_its_x_tick_labels_apart(url):
+    """On a phone's narrow axis, tick labels that would touch are thinned: between the
+    centres of two neighbouring labels there is room for the longer label and a character
+    (a pressure of 10000-11000: five labels of up to nine characters, 1.025e+04, at the wide
+    picture's step). The wide picture keeps its ticks."""
+    space = {
+        "parameters": [{"name": "pressure", "low": 10000, "high": 11000, "grid": 21}],
+        "threshold": 0.3,
+    }
+    study = create_study("thin", "randomized-straddle", space, storage=url, seed=0)
+    for _ in range(5):
+        q = study.ask()
+        study.tell(q.id, (q.params["pressure"] - 10400) / 1000)
+
+    def tick_rows(svg):  # the x tick labels of each axis, by their baseline
+        ticks: dict[str | None, list[tuple[float, str]]] = {}
+        for t in ET.fromstring(svg).iter(f"{SVG}text"):
+            if t.get("text-anchor") == "middle" and t.get("transform") is None and t.text:
+                if re.fullmatch(r"-?[0-9.]+(e[+-][0-9]+)?", t.text):
+                    ticks.setdefault(t.get("y"), []).append((float(t.get("x")), t.text))
+        return [sorted(r) for r in ticks.values() if len(r) > 1]
+
+    wide, narrow = model_svg(study), model_svg(study, PHONE_WIDTH)
+    assert [t for _, t in tick_rows(wide)[0]] == [
+        "1e+04",
+        "1.025e+04",
+        "1.05e+04",
+        "1.075e+04",
+        "1.1e+04",
+    ]
+    assert 2 <= len(tick_rows(narrow)[0]) < 6
+    for svg in (narrow, progress_svg(study, PHONE_WIDTH)):
+        for row in tick_rows(svg):
+            for (x0, a), (x1, b) in zip(row, row[1:]):
+                assert x1 - x0 >= 6.5 * (max(len(a), len(b)) + 1)

@@ -25,11 +25,14 @@ Every text is XML-escaped, so a parameter named ``<script>`` is drawn as text.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import textwrap
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 from xml.sax.saxutils import escape as _xml_escape
 
@@ -41,9 +44,13 @@ from boloop.confidence import UNDECIDED_SD, undecided
 from boloop.recommendations import BestPoint
 from boloop.spaces import Box, CandidateSet, SafeSpace
 
-__all__ = ["progress_svg", "model_svg", "growth_svg", "safe_growth", "pictures"]
+__all__ = ["progress_svg", "model_svg", "growth_svg", "safe_growth", "pictures", "PHONE_WIDTH"]
 
+#: the width of a picture (SVG user units, drawn at as many CSS px on a wide screen)
 WIDTH = 560
+#: the width of a picture drawn for a phone: the same 11-unit text in a narrower picture, so that
+#: scaled to a 390 px phone's column (350 px) its labels are 13 px, and 12 px on a 360 px phone
+PHONE_WIDTH = 290
 PANEL_H = 220
 _MARGIN = (56, 16, 30, 40)  # left, right, top, bottom
 #: a perceptually ordered colour ramp (low -> high), interpolated linearly
@@ -55,6 +62,52 @@ _MAX_SLICES = 6
 _MAX_CELLS = 400
 #: the opacity of a band (mean +- 2 std, lowest to highest)
 _BAND_OPACITY = 0.22
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """How a picture is laid out at one width: the columns of a slices picture, the preference
+    chart's left margin and characters of an option's name per line, and the characters per
+    line of a caption."""
+
+    width: int
+    slice_cols: int
+    pref_left: int
+    pref_name_chars: int
+    caption_chars: int
+
+
+def _layout_for(width: int) -> _Layout:
+    """The layout of a picture ``width`` units wide: a wide one as always; a narrow one (a
+    phone's) with one slice per row and the preference chart's margin, names and caption in
+    proportion to the width (its fewer x ticks follow from :func:`_x_ticks`)."""
+    if width >= WIDTH:
+        return _Layout(width, 2, 190, 34, 92)
+    k = width / WIDTH
+    return _Layout(width, 1, round(190 * k * 1.15), round(34 * k * 1.15), round(92 * k))
+
+
+#: the layout of the pictures being drawn (a frozen dataclass: never mutated)
+_LAYOUT: ContextVar[_Layout] = ContextVar(
+    "boloop_pictures_layout",
+    default=_layout_for(WIDTH),  # noqa: B039
+)
+
+
+@contextlib.contextmanager
+def _at_width(width: int) -> Iterator[None]:
+    """Draw the pictures of this block ``width`` units wide (per thread and task)."""
+    if width < 200:
+        raise ValueError(f"a picture is at least 200 units wide, not {width}")
+    token = _LAYOUT.set(_layout_for(int(width)))
+    try:
+        yield
+    finally:
+        _LAYOUT.reset(token)
+
+
+def _width() -> int:
+    return _LAYOUT.get().width
 
 
 def _esc(text: Any) -> str:
@@ -88,6 +141,19 @@ def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     while t <= hi + 1e-9 * step:
         ticks.append(0.0 if abs(t) < 1e-12 * step else t)
         t += step
+    return ticks
+
+
+def _x_ticks(lo: float, hi: float, w: float) -> list[float]:
+    """The x ticks of an axis ``w`` units long: :func:`_nice_ticks` (about five), fewer while
+    their labels (11-unit text) would come closer than a character's width (a narrow picture)."""
+    for n in (5, 4, 3, 2):
+        ticks = _nice_ticks(lo, hi, n)
+        if len(ticks) < 2:
+            return ticks
+        label = max(len(_fmt(t)) for t in ticks) * _CHAR_W
+        if w * (ticks[1] - ticks[0]) / (hi - lo) >= label + _CHAR_W:
+            return ticks
     return ticks
 
 
@@ -148,7 +214,7 @@ class _Panel:
             'fill="none" stroke="#444" stroke-width="0.8"/>'
         )
         if xticks:
-            for t in _nice_ticks(*self.xlim):
+            for t in _x_ticks(*self.xlim, self.w):
                 X = self.sx(t)
                 p.append(
                     f'<line x1="{X:.1f}" y1="{self.y0 + self.h:.1f}" x2="{X:.1f}" '
@@ -164,10 +230,11 @@ class _Panel:
                 f"{_esc(_fmt(t))}</text>"
             )
         if self.title:
-            p.append(
-                f'<text x="{self.x0:.1f}" y="{self.y0 - 8:.1f}" font-weight="bold">'
-                f"{_esc(self.title)}</text>"
-            )
+            # too long for one line from the panel's left (a phone's narrow picture): from the
+            # picture's left edge, in lines 12 units apart above the panel
+            one_line = len(self.title) * _CHAR_W <= _width() - 4 - self.x0
+            x, y = (self.x0, self.y0 - 8) if one_line else (8.0, self.y0 - 6)
+            p.append(_wrapped(x, y, self.title, ' font-weight="bold"', up=True))
         if self.xlabel:
             p.append(
                 f'<text x="{self.x0 + self.w / 2:.1f}" y="{self.y0 + self.h + 30:.1f}" '
@@ -271,7 +338,7 @@ class _Panel:
         x = self.x0 + 6
         y = self.y0 + 12
         for colour, text, *dash in items:
-            if x + 14 + 6.5 * len(text) > WIDTH and x > self.x0 + 6:
+            if x + 14 + 6.5 * len(text) > _width() and x > self.x0 + 6:
                 x, y = self.x0 + 6, y + 16
             if dash:
                 d = f' stroke-dasharray="{dash[0]}"' if dash[0] else ""
@@ -292,10 +359,32 @@ class _Panel:
         return "".join(self.parts)
 
 
+#: the advance of a character of the 11-unit sans-serif text, about (a bold one's, at most)
+_CHAR_W = 6.5
+
+
+def _wrapped(x: float, y: float, text: str, attrs: str = "", up: bool = False) -> str:
+    """``text`` at (``x``, ``y``) in lines that fit between ``x`` and the picture's right edge
+    (13 units apart): one ``<text>`` of ``<tspan>`` lines; ``up``: the last line at ``y`` and
+    the lines 12 apart (a title above its panel), else the first."""
+    chars = max(8, int((_width() - 4 - x) / _CHAR_W))
+    if len(text) <= chars:  # one line, as it was always drawn
+        return f'<text x="{x:.1f}" y="{y:.1f}"{attrs}>{_esc(text)}</text>'
+    lines = _lines(text, chars)
+    step = 12 if up else 13
+    y0 = y - step * (len(lines) - 1) if up else y
+    spans = "".join(
+        f'<tspan x="{x:.1f}" y="{y0 + step * j:.1f}">{_esc(line)}</tspan>'
+        for j, line in enumerate(lines)
+    )
+    return f"<text{attrs}>{spans}</text>"
+
+
 def _document(body: Sequence[str], height: float, label: str) -> str:
+    w = _width()
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height:.0f}" '
-        f'viewBox="0 0 {WIDTH} {height:.0f}" role="img" aria-label="{_esc(label)}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height:.0f}" '
+        f'viewBox="0 0 {w} {height:.0f}" role="img" aria-label="{_esc(label)}" '
         'font-family="sans-serif" font-size="11">'
         f'<rect width="100%" height="100%" fill="#fff"/>{"".join(body)}</svg>'
     )
@@ -303,7 +392,7 @@ def _document(body: Sequence[str], height: float, label: str) -> str:
 
 def _message(text: str, label: str) -> str:
     return _document(
-        [f'<text x="{WIDTH / 2}" y="60" text-anchor="middle" fill="#555">{_esc(text)}</text>'],
+        [f'<text x="{_width() / 2}" y="60" text-anchor="middle" fill="#555">{_esc(text)}</text>'],
         110,
         label,
     )
@@ -320,7 +409,7 @@ def _panel(
     ncols: int = 1,
 ) -> _Panel:
     left, right, top, bottom = _MARGIN
-    cw = (WIDTH - left - right - (ncols - 1) * left) / ncols
+    cw = (_width() - left - right - (ncols - 1) * left) / ncols
     h = PANEL_H - top - bottom
     return _Panel(
         left + col * (cw + left), row * PANEL_H + top, cw, h, xlim, ylim, title, xlabel, ylabel
@@ -347,14 +436,21 @@ def _scalar(answer: Any, key: str = "f") -> float:
 
 
 # -- progress -----------------------------------------------------------------------------------
-def progress_svg(study: Any) -> str:
+def progress_svg(study: Any, width: int = WIDTH) -> str:
     """The study's progress against the number of answers, as an SVG document (str).
 
     ``expert``: evaluations and the running best (lowest) f, labels marked accept/reject;
     ``levelset``: measurements with the threshold and the count above it; ``safe``: f with the
     running best safe f, and g with the limit h; ``preference``: cumulative wins of the five
     options that won most.
-    """
+
+    ``width``: the picture's width in SVG units, drawn at as many CSS px unless scaled
+    (:data:`PHONE_WIDTH`: a phone's, the same text in a narrower picture with fewer ticks)."""
+    with _at_width(width):
+        return _progress_svg(study)
+
+
+def _progress_svg(study: Any) -> str:
     hist = study.history()
     label = f"progress of study {study.name}"
     if not hist:
@@ -578,19 +674,18 @@ def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str
             items.append(("", f"{len(rest)} more, at most {count}{each}"))
     never = [short[nm] for nm in sorted(names, key=places.__getitem__) if totals[nm] == 0]
     if never:
+        # as many names as one line of the key holds (a phone's narrow picture: their number)
+        room = 56 if _width() >= WIDTH else int((_width() - _MARGIN[0]) / _CHAR_W) - 35
         listed: list[str] = []
-        for nm in never:  # as many names as one line of the key holds
-            if len(", ".join([*listed, nm])) > 56 and len(never) > len(listed) + 1:
+        for nm in never:
+            if len(", ".join([*listed, nm])) > room and len(never) > len(listed) + 1:
                 break
             listed.append(nm)
         rest = len(never) - len(listed)
-        items.append(
-            (
-                "",
-                f"not drawn, no win yet: {', '.join(listed)}"
-                + (f" and {rest} more" if rest else ""),
-            )
-        )
+        text = f"not drawn, no win yet: {', '.join(listed)}" + (f" and {rest} more" if rest else "")
+        if not listed:
+            text = f"not drawn, no win yet: {rest} options"
+        items.append(("", text))
     return _with_legend([p.svg()], PANEL_H, items, label)
 
 
@@ -737,18 +832,28 @@ def _class_colour(upper: bool, unsure: bool) -> str:
     return _LIGHT[c] if unsure else c
 
 
-def model_svg(study: Any) -> str:
+def model_svg(study: Any, width: int = WIDTH) -> str:
     """The current model over the space, the data and the recommendation (SVG document).
 
     Drawn from a copy of the study's policy (:meth:`~boloop.study.Study.readout`), never the
     live one: some policies fit their models lazily inside ``recommend`` and draw random numbers
     for it (the expert family's ``_sync_gp``), which would make the live study's next query
     differ from a replay of its log. The copy is the one ``Study.status()`` reads in the same
-    state, and the picture is kept with that state: drawn again unchanged, nothing is copied."""
+    state, and the picture is kept with that state: drawn again unchanged, nothing is copied.
+
+    ``width``: the picture's width in SVG units, drawn at as many CSS px unless scaled
+    (:data:`PHONE_WIDTH`: a phone's, the same text in a narrower picture with fewer ticks)."""
+    with _at_width(width):
+        return _model_svg_at(study)
+
+
+def _model_svg_at(study: Any) -> str:
     hist = study.history()  # catches up with the log
     with study.readout() as r:
-        return r.product(
-            "model picture", study.policy, lambda policy, rec: _model_svg(study, hist, policy, rec)
+        return r.product(  # one picture per width, each kept with the state
+            f"model picture {_width()}",
+            study.policy,
+            lambda policy, rec: _model_svg(study, hist, policy, rec),
         )
 
 
@@ -936,7 +1041,7 @@ def _legend_rows(items: Sequence[tuple[str, ...]]) -> int:
     start = _MARGIN[0]
     x, rows = float(start), 1
     for _, text, *_dash in items:
-        if x + 14 + 6.5 * len(text) > WIDTH and x > start:
+        if x + 14 + 6.5 * len(text) > _width() and x > start:
             x, rows = float(start), rows + 1
         x += 22 + 6.5 * len(text)
     return rows
@@ -967,7 +1072,7 @@ def _model_slices(
     centre = rpt if rpt is not None else (X[int(np.argmin(y))] if y.size else _centre(study.space))
     b = _bounds(study.space)
     dims = list(range(min(d, _MAX_SLICES)))
-    ncols = 2
+    ncols = _LAYOUT.get().slice_cols
     body = []
     rows = (len(dims) + ncols - 1) // ncols
     curves = []
@@ -1013,10 +1118,12 @@ def _model_slices(
         )
         body.append(p.svg())
     through = "the recommendation" if rpt is not None else "the lowest measured point"
-    head = (
-        f'<text x="8" y="14" font-weight="bold">slices through {through} (star)'
-        + (" (more dimensions not shown)" if d > _MAX_SLICES else "")
-        + "</text>"
+    head = _wrapped(
+        8,
+        14,
+        f"slices through {through} (star)"
+        + (" (more dimensions not shown)" if d > _MAX_SLICES else ""),
+        ' font-weight="bold"',
     )
     return _document([head, *body], rows * PANEL_H + 10, label)
 
@@ -1030,13 +1137,6 @@ def _wilson(wins: int, n: int, z: float = 1.96) -> tuple[float, float, float]:
     c = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
     return p, max(0.0, c - half), min(1.0, c + half)
-
-
-#: the preference chart: left margin for the options' names, their width in characters
-_PREF_LEFT = 190
-_PREF_NAME_CHARS = 34
-#: characters per line of a caption under a picture
-_CAPTION_CHARS = 92
 
 
 def _model_preference(study: Any, hist: list[dict[str, Any]], rec: Any, label: str) -> str:
@@ -1077,9 +1177,10 @@ def _model_preference(study: Any, hist: list[dict[str, Any]], rec: Any, label: s
             rows = [*rows[:19], (rec_name, stats[rec_name])]
         else:
             rows = [(rec_name, [0, 0]), *rows[:19]]
-    names = {nm: _lines(short[nm], _PREF_NAME_CHARS, 2) for nm, _ in rows}
+    layout = _LAYOUT.get()
+    names = {nm: _lines(short[nm], layout.pref_name_chars, 2) for nm, _ in rows}
     bar_h = 28 if any(len(v) > 1 for v in names.values()) else 18
-    left = _PREF_LEFT
+    left = layout.pref_left
     never = rec_name is not None and rec_name not in stats
     caption = _lines(
         (
@@ -1090,14 +1191,14 @@ def _model_preference(study: Any, hist: list[dict[str, Any]], rec: Any, label: s
             else "no recommendation yet"
         )
         + ". Bars: the answers' win rates, not the method's model.",
-        _CAPTION_CHARS,
+        layout.caption_chars,
     )
     top = 30 + bar_h * len(rows) + 44  # the caption's first line, below the x axis's label
     height = top + 14 * (len(caption) - 1) + 8
     p = _Panel(
         left,
         30,
-        WIDTH - left - 20,
+        _width() - left - 20,
         bar_h * len(rows),
         (0.0, 1.0),
         (0, len(rows)),
@@ -1397,14 +1498,24 @@ def _level_keys(
     return key, colours, texts
 
 
-def growth_svg(study: Any, history: list[dict[str, Any]] | None = None) -> str | None:
+def growth_svg(
+    study: Any, history: list[dict[str, Any]] | None = None, width: int = WIDTH
+) -> str | None:
     """The safe set's growth (SVG), or None outside the safe family: the certified share of the
     space after each answer and, for one x parameter, the certified boundary of every x after
     each answer (for several, its lowest, median and highest level over the settings).
 
     The boundary's colours are discrete, one per level of s (runs of levels on a finer grid),
     and the key lists exactly the colours drawn, each with the level it stands for; a set that
-    never grew (a method stuck at the lowest level) says so in words."""
+    never grew (a method stuck at the lowest level) says so in words.
+
+    ``width``: the picture's width in SVG units, drawn at as many CSS px unless scaled
+    (:data:`PHONE_WIDTH`: a phone's, the same text in a narrower picture with fewer ticks)."""
+    with _at_width(width):
+        return _growth_svg(study, history)
+
+
+def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
     label = f"safe set growth of study {study.name}"
     growth = safe_growth(study, history)
     if not family_traits(study.family).growth_picture:
@@ -1430,8 +1541,12 @@ def growth_svg(study: Any, history: list[dict[str, Any]] | None = None) -> str |
             else f"{share[0]:.0%} of the space"
         )
         p.parts.append(
-            f'<text x="{p.x0 + 6:.1f}" y="{p.y0 + 16:.1f}" fill="#333">'
-            f"{_esc(f'no growth: {where} is certified after every answer')}</text>"
+            _wrapped(
+                p.x0 + 6,
+                p.y0 + 16,
+                f"no growth: {where} is certified after every answer",
+                ' fill="#333"',
+            )
         )
     items: list[tuple[str, str] | tuple[str, str, str]] = []
     xp = np.asarray(space.x_points, dtype=np.float64)
@@ -1472,12 +1587,14 @@ def growth_svg(study: Any, history: list[dict[str, Any]] | None = None) -> str |
     return _with_legend([p.svg(), q.svg()], 2 * PANEL_H, items, label)
 
 
-def pictures(study: Any, growth: bool = True) -> dict[str, str]:
+def pictures(study: Any, growth: bool = True, width: int = WIDTH) -> dict[str, str]:
     """``{"progress": progress_svg(study), "model": model_svg(study)}`` and, for the safe
     family unless ``growth=False``, ``"growth"``: :func:`growth_svg` (its first drawing replays
-    the log, seconds for a long study whose method refits hyperparameters at every answer)."""
-    out = {"progress": progress_svg(study), "model": model_svg(study)}
-    svg = growth_svg(study) if growth and family_traits(study.family).growth_picture else None
+    the log, seconds for a long study whose method refits hyperparameters at every answer);
+    all ``width`` units wide."""
+    out = {"progress": progress_svg(study, width), "model": model_svg(study, width)}
+    grows = growth and family_traits(study.family).growth_picture
+    svg = growth_svg(study, width=width) if grows else None
     if svg is not None:
         out["growth"] = svg
     return out

@@ -76,7 +76,14 @@ from boloop.study.answers import NumberTextError, parse_measurement
 from boloop.study.core import undecided_text
 from boloop.study.measured import goal_sentence, output_hints, what_to_measure
 from boloop.study.media import media_file, media_index
-from boloop.study.pictures import growth_svg, model_svg, pictures, progress_svg
+from boloop.study.pictures import (
+    PHONE_WIDTH,
+    WIDTH,
+    growth_svg,
+    model_svg,
+    pictures,
+    progress_svg,
+)
 from boloop.study.storage import open_storage, resolve_storage, safe_url
 from boloop.web.qr import QR_PACKAGE, qr_svg
 from boloop.web.server import login_link, mask_access_log
@@ -895,11 +902,13 @@ def create_app(
         return _json(api_call(name, _state))
 
     @app.get("/studies/{name}/pictures/{which}.svg", include_in_schema=False)
-    def study_picture(name: str, which: str) -> Response:
+    def study_picture(name: str, which: str, phone: bool = False) -> Response:
+        """A picture as an SVG file; ``?phone=1``: drawn for a phone's width (PHONE_WIDTH)."""
         name = study_name(name)
+        width = PHONE_WIDTH if phone else WIDTH
         if which == "growth":  # replayed outside the study's lock: answers never wait for it
             hist = api_call(name, lambda s: s.history())
-            svg = growth_svg(pool.get(name)[0], hist)
+            svg = growth_svg(pool.get(name)[0], hist, width=width)
             if svg is None:
                 raise HTTPException(404, "the safe set's growth is drawn for safe studies only")
             return Response(svg, media_type="image/svg+xml")
@@ -907,7 +916,7 @@ def create_app(
         if draw is None:
             api_call(name, lambda s: None)  # an unknown study is said first
             raise HTTPException(404, f"no picture {which!r}; pictures: ['model', 'progress']")
-        return Response(api_call(name, draw), media_type="image/svg+xml")
+        return Response(api_call(name, lambda s: draw(s, width)), media_type="image/svg+xml")
 
     @app.get("/studies/{name}/export.{ext}", include_in_schema=False)
     def study_export(name: str, ext: str, withdrawn: bool = False) -> Response:
@@ -1259,6 +1268,8 @@ def _page_context(study: Study) -> dict[str, Any]:
     hist = study.history()
     with study.readout():  # one copy of the policy for the model picture and the status
         pics = pictures(study, growth=False)  # the growth is an image of its own (a replay)
+        # and for a phone (the page's CSS shows one): the same text in a narrower picture
+        pics_phone = pictures(study, growth=False, width=PHONE_WIDTH)
         st = study.status(last=0)
     events = study.events()
     units = _units(study)
@@ -1275,6 +1286,7 @@ def _page_context(study: Study) -> dict[str, Any]:
         "history": list(reversed(hist[-30:])),
         "n_history": len(hist),
         "pictures": pics,
+        "pictures_phone": pics_phone,
         "state_version": events[-1]["seq"],
         "quoted": quote(study.name, safe=""),
         "has_notes": any(r.get("note") for r in hist),

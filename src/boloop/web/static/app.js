@@ -206,7 +206,7 @@
       held.textContent = f === form ?
         "NOT sent: the server cannot be reached (sent now, the answer would be lost). What you " +
         "typed stays here: press " + answerButton(f) + " again once the notice " +
-        "\u201cCannot reach the server\u201d goes away; the page keeps checking." :
+        "\u201cCannot reach the server\u201d (below the form) goes away; the page keeps checking." :
         "Nothing was withdrawn: the server cannot be reached. Undo again once it is back.";
       held.hidden = false;
       if (held.scrollIntoView) { held.scrollIntoView({ block: "nearest" }); }

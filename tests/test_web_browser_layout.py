@@ -1,0 +1,239 @@
+"""The study page's layout in a real headless Chromium against ``boloop serve``: a live notice
+(the study changed elsewhere) never moves the button a person is about to press, and a tap at
+the place the button was before the notice still answers; on a phone the pictures' labels are
+readable (at least 12 CSS px) with no sideways scrolling, and on a desktop they are drawn as
+before.
+
+Skipped, with the reason printed, where the browser is not installed (``.ci/run`` installs it).
+"""
+
+from __future__ import annotations
+
+import re
+import urllib.request
+
+import pytest
+
+from browsers import PHONE, require_browser
+
+require_browser()
+
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+
+from boloop.study import load_study  # noqa: E402
+from study_samples import answer_for, make_drinks, make_study  # noqa: E402
+from test_web_browser import _free_port, _open_id, _serve, _stop, _wait  # noqa: E402
+
+pytestmark = pytest.mark.xdist_group("browser")
+
+POLL = 0.3
+#: studies whose pictures are measured (study_samples keys) and ``drinks``
+PICTURED = ("lev1", "lev2", "expert", "expert4", "pref", "safe")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    url = f"sqlite:///{tmp_path_factory.mktemp('serve-layout') / 'layout.db'}"
+    make_study("measure", url, answers=2, key="lev1", fast=True)
+    make_study("duel", url, answers=2, key="pref")
+    for key in PICTURED:  # every kind of picture: 1-D, 2-D, slices, g, win rates, safe set
+        make_study(key, url, answers=6, key=key, fast=True)
+    make_drinks("drinks", url, answers=6)  # options named by their values
+    port = _free_port()
+    proc = _serve(url, port, poll=POLL)
+    yield f"http://127.0.0.1:{port}", url
+    _stop(proc)
+
+
+def _rects(d, ids: tuple[str, ...]) -> dict[str, tuple[float, float, float, float]]:
+    """The viewport rectangles of elements ``ids`` and the page's scroll offset, in one read."""
+    return d.execute_script(
+        "var out = {scroll: [window.scrollX, window.scrollY, 0, 0]};"
+        "arguments[0].forEach(function (i) {"
+        "  var r = document.getElementById(i).getBoundingClientRect();"
+        "  out[i] = [r.left, r.top, r.width, r.height]; });"
+        "return out;",
+        list(ids),
+    )
+
+
+def _tap_at(d, rect) -> None:
+    """A pointer click at the centre of ``rect`` (viewport coordinates), wherever the page's
+    elements are now: what a finger aimed at ``rect`` hits."""
+    x, y, w, h = rect
+    actions = ActionChains(d)
+    actions.w3c_actions.pointer_action.move_to_location(int(x + w / 2), int(y + h / 2))
+    actions.w3c_actions.pointer_action.click()
+    actions.perform()
+
+
+def _changed_elsewhere_and_reopened(url: str, name: str, q: int) -> None:
+    """Another client (a Python program on the same storage) answers query ``q`` and withdraws
+    that answer: the study changed (the page's notice), and ``q`` is open again."""
+    other = load_study(name, storage=url)
+    query = other.ask()
+    assert query.id == q
+    other.tell(q, answer_for(query), note="from elsewhere")
+    other.undo()
+
+
+@pytest.mark.parametrize("device", ["browser", "phone"])
+def test_a_live_notice_does_not_move_the_store_button(server, device, request, shots):
+    """A value and a note typed, the store button's place recorded; an answer given and
+    withdrawn elsewhere makes the page say so (its poll), first that the query was answered,
+    then that it is open again. Meanwhile the store button, the note and undo stay exactly
+    where they were (the page did not scroll either), and a tap at the recorded place stores
+    the typed value for that query."""
+    base, url = server
+    d = request.getfixturevalue(device)
+    d.get(base + "/studies/measure")
+    q = _open_id(d)
+    d.find_element(By.ID, "value").send_keys("0.61")
+    d.find_element(By.ID, "note").send_keys("bench 2")
+    ids = ("btn-store", "note", "btn-undo")
+    before = _rects(d, ids)
+    assert (
+        d.execute_script(
+            "var r = arguments[0]; return document.elementFromPoint(r[0] + r[2] / 2, r[1] + r[3] / 2)"
+            ".closest('button').id;",
+            before["btn-store"],
+        )
+        == "btn-store"
+    )
+    _changed_elsewhere_and_reopened(url, "measure", q)
+    live = _wait(
+        d,
+        lambda drv: (
+            drv.find_element(By.ID, "live").is_displayed()
+            and "is still open" in drv.find_element(By.ID, "live").text
+            and drv.find_element(By.ID, "live").text
+        ),
+    )
+    assert f"query {q} is still open" in live
+    d.save_screenshot(str(shots / f"layout-live-notice-{device}.png"))
+    assert _rects(d, ids) == before
+    # the notice is readable where it is: inside the page's width, and a live region
+    assert d.find_element(By.ID, "live").get_attribute("role") == "status"
+    assert d.execute_script("return document.documentElement.scrollWidth") <= d.execute_script(
+        "return window.innerWidth"
+    )
+    _tap_at(d, before["btn-store"])
+    _wait(d, lambda drv: _open_id(drv) != q)
+    stored = [r for r in load_study("measure", storage=url).history() if r["query_id"] == q]
+    assert [(r["answer"], r["note"]) for r in stored] == [(0.61, "bench 2")]
+
+
+def test_a_live_notice_does_not_move_the_answer_buttons_of_a_duel(server, phone, shots):
+    """The same on a phone for a duel (two answer buttons, a note typed): the notice that
+    the study changed leaves both buttons in place, and a tap where "B is better" was answers
+    b."""
+    base, url = server
+    phone.get(base + "/studies/duel")
+    q = _open_id(phone)
+    phone.find_element(By.ID, "note").send_keys("tasted twice")
+    ids = ("btn-a", "btn-b", "note", "btn-undo")
+    before = _rects(phone, ids)
+    _changed_elsewhere_and_reopened(url, "duel", q)
+    _wait(phone, lambda drv: "is still open" in drv.find_element(By.ID, "live").text)
+    assert phone.find_element(By.ID, "live").is_displayed()
+    phone.save_screenshot(str(shots / "layout-live-notice-duel-phone.png"))
+    assert _rects(phone, ids) == before
+    _tap_at(phone, before["btn-b"])
+    _wait(phone, lambda drv: _open_id(drv) != q)
+    stored = [r for r in load_study("duel", storage=url).history() if r["query_id"] == q]
+    assert [(r["answer"], r["note"]) for r in stored] == [(1, "tasted twice")]
+
+
+#: every shown picture's texts, measured on the page: the smallest label as drawn on the screen
+#: (its font size times the picture's scale, rotations included), the texts outside their
+#: picture, each picture's viewBox width, and how far each figure and the page scroll sideways
+_MEASURE = """
+var out = {min: 1e9, outside: [], widths: [], figures: [], page: 0, texts: 0};
+document.querySelectorAll('.pictures svg').forEach(function (svg) {
+  if (!svg.getClientRects().length) { return; }  // not shown at this width
+  var s = svg.getBoundingClientRect();
+  out.widths.push(svg.viewBox.baseVal.width);
+  svg.querySelectorAll('text').forEach(function (t) {
+    var m = t.getScreenCTM();
+    var px = Math.hypot(m.a, m.b) * parseFloat(getComputedStyle(t).fontSize);
+    out.min = Math.min(out.min, px);
+    out.texts += 1;
+    var b = t.getBoundingClientRect();
+    if (b.left < s.left - 0.5 || b.top < s.top - 0.5 || b.right > s.right + 0.5
+        || b.bottom > s.bottom + 0.5) { out.outside.push(t.textContent); }
+  });
+});
+document.querySelectorAll('.pictures figure').forEach(function (f) {
+  out.figures.push(f.scrollWidth - f.clientWidth);
+});
+out.page = document.documentElement.scrollWidth - window.innerWidth;
+return out;
+"""
+
+
+@pytest.mark.parametrize("name", [*PICTURED, "drinks"])
+def test_the_pictures_are_readable_on_a_phone_without_scrolling_sideways(
+    server, phone, shots, name
+):
+    """On a 390 px phone every label of every picture is drawn at 12 CSS px or more, lies
+    inside its picture, and neither a picture nor the page scrolls sideways; so does the safe
+    set's growth, an image of its own (its labels' size from its SVG's font size and viewBox)."""
+    base, _ = server
+    phone.get(f"{base}/studies/{name}")
+    assert phone.execute_script("return window.innerWidth") == PHONE[0]
+    m = phone.execute_script(_MEASURE)
+    assert len(m["widths"]) == 2 and m["texts"] > 10
+    assert m["min"] >= 12, m
+    assert m["outside"] == []
+    assert m["figures"] and max(m["figures"]) <= 0 and m["page"] <= 0, m
+    for which in ("progress", "model"):  # the phone's drawing, as served with ?phone=1
+        url = f"{base}/studies/{name}/pictures/{which}.svg?phone=1"
+        assert _shown_is(phone, which, urllib.request.urlopen(url).read().decode())
+    fig = phone.find_element(By.ID, "pic-model")
+    phone.execute_script("arguments[0].scrollIntoView();", fig)
+    fig.screenshot(str(shots / f"layout-{name}-model-phone.png"))
+    if name == "safe":
+        img = phone.find_element(By.CSS_SELECTOR, "#pic-growth img")
+        src, drawn = _wait(
+            phone,
+            lambda d: d.execute_script(
+                "var i = arguments[0]; return i.complete && i.naturalWidth && "
+                "[i.currentSrc, i.getBoundingClientRect().width];",
+                img,
+            ),
+        )
+        svg = urllib.request.urlopen(src).read().decode()
+        box = float(re.search(r'viewBox="0 0 ([0-9.]+)', svg).group(1))
+        sizes = [float(v) for v in re.findall(r'font-size="([0-9.]+)"', svg)]
+        assert sizes and min(sizes) * drawn / box >= 12
+        assert phone.execute_script(_MEASURE)["page"] <= 0
+
+
+@pytest.mark.parametrize("name", [*PICTURED, "drinks"])
+def test_the_pictures_on_a_desktop_are_drawn_as_before(server, browser, name):
+    """At a laptop's width the page shows the pictures as always: the ones served at their
+    own address (560 units wide), side by side at nearly their own size (labels of about
+    11 px), every text inside its picture."""
+    base, _ = server
+    browser.get(f"{base}/studies/{name}")
+    m = browser.execute_script(_MEASURE)
+    assert m["widths"] == [560, 560]
+    assert m["min"] >= 10.5 and m["outside"] == [] and m["page"] <= 0, m
+    for which in ("progress", "model"):  # the very picture served at its own address
+        url = f"{base}/studies/{name}/pictures/{which}.svg"
+        wide, narrow = (urllib.request.urlopen(u).read().decode() for u in (url, url + "?phone=1"))
+        assert _shown_is(browser, which, wide) and not _shown_is(browser, which, narrow)
+
+
+def _shown_is(d, which: str, svg: str) -> bool:
+    """Whether the picture ``which`` shown on the page is the SVG document ``svg`` (node by
+    node, as the browser parses both)."""
+    return d.execute_script(
+        "var shown = Array.from(document.querySelectorAll('#pic-' + arguments[0] + ' svg'))"
+        "  .find(function (s) { return s.getClientRects().length; });"
+        "var doc = new DOMParser().parseFromString(arguments[1], 'image/svg+xml');"
+        "return doc.documentElement.isEqualNode(shown);",
+        which,
+        svg,
+    )
