@@ -12,7 +12,7 @@ before for the same output:
 * where the earlier values and the new one all have the same sign (most measurements), the
   value is farther beyond their range on a log scale than a factor :data:`RATIO` and than
   :data:`SPREADS` times the range's own log width: hardnesses of 512-798 HV question 7234 and
-  72.34 (a factor of ten) but not 2000; values that already span 1 to 1000 question nothing;
+  72.34 (a factor of ten) but not 2000; values that already span 1 to 1000 question nothing here;
   a value near zero is not questioned when the values come within their own spread of zero;
   a value a few times beyond the range (a safe study's g one level up, as a rule) is not asked
   about, but growth is no exception: g near 0.011 at the lowest level and 0.1 one level up
@@ -47,7 +47,7 @@ rule lets through is also asked about when both
 
 The question then names the prediction, ``z`` and the value that would fit. At most
 :data:`MAX_POINTS` earlier values nearest the setting are used (the check runs on every typed
-value: about 1 ms with 40 earlier values, 12 ms with 150 or more, one thread). Measured with
+value: about 1 ms of CPU with 40 earlier values, 9 ms with 150 or more, one thread). Measured with
 ``benchmarks/typo_catch.py`` (docs/studies.md gives the numbers).
 """
 
