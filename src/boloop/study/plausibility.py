@@ -59,6 +59,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from boloop.errors import InvalidInputError
+from boloop.gp.leave_one_out import fit_leave_one_out
 
 __all__ = [
     "LENGTHSCALES",
@@ -184,12 +185,6 @@ _POINT = "a misplaced decimal point"
 _SIGN = "a sign slip"
 
 
-def _matern52(r: np.ndarray) -> np.ndarray:
-    """Matern-5/2 correlation at scaled distance ``r`` (Rasmussen and Williams 2006, eq. 4.17)."""
-    a = math.sqrt(5.0) * r
-    return (1.0 + a + a * a / 3.0) * np.exp(-a)
-
-
 def _t_quantile(p: float, dof: int) -> float:
     """The upper ``p`` quantile of Student's t with ``dof`` degrees of freedom."""
     from scipy.special import stdtrit
@@ -220,45 +215,19 @@ def _far_from_prediction(
     if U.shape[0] > MAX_POINTS:
         nearest = np.argsort(((U - u) ** 2).sum(axis=1), kind="stable")[:MAX_POINTS]
         U, t = U[nearest], t[nearest]
-    mean, sd = float(t.mean()), float(t.std())
-    if sd <= 0.0:
+    gp = fit_leave_one_out(U, t, LENGTHSCALES, NOISE_RATIOS)
+    if gp is None:
         return None
-    s = (t - mean) / sd
-    n = s.size
-    dist = np.sqrt(((U[:, None, :] - U[None, :, :]) ** 2).sum(axis=-1))
-    best = None
-    for ell in LENGTHSCALES:
-        eig, Q = np.linalg.eigh(_matern52(dist / ell))
-        eig = np.maximum(eig, 0.0)
-        Qs, Q2 = Q.T @ s, Q * Q
-        for ratio in NOISE_RATIOS:
-            w = 1.0 / (eig + ratio)
-            inv_diag = Q2 @ w  # diag of (C + ratio I)^-1
-            alpha = Q @ (Qs * w)
-            # leave-one-out residuals and variances (R&W eq. 5.12), unit signal variance
-            resid, var = alpha / inv_diag, 1.0 / inv_diag
-            signal = float(np.mean(resid * resid / var))  # LOO residuals of mean square one
-            if signal <= 0.0:
-                continue
-            score = -float(np.sum(np.log(signal * var)))  # LOO log predictive density (eq. 5.10)
-            if best is None or score > best[0]:
-                best = (score, ell, ratio, Q, w, alpha, signal)
-    if best is None:
-        return None
-    _, ell, ratio, Q, w, alpha, signal = best
-    k = _matern52(np.sqrt(((U - u) ** 2).sum(axis=1)) / ell)
-    pred = float(k @ alpha)
-    qk = Q.T @ k
-    pred_sd = math.sqrt(signal * max(1.0 + ratio - float(qk @ (qk * w)), ratio))
-    z = ((tv - mean) / sd - pred) / pred_sd
+    expected, pred_sd = gp.predict(u)
+    n = t.size
+    z = (tv - expected) / pred_sd
     if abs(z) <= _t_quantile(TAIL, n - 1):
         return None
     near = [(fixed, slip) for modelled, fixed, slip in fixes
-            if abs(((modelled - mean) / sd - pred) / pred_sd) < NEAR]  # fmt: skip
+            if abs((modelled - expected) / pred_sd) < NEAR]  # fmt: skip
     if not near:
         return None
     fixed, slip = near[0]
-    expected = mean + sd * pred
     if one_sign:
         expected = math.copysign(10.0**expected, v)
     fixed = float(f"{fixed:.12g}")  # (the binary error of the shift: 7234 * 0.1)
