@@ -38,6 +38,7 @@ Run (one thread)::
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/typo_catch.py --seeds 3 --budget 40
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/typo_catch.py --seeds 2 --budget 80 --tails
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/typo_catch.py --seeds 3 --budget 40 --first-seed 10
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def typed(y: float) -> str:
 
 
 # -- sequences ---------------------------------------------------------------------------------
-def library_sequences(seeds: int, budget: int) -> list[dict]:
+def library_sequences(seeds: int, budget: int, first: int = 0) -> list[dict]:
     from boloop.algorithms.registry import build_policy
     from boloop.problems import registry
     from boloop.simulate import simulate
@@ -78,7 +79,7 @@ def library_sequences(seeds: int, budget: int) -> list[dict]:
     out = []
     for family, method in PROPOSED.items():
         for entry in registry.list(family):
-            for seed in range(seeds):
+            for seed in range(first, first + seeds):
                 problem = registry.get(entry.id)
                 policy = build_policy(problem.policy_spec(method, seed))
                 trace = simulate(policy, problem, budget, seed)
@@ -93,10 +94,10 @@ def library_sequences(seeds: int, budget: int) -> list[dict]:
     return out
 
 
-def gp_sequences(seeds: int, n: int) -> list[dict]:
+def gp_sequences(seeds: int, n: int, first: int = 0) -> list[dict]:
     out = []
     for group in ("gp-offset", "gp-zero", "gp-decades"):
-        for seed in range(seeds * 8):
+        for seed in range(first * 8, (first + seeds) * 8):
             rng = np.random.default_rng([7, seed, len(group)])
             d = int(rng.integers(1, 4))
             ell = float(rng.uniform(0.15, 0.6)) * math.sqrt(d)
@@ -225,6 +226,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--budget", type=int, default=40)
+    ap.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="seeds FIRST.. of the runs (and GP draws 8 FIRST..): other sequences than the rule "
+        "was chosen on",
+    )
     ap.add_argument("--cache", type=Path, help="sequences JSON: read if it exists, else written")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument(
@@ -238,7 +246,9 @@ def main() -> None:
     if args.cache and args.cache.exists():
         seqs = json.loads(args.cache.read_text())
     else:
-        seqs = library_sequences(args.seeds, args.budget) + gp_sequences(args.seeds, args.budget)
+        seqs = library_sequences(args.seeds, args.budget, args.first_seed) + gp_sequences(
+            args.seeds, args.budget, args.first_seed
+        )
         if args.cache:
             args.cache.write_text(json.dumps(seqs))
     rs = rules(args.tails)
