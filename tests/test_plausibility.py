@@ -5,10 +5,13 @@ tell`` / ``add``; nothing is refused (:mod:`boloop.study.plausibility`). A newco
 
 from __future__ import annotations
 
+import math
 import re
 
+import numpy as np
 import pytest
 
+from boloop.errors import InvalidInputError
 from boloop.study import create_study, load_study
 from boloop.study.plausibility import MIN_ANSWERS, unusual_value
 from cli_runner import run_cli
@@ -99,6 +102,89 @@ def test_with_mixed_signs_the_spread_decides():
     assert unusual_value(-30.0, earlier) is not None
 
 
+# -- where the value was measured -----------------------------------------------------------------
+def _decades(x: np.ndarray) -> np.ndarray:
+    """A smooth output spanning three decades over two axes (a rate against temperature)."""
+    return 0.02 * 10.0 ** (3.0 * x[:, 0] ** 1.5 - 0.4 * (x[:, 1] - 0.5) ** 2)
+
+
+def _crossing(x: np.ndarray) -> np.ndarray:
+    """A smooth output crossing zero."""
+    return np.sin(5.0 * x[:, 0]) + 0.5 * np.cos(3.0 * x[:, 1])
+
+
+def _sample(function, n: int, seed: int, noise: float = 0.01) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` settings in [0, 1]^2 and the output there, with relative (decades) or absolute
+    noise, rounded to 4 significant digits as typed."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(size=(n, 2))
+    y = function(x)
+    y = y * 10.0 ** (noise * rng.standard_normal(n)) if function is _decades else y
+    y = y + (noise * rng.standard_normal(n) if function is _crossing else 0.0)
+    return x, np.array([float(f"{v:.4g}") for v in y])
+
+
+def test_a_decimal_slip_inside_values_spanning_decades_is_asked_about_at_its_setting():
+    x, y = _sample(_decades, 30, seed=0)
+    at = np.array([0.7, 0.4])
+    true = float(_decades(at[None, :])[0])  # 0.42, inside the range 0.02-19
+    assert y.min() < true / 10.0 and true * 10.0 < y.max()
+    for typed, meant in ((true * 10.0, true), (true / 10.0, true)):
+        assert unusual_value(typed, y) is None  # the range rule cannot see it
+        question = unusual_value(typed, y, "the rate", at=at, earlier_at=x)
+        assert question is not None and question.startswith(f"{typed:g} for the rate is far")
+        assert "misplaced decimal point?" in question
+        assert f"{float(f'{meant:.12g}'):g} would be close to it" in question
+        # the prediction it names is the function's value there (an oracle: the truth)
+        about = float(re.search(r"about ([0-9.e+-]+);", question).group(1))
+        assert abs(math.log10(about / true)) < 0.05
+    assert unusual_value(true, y, at=at, earlier_at=x) is None
+
+
+def test_a_slip_in_values_crossing_zero_is_asked_about_at_its_setting():
+    x, y = _sample(_crossing, 30, seed=1)
+    at = np.array([0.35, 0.2])
+    true = float(_crossing(at[None, :])[0])  # 1.46, range about -1.5 to 1.5
+    assert unusual_value(true / 10.0, y) is None and unusual_value(-true, y) is None
+    down = unusual_value(true / 10.0, y, "f", at=at, earlier_at=x)
+    assert down is not None and "misplaced decimal point?" in down
+    flipped = unusual_value(-true, y, "f", at=at, earlier_at=x)
+    assert flipped is not None and f"a sign slip? {true:g} would be close to it" in flipped
+
+
+@pytest.mark.parametrize("function", [_decades, _crossing])
+@pytest.mark.parametrize("seed", [2, 3])
+def test_clean_values_of_a_smooth_sequence_are_not_asked_about(function, seed):
+    """Every value of a smooth, noisy sequence, checked against the ones before it as it is
+    typed: none is asked about."""
+    x, y = _sample(function, 40, seed=seed)
+    for i in range(MIN_ANSWERS, len(y)):
+        question = unusual_value(y[i], y[:i], at=x[i], earlier_at=x[:i])
+        assert question is None, (i, question)
+
+
+def test_with_fewer_than_min_answers_known_settings_nothing_is_predicted():
+    x, y = _sample(_decades, MIN_ANSWERS + 1, seed=4)
+    at = np.array([0.7, 0.4])
+    slip = float(_decades(at[None, :])[0]) * 10.0
+    few = MIN_ANSWERS - 1
+    assert unusual_value(slip, y[:few], at=at, earlier_at=x[:few]) is None
+    # values whose setting is unknown (nan) are not counted for the prediction
+    unknown = x.copy()
+    unknown[:2] = np.nan
+    assert unusual_value(slip, y, at=at, earlier_at=unknown) is None
+    with pytest.raises(InvalidInputError, match="one setting per earlier value"):
+        unusual_value(slip, y, at=at, earlier_at=x[:-1])
+
+
+def test_the_range_rule_asks_as_before_when_the_setting_is_known():
+    x = np.linspace(0.0, 1.0, len(HARDNESS))[:, None]
+    for value in (7234.0, 72.34, -700.0):
+        with_setting = unusual_value(value, HARDNESS, "the hardness", at=[0.5], earlier_at=x)
+        assert with_setting == unusual_value(value, HARDNESS, "the hardness")
+        assert "far outside" in with_setting
+
+
 # -- the study -----------------------------------------------------------------------------------
 def test_study_asks_per_output_in_its_own_words(tmp_path):
     url = f"sqlite:///{tmp_path / 'lab.db'}"
@@ -114,6 +200,46 @@ def test_study_asks_per_output_in_its_own_words(tmp_path):
     assert study.unusual_values({"value": 7234}) == [question]
     assert study.unusual_values("f=7234") == [question]
     assert len(load_study("coat", storage=url).events()) == events  # asking stores nothing
+
+
+#: a rate spanning three decades over temperature (a level-set map of where it exceeds 1/s)
+RATES = {
+    "parameters": [
+        {"name": "temperature", "low": 20.0, "high": 120.0, "grid": 21},
+        {"name": "pressure", "low": 1.0, "high": 5.0, "grid": 5},
+    ],
+    "threshold": 1.0,
+    "measurement": {"name": "rate", "unit": "1/s"},
+}
+
+
+def _rate(params: dict[str, float]) -> float:
+    t, p = params["temperature"], params["pressure"]
+    return float(f"{0.01 * 10 ** (3 * (t - 20) / 100) * (1 + 0.1 * (p - 3)):.4g}")
+
+
+def test_study_asks_at_the_open_query_or_the_added_point(tmp_path):
+    """A study passes the setting: the open query's point (tell, the page, the run prompt) or
+    the point of a measurement added (``add``); without one, the range rule alone."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("rates", "randomized-straddle", RATES, storage=url, seed=0)
+    for _ in range(12):
+        q = study.ask()
+        study.tell(q.id, _rate(q.params))
+    earlier = [row["answer"] for row in study.history()]
+    point = {"temperature": 70.0, "pressure": 2.0}
+    true = _rate(point)
+    assert min(earlier) < true / 10 and true * 10 < max(earlier)  # inside the range
+    assert study.unusual_values(true * 10) == []  # no query open: no setting known
+    (question,) = study.unusual_values(true * 10, point)
+    assert question.startswith(f"{true * 10:g} for the rate is far from what the 12 values")
+    assert f"{true:g} would be close to it" in question
+    assert study.unusual_values(true, point) == []
+    q = study.ask()
+    true = _rate(q.params)
+    (question,) = study.unusual_values(str(true / 10))  # typed text, at the open query
+    assert f"{true:g} would be close to it" in question
+    assert study.unusual_values(str(true)) == []
 
 
 def test_safe_study_asks_about_f_and_g_separately(tmp_path):

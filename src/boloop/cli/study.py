@@ -416,7 +416,7 @@ def _add(args: argparse.Namespace) -> int:
     study = load_study(args.name, storage=args.storage)
     params = _params(args.params)
     alarms = len(study.over_limit_alarms())
-    unusual = study.unusual_values(args.value)
+    unusual = study.unusual_values(args.value, params)
     study.add(params, args.value, note=args.note)
     study.save_snapshot()  # as after a tell: the next call loads it without a replay
     count = _n(study.n_answered, "answer")

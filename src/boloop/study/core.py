@@ -1199,7 +1199,7 @@ class Study(StudyReplay, StudySnapshots):
         text = (self.config.get("space") or {}).get("description")
         return str(text) if text else None
 
-    def unusual_values(self, value: Any) -> list[str]:
+    def unusual_values(self, value: Any, params: Mapping[str, Any] | None = None) -> list[str]:
         """Questions to ask before storing the measured ``value`` (a number, or named numbers
         of a study with several outputs, as :meth:`tell` and :meth:`add` take them; text
         while a measurement is asked for is read as :meth:`tell` reads it, several values
@@ -1208,7 +1208,12 @@ class Study(StudyReplay, StudySnapshots):
         (:func:`boloop.study.plausibility.unusual_value`: a misplaced decimal point, a dropped
         digit). Empty when nothing is unusual or the value is not a measurement. Nothing is
         stored or refused: the study page asks before storing, ``boloop study tell`` and
-        ``add`` warn after storing (undo withdraws), a program decides itself."""
+        ``add`` warn after storing (undo withdraws), a program decides itself.
+
+        ``params``: where the value was measured (named values, as :meth:`add` takes them);
+        default: the open query's point. Where it is known, a value is also asked about when it
+        is far from what the earlier values predict there and a slipped decimal point or sign
+        explains it (the module's docstring)."""
         from boloop.study.plausibility import unusual_value
 
         pending = self._policy.pending
@@ -1229,6 +1234,7 @@ class Study(StudyReplay, StudySnapshots):
             # one measured value: {"f": 7234} (as tell takes it too) is the value itself
             new = {"": next(iter(new.values()))}
         earlier: dict[str, list[float]] = {k: [] for k in new}
+        where: dict[str, list[Mapping[str, Any]]] = {k: [] for k in new}
         for row in self.history():
             if row["kind"] != "evaluate":
                 continue
@@ -1240,15 +1246,53 @@ class Study(StudyReplay, StudySnapshots):
                 v = old.get(k)
                 if isinstance(v, numbers.Real) and not isinstance(v, bool):
                     earlier[k].append(float(v))
+                    where[k].append(row.get("params") or {})
+        at, earlier_at = self._settings(params, pending, where)
         names = {m.output or "": m.noun() for m in measured}
         out = []
         for k, v in new.items():
             if not isinstance(v, numbers.Real) or isinstance(v, bool):
                 continue
-            text = unusual_value(float(v), earlier[k], names.get(k, k or "the value"))
+            text = unusual_value(
+                float(v),
+                earlier[k],
+                names.get(k, k or "the value"),
+                at=at,
+                earlier_at=earlier_at.get(k) if at is not None else None,
+            )
             if text is not None:
                 out.append(text)
         return out
+
+    def _settings(
+        self, params: Mapping[str, Any] | None, pending: Query | None, where: dict[str, list]
+    ) -> tuple[list[float] | None, dict[str, list[list[float]]]]:
+        """The new value's setting (``params``, else the open measurement's point) and the
+        earlier values' settings per output, as numbers on the axes whose values are numbers
+        (None and no settings when the setting is unknown: the range rule alone)."""
+        try:
+            if params is not None:
+                here = point_to_params(self.space, params_to_point(self.space, params))
+            elif pending is not None and pending.kind == "evaluate":
+                here = point_to_params(self.space, pending.x)
+            else:
+                return None, {}
+        except (BoloopError, TypeError, ValueError):
+            return None, {}
+        axes = [
+            a
+            for a, v in here.items()
+            if isinstance(v, numbers.Real) and not isinstance(v, bool)
+        ]
+        if not axes:
+            return None, {}
+
+        def number(v: Any) -> float:
+            real = isinstance(v, numbers.Real) and not isinstance(v, bool)
+            return float(v) if real else math.nan
+
+        at = [float(here[a]) for a in axes]
+        return at, {k: [[number(p.get(a)) for a in axes] for p in rows] for k, rows in where.items()}
 
     def measured(self) -> list[Measured]:
         """What is measured at each query, in words (:mod:`boloop.study.measured`): one entry
