@@ -21,11 +21,20 @@ seeds, for time), ``benchmarks/levelset_stall_problems.py`` (trend plus missed b
 made-up grids of ``benchmarks/levelset_peers.py`` and ``random/k``: random 31 x 31 maps of
 ``[0, 1]^2`` (a trend of random direction and slope 0-1.5 plus 1-3 Gaussian bumps of height
 0.5-1.2 and sd 0.03-0.2, threshold at a random 60-90% quantile, noise sd 2% of the values' sd),
-one map per ``k``. Run (one thread; JSON lines)::
+one map per ``k``. ``compare`` pairs runs without and with ``--remedy`` (measurements added
+where the stall notice points). The runs of ``docs/reproductions/levelset.md`` ("When the map
+stops changing"; one thread, JSON lines)::
 
     OMP_NUM_THREADS=1 python benchmarks/levelset_stall.py record --out runs.jsonl \\
-        --steps 150 --seeds 0-4 --random 60
-    python benchmarks/levelset_stall.py analyze runs.jsonl
+        --steps 150 --seeds 0-9 --box-seeds 0-2 --random 60
+    OMP_NUM_THREADS=1 python benchmarks/levelset_stall.py record --out heldout.jsonl \\
+        --steps 150 --problems levelset/gp-sample --seeds 10-29 --random 100 --random-from 60
+    OMP_NUM_THREADS=1 python benchmarks/levelset_stall.py record --out remedy.jsonl \\
+        --steps 150 --problems stall/two-bumps levelset/toy user/needles1d --seeds 0-9 \\
+        --random 160 --remedy 3
+    python benchmarks/levelset_stall.py analyze runs.jsonl --windows 15,20,25,30,40
+    cat runs.jsonl heldout.jsonl > all.jsonl
+    python benchmarks/levelset_stall.py compare all.jsonl remedy.jsonl
 """
 
 from __future__ import annotations
@@ -123,7 +132,9 @@ def record(pid: str, seed: int, steps: int, remedy: int = 0) -> dict[str, Any]:
         added = False
         if remedy and stall is not None and state["added"] < remedy:
             x = np.asarray(stall["farthest"], dtype=np.float64).reshape(1, -1)
-            y = problem.value(x) + problem.noise_sd * extra.standard_normal(1)
+            sd = getattr(problem, "noise_sd", None)
+            sd = getattr(problem, "noise_std", 0.0) if sd is None else sd
+            y = problem.value(x) + sd * extra.standard_normal(1)
             policy.add_observations(x, y)
             state["added"] += 1
             added = True
