@@ -1,7 +1,7 @@
 """What a level-set stall looks like, and how often candidate stall signals fire in vain.
 
-Runs ``randomized-straddle`` with the kernel unknown (``kernel=None``: the learned default a
-study gets) and records, after every answer, quantities the policy already has:
+Runs ``randomized-straddle`` (or ``--method``) with the kernel unknown (``kernel=None``: the
+learned default a study gets) and records, after every answer, quantities the policy already has:
 
 * ``f``: the F-score of the estimated set (the problem's tracker, against the truth);
 * ``flips``: candidates whose estimated class (``mu >= theta``) changed with this answer;
@@ -113,7 +113,9 @@ def _get(pid: str) -> Any:
     return get(pid)
 
 
-def record(pid: str, seed: int, steps: int, remedy: int = 0) -> dict[str, Any]:
+def record(
+    pid: str, seed: int, steps: int, remedy: int = 0, method: str = "randomized-straddle"
+) -> dict[str, Any]:
     """One run of the learned default with the per-answer quantities of the module docstring.
 
     ``remedy > 0``: each time the policy reports a stall (``policy.stall()``), up to ``remedy``
@@ -121,7 +123,7 @@ def record(pid: str, seed: int, steps: int, remedy: int = 0) -> dict[str, Any]:
     (``add_observations``, the truth plus the problem's noise from a stream of its own), what the
     status suggests to a person."""
     problem = _get(pid)
-    policy = make_policy("randomized-straddle", problem, seed, kernel=None)
+    policy = make_policy(method, problem, seed, kernel=None)
     th = policy.threshold
     state: dict[str, Any] = {"cls": None, "seen": set(), "added": 0}
     rows: list[dict[str, Any]] = []
@@ -167,6 +169,7 @@ def record(pid: str, seed: int, steps: int, remedy: int = 0) -> dict[str, Any]:
         "problem": pid,
         "seed": seed,
         "remedy": remedy,
+        "method": method,
         "n_initial": policy.n_initial,
         "N": int(policy.N),
         "rows": rows,
@@ -335,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     rec.add_argument("--random", type=int, default=60, help="how many random maps (seed 0)")
     rec.add_argument("--problems", nargs="*", default=None)
     rec.add_argument("--remedy", type=int, default=0, help="measurements added at stalls")
+    rec.add_argument("--method", default="randomized-straddle", help="a level-set method id")
     rec.add_argument("--random-from", type=int, default=0, help="first random map")
     an = sub.add_parser("analyze")
     an.add_argument("paths", nargs="+")
@@ -371,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
         for pid, seed in jobs:
             if (pid, seed) in done:
                 continue
-            r = record(pid, seed, args.steps, args.remedy)
+            r = record(pid, seed, args.steps, args.remedy, args.method)
             fh.write(json.dumps(r) + "\n")
             fh.flush()
             print(pid, seed, f"F end {r['rows'][-1]['f']:.3f}", file=sys.stderr)
