@@ -945,8 +945,8 @@ class Study(StudyReplay, StudySnapshots):
             text = str(stall["message"])
             far = stall.get("farthest")
             floor = stall.get("suggested_min_lengthscale_g")
-            if far is not None and stall.get("farthest_text"):
-                text = self._farthest_in_words(text, str(stall["farthest_text"]), far)
+            if far is not None and stall.get("finding"):
+                text = self._farthest_in_words(str(stall["finding"]), far) or text
             if continued:
                 text += f" This study was continued as {', '.join(map(repr, continued))}."
             elif floor is not None:  # a study's options are fixed: a new study carries the answers
@@ -962,21 +962,24 @@ class Study(StudyReplay, StudySnapshots):
             return text
         return None
 
-    def _farthest_in_words(self, text: str, raw: str, point: Sequence[float]) -> str:
-        """A level-set stall's message (``describe()["stall"]``) with its suggested setting,
-        the candidate farthest from every measurement, in parameter names (``raw`` is how the
-        method wrote it) and the command that records a measurement made there."""
+    def _farthest_in_words(self, finding: str, point: Sequence[float]) -> str | None:
+        """A level-set stall in words (``describe()["stall"]``): the method's ``finding`` and
+        its advice (:data:`~boloop.algorithms.levelset.policies.FARTHEST_ADVICE`) with the
+        candidate farthest from every measurement in parameter names, and the command that
+        records a measurement made there; None when the point has no parameter names."""
         import shlex
 
+        from boloop.algorithms.levelset.policies import FARTHEST_ADVICE
         from boloop.study.replay import storage_option
 
         try:
             named = self._params(np.asarray(point, dtype=np.float64))
         except BoloopError:
-            return text
+            return None
         given = ",".join(f"{k}={v}" for k, v in named.items())
         first = "answer the open query, then " if self._policy.pending is not None else ""
-        return text.replace(raw, params_text(named), 1) + (
+        return (
+            f"{finding} {FARTHEST_ADVICE.format(where=params_text(named))}"
             f" To add a measurement of your own, {first}run boloop study add "
             f"{shlex.quote(self.name)} {shlex.quote(given)} VALUE"
             f"{storage_option(self.storage_url)}: a value the map does not expect changes the "

@@ -80,6 +80,13 @@ def _finite_float(value: Any, name: str) -> float:
     return v
 
 
+#: the advice that ends a level-set stall's message, ``where`` the setting farthest from every
+#: measurement (the study writes it in parameter names)
+FARTHEST_ADVICE = (
+    "To check, measure a setting far from all measurements yourself; the farthest is {where}."
+)
+
+
 class LevelSetPolicy(BasePolicy):
     """Shared machinery of the level-set policies: GP, candidate cache, initial design, H_t.
 
@@ -577,23 +584,22 @@ class LevelSetPolicy(BasePolicy):
             return
         far, dist = self._farthest_candidate()
         where = ", ".join(f"{v:.4g}" for v in far)
+        finding = (
+            f"the estimated map has stopped changing: the last {k} queries were all at "
+            "settings already measured, and no setting changed side of the threshold over "
+            f"the {k - 1} answers in between. The model is sure of the map everywhere else, "
+            "so more answers to its queries are unlikely to change it. Either the map is "
+            "finished, or a region far from every measurement hides something the model "
+            "cannot see (a narrow bump or dip that the first points missed)."
+        )
         self._stall = {
             "answers": k - 1,
             "queries": k,
             "measured_settings": int(np.count_nonzero(self.observed)),
             "farthest": far.tolist(),
             "farthest_distance": dist,
-            "farthest_text": f"x = ({where})",
-            "message": (
-                f"the estimated map has stopped changing: the last {k} queries were all at "
-                "settings already measured, and no setting changed side of the threshold over "
-                f"the {k - 1} answers in between. The model is sure of the map everywhere else, "
-                "so more answers to its queries are unlikely to change it. Either the map is "
-                "finished, or a region far from every measurement hides something the model "
-                "cannot see (a narrow bump or dip that the first points missed). To check, "
-                "measure a setting far from all measurements yourself; the farthest is "
-                f"x = ({where})."
-            ),
+            "finding": finding,
+            "message": finding + " " + FARTHEST_ADVICE.format(where=f"x = ({where})"),
         }
 
     def _farthest_candidate(self) -> tuple[np.ndarray, float]:
@@ -614,7 +620,8 @@ class LevelSetPolicy(BasePolicy):
         None: ``queries`` (the :attr:`repeats_unchanged` count) and ``answers`` between them,
         ``measured_settings`` (distinct candidates measured), the candidate ``farthest`` from
         every measurement (``farthest_distance``: as a fraction of the diagonal of the box
-        scaled to unit sides) and a ``message`` for the person running the study."""
+        scaled to unit sides), the ``finding`` in words and the ``message`` for the person
+        running the study: the finding and :data:`FARTHEST_ADVICE` naming ``farthest``."""
         return None if self._stall is None else dict(self._stall)
 
     def _observe(self, query: Query, answer: Any) -> None:
