@@ -228,7 +228,7 @@ _NOT_SETTINGS = (
     "duels",
     "expert_queries",
     "recommendation_index",
-    "stall",  # a safe method's stall: the status's "stuck" and "warnings" say it in words
+    "stall",  # a safe or level-set method's stall: the status's "stuck" and "warnings" say it
 )
 
 # -- the study ---------------------------------------------------------------------------------------
@@ -929,17 +929,24 @@ class Study(StudyReplay, StudySnapshots):
         suggested: Mapping[str, float] | None = None,
         together: str | None = None,
     ) -> str | None:
-        """A safe method that cannot certify more (``describe()["stall"]``), in words, with the
+        """A method that stopped making progress (``describe()["stall"]``), in words: a safe
+        method that cannot certify more, with the
         command that continues the study with the option that may help (``together``, the one
         command of :meth:`status` carrying every option ``suggested`` by its warnings, when
         given), or, once the study was continued, the name of the study that continues it; None
         otherwise. The method's message is used as it stands: its count of answers without
         growth is the method's own (answers and added measurements since its certified set
-        last grew, the same whether a query is open or not)."""
+        last grew, the same whether a query is open or not). A level-set method whose estimated
+        map stopped changing (:meth:`LevelSetPolicy.stall`) is said with the setting farthest
+        from every measurement in parameter names and the command that adds a measurement
+        there (:meth:`_farthest_in_words`)."""
         stall = described.get("stall")
         if isinstance(stall, Mapping) and stall.get("message"):
             text = str(stall["message"])
+            far = stall.get("farthest")
             floor = stall.get("suggested_min_lengthscale_g")
+            if far is not None and stall.get("finding"):
+                text = self._farthest_in_words(str(stall["finding"]), far) or text
             if continued:
                 text += f" This study was continued as {', '.join(map(repr, continued))}."
             elif floor is not None:  # a study's options are fixed: a new study carries the answers
@@ -954,6 +961,31 @@ class Study(StudyReplay, StudySnapshots):
                 )
             return text
         return None
+
+    def _farthest_in_words(self, finding: str, point: Sequence[float]) -> str | None:
+        """A level-set stall in words (``describe()["stall"]``): the method's ``finding`` and
+        its advice (:data:`~boloop.algorithms.levelset.policies.FARTHEST_ADVICE`) with the
+        candidate farthest from every measurement in parameter names, and the command that
+        records a measurement made there; None when the point has no parameter names."""
+        import shlex
+
+        from boloop.algorithms.levelset.policies import FARTHEST_ADVICE
+        from boloop.study.replay import storage_option
+
+        try:
+            named = self._params(np.asarray(point, dtype=np.float64))
+        except BoloopError:
+            return None
+        given = ",".join(f"{k}={v}" for k, v in named.items())
+        first = "answer the open query, then " if self._policy.pending is not None else ""
+        return (
+            f"{finding} {FARTHEST_ADVICE.format(where=params_text(named))}"
+            f" To add a measurement of your own, {first}run boloop study add "
+            f"{shlex.quote(self.name)} {shlex.quote(given)} VALUE"
+            f"{storage_option(self.storage_url)}: a value the map does not expect changes the "
+            "model, and the method looks again. If the map is what you expected, more answers "
+            "will mostly re-measure its boundary: you may stop here."
+        )
 
     def _horizon(self) -> dict[str, Any] | None:
         """The planned number of answers of methods that plan for one (MR-LPF's T), where it

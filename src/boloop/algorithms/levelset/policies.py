@@ -80,6 +80,13 @@ def _finite_float(value: Any, name: str) -> float:
     return v
 
 
+#: the advice that ends a level-set stall's message, ``where`` the setting farthest from every
+#: measurement (the study writes it in parameter names)
+FARTHEST_ADVICE = (
+    "To check, measure a setting far from all measurements yourself; the farthest is {where}."
+)
+
+
 class LevelSetPolicy(BasePolicy):
     """Shared machinery of the level-set policies: GP, candidate cache, initial design, H_t.
 
@@ -282,6 +289,13 @@ class LevelSetPolicy(BasePolicy):
         #: common factors ``c < 1`` applied to the length-scales, one per widening
         self.widenings: list[float] = []
         self._widened = False  # the kernel is at its likelihood-ratio edge since the last refit
+        #: consecutive queries at measured candidates, the estimated map unchanged between them,
+        #: before :meth:`stall` reports one (finite spaces; ``docs/studies.md``, "A level-set
+        #: map that stops changing", measured in ``benchmarks/levelset_stall.py``)
+        self.stall_window = 20
+        self._repeats_unchanged = 0
+        self._stall_upper: np.ndarray | None = None
+        self._stall: dict[str, Any] | None = None
 
     def _space_filling_start(self, space: CandidateSet | Box, n0: int) -> None:
         """The mechanism's initial design: ``n0`` scrambled-Sobol points (distinct candidates on a
@@ -456,6 +470,7 @@ class LevelSetPolicy(BasePolicy):
             i = self._select_finite(t)
             if self._widen_if_overconfident(float(self.cache.std[i]), t):
                 i = self._select_finite(t)
+            self._update_stall(i)
             return self._new_evaluate(self.candidates[i], index=i)
         x = self._select_box(t)
         if self._widen_if_overconfident(float(self.predict(x.reshape(1, -1))[1][0]), t):
@@ -535,6 +550,79 @@ class LevelSetPolicy(BasePolicy):
             return False
         self.widenings.append(float(c))
         return True
+
+    # -- stall --------------------------------------------------------------------------------
+    @property
+    def repeats_unchanged(self) -> int:
+        """How many of the latest queries (on a finite space) were in a row at candidates
+        already measured, with the estimated set ``{x : mu(x) >= theta}`` (eq. 3.1) the same at
+        each of them: 0 when the last query was at a new candidate. The count behind
+        :meth:`stall`."""
+        return self._repeats_unchanged
+
+    def _update_stall(self, i: int) -> None:
+        """Count the query at candidate ``i`` (just chosen) into :attr:`repeats_unchanged` and
+        report a stall once the count reaches :attr:`stall_window`.
+
+        A level-set acquisition that re-measures candidates it has measured while no candidate
+        changes side of the threshold has a model that is sure of the map everywhere else:
+        its answers sharpen a few boundary points and move nothing. That is the end of a run
+        whose map is right, and also of a run whose model never saw a region the first points
+        missed (a bump under a trend, a second peak): the two look the same from the data, so
+        the report says both (``benchmarks/levelset_stall.py``). Reads the posterior mean the
+        choice was made with; draws no random number and changes no choice."""
+        upper = classify(self.cache.mean, self.threshold)
+        same = self._stall_upper is not None and np.array_equal(upper, self._stall_upper)
+        self._stall_upper = upper
+        if not self.observed[i]:
+            self._repeats_unchanged = 0
+        else:
+            self._repeats_unchanged = self._repeats_unchanged + 1 if same else 1
+        self._stall = None
+        k = self._repeats_unchanged
+        if k < self.stall_window:
+            return
+        far, dist = self._farthest_candidate()
+        where = ", ".join(f"{v:.4g}" for v in far)
+        finding = (
+            f"the estimated map has stopped changing: the last {k} queries were all at "
+            "settings already measured, and no setting changed side of the threshold over "
+            f"the {k - 1} answers in between. The model is sure of the map everywhere else, "
+            "so more answers to its queries are unlikely to change it. Either the map is "
+            "finished, or a region far from every measurement hides something the model "
+            "cannot see (a narrow bump or dip that the first points missed)."
+        )
+        self._stall = {
+            "answers": k - 1,
+            "queries": k,
+            "measured_settings": int(np.count_nonzero(self.observed)),
+            "farthest": far.tolist(),
+            "farthest_distance": dist,
+            "finding": finding,
+            "message": finding + " " + FARTHEST_ADVICE.format(where=f"x = ({where})"),
+        }
+
+    def _farthest_candidate(self) -> tuple[np.ndarray, float]:
+        """The candidate farthest from every observation (Euclidean, each axis divided by its
+        range) and that distance, as a fraction of the unit cube's diagonal."""
+        X = np.asarray(self.gp.X, dtype=np.float64) / self._width
+        C = self.candidates / self._width
+        best = np.full(self.N, np.inf)
+        for start in range(0, X.shape[0], 256):
+            B = X[start : start + 256]
+            d2 = (C * C).sum(1)[:, None] - 2.0 * C @ B.T + (B * B).sum(1)[None, :]
+            best = np.minimum(best, d2.min(axis=1))
+        j = int(np.argmax(best))
+        return self.candidates[j].copy(), float(np.sqrt(max(best[j], 0.0)) / np.sqrt(self._d))
+
+    def stall(self) -> dict[str, Any] | None:
+        """A map that has stopped changing, found at the last query (:meth:`_update_stall`), or
+        None: ``queries`` (the :attr:`repeats_unchanged` count) and ``answers`` between them,
+        ``measured_settings`` (distinct candidates measured), the candidate ``farthest`` from
+        every measurement (``farthest_distance``: as a fraction of the diagonal of the box
+        scaled to unit sides), the ``finding`` in words and the ``message`` for the person
+        running the study: the finding and :data:`FARTHEST_ADVICE` naming ``farthest``."""
+        return None if self._stall is None else dict(self._stall)
 
     def _observe(self, query: Query, answer: Any) -> None:
         assert isinstance(query, Evaluate)
@@ -689,6 +777,7 @@ class LevelSetPolicy(BasePolicy):
                 "overconfident_steps": len(self.overconfident_iterations),
                 "widenings": len(self.widenings),
                 "noise_check": self.noise_check(),
+                "stall": self.stall(),
             }
         )
         return d

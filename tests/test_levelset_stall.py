@@ -1,0 +1,103 @@
+"""A level-set study whose estimated map stops changing says so in its status, and one whose map
+is still changing does not (``docs/studies.md``, "A level-set map that stops changing";
+measured in ``benchmarks/levelset_stall.py``).
+
+The made-up map: a wide bump and a narrow one over a furnace's temperature (100-200 on 101
+levels), threshold 0.5, noise sd 0.03. With seed 5 the 5-point start misses the narrow bump at
+180 and the learned model never looks there; with seed 2 it finds both.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from boloop.algorithms.levelset import RandomizedStraddle
+from boloop.study import create_study
+
+SPACE = {
+    "parameters": [{"name": "temperature", "low": 100, "high": 200, "grid": 101}],
+    "threshold": 0.5,
+}
+LEVELS = np.linspace(100.0, 200.0, 101)
+
+
+def furnace(t: float) -> float:
+    x = (t - 100.0) / 100.0
+    return float(
+        np.exp(-((x - 0.25) ** 2) / (2 * 0.08**2))
+        + 0.8 * np.exp(-((x - 0.8) ** 2) / (2 * 0.025**2))
+    )
+
+
+def _answer(study, n: int, rng: np.random.Generator) -> None:
+    for _ in range(n):
+        q = study.ask()
+        study.tell(q.id, round(furnace(q.params["temperature"]) + 0.03 * rng.normal(), 4))
+
+
+def _upper(status) -> set[float]:
+    return {p["temperature"] for p in status["recommendation"]["upper"]}
+
+
+def test_a_study_whose_map_stopped_changing_says_so_and_where_to_look(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("furnace", "randomized-straddle", SPACE, storage=url, seed=5)
+    rng = np.random.default_rng(5)
+    _answer(study, 60, rng)
+    st = study.status()
+    stuck = st["stuck"]
+    assert stuck is not None and stuck.startswith("the estimated map has stopped changing")
+    assert stuck in st["warnings"]
+    # truly stuck: the narrow bump (furnace >= 0.5 at 180) is missing from the map ...
+    truth = {t for t in LEVELS if furnace(t) >= 0.5}
+    assert 180.0 in truth and not (_upper(st) & {178.0, 179.0, 180.0, 181.0, 182.0})
+    # ... and 20 more answers leave the map as it is
+    before = _upper(st)
+    _answer(study, 20, rng)
+    again = study.status()
+    assert _upper(again) == before and again["stuck"] is not None
+    # the setting it names is the one farthest from every measurement (recomputed here)
+    measured = np.array([r["params"]["temperature"] for r in study.history()])
+    far = LEVELS[np.argmax(np.min(np.abs(LEVELS[:, None] - measured[None, :]), axis=1))]
+    assert f"the farthest is temperature={far:g}." in again["stuck"]
+    assert f"boloop study add furnace temperature={far} VALUE --storage {url}" in again["stuck"]
+    # a measurement there that the map did not expect makes the method look again
+    study.add({"temperature": 180.0}, round(furnace(180.0), 4))
+    _answer(study, 30, rng)
+    after = study.status()
+    assert {179.0, 180.0, 181.0} <= _upper(after)
+    assert after["stuck"] is None
+
+
+def test_no_warning_while_the_map_still_changes(tmp_path):
+    study = create_study(
+        "furnace", "randomized-straddle", SPACE, storage=f"sqlite:///{tmp_path / 'l.db'}", seed=2
+    )
+    rng = np.random.default_rng(2)
+    maps = []
+    for _ in range(8):
+        _answer(study, 10, rng)
+        st = study.status()
+        assert st["stuck"] is None and st["warnings"] == []
+        maps.append(_upper(st))
+    assert len({frozenset(m) for m in maps}) > 1  # the map moved
+    assert {179.0, 180.0, 181.0} <= maps[-1]  # and found the narrow bump
+
+
+def test_the_signal_changes_no_query():
+    """The count is read from the posterior the choice was made with: a policy that can never
+    report a stall asks the same queries, bit for bit."""
+    a = RandomizedStraddle(LEVELS.reshape(-1, 1), 0.5, seed=5)
+    b = RandomizedStraddle(LEVELS.reshape(-1, 1), 0.5, seed=5)
+    b.stall_window = 10**9
+    rng = np.random.default_rng(5)
+    reported = 0
+    for _ in range(60):
+        qa, qb = a.ask(), b.ask()
+        assert np.array_equal(qa.x, qb.x)
+        y = furnace(float(qa.x[0])) + 0.03 * rng.normal()
+        a.tell(qa.id, y)
+        b.tell(qb.id, y)
+        reported += a.describe()["stall"] is not None
+        assert b.describe()["stall"] is None
+    assert reported > 0
