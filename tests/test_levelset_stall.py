@@ -10,6 +10,7 @@ levels), threshold 0.5, noise sd 0.03. With seed 5 the 5-point start misses the 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from boloop.algorithms.levelset import RandomizedStraddle
 from boloop.study import create_study
@@ -96,8 +97,66 @@ def test_the_signal_changes_no_query():
         qa, qb = a.ask(), b.ask()
         assert np.array_equal(qa.x, qb.x)
         y = furnace(float(qa.x[0])) + 0.03 * rng.normal()
+        reported += a.describe()["stall"] is not None  # read between ask and tell
         a.tell(qa.id, y)
         b.tell(qb.id, y)
-        reported += a.describe()["stall"] is not None
+        reported += a.describe()["stall"] is not None  # and after the answer
         assert b.describe()["stall"] is None
     assert reported > 0
+
+
+def test_the_notice_follows_measurements_added_after_it(tmp_path):
+    """After the advice is followed (a measurement added at the named setting) the notice names
+    the setting now farthest from the data, or is gone when the measurement moved the map."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("furnace", "randomized-straddle", SPACE, storage=url, seed=5)
+    rng = np.random.default_rng(5)
+    _answer(study, 60, rng)
+    first = study.status()["stuck"]
+    named = float(first.split("the farthest is temperature=")[1].split(".")[0])
+    study.add({"temperature": named}, round(furnace(named), 4))  # as the map expects there
+    second = study.status()["stuck"]
+    assert second is not None and f"the farthest is temperature={named:g}." not in second
+    measured = np.array([r["params"]["temperature"] for r in study.history()])
+    gap = np.min(np.abs(LEVELS[:, None] - measured[None, :]), axis=1)  # to the nearest measured
+    now = float(second.split("the farthest is temperature=")[1].split(".")[0])
+    assert gap[LEVELS == now][0] == pytest.approx(gap.max())  # (ties: either one)
+    study.add({"temperature": 180.0}, 0.9)  # inside the missed bump: the map moves
+    assert study.status()["stuck"] is None
+
+
+def test_a_grid_measured_everywhere_is_called_finished_not_pointed_elsewhere():
+    levels = np.linspace(100.0, 200.0, 11)
+    policy = RandomizedStraddle(levels.reshape(-1, 1), 0.5, seed=1)
+    rng = np.random.default_rng(1)
+    found = None
+    for _ in range(80):
+        q = policy.ask()
+        found = policy.stall()
+        if found is not None:
+            break
+        policy.tell(q.id, furnace(float(q.x[0])) + 0.03 * rng.normal())
+    assert found is not None and found["measured_settings"] == 11
+    assert found["farthest"] is None and found["farthest_distance"] == 0.0
+    assert "Every one of the 11 settings has been measured" in found["message"]
+    assert "farthest" not in found["message"]
+
+
+def test_the_page_says_the_map_stopped_changing(tmp_path):
+    """The page's notice for a level-set stall speaks of the map (as often finished as stuck),
+    not of a method repeating itself."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    url = f"sqlite:///{tmp_path / 'web.db'}"
+    study = create_study("furnace", "randomized-straddle", SPACE, storage=url, seed=5)
+    _answer(study, 60, np.random.default_rng(5))
+    assert study.status()["stuck"] is not None
+    page = TestClient(create_app(url, None), follow_redirects=False).get("/studies/furnace")
+    assert page.status_code == 200
+    notice = page.text.split('id="study-stuck"', 1)[1].split("</div>", 1)[0]
+    assert "The map has stopped changing:" in notice and "repeating itself" not in notice
+    assert "the farthest is temperature=" in notice

@@ -392,3 +392,32 @@ def test_a_confirmation_is_for_the_value_it_was_given_for(tmp_path):
                                              "confirm_unusual": "12|35"})  # fmt: skip
     assert r.status_code == 303
     assert load_study("dose", storage=url).history()[-1]["answer"] == {"f": 12.0, "g": 35.0}
+
+
+def test_a_value_at_a_setting_beyond_every_earlier_one_is_not_predicted():
+    """A safe study's f at the next level of dose, after values at dose 0 only, or a new
+    pressure after values at one pressure: the earlier values say nothing there, so only the
+    range rule may ask (it does not: the value is a few spreads past them)."""
+    rng = np.random.default_rng(0)
+    doses = np.zeros(21)
+    timings = rng.uniform(0.0, 24.0, 21)
+    y = np.round(0.01 * rng.standard_normal(21), 4)
+    earlier = np.column_stack([doses, timings])
+    assert unusual_value(0.05, y, "f", at=[5.0, 12.0], earlier_at=earlier) is None
+    # inside the earlier settings the same sequence still has its yardstick
+    x, y2 = _sample(_decades, 30, seed=0)
+    at = np.array([0.7, 0.4])
+    slip = float(_decades(at[None, :])[0]) * 10.0
+    assert unusual_value(slip, y2, at=at, earlier_at=x) is not None
+    assert unusual_value(slip, y2, at=[1.5, 0.4], earlier_at=x) is None  # beyond on one axis
+
+
+def test_the_question_says_how_many_values_the_prediction_used():
+    from boloop.study.plausibility import MAX_POINTS
+
+    x, y = _sample(_decades, MAX_POINTS + 50, seed=5)
+    at = np.array([0.5, 0.5])
+    slip = float(_decades(at[None, :])[0]) / 10.0
+    question = unusual_value(slip, y, at=at, earlier_at=x)
+    assert question is not None
+    assert f"the {MAX_POINTS} nearest of the {MAX_POINTS + 50} values stored so far" in question

@@ -239,12 +239,9 @@ def test_hyperparameter_learning_min_lengthscale_raises_the_lower_bounds():
             HyperparameterLearning(min_lengthscale=bad)
 
 
-def test_the_policy_counts_answers_without_growth_open_query_or_not():
-    """On the policy itself: a dose (monotone, 9 levels) by timing grid with g = 0.1 + 0.03 dose
-    measured only at dose 0 (the certified set stays at the lowest dose). The count starts at
-    the first proposal after the safe seeds, goes up by one per answer and per measurement
-    added, is unchanged by asking while the set does not grow, and goes back to 0 at the
-    proposal at which it grows; the stall's ``answers`` and message carry the same number."""
+def _dose_policy():
+    """M-SafeOpt on a dose (monotone, 9 levels, h = 1.5) by timing grid, and the answers of a
+    truth with g = 0.1 + 0.03 dose (f noisy)."""
     from boloop.algorithms.safe import MSafeOpt
     from boloop.spaces import SafeSpace
 
@@ -255,6 +252,35 @@ def test_the_policy_counts_answers_without_growth_open_query_or_not():
     def answer(x) -> dict:
         d, t = float(x[0]), float(x[1])
         return {"f": 50 + d - (t - 12) ** 2 / 10 + 0.3 * rng.normal(), "g": 0.1 + 0.03 * d}
+
+    return policy, answer
+
+
+def test_a_measurement_over_the_limit_withdraws_the_stall_and_its_suggestion():
+    """The stall was found under bounds that a measured g > h has just shown wrong: it is not
+    reported (nor its suggested option, next to the over-limit alarm) until the next proposal
+    looks again."""
+    policy, answer = _dose_policy()
+    while policy.stall() is None:
+        q = policy.ask()
+        if policy.stall() is not None:
+            break
+        policy.tell(q, answer(q.x))
+        assert policy.iteration < 60, "no stall to withdraw"
+    policy.tell(q, answer(q.x))
+    assert policy.stall() is not None
+    policy.observe([[0.0, 12.0]], [{"f": 50.0, "g": 2.0}])  # over h = 1.5
+    assert policy.over_limit() and policy.stall() is None
+    assert policy.describe()["stall"] is None
+
+
+def test_the_policy_counts_answers_without_growth_open_query_or_not():
+    """On the policy itself: a dose (monotone, 9 levels) by timing grid with g = 0.1 + 0.03 dose
+    measured only at dose 0 (the certified set stays at the lowest dose). The count starts at
+    the first proposal after the safe seeds, goes up by one per answer and per measurement
+    added, is unchanged by asking while the set does not grow, and goes back to 0 at the
+    proposal at which it grows; the stall's ``answers`` and message carry the same number."""
+    policy, answer = _dose_policy()
 
     def said(stall: dict) -> int:
         return int(stall["message"].split("has not grown in the last ")[1].split()[0])

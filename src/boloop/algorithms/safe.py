@@ -995,6 +995,9 @@ class _SafePolicy(BasePolicy):
             self.certified = np.zeros_like(self.certified)
             self._cut[i] = min(self._cut[i], max(j, 1))
             self._cert_count = 0  # growing back counts as growth
+            # a stall found under the failed bounds no longer holds (nor its suggested option,
+            # next to the over-limit alarm): the next proposal looks again
+            self._stall = None
 
     def _iteration_done(self, query: Query, answer: Any) -> bool:
         return query.id not in self._seed_ids

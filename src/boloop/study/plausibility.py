@@ -26,8 +26,10 @@ a value the person confirms is stored as typed.
 
 **Where the value was measured.** Where values span decades or cross zero, a slipped decimal
 point lands inside the range. When the caller also gives the setting of each earlier value and
-of the new one (``at``, ``earlier_at``; the study passes its parameters), a value the range
-rule lets through is also asked about when both
+of the new one (``at``, ``earlier_at``; the study passes its parameters) and the new setting
+lies within the earlier ones on every axis (between their least and largest; a setting beyond
+all of them, a safe study's next level of dose, has no yardstick), a value the range rule lets
+through is also asked about when both
 
 * it is far from what the earlier values predict at its setting: a GP regression (Matern-5/2,
   Rasmussen and Williams 2006, eq. 4.17; constant mean) on the earlier values of the output,
@@ -207,14 +209,19 @@ def _far_from_prediction(
         t, tv = prev, v
         fixes = [(v / 10.0, v / 10.0, _POINT), (v * 10.0, v * 10.0, _POINT), (-v, -v, _SIGN)]
     lo, hi = points.min(axis=0), points.max(axis=0)
+    slack = 1e-9 * np.maximum(np.abs(lo), np.abs(hi))
+    if np.any(x < lo - slack) or np.any(x > hi + slack):
+        return None  # a setting beyond every earlier one (a safe study's next level): no yardstick
     axes = hi > lo
     if not np.any(axes):
         return None  # one setting throughout: the range rule is all there is
     U = (points[:, axes] - lo[axes]) / (hi[axes] - lo[axes])
     u = (x[axes] - lo[axes]) / (hi[axes] - lo[axes])
+    used = f"{U.shape[0]}"
     if U.shape[0] > MAX_POINTS:
         nearest = np.argsort(((U - u) ** 2).sum(axis=1), kind="stable")[:MAX_POINTS]
         U, t = U[nearest], t[nearest]
+        used = f"{MAX_POINTS} nearest of the {prev.size}"
     gp = fit_leave_one_out(U, t, LENGTHSCALES, NOISE_RATIOS)
     if gp is None:
         return None
@@ -232,7 +239,7 @@ def _far_from_prediction(
         expected = math.copysign(10.0**expected, v)
     fixed = float(f"{fixed:.12g}")  # (the binary error of the shift: 7234 * 0.1)
     return (
-        f"{v:g} for {output} is far from what the {prev.size} values stored so far predict "
+        f"{v:g} for {output} is far from what the {used} values stored so far predict "
         f"at this setting (about {expected:.3g}; {abs(z):.3g} standard deviations off). "
         f"Check the measurement ({slip}? {fixed:g} would be close to it)."
     )

@@ -1304,6 +1304,8 @@ def _page_context(study: Study) -> dict[str, Any]:
         "study_noise": st.get("noise") or [],
         # a method that no longer makes progress: a notice, not the alarm above
         "study_stuck": st.get("stuck"),
+        # a level-set map that stopped changing is as often finished as stuck (its notice)
+        "stuck_map": study.family == "levelset",
         "continued_as": st.get("continued_as") or [],
         "moved": st.get("moved"),  # boloop study migrate moved it: a notice instead of the form
         "over_limit_next": st.get("over_limit_next"),

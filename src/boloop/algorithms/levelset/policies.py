@@ -580,49 +580,86 @@ class LevelSetPolicy(BasePolicy):
             self._repeats_unchanged = self._repeats_unchanged + 1 if same else 1
         self._stall = None
         k = self._repeats_unchanged
-        if k < self.stall_window:
-            return
-        far, dist = self._farthest_candidate()
-        where = ", ".join(f"{v:.4g}" for v in far)
-        finding = (
-            f"the estimated map has stopped changing: the last {k} queries were all at "
-            "settings already measured, and no setting changed side of the threshold over "
-            f"the {k - 1} answers in between. The model is sure of the map everywhere else, "
-            "so more answers to its queries are unlikely to change it. Either the map is "
-            "finished, or a region far from every measurement hides something the model "
-            "cannot see (a narrow bump or dip that the first points missed)."
-        )
-        self._stall = {
-            "answers": k - 1,
-            "queries": k,
-            "measured_settings": int(np.count_nonzero(self.observed)),
-            "farthest": far.tolist(),
-            "farthest_distance": dist,
-            "finding": finding,
-            "message": finding + " " + FARTHEST_ADVICE.format(where=f"x = ({where})"),
-        }
+        if k >= self.stall_window:  # the words and the farthest point when read (stall())
+            self._stall = {"queries": k, "since_n": self.gp.n - (k - 1)}
 
     def _farthest_candidate(self) -> tuple[np.ndarray, float]:
         """The candidate farthest from every observation (Euclidean, each axis divided by its
-        range) and that distance, as a fraction of the unit cube's diagonal."""
+        range) and that distance, as a fraction of the unit cube's diagonal. In blocks of
+        candidates and observations, so that memory stays bounded on large grids."""
         X = np.asarray(self.gp.X, dtype=np.float64) / self._width
-        C = self.candidates / self._width
-        best = np.full(self.N, np.inf)
-        for start in range(0, X.shape[0], 256):
-            B = X[start : start + 256]
-            d2 = (C * C).sum(1)[:, None] - 2.0 * C @ B.T + (B * B).sum(1)[None, :]
-            best = np.minimum(best, d2.min(axis=1))
-        j = int(np.argmax(best))
-        return self.candidates[j].copy(), float(np.sqrt(max(best[j], 0.0)) / np.sqrt(self._d))
+        xx = (X * X).sum(1)
+        best_j, best_d2 = 0, -1.0
+        for lo in range(0, self.N, 8192):
+            C = self.candidates[lo : lo + 8192] / self._width
+            cc = (C * C).sum(1)
+            near = np.full(C.shape[0], np.inf)
+            for start in range(0, X.shape[0], 256):
+                d2 = cc[:, None] - 2.0 * C @ X[start : start + 256].T + xx[None, start : start + 256]
+                np.minimum(near, d2.min(axis=1), out=near)
+            j = int(np.argmax(near))
+            if near[j] > best_d2:
+                best_j, best_d2 = lo + j, float(near[j])
+        return self.candidates[best_j].copy(), math.sqrt(max(best_d2, 0.0) / self._d)
 
     def stall(self) -> dict[str, Any] | None:
         """A map that has stopped changing, found at the last query (:meth:`_update_stall`), or
-        None: ``queries`` (the :attr:`repeats_unchanged` count) and ``answers`` between them,
-        ``measured_settings`` (distinct candidates measured), the candidate ``farthest`` from
-        every measurement (``farthest_distance``: as a fraction of the diagonal of the box
-        scaled to unit sides), the ``finding`` in words and the ``message`` for the person
-        running the study: the finding and :data:`FARTHEST_ADVICE` naming ``farthest``."""
-        return None if self._stall is None else dict(self._stall)
+        None. Answers and measurements that came in since are read too: when one of them moved
+        the map the stall is gone (the method checks again at its next query); when none did,
+        it stands, counted to now, and the farthest setting is that of the data now.
+        ``queries`` (the :attr:`repeats_unchanged` count at that query) and ``answers`` since
+        the first of them, ``measured_settings`` (distinct candidates measured), the candidate
+        ``farthest`` from every measurement (``farthest_distance``: as a fraction of the
+        diagonal of the box scaled to unit sides; None when every candidate is measured), the
+        ``finding`` in words and the ``message`` for the person running the study: the finding
+        and :data:`FARTHEST_ADVICE` naming ``farthest``."""
+        found = self._stall
+        if found is None:
+            return None
+        n = self.gp.n
+        if found.get("checked_n") != n:  # data since: the map as it is now, the farthest anew
+            upper = classify(self.cache.mean, self.threshold)
+            found["holds"] = self._stall_upper is not None and np.array_equal(
+                upper, self._stall_upper
+            )
+            far, dist = self._farthest_candidate()
+            found["farthest"] = far.tolist() if dist > 0.0 else None
+            found["farthest_distance"] = dist
+            found["checked_n"] = n
+        if not found["holds"]:
+            return None
+        k, answers = int(found["queries"]), n - int(found["since_n"])
+        measured = int(np.count_nonzero(self.observed))
+        common = (
+            f"the estimated map has stopped changing: the last {k} queries were all at "
+            "settings already measured, and no setting changed side of the threshold over "
+            f"the {answers} answers since the first of them. "
+        )
+        far = found["farthest"]
+        if far is None:
+            finding = common + (
+                f"Every one of the {measured} settings has been measured: more answers only "
+                "sharpen the map's boundary, and you may stop here."
+            )
+            message = finding
+        else:
+            finding = common + (
+                "The model is sure of the map everywhere else, so more answers to its queries "
+                "are unlikely to change it. Either the map is finished, or a region far from "
+                "every measurement hides something the model cannot see (a narrow bump or dip "
+                "that the first points missed)."
+            )
+            where = ", ".join(f"{v:.4g}" for v in far)
+            message = finding + " " + FARTHEST_ADVICE.format(where=f"x = ({where})")
+        return {
+            "answers": answers,
+            "queries": k,
+            "measured_settings": measured,
+            "farthest": None if far is None else list(far),
+            "farthest_distance": float(found["farthest_distance"]),
+            "finding": finding,
+            "message": message,
+        }
 
     def _observe(self, query: Query, answer: Any) -> None:
         assert isinstance(query, Evaluate)
