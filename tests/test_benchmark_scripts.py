@@ -5,6 +5,7 @@ without running anything (a script that read ``sys.argv`` by hand once ran its d
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,13 +22,12 @@ def test_the_benchmarks_directory_has_scripts() -> None:
     assert len(SCRIPTS) >= 20, SCRIPTS
 
 
-@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
-def test_help_prints_usage_and_runs_nothing(script: Path) -> None:
+def _help(*args: str) -> str:
     env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
     src = str(BENCHMARKS.parent / "src")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH")]))
     done = subprocess.run(
-        [sys.executable, str(script), "--help"],
+        [sys.executable, *args, "--help"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -36,3 +36,14 @@ def test_help_prints_usage_and_runs_nothing(script: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.lstrip().startswith("usage:"), done.stdout[:500]
+    return done.stdout
+
+
+@pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
+def test_help_prints_usage_and_runs_nothing(script: Path) -> None:
+    """The script's --help, and each of its subcommands' (argparse writes them as
+    ``{a,b} ...`` in the usage)."""
+    usage = _help(str(script))
+    found = re.search(r"\{([\w,-]+)\} \.\.\.", usage.split("\n\n", 1)[0])
+    for sub in found.group(1).split(",") if found else ():
+        _help(str(script), sub)
