@@ -449,6 +449,22 @@ def test_unknown_study_is_404(url):
     assert c.post("/api/studies/nope/ask").status_code == 404
 
 
+def test_an_unknown_address_is_a_page_for_a_browser_and_json_for_the_api(url):
+    """The router's own 404 and 405 (Starlette's HTTPException, not FastAPI's) get the human
+    error page; under /api/ they stay JSON, as every API error."""
+    c = _client(url)
+    r = c.get("/no/such/page")
+    assert r.status_code == 404 and r.headers["content-type"].startswith("text/html")
+    assert '<html lang="en">' in r.text and "There is no page at /no/such/page" in r.text
+    r = c.get("/api/no-such-call")
+    assert r.status_code == 404 and r.json() == {"detail": "Not Found"}
+    r = c.delete("/api/studies")  # a known path, a method it does not take
+    assert r.status_code == 405 and "GET" in r.headers["allow"] and r.json()["detail"]
+    r = c.put("/studies/x/tell")
+    assert r.status_code == 405 and "POST" in r.headers["allow"]
+    assert r.headers["content-type"].startswith("text/html")
+
+
 # -- creating studies from the form ----------------------------------------------------------------
 def test_create_from_uploaded_space_file(url):
     c = _client(url)

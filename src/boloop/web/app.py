@@ -55,6 +55,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import boloop
 from boloop.algorithms.families import family_traits
@@ -527,11 +528,21 @@ def create_app(
         logger.error("%s %s: %s", request.method, request.url.path, exc)
         return await http_error(request, HTTPException(500, str(exc)))
 
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> Response:
+    # Starlette's HTTPException (FastAPI's is a subclass): the router raises Starlette's own for
+    # an unknown path (404) or method (405), which a handler of FastAPI's class never sees: a
+    # browser then got the bare JSON {"detail": "Not Found"}, a page with no title or language
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        headers = getattr(exc, "headers", None)  # a 405's Allow
         if request.url.path.startswith("/api/") or request.url.path == "/openapi.json":
-            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
-        return render(request, "error.html", exc.status_code, message=str(exc.detail))
+            return JSONResponse({"detail": exc.detail}, status_code=exc.status_code, headers=headers)
+        message = str(exc.detail)
+        if exc.status_code == 404 and message == "Not Found":  # the router's: no such route
+            message = f"There is no page at {request.url.path}."
+        resp = render(request, "error.html", exc.status_code, message=message)
+        if headers:
+            resp.headers.update(headers)
+        return resp
 
     # -- login -------------------------------------------------------------------------------
     @app.get("/login", response_class=HTMLResponse, include_in_schema=False)
