@@ -15,11 +15,58 @@
     return false;
   }
 
+  // -- single-key answers (WCAG 2.1.4): a person can switch them off (kept in this browser's
+  //    localStorage); they act only where a key is nobody else's: the page itself (focus on
+  //    the body) or a part of the question that is no control (a heading focused by the page).
+  //    A key pressed on a link, a button, a <summary>, an audio or video player (whose arrow
+  //    keys seek) or any other control is that control's, never an answer.
+  var KEYS = "boloop.single-keys";
+  var prefs = null;
+  try { prefs = window.localStorage; } catch (e) { prefs = null; }  // storage disabled
+  function keysOn() {
+    try { return !prefs || prefs.getItem(KEYS) !== "off"; } catch (e) { return true; }
+  }
+  var INTERACTIVE = /^(A|BUTTON|INPUT|TEXTAREA|SELECT|OPTION|SUMMARY|DETAILS|AUDIO|VIDEO|IFRAME|OBJECT|EMBED|LABEL)$/;
+  function keyIsOurs(el, arrow) {
+    if (!el || el === document.body || el === document.documentElement) { return true; }
+    if (arrow) { return false; }  // an arrow anywhere but the page itself scrolls or seeks
+    var query = document.getElementById("query");
+    // a control is focusable by Tab (tabIndex >= 0); the page's own focus targets are -1
+    if (el.tabIndex >= 0 || el.isContentEditable || INTERACTIVE.test(el.tagName)) { return false; }
+    return !!(query && query.contains(el));
+  }
+  // the buttons say their keys (aria-keyshortcuts) while the keys are on, and the hints show
+  function showKeys(on) {
+    var hints = document.querySelectorAll("[data-keys]");
+    for (var i = 0; i < hints.length; i++) {
+      if (on) { hints[i].setAttribute("aria-keyshortcuts", hints[i].getAttribute("data-keys")); }
+      else { hints[i].removeAttribute("aria-keyshortcuts"); }
+      var kbds = hints[i].querySelectorAll("kbd.key");
+      for (var j = 0; j < kbds.length; j++) { kbds[j].hidden = !on; }
+    }
+  }
+  var keysSwitch = document.getElementById("keys-on");
+  if (keysSwitch) {
+    keysSwitch.checked = keysOn();
+    var switchBox = document.getElementById("keys-switch");
+    if (switchBox) { switchBox.hidden = false; }  // without this script there are no keys
+    keysSwitch.addEventListener("change", function () {
+      try {
+        if (keysSwitch.checked) { prefs.removeItem(KEYS); } else { prefs.setItem(KEYS, "off"); }
+      } catch (e) { /* not kept: this page still follows the switch */ }
+      showKeys(keysSwitch.checked);
+    });
+  }
+  showKeys(keysOn() && !(keysSwitch && !keysSwitch.checked));
+
   // -- keys: y/n (label), a/b or left/right (compare), u (undo); Enter submits an evaluate form
   document.addEventListener("keydown", function (ev) {
-    if (ev.ctrlKey || ev.metaKey || ev.altKey || typing(document.activeElement)) { return; }
-    var kind = form ? form.getAttribute("data-kind") : null;
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.repeat || ev.defaultPrevented) { return; }
+    if (keysSwitch ? !keysSwitch.checked : !keysOn()) { return; }
     var k = ev.key;
+    var arrow = k === "ArrowLeft" || k === "ArrowRight";
+    if (typing(document.activeElement) || !keyIsOurs(document.activeElement, arrow)) { return; }
+    var kind = form ? form.getAttribute("data-kind") : null;
     var done = false;
     if (kind === "label" && (k === "y" || k === "Y")) { done = click("btn-accept"); }
     else if (kind === "label" && (k === "n" || k === "N")) { done = click("btn-reject"); }
@@ -28,6 +75,22 @@
     else if (k === "u" || k === "U") { done = click("btn-undo"); }
     if (done) { ev.preventDefault(); }
   });
+
+  // -- where the focus goes when a page opens after something was done (WCAG 2.4.3, 4.1.3): a
+  //    refused answer's page focuses its warning (what went wrong is read first); after an
+  //    answer stored on a label or duel page, the next question's heading, which says (its
+  //    description) that the answer was stored; the keys answer from there. An evaluate page
+  //    focuses its field itself (autofocus), the first refused one after an error.
+  var qTitle = document.getElementById("q-title");
+  var flashBox = document.getElementById("flash");
+  var refusedWarning = document.getElementById("warning");
+  var kindNow = form ? form.getAttribute("data-kind") : null;
+  if (refusedWarning && refusedWarning.getAttribute("tabindex") === "-1") {
+    refusedWarning.focus();
+  } else if (flashBox && qTitle && (kindNow === "label" || kindNow === "compare")) {
+    qTitle.setAttribute("aria-describedby", "flash");
+    qTitle.focus();
+  }
 
   // -- undo asks first, naming what it withdraws (query, answer, when) and whose it is
   var undo = document.getElementById("undo-form");
@@ -216,7 +279,17 @@
     document.addEventListener("submit", function (ev) {
       if (!ev.defaultPrevented) { submitting = true; }
     });
-    function untouched() {
+    // a keyboard user moving through the page (Tab) is at work there: while the focus is on a
+    // control (a link, a player, a button; not the page, nor what the page focused itself) the
+    // page is "touched" and says what changed instead of reloading under them
+    var tabbed = false;
+    document.addEventListener("keydown", function (ev) { if (ev.key === "Tab") { tabbed = true; } });
+    function focusOnControl() {
+      var el = document.activeElement;
+      return tabbed && !!el && el !== document.body && el !== document.documentElement &&
+        el.tabIndex >= 0;
+    }
+    function untouched() {  // nothing typed or ticked in the answer form
       if (!form) { return true; }
       var inputs = form.querySelectorAll("input:not([type=hidden])");
       for (var i = 0; i < inputs.length; i++) {
@@ -345,7 +418,7 @@
             forget(openId ? [openId] : []);
           }
           if (String(s.version) === version) { return; }
-          if (untouched() && !keepNotice) {
+          if (untouched() && !focusOnControl() && !keepNotice) {
             window.location.replace(pageUrl);
           } else {
             showChanged(s);
@@ -365,6 +438,9 @@
         if (warning) { warning.hidden = true; }
         keepNotice = false;
         if (live) { live.hidden = true; }
+        // the focus was on the button just hidden: on to the question (else it falls to the body)
+        var question = document.getElementById("q-title");
+        if (question) { question.focus(); }
         if (ms > 0 && window.fetch) { poll(); }  // a change seen meanwhile reloads now
       });
     }
