@@ -132,6 +132,55 @@ def test_safe_marks_measurements_against_h(url):
     assert "certified safe" in model
 
 
+def _luminance(hex_colour: str) -> float:
+    rgb = [int(hex_colour[k : k + 2], 16) / 255 for k in (1, 3, 5)]
+    lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def test_safe_pictures_say_unsafe_without_colour(url):
+    """WCAG 1.4.1: a measured g above h is a cross (a safe one a dot), a likely-unsafe cell is
+    hatched and much darker than a certified one, and no title names a colour."""
+    from study_samples import answer_for
+
+    study = make_study("safe", url, answers=3, fast=True)
+    for _ in range(10):  # g far above h = 0.8: the model becomes sure some settings are unsafe
+        q = study.ask()
+        study.tell(q.id, {"f": 0.5, "g": 5.0})
+    q = study.ask()
+    study.tell(q.id, answer_for(q))
+    over = {i + 1 for i, r in enumerate(study.history()) if r["answer"]["g"] > 0.8}
+    under = {i + 1 for i, r in enumerate(study.history()) if r["answer"]["g"] <= 0.8}
+    progress = progress_svg(study)
+    for shape, answers in (("path", over), ("circle", under)):
+        for n in answers:
+            for out in ("f", "g"):
+                assert re.search(rf"<{shape} [^>]*><title>answer {n}: {out}=", progress), (n, out)
+    root = ET.fromstring(model_svg(study))
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = " ".join("".join(t.itertext()) for t in root.iter(f"{ns}text")).lower()
+    assert not re.search(r"\b(green|red|orange|blue|yellow)\b", texts), texts
+    crosses = [e for e in root.iter(f"{ns}path") if (e.findtext(f"{ns}title") or "").startswith("g=5")]
+    assert len(crosses) == 10
+    cells = [e for e in root.iter(f"{ns}rect") if e.find(f"{ns}title") is not None]
+    fills = {e.get("fill") for e in cells}
+    unsafe = [e for e in cells if e.get("fill") not in ("#a8dbb5", "#eeeeee")]
+    assert unsafe, fills  # this study's model is sure of some unsafe settings
+    (unsafe_fill,) = {e.get("fill") for e in unsafe}
+    assert _luminance("#a8dbb5") - _luminance(unsafe_fill) > 0.2
+    # each unsafe cell has its hatch drawn right after it, and no other cell has one
+    children = list(root)
+    hatched = [
+        children[k]
+        for k in range(len(children) - 1)
+        if children[k].tag == f"{ns}rect"
+        and children[k].find(f"{ns}title") is not None
+        and children[k + 1].tag == f"{ns}path"
+        and children[k + 1].find(f"{ns}title") is None
+    ]
+    assert hatched == unsafe
+
+
 @pytest.mark.parametrize("name", sorted(SPACES))
 def test_drawing_and_recommending_never_change_the_next_query(url, name):
     """Pictures and status between answers leave the live policy as a replay of the log has it

@@ -57,6 +57,11 @@ _MARGIN = (56, 16, 30, 40)  # left, right, top, bottom
 _RAMP = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
 _BLUE, _ORANGE, _GREY, _RED, _GREEN = "#3b6fb6", "#e07b28", "#9a9a9a", "#c0392b", "#2e8b57"
 _LIGHT_GREEN = "#a8dbb5"
+#: a cell that looks unsafe: darker than the light green of a certified one (relative luminance
+#: 0.36 against 0.63) and hatched, so that the two differ without colour vision
+_UNSAFE_FILL = "#d98b80"
+#: legend markers (Panel.legend)
+_DOT, _CROSS, _HATCH = "marker:dot", "marker:cross", "marker:hatch"
 _MAX_SLICES = 6
 #: beyond this many cells a picture draws an outline instead (keeps the SVG small)
 _MAX_CELLS = 400
@@ -303,12 +308,9 @@ class _Panel:
         )
 
     def cross(self, x: float, y: float, colour: str, r: float = 4.0, title: str = "") -> None:
-        X, Y = self.sx(x), self.sy(y)
-        t = f"<title>{_esc(title)}</title>" if title else ""
-        self.parts.append(
-            f'<path d="M{X - r:.1f},{Y - r:.1f}L{X + r:.1f},{Y + r:.1f}M{X - r:.1f},{Y + r:.1f}'
-            f'L{X + r:.1f},{Y - r:.1f}" stroke="{colour}" stroke-width="2">{t}</path>'
-        )
+        if not (math.isfinite(float(x)) and math.isfinite(float(y))):
+            return
+        self.parts.append(_cross_path(self.sx(x), self.sy(y), r, colour, title))
 
     def star(self, x: float, y: float, title: str = "recommendation") -> None:
         X, Y = self.sx(x), self.sy(y)
@@ -322,7 +324,18 @@ class _Panel:
             f"<title>{_esc(title)}</title></polygon>"
         )
 
-    def cell(self, x: float, y: float, dx: float, dy: float, fill: str, title: str = "") -> None:
+    def cell(
+        self,
+        x: float,
+        y: float,
+        dx: float,
+        dy: float,
+        fill: str,
+        title: str = "",
+        hatch: bool = False,
+    ) -> None:
+        """A cell of a map; ``hatch``: with a diagonal line, so that it differs from its
+        neighbours by more than colour (WCAG 1.4.1)."""
         X0, X1 = self.sx(x - dx / 2), self.sx(x + dx / 2)
         Y0, Y1 = self.sy(y + dy / 2), self.sy(y - dy / 2)
         t = f"<title>{_esc(title)}</title>" if title else ""
@@ -330,17 +343,36 @@ class _Panel:
             f'<rect x="{X0:.1f}" y="{Y0:.1f}" width="{X1 - X0 + 0.3:.1f}" '
             f'height="{Y1 - Y0 + 0.3:.1f}" fill="{fill}">{t}</rect>'
         )
+        if hatch:
+            self.parts.append(_hatch_path(X0, Y0, X1 - X0, Y1 - Y0))
 
     def legend(self, items: Sequence[tuple[str, ...]]) -> None:
         """Keys in rows from the panel's top left, wrapped at the picture's width: a colour
         square for ``(colour, text)``, a line sample for ``(colour, text, dash)`` (``dash`` an
-        SVG dash array, "" solid), the text alone for ``("", text)``."""
+        SVG dash array, "" solid), a marker for ``(colour, text, MARK)`` (:data:`_DOT`, a
+        point drawn by :meth:`dot`; :data:`_CROSS`, by :meth:`cross`; :data:`_HATCH`, a cell
+        of :meth:`cell` with ``hatch``), the text alone for ``("", text)``."""
         x = self.x0 + 6
         y = self.y0 + 12
         for colour, text, *dash in items:
             if x + 14 + 6.5 * len(text) > _width() and x > self.x0 + 6:
                 x, y = self.x0 + 6, y + 16
-            if dash:
+            if dash and dash[0] in (_DOT, _CROSS, _HATCH):
+                cx, cy = x + 5, y - 3
+                if dash[0] == _DOT:
+                    self.parts.append(
+                        f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3.2" fill="{colour}" '
+                        'stroke="#222" stroke-width="0.6"/>'
+                    )
+                elif dash[0] == _CROSS:
+                    self.parts.append(_cross_path(cx, cy, 4.0, colour))
+                else:
+                    self.parts.append(
+                        f'<rect x="{x:.1f}" y="{y - 8:.1f}" width="10" height="10" '
+                        f'fill="{colour}" stroke="#222" stroke-width="0.4"/>'
+                        + _hatch_path(x, y - 8, 10, 10)
+                    )
+            elif dash:
                 d = f' stroke-dasharray="{dash[0]}"' if dash[0] else ""
                 self.parts.append(
                     f'<line x1="{x - 2:.1f}" y1="{y - 3:.1f}" x2="{x + 12:.1f}" y2="{y - 3:.1f}" '
@@ -357,6 +389,26 @@ class _Panel:
 
     def svg(self) -> str:
         return "".join(self.parts)
+
+
+def _cross_path(X: float, Y: float, r: float, colour: str, title: str = "") -> str:
+    """An x mark centred at (``X``, ``Y``) in picture units: a measured point that broke a
+    limit is a cross, not only a red dot (its shape says it without colour)."""
+    t = f"<title>{_esc(title)}</title>" if title else ""
+    return (
+        f'<path d="M{X - r:.1f},{Y - r:.1f}L{X + r:.1f},{Y + r:.1f}M{X - r:.1f},{Y + r:.1f}'
+        f'L{X + r:.1f},{Y - r:.1f}" stroke="{colour}" stroke-width="2">{t}</path>'
+    )
+
+
+def _hatch_path(X: float, Y: float, w: float, h: float) -> str:
+    """Two diagonal strokes across a cell (no SVG pattern: a page carries each picture twice,
+    one hidden, and a pattern defined in the hidden one would not be drawn in the other)."""
+    return (
+        f'<path d="M{X:.1f},{Y + h:.1f}L{X + w:.1f},{Y:.1f}M{X:.1f},{Y + h / 2:.1f}'
+        f'L{X + w / 2:.1f},{Y:.1f}M{X + w / 2:.1f},{Y + h:.1f}L{X + w:.1f},{Y + h / 2:.1f}" '
+        'stroke="#7a1f16" stroke-width="0.8" fill="none"/>'
+    )
 
 
 #: the advance of a character of the 11-unit sans-serif text, about (a bold one's, at most)
@@ -474,7 +526,9 @@ def _progress_svg(study: Any) -> str:
         p = _panel(0, (0.5, len(hist) + 0.5), _range(f), "f (maximised)", "", "f")
         p.axes()
         for i in range(len(hist)):
-            p.dot(n[i], f[i], _GREEN if g[i] <= h else _RED, title=f"answer {n[i]}: f={_fmt(f[i])}")
+            (p.dot if g[i] <= h else p.cross)(
+                n[i], f[i], _GREEN if g[i] <= h else _RED, title=f"answer {n[i]}: f={_fmt(f[i])}"
+            )
         p.steps(n, best, _BLUE)
         q = _panel(
             1,
@@ -487,9 +541,15 @@ def _progress_svg(study: Any) -> str:
         q.axes()
         q.hline(h, _RED, f"h = {_fmt(h)}")
         for i in range(len(hist)):
-            q.dot(n[i], g[i], _GREEN if g[i] <= h else _RED, title=f"answer {n[i]}: g={_fmt(g[i])}")
+            (q.dot if g[i] <= h else q.cross)(
+                n[i], g[i], _GREEN if g[i] <= h else _RED, title=f"answer {n[i]}: g={_fmt(g[i])}"
+            )
         body += [p.svg(), q.svg()]
-        items = [(_BLUE, "best safe f so far"), (_GREEN, "g <= h"), (_RED, "g > h (unsafe)")]
+        items = [
+            (_BLUE, "best safe f so far"),
+            (_GREEN, "g <= h", _DOT),
+            (_RED, "g > h (unsafe)", _CROSS),
+        ]
         return _with_legend(body, 2 * PANEL_H, items, label)
     if fam == "levelset":
         h = float(settings.get("threshold", math.nan))
@@ -1279,7 +1339,7 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
             0,
             (xv.min() - dx / 2, xv.max() + dx / 2),
             (s_vals[0] - ds / 2, s_vals[-1] + ds / 2),
-            "safe set: certified (green), unsafe-looking (red)",
+            "safe set: certified safe, likely unsafe (hatched), measured points",
             names[1],
             names[0],
         )
@@ -1290,9 +1350,9 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
                 for j in range(s_vals.size):
                     lcb = float(bounds.lcb_g[i, j])
                     if prefix[i, j]:
-                        c = "#a8dbb5"
+                        c = _LIGHT_GREEN
                     elif lcb > 0:
-                        c = "#f2b8b0"
+                        c = _UNSAFE_FILL
                     else:
                         c = "#eeeeee"
                     p.cell(
@@ -1303,18 +1363,21 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
                         c,
                         title=f"{names[1]}={_fmt(xv[i])}, {names[0]}={_fmt(s_vals[j])}: "
                         f"upper bound of g - h {_fmt(float(ucb_g[i, j]))}",
+                        hatch=c == _UNSAFE_FILL,
                     )
             items += [
-                ("#a8dbb5", "certified safe"),
+                (_LIGHT_GREEN, "certified safe"),
                 ("#eeeeee", "not yet known"),
-                ("#f2b8b0", "likely unsafe"),
+                (_UNSAFE_FILL, "likely unsafe", _HATCH),
             ]
         else:
             p.title = "safe space (no posterior yet)"
         p.axes()
         for (s, x), gv in zip(X, g):
-            p.dot(x, s, _GREEN if gv <= h else _RED, title=f"g={_fmt(gv)} (h={_fmt(h)})")
-        items += [(_GREEN, "measured g <= h"), (_RED, "measured g > h")]
+            (p.dot if gv <= h else p.cross)(
+                x, s, _GREEN if gv <= h else _RED, title=f"g={_fmt(gv)} (h={_fmt(h)})"
+            )
+        items += [(_GREEN, "measured g <= h", _DOT), (_RED, "measured g > h", _CROSS)]
         # a method's favourite before any answer is no recommendation: no star
         rpt = _rec_point(study, rec) if hist else None
         if rpt is not None:
