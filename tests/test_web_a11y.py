@@ -339,7 +339,7 @@ def test_every_control_shows_a_focus_ring_of_3_to_1(server, browser):
         ActionChains(browser).send_keys(Keys.TAB).perform()
         if browser.switch_to.active_element.tag_name == "body":
             break
-    assert {"a", "input", "invalid", "button", "figure", "div"} <= seen, seen
+    assert {"a", "input", "invalid", "button", "div"} <= seen, seen
 
 
 def test_accept_and_key_hints_have_the_contrast_of_text(server, browser):
@@ -409,3 +409,31 @@ whose focus is still where it loaded reloads as before: test_web_browser.py)."""
     assert _open_id(browser) == q
     assert browser.execute_script("return document.activeElement === arguments[0]", on)
     stop_polling(browser)
+
+
+# -- text alternatives of the pictures -----------------------------------------------------------
+@pytest.mark.parametrize("name", ["safe", "pref", "lev1", "coat"])
+def test_each_picture_has_its_numbers_as_a_table(server, browser, name):
+    """WCAG 1.1.1: what a picture's marks say on hover (their tooltips, which a keyboard or a
+    screen reader never reaches) is a table under it, row for row."""
+    base, _ = server
+    _open(browser, f"{base}/studies/{name}")
+    for which in ("progress", "model"):
+        fig = browser.find_element(By.ID, f"pic-{which}")
+        tips = browser.execute_script(
+            "return Array.from(arguments[0].querySelectorAll('.pic-wide svg title'))"
+            ".map(t => t.textContent.replace(/\\s+/g, ' ').trim()).filter(t => t);",
+            fig,
+        )
+        if not tips:  # nothing drawn yet ("no answers yet"): no table either
+            assert not fig.find_elements(By.CSS_SELECTOR, "details.numbers")
+            continue
+        details = fig.find_element(By.CSS_SELECTOR, "details.numbers")
+        details.find_element(By.TAG_NAME, "summary").click()
+        rows = browser.execute_script(
+            "return Array.from(arguments[0].querySelectorAll('tbody tr')).map(r =>"
+            " Array.from(r.cells).map(c => c.textContent).filter(t => t).join(': '));",
+            details,
+        )
+        assert rows == tips, which
+    assert _violations(browser) == []

@@ -1231,6 +1231,26 @@ def _limit(study: Study) -> dict[str, Any] | None:
     return {"output": "g", "h": float(h)}
 
 
+def _picture_numbers(svg: str) -> list[tuple[str, str]]:
+    """What a picture's marks say on hover or tap (their SVG ``<title>`` tooltips), in drawing
+    order, each split at its first ": " into what it is and its value: the page's table "the
+    numbers" under the picture, for whoever cannot see the picture or hover over it
+    (WCAG 1.1.1)."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        root = ET.fromstring(svg)
+    except ET.ParseError:  # drawn by this package: never, but a table is no reason to fail
+        return []
+    rows = []
+    for el in root.iter("{http://www.w3.org/2000/svg}title"):
+        text = " ".join((el.text or "").split())
+        if text:
+            what, sep, value = text.partition(": ")
+            rows.append((what, value) if sep else (text, ""))
+    return rows
+
+
 def _units(study: Study) -> dict[str, str]:
     space = study.config.get("space") or {}
     return {p["name"]: p["unit"] for p in space.get("parameters", []) if p.get("unit")}
@@ -1298,6 +1318,7 @@ def _page_context(study: Study) -> dict[str, Any]:
         "n_history": len(hist),
         "pictures": pics,
         "pictures_phone": pics_phone,
+        "picture_numbers": {k: _picture_numbers(v) for k, v in pics.items()},
         "state_version": events[-1]["seq"],
         "quoted": quote(study.name, safe=""),
         "has_notes": any(r.get("note") for r in hist),
