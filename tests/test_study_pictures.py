@@ -179,6 +179,14 @@ def test_safe_pictures_say_unsafe_without_colour(url):
         and children[k + 1].find(f"{ns}title") is None
     ]
     assert hatched == unsafe
+    # and a screen reader, which reads none of an image's texts, gets them in its description
+    desc = ET.fromstring(progress_svg(study)).findtext(f"{ns}desc")
+    listed = ", ".join(map(str, sorted(over)))
+    assert f"{len(over)} measured g above the limit h = 0.8: answers {listed}." in desc
+    assert "Shown: f (maximised); g (limit h = 0.8)." in desc
+    assert desc.endswith("Key: best safe f so far, g <= h, g > h (unsafe).")
+    desc = root.findtext(f"{ns}desc")
+    assert "likely unsafe (hatched)" in desc and "measured g > h" in desc
 
 
 @pytest.mark.parametrize("name", sorted(SPACES))

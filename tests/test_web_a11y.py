@@ -437,3 +437,20 @@ def test_each_picture_has_its_numbers_as_a_table(server, browser, name):
         )
         assert rows == tips, which
     assert _violations(browser) == []
+
+
+def test_a_picture_is_described_to_a_screen_reader(server, browser):
+    """An SVG of role img is one image to assistive technology: Chromium's accessibility tree
+    gives it its label and, from its <desc>, a description with the numbers."""
+    base, url = server
+    _open(browser, base + "/studies/safe")
+    tree = browser.execute_cdp_cmd("Accessibility.getFullAXTree", {})["nodes"]
+    images = {
+        (n.get("name") or {}).get("value"): (n.get("description") or {}).get("value", "")
+        for n in tree
+        if (n.get("role") or {}).get("value") == "image" and not n.get("ignored")
+    }
+    n = load_study("safe", storage=url).n_answered
+    desc = images.get("progress of study safe", "")
+    assert desc.startswith(f"{n} measurements.") and "Key: best safe f so far" in desc, images
+    assert "Shown: safe set" in images.get("model of study safe", ""), images

@@ -239,7 +239,7 @@ class _Panel:
             # picture's left edge, in lines 12 units apart above the panel
             one_line = len(self.title) * _CHAR_W <= _width() - 4 - self.x0
             x, y = (self.x0, self.y0 - 8) if one_line else (8.0, self.y0 - 6)
-            p.append(_wrapped(x, y, self.title, ' font-weight="bold"', up=True))
+            p.append(_wrapped(x, y, self.title, ' font-weight="bold" class="title"', up=True))
         if self.xlabel:
             p.append(
                 f'<text x="{self.x0 + self.w / 2:.1f}" y="{self.y0 + self.h + 30:.1f}" '
@@ -384,7 +384,7 @@ class _Panel:
                     'stroke="#222" stroke-width="0.4"/>'
                 )
             tx = x + 14 if colour else x
-            self.parts.append(f'<text x="{tx:.1f}" y="{y + 1:.1f}">{_esc(text)}</text>')
+            self.parts.append(f'<text x="{tx:.1f}" y="{y + 1:.1f}" class="key">{_esc(text)}</text>')
             x += 22 + 6.5 * len(text)
 
     def svg(self) -> str:
@@ -499,7 +499,79 @@ def progress_svg(study: Any, width: int = WIDTH) -> str:
     ``width``: the picture's width in SVG units, drawn at as many CSS px unless scaled
     (:data:`PHONE_WIDTH`: a phone's, the same text in a narrower picture with fewer ticks)."""
     with _at_width(width):
-        return _progress_svg(study)
+        return _describe(_progress_svg(study), _progress_lead(study))
+
+
+def _progress_lead(study: Any) -> str:
+    """The progress in one or two sentences of numbers (the picture's ``<desc>``)."""
+    hist = study.history()
+    if not hist:
+        return "No answers yet."
+    if study.family == "preference" or all(r["kind"] == "compare" for r in hist):
+        return f"{len(hist)} duels answered."
+    settings = _settings(study)
+    if study.family == "safe":
+        h = float(settings.get("h", settings.get("threshold", math.nan)))
+        f = [_scalar(r["answer"], "f") for r in hist]
+        g = [_scalar(r["answer"], "g") for r in hist]
+        safe = [(v, i + 1) for i, (v, w) in enumerate(zip(f, g)) if math.isfinite(v) and w <= h]
+        over = [i + 1 for i, w in enumerate(g) if w > h]
+        best = max(safe) if safe else None
+        return (
+            f"{len(hist)} measurements. "
+            + (f"The best safe f is {_fmt(best[0])} (answer {best[1]}). " if best else "")
+            + (
+                f"{len(over)} measured g above the limit h = {_fmt(h)}: answer"
+                f"{'s' if len(over) > 1 else ''} {', '.join(map(str, over))}."
+                if over
+                else f"No measured g above the limit h = {_fmt(h)}."
+            )
+        )
+    if study.family == "levelset":
+        h = float(settings.get("threshold", math.nan))
+        y = [_scalar(r["answer"]) for r in hist]
+        return f"{len(y)} measurements, {sum(v > h for v in y)} above the threshold {_fmt(h)}."
+    vals = [(_scalar(r["answer"]), i + 1) for i, r in enumerate(hist) if r["kind"] == "evaluate"]
+    labels = [bool(r["answer"]) for r in hist if r["kind"] == "label"]
+    lead = f"{len(vals)} evaluations"
+    if vals:
+        lead += f", the lowest f {_fmt(min(vals)[0])} (answer {min(vals)[1]})"
+    if labels:
+        lead += f"; {sum(labels)} labels accepted, {len(labels) - sum(labels)} rejected"
+    return lead + "."
+
+
+def _describe(svg: str, lead: str) -> str:
+    """``svg`` with a ``<desc>``: ``lead`` (the numbers), what its panels show (their titles)
+    and its key (WCAG 1.1.1: an SVG of role img is one image to a screen reader, which reads
+    none of its texts; its label names it, this describes it)."""
+    import xml.etree.ElementTree as ET
+
+    ns = "{http://www.w3.org/2000/svg}"
+    try:
+        root = ET.fromstring(svg)
+    except ET.ParseError:  # drawn here: never; the picture without its description then
+        return svg
+    titles, keys = [], []
+    for t in root.iter(f"{ns}text"):
+        # its own words and its lines' (<tspan>), not its tooltip (<title>)
+        words = [t.text or ""]
+        for c in t:
+            words += [c.text or "" if c.tag == f"{ns}tspan" else "", c.tail or ""]
+        text = " ".join(" ".join(words).split())
+        if t.get("class") == "title":
+            titles.append(text)
+        elif t.get("class") == "key":
+            keys.append(text)
+    parts = [lead] if lead else []
+    if titles:
+        parts.append("Shown: " + "; ".join(titles) + ".")
+    if keys:
+        parts.append("Key: " + ", ".join(keys) + ".")
+    if not parts:
+        return svg
+    head = svg.index(">") + 1
+    return f"{svg[:head]}<desc>{_esc(' '.join(parts))}</desc>{svg[head:]}"
 
 
 def _progress_svg(study: Any) -> str:
@@ -913,7 +985,7 @@ def _model_svg_at(study: Any) -> str:
         return r.product(  # one picture per width, each kept with the state
             f"model picture {_width()}",
             study.policy,
-            lambda policy, rec: _model_svg(study, hist, policy, rec),
+            lambda policy, rec: _describe(_model_svg(study, hist, policy, rec), ""),
         )
 
 
@@ -1183,7 +1255,7 @@ def _model_slices(
         14,
         f"slices through {through} (star)"
         + (" (more dimensions not shown)" if d > _MAX_SLICES else ""),
-        ' font-weight="bold"',
+        ' font-weight="bold" class="title"',
     )
     return _document([head, *body], rows * PANEL_H + 10, label)
 
