@@ -132,6 +132,18 @@ def test_safe_marks_measurements_against_h(url):
     assert "certified safe" in model
 
 
+def test_levelset_progress_tells_above_from_below_by_shape(url):
+    """WCAG 1.4.1: a measurement above the threshold is a triangle, one below a dot (they were
+    an orange and a blue dot)."""
+    study = make_study("lev1", url, answers=8, fast=True)
+    y = [r["answer"] for r in study.history()]
+    assert any(v > 0.3 for v in y) and any(v <= 0.3 for v in y)  # both kinds drawn
+    svg = progress_svg(study)
+    for n, v in enumerate(y, start=1):
+        shape = "path" if v > 0.3 else "circle"
+        assert re.search(rf"<{shape} [^>]*><title>answer {n}: ", svg), (n, v)
+
+
 def _luminance(hex_colour: str) -> float:
     rgb = [int(hex_colour[k : k + 2], 16) / 255 for k in (1, 3, 5)]
     lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]

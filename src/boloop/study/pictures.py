@@ -62,6 +62,7 @@ _LIGHT_GREEN = "#a8dbb5"
 _UNSAFE_FILL = "#d98b80"
 #: legend markers (Panel.legend)
 _DOT, _CROSS, _HATCH = "marker:dot", "marker:cross", "marker:hatch"
+_TRIANGLE = "marker:triangle"
 _MAX_SLICES = 6
 #: beyond this many cells a picture draws an outline instead (keeps the SVG small)
 _MAX_CELLS = 400
@@ -307,6 +308,13 @@ class _Panel:
             f'stroke="#222" stroke-width="0.6">{t}</circle>'
         )
 
+    def triangle(self, x: float, y: float, colour: str, r: float = 4.2, title: str = "") -> None:
+        """A point drawn as a triangle pointing up (a measurement above a threshold): its shape
+        tells it from a dot without colour."""
+        if not (math.isfinite(float(x)) and math.isfinite(float(y))):
+            return
+        self.parts.append(_triangle_path(self.sx(x), self.sy(y), r, colour, title))
+
     def cross(self, x: float, y: float, colour: str, r: float = 4.0, title: str = "") -> None:
         if not (math.isfinite(float(x)) and math.isfinite(float(y))):
             return
@@ -357,9 +365,11 @@ class _Panel:
         for colour, text, *dash in items:
             if x + 14 + 6.5 * len(text) > _width() and x > self.x0 + 6:
                 x, y = self.x0 + 6, y + 16
-            if dash and dash[0] in (_DOT, _CROSS, _HATCH):
+            if dash and dash[0] in (_DOT, _CROSS, _HATCH, _TRIANGLE):
                 cx, cy = x + 5, y - 3
-                if dash[0] == _DOT:
+                if dash[0] == _TRIANGLE:
+                    self.parts.append(_triangle_path(cx, cy, 4.2, colour))
+                elif dash[0] == _DOT:
                     self.parts.append(
                         f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3.2" fill="{colour}" '
                         'stroke="#222" stroke-width="0.6"/>'
@@ -398,6 +408,15 @@ def _cross_path(X: float, Y: float, r: float, colour: str, title: str = "") -> s
     return (
         f'<path d="M{X - r:.1f},{Y - r:.1f}L{X + r:.1f},{Y + r:.1f}M{X - r:.1f},{Y + r:.1f}'
         f'L{X + r:.1f},{Y - r:.1f}" stroke="{colour}" stroke-width="2">{t}</path>'
+    )
+
+
+def _triangle_path(X: float, Y: float, r: float, colour: str, title: str = "") -> str:
+    """A filled triangle pointing up, centred at (``X``, ``Y``)."""
+    t = f"<title>{_esc(title)}</title>" if title else ""
+    return (
+        f'<path d="M{X:.1f},{Y - r:.1f}L{X + r:.1f},{Y + 0.8 * r:.1f}L{X - r:.1f},{Y + 0.8 * r:.1f}Z" '
+        f'fill="{colour}" stroke="#222" stroke-width="0.6">{t}</path>'
     )
 
 
@@ -631,7 +650,9 @@ def _progress_svg(study: Any) -> str:
         p.axes()
         p.hline(h, _RED, f"threshold {_fmt(h)}")
         for i in range(len(hist)):
-            p.dot(n[i], y[i], _ORANGE if y[i] > h else _BLUE, title=f"answer {n[i]}: {_fmt(y[i])}")
+            (p.triangle if y[i] > h else p.dot)(
+                n[i], y[i], _ORANGE if y[i] > h else _BLUE, title=f"answer {n[i]}: {_fmt(y[i])}"
+            )
         q = _panel(
             1,
             (0.5, len(hist) + 0.5),
@@ -643,7 +664,7 @@ def _progress_svg(study: Any) -> str:
         q.axes()
         q.steps(n, above, _ORANGE)
         body += [p.svg(), q.svg()]
-        items = [(_ORANGE, "above the threshold"), (_BLUE, "below")]
+        items = [(_ORANGE, "above the threshold", _TRIANGLE), (_BLUE, "below", _DOT)]
         return _with_legend(body, 2 * PANEL_H, items, label)
     # expert (and any family of Evaluate/Label queries): minimisation of f
     vals = [(i, _scalar(r["answer"])) for i, r in enumerate(hist) if r["kind"] == "evaluate"]
