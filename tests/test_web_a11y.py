@@ -59,15 +59,16 @@ def _tone_table(directory) -> str:
     return str(directory / "tones.csv")
 
 
-def _label_study(name: str, url: str) -> None:
-    """An expert (COBOL) study whose open query is a label (accept or reject)."""
+def _label_study(name: str, url: str, answers: int = 0) -> None:
+    """An expert (COBOL) study with at least ``answers`` answers whose open query is a label
+    (accept or reject)."""
     study = make_study(name, url, key="expert", fast=True)
-    for _ in range(12):
+    for _ in range(answers + 20):
         q = study.ask()
-        if q.kind == "label":
+        if q.kind == "label" and study.n_answered >= answers:
             return
         study.tell(q.id, answer_for(q))
-    raise AssertionError("COBOL asked for no label in 12 queries")
+    raise AssertionError("COBOL asked for no label")
 
 
 @pytest.fixture(scope="module")
@@ -79,6 +80,7 @@ def server(tmp_path_factory):
     make_study("expert", url, answers=2, key="expert", fast=True)
     for name in ("label-keys", "label-switch", "label-store", "label-live"):
         _label_study(name, url)
+    _label_study("label-summary", url, answers=3)  # with pictures, and their tables
     create_study("pref", SPACES["pref"][0], write_photo_table(tmp), storage=url, seed=3)
     make_study("duel-keys", url, key="pref", fast=True)
     make_study("safe", url, answers=1, key="safe", fast=True)
@@ -222,6 +224,16 @@ def test_a_letter_typed_on_a_link_or_a_button_answers_nothing(server, browser):
     ActionChains(browser).send_keys("y").perform()
     time.sleep(1.0)
     assert _answered(url, "label-keys") == n and _open_id(browser) == q
+    # a <summary> (here a picture's "the numbers") opens with a key of its own, answers nothing
+    _open(browser, base + "/studies/label-summary")
+    qs, ns = _open_id(browser), _answered(url, "label-summary")
+    summary = browser.find_element(By.CSS_SELECTOR, "details.numbers summary")
+    browser.execute_script("arguments[0].focus()", summary)
+    for key in ("y", "n", "u"):
+        ActionChains(browser).send_keys(key).perform()
+    time.sleep(1.0)
+    assert _answered(url, "label-summary") == ns and _open_id(browser) == qs
+    _open(browser, base + "/studies/label-keys")
     # the page itself still answers by key, and a key held down answers once
     browser.execute_script("document.activeElement.blur()")
     assert _focused(browser) == "BODY"
