@@ -144,6 +144,51 @@ def test_levelset_progress_tells_above_from_below_by_shape(url):
         assert re.search(rf"<{shape} [^>]*><title>answer {n}: ", svg), (n, v)
 
 
+def test_expert_g_map_draws_its_sign_boundary(url):
+    """WCAG 1.4.1: the expert's g map (red where g > 0, green where g <= 0) draws a dark line
+    exactly between each pair of neighbouring cells of different sign, so the boundary is seen
+    without telling red from green."""
+    study = make_study("expert", url, answers=16, fast=True)
+    root = ET.fromstring(model_svg(study))
+    ns = "{http://www.w3.org/2000/svg}"
+    (line,) = [
+        e for e in root.iter(f"{ns}path") if (e.findtext(f"{ns}title") or "").startswith("g = 0")
+    ]
+    # the g panel's cells (below the first panel), their sign read from their colour
+    cells = {}
+    for e in root.iter(f"{ns}rect"):
+        fill = e.get("fill", "")
+        if float(e.get("y", 0)) > 220 and len(fill) == 7 and e.get("height") not in (None, "10"):
+            r, g = int(fill[1:3], 16), int(fill[3:5], 16)
+            cells[(round(float(e.get("x")), 1), round(float(e.get("y")), 1))] = r > g
+    xs = sorted({x for x, _ in cells})
+    ys = sorted({y for _, y in cells})
+    assert len(xs) * len(ys) == len(cells) and len(xs) > 10
+    pairs = sum(
+        cells[(xs[i], ys[j])] != cells[(xs[i + 1], ys[j])]
+        for i in range(len(xs) - 1)
+        for j in range(len(ys))
+    ) + sum(
+        cells[(xs[i], ys[j])] != cells[(xs[i], ys[j + 1])]
+        for i in range(len(xs))
+        for j in range(len(ys) - 1)
+    )
+    segments = re.findall(r"M([\d.]+),([\d.]+)([VH])([\d.]+)", line.get("d"))
+    assert pairs > 0 and len(segments) == pairs
+    for x, y, kind, to in segments:  # each on the shared edge of two cells of different sign
+        x, y, to = float(x), float(y), float(to)
+        if kind == "V":
+            left = max(cx for cx in xs if cx < x)
+            right = min(cx for cx in xs if cx >= x - 0.05)
+            row = min(ys, key=lambda cy: abs(cy - min(y, to)))
+            assert cells[(left, row)] != cells[(right, row)], (x, y)
+        else:
+            col = min(xs, key=lambda cx: abs(cx - x))
+            above = max(cy for cy in ys if cy < y)
+            below = min(cy for cy in ys if cy >= y - 0.05)
+            assert cells[(col, above)] != cells[(col, below)], (x, y)
+
+
 def _luminance(hex_colour: str) -> float:
     rgb = [int(hex_colour[k : k + 2], 16) / 255 for k in (1, 3, 5)]
     lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]

@@ -691,8 +691,8 @@ def _progress_svg(study: Any) -> str:
     items = [
         (_ORANGE, "best f so far"),
         (_BLUE, "evaluation"),
-        (_GREEN, "accepted"),
-        (_RED, "rejected"),
+        (_GREEN, "accepted", _DOT),
+        (_RED, "rejected", _CROSS),
     ]
     return _with_legend([p.svg()], PANEL_H, items, label)
 
@@ -892,6 +892,8 @@ _G_ITEMS = [
     (_GREEN, "expert's g <= 0: would accept"),
     (_RED, "g > 0: would reject"),
 ]
+#: the 2-D map's key adds its g = 0 boundary (a dark line)
+_G_ITEMS_2D = [*_G_ITEMS, ("#222", "g = 0", "")]
 
 
 def _g_panel(
@@ -931,6 +933,23 @@ def _g_panel(
     for (u, v), gv in zip(P, g):
         c = _tint(_RED if gv > 0 else _GREEN, 0.15 + 0.75 * abs(gv) / top)
         q.cell(u, v, d0, d1, c, title=f"g {_fmt(gv)}" if tips else "")
+    # where the estimate changes sign (g = 0: the expert's decision flips) a dark line between
+    # the two cells: the boundary is seen without telling red from green (WCAG 1.4.1)
+    reject = (g > 0).reshape(g0.size, g1.size)
+    edges = []
+    for i in range(g0.size):
+        for j in range(g1.size):
+            if i + 1 < g0.size and reject[i, j] != reject[i + 1, j]:
+                X = q.sx(g0[i] + d0 / 2)
+                edges.append(f"M{X:.1f},{q.sy(g1[j] - d1 / 2):.1f}V{q.sy(g1[j] + d1 / 2):.1f}")
+            if j + 1 < g1.size and reject[i, j] != reject[i, j + 1]:
+                Y = q.sy(g1[j] + d1 / 2)
+                edges.append(f"M{q.sx(g0[i] - d0 / 2):.1f},{Y:.1f}H{q.sx(g0[i] + d0 / 2):.1f}")
+    if edges:
+        q.parts.append(
+            f'<path d="{"".join(edges)}" stroke="#222" stroke-width="1.6" fill="none">'
+            "<title>g = 0: the boundary between accept and reject</title></path>"
+        )
     q.axes()
     for (u, v), a in zip(XL, acc):
         (q.dot if a else q.cross)(
@@ -1174,7 +1193,7 @@ def _model_2d(
             title=f"{n0}={_fmt(u)}, {n1}={_fmt(v)}: " + ("accepted" if a else "rejected"),
         )
     if XL.size:
-        items += [(_GREEN, "accepted"), (_RED, "rejected")]
+        items += [(_GREEN, "accepted", _DOT), (_RED, "rejected", _CROSS)]
     if rpt is not None:
         p.star(
             float(rpt[0]),
@@ -1185,7 +1204,7 @@ def _model_2d(
     body.append(p.svg())
     if gfun is not None:
         body.append(_g_panel(study, gfun, XL, acc).svg())
-        return _with_legend(body, 2 * PANEL_H, items + _G_ITEMS, label)
+        return _with_legend(body, 2 * PANEL_H, items + _G_ITEMS_2D, label)
     return _with_legend(body, PANEL_H, items, label)
 
 
