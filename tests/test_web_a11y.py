@@ -242,6 +242,10 @@ def test_a_letter_typed_on_a_link_or_a_button_answers_nothing(server, browser):
         {"type": "keyDown", "key": "n", "code": "KeyN", "windowsVirtualKeyCode": 78,
          "autoRepeat": True, "text": "n"},
     )  # fmt: skip
+    browser.execute_cdp_cmd(
+        "Input.dispatchKeyEvent",
+        {"type": "keyUp", "key": "n", "code": "KeyN", "windowsVirtualKeyCode": 78},
+    )
     time.sleep(1.0)
     assert _answered(url, "label-keys") == n, "a repeated keydown (a key held) answered"
     ActionChains(browser).send_keys("n").perform()
