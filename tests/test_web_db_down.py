@@ -198,7 +198,7 @@ def test_a_refused_answer_says_which_query_is_open_in_words(tmp_path, next_asked
         nxt = other.ask().id
     r = client.post("/studies/pref/tell", data={"csrf": csrf, "query_id": str(q.id), "answer": "b"})
     assert r.status_code == 409
-    warning = re.search(r'<p class="warning" role="alert" id="warning">(.*?)</p>', r.text, re.S)
+    warning = re.search(r'<p class="warning" role="alert" id="warning"[^>]*>(.*?)</p>', r.text, re.S)
     assert warning
     text = warning.group(1)
     # what happened, and the query the page shows now (asked by the page if it was not yet)
