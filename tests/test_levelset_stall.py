@@ -61,7 +61,7 @@ def test_a_study_whose_map_stopped_changing_says_so_and_where_to_look(tmp_path):
     measured = np.array([r["params"]["temperature"] for r in study.history()])
     far = LEVELS[np.argmax(np.min(np.abs(LEVELS[:, None] - measured[None, :]), axis=1))]
     assert f"the farthest is temperature={far:g}." in again["stuck"]
-    assert f"boloop study add furnace temperature={far} VALUE --storage {url}" in again["stuck"]
+    assert f"boloop study add furnace temperature={far:g} VALUE --storage {url}" in again["stuck"]
     # a measurement there that the map did not expect makes the method look again
     study.add({"temperature": 180.0}, round(furnace(180.0), 4))
     _answer(study, 30, rng)

@@ -421,3 +421,26 @@ def test_the_question_says_how_many_values_the_prediction_used():
     question = unusual_value(slip, y, at=at, earlier_at=x)
     assert question is not None
     assert f"the {MAX_POINTS} nearest of the {MAX_POINTS + 50} values stored so far" in question
+
+
+def test_the_api_stores_and_returns_the_question(tmp_path):
+    """The JSON API stores as `tell` does and says what the page would have asked."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    _coating(url, answers=6)
+    c = TestClient(create_app(url), follow_redirects=False)
+    q = c.post("/api/studies/coat/ask").json()
+    r = c.post("/api/studies/coat/tell", json={"query_id": q["id"], "answer": 7234})
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["stored"] is True and out["answered"] == 7
+    assert len(out["unusual"]) == 1 and "7234 for the hardness is far outside" in out["unusual"][0]
+    assert load_study("coat", storage=url).history()[-1]["answer"] == 7234.0  # stored as typed
+    q = c.post("/api/studies/coat/ask").json()
+    r = c.post("/api/studies/coat/tell", json={"query_id": q["id"], "answer": 700.5})
+    assert r.status_code == 200 and r.json()["unusual"] == []

@@ -51,7 +51,7 @@ from boloop.errors import (
 from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query, check_query
 from boloop.recommendations import BestPoint, SafeRecommendation
-from boloop.spaces import Box, CandidateSet, SafeSpace, Space, params_text
+from boloop.spaces import Box, CandidateSet, SafeSpace, Space, format_value, params_text
 from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_measurement
 from boloop.study.carry import continuations, continued_from
 from boloop.study.log import Event, SeqConflict, moved_mark, moved_message, safe_url
@@ -230,6 +230,16 @@ _NOT_SETTINGS = (
     "recommendation_index",
     "stall",  # a safe or level-set method's stall: the status's "stuck" and "warnings" say it
 )
+
+def _as_typed(v: Any) -> str:
+    """A parameter value for a command line: as people write it (``100``, not ``100.0``) where
+    that is the same number, else every digit (a grid value such as 183.333333333333)."""
+    short = format_value(v)
+    try:
+        return short if float(short) == float(v) else repr(float(v))
+    except (TypeError, ValueError):
+        return str(v)
+
 
 # -- the study ---------------------------------------------------------------------------------------
 class Study(StudyReplay, StudySnapshots):
@@ -976,8 +986,13 @@ class Study(StudyReplay, StudySnapshots):
             named = self._params(np.asarray(point, dtype=np.float64))
         except BoloopError:
             return None
-        given = ",".join(f"{k}={v}" for k, v in named.items())
-        first = "answer the open query, then " if self._policy.pending is not None else ""
+        given = ",".join(f"{k}={_as_typed(v)}" for k, v in named.items())
+        first = (
+            "answer the open query with the study's pages closed (an open page asks the next "
+            "query at once, and add waits for no open query), then "
+            if self._policy.pending is not None
+            else "with the study's pages closed (an open page asks the next query at once), "
+        )
         return (
             f"{finding} {FARTHEST_ADVICE.format(where=params_text(named))}"
             f" To add a measurement of your own, {first}run boloop study add "

@@ -1016,11 +1016,20 @@ def create_app(
         name = study_name(name)
 
         def tell(s: Study) -> tuple[int, dict[str, Any]]:
+            pending = s.policy.pending
+            # read before storing (after, the value is one of those it is compared with)
+            asked = pending is not None and pending.id == body.query_id
+            unusual = s.unusual_values(body.answer) if asked else []
             try:
                 s.tell(body.query_id, body.answer, note=body.note)
             except QueryStateError as exc:  # read under the same lock as the refusal
                 return 409, {"detail": str(exc), **_tell_conflict(s, body.query_id)}
-            return 200, {"stored": True, "query_id": body.query_id, "answered": s.n_answered}
+            return 200, {
+                "stored": True,
+                "query_id": body.query_id,
+                "answered": s.n_answered,
+                "unusual": unusual,
+            }
 
         status, out = api_call(name, tell)
         return _json(out, status)
