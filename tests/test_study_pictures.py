@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
+import numpy as np
 import pytest
 
 from boloop.study import create_study
@@ -724,3 +725,27 @@ def test_a_narrow_picture_keeps_its_x_tick_labels_apart(url):
         for row in tick_rows(svg):
             for (x0, a), (x1, b) in zip(row, row[1:]):
                 assert x1 - x0 >= 6.5 * (max(len(a), len(b)) + 1)
+
+
+def test_the_y_axis_names_the_measured_value_from_the_space_file():
+    from boloop.study import create_study
+    from boloop.study.pictures import YLABEL_CHARS, model_svg, progress_svg
+
+    def study(name: str) -> object:
+        space = {
+            "parameters": [{"name": "temperature", "low": 100, "high": 200, "grid": 21}],
+            "threshold": 0.5,
+            "measurement": {"name": name, "unit": "µm"},
+        }
+        s = create_study(name, "randomized-straddle", space, storage=f"memory://{name}", seed=1)
+        for _ in range(8):
+            q = s.ask()
+            s.tell(q.id, float(np.sin(q.params["temperature"] / 20.0)) * 0.5 + 0.5)
+        return s
+
+    named = study("coating thickness")
+    for svg in (progress_svg(named), model_svg(named)):
+        assert ">coating thickness (µm)</text>" in svg and ">f</text>" not in svg
+    long = progress_svg(study("thickness of the coating after the second firing"))
+    cut = "thickness of the coating after the second firing (µm)"[: YLABEL_CHARS - 1] + "…"
+    assert f">{cut}</text>" in long

@@ -710,6 +710,7 @@ def test_api_round_trip(url):
         "stored": True,
         "query_id": q1["id"],
         "answered": 2,
+        "unusual": [],
     }
     r = c.post("/api/studies/lev1/tell", json={"query_id": q1["id"], "answer": 0.7})
     assert r.status_code == 409 and "already answered" in r.json()["detail"]

@@ -101,7 +101,12 @@ def test_serve_started_while_postgresql_is_down_answers_503_then_works(pg_server
             q = client.post("/api/studies/coat/ask").json()
             r = client.post("/api/studies/coat/tell", json={"query_id": q["id"], "answer": 0.25})
             assert r.status_code == 200, r.text
-            assert r.json() == {"stored": True, "query_id": q["id"], "answered": 3}
+            assert r.json() == {
+                "stored": True,
+                "query_id": q["id"],
+                "answered": 3,
+                "unusual": [],
+            }
             listed = client.get("/api/studies").json()
             assert [(s["name"], s["answered"]) for s in listed] == [("coat", 3)]
     finally:

@@ -507,6 +507,22 @@ def _scalar(answer: Any, key: str = "f") -> float:
 
 
 # -- progress -----------------------------------------------------------------------------------
+#: the longest y-axis label, in characters, that fits along a panel's height at 11 units
+YLABEL_CHARS = 26
+
+
+def _ylabel(study: Any, output: str | None = None) -> str:
+    """The measured value's name for a y axis (``coating thickness (µm)``, from the space
+    file's ``[measurement]``), ``f`` where the study gives none."""
+    measured = getattr(study, "measured", None)
+    entries = measured() if callable(measured) else []
+    for m in entries:
+        if m.name is not None and (m.output is None or m.output == output or len(entries) == 1):
+            text = m.label()  # written along a panel's height: cut to what fits beside it
+            return text if len(text) <= YLABEL_CHARS else text[: YLABEL_CHARS - 1] + "…"
+    return "f"
+
+
 def progress_svg(study: Any, width: int = WIDTH) -> str:
     """The study's progress against the number of answers, as an SVG document (str).
 
@@ -614,7 +630,7 @@ def _progress_svg(study: Any) -> str:
             if math.isfinite(f[i]) and g[i] <= h:
                 cur = max(cur, f[i])
             best[i] = cur if math.isfinite(cur) else np.nan
-        p = _panel(0, (0.5, len(hist) + 0.5), _range(f), "f (maximised)", "", "f")
+        p = _panel(0, (0.5, len(hist) + 0.5), _range(f), "f (maximised)", "", _ylabel(study, "f"))
         p.axes()
         for i in range(len(hist)):
             (p.dot if g[i] <= h else p.cross)(
@@ -646,7 +662,9 @@ def _progress_svg(study: Any) -> str:
         h = float(settings.get("threshold", math.nan))
         y = np.array([_scalar(r["answer"]) for r in hist])
         above = np.cumsum(y > h)
-        p = _panel(0, (0.5, len(hist) + 0.5), _range(np.append(y, h)), "measurements", "", "f")
+        p = _panel(
+            0, (0.5, len(hist) + 0.5), _range(np.append(y, h)), "measurements", "", _ylabel(study)
+        )
         p.axes()
         p.hline(h, _RED, f"threshold {_fmt(h)}")
         for i in range(len(hist)):
@@ -669,7 +687,9 @@ def _progress_svg(study: Any) -> str:
     # expert (and any family of Evaluate/Label queries): minimisation of f
     vals = [(i, _scalar(r["answer"])) for i, r in enumerate(hist) if r["kind"] == "evaluate"]
     ys = np.array([v for _, v in vals]) if vals else np.array([0.0, 1.0])
-    p = _panel(0, (0.5, len(hist) + 0.5), _range(ys), "evaluations and labels", "answers", "f")
+    p = _panel(
+        0, (0.5, len(hist) + 0.5), _range(ys), "evaluations and labels", "answers", _ylabel(study)
+    )
     p.axes()
     best, cur = [], math.inf
     for i, v in vals:
@@ -1089,7 +1109,9 @@ def _model_1d(
         span += (mean - 2 * std).tolist() + (mean + 2 * std).tolist()
     if threshold is not None:
         span.append(float(threshold))
-    p = _panel(0, (lo_x, hi_x), _range(span or [0, 1]), "model: mean and 2 std band", name, "f")
+    p = _panel(
+        0, (lo_x, hi_x), _range(span or [0, 1]), "model: mean and 2 std band", name, _ylabel(study)
+    )
     p.axes()
     if mean is not None and std is not None:
         p.band(xs, mean - 2 * std, mean + 2 * std, _BLUE)
