@@ -18,7 +18,7 @@ import pytest
 
 from boloop.cli import main
 from boloop.simulate import simulate
-from boloop.study import load_study
+from boloop.study import create_study, load_study
 from test_study import FAST_OPTIONS, PAIRS, _require, _without_metrics
 
 
@@ -474,3 +474,15 @@ def test_cli_writes_a_point_as_the_page_does(tmp_path, capsys):
     assert len(rows) == 2 and all(
         f"added {w} {shown} -> " in r for w, r in zip(("measurement", "label"), rows)
     ), rows
+
+
+def test_the_progress_line_calls_a_level_set_estimate_a_map():
+    from boloop.cli.study import progress_line
+
+    space = {"parameters": [{"name": "t", "low": 0, "high": 1, "grid": 11}], "threshold": 0.5}
+    study = create_study("m", "randomized-straddle", space, storage="memory://progress", seed=0)
+    q = study.ask()
+    study.tell(q.id, 0.7)
+    line = progress_line(study.status())
+    assert "; map: " in line and "candidates estimated above the threshold 0.5" in line
+    assert "best:" not in line

@@ -878,7 +878,9 @@ def progress_line(st: dict[str, Any]) -> str:
     if st.get("horizon"):
         it += f" of T = {st['horizon']['value']}"
     rec = _named_recommendation_lines(st, None)[0]
-    return f"stored. progress: {_n(st['answered'], 'answer')} ({kinds}); {it}; best: {rec}"
+    levels = isinstance(st.get("recommendation"), dict) and "threshold" in st["recommendation"]
+    said = "map" if levels else "best"  # a level set's estimate is a map, not a best point
+    return f"stored. progress: {_n(st['answered'], 'answer')} ({kinds}); {it}; {said}: {rec}"
 
 
 def _read(stdin: TextIO, single_key: bool) -> str | None:
