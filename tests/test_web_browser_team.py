@@ -81,8 +81,11 @@ def team(tmp_path_factory):
     server.stop()
 
 
-def _shot(d, shots, name: str, narrow: bool = False) -> None:
-    """A screenshot; ``narrow``: also one at a phone's width (the desktop browser's window)."""
+def _shot(d, shots, name: str, narrow: bool = False, show: str | None = None) -> None:
+    """A screenshot; ``narrow``: also one at a phone's width (the desktop browser's window);
+    ``show``: the id of an element scrolled into view first (a notice below the form)."""
+    if show is not None:
+        d.execute_script(f"document.getElementById('{show}').scrollIntoView({{block: 'end'}})")
     d.save_screenshot(str(shots / f"team-{name}.png"))
     if narrow:
         d.set_window_size(*PHONE)
@@ -160,7 +163,7 @@ def test_a_restart_with_a_new_token_asks_to_log_in_again_and_loses_no_answer(
         text = _shown(d, "relogin")
         assert "log in again" in text and "new login link" in text
         assert _hidden(d, "offline")  # not "cannot reach": the server answers
-        _shot(d, shots, f"relogin-{who}")
+        _shot(d, shots, f"relogin-{who}", show="relogin")
     assert _typed(browser) == ("50", "0.1", "alice typed before restart")
     assert _typed(phone) == ("51", "0.11", "bob, second bench")
 
