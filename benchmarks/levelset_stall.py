@@ -57,17 +57,10 @@ from boloop.problems import get  # noqa: E402
 from boloop.problems.levelset import LevelSetProblem  # noqa: E402
 from boloop.simulate import simulate  # noqa: E402
 from boloop.spaces import CandidateSet  # noqa: E402
+from levelset_peers import GRID_PROBLEMS as GRIDS  # noqa: E402
 from levelset_peers import USER_PROBLEMS, _problem  # noqa: E402
 from levelset_stall_problems import STALL_PROBLEMS  # noqa: E402
 
-GRIDS = [
-    "levelset/toy",
-    "levelset/sinusoidal",
-    "levelset/himmelblau",
-    "levelset/gp-sample",
-    "levelset/carrier-lifetime",
-    "levelset/figure2",
-]
 BOXES = [
     "levelset/sphere5?n_eval=5000",
     "levelset/rosenbrock5?n_eval=5000",
