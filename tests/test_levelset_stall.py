@@ -160,3 +160,28 @@ def test_the_page_says_the_map_stopped_changing(tmp_path):
     notice = page.text.split('id="study-stuck"', 1)[1].split("</div>", 1)[0]
     assert "The map has stopped changing:" in notice and "repeating itself" not in notice
     assert "the farthest is temperature=" in notice
+
+
+def test_a_2d_grid_measured_everywhere_names_no_setting():
+    """On a grid of two axes too (where a measured setting's distance to the data is not
+    exactly 0 after rounding), a stall on a grid measured everywhere names no setting."""
+    from boloop.spaces import CandidateSet
+
+    grid = CandidateSet.grid(np.array([[100.0, 200.0], [0.1, 0.7]]), [7, 9])
+    points = grid.points
+
+    def value(X: np.ndarray) -> np.ndarray:
+        return np.array([furnace(t) * (0.5 + r) for t, r in np.asarray(X).reshape(-1, 2)])
+
+    policy = RandomizedStraddle(points, 0.5, seed=2)
+    policy.add_observations(points, value(points))
+    rng = np.random.default_rng(2)
+    found = None
+    for _ in range(80):
+        q = policy.ask()
+        found = policy.stall()
+        if found is not None:
+            break
+        policy.tell(q.id, float(value(q.x)[0]) + 0.03 * rng.normal())
+    assert found is not None and found["measured_settings"] == len(points)
+    assert found["farthest"] is None and "Every one of the 63 settings" in found["message"]

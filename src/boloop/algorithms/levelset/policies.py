@@ -622,9 +622,11 @@ class LevelSetPolicy(BasePolicy):
             found["holds"] = self._stall_upper is not None and np.array_equal(
                 upper, self._stall_upper
             )
-            far, dist = self._farthest_candidate()
-            found["farthest"] = far.tolist() if dist > 0.0 else None
-            found["farthest_distance"] = dist
+            if np.all(self.observed):  # (a distance, rounded, is not exactly 0 in 2-D and up)
+                found["farthest"], found["farthest_distance"] = None, 0.0
+            else:
+                far, dist = self._farthest_candidate()
+                found["farthest"], found["farthest_distance"] = far.tolist(), dist
             found["checked_n"] = n
         if not found["holds"]:
             return None
