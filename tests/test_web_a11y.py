@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import struct
-import time
 import wave
 
 import pytest
@@ -81,6 +80,8 @@ def server(tmp_path_factory):
     for name in ("label-keys", "label-switch", "label-store", "label-live"):
         _label_study(name, url)
     _label_study("label-summary", url, answers=3)  # with pictures, and their tables
+    _label_study("label-live-numbers", url, answers=3)
+    _label_study("label-live-cursor", url)
     create_study("pref", SPACES["pref"][0], write_photo_table(tmp), storage=url, seed=3)
     make_study("duel-keys", url, key="pref", fast=True)
     make_study("safe", url, answers=1, key="safe", fast=True)
@@ -103,6 +104,21 @@ def _open(d, url: str) -> None:
     d.get(url)
     if d.find_elements(By.ID, "study"):
         stop_polling(d)
+
+
+def _watch_submissions(d) -> None:
+    """Mark this page and record any form submission from now on (the key handler submits
+    synchronously, by a click on a button): :func:`_submitted` reads both at once, so a check
+    needs no sleep and a slow server cannot hide a submission."""
+    d.execute_script(
+        "window.__page = 1; window.__submitted = false;"
+        "document.addEventListener('submit', function () { window.__submitted = true; }, true);"
+    )
+
+
+def _submitted(d) -> bool:
+    """Whether a form was submitted, or the page left, since :func:`_watch_submissions`."""
+    return bool(d.execute_script("return window.__page !== 1 || window.__submitted === true"))
 
 
 def _answered(url: str, name: str) -> int:
@@ -203,9 +219,10 @@ def test_arrow_keys_and_letters_on_an_options_media_player_choose_nothing(server
             break
     else:
         pytest.fail("Tab never reached option A's player")
+    _watch_submissions(browser)
     for key in (Keys.ARROW_RIGHT, Keys.ARROW_LEFT, "b", "a"):
         ActionChains(browser).send_keys(key).perform()
-    time.sleep(1.0)  # a click on a button would have stored and reloaded by now
+    assert not _submitted(browser)
     assert _answered(url, "tones") == n and _open_id(browser) == q
     # and the player says whose sound it plays, not just the file's name
     assert player.get_attribute("aria-label").startswith("option A (tone ")
@@ -217,26 +234,29 @@ def test_a_letter_typed_on_a_link_or_a_button_answers_nothing(server, browser):
     q = _open_id(browser)
     n = _answered(url, "label-keys")
     link = browser.find_element(By.CSS_SELECTOR, "a[href$='export.csv']")
+    _watch_submissions(browser)
     browser.execute_script("arguments[0].focus()", link)
     ActionChains(browser).send_keys("n").perform()  # this stored a reject
     undo = browser.find_element(By.ID, "btn-undo")
     browser.execute_script("arguments[0].focus()", undo)
     ActionChains(browser).send_keys("y").perform()
-    time.sleep(1.0)
+    assert not _submitted(browser)
     assert _answered(url, "label-keys") == n and _open_id(browser) == q
     # a <summary> (here a picture's "the numbers") opens with a key of its own, answers nothing
     _open(browser, base + "/studies/label-summary")
     qs, ns = _open_id(browser), _answered(url, "label-summary")
     summary = browser.find_element(By.CSS_SELECTOR, "details.numbers summary")
+    _watch_submissions(browser)
     browser.execute_script("arguments[0].focus()", summary)
     for key in ("y", "n", "u"):
         ActionChains(browser).send_keys(key).perform()
-    time.sleep(1.0)
+    assert not _submitted(browser)
     assert _answered(url, "label-summary") == ns and _open_id(browser) == qs
     _open(browser, base + "/studies/label-keys")
     # the page itself still answers by key, and a key held down answers once
     browser.execute_script("document.activeElement.blur()")
     assert _focused(browser) == "BODY"
+    _watch_submissions(browser)
     browser.execute_cdp_cmd(
         "Input.dispatchKeyEvent",
         {"type": "keyDown", "key": "n", "code": "KeyN", "windowsVirtualKeyCode": 78,
@@ -246,8 +266,8 @@ def test_a_letter_typed_on_a_link_or_a_button_answers_nothing(server, browser):
         "Input.dispatchKeyEvent",
         {"type": "keyUp", "key": "n", "code": "KeyN", "windowsVirtualKeyCode": 78},
     )
-    time.sleep(1.0)
-    assert _answered(url, "label-keys") == n, "a repeated keydown (a key held) answered"
+    assert not _submitted(browser), "a repeated keydown (a key held) answered"
+    assert _answered(url, "label-keys") == n
     ActionChains(browser).send_keys("n").perform()
     _wait(browser, lambda d, q=q: _open_id(d) != q)
     row = load_study("label-keys", storage=url).history()[-1]
@@ -269,14 +289,16 @@ def test_the_buttons_name_their_keys_and_a_switch_turns_the_keys_off(server, bro
         assert accept.get_attribute("aria-keyshortcuts") is None
         assert not accept.find_element(By.TAG_NAME, "kbd").is_displayed()
         browser.execute_script("document.activeElement.blur()")
+        _watch_submissions(browser)
         ActionChains(browser).send_keys("y").perform()
-        time.sleep(1.0)
+        assert not _submitted(browser)
         assert _answered(url, "label-switch") == n and _open_id(browser) == q
         # kept by the browser: a page loaded again has them off too
         _open(browser, base + "/studies/label-switch")
         assert not browser.find_element(By.ID, "keys-on").is_selected()
+        _watch_submissions(browser)
         ActionChains(browser).send_keys("y").perform()
-        time.sleep(1.0)
+        assert not _submitted(browser)
         assert _answered(url, "label-switch") == n
         # and on again
         browser.find_element(By.ID, "keys-on").click()
@@ -306,9 +328,10 @@ def test_after_storing_the_title_says_so_and_the_question_has_the_focus(server, 
         assert _violations(browser) == []
         q2 = _open_id(browser)
         if browser.find_element(By.ID, "answer-form").get_attribute("data-kind") == "compare":
+            _watch_submissions(browser)
             ActionChains(browser).send_keys(Keys.ARROW_LEFT).perform()  # arrows from the heading
-            time.sleep(1.0)
-            assert _open_id(browser) == q2, "an arrow key on the focused heading answered"
+            assert not _submitted(browser), "an arrow key on the focused heading answered"
+            assert _open_id(browser) == q2
             ActionChains(browser).send_keys("a").perform()
             _wait(browser, lambda d, q2=q2: _open_id(d) != q2)
             assert load_study(name, storage=url).history()[-1]["answer"] == 0
@@ -424,6 +447,32 @@ whose focus is still where it loaded reloads as before: test_web_browser.py)."""
     assert f"query {q} is no longer open" in live.text
     assert _open_id(browser) == q
     assert browser.execute_script("return document.activeElement === arguments[0]", on)
+    stop_polling(browser)
+
+
+def test_the_live_refresh_does_not_reload_under_a_reader_or_open_numbers(server, browser):
+    """Focus moved without a key (a screen reader's virtual cursor moves it so) to a control,
+    or a table of numbers opened by a click: an answer given elsewhere is said in the notice
+    and the page stays as the person left it."""
+    base, url = server
+    browser.get(base + "/studies/label-live-cursor")
+    q = _open_id(browser)
+    link = browser.find_element(By.CSS_SELECTOR, "a[href$='export.csv']")
+    browser.execute_script("arguments[0].focus()", link)  # no keydown at all
+    load_study("label-live-cursor", storage=url).tell(q, True)
+    live = _wait(browser, lambda d: d.find_element(By.ID, "live-text"))
+    assert f"query {q} is no longer open" in live.text and _open_id(browser) == q
+    stop_polling(browser)
+    browser.get(base + "/studies/label-live-numbers")
+    q = _open_id(browser)
+    browser.execute_script("document.activeElement.blur()")
+    summary = browser.find_element(By.CSS_SELECTOR, "details.numbers summary")
+    summary.click()
+    browser.execute_script("document.activeElement.blur()")  # only the table is open
+    load_study("label-live-numbers", storage=url).tell(q, True)
+    live = _wait(browser, lambda d: d.find_element(By.ID, "live-text"))
+    assert f"query {q} is no longer open" in live.text and _open_id(browser) == q
+    assert browser.find_element(By.CSS_SELECTOR, "details.numbers").get_attribute("open")
     stop_polling(browser)
 
 

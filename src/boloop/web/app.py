@@ -998,6 +998,12 @@ def create_app(
         **{
             **api,
             "responses": {
+                200: {
+                    "description": "stored: `stored`, `query_id`, `answered` (answers in "
+                    "effect) and `unusual`, the typo question for every measured value far "
+                    "from what the study expects (empty when none; the value is stored as "
+                    "sent: `undo` withdraws it)"
+                },
                 400: {"description": "bad answer: nothing stored"},
                 409: {
                     "description": "not the open query (e.g. answered already, by this "

@@ -279,15 +279,16 @@
     document.addEventListener("submit", function (ev) {
       if (!ev.defaultPrevented) { submitting = true; }
     });
-    // a keyboard user moving through the page (Tab) is at work there: while the focus is on a
-    // control (a link, a player, a button; not the page, nor what the page focused itself) the
-    // page is "touched" and says what changed instead of reloading under them
-    var tabbed = false;
-    document.addEventListener("keydown", function (ev) { if (ev.key === "Tab") { tabbed = true; } });
+    // a person moving through the page (Tab, a screen reader's quick keys or virtual cursor, a
+    // click) is at work there: while the focus is on a control other than the field the page
+    // focuses itself (autofocus; its other focus targets have tabIndex -1), such as a link, a
+    // player or a button, or while a table of numbers is open, the page is "touched" and says
+    // what changed instead of reloading under them
     function focusOnControl() {
       var el = document.activeElement;
-      return tabbed && !!el && el !== document.body && el !== document.documentElement &&
-        el.tabIndex >= 0;
+      var moved = !!el && el !== document.body && el !== document.documentElement &&
+        el.tabIndex >= 0 && !el.hasAttribute("autofocus");
+      return moved || !!document.querySelector("details.numbers[open]");
     }
     function untouched() {  // nothing typed or ticked in the answer form
       if (!form) { return true; }
