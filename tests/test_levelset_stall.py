@@ -125,17 +125,23 @@ def test_the_notice_follows_measurements_added_after_it(tmp_path):
     assert study.status()["stuck"] is None
 
 
-def test_a_grid_measured_everywhere_is_called_finished_not_pointed_elsewhere():
-    levels = np.linspace(100.0, 200.0, 11)
-    policy = RandomizedStraddle(levels.reshape(-1, 1), 0.5, seed=1)
-    rng = np.random.default_rng(1)
-    found = None
-    for _ in range(80):
+def _until_stall(policy, truth, seed: int, answers: int = 80) -> dict | None:
+    """Ask and answer (``truth`` plus noise sd 0.03) until the policy reports a stall at a
+    query (returned), or ``answers`` queries without one (None)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(answers):
         q = policy.ask()
         found = policy.stall()
         if found is not None:
-            break
-        policy.tell(q.id, furnace(float(q.x[0])) + 0.03 * rng.normal())
+            return found
+        policy.tell(q.id, truth(q.x) + 0.03 * rng.normal())
+    return None
+
+
+def test_a_grid_measured_everywhere_is_called_finished_not_pointed_elsewhere():
+    levels = np.linspace(100.0, 200.0, 11)
+    policy = RandomizedStraddle(levels.reshape(-1, 1), 0.5, seed=1)
+    found = _until_stall(policy, lambda x: furnace(float(x[0])), seed=1)
     assert found is not None and found["measured_settings"] == 11
     assert found["farthest"] is None and found["farthest_distance"] == 0.0
     assert "Every one of the 11 settings has been measured" in found["message"]
@@ -175,13 +181,6 @@ def test_a_2d_grid_measured_everywhere_names_no_setting():
 
     policy = RandomizedStraddle(points, 0.5, seed=2)
     policy.add_observations(points, value(points))
-    rng = np.random.default_rng(2)
-    found = None
-    for _ in range(80):
-        q = policy.ask()
-        found = policy.stall()
-        if found is not None:
-            break
-        policy.tell(q.id, float(value(q.x)[0]) + 0.03 * rng.normal())
+    found = _until_stall(policy, lambda x: float(value(x)[0]), seed=2)
     assert found is not None and found["measured_settings"] == len(points)
     assert found["farthest"] is None and "Every one of the 63 settings" in found["message"]
