@@ -78,14 +78,22 @@ BOX_PROBLEMS = [
 ]
 
 
-def _user(pid: str, space: CandidateSet, f: Any, quantile: float) -> LevelSetProblem:
+def _user(
+    pid: str,
+    space: CandidateSet,
+    f: Any,
+    quantile: float,
+    description: str = "made up for issue 18",
+) -> LevelSetProblem:
+    """``pid`` over ``space`` with value ``f``, the threshold at ``quantile`` of ``f`` on the
+    grid and measurement noise 2% of its spread."""
     vals = f(space.points)
     th = float(np.quantile(vals, quantile))
     return LevelSetProblem(
         id=pid,
         family="levelset",
         space=space,
-        description="made up for issue 18",
+        description=description,
         settings={"threshold": th},
         function=f,
         threshold=th,

@@ -58,7 +58,7 @@ from boloop.problems.levelset import LevelSetProblem  # noqa: E402
 from boloop.simulate import simulate  # noqa: E402
 from boloop.spaces import CandidateSet  # noqa: E402
 from levelset_peers import GRID_PROBLEMS as GRIDS  # noqa: E402
-from levelset_peers import USER_PROBLEMS, _problem  # noqa: E402
+from levelset_peers import USER_PROBLEMS, _problem, _user  # noqa: E402
 from levelset_stall_problems import STALL_PROBLEMS  # noqa: E402
 
 BOXES = [
@@ -84,18 +84,8 @@ def random_map(k: int) -> LevelSetProblem:
         return X @ slope + (heights * np.exp(-d2 / (2 * sds**2))).sum(1)
 
     space = CandidateSet.grid(np.array([[0.0, 1.0], [0.0, 1.0]]), 31)
-    vals = f(space.points)
-    th = float(np.quantile(vals, rng.uniform(0.6, 0.9)))
-    return LevelSetProblem(
-        id=f"random/{k}",
-        family="levelset",
-        space=space,
-        description="a random trend plus bumps",
-        settings={"threshold": th},
-        function=f,
-        threshold=th,
-        noise_sd=0.02 * float(np.std(vals)),
-    )
+    quantile = rng.uniform(0.6, 0.9)
+    return _user(f"random/{k}", space, f, quantile, "a random trend plus bumps")
 
 
 def _get(pid: str) -> Any:
