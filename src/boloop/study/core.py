@@ -1315,8 +1315,9 @@ class Study(StudyReplay, StudySnapshots):
         self, params: Mapping[str, Any] | None, pending: Query | None, where: dict[str, list]
     ) -> tuple[list[float] | None, dict[str, list[list[float]]]]:
         """The new value's setting (``params``, else the open measurement's point) and the
-        earlier values' settings per output, as numbers on the axes whose values are numbers
-        (None and no settings when the setting is unknown: the range rule alone)."""
+        earlier values' settings per output, as numbers per axis (:func:`point_to_params`
+        gives every axis as a number; an earlier setting without an axis is NaN there), or None
+        and no settings when the setting is unknown (the range rule alone)."""
         try:
             if params is not None:
                 here = point_to_params(self.space, params_to_point(self.space, params))
@@ -1326,13 +1327,7 @@ class Study(StudyReplay, StudySnapshots):
                 return None, {}
         except (BoloopError, TypeError, ValueError):
             return None, {}
-        axes = [
-            a
-            for a, v in here.items()
-            if isinstance(v, numbers.Real) and not isinstance(v, bool)
-        ]
-        if not axes:
-            return None, {}
+        axes = list(here)
 
         def number(v: Any) -> float:
             real = isinstance(v, numbers.Real) and not isinstance(v, bool)
