@@ -342,6 +342,19 @@ def test_study_passes_the_text_as_typed(tmp_path):
     assert f"(a wrong key? {text} would be close to it)" in question
 
 
+def test_the_texts_are_read_as_tell_reads_the_numbers():
+    from boloop.study.answers import number_texts
+
+    assert number_texts(" 0.50 ") == {"": "0.50"}
+    assert number_texts("f=1,2; g=0.30") == {"f": "1,2", "g": "0.30"}
+    assert number_texts("temperature=35,5") == {"temperature": "35,5"}
+    assert number_texts("1,2 0,30", ("f", "g")) == {"f": "1,2", "g": "0,30"}
+    assert number_texts("1.2,0.30", ("f", "g")) == {"f": "1.2", "g": "0.30"}
+    assert number_texts('{"f": "0,5", "g": 2}') == {"f": "0,5"}  # a JSON number has no text
+    assert number_texts({"f": " 0.50", "g": 0.3}) == {"f": "0.50"}
+    assert number_texts(0.5) == {} and number_texts("abc") == {} and number_texts("1,234") == {}
+
+
 def test_the_api_and_the_page_pass_the_text_as_typed(tmp_path):
     pytest.importorskip("fastapi")
     pytest.importorskip("httpx")

@@ -280,29 +280,39 @@ def number_texts(answer: Any, outputs: tuple[str, ...] = ()) -> dict[str, str]:
     value without a name): ``"0.50"`` -> ``{"": "0.50"}``, ``"f=1,2; g=0.30"`` ->
     ``{"f": "1,2", "g": "0.30"}``, ``"1.2 0.30"`` with two ``outputs`` -> one per output, in
     their order. Read as :func:`parse_answer` reads the answer; a number given as a number (not
-    text) has none, and neither has text that does not read (empty). The typo question edits
-    these texts keystroke by keystroke (:mod:`boloop.study.plausibility`)."""
+    text) has none, and neither has text that is no number. The typo question edits these
+    texts keystroke by keystroke (:mod:`boloop.study.plausibility`)."""
+    texts: dict[str, str] = {}
     if isinstance(answer, Mapping):
-        return {str(k): v.strip() for k, v in answer.items() if isinstance(v, str)}
-    if not isinstance(answer, str):
-        return {}
-    s = answer.strip()
-    try:
-        if len(outputs) > 1 and "=" not in s:
-            parts = _output_parts(s, tuple(outputs))
-            if parts is not None:
-                return dict(zip(outputs, parts))
+        texts = {str(k): v.strip() for k, v in answer.items() if isinstance(v, str)}
+    elif isinstance(answer, str):
+        s = answer.strip()
         try:
-            value = json.loads(s)
-        except ValueError:
-            if "=" in s:
-                return {key: val.strip() for key, val in _pairs(s)}
-            return {"": s}
-    except AnswerTypeError:
-        return {}
-    if isinstance(value, Mapping):
-        return number_texts(value)
-    return {"": s} if isinstance(value, int | float) and not isinstance(value, bool) else {}
+            parts = None
+            if len(outputs) > 1 and "=" not in s:
+                parts = _output_parts(s, tuple(outputs))
+            if parts is not None:
+                texts = dict(zip(outputs, parts))
+            else:
+                try:
+                    value = json.loads(s)
+                except ValueError:
+                    value = None
+                    texts = {k: v.strip() for k, v in _pairs(s)} if "=" in s else {"": s}
+                if isinstance(value, Mapping):
+                    texts = number_texts(value)
+                elif isinstance(value, int | float) and not isinstance(value, bool):
+                    texts = {"": s}
+        except AnswerTypeError:
+            return {}
+    out = {}
+    for k, text in texts.items():
+        try:
+            if read_number(text) is not None:
+                out[k] = text
+        except AnswerTypeError:
+            pass
+    return out
 
 
 def answer_text(kind: str, answer: Any) -> str:
