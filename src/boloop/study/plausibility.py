@@ -2,10 +2,10 @@
 
 A person typing measurements makes one mistake more than any other: a misplaced decimal point
 or a dropped digit (``7234`` for ``723.4``); then one keystroke of the digits: one typed twice,
-left out, swapped with its neighbour, or a wrong key. The model would take such a value at its word and
-bend around it until someone undoes it. Before a value is stored, the study page (and, after
-storing, ``boloop study tell``) asks whether it is meant when it is far outside what was stored
-before for the same output:
+left out, swapped with its neighbour, or a wrong key. The model would take such a value at its
+word and bend around it until someone undoes it. Before a value is stored, the study page (and,
+after storing, ``boloop study tell``) asks whether it is meant when it is far outside what was
+stored before for the same output:
 
 * at least :data:`MIN_ANSWERS` earlier values of the output, not all equal (without a spread
   there is no yardstick: a safe study's g often reads the same at every setting of the lowest
