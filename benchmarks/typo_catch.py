@@ -7,10 +7,13 @@ checks (a) the value as typed (clean: a question is a false question) and (b) th
 with one typo injected (a question is a catch), against the earlier values of that output:
 
 * ``x10`` / ``/10``: a misplaced decimal point;
-* ``drop`` / ``dup``: one digit of the value as a person types it (4 significant digits,
-  positional) dropped or typed twice; only slips that change the value by more than a factor
-  2 are counted (dropping the last digit of 723.4 is no slip any rule should see);
-* ``sign``: the sign flipped (values within 1% of the largest magnitude of zero are skipped).
+* ``sign``: the sign flipped (values within 1% of the largest magnitude of zero are skipped);
+* keystroke slips of the value as a person types it (4 significant digits, positional, the
+  text passed to the rule as typed): ``drop`` one digit left out, ``dup`` one digit typed
+  twice, ``swap`` two adjacent different digits swapped, ``key`` one digit replaced by another
+  (a wrong key). Each is counted in two columns: ``drop`` where it changes the value by more
+  than a factor 2, ``drop~`` where it changes it less (dropping the last digit of 723.4: only a
+  prediction good to a part in a thousand can see it, and none needs to).
 
 Sequences (``--seeds`` each; every value rounded to 4 significant digits as typed):
 
@@ -27,18 +30,25 @@ Typos are drawn with a generator seeded by the sequence (no global state): a run
 Rows per group, then pooled: ``library`` (the three families), ``gp draws`` (zero and decades;
 the offset draws are caught by either rule) and ``all``.
 
-Rules compared: ``current`` (the range rule: the value only) and ``setting <tail>`` (the range
-rule, then the prediction at the value's setting, far at Student's t ``tail``: the library's
-:data:`~boloop.study.plausibility.TAIL` and the ``--tails`` around it; module docstring of
+Rules compared: ``range`` (the range rule: the value only), ``before`` (the range rule, then
+the prediction at the value's setting explained by a decimal point or a sign only: the rule
+before the keystroke slips, the same questions as it asked), ``after`` (every slip of
+:data:`~boloop.study.plausibility.SLIPS`, the text as typed) and ``after, value`` (the same
+with the number alone, as a JSON number reaches the API: its shortest text); ``--tails``:
+``after`` far at other tails of Student's t. With ``--kinds`` also ``before+<slip>`` (one
+keystroke slip added: what it catches and what it costs) and ``far`` (any correction counts
+as near: every value far from the prediction is asked about), and, per pool, the clean values
+far from the prediction (the range rule silent) and how many of them each rule asks about:
+the false questions the slips' corrections let through (module docstring of
 :mod:`boloop.study.plausibility`). CPU time per check (``time.process_time``, median of
 ``--repeats``): on the last answer of every sequence, and on a smooth 2-axis sequence with 10,
 40, 150 and 300 earlier values.
 
 Run (one thread)::
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/typo_catch.py --seeds 3 --budget 40
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/typo_catch.py --seeds 2 --budget 80 --tails
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/typo_catch.py --seeds 3 --budget 40 --first-seed 10
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/typo_catch.py --seeds 3 --budget 40 --kinds
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/typo_catch.py --seeds 2 --budget 80 --tails 1e-4 1e-5
+    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/typo_catch.py --seeds 3 --budget 40 --first-seed 10 --kinds
 """
 
 from __future__ import annotations
@@ -62,7 +72,9 @@ from boloop.study import plausibility  # noqa: E402
 from boloop.study.plausibility import MIN_ANSWERS, unusual_value  # noqa: E402
 
 PROPOSED = {"levelset": "randomized-straddle", "expert": "cobol", "safe": "m-safeopt"}
-KINDS = ("x10", "/10", "drop", "dup", "sign")
+KINDS = ("x10", "/10", "sign", "drop", "dup", "swap", "key")
+#: the decimal and sign slips (always counted); the others are keystroke slips of the digits
+DECIMAL = ("x10", "/10", "sign")
 
 
 def typed(y: float) -> str:
@@ -118,55 +130,131 @@ def gp_sequences(seeds: int, n: int, first: int = 0) -> list[dict]:
 
 
 # -- typos -------------------------------------------------------------------------------------
-def inject(kind: str, y: float, rng: np.random.Generator) -> float | None:
-    """``y`` with one typo of ``kind``, or None when that typo makes no slip here."""
-    if kind == "x10":
-        return float(typed(y * 10.0))
-    if kind == "/10":
-        return float(typed(y / 10.0))
-    if kind == "sign":
-        return -y if y != 0.0 else None
+def inject(kind: str, y: float, rng: np.random.Generator) -> tuple[float, str] | None:
+    """``y`` with one typo of ``kind`` and the text typed, or None when that typo makes no slip
+    here (the value unchanged, or zero)."""
     text = typed(y)
+    if kind == "x10":
+        return float(typed(y * 10.0)), typed(y * 10.0)
+    if kind == "/10":
+        return float(typed(y / 10.0)), typed(y / 10.0)
+    if kind == "sign":
+        return (-y, text[1:] if text.startswith("-") else "-" + text) if y != 0.0 else None
     digits = [i for i, c in enumerate(text) if c.isdigit()]
+    if kind == "swap":
+        # two adjacent different digits (the point is the decimal slips' business)
+        digits = [i for i in digits if i + 1 < len(text) and text[i + 1].isdigit()
+                  and text[i + 1] != text[i]]  # fmt: skip
+        if not digits:
+            return None
     i = int(rng.choice(digits))
-    slip = text[:i] + text[i + 1 :] if kind == "drop" else text[: i + 1] + text[i:]
+    if kind == "drop":
+        slip = text[:i] + text[i + 1 :]
+    elif kind == "dup":
+        slip = text[: i + 1] + text[i:]
+    elif kind == "swap":
+        slip = text[:i] + text[i + 1] + text[i] + text[i + 2 :]
+    else:  # "key": another digit typed for this one
+        other = [d for d in "0123456789" if d != text[i]]
+        slip = text[:i] + str(rng.choice(other)) + text[i + 1 :]
     try:
         w = float(slip)
     except ValueError:
         return None
-    if w == 0.0 or y == 0.0 or abs(math.log10(abs(w / y))) < math.log10(2.0):
+    if w == 0.0 or y == 0.0 or w == y:
         return None
-    return w
+    return w, slip
+
+
+def large(kind: str, y: float, w: float) -> bool:
+    """Does the slip change the value by more than a factor 2 (the sign flip and the decimal
+    slips always count)?"""
+    return kind in DECIMAL or abs(math.log10(abs(w / y))) >= math.log10(2.0)
 
 
 # -- rules -------------------------------------------------------------------------------------
-def current(v: float, prev: list[float], X: list, x: list) -> bool:
+def current(v: float, text: str, prev: list[float], X: list, x: list) -> bool:
     """The range rule alone (the value only)."""
     return unusual_value(v, prev) is not None
 
 
-def with_setting(tail: float = plausibility.TAIL):
-    """The range rule and the prediction at the value's setting, far at Student's ``tail``."""
+def with_setting(
+    tail: float = plausibility.TAIL,
+    slips: tuple[str, ...] = plausibility.SLIPS,
+    near: float = plausibility.NEAR,
+    text: bool = True,
+):
+    """The range rule and the prediction at the value's setting, far at Student's ``tail``,
+    explained by the ``slips`` within ``near`` predictive standard deviations, the keystroke
+    slips edited on the typed text (``text``) or on the value's shortest text."""
 
-    def rule(v: float, prev: list[float], X: list, x: list) -> bool:
-        saved, plausibility.TAIL = plausibility.TAIL, tail
+    def rule(v: float, typed_text: str, prev: list[float], X: list, x: list) -> bool:
+        saved = plausibility.TAIL, plausibility.SLIPS, plausibility.NEAR
+        plausibility.TAIL, plausibility.SLIPS, plausibility.NEAR = tail, slips, near
         try:
-            return unusual_value(v, prev, at=x, earlier_at=X) is not None
+            return (
+                unusual_value(v, prev, at=x, earlier_at=X, typed=typed_text if text else None)
+                is not None
+            )
         finally:
-            plausibility.TAIL = saved
+            plausibility.TAIL, plausibility.SLIPS, plausibility.NEAR = saved
 
     return rule
 
 
-def rules(tails: list[float]) -> dict:
-    out = {"current": current, f"setting {plausibility.TAIL:g}": with_setting()}
-    out.update({f"setting {t:g}": with_setting(t) for t in tails if t != plausibility.TAIL})
+#: the slips of the rule before the keystroke slips (a decimal point, a sign)
+BEFORE = ("point", "sign")
+#: the keystroke slips added (plausibility.SLIPS)
+KEYSTROKES = tuple(k for k in plausibility.SLIPS if k not in BEFORE)
+
+
+def rules(tails: list[float], kinds: bool) -> dict:
+    out = {
+        "range": current,
+        "before": with_setting(slips=BEFORE),
+        "after": with_setting(),
+        "after, value": with_setting(text=False),
+    }
+    out.update({f"after {t:g}": with_setting(t) for t in tails if t != plausibility.TAIL})
+    if kinds:
+        # what each keystroke slip adds alone, and every value far from the prediction (any
+        # correction near: the clean column counts the far values the range rule lets through)
+        out.update({f"before+{k}": with_setting(slips=(*BEFORE, k)) for k in KEYSTROKES})
+        out["far"] = with_setting(slips=("point",), near=math.inf)
     return out
 
 
 # -- the measurement ---------------------------------------------------------------------------
+def _reuse_fits(fit):
+    """``fit`` (the rule's GP fit) remembering its last few fits: every typo and rule of one
+    answer fits the same earlier values (a speed-up of the benchmark only; same results)."""
+    memo: dict = {}
+
+    def fit_again(U, t, *args):
+        key = (U.shape, U.tobytes(), t.tobytes(), args)
+        if key not in memo:
+            if len(memo) > 8:
+                memo.clear()
+            memo[key] = fit(U, t, *args)
+        return memo[key]
+
+    return fit_again
+
+
 def evaluate(seqs: list[dict], rules: dict, seed: int) -> dict:
-    """counts[group][rule][kind] = [asked, checked]"""
+    fit, plausibility.fit_leave_one_out = (
+        plausibility.fit_leave_one_out,
+        _reuse_fits(plausibility.fit_leave_one_out),
+    )
+    try:
+        return _evaluate(seqs, rules, seed)
+    finally:
+        plausibility.fit_leave_one_out = fit
+
+
+def _evaluate(seqs: list[dict], rules: dict, seed: int) -> dict:
+    """counts[group][rule][column] = [asked, checked]; columns: ``clean`` and each typo kind,
+    the keystroke kinds split into ``kind`` (a change of more than a factor 2) and ``kind~``."""
     counts: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(lambda: [0, 0])))
     for s in seqs:
         y = [float(typed(v)) for v in s["y"]]
@@ -174,17 +262,17 @@ def evaluate(seqs: list[dict], rules: dict, seed: int) -> dict:
         rng = np.random.default_rng([seed, s["seed"], zlib.crc32(s["name"].encode())])
         for i in range(MIN_ANSWERS, len(y)):
             prev, v = y[:i], y[i]
-            slips = {"clean": v}
+            slips = {"clean": (v, typed(v))}
             for kind in KINDS:
                 w = inject(kind, v, rng)
                 if kind == "sign" and abs(v) < 0.01 * max(abs(p) for p in prev):
                     w = None
                 if w is not None:
-                    slips[kind] = w
+                    slips[kind if large(kind, v, w[0]) else kind + "~"] = w
             for name, rule in rules.items():
-                for kind, w in slips.items():
-                    c = counts[s["group"]][name][kind]
-                    c[0] += bool(rule(w, prev, X[:i], X[i]))
+                for column, (w, text) in slips.items():
+                    c = counts[s["group"]][name][column]
+                    c[0] += bool(rule(w, text, prev, X[:i], X[i]))
                     c[1] += 1
     return counts
 
@@ -192,7 +280,10 @@ def evaluate(seqs: list[dict], rules: dict, seed: int) -> dict:
 def timing(seqs: list[dict], rules: dict, repeats: int) -> dict:
     """Median CPU seconds per check of each rule, on the last answer of every sequence."""
     out = {}
-    cases = [(float(s["y"][-1]), s["y"][:-1], s["X"][:-1], s["X"][-1]) for s in seqs]
+    cases = [
+        (float(typed(s["y"][-1])), typed(s["y"][-1]), s["y"][:-1], s["X"][:-1], s["X"][-1])
+        for s in seqs
+    ]
     for name, rule in rules.items():
         runs = []
         for _ in range(repeats):
@@ -211,7 +302,8 @@ def timing_by_n(rules: dict, repeats: int, sizes: tuple[int, ...] = (10, 40, 150
     for n in sizes:
         X = rng.uniform(size=(n + 1, 2))
         y = 10.0 ** (np.sin(6.0 * X[:, 0]) + X[:, 1])
-        case = (float(y[-1]) * 10.0, y[:-1].tolist(), X[:-1].tolist(), X[-1].tolist())
+        v = float(y[-1]) * 10.0
+        case = (v, repr(v), y[:-1].tolist(), X[:-1].tolist(), X[-1].tolist())
         for name, rule in rules.items():
             runs = []
             for _ in range(repeats):
@@ -239,8 +331,13 @@ def main() -> None:
         "--tails",
         type=float,
         nargs="*",
-        default=[1e-4, 1e-5],
+        default=[],
         help="other tail probabilities of the prediction rule to compare",
+    )
+    ap.add_argument(
+        "--kinds",
+        action="store_true",
+        help="also each keystroke slip added alone, and the clean values far from the prediction",
     )
     args = ap.parse_args()
     if args.cache and args.cache.exists():
@@ -251,9 +348,9 @@ def main() -> None:
         )
         if args.cache:
             args.cache.write_text(json.dumps(seqs))
-    rs = rules(args.tails)
+    rs = rules(args.tails, args.kinds)
     counts = evaluate(seqs, rs, seed=0)
-    cols = ("clean", *KINDS)
+    cols = ("clean", *DECIMAL, *(k + m for k in KINDS if k not in DECIMAL for m in ("", "~")))
     print(f"{'group':11} {'rule':16} " + " ".join(f"{c:>12}" for c in cols))
     for group in counts:
         for name in rs:
@@ -275,9 +372,18 @@ def main() -> None:
                 n = sum(counts[g][name][c][1] for g in groups)
                 cells.append(f"{100 * a / max(n, 1):5.1f}% /{n:4d}")
             print(f"{pool:11} {name:16} " + " ".join(cells))
-    for name, sec in timing(seqs, rs, args.repeats).items():
+    if "far" in rs:
+        # the false-question cost: clean values far from the prediction (the range rule silent)
+        # and how many of them each rule asks about
+        for pool, groups in pools.items():
+            n = {r: sum(counts[g][r]["clean"][0] for g in groups) for r in rs}
+            far = n["far"] - n["range"]
+            asked = ", ".join(f"{r} {n[r] - n['range']}" for r in rs if r not in ("far", "range"))
+            print(f"{pool}: {far} clean values far from the prediction; asked: {asked}")
+    timed = {k: rs[k] for k in ("range", "before", "after")}
+    for name, sec in timing(seqs, timed, args.repeats).items():
         print(f"CPU per check, {name}: {1e3 * sec:.3f} ms (median of {args.repeats})")
-    for (name, n), sec in timing_by_n(rs, args.repeats).items():
+    for (name, n), sec in timing_by_n(timed, args.repeats).items():
         print(f"CPU per check with {n} earlier values, {name}: {1e3 * sec:.3f} ms")
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "LABEL_WORDS",
     "NumberTextError",
     "answer_text",
+    "number_texts",
     "parse_answer",
     "parse_duel",
     "parse_label",
@@ -119,6 +120,42 @@ def read_number(text: str) -> float | None:
     return None
 
 
+def _pairs(text: str) -> list[tuple[str, str]]:
+    """The ``name=value`` pairs of ``text`` as (name, value text): separated by commas, or by
+    semicolons when there is one (``f=1,2; g=0,3``); digits after a comma that are no pair
+    continue the value before (a decimal comma: ``temperature=35,5``)."""
+    s = text.strip()
+    # pairs are separated by commas, or by semicolons when there is one: "f=1,2; g=0,3"
+    parts = s.split(";") if ";" in s else s.split(",")
+    # "a=1;b=2,c=3" (both separators, as before): a part with two pairs splits at commas
+    parts = [q for p in parts for q in (p.split(",") if p.count("=") > 1 else [p])]
+    if ";" not in s:
+        # digits after a comma that are no pair continue the value before: a decimal comma
+        # ("temperature=35,5", "f=1,2,g=0,3"), read by the one rule of read_number
+        merged: list[str] = []
+        for p in parts:
+            if merged and "=" not in p and p.strip().isdigit() and "=" in merged[-1]:
+                merged[-1] += "," + p
+            else:
+                merged.append(p)
+        parts = merged
+    out = []
+    for part in parts:
+        if not part.strip():
+            continue
+        key, sep, val = part.partition("=")
+        if not sep or not key.strip():
+            hint = (
+                " (a value with a decimal comma? separate the pairs with ';': "
+                "a=1,2; b=0,3, or write a=1.2, b=0.3)"
+                if ";" not in s and key.strip().isdigit()
+                else ""
+            )
+            raise AnswerTypeError(f"cannot read {text!r}: expected name=value pairs{hint}")
+        out.append((key.strip(), val))
+    return out
+
+
 def _text_value(text: str) -> Any:
     """A typed value from text: JSON if it parses, ``k=v,k=v`` pairs (``k=v; k=v`` when a value
     has a decimal comma), a number (:func:`read_number`), else the stripped text."""
@@ -131,36 +168,11 @@ def _text_value(text: str) -> Any:
         pass
     if "=" in s:
         out: dict[str, Any] = {}
-        # pairs are separated by commas, or by semicolons when there is one: "f=1,2; g=0,3"
-        parts = s.split(";") if ";" in s else s.split(",")
-        # "a=1;b=2,c=3" (both separators, as before): a part with two pairs splits at commas
-        parts = [q for p in parts for q in (p.split(",") if p.count("=") > 1 else [p])]
-        if ";" not in s:
-            # digits after a comma that are no pair continue the value before: a decimal comma
-            # ("temperature=35,5", "f=1,2,g=0,3"), read by the one rule of read_number
-            merged: list[str] = []
-            for p in parts:
-                if merged and "=" not in p and p.strip().isdigit() and "=" in merged[-1]:
-                    merged[-1] += "," + p
-                else:
-                    merged.append(p)
-            parts = merged
-        for part in parts:
-            if not part.strip():
-                continue
-            key, sep, val = part.partition("=")
-            if not sep or not key.strip():
-                hint = (
-                    " (a value with a decimal comma? separate the pairs with ';': "
-                    "a=1,2; b=0,3, or write a=1.2, b=0.3)"
-                    if ";" not in s and key.strip().isdigit()
-                    else ""
-                )
-                raise AnswerTypeError(f"cannot read {text!r}: expected name=value pairs{hint}")
+        for key, val in _pairs(text):
             number = read_number(val)
             if number is None:
                 raise AnswerTypeError(f"cannot read {text!r}: {val.strip()!r} is not a number")
-            out[key.strip()] = number
+            out[key] = number
         return out
     number = read_number(s)  # 'nan', 'inf' parse here and are refused by validate_answer
     return s if number is None else number
@@ -261,6 +273,46 @@ def parse_answer(query: Query, answer: Any) -> Any:
             answer = duel
         return query.validate_answer(answer)
     raise AnswerTypeError(f"unknown query kind {type(query).__name__}")
+
+
+def number_texts(answer: Any, outputs: tuple[str, ...] = ()) -> dict[str, str]:
+    """The text each number of a typed measurement was written as, by name (``""`` for one
+    value without a name): ``"0.50"`` -> ``{"": "0.50"}``, ``"f=1,2; g=0.30"`` ->
+    ``{"f": "1,2", "g": "0.30"}``, ``"1.2 0.30"`` with two ``outputs`` -> one per output, in
+    their order. Read as :func:`parse_answer` reads the answer; a number given as a number (not
+    text) has none, and neither has text that is no number. The typo question edits these
+    texts keystroke by keystroke (:mod:`boloop.study.plausibility`)."""
+    texts: dict[str, str] = {}
+    if isinstance(answer, Mapping):
+        texts = {str(k): v.strip() for k, v in answer.items() if isinstance(v, str)}
+    elif isinstance(answer, str):
+        s = answer.strip()
+        try:
+            parts = None
+            if len(outputs) > 1 and "=" not in s:
+                parts = _output_parts(s, tuple(outputs))
+            if parts is not None:
+                texts = dict(zip(outputs, parts))
+            else:
+                try:
+                    value = json.loads(s)
+                except ValueError:
+                    value = None
+                    texts = {k: v.strip() for k, v in _pairs(s)} if "=" in s else {"": s}
+                if isinstance(value, Mapping):
+                    texts = number_texts(value)
+                elif isinstance(value, int | float) and not isinstance(value, bool):
+                    texts = {"": s}
+        except AnswerTypeError:
+            return {}
+    out = {}
+    for k, text in texts.items():
+        try:
+            if read_number(text) is not None:
+                out[k] = text
+        except AnswerTypeError:
+            pass
+    return out
 
 
 def answer_text(kind: str, answer: Any) -> str:

@@ -52,7 +52,13 @@ from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query, check_query
 from boloop.recommendations import BestPoint, SafeRecommendation
 from boloop.spaces import Box, CandidateSet, SafeSpace, Space, format_value, params_text
-from boloop.study.answers import answer_text, parse_answer, parse_duel, parse_measurement
+from boloop.study.answers import (
+    answer_text,
+    number_texts,
+    parse_answer,
+    parse_duel,
+    parse_measurement,
+)
 from boloop.study.carry import continuations, continued_from
 from boloop.study.log import Event, SeqConflict, moved_mark, moved_message, safe_url
 from boloop.study.measured import Measured, what_to_measure
@@ -1259,19 +1265,26 @@ class Study(StudyReplay, StudySnapshots):
 
         ``params``: where the value was measured (named values, as :meth:`add` takes them);
         default: the open query's point. Where it is known, a value is also asked about when it
-        is far from what the earlier values predict there and a slipped decimal point or sign
-        explains it (the module's docstring)."""
+        is far from what the earlier values predict there and a slip explains it: a decimal
+        point, a sign, or one keystroke of the number as typed (a digit typed twice, left out,
+        swapped or a wrong key; the module's docstring). Text (``"0.50"``, ``"f=1,2; g=0.30"``,
+        or named texts ``{"f": "0.50"}``) keeps those keystrokes; a number has its shortest
+        text."""
         from boloop.study.plausibility import unusual_value
 
         pending = self._policy.pending
+        outputs: tuple[str, ...] = ()
         try:
             if isinstance(value, str) and pending is not None and pending.kind == "evaluate":
                 # as tell reads it: also several values in the outputs' order ("1.2 0.3")
                 typed = parse_answer(pending, value)
+                outputs = tuple(getattr(pending, "outputs", ()) or ())
             else:
-                typed = parse_measurement(value) if isinstance(value, str) else value
+                typed = parse_measurement(value)  # (named texts too: {"f": "0.50"})
         except BoloopError:
             return []
+        # the text each number was typed as ("0.50", "723,4"): the keystrokes a slip edits
+        texts = number_texts(value, outputs)
         if isinstance(typed, Mapping):
             new = {str(k): v for k, v in typed.items()}
         else:
@@ -1279,7 +1292,9 @@ class Study(StudyReplay, StudySnapshots):
         measured = self.measured()
         if len(new) == 1 and len(measured) == 1 and not measured[0].output:
             # one measured value: {"f": 7234} (as tell takes it too) is the value itself
-            new = {"": next(iter(new.values()))}
+            key = next(iter(new))
+            new = {"": new[key]}
+            texts = {"": texts[key]} if key in texts else {}
         earlier: dict[str, list[float]] = {k: [] for k in new}
         where: dict[str, list[Mapping[str, Any]]] = {k: [] for k in new}
         for row in self.history():
@@ -1306,6 +1321,7 @@ class Study(StudyReplay, StudySnapshots):
                 names.get(k, k or "the value"),
                 at=at,
                 earlier_at=earlier_at.get(k) if at is not None else None,
+                typed=texts.get(k),
             )
             if text is not None:
                 out.append(text)

@@ -1645,6 +1645,7 @@ def _tell_form(
         )
     kind = pending.kind
     errors: dict[str, str] = {}
+    typed: dict[str, str] = {}  # several outputs: each as typed, for the typo question
     if kind in ("label", "compare"):
         answer: Any = str(form.get("answer", ""))
     else:
@@ -1664,7 +1665,7 @@ def _tell_form(
         else:
             answer = {}
             for out in outputs:
-                text = str(form.get(f"out.{out}", ""))
+                text = typed[out] = str(form.get(f"out.{out}", ""))
                 try:
                     v = parse_measurement(text, out)
                 except NumberTextError as exc:
@@ -1697,7 +1698,7 @@ def _tell_form(
         return errors, None, None
     key = confirmation_key(form, *_typed_fields(pending)) if kind == "evaluate" else None
     if key is not None and form.get("confirm_unusual") != key:
-        questions = study.unusual_values(answer)
+        questions = study.unusual_values(typed or answer)
         if questions:
             return (
                 {},
