@@ -493,4 +493,27 @@
       shown.hidden = false;
     });
   }
+  // -- the safe set's growth in numbers: a page of its own (the growth is a replay of the log,
+  //    which this page never waits for); its table "the numbers", opened, shows it in place
+  //    (without this script the table holds a link to that page)
+  var growthBox = document.getElementById("numbers-growth");
+  if (growthBox && window.fetch && window.DOMParser) {
+    growthBox.addEventListener("toggle", function () {
+      if (!growthBox.open || growthBox.hasAttribute("data-loaded")) { return; }
+      growthBox.setAttribute("data-loaded", "");
+      fetch(growthBox.getAttribute("data-src"), { credentials: "same-origin" })
+        .then(function (r) { if (!r.ok) { throw new Error(String(r.status)); } return r.text(); })
+        .then(function (html) {
+          var got = new DOMParser().parseFromString(html, "text/html")
+            .getElementById("growth-numbers");
+          if (!got) { throw new Error("no numbers"); }
+          growthBox.appendChild(document.importNode(got, true));
+          var link = document.getElementById("growth-numbers-link");
+          if (link) { link.hidden = true; }
+          var n = got.querySelectorAll("tbody tr").length;
+          growthBox.querySelector("summary").textContent = "the numbers (" + n + ")";
+        })
+        .catch(function () { growthBox.removeAttribute("data-loaded"); });  // the link stays
+    });
+  }
 })();
