@@ -774,6 +774,7 @@ def test_openapi_and_offline_docs(url):
         and "https://" not in docs.text
     )
     assert '<html lang="en">' in docs.text  # WCAG 3.1.1: FastAPI's page names no language
+    assert '"deepLinking": false' in docs.text  # no link inside an operation's toggle button
     assets = re.findall(r"""(?:src|href)=["'](/[^"']+)["']""", docs.text)
     assert any(a.endswith("swagger-ui-bundle.js") for a in assets)
     for asset in assets:
