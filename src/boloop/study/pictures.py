@@ -962,10 +962,11 @@ _G_ITEMS_2D = [*_G_ITEMS, ("#222", "g = 0", "")]
 
 def _g_panel(
     study: Any, gfun: Callable[[np.ndarray], np.ndarray], XL: np.ndarray, acc: list[bool]
-) -> _Panel:
+) -> tuple[_Panel, str]:
     """Second panel of the expert family's model: COBOL's estimate of the expert's latent g
     (Xu et al. 2024, Sec. 3.2: the logit of a rejection; the expert accepts where ``g <= 0``),
-    a curve in 1-D, a map in 2-D (deeper colour = more certain), with the labels given."""
+    a curve in 1-D, a map in 2-D (deeper colour = more certain), with the labels given; and
+    its numbers in words (:func:`_g_lead`)."""
     names = study.names
     b = _bounds(study.space)
     title = "expert model: latent g (estimate), above 0 = would reject"
@@ -981,7 +982,7 @@ def _g_panel(
                 xv, 0.0, _GREEN if a else _RED, title=f"{names[0]}={_fmt(xv)}: "
                 + ("accepted" if a else "rejected"),
             )  # fmt: skip
-        return q
+        return q, _g_lead(g)
     g0, g1 = _axis_grid(study, 0, 30), _axis_grid(study, 1, 30)
     d0 = (b[0, 1] - b[0, 0]) / max(g0.size - 1, 1)
     d1 = (b[1, 1] - b[1, 0]) / max(g1.size - 1, 1)
@@ -1020,7 +1021,7 @@ def _g_panel(
             u, v, "#fff" if a else "#222", title=f"{names[0]}={_fmt(u)}, {names[1]}={_fmt(v)}: "
             + ("accepted" if a else "rejected"),
         )  # fmt: skip
-    return q
+    return q, _g_lead(g)
 
 
 def _centre(space: Any) -> np.ndarray:
@@ -1244,15 +1245,9 @@ def _fit_lead(
     return lead
 
 
-def _g_lead(study: Any, gfun: Callable[[np.ndarray], np.ndarray]) -> str:
-    """The expert model's panel in numbers: on how many points of its grid (the one
-    :func:`_g_panel` draws) the estimated g says the expert would accept (g <= 0)."""
-    if study.space.dim == 1:
-        P = _axis_grid(study, 0, 200)[:, None]
-    else:
-        G0, G1 = np.meshgrid(_axis_grid(study, 0, 30), _axis_grid(study, 1, 30), indexing="ij")
-        P = np.column_stack([G0.ravel(), G1.ravel()])
-    g = gfun(P)
+def _g_lead(g: np.ndarray) -> str:
+    """The expert model's panel in numbers: the estimated g over the grid :func:`_g_panel`
+    draws, and on how many of its points the expert would accept (g <= 0)."""
     return (
         f"The expert model (latent g from {_fmt(float(np.min(g)))} to {_fmt(float(np.max(g)))})"
         f" would accept at {int(np.sum(g <= 0))} of the {g.size} grid points drawn."
@@ -1337,10 +1332,9 @@ def _model_1d(
         items.append(("#ffd700", "recommendation"))
         lead += f" The recommendation: {name}={_fmt(float(rpt[0]))}."
     if gfun is not None:
-        lead += " " + _g_lead(study, gfun)
-        svg = _with_legend(
-            [p.svg(), _g_panel(study, gfun, XL, acc).svg()], 2 * PANEL_H, items + _G_ITEMS, label
-        )
+        q, g_lead = _g_panel(study, gfun, XL, acc)
+        lead += " " + g_lead
+        svg = _with_legend([p.svg(), q.svg()], 2 * PANEL_H, items + _G_ITEMS, label)
         return _describe(svg, lead)
     return _describe(_with_legend([p.svg()], PANEL_H, items, label, tips), lead)
 
@@ -1432,8 +1426,9 @@ def _model_2d(
         lead += f" The recommendation: {where}."
     body.append(p.svg())
     if gfun is not None:
-        body.append(_g_panel(study, gfun, XL, acc).svg())
-        lead += " " + _g_lead(study, gfun)
+        q, g_lead = _g_panel(study, gfun, XL, acc)
+        body.append(q.svg())
+        lead += " " + g_lead
         return _describe(_with_legend(body, 2 * PANEL_H, items + _G_ITEMS_2D, label), lead)
     return _describe(_with_legend(body, PANEL_H, items, label, key_tips), lead)
 
