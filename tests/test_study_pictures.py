@@ -749,3 +749,162 @@ def test_the_y_axis_names_the_measured_value_from_the_space_file():
     long = progress_svg(study("thickness of the coating after the second firing"))
     cut = "thickness of the coating after the second firing (µm)"[: YLABEL_CHARS - 1] + "…"
     assert f">{cut}</text>" in long
+
+
+# -- the level-set class maps without colour, and the pictures' numbers ------------------------
+def _class_grid(root):
+    """The 2-D class map's cells (their tooltips name position and class): {(x, y, w, h):
+    (above, undecided)}, and the counts of each class name."""
+    ns = SVG
+    cells = {}
+    for e in root.iter(f"{ns}rect"):
+        tip = e.findtext(f"{ns}title") or ""
+        m = re.match(r"temperature=[^,]+, ratio=[^:]+: (above|below)(, within 2 std|[^,]*),", tip)
+        if m:
+            box = tuple(float(e.get(k)) for k in ("x", "y", "width", "height"))
+            cells[box] = (m.group(1) == "above", m.group(2) == ", within 2 std")
+    return cells
+
+
+def _cell_at(cells, X, Y):
+    found = [c for (x, y, w, h), c in cells.items() if x <= X <= x + w - 0.3 and y <= Y <= y + h - 0.3]
+    assert len(found) == 1, (X, Y, found)
+    return found[0]
+
+
+def test_level_set_class_map_says_each_class_by_a_mark_and_lines(url):
+    """WCAG 1.4.1: the 2-D class map (orange above, blue below, lighter within 2 std) says the
+    classes without colour: a plus on decided cells above, a minus on decided cells below, none
+    on undecided ones; a solid line on exactly the edges between an above and a below cell, a
+    dashed one on exactly the edges between a decided and an undecided cell; its description
+    and its key's tooltips count the cells of each class."""
+    study = make_study("lev2", url, answers=8)
+    root = ET.fromstring(model_svg(study))
+    cells = _class_grid(root)
+    assert len(cells) == 15 * 11
+    kinds = set(cells.values())
+    assert len(kinds) >= 3, kinds  # this study has decided and undecided cells
+    xs = sorted({b[0] for b in cells})
+    ys = sorted({b[1] for b in cells})
+    grid = {(xs.index(b[0]), ys.index(b[1])): c for b, c in cells.items()}
+    pairs = {"above": 0, "unsure": 0}
+    for (i, j), (up, un) in grid.items():
+        for nb in ((i + 1, j), (i, j + 1)):
+            if nb in grid:
+                pairs["above"] += grid[nb][0] != up
+                pairs["unsure"] += grid[nb][1] != un
+    paths = [e for e in root.iter(f"{SVG}path") if e.find(f"{SVG}title") is None]
+    solid = [e for e in paths if e.get("stroke-width") == "1.6"]
+    dashed = [e for e in paths if e.get("stroke-dasharray") == "3 2"]
+    assert len(solid) == 1 and len(dashed) == 1
+    for line, n in ((solid[0], pairs["above"]), (dashed[0], pairs["unsure"])):
+        segments = re.findall(r"M([\d.]+),([\d.]+)([VH])([\d.]+)", line.get("d"))
+        assert n > 0 and len(segments) == n
+        for x, y, kind, to in segments:  # on the shared edge of two cells that differ
+            x, y, to = float(x), float(y), float(to)
+            if kind == "V":
+                a, b = _cell_at(cells, x - 1, (y + to) / 2), _cell_at(cells, x + 1, (y + to) / 2)
+            else:
+                a, b = _cell_at(cells, (x + to) / 2, y - 1), _cell_at(cells, (x + to) / 2, y + 1)
+            assert a[0] != b[0] if line is solid[0] else a[1] != b[1]
+    glyphs = [e for e in paths if e.get("stroke-width") == "1.3" and len(e.get("d")) > 200]
+    assert len(glyphs) == 1
+    marks = re.findall(r"M([\d.]+),([\d.]+)h([\d.]+)(M([\d.]+),([\d.]+)v)?", glyphs[0].get("d"))
+    assert len(marks) > 50
+    signs = set()
+    for x, y, w, plus, *_ in marks:
+        up, un = _cell_at(cells, float(x) + float(w) / 2, float(y))
+        assert not un and up == bool(plus)
+        signs.add(up)
+    assert signs == {True, False}
+    counts = {name: sum(1 for c in cells.values() if c == key) for key, name in (
+        ((True, False), "above (H)"), ((True, True), "above, within 2 std"),
+        ((False, False), "below (L)"), ((False, True), "below, within 2 std"),
+    )}  # fmt: skip
+    desc = root.findtext(f"{SVG}desc")
+    assert "Of the 165 grid points drawn: " + "; ".join(
+        f"{n} {name}" for name, n in counts.items()
+    ) + "." in desc
+    tips = {e.findtext(f"{SVG}title") for e in root.iter(f"{SVG}rect")}
+    for name, n in counts.items():
+        assert f"{n} of 165 grid points" in tips, name
+    assert "above | below" in desc and "edge of within 2 std" in desc
+
+
+def test_level_set_strip_marks_follow_the_estimate(url):
+    """The 1-D class strip: its plus and minus marks stand on cells the estimate classifies
+    above and below (H_t of the method's own recommendation), its counts are the estimate's."""
+    study = make_study("lev1", url, answers=10)
+    est = study.policy.recommend()
+    root = ET.fromstring(model_svg(study))
+    desc = root.findtext(f"{SVG}desc")
+    n_above = re.search(r"Of the 41 grid points drawn: (\d+) above \(H\); (\d+) above, within", desc)
+    assert n_above and int(n_above.group(1)) + int(n_above.group(2)) == int(est.upper.sum())
+    strip = [
+        e for e in root.iter(f"{SVG}rect")
+        if e.get("fill") in ("#e07b28", "#f5c9a3", "#3b6fb6", "#aac3e6") and e.get("height") != "10"
+    ]  # fmt: skip
+    assert len(strip) == 41
+    glyphs = [
+        e for e in root.iter(f"{SVG}path")
+        if e.get("stroke-width") == "1.3" and e.find(f"{SVG}title") is None and len(e.get("d")) > 60
+    ]  # fmt: skip
+    (marks,) = glyphs
+    plus_minus = r"M([\d.]+),([\d.]+)h([\d.]+)(M[\d.]+,[\d.]+v)?"
+    for x, _y, w, plus in re.findall(plus_minus, marks.get("d")):
+        X = float(x) + float(w) / 2
+        (cell,) = [
+            e for e in strip
+            if float(e.get("x")) <= X <= float(e.get("x")) + float(e.get("width")) - 0.3
+        ]  # fmt: skip
+        assert cell.get("fill") == ("#e07b28" if plus else "#3b6fb6")
+
+
+def test_model_descriptions_give_the_numbers(url):
+    """Each model picture's <desc> starts with its numbers, read from the study: the safe set's
+    certified share, the preference recommendation's wins, the expert's lowest f."""
+    safe = make_study("safe", url, answers=8, fast=True)
+    g = [r["answer"]["g"] for r in safe.history()]
+    desc = ET.fromstring(model_svg(safe)).findtext(f"{SVG}desc")
+    assert desc.startswith(f"{len(g)} measurements, {sum(v > 0.8 for v in g)} with g above the")
+    _, sets = safe.policy.state()  # public and read-only (drawn from a copy in the same state)
+    prefix = np.asarray(sets.prefix)
+    assert f"Certified safe: {int(prefix.sum())} of the {prefix.size} grid points" in desc
+    pref = make_study("pref", url, answers=6)
+    desc = ET.fromstring(model_svg(pref)).findtext(f"{SVG}desc")
+    rec = re.search(r"The recommendation of maxminlcb: (.+), won (\d+) of (\d+) duels\.", desc)
+    assert rec, desc
+    assert f"<title>{rec.group(1)}: won {rec.group(2)} of {rec.group(3)}</title>" in model_svg(pref)
+    lcb = make_study("lcb", url, answers=8, key="expert4")
+    y = [r["answer"] for r in lcb.history()]
+    desc = ET.fromstring(model_svg(lcb)).findtext(f"{SVG}desc")
+    assert desc.startswith(f"8 evaluations, the lowest f {min(y):.4g} at ")
+
+
+def test_growth_numbers_are_the_replayed_sets(url):
+    """The growth picture's numbers (the page's table): a row per answer whose share and levels
+    are those of safe_growth, each x in exactly one run; the picture's <desc> says the same."""
+    from boloop.study.pictures import growth_numbers, growth_svg, safe_growth
+
+    study, *_ = _safe_toy(url, 12)
+    growth = safe_growth(study)
+    lead, rows = growth_numbers(study)
+    s_values = np.asarray(study.space.s_values)
+    x = np.asarray(study.space.x_points)[:, 0]
+    assert [w for w, _ in rows] == [f"after answer {k}" for k in range(1, 13)]
+    for (_, value), b in zip(rows, growth):
+        share, runs = value.split(" certified safe; ")
+        assert share == f"{np.mean((b + 1) / s_values.size):.0%}"
+        level = {}
+        for run in runs.split("; "):
+            m = re.fullmatch(r"x0 up to ([-\d.e]+) at x1(?:=([-\d.e]+)| ([-\d.e]+) to ([-\d.e]+))", run)
+            assert m, run
+            lo, hi = (m.group(2), m.group(2)) if m.group(2) else (m.group(3), m.group(4))
+            for i in np.flatnonzero((x >= float(lo) - 1e-9) & (x <= float(hi) + 1e-9)):
+                assert i not in level
+                level[i] = float(m.group(1))
+        assert sorted(level) == list(range(x.size))
+        np.testing.assert_allclose([level[i] for i in range(x.size)], s_values[b], atol=1e-3)
+    assert lead.startswith("12 answers. Certified safe share of the space: ")
+    assert ET.fromstring(growth_svg(study)).findtext(f"{SVG}desc").startswith(lead)
+    assert growth_numbers(make_study("pref", url, answers=1)) == ("", [])

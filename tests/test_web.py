@@ -440,6 +440,30 @@ def test_safe_growth_is_an_image_of_its_own(url):
     assert "growth.svg" not in c.get("/studies/pref").text
 
 
+def test_the_safe_sets_growth_has_its_numbers_on_a_page_of_their_own(url):
+    """The growth image's texts reach no screen reader (an <img>): its table "the numbers" on
+    the study page links to a page of them (app.js shows it in place), whose rows are
+    growth_numbers' (a row per answer), escaped as every text of the page."""
+    from boloop.study.pictures import growth_numbers
+
+    study = make_study("safe", url, answers=4, fast=True)
+    make_study("pref", url, answers=1)
+    c = _client(url)
+    page = c.get("/studies/safe").text
+    link = "/studies/safe/pictures/growth-numbers"
+    assert f'<details class="numbers" id="numbers-growth" data-src="{link}?v=' in page
+    assert f'<a href="{link}">' in page
+    r = c.get(link)
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    lead, rows = growth_numbers(study)
+    assert len(rows) == 4 and lead.startswith("4 answers.")
+    cells = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td></tr>", r.text)
+    assert cells == rows
+    assert f'<p id="growth-lead">{lead}</p>' in r.text
+    assert c.get("/studies/pref/pictures/growth-numbers").status_code == 404
+    assert c.get("/studies/nope/pictures/growth-numbers").status_code == 404
+
+
 def test_unknown_study_is_404(url):
     make_study("lev1", url)
     c = _client(url)
@@ -749,6 +773,8 @@ def test_openapi_and_offline_docs(url):
         and "http://" not in docs.text
         and "https://" not in docs.text
     )
+    assert '<html lang="en">' in docs.text  # WCAG 3.1.1: FastAPI's page names no language
+    assert '"deepLinking": false' in docs.text  # no link inside an operation's toggle button
     assets = re.findall(r"""(?:src|href)=["'](/[^"']+)["']""", docs.text)
     assert any(a.endswith("swagger-ui-bundle.js") for a in assets)
     for asset in assets:

@@ -81,6 +81,7 @@ def server(tmp_path_factory):
     make_study("safe-unit", url, key="safe", fast=True)  # a g typed with its unit
     _expert_measuring("expert-rec", url)
     make_study("lev-rec", url, answers=8, key="lev1", fast=True)  # a level set's counts
+    make_study("lev-map", url, answers=10, key="lev2")  # a 2-D class map
     from boloop.problems import get
     from boloop.simulate import oracle_rng
 
@@ -268,6 +269,36 @@ def test_the_expert_model_and_the_safe_sets_growth_are_drawn(server, browser, sh
     pic = browser.find_element(By.ID, "pic-growth")
     browser.execute_script("arguments[0].scrollIntoView();", pic)
     pic.screenshot(str(shots / "web-safe-growth.png"))
+    # its numbers, opened in place: a row per answer (the replayed sets; test_study_pictures)
+    browser.find_element(By.CSS_SELECTOR, "#numbers-growth summary").click()
+    rows = _wait(
+        browser,
+        lambda d: d.find_elements(By.CSS_SELECTOR, "#numbers-growth tbody tr"),
+    )
+    assert len(rows) == 30 and rows[0].text.startswith("after answer 1 ")
+    browser.execute_script("arguments[0].scrollIntoView();", pic)
+    pic.screenshot(str(shots / "web-safe-growth-numbers.png"))
+
+
+def test_the_level_set_class_map_reads_without_colour(server, browser, shots):
+    """The 2-D class map on the page: plus and minus marks and the two lines are drawn (their
+    placement: test_study_pictures); the docs show it in colour and in greyscale."""
+    base, _ = server
+    browser.get(f"{base}/studies/lev-map")
+    pic = browser.find_element(By.ID, "pic-model")
+    assert "level set classes at threshold" in pic.text
+    marks = browser.execute_script(
+        "return Array.from(arguments[0].querySelectorAll('.pic-wide svg path'))"
+        ".filter(p => p.getAttribute('stroke-width') === '1.3' && !p.querySelector('title'))"
+        ".map(p => p.getBoundingClientRect().width);",
+        pic,
+    )
+    assert len(marks) >= 3 and all(w > 0 for w in marks)  # the map's, a plus and a minus key
+    browser.execute_script("arguments[0].scrollIntoView();", pic)
+    pic.screenshot(str(shots / "web-levelset-map.png"))
+    browser.execute_script("arguments[0].style.filter = 'grayscale(1)';", pic)
+    pic.screenshot(str(shots / "web-levelset-map-grey.png"))
+    browser.execute_script("arguments[0].style.filter = '';", pic)
 
 
 @pytest.mark.parametrize("name", ["drinks", "drinks-15"])

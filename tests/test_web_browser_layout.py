@@ -37,6 +37,7 @@ def server(tmp_path_factory):
     url = f"sqlite:///{tmp_path_factory.mktemp('serve-layout') / 'layout.db'}"
     make_study("measure", url, answers=2, key="lev1", fast=True)
     make_study("duel", url, answers=2, key="pref")
+    make_study("stored", url, answers=2, key="lev1", fast=True)  # stored, then a notice
     for key in PICTURED:  # every kind of picture: 1-D, 2-D, slices, g, win rates, safe set
         make_study(key, url, answers=6, key=key, fast=True)
     make_drinks("drinks", url, answers=6)  # options named by their values
@@ -143,6 +144,60 @@ def test_a_live_notice_does_not_move_the_answer_buttons_of_a_duel(server, phone,
     _wait(phone, lambda drv: _open_id(drv) != q)
     stored = [r for r in load_study("duel", storage=url).history() if r["query_id"] == q]
     assert [(r["answer"], r["note"]) for r in stored] == [(1, "tasted twice")]
+
+
+def _in_view(rect, height: float) -> bool:
+    x, y, w, h = rect
+    return y >= 0 and y + h <= height
+
+
+def _overlap(a, b) -> bool:
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+@pytest.mark.parametrize("device", ["browser", "phone"])
+def test_a_notice_out_of_view_after_storing_is_pointed_to(server, device, request, shots):
+    """An answer stored on the page, the next value typed, then an answer given elsewhere: the
+    live notice appears below the form. On a phone it is out of view (the focus stays in the
+    field the page focused, which is where it must stay: nothing scrolls under a finger), so a
+    link pinned to an edge of the window says there is a notice and goes to it: inside the
+    window, over none of the form's controls, which stay where they were; a tap on it brings
+    the notice into view. On a desktop, where the notice is in view, there is no such link."""
+    base, url = server
+    d = request.getfixturevalue(device)
+    d.get(base + "/studies/stored")
+    q = _open_id(d)
+    d.find_element(By.ID, "value").send_keys("0.42")
+    d.find_element(By.ID, "btn-store").click()
+    _wait(d, lambda drv: _open_id(drv) != q and drv.title.startswith("answer stored"))
+    q2 = _open_id(d)
+    d.find_element(By.ID, "value").send_keys("0.17")
+    ids = ("btn-store", "value", "note", "btn-undo")
+    before = _rects(d, ids)
+    other = load_study("stored", storage=url)
+    query = other.ask()
+    assert query.id == q2
+    other.tell(q2, answer_for(query))
+    _wait(d, lambda drv: "is no longer open" in drv.find_element(By.ID, "live").text)
+    height = d.execute_script("return window.innerHeight")
+    live = _rects(d, ("live",))["live"]
+    assert _rects(d, ids) == before  # nothing moved, nothing scrolled
+    peek = d.find_element(By.ID, "notice-peek")
+    if _in_view(live, height):
+        assert device == "browser" and not peek.is_displayed()
+        return
+    assert device == "phone"  # what this test is about: a phone's screen is full of form
+    _wait(d, lambda drv: peek.is_displayed())
+    d.save_screenshot(str(shots / "layout-notice-pointer-phone.png"))
+    where = _rects(d, ("notice-peek",))["notice-peek"]
+    assert _in_view(where, height)
+    assert not any(_overlap(where, before[i]) for i in ids), (where, before)
+    assert "Notice below" in peek.text and "An answer was given elsewhere" in peek.text
+    assert peek.get_attribute("href").endswith("#notices")  # a link: keyboards reach it too
+    peek.click()
+    _wait(d, lambda drv: _in_view(_rects(drv, ("live",))["live"], height))
+    _wait(d, lambda drv: not peek.is_displayed())  # the notice is in view: no pointer to it
+    assert d.find_element(By.ID, "value").get_attribute("value") == "0.17"  # nothing reloaded
 
 
 #: every shown picture's texts, measured on the page: the smallest label as drawn on the screen

@@ -44,7 +44,15 @@ from boloop.confidence import UNDECIDED_SD, undecided
 from boloop.recommendations import BestPoint
 from boloop.spaces import Box, CandidateSet, SafeSpace
 
-__all__ = ["progress_svg", "model_svg", "growth_svg", "safe_growth", "pictures", "PHONE_WIDTH"]
+__all__ = [
+    "progress_svg",
+    "model_svg",
+    "growth_svg",
+    "growth_numbers",
+    "safe_growth",
+    "pictures",
+    "PHONE_WIDTH",
+]
 
 #: the width of a picture (SVG user units, drawn at as many CSS px on a wide screen)
 WIDTH = 560
@@ -63,6 +71,9 @@ _UNSAFE_FILL = "#d98b80"
 #: legend markers (Panel.legend)
 _DOT, _CROSS, _HATCH = "marker:dot", "marker:cross", "marker:hatch"
 _TRIANGLE = "marker:triangle"
+#: a level-set class's key: its colour with a plus (above), a minus (below), or a dashed border
+#: (within 2 std: not decided), as the map draws them (:func:`_class_marks`)
+_PLUS, _MINUS, _DASHED = "marker:plus", "marker:minus", "marker:dashed"
 _MAX_SLICES = 6
 #: beyond this many cells a picture draws an outline instead (keeps the SVG small)
 _MAX_CELLS = 400
@@ -354,18 +365,37 @@ class _Panel:
         if hatch:
             self.parts.append(_hatch_path(X0, Y0, X1 - X0, Y1 - Y0))
 
-    def legend(self, items: Sequence[tuple[str, ...]]) -> None:
+    def legend(
+        self, items: Sequence[tuple[str, ...]], tips: dict[str, str] | None = None
+    ) -> None:
         """Keys in rows from the panel's top left, wrapped at the picture's width: a colour
         square for ``(colour, text)``, a line sample for ``(colour, text, dash)`` (``dash`` an
         SVG dash array, "" solid), a marker for ``(colour, text, MARK)`` (:data:`_DOT`, a
         point drawn by :meth:`dot`; :data:`_CROSS`, by :meth:`cross`; :data:`_HATCH`, a cell
-        of :meth:`cell` with ``hatch``), the text alone for ``("", text)``."""
+        of :meth:`cell` with ``hatch``; :data:`_PLUS`, :data:`_MINUS`, :data:`_DASHED`, a
+        level-set class), the text alone for ``("", text)``. ``tips``: a tooltip (``<title>``)
+        for a key's mark, by its text (a class's count: the page's table of numbers reads it)."""
+        tips = tips or {}
         x = self.x0 + 6
         y = self.y0 + 12
         for colour, text, *dash in items:
             if x + 14 + 6.5 * len(text) > _width() and x > self.x0 + 6:
                 x, y = self.x0 + 6, y + 16
-            if dash and dash[0] in (_DOT, _CROSS, _HATCH, _TRIANGLE):
+            tip = f"<title>{_esc(tips[text])}</title>" if text in tips else ""
+            if dash and dash[0] in (_PLUS, _MINUS, _DASHED):
+                border = ' stroke-dasharray="2 1.5" stroke-width="1"' if dash[0] == _DASHED else (
+                    ' stroke-width="0.4"'
+                )
+                self.parts.append(
+                    f'<rect x="{x:.1f}" y="{y - 8:.1f}" width="10" height="10" fill="{colour}" '
+                    f'stroke="#222"{border}>{tip}</rect>'
+                )
+                if dash[0] != _DASHED:
+                    self.parts.append(
+                        f'<path d="{_sign_glyph(x + 5, y - 3, dash[0] == _PLUS)}" '
+                        f'stroke="#222" stroke-width="{_GLYPH_W}" fill="none"/>'
+                    )
+            elif dash and dash[0] in (_DOT, _CROSS, _HATCH, _TRIANGLE):
                 cx, cy = x + 5, y - 3
                 if dash[0] == _TRIANGLE:
                     self.parts.append(_triangle_path(cx, cy, 4.2, colour))
@@ -391,7 +421,7 @@ class _Panel:
             elif colour:
                 self.parts.append(
                     f'<rect x="{x:.1f}" y="{y - 8:.1f}" width="10" height="10" fill="{colour}" '
-                    'stroke="#222" stroke-width="0.4"/>'
+                    f'stroke="#222" stroke-width="0.4">{tip}</rect>'
                 )
             tx = x + 14 if colour else x
             self.parts.append(f'<text x="{tx:.1f}" y="{y + 1:.1f}" class="key">{_esc(text)}</text>')
@@ -399,6 +429,18 @@ class _Panel:
 
     def svg(self) -> str:
         return "".join(self.parts)
+
+
+#: a level-set sign glyph's half arm and stroke width (picture units)
+_GLYPH_R, _GLYPH_W = 2.6, 1.3
+
+
+def _sign_glyph(X: float, Y: float, plus: bool) -> str:
+    """The path data of a plus (``plus``: above the threshold) or a minus (below) centred at
+    (``X``, ``Y``): a level-set class said by a shape, not only by its colour (WCAG 1.4.1)."""
+    r = _GLYPH_R
+    d = f"M{X - r:.1f},{Y:.1f}h{2 * r:.1f}"
+    return d + (f"M{X:.1f},{Y - r:.1f}v{2 * r:.1f}" if plus else "")
 
 
 def _cross_path(X: float, Y: float, r: float, colour: str, title: str = "") -> str:
@@ -598,6 +640,8 @@ def _describe(svg: str, lead: str) -> str:
             titles.append(text)
         elif t.get("class") == "key":
             keys.append(text)
+    if root.find(f"{ns}desc") is not None:  # described where it was drawn
+        return svg
     parts = [lead] if lead else []
     if titles:
         parts.append("Shown: " + "; ".join(titles) + ".")
@@ -918,10 +962,11 @@ _G_ITEMS_2D = [*_G_ITEMS, ("#222", "g = 0", "")]
 
 def _g_panel(
     study: Any, gfun: Callable[[np.ndarray], np.ndarray], XL: np.ndarray, acc: list[bool]
-) -> _Panel:
+) -> tuple[_Panel, str]:
     """Second panel of the expert family's model: COBOL's estimate of the expert's latent g
     (Xu et al. 2024, Sec. 3.2: the logit of a rejection; the expert accepts where ``g <= 0``),
-    a curve in 1-D, a map in 2-D (deeper colour = more certain), with the labels given."""
+    a curve in 1-D, a map in 2-D (deeper colour = more certain), with the labels given; and
+    its numbers in words (:func:`_g_lead`)."""
     names = study.names
     b = _bounds(study.space)
     title = "expert model: latent g (estimate), above 0 = would reject"
@@ -937,7 +982,7 @@ def _g_panel(
                 xv, 0.0, _GREEN if a else _RED, title=f"{names[0]}={_fmt(xv)}: "
                 + ("accepted" if a else "rejected"),
             )  # fmt: skip
-        return q
+        return q, _g_lead(g)
     g0, g1 = _axis_grid(study, 0, 30), _axis_grid(study, 1, 30)
     d0 = (b[0, 1] - b[0, 0]) / max(g0.size - 1, 1)
     d1 = (b[1, 1] - b[1, 0]) / max(g1.size - 1, 1)
@@ -976,7 +1021,7 @@ def _g_panel(
             u, v, "#fff" if a else "#222", title=f"{names[0]}={_fmt(u)}, {names[1]}={_fmt(v)}: "
             + ("accepted" if a else "rejected"),
         )  # fmt: skip
-    return q
+    return q, _g_lead(g)
 
 
 def _centre(space: Any) -> np.ndarray:
@@ -999,12 +1044,102 @@ def _rec_point(study: Any, rec: Any) -> np.ndarray | None:
 
 
 _LIGHT = {_ORANGE: "#f5c9a3", _BLUE: "#aac3e6"}
+#: each level-set class's name, by (above, undecided)
+_CLASS_NAMES = {
+    (True, False): "above (H)",
+    (True, True): f"above, within {UNDECIDED_SD:g} std",
+    (False, False): "below (L)",
+    (False, True): f"below, within {UNDECIDED_SD:g} std",
+}
+#: the class map's key: the classes' colours with the marks that say them without colour
+#: (:func:`_class_marks`), and its two lines
 _CLASS_ITEMS = [
-    (_ORANGE, "above (H)"),
-    (_LIGHT[_ORANGE], f"above, within {UNDECIDED_SD:g} std"),
-    (_BLUE, "below (L)"),
-    (_LIGHT[_BLUE], f"below, within {UNDECIDED_SD:g} std"),
+    (_ORANGE, _CLASS_NAMES[True, False], _PLUS),
+    (_LIGHT[_ORANGE], _CLASS_NAMES[True, True], _DASHED),
+    (_BLUE, _CLASS_NAMES[False, False], _MINUS),
+    (_LIGHT[_BLUE], _CLASS_NAMES[False, True], _DASHED),
+    ("#222", "above | below", ""),
+    ("#222", f"edge of within {UNDECIDED_SD:g} std", "3 2"),
 ]
+#: the spacing of the class map's plus and minus marks (picture units)
+_GLYPH_STEP = 16.0
+
+
+def _class_marks(
+    p: _Panel,
+    xc: np.ndarray,
+    yc: np.ndarray,
+    dx: float,
+    dy: float,
+    up: np.ndarray,
+    unsure: np.ndarray,
+    glyph_rows: Sequence[float] | None = None,
+) -> None:
+    """What says a level-set class map's classes without colour (WCAG 1.4.1), over cells
+    centred at ``xc`` x ``yc`` (data units, ``dx`` x ``dy`` each; ``up``, ``unsure`` boolean
+    (len(xc), len(yc))): a solid dark line where the estimate changes from above to below
+    (eq. 3.1's H_t and L_t meet), a dashed one at the edge of the cells within
+    :data:`~boloop.confidence.UNDECIDED_SD` std of the threshold, and on a lattice of
+    :data:`_GLYPH_STEP` units a plus on a decided cell above, a minus on one below (none on an
+    undecided one). ``glyph_rows``: the lattice's rows (picture y), all the panel's if None."""
+    nx, ny = up.shape
+    solid: list[str] = []
+    dashed: list[str] = []
+    for i in range(nx):
+        for j in range(ny):
+            if i + 1 < nx:
+                X = p.sx(xc[i] + dx / 2)
+                edge = f"M{X:.1f},{p.sy(yc[j] - dy / 2):.1f}V{p.sy(yc[j] + dy / 2):.1f}"
+                if up[i, j] != up[i + 1, j]:
+                    solid.append(edge)
+                if unsure[i, j] != unsure[i + 1, j]:
+                    dashed.append(edge)
+            if j + 1 < ny:
+                Y = p.sy(yc[j] + dy / 2)
+                edge = f"M{p.sx(xc[i] - dx / 2):.1f},{Y:.1f}H{p.sx(xc[i] + dx / 2):.1f}"
+                if up[i, j] != up[i, j + 1]:
+                    solid.append(edge)
+                if unsure[i, j] != unsure[i, j + 1]:
+                    dashed.append(edge)
+    if dashed:
+        p.parts.append(
+            f'<path d="{"".join(dashed)}" stroke="#222" stroke-width="1" '
+            'stroke-dasharray="3 2" fill="none"/>'
+        )
+    if solid:
+        p.parts.append(f'<path d="{"".join(solid)}" stroke="#222" stroke-width="1.6" fill="none"/>')
+    (xlo, xhi), (ylo, yhi) = p.xlim, p.ylim
+    cols = np.arange(p.x0 + _GLYPH_STEP / 2, p.x0 + p.w, _GLYPH_STEP)
+    rows = (
+        np.arange(p.y0 + _GLYPH_STEP / 2, p.y0 + p.h, _GLYPH_STEP)
+        if glyph_rows is None
+        else np.asarray(glyph_rows, dtype=np.float64)
+    )
+    glyphs = []
+    for Y in rows:
+        j = int(np.argmin(np.abs(yc - (yhi - (Y - p.y0) / p.h * (yhi - ylo)))))
+        for X in cols:
+            i = int(np.argmin(np.abs(xc - (xlo + (X - p.x0) / p.w * (xhi - xlo)))))
+            if not unsure[i, j]:
+                glyphs.append(_sign_glyph(float(X), float(Y), bool(up[i, j])))
+    if glyphs:
+        p.parts.append(
+            f'<path d="{"".join(glyphs)}" stroke="#222" stroke-width="{_GLYPH_W}" fill="none"/>'
+        )
+
+
+def _class_counts(up: np.ndarray, unsure: np.ndarray) -> tuple[str, dict[str, str]]:
+    """How many grid points of a class map are in each class: a sentence (the picture's
+    description) and each class key's tooltip (the page's table of numbers)."""
+    n = int(up.size)
+    counts = {
+        _CLASS_NAMES[a, u]: int(np.sum((up == a) & (unsure == u)))
+        for a, u in ((True, False), (True, True), (False, False), (False, True))
+    }
+    lead = f"Of the {n} grid points drawn: " + "; ".join(
+        f"{c} {name}" for name, c in counts.items()
+    ) + "."
+    return lead, {name: f"{c} of {n} grid points" for name, c in counts.items()}
 
 
 def _classes(rec: Any, X: np.ndarray, mean: np.ndarray, h: float) -> np.ndarray:
@@ -1076,6 +1211,49 @@ def _model_svg(study: Any, hist: list[dict[str, Any]], policy: Any, rec: Any) ->
     return _model_slices(study, X, y, pred, threshold, rpt, label)
 
 
+def _at(names: Sequence[str], point: Any) -> str:
+    return ", ".join(f"{nm}={_fmt(float(v))}" for nm, v in zip(names, point))
+
+
+def _fit_lead(
+    X: np.ndarray,
+    y: np.ndarray,
+    threshold: Any,
+    names: Sequence[str],
+    P: np.ndarray,
+    mean: np.ndarray | None,
+) -> str:
+    """A model picture's numbers in words (its ``<desc>``): the measurements (how many above
+    the threshold, for a level set; else the lowest f, which the expert family minimises) and
+    the posterior mean over the grid drawn (``P``, ``mean``; None without a model)."""
+    n = int(y.size)
+    if threshold is not None:
+        h = float(threshold)
+        lead = f"{n} measurements, {int(np.sum(y > h))} above the threshold {_fmt(h)}."
+    elif n:
+        k = int(np.argmin(y))
+        lead = f"{n} evaluations, the lowest f {_fmt(float(y[k]))} at {_at(names, X[k])}."
+    else:
+        lead = "No evaluations yet."
+    if mean is not None and mean.size:
+        lead += (
+            f" Posterior mean from {_fmt(float(np.min(mean)))} to {_fmt(float(np.max(mean)))}"
+            f" over the {mean.size} grid points drawn"
+        )
+        k = int(np.argmin(mean))
+        lead += "." if threshold is not None else f", lowest at {_at(names, P[k])}."
+    return lead
+
+
+def _g_lead(g: np.ndarray) -> str:
+    """The expert model's panel in numbers: the estimated g over the grid :func:`_g_panel`
+    draws, and on how many of its points the expert would accept (g <= 0)."""
+    return (
+        f"The expert model (latent g from {_fmt(float(np.min(g)))} to {_fmt(float(np.max(g)))})"
+        f" would accept at {int(np.sum(g <= 0))} of the {g.size} grid points drawn."
+    )
+
+
 def _axis_grid(study: Any, j: int, n: int = 160) -> np.ndarray:
     space = study.space
     if isinstance(space, CandidateSet):
@@ -1117,16 +1295,26 @@ def _model_1d(
         p.band(xs, mean - 2 * std, mean + 2 * std, _BLUE)
         p.line(xs, mean, _BLUE)
     items = [(_BLUE, "posterior mean")] if mean is not None else []
+    lead = _fit_lead(X, y, threshold, [name], xs[:, None], mean)
+    tips: dict[str, str] = {}
     if threshold is not None:
         h = float(threshold)
         p.hline(h, _RED, f"threshold {_fmt(h)}")
         if mean is not None and std is not None:
-            y_mark = p.ylim[0] + 0.02 * (p.ylim[1] - p.ylim[0])
+            # the class strip along the bottom, tall enough for its plus and minus marks
+            y_mark = p.ylim[0] + 0.03 * (p.ylim[1] - p.ylim[0])
+            dy = 0.05 * (p.ylim[1] - p.ylim[0])
             dx = (xs[1] - xs[0]) if xs.size > 1 else 1.0
-            upper = _classes(rec, xs[:, None], mean, h)
-            for xv, m, s, u in zip(xs, mean, std, upper):
-                c = _class_colour(bool(u), bool(undecided(m, s, h)))
-                p.cell(xv, y_mark, dx, 0.03 * (p.ylim[1] - p.ylim[0]), c)
+            upper = np.asarray(_classes(rec, xs[:, None], mean, h), dtype=bool)
+            unsure = np.asarray([bool(undecided(m, s, h)) for m, s in zip(mean, std)])
+            for xv, u, un in zip(xs, upper, unsure):
+                p.cell(xv, y_mark, dx, dy, _class_colour(bool(u), bool(un)))
+            _class_marks(
+                p, xs, np.array([y_mark]), dx, dy, upper[:, None], unsure[:, None],
+                glyph_rows=[p.sy(y_mark)],
+            )  # fmt: skip
+            counts, tips = _class_counts(upper, unsure)
+            lead += " " + counts
             items += _CLASS_ITEMS
     for xv, yv in zip(X[:, 0], y):
         p.dot(xv, yv, "#222", title=f"{name}={_fmt(xv)}: {_fmt(yv)}")
@@ -1142,11 +1330,13 @@ def _model_1d(
         yv = float(pred(rpt[None, :])[0][0]) if pred is not None else p.ylim[1] * 0.9
         p.star(float(rpt[0]), yv, f"recommendation {name}={_fmt(float(rpt[0]))}")
         items.append(("#ffd700", "recommendation"))
+        lead += f" The recommendation: {name}={_fmt(float(rpt[0]))}."
     if gfun is not None:
-        return _with_legend(
-            [p.svg(), _g_panel(study, gfun, XL, acc).svg()], 2 * PANEL_H, items + _G_ITEMS, label
-        )
-    return _with_legend([p.svg()], PANEL_H, items, label)
+        q, g_lead = _g_panel(study, gfun, XL, acc)
+        lead += " " + g_lead
+        svg = _with_legend([p.svg(), q.svg()], 2 * PANEL_H, items + _G_ITEMS, label)
+        return _describe(svg, lead)
+    return _describe(_with_legend([p.svg()], PANEL_H, items, label, tips), lead)
 
 
 def _model_2d(
@@ -1173,18 +1363,31 @@ def _model_2d(
     title = "evaluated points"
     body: list[str] = []
     p = _panel(0, xlim, ylim, title, n0, n1)
+    G0, G1 = np.meshgrid(g0, g1, indexing="ij")
+    P = np.column_stack([G0.ravel(), G1.ravel()])
+    mean = std = None
     if pred is not None:
-        G0, G1 = np.meshgrid(g0, g1, indexing="ij")
-        P = np.column_stack([G0.ravel(), G1.ravel()])
         mean, std = pred(P)
+    lead = _fit_lead(X, y, threshold, [n0, n1], P, mean)
+    key_tips: dict[str, str] = {}
+    if mean is not None and std is not None:
         tips = P.shape[0] <= _MAX_CELLS  # hover texts only while the picture stays small
         if threshold is not None:
             h = float(threshold)
             p.title = f"level set classes at threshold {_fmt(h)}"
-            upper = _classes(rec, P, mean, h)
-            for (u, v), m, s, up in zip(P, mean, std, upper):
-                c = _class_colour(bool(up), bool(undecided(m, s, h)))
-                p.cell(u, v, d0, d1, c, title=f"mean {_fmt(m)}, std {_fmt(s)}" if tips else "")
+            upper = np.asarray(_classes(rec, P, mean, h), dtype=bool)
+            unsure = np.asarray([bool(undecided(m, s, h)) for m, s in zip(mean, std)])
+            for (u, v), m, s, up, un in zip(P, mean, std, upper, unsure):
+                c = _class_colour(bool(up), bool(un))
+                tip = (
+                    f"{n0}={_fmt(u)}, {n1}={_fmt(v)}: {_CLASS_NAMES[bool(up), bool(un)]}, "
+                    f"mean {_fmt(m)}, std {_fmt(s)}"
+                )
+                p.cell(u, v, d0, d1, c, title=tip if tips else "")
+            shape = (g0.size, g1.size)
+            _class_marks(p, g0, g1, d0, d1, upper.reshape(shape), unsure.reshape(shape))
+            counts, key_tips = _class_counts(upper, unsure)
+            lead += " " + counts
             items += _CLASS_ITEMS
         else:
             lo, hi = _range(mean, 0.0)
@@ -1217,17 +1420,17 @@ def _model_2d(
     if XL.size:
         items += [(_GREEN, "accepted", _DOT), (_RED, "rejected", _CROSS)]
     if rpt is not None:
-        p.star(
-            float(rpt[0]),
-            float(rpt[1]),
-            f"recommendation {n0}={_fmt(float(rpt[0]))}, {n1}={_fmt(float(rpt[1]))}",
-        )
+        where = f"{n0}={_fmt(float(rpt[0]))}, {n1}={_fmt(float(rpt[1]))}"
+        p.star(float(rpt[0]), float(rpt[1]), f"recommendation {where}")
         items.append(("#ffd700", "recommendation"))
+        lead += f" The recommendation: {where}."
     body.append(p.svg())
     if gfun is not None:
-        body.append(_g_panel(study, gfun, XL, acc).svg())
-        return _with_legend(body, 2 * PANEL_H, items + _G_ITEMS_2D, label)
-    return _with_legend(body, PANEL_H, items, label)
+        q, g_lead = _g_panel(study, gfun, XL, acc)
+        body.append(q.svg())
+        lead += " " + g_lead
+        return _describe(_with_legend(body, 2 * PANEL_H, items + _G_ITEMS_2D, label), lead)
+    return _describe(_with_legend(body, PANEL_H, items, label, key_tips), lead)
 
 
 def _legend_rows(items: Sequence[tuple[str, ...]]) -> int:
@@ -1242,13 +1445,18 @@ def _legend_rows(items: Sequence[tuple[str, ...]]) -> int:
 
 
 def _with_legend(
-    body: list[str], height: float, items: Sequence[tuple[str, ...]], label: str
+    body: list[str],
+    height: float,
+    items: Sequence[tuple[str, ...]],
+    label: str,
+    tips: dict[str, str] | None = None,
 ) -> str:
-    """The document of ``body`` (``height`` tall) with a colour key below it."""
+    """The document of ``body`` (``height`` tall) with a colour key below it (``tips``: the
+    keys' tooltips, by their text)."""
     if not items:
         return _document(body, height, label)
     q = _Panel(_MARGIN[0] - 6, height, 0, 0, (0, 1), (0, 1))
-    q.legend(items)
+    q.legend(items, tips)
     return _document([*body, q.svg()], height + 16 * _legend_rows(items) + 6, label)
 
 
@@ -1312,6 +1520,9 @@ def _model_slices(
         )
         body.append(p.svg())
     through = "the recommendation" if rpt is not None else "the lowest measured point"
+    lead = _fit_lead(X, y, threshold, names, np.empty((0, d)), None) + (
+        f" Slices through {through}: {_at(names, centre)}."
+    )
     head = _wrapped(
         8,
         14,
@@ -1319,7 +1530,7 @@ def _model_slices(
         + (" (more dimensions not shown)" if d > _MAX_SLICES else ""),
         ' font-weight="bold" class="title"',
     )
-    return _document([head, *body], rows * PANEL_H + 10, label)
+    return _describe(_document([head, *body], rows * PANEL_H + 10, label), lead)
 
 
 def _wilson(wins: int, n: int, z: float = 1.96) -> tuple[float, float, float]:
@@ -1445,7 +1656,18 @@ def _model_preference(study: Any, hist: list[dict[str, Any]], rec: Any, label: s
         f'<text x="8" y="{top + 14 * j}" fill="#555">{_esc(line)}</text>'
         for j, line in enumerate(caption)
     )
-    return _document([p.svg(), *body, foot], height, label)
+    n_duels = sum(1 for r in hist if r["kind"] == "compare")
+    lead = f"{len(stats)} options in {n_duels} duels"
+    if len(rows) < len(stats):
+        lead += f" ({len(rows)} drawn, by the lower end of their interval)"
+    if rec_name is not None:
+        w, n = stats.get(rec_name, (0, 0))
+        lead += f". The recommendation of {study.method}: {rec_name}" + (
+            f", won {w} of {n} duels." if n else ", in no duel yet."
+        )
+    else:
+        lead += ". No recommendation yet."
+    return _describe(_document([p.svg(), *body, foot], height, label), lead)
 
 
 def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, label: str) -> str:
@@ -1514,15 +1736,22 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
         items += [(_GREEN, "measured g <= h", _DOT), (_RED, "measured g > h", _CROSS)]
         # a method's favourite before any answer is no recommendation: no star
         rpt = _rec_point(study, rec) if hist else None
+        lead = _safe_lead(names, g, h, bounds, sets)
         if rpt is not None:
             p.star(float(rpt[1]), float(rpt[0]), "recommendation")
             items.append(("#ffd700", "recommendation"))
-        return _with_legend([p.svg()], PANEL_H, items, label)
+            lead += f" The recommendation: {_at(names, rpt)}."
+        return _describe(_with_legend([p.svg()], PANEL_H, items, label), lead)
     # more than one x dimension: the certified safe level per x option, sorted
     if sets is None:
         return _message(f"{len(hist)} measurements; the safe set appears after the first", label)
     boundary = np.asarray(sets.boundary)
     level = s_vals[boundary]
+    lead = _safe_lead(names, g, h, bounds, sets) + (
+        f" Certified safe {names[0]} over the {level.size} settings: lowest "
+        f"{_fmt(float(level.min()))}, median {_fmt(float(np.median(level)))}, highest "
+        f"{_fmt(float(level.max()))}."
+    )
     order = np.argsort(-level, kind="stable")
     p = _panel(
         0,
@@ -1560,7 +1789,24 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
             f'<polygon points="{" ".join(pts)}" fill="#a8dbb5" stroke="#2e8b57" '
             f'stroke-width="0.8"><title>{_esc(f"{lv.size} settings")}</title></polygon>'
         )
-    return _document([p.svg()], PANEL_H + 10, label)
+    return _describe(_document([p.svg()], PANEL_H + 10, label), lead)
+
+
+def _safe_lead(names: Sequence[str], g: np.ndarray, h: float, bounds: Any, sets: Any) -> str:
+    """The safe set's numbers in words (the model picture's ``<desc>``): the measurements and
+    those whose g broke the limit, and the share of the grid the method certifies safe (its
+    safe set ``S_t``, M-SafeOpt Alg. 1, eq. 14) and judges likely unsafe (lower bound of
+    g - h above 0)."""
+    lead = f"{g.size} measurements, {int(np.sum(g > h))} with g above the limit h = {_fmt(h)}."
+    if bounds is None or sets is None:
+        return lead + " No safe set yet."
+    prefix = np.asarray(sets.prefix, dtype=bool)
+    unsafe = (np.asarray(bounds.lcb_g) > 0) & ~prefix
+    n = prefix.size
+    return lead + (
+        f" Certified safe: {int(prefix.sum())} of the {n} grid points ({prefix.mean():.0%});"
+        f" likely unsafe: {int(unsafe.sum())}; not yet known: {n - int(prefix.sum() + unsafe.sum())}."
+    )
 
 
 # -- the safe set's growth -------------------------------------------------------------------------
@@ -1781,7 +2027,79 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
         # the band is drawn translucent (band()): its key is the colour it shows on white
         items.append((_tint(_GREEN, _BAND_OPACITY), "lowest to highest over the settings"))
         items.append((_GREEN, "median over the settings", ""))
-    return _with_legend([p.svg(), q.svg()], 2 * PANEL_H, items, label)
+    lead = _growth_lead(study, growth)
+    return _describe(_with_legend([p.svg(), q.svg()], 2 * PANEL_H, items, label), lead)
+
+
+def _growth_lead(study: Any, growth: list[np.ndarray]) -> str:
+    """The growth in one or two sentences of numbers (the picture's ``<desc>``)."""
+    s_size = len(study.space.s_values)
+    share = [float(np.mean((b + 1) / s_size)) for b in growth]
+    n = len(growth)
+    lead = (
+        f"{n} answer{'s' if n != 1 else ''}. Certified safe share of the space: {share[0]:.0%} "
+        f"after the first answer, {share[-1]:.0%} after the last"
+    )
+    grew = [k + 1 for k in range(1, n) if np.any(growth[k] != growth[k - 1])]
+    if grew:
+        lead += f"; it grew at {len(grew)} answer{'s' if len(grew) > 1 else ''}, last at {grew[-1]}."
+    else:
+        lead += "; it never grew."
+    return lead
+
+
+def _runs(values: np.ndarray) -> list[tuple[int, int]]:
+    """The runs of equal consecutive values: (first index, last index) each."""
+    out, start = [], 0
+    for k in range(1, values.size + 1):
+        if k == values.size or values[k] != values[start]:
+            out.append((start, k - 1))
+            start = k
+    return out
+
+
+def growth_numbers(
+    study: Any, history: list[dict[str, Any]] | None = None
+) -> tuple[str, list[tuple[str, str]]]:
+    """The safe set's growth (:func:`growth_svg`) in numbers, for whoever cannot see the
+    picture: its description (a sentence) and one row per answer in effect, ``("after answer
+    k", what the method certified then)``: the certified share of the space and, for one x
+    parameter, the certified level of s on each run of x sharing it (for several, the lowest,
+    median and highest level over the settings), exact where the picture groups levels into at
+    most eight colours. ``("", [])`` outside the safe family.
+
+    Read from :func:`safe_growth` (the same replay, kept per study)."""
+    if not family_traits(study.family).growth_picture:
+        return "", []
+    growth = safe_growth(study, history)
+    if not growth:
+        return "No answers yet: only the lowest level is known to be safe.", []
+    space: SafeSpace = study.space
+    names = study.names
+    s_vals = np.asarray(space.s_values, dtype=np.float64)
+    xp = np.asarray(space.x_points, dtype=np.float64)
+    rows = []
+    for k, b in enumerate(growth):
+        b = np.asarray(b)
+        level = s_vals[b]
+        value = f"{float(np.mean((b + 1) / s_vals.size)):.0%} certified safe; "
+        if xp.shape[1] == 1:
+            parts = []
+            for i0, i1 in _runs(b):
+                where = (
+                    f"{names[1]}={_fmt(xp[i0, 0])}"
+                    if i0 == i1
+                    else f"{names[1]} {_fmt(xp[i0, 0])} to {_fmt(xp[i1, 0])}"
+                )
+                parts.append(f"{names[0]} up to {_fmt(float(level[i0]))} at {where}")
+            value += "; ".join(parts)
+        else:
+            value += (
+                f"{names[0]} up to {_fmt(float(level.min()))} (lowest), "
+                f"{_fmt(float(np.median(level)))} (median), {_fmt(float(level.max()))} (highest)"
+            )
+        rows.append((f"after answer {k + 1}", value))
+    return _growth_lead(study, growth), rows
 
 
 def pictures(study: Any, growth: bool = True, width: int = WIDTH) -> dict[str, str]:

@@ -80,6 +80,7 @@ from boloop.study.media import media_file, media_index
 from boloop.study.pictures import (
     PHONE_WIDTH,
     WIDTH,
+    growth_numbers,
     growth_svg,
     model_svg,
     pictures,
@@ -705,13 +706,21 @@ def create_app(
             return render(request, "apidocs.html", spec=app.openapi())
         from fastapi.openapi.docs import get_swagger_ui_html
 
-        return get_swagger_ui_html(
+        page = get_swagger_ui_html(
             openapi_url="/openapi.json",
             title="boloop API",
             swagger_js_url="/swagger-ui/swagger-ui-bundle.js",
             swagger_css_url="/swagger-ui/swagger-ui.css",
             swagger_favicon_url="/static/favicon.svg",
+            # without deep links an operation's path is text, not a link inside its toggle
+            # button (axe: nested-interactive, and a 19 px target-size)
+            swagger_ui_parameters={"deepLinking": False},
         )
+        # the page's language, which FastAPI's template leaves out (WCAG 3.1.1, axe's
+        # html-has-lang); what axe still finds, Swagger UI's own colours, is listed in
+        # docs/web.md (third party: no setting of it changes them)
+        html = bytes(page.body).decode("utf-8").replace("<html>", '<html lang="en">', 1)
+        return HTMLResponse(html, status_code=page.status_code)
 
     # -- pages -------------------------------------------------------------------------------
     def study_rows() -> list[dict[str, Any]]:
@@ -911,6 +920,24 @@ def create_app(
         """What a page polls: it reloads when ``version`` changes."""
         name = study_name(name)
         return _json(api_call(name, _state))
+
+    @app.get("/studies/{name}/pictures/growth-numbers", include_in_schema=False)
+    def study_growth_numbers(request: Request, name: str) -> Response:
+        """The safe set's growth in numbers (a page): what its picture, an ``<img>`` whose
+        texts no screen reader reaches, shows, as the page's other pictures have it in their
+        table "the numbers". A page of its own because the growth is a replay of the log
+        (seconds for a long study, the first time): the study page never waits for it; its
+        table opens this page (or, with JavaScript, shows its table in place)."""
+        name = study_name(name)
+        hist = api_call(name, lambda s: s.history())  # replayed outside the study's lock
+        study = pool.get(name)[0]
+        if not family_traits(study.family).growth_picture:
+            raise HTTPException(404, "the safe set's growth is drawn for safe studies only")
+        lead, rows = growth_numbers(study, hist)
+        return render(
+            request, "growth_numbers.html", name=name, quoted=quote(name, safe=""), lead=lead,
+            rows=rows,
+        )  # fmt: skip
 
     @app.get("/studies/{name}/pictures/{which}.svg", include_in_schema=False)
     def study_picture(name: str, which: str, phone: bool = False) -> Response:

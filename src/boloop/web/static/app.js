@@ -493,4 +493,87 @@
       shown.hidden = false;
     });
   }
+  // -- the safe set's growth in numbers: a page of its own (the growth is a replay of the log,
+  //    which this page never waits for); its table "the numbers", opened, shows it in place
+  //    (without this script the table holds a link to that page)
+  var growthBox = document.getElementById("numbers-growth");
+  if (growthBox && window.fetch && window.DOMParser) {
+    growthBox.addEventListener("toggle", function () {
+      if (!growthBox.open || growthBox.hasAttribute("data-loaded")) { return; }
+      growthBox.setAttribute("data-loaded", "");
+      fetch(growthBox.getAttribute("data-src"), { credentials: "same-origin" })
+        .then(function (r) { if (!r.ok) { throw new Error(String(r.status)); } return r.text(); })
+        .then(function (html) {
+          var got = new DOMParser().parseFromString(html, "text/html")
+            .getElementById("growth-numbers");
+          if (!got) { throw new Error("no numbers"); }
+          growthBox.appendChild(document.importNode(got, true));
+          var link = document.getElementById("growth-numbers-link");
+          if (link) { link.hidden = true; }
+          var n = got.querySelectorAll("tbody tr").length;
+          growthBox.querySelector("summary").textContent = "the numbers (" + n + ")";
+        })
+        .catch(function () { growthBox.removeAttribute("data-loaded"); });  // the link stays
+    });
+  }
+
+  // -- a live notice (changed elsewhere, cannot reach the server, log in again) is shown below
+  //    the form, where it moves no button; on a phone the form may fill the screen and the
+  //    notice be out of view (a screen reader says it: it is a live region). While it is, a
+  //    link pinned to the window's bottom edge (the top one where that would cover a control
+  //    of the form) says that there is one and goes to it: fixed, it moves nothing, and the
+  //    page does not scroll by itself under a finger about to press a button
+  var noticesBox = document.getElementById("notices");
+  if (noticesBox && window.MutationObserver) {
+    var peek = document.createElement("a");
+    peek.id = "notice-peek";
+    peek.className = "notice-peek";
+    peek.href = "#notices";
+    peek.hidden = true;
+    document.body.appendChild(peek);
+    var shownNotice = function () {
+      for (var c = noticesBox.firstElementChild; c; c = c.nextElementSibling) {
+        if (!c.hidden && c.getClientRects().length) { return c; }
+      }
+      return null;
+    };
+    var overlaps = function (a, b) {
+      return a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+    };
+    var updatePeek = function () {
+      var n = shownNotice();
+      var r = n ? n.getBoundingClientRect() : null;
+      if (!r || (r.top < window.innerHeight && r.bottom > 0)) { peek.hidden = true; return; }
+      var below = r.top >= window.innerHeight;
+      var words = (n.textContent || "").replace(/\s+/g, " ").trim();
+      if (words.length > 44) { words = words.slice(0, 44).replace(/\s+\S*$/, "") + "\u2026"; }
+      var text = (below ? "\u2193 Notice below: " : "\u2191 Notice above: ") + words;
+      if (peek.textContent !== text) { peek.textContent = text; }
+      peek.hidden = false;
+      var controls = document.querySelectorAll(
+        "#answer-form button:not([hidden]), #answer-form input:not([type=hidden]), #btn-undo");
+      var edges = ["bottom", "top"];
+      for (var e = 0; e < edges.length; e++) {
+        peek.style.top = edges[e] === "top" ? "0" : "auto";
+        peek.style.bottom = edges[e] === "bottom" ? "0" : "auto";
+        var p = peek.getBoundingClientRect();
+        var free = true;
+        for (var k = 0; k < controls.length && free; k++) {
+          if (overlaps(p, controls[k].getBoundingClientRect())) { free = false; }
+        }
+        if (free) { return; }
+      }
+      peek.hidden = true;  // a window too small to point to it without covering a control
+    };
+    peek.addEventListener("click", function (ev) {
+      var n = shownNotice();
+      if (!n) { return; }
+      ev.preventDefault();
+      n.scrollIntoView({ block: "center" });
+    });
+    new MutationObserver(updatePeek).observe(noticesBox, {
+      attributes: true, childList: true, subtree: true, characterData: true });
+    window.addEventListener("scroll", updatePeek, { passive: true });
+    window.addEventListener("resize", updatePeek);
+  }
 })();
