@@ -588,9 +588,9 @@ class LevelSetPolicy(BasePolicy):
         (Srinivas et al. 2010, Lemma 5.3), is then below ``1/2 log 2``, what a second
         measurement of a setting measured once teaches at most (that setting's ``sigma`` is
         already below ``sigma_n``). In length-scales it is a setting so close to measured ones
-        that the noise hides more than the model does not know, such as an unmeasured
-        neighbour of a boundary point re-measured many times; a setting far from the data, as
-        in an exploration of the space, is not. It is the trigger of
+        that the model's uncertainty there is below the noise's (how close depends on the
+        signal-to-noise ratio), such as an unmeasured neighbour of a boundary point re-measured
+        many times; a setting far from the data, as in an exploration of the space, is not. It is the trigger of
         :meth:`_widen_if_overconfident` (Wang and de Freitas 2014), read here, not acted on.
         A level-set acquisition that keeps choosing such settings while no candidate changes
         side has a model that is sure of the map everywhere else: its answers sharpen a few
