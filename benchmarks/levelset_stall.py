@@ -8,7 +8,14 @@ learned default a study gets) and records, after every answer, quantities the po
 * ``amb``: candidates still ambiguous, ``|mu - theta| < 2 sigma`` (the unclassified set);
 * ``rep``: whether the query was at a candidate measured before;
 * ``oc``: whether the query's ``sigma_{t-1}(x_t)`` was below the fitted noise sd (the policy's
-  ``overconfident_iterations``).
+  ``overconfident_iterations``);
+* ``sdn`` and ``dls``: the query's ``sigma_{t-1}(x_t)`` over the fitted noise sd, and its
+  distance to the nearest measured setting in length-scales (read at the query, before the
+  answer);
+* ``kc`` and ``rc``: the policy's ``known_unchanged`` (the count behind the notice: queries in a
+  row at measured settings or at settings with ``sigma_{t-1}(x_t) < sigma_n``, the map
+  unchanged) and ``repeats_unchanged`` (the first notice's count: repeats only), and ``stall``,
+  whether the notice stood after the answer.
 
 Then, per candidate signal and window ``W``, the first answer at which it fires after the
 initial design, and what the run did afterwards: **improved** (F at the end at least 0.02 above
@@ -21,9 +28,12 @@ seeds, for time), ``benchmarks/levelset_stall_problems.py`` (trend plus missed b
 made-up grids of ``benchmarks/levelset_peers.py`` and ``random/k``: random 31 x 31 maps of
 ``[0, 1]^2`` (a trend of random direction and slope 0-1.5 plus 1-3 Gaussian bumps of height
 0.5-1.2 and sd 0.03-0.2, threshold at a random 60-90% quantile, noise sd 2% of the values' sd),
-one map per ``k``. ``compare`` pairs runs without and with ``--remedy`` (measurements added
-where the stall notice points). The runs of ``docs/reproductions/levelset.md`` ("When the map
-stops changing"; one thread, JSON lines)::
+one map per ``k``. ``random-box/k`` (``--random-box``) is the map of ``random/k`` on the box
+``[0, 1]^2`` itself. ``interleave/furnace`` and ``interleave/furnace-fine`` (not in the default
+set) are the cases written down for a stall whose queries interleave new settings
+(``levelset_stall_problems.py``). ``compare`` pairs runs without and with ``--remedy``
+(measurements added where the stall notice points). The runs of
+``docs/reproductions/levelset.md`` ("When the map stops changing"; one thread, JSON lines)::
 
     OMP_NUM_THREADS=1 python benchmarks/levelset_stall.py record --out runs.jsonl \\
         --steps 150 --seeds 0-9 --box-seeds 0-2 --random 60
@@ -32,7 +42,11 @@ stops changing"; one thread, JSON lines)::
     OMP_NUM_THREADS=1 python benchmarks/levelset_stall.py record --out remedy.jsonl \\
         --steps 150 --problems stall/two-bumps levelset/toy user/needles1d --seeds 0-9 \\
         --random 160 --remedy 3
-    python benchmarks/levelset_stall.py analyze runs.jsonl --windows 15,20,25,30,40
+    OMP_NUM_THREADS=1 python benchmarks/levelset_stall.py record --out interleave.jsonl \
+        --steps 150 --problems interleave/furnace interleave/furnace-fine --seeds 0-9 --random 0
+    OMP_NUM_THREADS=1 python benchmarks/levelset_stall.py record --out box.jsonl \
+        --steps 150 --problems --random 0 --random-box 20
+    python benchmarks/levelset_stall.py analyze runs.jsonl --windows 15,20,25,30
     cat runs.jsonl heldout.jsonl > all.jsonl
     python benchmarks/levelset_stall.py compare all.jsonl remedy.jsonl
 """
@@ -56,10 +70,10 @@ from boloop.algorithms import make_policy  # noqa: E402
 from boloop.problems import get  # noqa: E402
 from boloop.problems.levelset import LevelSetProblem  # noqa: E402
 from boloop.simulate import simulate  # noqa: E402
-from boloop.spaces import CandidateSet  # noqa: E402
+from boloop.spaces import Box, CandidateSet  # noqa: E402
 from levelset_peers import GRID_PROBLEMS as GRIDS  # noqa: E402
 from levelset_peers import USER_PROBLEMS, _problem, _user  # noqa: E402
-from levelset_stall_problems import STALL_PROBLEMS  # noqa: E402
+from levelset_stall_problems import INTERLEAVE_PROBLEMS, STALL_PROBLEMS  # noqa: E402
 
 BOXES = [
     "levelset/sphere5?n_eval=5000",
@@ -88,9 +102,31 @@ def random_map(k: int) -> LevelSetProblem:
     return _user(f"random/{k}", space, f, quantile, "a random trend plus bumps")
 
 
+def random_box(k: int) -> LevelSetProblem:
+    """``random-box/k``: the map of ``random/k`` on the box ``[0, 1]^2`` itself (continuous), F
+    on 5000 random points of it, the threshold and noise of ``random/k``."""
+    grid = random_map(k)
+    box = Box(np.zeros(2), np.ones(2))
+    return LevelSetProblem(
+        id=f"random-box/{k}",
+        family="levelset",
+        space=box,
+        description="a random trend plus bumps on a box",
+        settings={"threshold": grid.threshold},
+        function=grid.function,
+        threshold=grid.threshold,
+        noise_sd=grid.noise_sd,
+        n_eval=5000,
+    )
+
+
 def _get(pid: str) -> Any:
     if pid.startswith("random/"):
         return random_map(int(pid.split("/")[1]))
+    if pid.startswith("random-box/"):
+        return random_box(int(pid.split("/")[1]))
+    if pid in INTERLEAVE_PROBLEMS:
+        return INTERLEAVE_PROBLEMS[pid]()
     if pid in USER_PROBLEMS or pid in STALL_PROBLEMS:
         return _problem(pid)
     return get(pid)
@@ -108,9 +144,26 @@ def record(
     problem = _get(pid)
     policy = make_policy(method, problem, seed, kernel=None)
     th = policy.threshold
-    state: dict[str, Any] = {"cls": None, "seen": set(), "added": 0}
+    state: dict[str, Any] = {"cls": None, "seen": set(), "added": 0, "asked": {}}
     rows: list[dict[str, Any]] = []
     extra = np.random.default_rng([seed, 104729])
+    ask = policy.ask
+
+    def asked() -> Any:
+        """The query, and what the model it was chosen with knew there: ``sigma_{t-1}(x_t)``
+        over the noise's sd and the distance to the nearest measured setting in length-scales
+        (read before the answer; nothing in the policy changes)."""
+        q = ask()
+        x = np.asarray(q.x, dtype=np.float64).reshape(1, -1)
+        sd = float(policy.predict(x)[1][0])
+        noise = float(np.sqrt(max(policy.gp.noise_variance, 0.0)))
+        ls = np.atleast_1d(np.asarray(getattr(policy.gp.kernel, "lengthscale", 1.0), float))
+        X = np.asarray(policy.gp.X, dtype=np.float64)
+        near = float(np.sqrt((((X - x) / ls) ** 2).sum(1).min())) if X.shape[0] else np.inf
+        state["asked"] = {"sdn": sd / noise if noise > 0 else np.inf, "dls": near}
+        return q
+
+    policy.ask = asked  # type: ignore[method-assign]
 
     def on_record(rec: dict[str, Any]) -> None:
         stall = policy.stall() if hasattr(policy, "stall") else None
@@ -140,8 +193,11 @@ def record(
                 "oc": bool(policy.overconfident_iterations[-1:] == [policy.iteration])
                 if policy.iteration
                 else False,
-                # the implemented signal: the count at the query just answered, and a report
+                # the count of the first notice (repeats only, main before the interleaved
+                # stall) and the implemented one, at the query just answered, and a report
                 "rc": int(getattr(policy, "repeats_unchanged", 0)),
+                "kc": int(getattr(policy, "known_unchanged", 0)),
+                **state["asked"],
                 "stall": stall is not None,
                 "added": added,
             }
@@ -212,7 +268,8 @@ def signals(run: dict[str, Any]) -> dict[str, list[int]]:
             vals.append(c if c and rep >= frac * c else 0)
         mostly[f"map-unchanged, >= {frac:g} repeats"] = vals
     return {
-        "implemented (repeats_unchanged)": [r.get("rc", 0) for r in rows],
+        "implemented (known_unchanged)": [r.get("kc", 0) for r in rows],
+        "first notice (repeats_unchanged)": [r.get("rc", 0) for r in rows],
         **mostly,
         "map-unchanged": map_still,
         "unclassified-not-shrinking": amb_still,
@@ -323,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     rec.add_argument("--remedy", type=int, default=0, help="measurements added at stalls")
     rec.add_argument("--method", default="randomized-straddle", help="a level-set method id")
     rec.add_argument("--random-from", type=int, default=0, help="first random map")
+    rec.add_argument("--random-box", type=int, default=0, help="how many random maps on a box")
     an = sub.add_parser("analyze")
     an.add_argument("paths", nargs="+")
     an.add_argument("--windows", default="10,15,20,30,40")
@@ -341,6 +399,10 @@ def main(argv: list[str] | None = None) -> int:
         jobs = [(p, s) for p in args.problems for s in _seeds(args.seeds)]
         jobs += [
             (f"random/{k}", 0) for k in range(args.random_from, args.random_from + args.random)
+        ]
+        jobs += [
+            (f"random-box/{k}", 0)
+            for k in range(args.random_from, args.random_from + args.random_box)
         ]
     else:
         grids = GRIDS + list(STALL_PROBLEMS) + list(USER_PROBLEMS)

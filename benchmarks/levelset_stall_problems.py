@@ -126,6 +126,47 @@ def trend3d() -> LevelSetProblem:
     )
 
 
+def _furnace(t: np.ndarray) -> np.ndarray:
+    """The furnace of ``tests/test_levelset_stall.py``: a wide bump at 125 and a narrow one
+    (height 0.8, sd 2.5) at 180 on ``[100, 200]``."""
+    x = (np.asarray(t, dtype=np.float64) - 100.0) / 100.0
+    return np.exp(-((x - 0.25) ** 2) / (2 * 0.08**2)) + 0.8 * np.exp(
+        -((x - 0.8) ** 2) / (2 * 0.025**2)
+    )
+
+
+def furnace_fine() -> LevelSetProblem:
+    """The interleaving case (written down before it was run): the furnace as a 2-D map on a
+    fine grid, the kind a lab types, temperature ``[100, 200]`` on 101 levels x hold time
+    ``[0, 60]`` min on 61 levels, ``furnace(T) (0.7 + 0.3 time / 60)``, threshold 0.5, noise sd
+    0.03. On a fine grid a boundary point has many unmeasured neighbours a small fraction of a
+    length-scale away, and a straddle can alternate between the point and them."""
+
+    def f(X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64).reshape(-1, 2)
+        return _furnace(X[:, 0]) * (0.7 + 0.3 * X[:, 1] / 60.0)
+
+    return _problem(
+        "interleave/furnace-fine", [(100, 200), (0, 60)], [101, 61], f, 0.5, 0.03, [2.5, 60.0]
+    )
+
+
+def furnace_1d() -> LevelSetProblem:
+    """The furnace on its own axis, 101 levels of ``[100, 200]``, threshold 0.5, noise 0.03
+    (the tests' study)."""
+
+    def f(X: np.ndarray) -> np.ndarray:
+        return _furnace(np.asarray(X, dtype=np.float64).reshape(-1))
+
+    return _problem("interleave/furnace", [(100, 200)], [101], f, 0.5, 0.03, [2.5])
+
+
+#: cases for the interleaved stall (not in the default design set of ``levelset_stall.py``)
+INTERLEAVE_PROBLEMS: dict[str, Callable[[], LevelSetProblem]] = {
+    "interleave/furnace-fine": furnace_fine,
+    "interleave/furnace": furnace_1d,
+}
+
 STALL_PROBLEMS: dict[str, Callable[[], LevelSetProblem]] = {
     "stall/coating": coating,
     "stall/trend-needle": trend_needle,

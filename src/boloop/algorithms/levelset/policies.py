@@ -289,11 +289,14 @@ class LevelSetPolicy(BasePolicy):
         #: common factors ``c < 1`` applied to the length-scales, one per widening
         self.widenings: list[float] = []
         self._widened = False  # the kernel is at its likelihood-ratio edge since the last refit
-        #: consecutive queries at measured candidates, the estimated map unchanged between them,
-        #: before :meth:`stall` reports one (finite spaces; ``docs/studies.md``, "A level-set
-        #: map that stops changing", measured in ``benchmarks/levelset_stall.py``)
+        #: consecutive queries that teach the model nothing new (:meth:`_update_stall`), the
+        #: estimated map unchanged between them, before :meth:`stall` reports one
+        #: (``docs/studies.md``, "A level-set map that stops changing", measured in
+        #: ``benchmarks/levelset_stall.py``)
         self.stall_window = 20
         self._repeats_unchanged = 0
+        self._known_unchanged = 0
+        self._known_repeats = 0  # of them, queries at measured candidates
         self._stall_upper: np.ndarray | None = None
         self._stall: dict[str, Any] | None = None
 
@@ -470,11 +473,12 @@ class LevelSetPolicy(BasePolicy):
             i = self._select_finite(t)
             if self._widen_if_overconfident(float(self.cache.std[i]), t):
                 i = self._select_finite(t)
-            self._update_stall(i)
+            self._update_stall(float(self.cache.std[i]), bool(self.observed[i]))
             return self._new_evaluate(self.candidates[i], index=i)
         x = self._select_box(t)
         if self._widen_if_overconfident(float(self.predict(x.reshape(1, -1))[1][0]), t):
             x = self._select_box(t)
+        self._update_stall(float(self.predict(x.reshape(1, -1))[1][0]), False)
         return self._new_evaluate(x)
 
     @property
@@ -556,32 +560,71 @@ class LevelSetPolicy(BasePolicy):
     def repeats_unchanged(self) -> int:
         """How many of the latest queries (on a finite space) were in a row at candidates
         already measured, with the estimated set ``{x : mu(x) >= theta}`` (eq. 3.1) the same at
-        each of them: 0 when the last query was at a new candidate. The count behind
-        :meth:`stall`."""
+        each of them: 0 when the last query was at a new candidate. The count behind the first
+        stall notice (20 such queries; the notice now counts :attr:`known_unchanged`, which
+        also covers a stall whose queries interleave new settings), kept as a read-out."""
         return self._repeats_unchanged
 
-    def _update_stall(self, i: int) -> None:
-        """Count the query at candidate ``i`` (just chosen) into :attr:`repeats_unchanged` and
-        report a stall once the count reaches :attr:`stall_window`.
+    @property
+    def known_unchanged(self) -> int:
+        """How many of the latest queries were in a row at settings the model already knew as
+        well as a measured one (:meth:`_update_stall`), with the estimated set
+        ``{x : mu(x) >= theta}`` (eq. 3.1) over the candidates the same at each of them: the
+        count behind :meth:`stall`. 0 when the last query was somewhere the model did not know
+        that well, 1 when the map changed just before it."""
+        return self._known_unchanged
 
-        A level-set acquisition that re-measures candidates it has measured while no candidate
-        changes side of the threshold has a model that is sure of the map everywhere else:
-        its answers sharpen a few boundary points and move nothing. That is the end of a run
-        whose map is right, and also of a run whose model never saw a region the first points
-        missed (a bump under a trend, a second peak): the two look the same from the data, so
-        the report says both (``benchmarks/levelset_stall.py``). Reads the posterior mean the
-        choice was made with; draws no random number and changes no choice."""
+    def _update_stall(self, sd: float, measured: bool) -> None:
+        """Count the query just chosen, with ``sd = sigma_{t-1}(x_t)`` (the posterior standard
+        deviation its choice was made with) and ``measured`` whether it is a candidate measured
+        before, into :attr:`known_unchanged`, and report a stall once the count reaches
+        :attr:`stall_window`.
+
+        A stall is a map that no longer changes while the answers no longer teach the model
+        anything new. The map is seen: no candidate changed side of the threshold between the
+        queries. A query teaches about as little as a repeat when ``x_t`` was measured, or when
+        ``sigma_{t-1}(x_t) < sigma_n`` (the fitted noise's standard deviation): its answer's
+        information about ``f(x_t)``, ``1/2 log(1 + sigma_{t-1}^2(x_t) / sigma_n^2)``
+        (Srinivas et al. 2010, Lemma 5.3), is then below ``1/2 log 2``, what a second
+        measurement of a setting measured once teaches at most (that setting's ``sigma`` is
+        already below ``sigma_n``). In length-scales it is a setting so close to measured ones
+        that the model's uncertainty there is below the noise's (how close depends on the
+        signal-to-noise ratio), such as an unmeasured neighbour of a boundary point re-measured
+        many times; a setting far from the data, as in an exploration of the space, is not. It is the trigger of
+        :meth:`_widen_if_overconfident` (Wang and de Freitas 2014), read here, not acted on.
+        A level-set acquisition that keeps choosing such settings while no candidate changes
+        side has a model that is sure of the map everywhere else: its answers sharpen a few
+        boundary points and move nothing, whether they re-measure those points or alternate
+        with their unmeasured neighbours. That is the end of a run whose map is right, and
+        also of a run whose model never saw a region the first points missed (a bump under a
+        trend, a second peak): the two look the same from the data, so the report says both
+        (``benchmarks/levelset_stall.py``). On a box the map is that of the policy's candidate
+        set (the points it classifies and scores at every step), and no query repeats one
+        exactly. Reads the posterior the choice was made with; draws no random number and
+        changes no choice."""
         upper = classify(self.cache.mean, self.threshold)
         same = self._stall_upper is not None and np.array_equal(upper, self._stall_upper)
         self._stall_upper = upper
-        if not self.observed[i]:
+        if not measured:
             self._repeats_unchanged = 0
         else:
             self._repeats_unchanged = self._repeats_unchanged + 1 if same else 1
+        noise_sd = math.sqrt(max(self.gp.noise_variance, 0.0))
+        if not (measured or sd < noise_sd):
+            self._known_unchanged = self._known_repeats = 0
+        elif same:
+            self._known_unchanged += 1
+            self._known_repeats += int(measured)
+        else:
+            self._known_unchanged, self._known_repeats = 1, int(measured)
         self._stall = None
-        k = self._repeats_unchanged
+        k = self._known_unchanged
         if k >= self.stall_window:  # the words and the farthest point when read (stall())
-            self._stall = {"queries": k, "since_n": self.gp.n - (k - 1)}
+            self._stall = {
+                "queries": k,
+                "repeats": self._known_repeats,
+                "since_n": self.gp.n - (k - 1),
+            }
 
     def _farthest_candidate(self) -> tuple[np.ndarray, float]:
         """The candidate farthest from every observation (Euclidean, each axis divided by its
@@ -607,8 +650,9 @@ class LevelSetPolicy(BasePolicy):
         None. Answers and measurements that came in since are read too: when one of them moved
         the map the stall is gone (the method checks again at its next query); when none did,
         it stands, counted to now, and the farthest setting is that of the data now.
-        ``queries`` (the :attr:`repeats_unchanged` count at that query) and ``answers`` since
-        the first of them, ``measured_settings`` (distinct candidates measured), the candidate
+        ``queries`` (the :attr:`known_unchanged` count at that query; ``repeats`` of them at
+        measured settings, the others new but known to within the noise) and ``answers`` since
+        the first of them, ``measured_settings`` (distinct settings measured), the candidate
         ``farthest`` from every measurement (``farthest_distance``: as a fraction of the
         diagonal of the box scaled to unit sides; None when every candidate is measured), the
         ``finding`` in words and the ``message`` for the person running the study: the finding
@@ -631,11 +675,25 @@ class LevelSetPolicy(BasePolicy):
         if not found["holds"]:
             return None
         k, answers = int(found["queries"]), n - int(found["since_n"])
-        measured = int(np.count_nonzero(self.observed))
+        repeats = int(found["repeats"])
+        if self.finite:
+            measured = int(np.count_nonzero(self.observed))
+        else:
+            measured = int(np.unique(np.asarray(self.gp.X), axis=0).shape[0])
+        near = "so close to measured ones that the model knew their values to within the "
+        if repeats == k:
+            which = "all at settings already measured"
+        elif repeats == 0:  # (a box: no query repeats a setting exactly)
+            which = f"all at settings {near}measurement noise"
+        else:
+            which = (
+                f"at settings already measured ({repeats}) or {near}measurement noise "
+                f"({k - repeats})"
+            )
         common = (
-            f"the estimated map has stopped changing: the last {k} queries were all at "
-            "settings already measured, and no setting changed side of the threshold over "
-            f"the {answers} answers since the first of them. "
+            f"the estimated map has stopped changing: the last {k} queries were {which}, and "
+            f"no setting changed side of the threshold over the {answers} answers since the "
+            "first of them. "
         )
         far = found["farthest"]
         if far is None:
@@ -656,6 +714,7 @@ class LevelSetPolicy(BasePolicy):
         return {
             "answers": answers,
             "queries": k,
+            "repeats": repeats,
             "measured_settings": measured,
             "farthest": None if far is None else list(far),
             "farthest_distance": float(found["farthest_distance"]),
