@@ -274,6 +274,10 @@ def test_the_decimal_point_and_sign_corrections_keep_the_text_as_typed():
     assert "(a misplaced decimal point? -2226.123 would be close to it" in ask("-222.6123")
     assert "(a sign slip? -2226,123 would be close to it" in ask("2226,123")
     assert "(a sign slip? -2226.123 would be close to it" in ask("+2226.123")
+    # positional, as typed (read_number reads no decimal comma with an exponent: 1,5e-05)
+    small = [v * 1e-7 for v in y]
+    at_small = unusual_value(-222.6123e-7, small, "x", at=at, earlier_at=x, typed="-0,00002226123")
+    assert "(a misplaced decimal point? -0,0002226123 would be close to it" in at_small
     # a number without its text: as before (%g)
     question = unusual_value(-222.6123, y, "the shift", at=at, earlier_at=x)
     assert question.startswith("-222.612 for the shift")

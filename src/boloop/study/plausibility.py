@@ -252,12 +252,16 @@ def _as_typed(v: float, typed: str | None) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
-def _shortest(w: float, comma: bool) -> str:
-    """The shortest text that reads as ``w`` (every digit, not ``%g``'s six), with a decimal
-    comma where the person typed one."""
-    text = repr(w)
-    text = text[:-2] if text.endswith(".0") else text
-    return text.replace(".", ",") if comma else text
+def _shortest(w: float, like: str) -> str:
+    """The shortest text that reads as ``w`` (every digit, not ``%g``'s six) written as ``like``
+    is: with its decimal comma, and with an exponent only where it has one (``1,5e-05`` is no
+    number :func:`~boloop.study.answers.read_number` reads)."""
+    if "e" in like.lower():
+        text = repr(w)
+        text = text[:-2] if text.endswith(".0") else text
+    else:
+        text = np.format_float_positional(w, unique=True, trim="-")
+    return text.replace(".", ",") if "," in like else text
 
 
 def _tidy(mantissa: str) -> str:
@@ -308,7 +312,7 @@ def _corrections(v: float, typed: str | None, slips: Sequence[str]) -> list[tupl
         # (rounding away the binary error of the shift: 7234 * 0.1 = 723.4000000000001)
         for w in (v / 10.0, v * 10.0):
             w = float(f"{w:.12g}")
-            out.append(("point", w, _shortest(w, "," in text) if given else f"{w:g}"))
+            out.append(("point", w, _shortest(w, text) if given else f"{w:g}"))
     if "sign" in slips:
         flipped = text[1:] if text[:1] == "-" else "-" + text.lstrip("+")
         out.append(("sign", -v, flipped if given else f"{-v:g}"))
