@@ -55,12 +55,18 @@ through is also asked about when both
   for ``0.435``), one digit inserted anywhere (a digit left out). The sign, the decimal mark
   and an exponent are left as typed (the decimal point is the first slip's business).
 
-The question then names the prediction, ``z`` and the slip whose correction lies nearest the
-prediction, with that correction as the person would type it ("a wrong key? 0.435 would be
-close to it"; two slips giving the same value are named in the order of :data:`SLIPS`). A
-digit left out is the exception: which digit cannot be told (ten digits fit at each place),
-so it is named only when no other correction comes near, with the prediction ("a digit left
-out? about 0.436 would be expected here").
+The question then names the prediction, ``z`` and the most probable correction, as the person
+would type it ("a wrong key? 0.435 would be close to it"). Most probable: each slip of
+:data:`SLIPS` is taken as likely as another, and each of its corrections as likely as another
+(a sign slip has one correction, a decimal point two, a wrong key nine per digit), and the
+predictive density at a correction (``exp(-z**2 / 2)``, ``z`` its distance from the prediction
+in predictive standard deviations) weighs them; corrections giving the same value add up.
+Several corrections of one keystroke land near the prediction by chance (``-0.2226`` typed for
+``-2.226``: a wrong key gives ``-2.2226``), and the nearest one is then often not the value
+meant; a correction at least half as probable as the first is named too ("...; or a wrong
+key? -2.2226"). A digit left out is the exception: which digit cannot be told (ten digits fit
+at each place), so it is named only when no other correction comes near, with the prediction
+("a digit left out? about 0.436 would be expected here").
 
 **What more corrections cost.** Each correction is one more way for a value that is truly far
 from the prediction (a surprising measurement, not a typo) to look like a slip. The rule only
@@ -81,6 +87,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 
 import numpy as np
@@ -245,6 +252,18 @@ def _as_typed(v: float, typed: str | None) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
+def _shortest(w: float, like: str) -> str:
+    """The shortest text that reads as ``w`` (every digit, not ``%g``'s six) written as ``like``
+    is: with its decimal comma, and with an exponent only where it has one (``1,5e-05`` is no
+    number :func:`~boloop.study.answers.read_number` reads)."""
+    if "e" in like.lower():
+        text = repr(w)
+        text = text[:-2] if text.endswith(".0") else text
+    else:
+        text = np.format_float_positional(w, unique=True, trim="-")
+    return text.replace(".", ",") if "," in like else text
+
+
 def _tidy(mantissa: str) -> str:
     """An edited mantissa as a person writes it: no leading zeros, ``0`` before a bare mark."""
     m = mantissa.lstrip("0")
@@ -285,14 +304,18 @@ def _corrections(v: float, typed: str | None, slips: Sequence[str]) -> list[tupl
     its text): ten times and a tenth of it (``point``), the other sign (``sign``), and the
     single-keystroke edits of the text it was typed as (``typed`` where the caller has it)."""
     out: list[tuple[str, float, str]] = []
+    text = _as_typed(v, typed)
+    # the text as typed: the decimal point's and the sign's corrections keep its every digit
+    # and its decimal mark; a number alone is named as ever (``%g``)
+    given = typed is not None and text == typed.strip()
     if "point" in slips:
         # (rounding away the binary error of the shift: 7234 * 0.1 = 723.4000000000001)
         for w in (v / 10.0, v * 10.0):
             w = float(f"{w:.12g}")
-            out.append(("point", w, f"{w:g}"))
+            out.append(("point", w, _shortest(w, text) if given else f"{w:g}"))
     if "sign" in slips:
-        out.append(("sign", -v, f"{-v:g}"))
-    text = _as_typed(v, typed)
+        flipped = text[1:] if text[:1] == "-" else "-" + text.lstrip("+")
+        out.append(("sign", -v, flipped if given else f"{-v:g}"))
     for slip, edited in _keystroke_edits(text):
         if slip in slips:
             w = float(edited.replace(",", "."))
@@ -346,28 +369,47 @@ def _far_from_prediction(
     z = (tv - expected) / pred_sd
     if abs(z) <= _t_quantile(TAIL, n - 1):
         return None
-    # the corrections that come close to the prediction: (|z|, order of the slip, slip, text)
+    # the corrections that come close to the prediction: (slip, value, text, weight), the
+    # weight the predictive density there over the slip's number of corrections (module
+    # docstring: each slip as likely as another, each of its corrections as likely as another)
+    corrections = _corrections(v, typed, SLIPS)
+    per_slip = Counter(slip for slip, _, _ in corrections)
     near = []
-    for slip, w, text in _corrections(v, typed, SLIPS):
+    for slip, w, text in corrections:
         if one_sign and not w * v > 0.0:
             continue  # (modelled on log10 |y|: a correction must keep the sign, and not be 0)
         zw = abs(((math.log10(abs(w)) if one_sign else w) - expected) / pred_sd)
         if zw < NEAR:
-            near.append((zw, SLIPS.index(slip), slip, text))
+            near.append((slip, w, text, math.exp(-0.5 * zw * zw) / per_slip[slip]))
     if not near:
         return None
     if one_sign:
         expected = math.copysign(10.0**expected, v)
     head = (
-        f"{v:g} for {output} is far from what the {used} values stored so far predict "
-        f"at this setting (about {expected:.3g}; {abs(z):.3g} standard deviations off). "
+        f"{typed.strip() if typed is not None and _as_typed(v, typed) == typed.strip() else f'{v:g}'}"
+        f" for {output} is far from what "
+        f"the {used} values stored so far predict at this setting (about {expected:.3g}; "
+        f"{abs(z):.3g} standard deviations off). "
     )
-    named = [c for c in near if c[2] != "dropped"]
+    named = [c for c in near if c[0] != "dropped"]
     if not named:
         # which digit was left out cannot be told: the prediction is what can be said
         return head + (
             f"Check the measurement ({_NAMES['dropped']}? about {expected:.3g} would be "
             "expected here)."
         )
-    _, _, slip, text = min(named)
-    return head + f"Check the measurement ({_NAMES[slip]}? {text} would be close to it)."
+    # the corrections' values by probability (corrections giving the same value add up), each
+    # named by the first of its slips in the order of SLIPS
+    weight: dict[float, float] = defaultdict(float)
+    first_slip: dict[float, tuple[int, str, str]] = {}
+    for slip, w, text, p in named:
+        weight[w] += p
+        key = (SLIPS.index(slip), slip, text)
+        first_slip[w] = min(first_slip.get(w, key), key)
+    values = sorted(weight, key=lambda w: (-weight[w], first_slip[w]))
+    _, slip, text = first_slip[values[0]]
+    said = f"{_NAMES[slip]}? {text} would be close to it"
+    if len(values) > 1 and weight[values[1]] >= 0.5 * weight[values[0]]:
+        _, slip, text = first_slip[values[1]]
+        said += f"; or {_NAMES[slip]}? {text}"
+    return head + f"Check the measurement ({said})."
