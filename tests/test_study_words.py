@@ -96,7 +96,9 @@ def test_the_cli_ask_says_the_quantity_threshold_and_limit(tmp_path):
 
 # -- 2. a decimal comma --------------------------------------------------------------------------
 @pytest.mark.parametrize(("text", "value"), [("723,4", 723.4), ("0,05", 0.05), ("-1,5", -1.5),
-                                             ("1234,5", 1234.5), ("0,234", 0.234)])  # fmt: skip
+                                             ("1234,5", 1234.5), ("0,234", 0.234),
+                                             ("1,5e3", 1500.0), ("-2,5E-2", -0.025),
+                                             ("\u22120,5", -0.5), ("\u22121.25", -1.25)])  # fmt: skip
 def test_a_single_decimal_comma_is_read(text, value):
     assert parse_measurement(text) == value
     study = create_study("c", "lse", PLAIN_COATING, storage=f"memory://w4-{text}", seed=0)

@@ -95,8 +95,10 @@ def read_number(text: str) -> float | None:
     it is no number. Raises :class:`NumberTextError` saying why for a comma that does not tell:
     ``1,234`` (thousands separator or decimal comma?), ``1,234,5``, ``1.234,5``.
 
-    ``nan`` and ``inf`` read as numbers here; the query refuses them (they are not measured)."""
-    s = text.strip()
+    ``nan`` and ``inf`` read as numbers here; the query refuses them (they are not measured).
+    A minus sign as typeset (U+2212, what a spreadsheet or a document copied from gives) reads
+    as ``-``; a decimal comma may carry an exponent (``1,5e3``)."""
+    s = text.strip().replace("\u2212", "-")
     try:
         return float(s)
     except ValueError:
@@ -109,7 +111,7 @@ def read_number(text: str) -> float | None:
             f"{s!r} is ambiguous: is the comma a thousands separator ({whole}{frac}) or a "
             f"decimal comma ({whole}.{frac})? Write {whole}{frac} or {whole}.{frac}"
         )
-    if _COMMA_DECIMAL.fullmatch(s):
+    if _ONE_COMMA_NUMBER.fullmatch(s):
         return float(s.replace(",", "."))
     body = s.lstrip("+-")
     if body.replace(",", "").replace(".", "").isdigit():  # digits with several marks
