@@ -197,6 +197,11 @@ def test_a_notice_out_of_view_after_storing_is_pointed_to(server, device, reques
     peek.click()
     _wait(d, lambda drv: _in_view(_rects(drv, ("live",))["live"], height))
     _wait(d, lambda drv: not peek.is_displayed())  # the notice is in view: no pointer to it
+    # the keyboard went there too: the focus is in the notice, not left behind on the link
+    assert d.execute_script(
+        "var a = document.activeElement; return !!a && a.id !== 'notice-peek' && "
+        "document.getElementById('notices').contains(a);"
+    )
     assert d.find_element(By.ID, "value").get_attribute("value") == "0.17"  # nothing reloaded
 
 

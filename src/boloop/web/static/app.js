@@ -570,6 +570,10 @@
       if (!n) { return; }
       ev.preventDefault();
       n.scrollIntoView({ block: "center" });
+      // the keyboard and a screen reader go there too (tabIndex -1: a focus target, not a
+      // control, so the live refresh does not count it as a person at work elsewhere)
+      if (!n.hasAttribute("tabindex")) { n.setAttribute("tabindex", "-1"); }
+      n.focus({ preventScroll: true });
     });
     new MutationObserver(updatePeek).observe(noticesBox, {
       attributes: true, childList: true, subtree: true, characterData: true });
