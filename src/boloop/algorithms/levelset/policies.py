@@ -17,7 +17,7 @@ from boloop.algorithms.levelset.acquisition import (
     mile_acquisition,
     straddle,
 )
-from boloop.confidence import ChiSquaredBeta, GotovosLSEBeta
+from boloop.confidence import UNDECIDED_SD, ChiSquaredBeta, GotovosLSEBeta, undecided
 from boloop.errors import InvalidInputError, NotFittedError, QueryStateError
 from boloop.gp.cache import CandidatePosterior, FixedPointsMean
 from boloop.gp.exact import ExactGP, robust_cholesky
@@ -298,6 +298,9 @@ class LevelSetPolicy(BasePolicy):
         self._known_unchanged = 0
         self._known_repeats = 0  # of them, queries at measured candidates
         self._stall_upper: np.ndarray | None = None
+        #: the map at the first query of the count (:meth:`_update_stall`): its sides and which
+        #: candidates were decided there, ``(upper, decided)``
+        self._stall_anchor: tuple[np.ndarray, np.ndarray] | None = None
         self._stall: dict[str, Any] | None = None
 
     def _space_filling_start(self, space: CandidateSet | Box, n0: int) -> None:
@@ -568,11 +571,30 @@ class LevelSetPolicy(BasePolicy):
     @property
     def known_unchanged(self) -> int:
         """How many of the latest queries were in a row at settings the model already knew as
-        well as a measured one (:meth:`_update_stall`), with the estimated set
-        ``{x : mu(x) >= theta}`` (eq. 3.1) over the candidates the same at each of them: the
-        count behind :meth:`stall`. 0 when the last query was somewhere the model did not know
-        that well, 1 when the map changed just before it."""
+        well as a measured one, with the estimated map the same at each of them as at the first
+        (:meth:`_update_stall`: no candidate the model had decided changed side of the
+        threshold): the count behind :meth:`stall`. 0 when the last query was somewhere the
+        model did not know that well, 1 when the map changed just before it."""
         return self._known_unchanged
+
+    def _map_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """The estimated map over the candidates as the stall reads it: ``(upper, decided)``,
+        the side of each candidate (eq. 3.1, ``mu >= theta``) and whether the model has decided
+        it (``|mu - theta| >= 2 sigma``, :func:`boloop.confidence.undecided`)."""
+        mean, std = self.cache.mean, self.cache.std
+        return (
+            classify(mean, self.threshold),
+            ~undecided(mean, std, self.threshold, UNDECIDED_SD),
+        )
+
+    @staticmethod
+    def _map_moved(
+        before: tuple[np.ndarray, np.ndarray], after: tuple[np.ndarray, np.ndarray]
+    ) -> bool:
+        """Whether a candidate changed side of the threshold between two maps of
+        :meth:`_map_state` while decided in at least one of them."""
+        flipped = before[0] != after[0]
+        return bool(np.any(flipped & (before[1] | after[1])))
 
     def _update_stall(self, sd: float, measured: bool) -> None:
         """Count the query just chosen, with ``sd = sigma_{t-1}(x_t)`` (the posterior standard
@@ -581,27 +603,50 @@ class LevelSetPolicy(BasePolicy):
         :attr:`stall_window`.
 
         A stall is a map that no longer changes while the answers no longer teach the model
-        anything new. The map is seen: no candidate changed side of the threshold between the
-        queries. A query teaches about as little as a repeat when ``x_t`` was measured, or when
-        ``sigma_{t-1}(x_t) < sigma_n`` (the fitted noise's standard deviation): its answer's
-        information about ``f(x_t)``, ``1/2 log(1 + sigma_{t-1}^2(x_t) / sigma_n^2)``
+        anything new. A query teaches about as little as a repeat when ``x_t`` was measured,
+        or when ``sigma_{t-1}(x_t) < sigma_n`` (the fitted noise's standard deviation): its
+        answer's information about ``f(x_t)``, ``1/2 log(1 + sigma_{t-1}^2(x_t) / sigma_n^2)``
         (Srinivas et al. 2010, Lemma 5.3), is then below ``1/2 log 2``, what a second
         measurement of a setting measured once teaches at most (that setting's ``sigma`` is
         already below ``sigma_n``). In length-scales it is a setting so close to measured ones
         that the model's uncertainty there is below the noise's (how close depends on the
         signal-to-noise ratio), such as an unmeasured neighbour of a boundary point re-measured
-        many times; a setting far from the data, as in an exploration of the space, is not. It is the trigger of
-        :meth:`_widen_if_overconfident` (Wang and de Freitas 2014), read here, not acted on.
-        A level-set acquisition that keeps choosing such settings while no candidate changes
-        side has a model that is sure of the map everywhere else: its answers sharpen a few
-        boundary points and move nothing, whether they re-measure those points or alternate
-        with their unmeasured neighbours. That is the end of a run whose map is right, and
-        also of a run whose model never saw a region the first points missed (a bump under a
-        trend, a second peak): the two look the same from the data, so the report says both
-        (``benchmarks/levelset_stall.py``). On a box the map is that of the policy's candidate
-        set (the points it classifies and scores at every step), and no query repeats one
-        exactly. Reads the posterior the choice was made with; draws no random number and
-        changes no choice."""
+        many times; a setting far from the data, as in an exploration of the space, is not. It
+        is the trigger of :meth:`_widen_if_overconfident` (Wang and de Freitas 2014), read
+        here, not acted on.
+
+        The map is the estimated set ``H_t = {x : mu_{t-1}(x) >= theta}`` (eq. 3.1) over the
+        candidates, and it has not changed when no candidate changed side of ``theta`` between
+        the first query of the count and this one while the model had *decided* its side at
+        either of the two: ``|mu - theta| >= 2 sigma`` (:data:`~boloop.confidence.UNDECIDED_SD`,
+        the complement of LSE's unclassified set ``U_t`` at ``beta^(1/2) = 2``, Gotovos et al.
+        2013, and of the undecided cells the map picture draws). A candidate undecided at both
+        ends is one whose side the model itself leaves open: the randomized straddle's draw
+        ``beta_t ~ chi2(2)`` (Definition 3.2) makes its acquisition ``max{beta_t^(1/2) sigma -
+        |mu - theta|, 0}`` positive, so that the method counts it among the ambiguous points,
+        with probability ``P(beta_t > u^2) = exp(-u^2 / 2) > e^-2``, ``u = |mu - theta| /
+        sigma``; and moving it from one side to the other changes the posterior-expected loss
+        of the estimate (Lemma B.2) by ``|mu - theta| < 2 sigma`` there, within the model's own
+        uncertainty. On a fine grid the boundary moves by a grid step with almost every answer
+        and the settings beside it, their mean within a hair of ``theta``, keep changing side:
+        requiring no change at all there would never let a stall be seen (the 2-D furnace grid
+        of ``docs/reproductions/levelset.md``). Comparing with the first query of the count,
+        not the previous one, keeps a slow drift in view: a candidate decided at the first
+        query that ends on the other side counts, however small its steps. A candidate with
+        ``sigma = 0`` is always decided, so with a noise-free model the test is "no candidate
+        changed side".
+
+        A level-set acquisition that keeps choosing settings it knows while the decided map
+        stays put has a model that is sure of the map everywhere else: its answers sharpen a
+        few boundary points and move nothing, whether they re-measure those points or
+        alternate with their unmeasured neighbours. That is the end of a run whose map is
+        right, and also of a run whose model never saw a region the first points missed (a
+        bump under a trend, a second peak): the two look the same from the data, so the report
+        says both (``benchmarks/levelset_stall.py``). On a box the map is that of the policy's
+        candidate set (the points it classifies and scores at every step), and no query
+        repeats one exactly. Reads the posterior the choice was made with; draws no random
+        number and changes no choice. :attr:`repeats_unchanged` (the first notice's count)
+        still reads the exact map, no candidate changing side at all."""
         upper = classify(self.cache.mean, self.threshold)
         same = self._stall_upper is not None and np.array_equal(upper, self._stall_upper)
         self._stall_upper = upper
@@ -612,11 +657,15 @@ class LevelSetPolicy(BasePolicy):
         noise_sd = math.sqrt(max(self.gp.noise_variance, 0.0))
         if not (measured or sd < noise_sd):
             self._known_unchanged = self._known_repeats = 0
-        elif same:
-            self._known_unchanged += 1
-            self._known_repeats += int(measured)
+            self._stall_anchor = None
         else:
-            self._known_unchanged, self._known_repeats = 1, int(measured)
+            state = self._map_state()
+            if self._stall_anchor is not None and not self._map_moved(self._stall_anchor, state):
+                self._known_unchanged += 1
+                self._known_repeats += int(measured)
+            else:
+                self._known_unchanged, self._known_repeats = 1, int(measured)
+                self._stall_anchor = state
         self._stall = None
         k = self._known_unchanged
         if k >= self.stall_window:  # the words and the farthest point when read (stall())
@@ -662,9 +711,8 @@ class LevelSetPolicy(BasePolicy):
             return None
         n = self.gp.n
         if found.get("checked_n") != n:  # data since: the map as it is now, the farthest anew
-            upper = classify(self.cache.mean, self.threshold)
-            found["holds"] = self._stall_upper is not None and np.array_equal(
-                upper, self._stall_upper
+            found["holds"] = self._stall_anchor is not None and not self._map_moved(
+                self._stall_anchor, self._map_state()
             )
             if np.all(self.observed):  # (a distance, rounded, is not exactly 0 in 2-D and up)
                 found["farthest"], found["farthest_distance"] = None, 0.0
@@ -692,7 +740,8 @@ class LevelSetPolicy(BasePolicy):
             )
         common = (
             f"the estimated map has stopped changing: the last {k} queries were {which}, and "
-            f"no setting changed side of the threshold over the {answers} answers since the "
+            f"no setting the model had decided (its value more than {UNDECIDED_SD:g} standard "
+            f"deviations from the threshold) changed side over the {answers} answers since the "
             "first of them. "
         )
         far = found["farthest"]
