@@ -12,10 +12,14 @@ learned default a study gets) and records, after every answer, quantities the po
 * ``sdn`` and ``dls``: the query's ``sigma_{t-1}(x_t)`` over the fitted noise sd, and its
   distance to the nearest measured setting in length-scales (read at the query, before the
   answer);
-* ``kc`` and ``rc``: the policy's ``known_unchanged`` (the count behind the notice: queries in a
-  row at measured settings or at settings with ``sigma_{t-1}(x_t) < sigma_n``, the map
-  unchanged) and ``repeats_unchanged`` (the first notice's count: repeats only), and ``stall``,
-  whether the notice stood after the answer.
+* ``kc``, ``kx`` and ``rc``: the policy's ``known_unchanged`` (the count behind the notice:
+  queries in a row at measured settings or at settings with ``sigma_{t-1}(x_t) < sigma_n``, the
+  map unchanged but for the answers' noise at undecided candidates), the same count with the
+  map exactly unchanged between consecutive queries (``kx``, computed here: the notice before
+  the jitter-robust map test) and ``repeats_unchanged`` (the first notice's count: repeats
+  only), and ``stall``, whether the notice stood after the answer;
+* ``dflips``: candidates that changed side with the answer while decided
+  (``|mu - theta| >= 2 sigma``) before or after it.
 
 Then, per candidate signal and window ``W``, the first answer at which it fires after the
 initial design, and what the run did afterwards: **improved** (F at the end at least 0.02 above
@@ -302,7 +306,7 @@ def signals(run: dict[str, Any]) -> dict[str, list[int]]:
         mostly[f"map-unchanged, >= {frac:g} repeats"] = vals
     return {
         "implemented (known_unchanged)": [r.get("kc", 0) for r in rows],
-        "main's notice (exact map)": [r.get("kx", r.get("kc", 0)) for r in rows],
+        "exact map (kx, main before the jitter-robust test)": [r.get("kx", r.get("kc", 0)) for r in rows],
         "first notice (repeats_unchanged)": [r.get("rc", 0) for r in rows],
         **mostly,
         "map-unchanged": map_still,
