@@ -12,10 +12,14 @@ learned default a study gets) and records, after every answer, quantities the po
 * ``sdn`` and ``dls``: the query's ``sigma_{t-1}(x_t)`` over the fitted noise sd, and its
   distance to the nearest measured setting in length-scales (read at the query, before the
   answer);
-* ``kc`` and ``rc``: the policy's ``known_unchanged`` (the count behind the notice: queries in a
-  row at measured settings or at settings with ``sigma_{t-1}(x_t) < sigma_n``, the map
-  unchanged) and ``repeats_unchanged`` (the first notice's count: repeats only), and ``stall``,
-  whether the notice stood after the answer.
+* ``kc``, ``kx`` and ``rc``: the policy's ``known_unchanged`` (the count behind the notice:
+  queries in a row at measured settings or at settings with ``sigma_{t-1}(x_t) < sigma_n``, the
+  map unchanged but for the answers' noise at undecided candidates), the same count with the
+  map exactly unchanged between consecutive queries (``kx``, computed here: the notice before
+  the jitter-robust map test) and ``repeats_unchanged`` (the first notice's count: repeats
+  only), and ``stall``, whether the notice stood after the answer;
+* ``dflips``: candidates that changed side with the answer while decided
+  (``|mu - theta| >= 2 sigma``) before or after it.
 
 Then, per candidate signal and window ``W``, the first answer at which it fires after the
 initial design, and what the run did afterwards: **improved** (F at the end at least 0.02 above
@@ -144,7 +148,15 @@ def record(
     problem = _get(pid)
     policy = make_policy(method, problem, seed, kernel=None)
     th = policy.threshold
-    state: dict[str, Any] = {"cls": None, "seen": set(), "added": 0, "asked": {}}
+    state: dict[str, Any] = {
+        "cls": None,
+        "decided": None,
+        "seen": set(),
+        "added": 0,
+        "asked": {},
+        "kx": 0,
+        "kx_upper": None,
+    }
     rows: list[dict[str, Any]] = []
     extra = np.random.default_rng([seed, 104729])
     ask = policy.ask
@@ -153,10 +165,25 @@ def record(
         """The query, and what the model it was chosen with knew there: ``sigma_{t-1}(x_t)``
         over the noise's sd and the distance to the nearest measured setting in length-scales
         (read before the answer; nothing in the policy changes)."""
+        state["obs_before"] = np.array(getattr(policy, "observed", []), dtype=bool)
         q = ask()
         x = np.asarray(q.x, dtype=np.float64).reshape(1, -1)
         sd = float(policy.predict(x)[1][0])
         noise = float(np.sqrt(max(policy.gp.noise_variance, 0.0)))
+        # the notice of main before the decided map (exact_known_count): the same count with
+        # "no candidate changed side at all" between consecutive queries
+        index = getattr(q, "index", None)
+        if index is not None:
+            sd_q, measured = float(policy.cache.std[index]), bool(state["obs_before"][index])
+        else:
+            sd_q, measured = sd, False
+        upper = np.asarray(policy.cache.mean) >= th
+        same = state["kx_upper"] is not None and np.array_equal(upper, state["kx_upper"])
+        state["kx_upper"] = upper
+        if not (measured or sd_q < noise):
+            state["kx"] = 0
+        else:
+            state["kx"] = state["kx"] + 1 if same else 1
         ls = np.atleast_1d(np.asarray(getattr(policy.gp.kernel, "lengthscale", 1.0), float))
         X = np.asarray(policy.gp.X, dtype=np.float64)
         near = float(np.sqrt((((X - x) / ls) ** 2).sum(1).min())) if X.shape[0] else np.inf
@@ -178,8 +205,14 @@ def record(
             added = True
         mean, std = policy.candidate_posterior()
         cls = mean >= th
+        decided = np.abs(mean - th) >= 2.0 * std
         flips = 0 if state["cls"] is None else int(np.sum(cls != state["cls"]))
-        state["cls"] = cls
+        dflips = (
+            0
+            if state["cls"] is None
+            else int(np.sum((cls != state["cls"]) & (decided | state["decided"])))
+        )
+        state["cls"], state["decided"] = cls, decided
         x = tuple(np.round(np.asarray(rec["points"][0]), 12))
         rep = x in state["seen"]
         state["seen"].add(x)
@@ -197,6 +230,10 @@ def record(
                 # stall) and the implemented one, at the query just answered, and a report
                 "rc": int(getattr(policy, "repeats_unchanged", 0)),
                 "kc": int(getattr(policy, "known_unchanged", 0)),
+                "kx": int(state["kx"]),
+                # candidates that changed side with this answer while decided (|mu - theta|
+                # >= 2 sigma) before or after it
+                "dflips": dflips,
                 **state["asked"],
                 "stall": stall is not None,
                 "added": added,
@@ -269,6 +306,7 @@ def signals(run: dict[str, Any]) -> dict[str, list[int]]:
         mostly[f"map-unchanged, >= {frac:g} repeats"] = vals
     return {
         "implemented (known_unchanged)": [r.get("kc", 0) for r in rows],
+        "exact map (kx, main before the jitter-robust test)": [r.get("kx", r.get("kc", 0)) for r in rows],
         "first notice (repeats_unchanged)": [r.get("rc", 0) for r in rows],
         **mostly,
         "map-unchanged": map_still,

@@ -17,7 +17,7 @@ from boloop.algorithms.levelset.acquisition import (
     mile_acquisition,
     straddle,
 )
-from boloop.confidence import ChiSquaredBeta, GotovosLSEBeta
+from boloop.confidence import UNDECIDED_SD, ChiSquaredBeta, GotovosLSEBeta, undecided
 from boloop.errors import InvalidInputError, NotFittedError, QueryStateError
 from boloop.gp.cache import CandidatePosterior, FixedPointsMean
 from boloop.gp.exact import ExactGP, robust_cholesky
@@ -298,6 +298,12 @@ class LevelSetPolicy(BasePolicy):
         self._known_unchanged = 0
         self._known_repeats = 0  # of them, queries at measured candidates
         self._stall_upper: np.ndarray | None = None
+        #: the map at the first query of the count (:meth:`_update_stall`): each candidate's
+        #: side and whether it was undecided there, ``(upper, undecided)``
+        self._stall_anchor: tuple[np.ndarray, np.ndarray] | None = None
+        #: per candidate, the largest sd of the move of its mean that one answer at a query of
+        #: the count would bring (:meth:`_answer_reach`)
+        self._stall_reach: np.ndarray | None = None
         self._stall: dict[str, Any] | None = None
 
     def _space_filling_start(self, space: CandidateSet | Box, n0: int) -> None:
@@ -473,12 +479,12 @@ class LevelSetPolicy(BasePolicy):
             i = self._select_finite(t)
             if self._widen_if_overconfident(float(self.cache.std[i]), t):
                 i = self._select_finite(t)
-            self._update_stall(float(self.cache.std[i]), bool(self.observed[i]))
+            self._update_stall(float(self.cache.std[i]), bool(self.observed[i]), index=i)
             return self._new_evaluate(self.candidates[i], index=i)
         x = self._select_box(t)
         if self._widen_if_overconfident(float(self.predict(x.reshape(1, -1))[1][0]), t):
             x = self._select_box(t)
-        self._update_stall(float(self.predict(x.reshape(1, -1))[1][0]), False)
+        self._update_stall(float(self.predict(x.reshape(1, -1))[1][0]), False, x=x)
         return self._new_evaluate(x)
 
     @property
@@ -568,32 +574,94 @@ class LevelSetPolicy(BasePolicy):
     @property
     def known_unchanged(self) -> int:
         """How many of the latest queries were in a row at settings the model already knew as
-        well as a measured one (:meth:`_update_stall`), with the estimated set
-        ``{x : mu(x) >= theta}`` (eq. 3.1) over the candidates the same at each of them: the
-        count behind :meth:`stall`. 0 when the last query was somewhere the model did not know
-        that well, 1 when the map changed just before it."""
+        well as a measured one, with the estimated map the same at each of them as at the first
+        (:meth:`_update_stall`: no candidate changed side of the threshold beyond the noise
+        of the answers): the count behind :meth:`stall`. 0 when the last query was somewhere the
+        model did not know that well, 1 when the map changed just before it."""
         return self._known_unchanged
 
-    def _update_stall(self, sd: float, measured: bool) -> None:
+    def _map_state(self) -> tuple[np.ndarray, np.ndarray]:
+        """The estimated map over the candidates as the stall reads it: ``(upper, undecided)``,
+        each candidate's side (eq. 3.1, ``mu >= theta``) and whether the model leaves it
+        undecided (``|mu - theta| < 2 sigma``, :func:`boloop.confidence.undecided`)."""
+        mean, std = self.cache.mean, self.cache.std
+        return classify(mean, self.threshold), undecided(mean, std, self.threshold, UNDECIDED_SD)
+
+    def _answer_reach(self, sd: float, index: int | None, x: np.ndarray | None) -> np.ndarray:
+        """The standard deviation of the move of every candidate's mean that one more answer at
+        the query ``x_t`` brings, ``|k_{t-1}(x, x_t)| / sqrt(sigma_{t-1}^2(x_t) + sigma_n^2)``
+        (N,): the one-step look-ahead of MILE (Zanette et al. 2019, :func:`mile_acquisition`),
+        ``sd = sigma_{t-1}(x_t)``. ``index``: the query's candidate (finite), else ``x``."""
+        if index is not None:
+            cov = self.cache.covariance_with(index)
+        else:
+            assert x is not None
+            cov = self.gp.posterior_covariance(self.candidates, x.reshape(1, -1))[:, 0]
+        s_star = math.sqrt(sd * sd + max(self.gp.noise_variance, 0.0))
+        return np.abs(cov) / s_star if s_star > 0 else np.zeros(self.N)
+
+    def _map_moved(self, now: tuple[np.ndarray, np.ndarray]) -> bool:
+        """Whether the map ``now`` (:meth:`_map_state`) differs from the first of the count in
+        a candidate that is not the noise of the answers (:meth:`_update_stall`)."""
+        assert self._stall_anchor is not None and self._stall_reach is not None
+        upper, unsure = self._stall_anchor
+        flipped = now[0] != upper
+        if not flipped.any():
+            return False
+        near = np.abs(self.cache.mean - self.threshold) < UNDECIDED_SD * self._stall_reach
+        return bool(np.any(flipped & ~(unsure & now[1] & near)))
+
+    def _update_stall(
+        self, sd: float, measured: bool, *, index: int | None = None, x: np.ndarray | None = None
+    ) -> None:
         """Count the query just chosen, with ``sd = sigma_{t-1}(x_t)`` (the posterior standard
-        deviation its choice was made with) and ``measured`` whether it is a candidate measured
-        before, into :attr:`known_unchanged`, and report a stall once the count reaches
-        :attr:`stall_window`.
+        deviation its choice was made with), ``measured`` whether it is a candidate measured
+        before and ``index`` (its candidate) or ``x`` (a box), into :attr:`known_unchanged`, and
+        report a stall once the count reaches :attr:`stall_window`.
 
         A stall is a map that no longer changes while the answers no longer teach the model
-        anything new. The map is seen: no candidate changed side of the threshold between the
-        queries. A query teaches about as little as a repeat when ``x_t`` was measured, or when
-        ``sigma_{t-1}(x_t) < sigma_n`` (the fitted noise's standard deviation): its answer's
-        information about ``f(x_t)``, ``1/2 log(1 + sigma_{t-1}^2(x_t) / sigma_n^2)``
+        anything new. A query teaches about as little as a repeat when ``x_t`` was measured,
+        or when ``sigma_{t-1}(x_t) < sigma_n`` (the fitted noise's standard deviation): its
+        answer's information about ``f(x_t)``, ``1/2 log(1 + sigma_{t-1}^2(x_t) / sigma_n^2)``
         (Srinivas et al. 2010, Lemma 5.3), is then below ``1/2 log 2``, what a second
         measurement of a setting measured once teaches at most (that setting's ``sigma`` is
         already below ``sigma_n``). In length-scales it is a setting so close to measured ones
         that the model's uncertainty there is below the noise's (how close depends on the
         signal-to-noise ratio), such as an unmeasured neighbour of a boundary point re-measured
-        many times; a setting far from the data, as in an exploration of the space, is not. It is the trigger of
-        :meth:`_widen_if_overconfident` (Wang and de Freitas 2014), read here, not acted on.
-        A level-set acquisition that keeps choosing such settings while no candidate changes
-        side has a model that is sure of the map everywhere else: its answers sharpen a few
+        many times; a setting far from the data, as in an exploration of the space, is not. It
+        is the trigger of :meth:`_widen_if_overconfident` (Wang and de Freitas 2014), read
+        here, not acted on.
+
+        The map is the estimated set ``H_t = {x : mu_{t-1}(x) >= theta}`` (eq. 3.1) over the
+        candidates, compared with the map at the first query of the count. A candidate on the
+        other side now is a change of the map unless it is the noise of the answers the method
+        keeps giving, which takes both of:
+
+        * the model left its side undecided at both queries, ``|mu - theta| < 2 sigma``
+          (:data:`~boloop.confidence.UNDECIDED_SD`; LSE's unclassified set ``U_t`` at
+          ``beta^(1/2) = 2``, Gotovos et al. 2013, and the undecided cells of the map picture;
+          the randomized straddle's draw ``beta_t ~ chi2(2)`` makes its acquisition
+          ``max{beta_t^(1/2) sigma - |mu - theta|, 0}`` positive there with probability
+          ``exp(-u^2 / 2) > e^-2``, ``u = |mu - theta| / sigma``);
+        * its mean is now within 2 standard deviations of the move that one more answer at one
+          of the count's queries would give it: one answer at ``x_j`` moves ``mu(x)`` by a
+          normal of sd ``c_j(x) = |k_{j-1}(x, x_j)| / sqrt(sigma_{j-1}^2(x_j) + sigma_n^2)``
+          (the one-step look-ahead of MILE, Zanette et al. 2019; :meth:`_answer_reach`), so
+          the next such answer can put it back on the first side.
+
+        On a fine grid the boundary moves by a grid step with almost every answer and the
+        settings beside it, their mean within a hair of ``theta``, keep changing side:
+        requiring no change at all there would never let a stall be seen (the 2-D furnace grid
+        of ``docs/reproductions/levelset.md``). A candidate decided at either end, or beyond
+        what the answers move, counts; comparing with the first query of the count, not the
+        previous one, keeps a slow drift in view (a candidate decided at the first query that
+        ends on the other side counts, however small its steps). Measured
+        (``docs/reproductions/levelset.md``, "Boundary jitter on fine grids"): the stuck run of
+        that grid is now flagged, and the false alarms rise (8 to 16 of 219 design runs, 2 to 6
+        of 120 held out); the first condition alone gave 22 and 8.
+
+        A level-set acquisition that keeps choosing settings it knows while the map stays put
+        has a model that is sure of the map everywhere else: its answers sharpen a few
         boundary points and move nothing, whether they re-measure those points or alternate
         with their unmeasured neighbours. That is the end of a run whose map is right, and
         also of a run whose model never saw a region the first points missed (a bump under a
@@ -601,7 +669,8 @@ class LevelSetPolicy(BasePolicy):
         (``benchmarks/levelset_stall.py``). On a box the map is that of the policy's candidate
         set (the points it classifies and scores at every step), and no query repeats one
         exactly. Reads the posterior the choice was made with; draws no random number and
-        changes no choice."""
+        changes no choice. :attr:`repeats_unchanged` (the first notice's count) still reads
+        the exact map, no candidate changing side at all."""
         upper = classify(self.cache.mean, self.threshold)
         same = self._stall_upper is not None and np.array_equal(upper, self._stall_upper)
         self._stall_upper = upper
@@ -612,11 +681,21 @@ class LevelSetPolicy(BasePolicy):
         noise_sd = math.sqrt(max(self.gp.noise_variance, 0.0))
         if not (measured or sd < noise_sd):
             self._known_unchanged = self._known_repeats = 0
-        elif same:
-            self._known_unchanged += 1
-            self._known_repeats += int(measured)
+            self._stall_anchor = self._stall_reach = None
         else:
-            self._known_unchanged, self._known_repeats = 1, int(measured)
+            state = self._map_state()
+            reach = self._answer_reach(sd, index, x)
+            if self._stall_anchor is not None and self._stall_reach is not None:
+                np.maximum(self._stall_reach, reach, out=self._stall_reach)
+                moved = self._map_moved(state)
+            else:
+                moved = True
+            if not moved:
+                self._known_unchanged += 1
+                self._known_repeats += int(measured)
+            else:
+                self._known_unchanged, self._known_repeats = 1, int(measured)
+                self._stall_anchor, self._stall_reach = state, reach
         self._stall = None
         k = self._known_unchanged
         if k >= self.stall_window:  # the words and the farthest point when read (stall())
@@ -662,9 +741,8 @@ class LevelSetPolicy(BasePolicy):
             return None
         n = self.gp.n
         if found.get("checked_n") != n:  # data since: the map as it is now, the farthest anew
-            upper = classify(self.cache.mean, self.threshold)
-            found["holds"] = self._stall_upper is not None and np.array_equal(
-                upper, self._stall_upper
+            found["holds"] = self._stall_anchor is not None and not self._map_moved(
+                self._map_state()
             )
             if np.all(self.observed):  # (a distance, rounded, is not exactly 0 in 2-D and up)
                 found["farthest"], found["farthest_distance"] = None, 0.0
@@ -693,7 +771,8 @@ class LevelSetPolicy(BasePolicy):
         common = (
             f"the estimated map has stopped changing: the last {k} queries were {which}, and "
             f"no setting changed side of the threshold over the {answers} answers since the "
-            "first of them. "
+            "first of them, other than settings beside the boundary that the model has not decided "
+            "and that each answer tips one way or the other. "
         )
         far = found["farthest"]
         if far is None:
