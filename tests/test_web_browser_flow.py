@@ -290,6 +290,33 @@ def test_a_value_far_outside_the_stored_ones_is_asked_about_before_storing(serve
     assert load_study("typo", storage=url).history()[-1]["answer"] == 9999.0
 
 
+def test_a_keystroke_slip_is_asked_about_with_the_value_meant(server, phone, shots):
+    """Inside the stored values' range, two digits swapped (a value the range rule cannot see)
+    are asked about through the prediction at the query's setting, the question names the
+    value as meant (its text, one keystroke away); the value meant, typed again, is stored
+    without a question."""
+    base, url = server
+    study = make_study("keystroke", url, answers=20, key="lev1", fast=True)
+    meant = f"{answer_for(study.ask()):.4f}"
+    head, digits = meant.split(".")
+    i = next(k for k in range(len(digits) - 1) if digits[k] != digits[k + 1])
+    slipped = f"{head}.{digits[:i]}{digits[i + 1]}{digits[i]}{digits[i + 2:]}"
+    phone.get(f"{base}/studies/keystroke")
+    q = _open_id(phone)
+    phone.find_element(By.ID, "value").send_keys(slipped, Keys.ENTER)
+    _wait(phone, lambda d: d.find_element(By.ID, "confirm-unusual"))
+    text = phone.find_element(By.ID, "warning").text
+    assert f"{slipped} for the value is far from what the 20 values" in text
+    assert f"two digits swapped? {meant} would be close to it" in text
+    assert load_study("keystroke", storage=url).n_answered == 20  # nothing stored yet
+    phone.save_screenshot(str(shots / "flow-keystroke-slip-phone.png"))
+    field = phone.find_element(By.ID, "value")
+    field.clear()
+    field.send_keys(meant, Keys.ENTER)
+    _wait(phone, lambda d: _open_id(d) != q)
+    assert load_study("keystroke", storage=url).history()[-1]["answer"] == float(meant)
+
+
 # -- 4. the page's width on a phone ------------------------------------------------------------
 @pytest.mark.parametrize("page", ["/", "/studies/history", "/studies/stuck"])
 def test_no_page_is_wider_than_a_phone(server, phone, shots, page):
