@@ -59,3 +59,25 @@ def test_an_add_while_a_query_is_open_names_the_study_and_the_query(tmp_path: Pa
     line = assert_refused(res, "study 'lab'", f"answer the open query {q.id} (evaluate at t=")
     assert "nothing was stored" in line and "first (tell), then add this again" in line
     assert len(load_study("lab", storage=url).events()) == before
+
+
+def test_an_added_measurement_withdrawn_can_be_added_again_at_once(tmp_path: Path) -> None:
+    """(A newcomer's trial.) ``add`` warned about a typo and said to undo and add again; the
+    undo opened a query, and the add was then refused. Withdrawing an added measurement opens
+    no query: the right value is added at once."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("lab", "randomized-straddle", SPACE, storage=url, seed=0)
+    for _ in range(6):
+        q = study.ask()
+        study.tell(q.id, 0.1 + 0.5 * float(q.params["t"]))
+    res = run_cli(["study", "add", "lab", "t=0.3", "99.3", "--storage", url], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "withdraw it with `boloop study undo lab" in res.stdout and "add it again" in res.stdout
+    res = run_cli(["study", "undo", "lab", "--storage", url], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "withdrawn: measurement -> 99.3; add the right value with `boloop study add lab" in (
+        res.stdout
+    )
+    res = run_cli(["study", "add", "lab", "t=0.3", "0.25", "--storage", url], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert load_study("lab", storage=url).history()[-1]["answer"] == 0.25

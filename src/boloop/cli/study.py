@@ -389,10 +389,22 @@ def _print_new_alarms(study: Study, before: int) -> None:
 
 
 def _undo(args: argparse.Namespace) -> int:
+    from boloop.study.replay import storage_option
+
     study = load_study(args.name, storage=args.storage)
     row = study.undo()
-    what = f"query {row['query_id']}" if row["query_id"] is not None else "measurement"
-    print(f"withdrawn: {what} -> {row['answer_text']}; open query now {study.ask().id}")
+    if row["query_id"] is not None:
+        print(f"withdrawn: query {row['query_id']} -> {row['answer_text']}; open query now "
+              f"{study.ask().id}")  # fmt: skip
+        return 0
+    # a measurement added by hand: no query is opened, so the right value can be added at once
+    # (an open query refuses add; a newcomer's trial was told to add again and was refused)
+    name = shlex.quote(study.name) + storage_option(study.storage_url)
+    print(
+        f"withdrawn: measurement -> {row['answer_text']}; add the right value with "
+        f"`boloop study add {name} PARAMS VALUE`, or ask the next query with "
+        f"`boloop study ask {name}`"
+    )
     return 0
 
 
