@@ -635,3 +635,13 @@ def test_the_api_stores_and_returns_the_question(tmp_path):
     q = c.post("/api/studies/coat/ask").json()
     r = c.post("/api/studies/coat/tell", json={"query_id": q["id"], "answer": 700.5})
     assert r.status_code == 200 and r.json()["unusual"] == []
+
+
+def test_the_prediction_is_written_without_an_exponent():
+    """(A newcomer's trial.) Hardnesses near a threshold of 1100 HV: the question said "about
+    1.1e+03", which hides the number that matters; it writes 1090 now."""
+    x, y = _line()
+    hard = [2000.0 * v + 220.0 for v in y]  # 820 to 1220 HV, 1091.6 at 0.679
+    question = unusual_value(1019.6, hard, "the hardness", at=[0.679], earlier_at=x, typed="1019.6")
+    assert question is not None and "e+0" not in question
+    assert "(about 1090;" in question

@@ -324,6 +324,16 @@ def _corrections(v: float, typed: str | None, slips: Sequence[str]) -> list[tupl
     return out
 
 
+def _about(value: float) -> str:
+    """``value`` to three significant digits as a person reads it: without an exponent between
+    1e-4 and 1e7 (a prediction of 1099.6 HV is "1100", not "1.1e+03"), ``%g``'s beyond."""
+    if 1e-4 <= abs(value) < 1e7:
+        return str(
+            np.format_float_positional(value, precision=3, unique=False, fractional=False, trim="-")
+        )
+    return f"{value:.3g}"
+
+
 def _t_quantile(p: float, dof: int) -> float:
     """The upper ``p`` quantile of Student's t with ``dof`` degrees of freedom."""
     from scipy.special import stdtrit
@@ -388,14 +398,14 @@ def _far_from_prediction(
     head = (
         f"{typed.strip() if typed is not None and _as_typed(v, typed) == typed.strip() else f'{v:g}'}"
         f" for {output} is far from what "
-        f"the {used} values stored so far predict at this setting (about {expected:.3g}; "
+        f"the {used} values stored so far predict at this setting (about {_about(expected)}; "
         f"{abs(z):.3g} standard deviations off). "
     )
     named = [c for c in near if c[0] != "dropped"]
     if not named:
         # which digit was left out cannot be told: the prediction is what can be said
         return head + (
-            f"Check the measurement ({_NAMES['dropped']}? about {expected:.3g} would be "
+            f"Check the measurement ({_NAMES['dropped']}? about {_about(expected)} would be "
             "expected here)."
         )
     # the corrections' values by probability (corrections giving the same value add up), each
