@@ -645,3 +645,28 @@ def test_the_prediction_is_written_without_an_exponent():
     question = unusual_value(1019.6, hard, "the hardness", at=[0.679], earlier_at=x, typed="1019.6")
     assert question is not None and "e+0" not in question
     assert "(about 1090;" in question
+
+
+@pytest.mark.parametrize(
+    ("typed", "hint"),
+    [
+        ("10067.7", "a digit typed twice? 1067.7 would be close to it"),
+        ("15067.7", "an extra digit? 1067.7 would be close to it"),
+        ("106.77", "a misplaced decimal point? 1067.7 would be close to it"),
+    ],
+)
+def test_far_outside_the_range_the_prediction_names_the_slip(typed, hint):
+    """(A newcomer's trial.) A value far outside the range was hinted with the power of ten that
+    brings it inside (10067.7 -> "1006.77"), the wrong value for a digit typed twice, which a
+    person taking the hint stored unquestioned. Where the setting is known and a slip fits the
+    prediction there, the question names that slip instead."""
+    x = np.linspace(0.0, 1.0, 25)[:, None]
+    y = [round(820.0 + 400.0 * v, 1) for v in x[:, 0]]
+    at = [(1067.7 - 820.0) / 400.0]
+    question = unusual_value(float(typed), y, "the hardness", at=at, earlier_at=x, typed=typed)
+    assert question is not None and "far outside the 25 values" in question
+    assert f"(at this setting the values stored so far predict about 1070: {hint})." in question
+    assert "inside that range" not in question
+    # without the setting, the range rule's question as before (a power of ten into the range
+    # where one brings it there)
+    assert unusual_value(float(typed), y, "the hardness").startswith(question.split(" (at")[0])

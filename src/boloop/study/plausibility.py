@@ -22,8 +22,10 @@ stored before for the same output:
   beyond their range.
 
 The question names the range, the factor and, where dividing or multiplying by a power of ten
-brings the value into the range, that value ("723.4 would be inside it"). Nothing is refused:
-a value the person confirms is stored as typed.
+brings the value into the range, that value ("723.4 would be inside it"); where the setting is
+known (below) and a slip brings the value near the prediction there, that slip instead (a digit
+typed twice: ``10067.7`` is ``1067.7``, not ``1006.77``). Nothing is refused: a value the person
+confirms is stored as typed.
 
 **Where the value was measured.** Where values span decades or cross zero, a slipped decimal
 point lands inside the range. When the caller also gives the setting of each earlier value and
@@ -151,7 +153,7 @@ def unusual_value(
     if not math.isfinite(v) or prev.size < MIN_ANSWERS:
         return None
     question = _outside_range(v, prev, output)
-    if question is not None or at is None or earlier_at is None:
+    if at is None or earlier_at is None:
         return question
     # the prediction: the earlier values whose value and setting are both known
     x = np.asarray(at, dtype=np.float64).reshape(-1)
@@ -162,11 +164,20 @@ def unusual_value(
         )
     points = points.reshape(every.size, -1)
     if points.shape[1] != x.size or not np.all(np.isfinite(x)):
-        return None
+        return question
     known = np.isfinite(every) & np.all(np.isfinite(points), axis=1)
     if np.count_nonzero(known) < MIN_ANSWERS:
-        return None
-    return _far_from_prediction(v, every[known], points[known], x, output, typed)
+        return question
+    if question is None:
+        return _far_from_prediction(v, every[known], points[known], x, output, typed)
+    # far outside the range: the prediction at the setting names the slip where one fits (a
+    # power of ten into the range is the wrong value for a digit typed twice: 10067.7 is not
+    # 1006.77 but 1067.7; a newcomer's trial)
+    hint = _far_from_prediction(v, every[known], points[known], x, output, typed, hint_only=True)
+    if hint is None:
+        return question
+    head = question.split(" (a misplaced decimal point?")[0].removesuffix(".")
+    return f"{head} ({hint})."
 
 
 def _outside_range(v: float, prev: np.ndarray, output: str) -> str | None:
@@ -348,9 +359,14 @@ def _far_from_prediction(
     x: np.ndarray,
     output: str,
     typed: str | None = None,
+    *,
+    hint_only: bool = False,
 ) -> str | None:
     """The question when ``v`` is far from the GP prediction of the earlier values at ``x`` and
-    a slip explains it (module docstring), or None. ``points``: (n, d), ``x``: (d,)."""
+    a slip explains it (module docstring), or None. ``points``: (n, d), ``x``: (d,).
+    ``hint_only``: the value is known to be far (outside the range): no test of ``z``, and only
+    the hint is returned ("at this setting the values stored so far predict about 1070: a
+    digit typed twice? 1067.7 would be close to it"), None when no slip fits."""
     one_sign = bool(np.all(prev > 0) and v > 0) or bool(np.all(prev < 0) and v < 0)
     if one_sign:
         t = np.log10(np.abs(prev))
@@ -377,7 +393,7 @@ def _far_from_prediction(
     expected, pred_sd = gp.predict(u)
     n = t.size
     z = (tv - expected) / pred_sd
-    if abs(z) <= _t_quantile(TAIL, n - 1):
+    if not hint_only and abs(z) <= _t_quantile(TAIL, n - 1):
         return None
     # the corrections that come close to the prediction: (slip, value, text, weight), the
     # weight the predictive density there over the slip's number of corrections (module
@@ -402,8 +418,11 @@ def _far_from_prediction(
         f"{abs(z):.3g} standard deviations off). "
     )
     named = [c for c in near if c[0] != "dropped"]
+    context = f"at this setting the values stored so far predict about {_about(expected)}: "
     if not named:
         # which digit was left out cannot be told: the prediction is what can be said
+        if hint_only:
+            return context + f"{_NAMES['dropped']}?"
         return head + (
             f"Check the measurement ({_NAMES['dropped']}? about {_about(expected)} would be "
             "expected here)."
@@ -422,4 +441,6 @@ def _far_from_prediction(
     if len(values) > 1 and weight[values[1]] >= 0.5 * weight[values[0]]:
         _, slip, text = first_slip[values[1]]
         said += f"; or {_NAMES[slip]}? {text}"
+    if hint_only:
+        return context + said
     return head + f"Check the measurement ({said})."
