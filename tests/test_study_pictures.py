@@ -908,3 +908,18 @@ def test_growth_numbers_are_the_replayed_sets(url):
     assert lead.startswith("12 answers. Certified safe share of the space: ")
     assert ET.fromstring(growth_svg(study)).findtext(f"{SVG}desc").startswith(lead)
     assert growth_numbers(make_study("pref", url, answers=1)) == ("", [])
+
+
+def test_a_measured_value_s_tooltip_tells_which_side_of_the_threshold_it_is(url):
+    """(A newcomer's trial.) Hardnesses of 1099.9 and 1100.3 against a threshold of 1100 both
+    read "1100" in the pictures' tooltips (4 digits); the tooltip writes the value as the
+    history does."""
+    space = {"threshold": 1100.0, "parameters": [{"name": "t", "low": 0.0, "high": 1.0, "grid": 11}]}
+    study = create_study("hv", "randomized-straddle", space, storage=url, seed=0)
+    typed = [1099.9, 1100.3, 987.25, 1212.5, 1050.0, 1149.75]
+    for v in typed:
+        q = study.ask()
+        study.tell(q.id, v)
+    svg = " ".join(pictures(study, growth=False).values())
+    for v in typed:
+        assert re.search(rf"<title>[^<]*: {re.escape(f'{v:g}')}</title>", svg), v

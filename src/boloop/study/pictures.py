@@ -42,7 +42,7 @@ from boloop._blas import one_blas_thread
 from boloop.algorithms.families import family_traits
 from boloop.confidence import UNDECIDED_SD, undecided
 from boloop.recommendations import BestPoint
-from boloop.spaces import Box, CandidateSet, SafeSpace
+from boloop.spaces import Box, CandidateSet, SafeSpace, format_value
 
 __all__ = [
     "progress_svg",
@@ -137,6 +137,15 @@ def _fmt(v: float, digits: int = 4) -> str:
     if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
         return f"{v:.2e}"
     return f"{v:.{digits}g}"
+
+
+def _measured(v: float) -> str:
+    """A measured value in a tooltip, as the history shows it (6 significant digits): 1099.9
+    and 1100.3 on either side of a threshold of 1100 must not both read 1100 (a newcomer's
+    trial), as :func:`_fmt`'s 4 digits for the axes would have them."""
+    if not math.isfinite(v):
+        return str(v)
+    return format_value(v)
 
 
 def _lines(text: str, width: int, max_lines: int | None = None) -> list[str]:
@@ -678,7 +687,7 @@ def _progress_svg(study: Any) -> str:
         p.axes()
         for i in range(len(hist)):
             (p.dot if g[i] <= h else p.cross)(
-                n[i], f[i], _GREEN if g[i] <= h else _RED, title=f"answer {n[i]}: f={_fmt(f[i])}"
+                n[i], f[i], _GREEN if g[i] <= h else _RED, title=f"answer {n[i]}: f={_measured(f[i])}"
             )
         p.steps(n, best, _BLUE)
         q = _panel(
@@ -693,7 +702,7 @@ def _progress_svg(study: Any) -> str:
         q.hline(h, _RED, f"h = {_fmt(h)}")
         for i in range(len(hist)):
             (q.dot if g[i] <= h else q.cross)(
-                n[i], g[i], _GREEN if g[i] <= h else _RED, title=f"answer {n[i]}: g={_fmt(g[i])}"
+                n[i], g[i], _GREEN if g[i] <= h else _RED, title=f"answer {n[i]}: g={_measured(g[i])}"
             )
         body += [p.svg(), q.svg()]
         items = [
@@ -713,7 +722,7 @@ def _progress_svg(study: Any) -> str:
         p.hline(h, _RED, f"threshold {_fmt(h)}")
         for i in range(len(hist)):
             (p.triangle if y[i] > h else p.dot)(
-                n[i], y[i], _ORANGE if y[i] > h else _BLUE, title=f"answer {n[i]}: {_fmt(y[i])}"
+                n[i], y[i], _ORANGE if y[i] > h else _BLUE, title=f"answer {n[i]}: {_measured(y[i])}"
             )
         q = _panel(
             1,
@@ -739,7 +748,7 @@ def _progress_svg(study: Any) -> str:
     for i, v in vals:
         cur = min(cur, v)
         best.append((i + 1, cur))
-        p.dot(i + 1, v, _BLUE, title=f"answer {i + 1}: f={_fmt(v)}")
+        p.dot(i + 1, v, _BLUE, title=f"answer {i + 1}: f={_measured(v)}")
     if best:
         p.steps([b[0] for b in best], [b[1] for b in best], _ORANGE)
     y_mark = p.ylim[0] + 0.03 * (p.ylim[1] - p.ylim[0])
@@ -1317,7 +1326,7 @@ def _model_1d(
             lead += " " + counts
             items += _CLASS_ITEMS
     for xv, yv in zip(X[:, 0], y):
-        p.dot(xv, yv, "#222", title=f"{name}={_fmt(xv)}: {_fmt(yv)}")
+        p.dot(xv, yv, "#222", title=f"{name}={_fmt(xv)}: {_measured(yv)}")
     y_mark = p.ylim[0] + 0.06 * (p.ylim[1] - p.ylim[0])
     for xv, a in zip(XL[:, 0], acc):
         (p.dot if a else p.cross)(
@@ -1408,7 +1417,7 @@ def _model_2d(
             u,
             v,
             _colour((val - ylo) / (yhi - ylo)) if pred is None else "#fff",
-            title=f"{n0}={_fmt(u)}, {n1}={_fmt(v)}: {_fmt(val)}",
+            title=f"{n0}={_fmt(u)}, {n1}={_fmt(v)}: {_measured(val)}",
         )
     for (u, v), a in zip(XL, acc):
         (p.dot if a else p.cross)(
