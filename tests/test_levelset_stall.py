@@ -391,3 +391,36 @@ def test_a_map_still_changing_in_its_decided_part_is_not_a_stall(drift):
         ]
         assert len(crossed) >= 3
         assert not any(notices)
+
+
+def test_the_command_line_says_the_notice_where_answers_are_given(tmp_path):
+    """(A newcomer's trial.) The notice was in ``status`` and on the page only: ``tell`` and
+    ``run`` now say it after storing (``run`` once, when it appears)."""
+    from boloop.study import load_study
+    from cli_runner import run_cli
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("furnace", "randomized-straddle", SPACE, storage=url, seed=5)
+    rng = np.random.default_rng(5)
+    _answer(study, 59, rng)
+    q = study.ask()
+    value = f"{furnace(q.params['temperature']) + 0.03 * rng.normal():.4f}"
+    res = run_cli(["study", "tell", "furnace", str(q.id), value, "--storage", url], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert load_study("furnace", storage=url).status()["stuck"] is not None
+    assert "NOTICE: the estimated map has stopped changing" in res.stdout
+    study = load_study("furnace", storage=url)
+    values = []
+    for _ in range(2):  # the next two answers, typed into the loop
+        q = study.ask()
+        values.append(f"{furnace(q.params['temperature']) + 0.03 * rng.normal():.4f}")
+        study.tell(q.id, values[-1])
+    for _ in range(2):
+        study.undo()
+    res = run_cli(
+        ["study", "run", "furnace", "--max", "2", "--storage", url],
+        cwd=tmp_path,
+        stdin="\n".join(values) + "\n",
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.count("NOTICE: the estimated map has stopped changing") == 1

@@ -358,6 +358,9 @@ def _tell(args: argparse.Namespace) -> int:
     )
     _print_new_alarms(study, alarms)
     _print_unusual(study, unusual)
+    stuck = study.status(last=0, keep_policy=False).get("stuck")
+    if stuck:  # the method's stall, which status and the page show (a newcomer's trial)
+        print(f"NOTICE: {stuck}")
     return 0
 
 
@@ -816,6 +819,9 @@ def run_loop(
         file=out,
     )
     told = 0
+    # a method's stall (a safe method repeating itself, a level-set map that stopped changing):
+    # said once when it appears (a newcomer's trial saw it only in status and on the page)
+    shown_stuck = False
     while max_answers is None or told < max_answers:
         q = study.ask()
         print("", file=out)
@@ -865,7 +871,12 @@ def run_loop(
             print(f"error: {exc}", file=out)
             continue
         told += 1
-        print(progress_line(study.status(last=0)), file=out)
+        st = study.status(last=0)
+        print(progress_line(st), file=out)
+        stuck = st.get("stuck")
+        if stuck and not shown_stuck:  # said when it appears, not after every answer
+            print(f"NOTICE: {stuck}", file=out)
+        shown_stuck = bool(stuck)
     return 0
 
 
