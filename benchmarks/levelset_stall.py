@@ -262,6 +262,15 @@ def _since_change(vals: list[int | bool], changed: Any) -> list[int]:
     return out
 
 
+def _run_length(flags: list[bool]) -> list[int]:
+    """For each answer, how many answers in a row, ending with it, have their flag."""
+    out, k = [], 0
+    for flag in flags:
+        k = k + 1 if flag else 0
+        out.append(k)
+    return out
+
+
 def signals(run: dict[str, Any]) -> dict[str, list[int]]:
     """Per signal, its count after every answer (fires when count >= W)."""
     rows = run["rows"]
@@ -274,27 +283,11 @@ def signals(run: dict[str, Any]) -> dict[str, list[int]]:
     for a in amb:
         best.append(a < m)
         m = min(m, a)
-    amb_still = []
-    k = 0
-    for b in best:
-        k = 0 if b else k + 1
-        amb_still.append(k)
+    amb_still = _run_length([not b for b in best])
     # map still AND every query at a measured point
-    both = []
-    k = 0
-    for r in rows:
-        k = k + 1 if (r["flips"] == 0 and r["rep"]) else 0
-        both.append(k)
-    oc = []
-    k = 0
-    for r in rows:
-        k = k + 1 if r["oc"] else 0
-        oc.append(k)
-    still_oc = []
-    k = 0
-    for r in rows:
-        k = k + 1 if (r["flips"] == 0 and r["oc"]) else 0
-        still_oc.append(k)
+    both = _run_length([r["flips"] == 0 and bool(r["rep"]) for r in rows])
+    oc = _run_length([bool(r["oc"]) for r in rows])
+    still_oc = _run_length([r["flips"] == 0 and bool(r["oc"]) for r in rows])
     # answers since the map last changed, while at least half (three quarters) of them were at
     # measured settings
     mostly = {}
