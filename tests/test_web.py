@@ -88,7 +88,7 @@ def test_study_page_answers_every_kind_and_stores_exactly_that(url, name):
         form = _form_for(q, note=f"note {k}")
         r = c.post(f"/studies/{name}/tell", data={**form, "csrf": csrf})
         assert r.status_code == 303, r.text
-        assert r.headers["location"] == f"/studies/{name}?done=told"
+        assert r.headers["location"].startswith(f"/studies/{name}?done=told&w=")
         last = load_study(name, storage=url).history()[-1]
         assert last["query_id"] == q.id and last["note"] == f"note {k}"
         expected = answer_for(q)
@@ -96,7 +96,14 @@ def test_study_page_answers_every_kind_and_stores_exactly_that(url, name):
             assert last["answer"] == (0 if expected == "a" else 1)
         else:
             assert last["answer"] == expected
+        # the next page says what was stored (a newcomer's trial), from a text this server signed
+        said = f"answer stored: query {q.id}: {last['answer_text']}"
+        if q.kind == "compare":
+            said = f"answer stored: query {q.id}: {'A' if expected == 'a' else 'B'} is better"
+        assert said in c.get(r.headers["location"]).text
     assert c.get(f"/studies/{name}?done=told").status_code == 200
+    forged = c.get(f"/studies/{name}?done=told&w=query%201%3A%20999&sig=0").text
+    assert "answer stored" in forged and "999" not in forged  # an unsigned text is not shown
 
 
 def test_safe_page_states_the_limit_and_confirms_above_it(url):
@@ -395,7 +402,7 @@ def test_study_names_with_slashes_and_url_characters_work_everywhere(url, name):
     q = s.ask()
     csrf = _csrf(c, f"/studies/{seg}")
     r = c.post(f"/studies/{seg}/tell", data={"csrf": csrf, **_form_for(q, note="n")})
-    assert r.status_code == 303 and r.headers["location"] == f"/studies/{seg}?done=told"
+    assert r.status_code == 303 and r.headers["location"].startswith(f"/studies/{seg}?done=told&w=")
     assert [h["query_id"] for h in load_study(name, storage=url).history()][-1] == q.id
     assert c.get(f"/studies/{seg}/state").json()["answered"] == 2
     assert c.get(f"/studies/{seg}/pictures/model.svg").text.startswith("<svg")

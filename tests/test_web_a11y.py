@@ -9,6 +9,7 @@ live refresh does not reload under a keyboard user."""
 from __future__ import annotations
 
 import math
+import re
 import struct
 import wave
 
@@ -201,7 +202,7 @@ def test_a_refused_value_a_question_and_a_stored_answer_pass_axe(server, browser
         field.send_keys("700", Keys.ENTER)
         _wait(d, lambda d, q=q: _open_id(d) != q and d.find_element(By.ID, "flash"))
         stop_polling(d)
-        assert d.title.startswith("answer stored - coat")
+        assert d.title.startswith(f"answer stored: query {q}: 700 - coat")
         assert _violations(d) == [], "the stored flash"
 
 
@@ -323,7 +324,9 @@ def test_after_storing_the_title_says_so_and_the_question_has_the_focus(server, 
         ActionChains(browser).send_keys(key).perform()
         _wait(browser, lambda d, q=q: _open_id(d) != q)
         stop_polling(browser)
-        assert browser.title.startswith(f"answer stored - {name}")
+        assert re.match(rf"answer stored: query {q}: \w[^-]* - {name}", browser.title), (
+            browser.title
+        )
         assert _focused(browser) == "q-title"
         heading = browser.find_element(By.ID, "q-title")
         assert heading.get_attribute("aria-describedby") == "flash"

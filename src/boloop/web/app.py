@@ -833,8 +833,8 @@ def create_app(
     ) -> HTMLResponse:
         name = study_name(name)
         flash = {"told": "answer stored", "undone": "last answer withdrawn"}.get(done or "")
-        if done == "undone" and w and _same(sig, flash_sig(w)):  # only a text this server wrote
-            flash = f"last answer withdrawn: {w}"
+        if flash and w and _same(sig, flash_sig(w)):  # only a text this server wrote
+            flash = f"{flash}: {w}"  # what was stored or withdrawn (a newcomer's trial)
         return study_page(request, name, flash=flash)
 
     @app.post("/studies/{name}/tell", include_in_schema=False)
@@ -846,12 +846,15 @@ def create_app(
         request.state.unsent = _unsent("tell", name, values)
         browser = sender_id(request)
 
+        stored: list[str] = []  # what was stored, said on the next page
+
         def tell(s: Study) -> tuple[dict[str, str], str | None, tuple[str, str] | None]:
             out = _tell_form(s, form)
             if not out[0] and not out[1]:  # stored: remember which browser sent it
                 last = s.history(last=1)
                 if last:
                     senders.remember(name, _answer_key(last[0]), browser)
+                    stored.append(f"query {last[0]['query_id']}: {_answer_text(last[0])}")
             return out
 
         try:
@@ -886,7 +889,8 @@ def create_app(
                 over_limit=held[1] if held and held[0] == "over_limit" else None,
                 unusual=held[1] if held and held[0] == "unusual" else None,
             )
-        return RedirectResponse(f"/studies/{quote(name, safe='')}?done=told", status_code=303)
+        said = f"&w={quote(stored[0], safe='')}&sig={flash_sig(stored[0])}" if stored else ""
+        return RedirectResponse(f"/studies/{quote(name, safe='')}?done=told{said}", status_code=303)
 
     @app.get("/studies/{name}/tell", include_in_schema=False)
     @app.get("/studies/{name}/undo", include_in_schema=False)
@@ -1449,12 +1453,18 @@ def _answer_key(row: Mapping[str, Any]) -> str:
     return f"{qid}@{row.get('told_at')}"
 
 
-def _answer_description(row: Mapping[str, Any]) -> str:
-    """One history row as a person reads it: ``query 14: B is better, given 2026-11-27
-    03:05:41 UTC``."""
+def _answer_text(row: Mapping[str, Any]) -> str:
+    """A history row's answer as a person reads it: ``1094.6``, ``accept``, ``B is better``."""
     text = str(row.get("answer_text", row.get("answer")))
     if row.get("kind") == "compare":
         text = {"a": "A is better", "b": "B is better"}.get(text, text)
+    return text
+
+
+def _answer_description(row: Mapping[str, Any]) -> str:
+    """One history row as a person reads it: ``query 14: B is better, given 2026-11-27
+    03:05:41 UTC``."""
+    text = _answer_text(row)
     told = str(row.get("told_at") or "")
     when = f", given {told[:19].replace('T', ' ')} UTC" if told else ""
     if row.get("query_id") is None:
