@@ -140,11 +140,9 @@ def _fmt(v: float, digits: int = 4) -> str:
 
 
 def _measured(v: float) -> str:
-    """A measured value in a tooltip, as the history shows it (6 significant digits): 1099.9
-    and 1100.3 on either side of a threshold of 1100 must not both read 1100 (a newcomer's
-    trial), as :func:`_fmt`'s 4 digits for the axes would have them."""
-    if not math.isfinite(v):
-        return str(v)
+    """A measured value in a tooltip, as the history shows it (:func:`format_value`, 6
+    significant digits): 1099.9 and 1100.3 on either side of a threshold of 1100 must not both
+    read 1100 (a newcomer's trial), as :func:`_fmt`'s 4 digits for the axes would have them."""
     return format_value(v)
 
 
@@ -1980,7 +1978,7 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
     B = np.vstack(growth)  # (answers, n_x)
     n = B.shape[0]
     t = np.arange(1, n + 1, dtype=np.float64)
-    share = np.mean((B + 1) / s_vals.size, axis=1)
+    share = _certified_share(growth, s_vals.size)
     p = _panel(
         0, (0.5, n + 0.5), (0.0, 1.0), "certified safe share of the space", "answers", "share"
     )
@@ -2036,14 +2034,19 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
         # the band is drawn translucent (band()): its key is the colour it shows on white
         items.append((_tint(_GREEN, _BAND_OPACITY), "lowest to highest over the settings"))
         items.append((_GREEN, "median over the settings", ""))
-    lead = _growth_lead(study, growth)
+    lead = _growth_lead(growth, share)
     return _describe(_with_legend([p.svg(), q.svg()], 2 * PANEL_H, items, label), lead)
 
 
-def _growth_lead(study: Any, growth: list[np.ndarray]) -> str:
-    """The growth in one or two sentences of numbers (the picture's ``<desc>``)."""
-    s_size = len(study.space.s_values)
-    share = [float(np.mean((b + 1) / s_size)) for b in growth]
+def _certified_share(growth: list[np.ndarray], s_size: int) -> np.ndarray:
+    """After each answer, the share of the space certified safe: per x setting, its certified
+    levels of s (``b + 1`` of ``s_size``), averaged over the settings."""
+    return np.mean((np.vstack(growth) + 1) / s_size, axis=1)
+
+
+def _growth_lead(growth: list[np.ndarray], share: np.ndarray) -> str:
+    """The growth in one or two sentences of numbers (the picture's ``<desc>``); ``share``:
+    :func:`_certified_share` of ``growth``."""
     n = len(growth)
     lead = (
         f"{n} answer{'s' if n != 1 else ''}. Certified safe share of the space: {share[0]:.0%} "
@@ -2087,11 +2090,12 @@ def growth_numbers(
     names = study.names
     s_vals = np.asarray(space.s_values, dtype=np.float64)
     xp = np.asarray(space.x_points, dtype=np.float64)
+    share = _certified_share(growth, s_vals.size)
     rows = []
     for k, b in enumerate(growth):
         b = np.asarray(b)
         level = s_vals[b]
-        value = f"{float(np.mean((b + 1) / s_vals.size)):.0%} certified safe; "
+        value = f"{share[k]:.0%} certified safe; "
         if xp.shape[1] == 1:
             parts = []
             for i0, i1 in _runs(b):
@@ -2108,7 +2112,7 @@ def growth_numbers(
                 f"{_fmt(float(np.median(level)))} (median), {_fmt(float(level.max()))} (highest)"
             )
         rows.append((f"after answer {k + 1}", value))
-    return _growth_lead(study, growth), rows
+    return _growth_lead(growth, share), rows
 
 
 def pictures(study: Any, growth: bool = True, width: int = WIDTH) -> dict[str, str]:
