@@ -371,16 +371,21 @@ def _is_measurement(study: Study, query_id: Any) -> bool:
     return open_id == str(query_id).strip() and pending.kind == "evaluate"
 
 
+def _in_command(study: Study) -> str:
+    """The study as a command line names it: its name for a shell and ``--storage URL`` when
+    the storage is not the default one."""
+    from boloop.study.replay import storage_option
+
+    return shlex.quote(study.name) + storage_option(study.storage_url)
+
+
 def _print_unusual(study: Study, questions: list[str], again: str = "answer again") -> None:
     """A value far outside the stored ones is said when it is stored, with how to withdraw it
     and what to do then, ``again`` (the page asks before storing)."""
-    from boloop.study.replay import storage_option
-
     for text in questions:
         print(
             f"WARNING: {text} It is stored as typed; if it is a typo, withdraw it with "
-            f"`boloop study undo {shlex.quote(study.name)}{storage_option(study.storage_url)}` "
-            f"and {again}."
+            f"`boloop study undo {_in_command(study)}` and {again}."
         )
 
 
@@ -392,8 +397,6 @@ def _print_new_alarms(study: Study, before: int) -> None:
 
 
 def _undo(args: argparse.Namespace) -> int:
-    from boloop.study.replay import storage_option
-
     study = load_study(args.name, storage=args.storage)
     row = study.undo()
     if row["query_id"] is not None:
@@ -402,7 +405,7 @@ def _undo(args: argparse.Namespace) -> int:
         return 0
     # a measurement added by hand: no query is opened, so the right value can be added at once
     # (an open query refuses add; a newcomer's trial was told to add again and was refused)
-    name = shlex.quote(study.name) + storage_option(study.storage_url)
+    name = _in_command(study)
     print(
         f"withdrawn: measurement -> {row['answer_text']}; add the right value with "
         f"`boloop study add {name} PARAMS VALUE`, or ask the next query with "
