@@ -249,16 +249,24 @@ _NUMBER = re.compile(r"([+-]?)(\d*[.,]?\d*)([eE][+-]?\d+)?")
 _MAX_DIGITS = 24
 
 
+def _typed_text(v: float, typed: str | None) -> str | None:
+    """``typed``, stripped, when it reads as ``v`` (a decimal comma read as a point), else
+    None: the text the person typed for ``v``, where the caller has it."""
+    if typed is None:
+        return None
+    text = typed.strip()
+    try:
+        return text if float(text.replace(",", ".")) == v else None
+    except ValueError:
+        return None
+
+
 def _as_typed(v: float, typed: str | None) -> str:
-    """The text ``v`` was typed as: ``typed`` when it reads as ``v`` (a decimal comma read as a
-    point), else the shortest text that reads as ``v`` (``repr``, without a trailing ``.0``)."""
-    if typed is not None:
-        text = typed.strip()
-        try:
-            if float(text.replace(",", ".")) == v:
-                return text
-        except ValueError:
-            pass
+    """The text ``v`` was typed as (:func:`_typed_text`), else the shortest text that reads as
+    ``v`` (``repr``, without a trailing ``.0``)."""
+    text = _typed_text(v, typed)
+    if text is not None:
+        return text
     text = repr(v)
     return text[:-2] if text.endswith(".0") else text
 
@@ -318,7 +326,7 @@ def _corrections(v: float, typed: str | None, slips: Sequence[str]) -> list[tupl
     text = _as_typed(v, typed)
     # the text as typed: the decimal point's and the sign's corrections keep its every digit
     # and its decimal mark; a number alone is named as ever (``%g``)
-    given = typed is not None and text == typed.strip()
+    given = _typed_text(v, typed) is not None
     if "point" in slips:
         # (rounding away the binary error of the shift: 7234 * 0.1 = 723.4000000000001)
         for w in (v / 10.0, v * 10.0):
@@ -412,8 +420,7 @@ def _far_from_prediction(
     if one_sign:
         expected = math.copysign(10.0**expected, v)
     head = (
-        f"{typed.strip() if typed is not None and _as_typed(v, typed) == typed.strip() else f'{v:g}'}"
-        f" for {output} is far from what "
+        f"{_typed_text(v, typed) or f'{v:g}'} for {output} is far from what "
         f"the {used} values stored so far predict at this setting (about {_about(expected)}; "
         f"{abs(z):.3g} standard deviations off). "
     )
