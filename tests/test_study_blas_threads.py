@@ -85,7 +85,9 @@ def test_a_study_asks_the_same_queries_with_one_or_two_blas_threads(tmp_path):
     two = _asked(tmp_path, "2")  # a Python process on a two-core machine
     assert len(one) == len(ANSWERS) + 1
     assert one == two
-    assert one[-1] == 121  # what boloop serve asked: power=3.448, flow=2.89
+    # which setting comes last is a near tie of the acquisition: 121 (power=3.448, flow=2.89,
+    # what boloop serve asked) on the machine of the trial, 211 on another CPU with the same
+    # numpy; the property is that the thread count does not decide it, not the index itself
 
 
 def test_one_blas_thread_limits_and_restores():
