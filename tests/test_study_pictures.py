@@ -10,7 +10,7 @@ import pytest
 
 from boloop.study import create_study
 from boloop.study.pictures import PHONE_WIDTH, model_svg, pictures, progress_svg
-from study_samples import SPACES, make_drinks, make_study
+from study_samples import SPACES, answer_for, make_drinks, make_study
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -749,6 +749,90 @@ def test_the_y_axis_names_the_measured_value_from_the_space_file():
     long = progress_svg(study("thickness of the coating after the second firing"))
     cut = "thickness of the coating after the second firing (µm)"[: YLABEL_CHARS - 1] + "…"
     assert f">{cut}</text>" in long
+
+
+def _axis_labels(svg: str) -> tuple[list[str], list[str]]:
+    """The texts under the x axes and along the y axes (rotated) of a picture, ticks aside."""
+    xs, ys = [], []
+    for t in ET.fromstring(svg).iter(f"{SVG}text"):
+        text = "".join(t.itertext())
+        if "rotate(-90" in (t.get("transform") or ""):
+            ys.append(text)
+        elif t.get("text-anchor") == "middle" and not re.fullmatch(r"[-\d.e]+", text):
+            xs.append(text)
+    return xs, ys
+
+
+def _with_units(name: str, units: dict[str, str]) -> tuple[str, dict]:
+    """The sample study ``name`` (:data:`study_samples.SPACES`) with ``units`` on its
+    parameters."""
+    method, space = SPACES[name]
+    params = [
+        {**p, "unit": units[p["name"]]} if p["name"] in units else p for p in space["parameters"]
+    ]
+    return method, {**space, "parameters": params}
+
+
+@pytest.mark.parametrize(
+    ("name", "units", "model_x", "model_y"),
+    [
+        ("lev1", {"temperature": "°C"}, ["temperature (°C)"], []),
+        ("lev2", {"temperature": "°C", "ratio": "mol"}, ["temperature (°C)"], ["ratio (mol)"]),
+        ("expert", {"a": "mm", "b": "kPa"}, ["a (mm)", "a (mm)"], ["b (kPa)", "b (kPa)"]),
+        ("safe", {"dose": "mg", "weight": "kg"}, ["weight (kg)"], ["dose (mg)"]),
+    ],
+)
+def test_a_parameter_s_axis_and_tooltips_give_its_unit(url, name, units, model_x, model_y):
+    """(A newcomer's trial.) The axes of a parameter with a unit read ``dose (mg)`` (the
+    measured value's axis already read ``hardness (HV)``), and the marks' tooltips (the page's
+    table of numbers) write its values with it: ``dose=0.4 mg``; the expert's g panel and the
+    safe set's growth alike."""
+    method, space = _with_units(name, units)
+    study = create_study(name, method, space, storage=url, seed=3)
+    for _ in range(16 if name == "expert" else 10):
+        q = study.ask()
+        study.tell(q.id, answer_for(q))
+    pics = pictures(study)
+    xs, ys = _axis_labels(pics["model"])
+    assert [x for x in xs if x != "answers"] == model_x
+    assert [y for y in ys if y not in ("f", "g", "value")] == model_y
+    tips = re.findall(r"<title>([^<]*)</title>", pics["model"])
+    at = [t.split(": ")[0] for t in tips if t.split("=")[0] in units]  # a point's settings
+    assert at
+    for where in at:
+        for part in where.split(", "):
+            nm = part.split("=")[0]
+            assert re.fullmatch(rf"{nm}=[-\d.e]+ {re.escape(units[nm])}", part), where
+    if name == "safe":
+        gx, _ = _axis_labels(pics["growth"])
+        assert "weight (kg)" in gx
+        assert "dose up to 0 mg" in _texts(pics["growth"])
+    # the same study without units draws its bare names
+    plain = create_study(name + "-plain", *SPACES[name], storage=url, seed=3)
+    q = plain.ask()
+    plain.tell(q.id, answer_for(q))
+    for svg in pictures(plain).values():
+        assert not any(f"({u})" in t for t in _texts(svg) for u in units.values())
+
+
+def test_a_long_name_with_its_unit_is_cut_as_the_measured_value_s_is():
+    from boloop.study.pictures import YLABEL_CHARS
+
+    space = {
+        "parameters": [
+            {"name": "t", "low": 0, "high": 1, "grid": 9, "unit": "s"},
+            {"name": "concentration of the second reagent", "low": 0, "high": 1, "grid": 9,
+             "unit": "mmol/l"},
+        ],
+        "threshold": 0.5,
+    }  # fmt: skip
+    study = create_study("long", "straddle", space, storage="memory://long", seed=0)
+    for _ in range(4):
+        q = study.ask()
+        study.tell(q.id, 0.3)
+    xs, ys = _axis_labels(model_svg(study))
+    assert xs == ["t (s)"]
+    assert ys == ["concentration of the second reagent (mmol/l)"[: YLABEL_CHARS - 1] + "…"]
 
 
 # -- the level-set class maps without colour, and the pictures' numbers ------------------------

@@ -30,7 +30,7 @@ import copy
 import math
 import textwrap
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -541,6 +541,37 @@ def _settings(study: Any) -> dict[str, Any]:
     return dict(getattr(study.problem, "settings", {}) or {})
 
 
+def _units(study: Any) -> dict[str, str]:
+    """Each parameter's unit by name (:meth:`~boloop.study.Study.units`); empty for a study
+    without units (its pictures are drawn exactly as before)."""
+    units = getattr(study, "units", None)
+    return dict(units()) if callable(units) else {}
+
+
+def _axis_label(name: str, units: Mapping[str, str], chars: int) -> str:
+    """A parameter's name on an axis: ``dose (mg)`` where it has a unit, cut to ``chars``
+    characters as the measured value's label is (:func:`_ylabel`); its bare name, as always,
+    where it has none."""
+    unit = units.get(name)
+    if not unit:
+        return name
+    text = f"{name} ({unit})"
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+def _xlabel_chars(ncols: int = 1) -> int:
+    """The characters of an x-axis label that fit under a panel of :func:`_panel` (one of
+    ``ncols`` side by side)."""
+    left, right, _, _ = _MARGIN
+    return int((_width() - left - right - (ncols - 1) * left) / ncols / _CHAR_W)
+
+
+def _set(name: str, value: float, units: Mapping[str, str]) -> str:
+    """One setting in a tooltip or a description: ``dose=5 mg`` (``dose=5`` without a unit)."""
+    unit = units.get(name)
+    return f"{name}={_fmt(float(value))}" + (f" {unit}" if unit else "")
+
+
 def _evaluations(study: Any, hist: list[dict[str, Any]]) -> tuple[np.ndarray, list[Any]]:
     """Points (n, d) of the evaluate rows and their answers."""
     names = study.names
@@ -975,18 +1006,20 @@ def _g_panel(
     a curve in 1-D, a map in 2-D (deeper colour = more certain), with the labels given; and
     its numbers in words (:func:`_g_lead`)."""
     names = study.names
+    units = _units(study)
+    xlabel = _axis_label(names[0], units, _xlabel_chars())
     b = _bounds(study.space)
     title = "expert model: latent g (estimate), above 0 = would reject"
     if study.space.dim == 1:
         xs = _axis_grid(study, 0, 200)
         g = gfun(xs[:, None])
-        q = _panel(1, (b[0, 0], b[0, 1]), _range([*g.tolist(), 0.0]), title, names[0], "g")
+        q = _panel(1, (b[0, 0], b[0, 1]), _range([*g.tolist(), 0.0]), title, xlabel, "g")
         q.axes()
         q.hline(0.0, _GREY, "g = 0")
         q.line(xs, g, _ORANGE)
         for xv, a in zip(XL[:, 0], acc):
             (q.dot if a else q.cross)(
-                xv, 0.0, _GREEN if a else _RED, title=f"{names[0]}={_fmt(xv)}: "
+                xv, 0.0, _GREEN if a else _RED, title=f"{_set(names[0], xv, units)}: "
                 + ("accepted" if a else "rejected"),
             )  # fmt: skip
         return q, _g_lead(g)
@@ -995,7 +1028,7 @@ def _g_panel(
     d1 = (b[1, 1] - b[1, 0]) / max(g1.size - 1, 1)
     q = _panel(
         1, (b[0, 0] - d0 / 2, b[0, 1] + d0 / 2), (b[1, 0] - d1 / 2, b[1, 1] + d1 / 2), title,
-        names[0], names[1],
+        xlabel, _axis_label(names[1], units, YLABEL_CHARS),
     )  # fmt: skip
     G0, G1 = np.meshgrid(g0, g1, indexing="ij")
     P = np.column_stack([G0.ravel(), G1.ravel()])
@@ -1025,7 +1058,7 @@ def _g_panel(
     q.axes()
     for (u, v), a in zip(XL, acc):
         (q.dot if a else q.cross)(
-            u, v, "#fff" if a else "#222", title=f"{names[0]}={_fmt(u)}, {names[1]}={_fmt(v)}: "
+            u, v, "#fff" if a else "#222", title=f"{_at(names, (u, v), units)}: "
             + ("accepted" if a else "rejected"),
         )  # fmt: skip
     return q, _g_lead(g)
@@ -1218,8 +1251,9 @@ def _model_svg(study: Any, hist: list[dict[str, Any]], policy: Any, rec: Any) ->
     return _model_slices(study, X, y, pred, threshold, rpt, label)
 
 
-def _at(names: Sequence[str], point: Any) -> str:
-    return ", ".join(f"{nm}={_fmt(float(v))}" for nm, v in zip(names, point))
+def _at(names: Sequence[str], point: Any, units: Mapping[str, str] | None = None) -> str:
+    """A point as settings: ``dose=5 mg, weight=0.3`` (:func:`_set`)."""
+    return ", ".join(_set(nm, v, units or {}) for nm, v in zip(names, point))
 
 
 def _fit_lead(
@@ -1229,17 +1263,19 @@ def _fit_lead(
     names: Sequence[str],
     P: np.ndarray,
     mean: np.ndarray | None,
+    units: Mapping[str, str] | None = None,
 ) -> str:
     """A model picture's numbers in words (its ``<desc>``): the measurements (how many above
     the threshold, for a level set; else the lowest f, which the expert family minimises) and
-    the posterior mean over the grid drawn (``P``, ``mean``; None without a model)."""
+    the posterior mean over the grid drawn (``P``, ``mean``; None without a model); settings
+    with their ``units``."""
     n = int(y.size)
     if threshold is not None:
         h = float(threshold)
         lead = f"{n} measurements, {int(np.sum(y > h))} above the threshold {_fmt(h)}."
     elif n:
         k = int(np.argmin(y))
-        lead = f"{n} evaluations, the lowest f {_fmt(float(y[k]))} at {_at(names, X[k])}."
+        lead = f"{n} evaluations, the lowest f {_fmt(float(y[k]))} at {_at(names, X[k], units)}."
     else:
         lead = "No evaluations yet."
     if mean is not None and mean.size:
@@ -1248,7 +1284,7 @@ def _fit_lead(
             f" over the {mean.size} grid points drawn"
         )
         k = int(np.argmin(mean))
-        lead += "." if threshold is not None else f", lowest at {_at(names, P[k])}."
+        lead += "." if threshold is not None else f", lowest at {_at(names, P[k], units)}."
     return lead
 
 
@@ -1285,6 +1321,7 @@ def _model_1d(
     gfun: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> str:
     name = study.names[0]
+    units = _units(study)
     xs = _axis_grid(study, 0, 200)
     lo_x, hi_x = _bounds(study.space)[0]
     span = [*y.tolist()]
@@ -1295,14 +1332,19 @@ def _model_1d(
     if threshold is not None:
         span.append(float(threshold))
     p = _panel(
-        0, (lo_x, hi_x), _range(span or [0, 1]), "model: mean and 2 std band", name, _ylabel(study)
+        0,
+        (lo_x, hi_x),
+        _range(span or [0, 1]),
+        "model: mean and 2 std band",
+        _axis_label(name, units, _xlabel_chars()),
+        _ylabel(study),
     )
     p.axes()
     if mean is not None and std is not None:
         p.band(xs, mean - 2 * std, mean + 2 * std, _BLUE)
         p.line(xs, mean, _BLUE)
     items = [(_BLUE, "posterior mean")] if mean is not None else []
-    lead = _fit_lead(X, y, threshold, [name], xs[:, None], mean)
+    lead = _fit_lead(X, y, threshold, [name], xs[:, None], mean, units)
     tips: dict[str, str] = {}
     if threshold is not None:
         h = float(threshold)
@@ -1324,20 +1366,21 @@ def _model_1d(
             lead += " " + counts
             items += _CLASS_ITEMS
     for xv, yv in zip(X[:, 0], y):
-        p.dot(xv, yv, "#222", title=f"{name}={_fmt(xv)}: {_measured(yv)}")
+        p.dot(xv, yv, "#222", title=f"{_set(name, xv, units)}: {_measured(yv)}")
     y_mark = p.ylim[0] + 0.06 * (p.ylim[1] - p.ylim[0])
     for xv, a in zip(XL[:, 0], acc):
         (p.dot if a else p.cross)(
             xv,
             y_mark,
             _GREEN if a else _RED,
-            title=f"{name}={_fmt(xv)}: {'accepted' if a else 'rejected'}",
+            title=f"{_set(name, xv, units)}: {'accepted' if a else 'rejected'}",
         )
     if rpt is not None:
         yv = float(pred(rpt[None, :])[0][0]) if pred is not None else p.ylim[1] * 0.9
-        p.star(float(rpt[0]), yv, f"recommendation {name}={_fmt(float(rpt[0]))}")
+        where = _set(name, float(rpt[0]), units)
+        p.star(float(rpt[0]), yv, f"recommendation {where}")
         items.append(("#ffd700", "recommendation"))
-        lead += f" The recommendation: {name}={_fmt(float(rpt[0]))}."
+        lead += f" The recommendation: {where}."
     if gfun is not None:
         q, g_lead = _g_panel(study, gfun, XL, acc)
         lead += " " + g_lead
@@ -1360,6 +1403,7 @@ def _model_2d(
     gfun: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> str:
     n0, n1 = study.names
+    units = _units(study)
     b = _bounds(study.space)
     g0, g1 = _axis_grid(study, 0, 40), _axis_grid(study, 1, 40)
     d0 = (b[0, 1] - b[0, 0]) / max(g0.size - 1, 1)
@@ -1369,13 +1413,20 @@ def _model_2d(
     items: list[tuple[str, str]] = []
     title = "evaluated points"
     body: list[str] = []
-    p = _panel(0, xlim, ylim, title, n0, n1)
+    p = _panel(
+        0,
+        xlim,
+        ylim,
+        title,
+        _axis_label(n0, units, _xlabel_chars()),
+        _axis_label(n1, units, YLABEL_CHARS),
+    )
     G0, G1 = np.meshgrid(g0, g1, indexing="ij")
     P = np.column_stack([G0.ravel(), G1.ravel()])
     mean = std = None
     if pred is not None:
         mean, std = pred(P)
-    lead = _fit_lead(X, y, threshold, [n0, n1], P, mean)
+    lead = _fit_lead(X, y, threshold, [n0, n1], P, mean, units)
     key_tips: dict[str, str] = {}
     if mean is not None and std is not None:
         tips = P.shape[0] <= _MAX_CELLS  # hover texts only while the picture stays small
@@ -1387,7 +1438,7 @@ def _model_2d(
             for (u, v), m, s, up, un in zip(P, mean, std, upper, unsure):
                 c = _class_colour(bool(up), bool(un))
                 tip = (
-                    f"{n0}={_fmt(u)}, {n1}={_fmt(v)}: {_CLASS_NAMES[bool(up), bool(un)]}, "
+                    f"{_at((n0, n1), (u, v), units)}: {_CLASS_NAMES[bool(up), bool(un)]}, "
                     f"mean {_fmt(m)}, std {_fmt(s)}"
                 )
                 p.cell(u, v, d0, d1, c, title=tip if tips else "")
@@ -1415,19 +1466,19 @@ def _model_2d(
             u,
             v,
             _colour((val - ylo) / (yhi - ylo)) if pred is None else "#fff",
-            title=f"{n0}={_fmt(u)}, {n1}={_fmt(v)}: {_measured(val)}",
+            title=f"{_at((n0, n1), (u, v), units)}: {_measured(val)}",
         )
     for (u, v), a in zip(XL, acc):
         (p.dot if a else p.cross)(
             u,
             v,
             _GREEN if a else _RED,
-            title=f"{n0}={_fmt(u)}, {n1}={_fmt(v)}: " + ("accepted" if a else "rejected"),
+            title=f"{_at((n0, n1), (u, v), units)}: " + ("accepted" if a else "rejected"),
         )
     if XL.size:
         items += [(_GREEN, "accepted", _DOT), (_RED, "rejected", _CROSS)]
     if rpt is not None:
-        where = f"{n0}={_fmt(float(rpt[0]))}, {n1}={_fmt(float(rpt[1]))}"
+        where = _at((n0, n1), rpt, units)
         p.star(float(rpt[0]), float(rpt[1]), f"recommendation {where}")
         items.append(("#ffd700", "recommendation"))
         lead += f" The recommendation: {where}."
@@ -1477,6 +1528,7 @@ def _model_slices(
     label: str,
 ) -> str:
     names = study.names
+    units = _units(study)
     d = len(names)
     centre = rpt if rpt is not None else (X[int(np.argmin(y))] if y.size else _centre(study.space))
     b = _bounds(study.space)
@@ -1508,7 +1560,7 @@ def _model_slices(
             (b[j, 0], b[j, 1]),
             ylim,
             "",
-            names[j],
+            _axis_label(names[j], units, _xlabel_chars(ncols)),
             "f" if k % ncols == 0 else "",
             col=k % ncols,
             ncols=ncols,
@@ -1520,7 +1572,8 @@ def _model_slices(
         if threshold is not None:
             p.hline(float(threshold), _RED)
         for row, val in zip(X, y):
-            p.dot(row[j], val, "#222", r=2.2, title=f"{names[j]}={_fmt(row[j])}: {_fmt(val)}")
+            tip = f"{_set(names[j], row[j], units)}: {_fmt(val)}"
+            p.dot(row[j], val, "#222", r=2.2, title=tip)
         p.star(
             float(centre[j]),
             float(m[int(np.argmin(np.abs(xs - centre[j])))]) if m is not None else ylim[1] * 0.95,
@@ -1528,7 +1581,7 @@ def _model_slices(
         body.append(p.svg())
     through = "the recommendation" if rpt is not None else "the lowest measured point"
     lead = _fit_lead(X, y, threshold, names, np.empty((0, d)), None) + (
-        f" Slices through {through}: {_at(names, centre)}."
+        f" Slices through {through}: {_at(names, centre, units)}."
     )
     head = _wrapped(
         8,
@@ -1680,6 +1733,7 @@ def _model_preference(study: Any, hist: list[dict[str, Any]], rec: Any, label: s
 def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, label: str) -> str:
     space: SafeSpace = study.space
     names = study.names
+    units = _units(study)
     settings = _settings(study)
     h = float(settings.get("h", settings.get("threshold", math.nan)))
     X, answers = _evaluations(study, hist)
@@ -1703,8 +1757,8 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
             (xv.min() - dx / 2, xv.max() + dx / 2),
             (s_vals[0] - ds / 2, s_vals[-1] + ds / 2),
             "safe set: certified safe, likely unsafe (hatched), measured points",
-            names[1],
-            names[0],
+            _axis_label(names[1], units, _xlabel_chars()),
+            _axis_label(names[0], units, YLABEL_CHARS),
         )
         if bounds is not None and sets is not None:
             ucb_g = np.asarray(bounds.ucb_g)  # models g - h (the safe policies' convention)
@@ -1724,7 +1778,7 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
                         dx,
                         ds,
                         c,
-                        title=f"{names[1]}={_fmt(xv[i])}, {names[0]}={_fmt(s_vals[j])}: "
+                        title=f"{_at((names[1], names[0]), (xv[i], s_vals[j]), units)}: "
                         f"upper bound of g - h {_fmt(float(ucb_g[i, j]))}",
                         hatch=c == _UNSAFE_FILL,
                     )
@@ -1747,17 +1801,18 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
         if rpt is not None:
             p.star(float(rpt[1]), float(rpt[0]), "recommendation")
             items.append(("#ffd700", "recommendation"))
-            lead += f" The recommendation: {_at(names, rpt)}."
+            lead += f" The recommendation: {_at(names, rpt, units)}."
         return _describe(_with_legend([p.svg()], PANEL_H, items, label), lead)
     # more than one x dimension: the certified safe level per x option, sorted
     if sets is None:
         return _message(f"{len(hist)} measurements; the safe set appears after the first", label)
     boundary = np.asarray(sets.boundary)
     level = s_vals[boundary]
+    unit = f" {units[names[0]]}" if units.get(names[0]) else ""
     lead = _safe_lead(names, g, h, bounds, sets) + (
         f" Certified safe {names[0]} over the {level.size} settings: lowest "
-        f"{_fmt(float(level.min()))}, median {_fmt(float(np.median(level)))}, highest "
-        f"{_fmt(float(level.max()))}."
+        f"{_fmt(float(level.min()))}{unit}, median {_fmt(float(np.median(level)))}{unit}, "
+        f"highest {_fmt(float(level.max()))}{unit}."
     )
     order = np.argsort(-level, kind="stable")
     p = _panel(
@@ -1767,7 +1822,7 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
         f"certified safe {names[0]} for each of the {xp.shape[0]} settings of "
         + ", ".join(names[1:]),
         "settings (sorted)",
-        names[0],
+        _axis_label(names[0], units, YLABEL_CHARS),
     )
     p.axes(xticks=False)
     if len(order) <= _MAX_CELLS:
@@ -1778,8 +1833,8 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
                 1.0,
                 level[i] - s_vals[0] + ds,
                 "#a8dbb5",
-                title=", ".join(f"{n}={_fmt(v)}" for n, v in zip(names[1:], xp[i]))
-                + f": safe up to {names[0]}={_fmt(level[i])}",
+                title=_at(names[1:], xp[i], units)
+                + f": safe up to {_set(names[0], level[i], units)}",
             )
     else:  # many settings: the sorted levels as one filled step curve (the picture stays small)
         lv = level[order]
@@ -1919,13 +1974,14 @@ _MAX_LEVEL_KEYS = 8
 
 
 def _level_keys(
-    s_vals: np.ndarray, used: np.ndarray
+    s_vals: np.ndarray, used: np.ndarray, unit: str = ""
 ) -> tuple[dict[int, int], list[str], list[str]]:
     """The growth picture's discrete colour key for the level indices ``used`` (of ``s_vals``):
     each level its own key while there are at most :data:`_MAX_LEVEL_KEYS`, else that many runs
     of consecutive used levels. Returns the key of each used level, each key's colour (the
     ramp at the key's place among all levels: the lowest dark, the highest yellow, whatever
-    was used) and its text (the level of s, or the range of a run)."""
+    was used) and its text (the level of s, or the range of a run, followed by ``unit``: s's
+    unit, if any)."""
     levels = sorted({int(k) for k in np.asarray(used).ravel()})
     n_keys = min(len(levels), _MAX_LEVEL_KEYS)
     runs = [
@@ -1941,6 +1997,7 @@ def _level_keys(
         lo, hi = _fmt(s_vals[run[0]]), _fmt(s_vals[run[-1]])
         texts.append(
             (lo if run[0] == run[-1] else f"{lo} to {hi}")
+            + (f" {unit}" if unit else "")
             + (" (the highest)" if run[-1] == s_vals.size - 1 else "")
         )
     if len(set(colours)) < len(colours):  # close levels of a fine grid: spread them instead
@@ -1974,6 +2031,8 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
         return _message("no answers yet: only the lowest level is known to be safe", label)
     space: SafeSpace = study.space
     names = study.names
+    units = _units(study)
+    unit = f" {units[names[0]]}" if units.get(names[0]) else ""
     s_vals = np.asarray(space.s_values, dtype=np.float64)
     B = np.vstack(growth)  # (answers, n_x)
     n = B.shape[0]
@@ -1986,7 +2045,7 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
     p.steps(t, share, _GREEN)
     if np.all(B == B[0]):  # no growth at all: say it, a flat line alone reads as a broken chart
         where = (
-            f"only the lowest {names[0]} ({_fmt(s_vals[0])})"
+            f"only the lowest {names[0]} ({_fmt(s_vals[0])}{unit})"
             if np.all(B == 0)
             else f"{share[0]:.0%} of the space"
         )
@@ -2006,7 +2065,7 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
         xv = xp[:, 0]
         dx = (xv.max() - xv.min()) / max(xv.size - 1, 1) if xv.size > 1 else 1.0
         step = max(1, math.ceil(n * xv.size / 3000))  # keeps the picture small
-        key, colours, texts = _level_keys(s_vals, B[0:n:step])
+        key, colours, texts = _level_keys(s_vals, B[0:n:step], units.get(names[0], ""))
         if len(colours) == 1:
             title = (
                 f"certified {names[0]} per {names[1]} after each answer: up to {texts[0]} "
@@ -2015,7 +2074,12 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
         else:
             title = f"certified {names[0]} per {names[1]} after each answer (colour: key below)"
         q = _panel(
-            1, (xv.min() - dx / 2, xv.max() + dx / 2), (0.5, n + 0.5), title, names[1], "answers"
+            1,
+            (xv.min() - dx / 2, xv.max() + dx / 2),
+            (0.5, n + 0.5),
+            title,
+            _axis_label(names[1], units, _xlabel_chars()),
+            "answers",
         )
         for k in range(0, n, step):
             for i in range(xv.size):
@@ -2026,7 +2090,7 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
         q = _panel(
             1, (0.5, n + 0.5), (s_vals[0] - ds / 2, s_vals[-1] + ds / 2),
             f"certified {names[0]} over the {xp.shape[0]} settings: lowest, median, highest",
-            "answers", names[0],
+            "answers", _axis_label(names[0], units, YLABEL_CHARS),
         )  # fmt: skip
         q.axes()
         q.band(t, level.min(axis=1), level.max(axis=1), _GREEN)
@@ -2088,6 +2152,8 @@ def growth_numbers(
         return "No answers yet: only the lowest level is known to be safe.", []
     space: SafeSpace = study.space
     names = study.names
+    units = _units(study)
+    unit = f" {units[names[0]]}" if units.get(names[0]) else ""
     s_vals = np.asarray(space.s_values, dtype=np.float64)
     xp = np.asarray(space.x_points, dtype=np.float64)
     share = _certified_share(growth, s_vals.size)
@@ -2099,17 +2165,19 @@ def growth_numbers(
         if xp.shape[1] == 1:
             parts = []
             for i0, i1 in _runs(b):
+                x_unit = f" {units[names[1]]}" if units.get(names[1]) else ""
                 where = (
-                    f"{names[1]}={_fmt(xp[i0, 0])}"
+                    _set(names[1], xp[i0, 0], units)
                     if i0 == i1
-                    else f"{names[1]} {_fmt(xp[i0, 0])} to {_fmt(xp[i1, 0])}"
+                    else f"{names[1]} {_fmt(xp[i0, 0])} to {_fmt(xp[i1, 0])}{x_unit}"
                 )
-                parts.append(f"{names[0]} up to {_fmt(float(level[i0]))} at {where}")
+                parts.append(f"{names[0]} up to {_fmt(float(level[i0]))}{unit} at {where}")
             value += "; ".join(parts)
         else:
             value += (
-                f"{names[0]} up to {_fmt(float(level.min()))} (lowest), "
-                f"{_fmt(float(np.median(level)))} (median), {_fmt(float(level.max()))} (highest)"
+                f"{names[0]} up to {_fmt(float(level.min()))}{unit} (lowest), "
+                f"{_fmt(float(np.median(level)))}{unit} (median), "
+                f"{_fmt(float(level.max()))}{unit} (highest)"
             )
         rows.append((f"after answer {k + 1}", value))
     return _growth_lead(growth, share), rows
