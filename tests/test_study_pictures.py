@@ -10,7 +10,7 @@ import pytest
 
 from boloop.study import create_study
 from boloop.study.pictures import PHONE_WIDTH, model_svg, pictures, progress_svg
-from study_samples import SPACES, answer_for, make_drinks, make_study
+from study_samples import EDGE_VALUES, SPACES, answer_for, make_drinks, make_edge, make_study
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -1007,3 +1007,73 @@ def test_a_measured_value_s_tooltip_tells_which_side_of_the_threshold_it_is(url)
     svg = " ".join(pictures(study, growth=False).values())
     for v in typed:
         assert re.search(rf"<title>[^<]*: {re.escape(f'{v:g}')}</title>", svg), v
+
+
+# -- a line's label keeps off the measured points -----------------------------------------------
+#: a text's box about its baseline (11-unit sans-serif: capitals and digits 8 units tall, a
+#: descender's 2.5) and the advance of a character, at most (the pictures' _CHAR_W)
+_ASCENT, _DESCENT, _ADVANCE = 9.0, 3.0, 6.5
+
+
+def _boxes_of_marks(root) -> list[tuple[float, float, float, float]]:
+    """The boxes of the marks that carry a tooltip (circles; triangles and crosses, paths of
+    absolute moves and lines)."""
+    boxes = []
+    for e in root.iter():
+        if e.find(f"{SVG}title") is None:
+            continue
+        if e.tag == f"{SVG}circle":
+            cx, cy, r = (float(e.get(k)) for k in ("cx", "cy", "r"))
+            boxes.append((cx - r, cy - r, cx + r, cy + r))
+        elif e.tag == f"{SVG}path" and re.fullmatch(r"[ML\d.,\-Z]+", e.get("d", "")):
+            xy = [float(v) for v in re.findall(r"-?[\d.]+", e.get("d"))]
+            boxes.append((min(xy[0::2]), min(xy[1::2]), max(xy[0::2]), max(xy[1::2])))
+    return boxes
+
+
+def _text_box(x: float, y: float, text: str, anchor: str) -> tuple[float, float, float, float]:
+    w = _ADVANCE * len(text)
+    x0 = x - w if anchor == "end" else x
+    return x0, y - _ASCENT, x0 + w, y + _DESCENT
+
+
+def _overlap(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+@pytest.mark.parametrize("width", [560, PHONE_WIDTH])
+@pytest.mark.parametrize("which", ["progress", "model"])
+def test_the_threshold_s_label_is_not_written_over_measured_points(url, which, width):
+    """(A newcomer's trial.) The threshold's label was written at the right end of its line,
+    just above it: over the last measurements (progress) and those at the right end of the
+    space (1-D model) when they lie just above the threshold. It now takes a spot beside the
+    line clear of every mark (below it there, at its other end, or along it)."""
+    study = make_edge("edge", url)
+    root = ET.fromstring(pictures(study, growth=False, width=width)[which])
+    (line,) = [e for e in root.iter(f"{SVG}line") if e.get("stroke-dasharray") == "5 3"]
+    Y, left, right = float(line.get("y1")), float(line.get("x1")), float(line.get("x2"))
+    (label,) = [e for e in root.iter(f"{SVG}text") if e.text == "threshold 0.5"]
+    marks = _boxes_of_marks(root)
+    assert len(marks) == len(EDGE_VALUES)
+    # where the label used to be: over a measurement
+    assert any(_overlap(_text_box(right - 4, Y - 4, label.text, "end"), m) for m in marks)
+    x, y = float(label.get("x")), float(label.get("y"))
+    box = _text_box(x, y, label.text, label.get("text-anchor", "start"))
+    assert not [m for m in marks if _overlap(box, m)], (box, marks)
+    assert left <= box[0] and box[2] <= right  # along the line
+    assert min(abs(y - (Y - 4)), abs(y - (Y + 12))) < 0.11  # just above it or just below it
+
+
+def test_a_line_s_label_with_nothing_under_it_stays_where_it_was(url):
+    """A threshold with no measurement near the right end of its line keeps its label there,
+    just above the line, as it was always drawn."""
+    study = create_study("clear", *SPACES["lev1"], storage=url, seed=3)
+    for k, value in enumerate([0.9, 0.1, 0.8, 0.05]):  # far from the threshold (0.3)
+        study.add({"temperature": 0.5 * k}, value)
+    root = ET.fromstring(progress_svg(study))
+    (line,) = [e for e in root.iter(f"{SVG}line") if e.get("stroke-dasharray") == "5 3"]
+    (label,) = [e for e in root.iter(f"{SVG}text") if e.text == "threshold 0.3"]
+    Y, right = float(line.get("y1")), float(line.get("x2"))
+    assert float(label.get("x")) == pytest.approx(right - 4, abs=0.11)
+    assert float(label.get("y")) == pytest.approx(Y - 4, abs=0.11)
+    assert label.get("text-anchor") == "end"

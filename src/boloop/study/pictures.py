@@ -222,6 +222,12 @@ class _Panel:
         self.xlim, self.ylim = xlim, ylim
         self.title, self.xlabel, self.ylabel = title, xlabel, ylabel
         self.parts: list[str] = []
+        #: what a line's label keeps clear of: the boxes (picture units, x0, y0, x1, y1) of the
+        #: marks drawn (:meth:`dot`, :meth:`cross`, ...) and of :meth:`keep_clear`
+        self.occupied: list[tuple[float, float, float, float]] = []
+        #: the lines' labels, placed when the panel is drawn (:meth:`svg`, once every mark is
+        #: known): (their place in ``parts``, the line's y, colour, text)
+        self._line_labels: list[tuple[int, float, str, str]] = []
 
     def sx(self, x: float) -> float:
         lo, hi = self.xlim
@@ -304,6 +310,8 @@ class _Panel:
         )
 
     def hline(self, y: float, colour: str, label: str = "") -> None:
+        """A dashed horizontal line at ``y`` across the panel; ``label``: its text, placed
+        where no mark is (:meth:`_line_label`) once the panel is drawn."""
         if not self.ylim[0] <= y <= self.ylim[1]:
             return
         Y = self.sy(y)
@@ -312,15 +320,52 @@ class _Panel:
             f'stroke="{colour}" stroke-dasharray="5 3" stroke-width="1.3"/>'
         )
         if label:
-            self.parts.append(
-                f'<text x="{self.x0 + self.w - 4:.1f}" y="{Y - 4:.1f}" text-anchor="end" '
-                f'fill="{colour}">{_esc(label)}</text>'
-            )
+            self._line_labels.append((len(self.parts), Y, colour, label))
+            self.parts.append("")  # its place: drawn under the marks drawn after it
+
+    def keep_clear(self, x0: float, y0: float, x1: float, y1: float) -> None:
+        """Keep a line's label off the box (``x0``, ``y0``)-(``x1``, ``y1``) (picture units)."""
+        self.occupied.append((min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)))
+
+    def _occupy(self, X: float, Y: float, r: float) -> None:
+        self.occupied.append((X - r, Y - r, X + r, Y + r))
+
+    def _line_label(self, Y: float, colour: str, label: str) -> str:
+        """The text of a line at picture height ``Y``: at the line's right end just above it
+        (where it always was), unless a mark is there (a measurement just above a threshold: a
+        newcomer's trial): then the first spot clear of every mark (:attr:`occupied`) among
+        just below the line there, at its left end above and below, and along it from right to
+        left; where no spot is clear, the one over the fewest marks. A spot that leaves the
+        panel comes after every spot inside it."""
+        w = len(label) * _CHAR_W
+        right, left = self.x0 + self.w - 4, self.x0 + 4
+        ends = [right, left + w]  # where the text ends (its right edge)
+        step = max(w / 2, 2 * _CHAR_W)
+        x = right - step
+        while x - w > left:
+            ends.append(x)
+            x -= step
+        spots = [(end, base) for end in ends for base in (Y - 4, Y + 12)]  # above, below
+
+        def rank(spot: tuple[float, float]) -> tuple[bool, int]:
+            end, base = spot
+            x0, y0, x1, y1 = end - w, base - 9, end, base + 3  # the text's box, about
+            hits = sum(x0 < b[2] and b[0] < x1 and y0 < b[3] and b[1] < y1 for b in self.occupied)
+            return y0 < self.y0 or y1 > self.y0 + self.h, hits
+
+        end, base = min(spots, key=rank)  # (the first of equals: the order above)
+        if end == left + w and end != right:  # at the left end: from the panel's left edge
+            return f'<text x="{left:.1f}" y="{base:.1f}" fill="{colour}">{_esc(label)}</text>'
+        return (
+            f'<text x="{end:.1f}" y="{base:.1f}" text-anchor="end" '
+            f'fill="{colour}">{_esc(label)}</text>'
+        )
 
     def dot(self, x: float, y: float, colour: str, r: float = 3.2, title: str = "") -> None:
         if not (math.isfinite(float(x)) and math.isfinite(float(y))):
             return
         t = f"<title>{_esc(title)}</title>" if title else ""
+        self._occupy(self.sx(x), self.sy(y), r + 0.3)
         self.parts.append(
             f'<circle cx="{self.sx(x):.1f}" cy="{self.sy(y):.1f}" r="{r}" fill="{colour}" '
             f'stroke="#222" stroke-width="0.6">{t}</circle>'
@@ -331,15 +376,18 @@ class _Panel:
         tells it from a dot without colour."""
         if not (math.isfinite(float(x)) and math.isfinite(float(y))):
             return
+        self._occupy(self.sx(x), self.sy(y), r + 0.3)
         self.parts.append(_triangle_path(self.sx(x), self.sy(y), r, colour, title))
 
     def cross(self, x: float, y: float, colour: str, r: float = 4.0, title: str = "") -> None:
         if not (math.isfinite(float(x)) and math.isfinite(float(y))):
             return
+        self._occupy(self.sx(x), self.sy(y), r + 1.0)
         self.parts.append(_cross_path(self.sx(x), self.sy(y), r, colour, title))
 
     def star(self, x: float, y: float, title: str = "recommendation") -> None:
         X, Y = self.sx(x), self.sy(y)
+        self._occupy(X, Y, 8.5)
         pts = []
         for k in range(10):
             r = 8.0 if k % 2 == 0 else 3.4
@@ -435,7 +483,10 @@ class _Panel:
             x += 22 + 6.5 * len(text)
 
     def svg(self) -> str:
-        return "".join(self.parts)
+        parts = list(self.parts)
+        for i, Y, colour, label in self._line_labels:  # placed now: every mark is known
+            parts[i] = self._line_label(Y, colour, label)
+        return "".join(parts)
 
 
 #: a level-set sign glyph's half arm and stroke width (picture units)
@@ -1358,6 +1409,7 @@ def _model_1d(
             unsure = np.asarray([bool(undecided(m, s, h)) for m, s in zip(mean, std)])
             for xv, u, un in zip(xs, upper, unsure):
                 p.cell(xv, y_mark, dx, dy, _class_colour(bool(u), bool(un)))
+            p.keep_clear(p.x0, p.sy(y_mark - dy / 2), p.x0 + p.w, p.sy(y_mark + dy / 2))
             _class_marks(
                 p, xs, np.array([y_mark]), dx, dy, upper[:, None], unsure[:, None],
                 glyph_rows=[p.sy(y_mark)],
