@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from boloop.study import create_study
-from boloop.study.pictures import PHONE_WIDTH, model_svg, pictures, progress_svg
+from boloop.study.pictures import PANEL_H, PHONE_WIDTH, model_svg, pictures, progress_svg
 from study_samples import EDGE_VALUES, SPACES, answer_for, make_drinks, make_edge, make_study
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -1077,3 +1077,104 @@ def test_a_line_s_label_with_nothing_under_it_stays_where_it_was(url):
     assert float(label.get("x")) == pytest.approx(right - 4, abs=0.11)
     assert float(label.get("y")) == pytest.approx(Y - 4, abs=0.11)
     assert label.get("text-anchor") == "end"
+
+
+# -- the expert's g panel without colour ---------------------------------------------------------
+def _key_marks(root) -> dict[str, ET.Element]:
+    """Each key's text -> the mark drawn just before it (a dot, a cross, a sign glyph)."""
+    elems = list(root)
+    return {
+        e.text: elems[k - 1]
+        for k, e in enumerate(elems)
+        if e.tag == f"{SVG}text" and e.get("class") == "key"
+    }
+
+
+_GLYPH = re.compile(r"M([\d.]+),([\d.]+)h([\d.]+)(M[\d.]+,[\d.]+v[\d.]+)?")
+_CROSS_D = re.compile(r"M[\d.]+,[\d.]+L[\d.]+,[\d.]+M[\d.]+,[\d.]+L[\d.]+,[\d.]+")
+
+
+def _label_marks(root, below: float) -> dict[str, list[str]]:
+    """The tags of the marks of the labels given ("accepted", "rejected": their tooltips'
+    ends) lying below picture height ``below``."""
+    out: dict[str, list[str]] = {"accepted": [], "rejected": []}
+    for e in root.iter():
+        tip = e.findtext(f"{SVG}title") or ""
+        word = tip.rpartition(": ")[2]
+        if word not in out:
+            continue
+        if e.tag == f"{SVG}circle":
+            y = float(e.get("cy"))
+        else:
+            assert _CROSS_D.fullmatch(e.get("d")), e.get("d")
+            y = float(re.findall(r"[\d.]+", e.get("d"))[1])
+        if y > below:
+            out[word].append(e.tag.removeprefix(SVG))
+    return out
+
+
+def test_expert_g_map_says_each_side_and_each_label_by_a_shape(url):
+    """WCAG 1.4.1, and a greyscale print: on the expert's g map a plus marks the cells where
+    the estimate would reject (g > 0, red), a minus those where it would accept (green), as the
+    level-set class map marks its classes; the labels given are a dot (accepted) and a cross
+    (rejected), and the key shows each of these marks beside its text."""
+    study = make_study("expert", url, answers=16, fast=True)
+    root = ET.fromstring(model_svg(study))
+    cells = []  # the g panel's cells: (x0, y0, x1, y1, rejects), their sign by colour
+    for e in root.iter(f"{SVG}rect"):
+        fill = e.get("fill", "")
+        if float(e.get("y", 0)) > 220 and len(fill) == 7 and e.get("height") not in (None, "10"):
+            x, y, w, h = (float(e.get(k)) for k in ("x", "y", "width", "height"))
+            cells.append((x, y, x + w, y + h, int(fill[1:3], 16) > int(fill[3:5], 16)))
+    assert {c[4] for c in cells} == {True, False}  # both sides drawn
+    glyphs = [
+        (float(x) + float(h) / 2, float(y), bool(plus))
+        for e in root.iter(f"{SVG}path")
+        if e.get("stroke-width") == "1.3" and e.find(f"{SVG}title") is None
+        for x, y, h, plus in _GLYPH.findall(e.get("d", ""))
+        if float(y) > 220 and float(y) < 440  # the g panel, not the key
+    ]
+    assert len(glyphs) > 50
+    sides = set()
+    for X, Y, plus in glyphs:
+        cell = min(cells, key=lambda c: abs((c[0] + c[2]) / 2 - X) + abs((c[1] + c[3]) / 2 - Y))
+        assert cell[0] <= X <= cell[2] and cell[1] <= Y <= cell[3]
+        rejects = cell[4]
+        assert plus == rejects, (X, Y)
+        sides.add(plus)
+    assert sides == {True, False}
+    labels = [r["answer"] for r in study.history() if r["kind"] == "label"]
+    marks = _label_marks(root, below=220)  # the g panel's
+    assert marks["accepted"] == ["circle"] * sum(labels)
+    assert marks["rejected"] == ["path"] * (len(labels) - sum(labels))
+    assert sum(labels) and len(labels) - sum(labels)  # both kinds given
+    keys = _key_marks(root)
+    assert keys["accepted"].tag == f"{SVG}circle"
+    assert _CROSS_D.fullmatch(keys["rejected"].get("d"))
+    accept, reject = keys["expert's g <= 0: would accept"], keys["g > 0: would reject"]
+    assert _GLYPH.fullmatch(accept.get("d")).group(4) is None  # a minus
+    assert _GLYPH.fullmatch(reject.get("d")).group(4) is not None  # a plus
+
+
+def test_expert_1d_model_keys_the_labels_by_their_shapes(url):
+    """The 1-D expert model drew its labels as dots and crosses but keyed only two colour
+    squares ("would accept" green, "would reject" red) that stood for nothing drawn in 1-D:
+    its key now shows the labels' dot and cross, and the g curve."""
+    study = create_study("e1", "cobol", {"parameters": [{"name": "a", "low": 0, "high": 1}]},
+                         storage=url, seed=3)  # fmt: skip
+    for _ in range(24):
+        q = study.ask()
+        study.tell(q.id, answer_for(q))
+    root = ET.fromstring(model_svg(study))
+    assert any((t.text or "").startswith("expert model: latent g") for t in root.iter(f"{SVG}text"))
+    keys = _key_marks(root)
+    assert keys["accepted"].tag == f"{SVG}circle"
+    assert _CROSS_D.fullmatch(keys["rejected"].get("d"))
+    assert keys["expert's latent g (estimate)"].tag == f"{SVG}line"
+    assert not any("would accept" in k for k in keys)
+    labels = [r["answer"] for r in study.history() if r["kind"] == "label"]
+    for below in (0, PANEL_H):  # both panels, then the g panel alone
+        marks = _label_marks(root, below)
+        n = 2 if below == 0 else 1
+        assert marks["accepted"] == ["circle"] * (n * sum(labels))
+        assert marks["rejected"] == ["path"] * (n * (len(labels) - sum(labels)))

@@ -379,11 +379,21 @@ class _Panel:
         self._occupy(self.sx(x), self.sy(y), r + 0.3)
         self.parts.append(_triangle_path(self.sx(x), self.sy(y), r, colour, title))
 
-    def cross(self, x: float, y: float, colour: str, r: float = 4.0, title: str = "") -> None:
+    def cross(
+        self, x: float, y: float, colour: str, r: float = 4.0, title: str = "", halo: bool = False
+    ) -> None:
+        """An x mark (:func:`_cross_path`); ``halo``: on a white one a little wider, so that it
+        stands out from a map's lines and marks."""
         if not (math.isfinite(float(x)) and math.isfinite(float(y))):
             return
-        self._occupy(self.sx(x), self.sy(y), r + 1.0)
-        self.parts.append(_cross_path(self.sx(x), self.sy(y), r, colour, title))
+        X, Y = self.sx(x), self.sy(y)
+        self._occupy(X, Y, r + 1.0)
+        if halo:
+            self.parts.append(
+                f'<path d="{_cross_d(X, Y, r)}" stroke="#fff" stroke-width="4.5" '
+                'stroke-linecap="round"/>'
+            )
+        self.parts.append(_cross_path(X, Y, r, colour, title))
 
     def star(self, x: float, y: float, title: str = "recommendation") -> None:
         X, Y = self.sx(x), self.sy(y)
@@ -505,9 +515,14 @@ def _cross_path(X: float, Y: float, r: float, colour: str, title: str = "") -> s
     """An x mark centred at (``X``, ``Y``) in picture units: a measured point that broke a
     limit is a cross, not only a red dot (its shape says it without colour)."""
     t = f"<title>{_esc(title)}</title>" if title else ""
+    return f'<path d="{_cross_d(X, Y, r)}" stroke="{colour}" stroke-width="2">{t}</path>'
+
+
+def _cross_d(X: float, Y: float, r: float) -> str:
+    """The path data of an x mark of half size ``r`` centred at (``X``, ``Y``)."""
     return (
-        f'<path d="M{X - r:.1f},{Y - r:.1f}L{X + r:.1f},{Y + r:.1f}M{X - r:.1f},{Y + r:.1f}'
-        f'L{X + r:.1f},{Y - r:.1f}" stroke="{colour}" stroke-width="2">{t}</path>'
+        f"M{X - r:.1f},{Y - r:.1f}L{X + r:.1f},{Y + r:.1f}"
+        f"M{X - r:.1f},{Y + r:.1f}L{X + r:.1f},{Y - r:.1f}"
     )
 
 
@@ -1041,12 +1056,17 @@ def _tint(colour: str, t: float) -> str:
     return "#" + "".join(f"{round(255 + (c - 255) * t):02x}" for c in rgb)
 
 
-_G_ITEMS = [
-    (_GREEN, "expert's g <= 0: would accept"),
-    (_RED, "g > 0: would reject"),
+#: the labels given, in either panel of the expert's model: accepted a dot, rejected a cross
+_LABEL_ITEMS = [(_GREEN, "accepted", _DOT), (_RED, "rejected", _CROSS)]
+#: the 1-D g panel's key: its curve (the dashed g = 0 line is labelled where it is drawn)
+_G_ITEMS = [(_ORANGE, "expert's latent g (estimate)", "")]
+#: the 2-D g map's key: its two sides, by colour and by a mark (a minus where the expert
+#: would accept, g <= 0; a plus where it would reject, g > 0), and its g = 0 boundary
+_G_ITEMS_2D = [
+    (_GREEN, "expert's g <= 0: would accept", _MINUS),
+    (_RED, "g > 0: would reject", _PLUS),
+    ("#222", "g = 0", ""),
 ]
-#: the 2-D map's key adds its g = 0 boundary (a dark line)
-_G_ITEMS_2D = [*_G_ITEMS, ("#222", "g = 0", "")]
 
 
 def _g_panel(
@@ -1054,8 +1074,10 @@ def _g_panel(
 ) -> tuple[_Panel, str]:
     """Second panel of the expert family's model: COBOL's estimate of the expert's latent g
     (Xu et al. 2024, Sec. 3.2: the logit of a rejection; the expert accepts where ``g <= 0``),
-    a curve in 1-D, a map in 2-D (deeper colour = more certain), with the labels given; and
-    its numbers in words (:func:`_g_lead`)."""
+    a curve in 1-D, a map in 2-D (deeper colour = more certain; a minus where it would accept,
+    a plus where it would reject, and a dark line between them, so that neither is said by
+    colour alone), with the labels given (accepted a dot, rejected a cross); and its numbers in
+    words (:func:`_g_lead`)."""
     names = study.names
     units = _units(study)
     xlabel = _axis_label(names[0], units, _xlabel_chars())
@@ -1106,12 +1128,16 @@ def _g_panel(
             f'<path d="{"".join(edges)}" stroke="#222" stroke-width="1.6" fill="none">'
             "<title>g = 0: the boundary between accept and reject</title></path>"
         )
+    # a plus where g > 0 (would reject), a minus elsewhere; none beside a label (drawn next)
+    labels_at = np.array([(q.sx(u), q.sy(v)) for u, v in XL]).reshape(-1, 2)
+    _sign_marks(q, g0, g1, reject, np.ones_like(reject), keep_off=labels_at)
     q.axes()
     for (u, v), a in zip(XL, acc):
-        (q.dot if a else q.cross)(
-            u, v, "#fff" if a else "#222", title=f"{_at(names, (u, v), units)}: "
-            + ("accepted" if a else "rejected"),
-        )  # fmt: skip
+        tip = f"{_at(names, (u, v), units)}: " + ("accepted" if a else "rejected")
+        if a:  # a white dot, a dark cross on a white halo: apart from the map's marks
+            q.dot(u, v, "#fff", title=tip)
+        else:
+            q.cross(u, v, "#222", title=tip, halo=True)
     return q, _g_lead(g)
 
 
@@ -1199,6 +1225,24 @@ def _class_marks(
         )
     if solid:
         p.parts.append(f'<path d="{"".join(solid)}" stroke="#222" stroke-width="1.6" fill="none"/>')
+    _sign_marks(p, xc, yc, up, ~unsure, glyph_rows)
+
+
+def _sign_marks(
+    p: _Panel,
+    xc: np.ndarray,
+    yc: np.ndarray,
+    plus: np.ndarray,
+    marked: np.ndarray,
+    glyph_rows: Sequence[float] | None = None,
+    keep_off: np.ndarray | None = None,
+) -> None:
+    """On a lattice of :data:`_GLYPH_STEP` units over a map of cells centred at ``xc`` x
+    ``yc`` (boolean (len(xc), len(yc)) ``plus`` and ``marked``), a plus on each marked cell
+    where ``plus``, a minus on the other marked cells: two sides of a map said by a shape, not
+    only by its colour (WCAG 1.4.1). ``glyph_rows``: the lattice's rows (picture y), all the
+    panel's if None; ``keep_off``: points (picture units, (n, 2)) with no glyph within
+    :data:`_GLYPH_STEP` / 2 + 4 units on either axis (marks drawn there stay clear)."""
     (xlo, xhi), (ylo, yhi) = p.xlim, p.ylim
     cols = np.arange(p.x0 + _GLYPH_STEP / 2, p.x0 + p.w, _GLYPH_STEP)
     rows = (
@@ -1206,13 +1250,17 @@ def _class_marks(
         if glyph_rows is None
         else np.asarray(glyph_rows, dtype=np.float64)
     )
+    away = np.empty((0, 2)) if keep_off is None else np.asarray(keep_off, dtype=np.float64)
+    near = _GLYPH_STEP / 2 + 4
     glyphs = []
     for Y in rows:
         j = int(np.argmin(np.abs(yc - (yhi - (Y - p.y0) / p.h * (yhi - ylo)))))
         for X in cols:
             i = int(np.argmin(np.abs(xc - (xlo + (X - p.x0) / p.w * (xhi - xlo)))))
-            if not unsure[i, j]:
-                glyphs.append(_sign_glyph(float(X), float(Y), bool(up[i, j])))
+            if away.size and np.any(np.max(np.abs(away - (X, Y)), axis=1) < near):
+                continue
+            if marked[i, j]:
+                glyphs.append(_sign_glyph(float(X), float(Y), bool(plus[i, j])))
     if glyphs:
         p.parts.append(
             f'<path d="{"".join(glyphs)}" stroke="#222" stroke-width="{_GLYPH_W}" fill="none"/>'
@@ -1427,6 +1475,8 @@ def _model_1d(
             _GREEN if a else _RED,
             title=f"{_set(name, xv, units)}: {'accepted' if a else 'rejected'}",
         )
+    if XL.size:
+        items += _LABEL_ITEMS
     if rpt is not None:
         yv = float(pred(rpt[None, :])[0][0]) if pred is not None else p.ylim[1] * 0.9
         where = _set(name, float(rpt[0]), units)
@@ -1528,7 +1578,7 @@ def _model_2d(
             title=f"{_at((n0, n1), (u, v), units)}: " + ("accepted" if a else "rejected"),
         )
     if XL.size:
-        items += [(_GREEN, "accepted", _DOT), (_RED, "rejected", _CROSS)]
+        items += _LABEL_ITEMS
     if rpt is not None:
         where = _at((n0, n1), rpt, units)
         p.star(float(rpt[0]), float(rpt[1]), f"recommendation {where}")
