@@ -190,3 +190,17 @@ def write_photo_table(directory: Any) -> str:
     with open(path, "w", encoding="utf-8") as fh:
         fh.write("\n".join(lines) + "\n")
     return path
+
+
+#: a level set whose last answers, at the right end of its space, lie just above its threshold
+#: (0.5): where the threshold's label was written, at the line's right end just above it
+EDGE = {"threshold": 0.5, "parameters": [{"name": "t", "low": 0.0, "high": 1.0, "grid": 11}]}
+EDGE_VALUES = [0.05, 0.2, 0.35, 0.45, 0.7, 0.8, 0.6, 0.42, 0.53, 0.56, 0.54]
+
+
+def make_edge(name: str, url: str) -> Study:
+    """The :data:`EDGE` study with :data:`EDGE_VALUES` added at t = 0, 0.1, ..., 1 in order."""
+    study = create_study(name, "randomized-straddle", EDGE, storage=url, seed=0)
+    for k, value in enumerate(EDGE_VALUES):
+        study.add({"t": k / 10}, value)
+    return study

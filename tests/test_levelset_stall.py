@@ -424,3 +424,65 @@ def test_the_command_line_says_the_notice_where_answers_are_given(tmp_path):
     )
     assert res.returncode == 0, res.stderr
     assert res.stdout.count("NOTICE: the estimated map has stopped changing") == 1
+
+
+def _counted(study, k: int) -> tuple[int, int]:
+    """From the history alone: the answers given to the last ``k`` queries asked (the open
+    one included, if any) and the measurements added after the first of them was answered."""
+    hist = study.history()
+    asked = [r["query_id"] for r in hist if r["query_id"] is not None]
+    pending = study.status(last=0)["open_query"]
+    ids = [*asked, pending["id"]] if pending else asked
+    first = ids[-k]
+    rows = [i for i, r in enumerate(hist) if r["query_id"] is not None and r["query_id"] >= first]
+    added = sum(r["source"] == "added" for r in hist[rows[0] :]) if rows else 0
+    return len(rows), added
+
+
+def test_the_notice_says_what_its_counts_of_queries_and_answers_are(tmp_path):
+    """(A newcomer's trial.) The notice read "the last 22 queries ... over the 21 answers since
+    the first of them" whenever a query was open (the study page always holds one): more
+    queries than answers in one sentence, read as an error. The counts differ by the open query,
+    and an added measurement is an answer without a query; the sentence now says which is which,
+    and its numbers are those of the history."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("furnace", "randomized-straddle", SPACE, storage=url, seed=5)
+    rng = np.random.default_rng(5)
+    _answer(study, 60, rng)
+
+    def read() -> tuple[dict, str]:
+        found = study.policy.describe()["stall"]
+        assert found is not None
+        return found, study.status()["stuck"]
+
+    found, text = read()  # no query open: as many answers as queries
+    k = found["queries"]
+    assert found["answered"] == k and found["added"] == 0 and found["answers"] == k
+    assert _counted(study, k) == (k, 0)
+    assert f"the last {k} queries were" in text
+    assert f"over the {k} answers given to them, other than" in text
+
+    study.ask()  # a query open, as on the page: one more query, not yet answered
+    found, text = read()
+    k = found["queries"]
+    assert found["answered"] == k - 1 and found["added"] == 0
+    assert _counted(study, k) == (k - 1, 0)
+    assert (
+        f"over the {k - 1} answers given to them (the last of the {k}, the open query, has no "
+        "answer yet), other than"
+    ) in text
+    assert "answers since the first of them" not in text
+
+    q = study.ask()
+    study.tell(q.id, round(furnace(q.params["temperature"]) + 0.03 * rng.normal(), 4))
+    far = float(text.split("the farthest is temperature=")[1].split(".")[0])
+    study.add({"temperature": far}, round(furnace(far), 4))  # as the map expects there
+    study.ask()
+    found, text = read()
+    k = found["queries"]
+    assert (found["answered"], found["added"]) == (k - 1, 1) == _counted(study, k)
+    assert found["answers"] == k  # every observation since the first of them
+    assert (
+        f"over the {k - 1} answers given to them (the last of the {k}, the open query, has no "
+        "answer yet) and the measurement added since the first of them, other than"
+    ) in text

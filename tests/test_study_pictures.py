@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from boloop.study import create_study
-from boloop.study.pictures import PHONE_WIDTH, model_svg, pictures, progress_svg
-from study_samples import SPACES, make_drinks, make_study
+from boloop.study.pictures import PANEL_H, PHONE_WIDTH, model_svg, pictures, progress_svg
+from study_samples import EDGE_VALUES, SPACES, answer_for, make_drinks, make_edge, make_study
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -751,6 +751,90 @@ def test_the_y_axis_names_the_measured_value_from_the_space_file():
     assert f">{cut}</text>" in long
 
 
+def _axis_labels(svg: str) -> tuple[list[str], list[str]]:
+    """The texts under the x axes and along the y axes (rotated) of a picture, ticks aside."""
+    xs, ys = [], []
+    for t in ET.fromstring(svg).iter(f"{SVG}text"):
+        text = "".join(t.itertext())
+        if "rotate(-90" in (t.get("transform") or ""):
+            ys.append(text)
+        elif t.get("text-anchor") == "middle" and not re.fullmatch(r"[-\d.e]+", text):
+            xs.append(text)
+    return xs, ys
+
+
+def _with_units(name: str, units: dict[str, str]) -> tuple[str, dict]:
+    """The sample study ``name`` (:data:`study_samples.SPACES`) with ``units`` on its
+    parameters."""
+    method, space = SPACES[name]
+    params = [
+        {**p, "unit": units[p["name"]]} if p["name"] in units else p for p in space["parameters"]
+    ]
+    return method, {**space, "parameters": params}
+
+
+@pytest.mark.parametrize(
+    ("name", "units", "model_x", "model_y"),
+    [
+        ("lev1", {"temperature": "°C"}, ["temperature (°C)"], []),
+        ("lev2", {"temperature": "°C", "ratio": "mol"}, ["temperature (°C)"], ["ratio (mol)"]),
+        ("expert", {"a": "mm", "b": "kPa"}, ["a (mm)", "a (mm)"], ["b (kPa)", "b (kPa)"]),
+        ("safe", {"dose": "mg", "weight": "kg"}, ["weight (kg)"], ["dose (mg)"]),
+    ],
+)
+def test_a_parameter_s_axis_and_tooltips_give_its_unit(url, name, units, model_x, model_y):
+    """(A newcomer's trial.) The axes of a parameter with a unit read ``dose (mg)`` (the
+    measured value's axis already read ``hardness (HV)``), and the marks' tooltips (the page's
+    table of numbers) write its values with it: ``dose=0.4 mg``; the expert's g panel and the
+    safe set's growth alike."""
+    method, space = _with_units(name, units)
+    study = create_study(name, method, space, storage=url, seed=3)
+    for _ in range(16 if name == "expert" else 10):
+        q = study.ask()
+        study.tell(q.id, answer_for(q))
+    pics = pictures(study)
+    xs, ys = _axis_labels(pics["model"])
+    assert [x for x in xs if x != "answers"] == model_x
+    assert [y for y in ys if y not in ("f", "g", "value")] == model_y
+    tips = re.findall(r"<title>([^<]*)</title>", pics["model"])
+    at = [t.split(": ")[0] for t in tips if t.split("=")[0] in units]  # a point's settings
+    assert at
+    for where in at:
+        for part in where.split(", "):
+            nm = part.split("=")[0]
+            assert re.fullmatch(rf"{nm}=[-\d.e]+ {re.escape(units[nm])}", part), where
+    if name == "safe":
+        gx, _ = _axis_labels(pics["growth"])
+        assert "weight (kg)" in gx
+        assert "dose up to 0 mg" in _texts(pics["growth"])
+    # the same study without units draws its bare names
+    plain = create_study(name + "-plain", *SPACES[name], storage=url, seed=3)
+    q = plain.ask()
+    plain.tell(q.id, answer_for(q))
+    for svg in pictures(plain).values():
+        assert not any(f"({u})" in t for t in _texts(svg) for u in units.values())
+
+
+def test_a_long_name_with_its_unit_is_cut_as_the_measured_value_s_is():
+    from boloop.study.pictures import YLABEL_CHARS
+
+    space = {
+        "parameters": [
+            {"name": "t", "low": 0, "high": 1, "grid": 9, "unit": "s"},
+            {"name": "concentration of the second reagent", "low": 0, "high": 1, "grid": 9,
+             "unit": "mmol/l"},
+        ],
+        "threshold": 0.5,
+    }  # fmt: skip
+    study = create_study("long", "straddle", space, storage="memory://long", seed=0)
+    for _ in range(4):
+        q = study.ask()
+        study.tell(q.id, 0.3)
+    xs, ys = _axis_labels(model_svg(study))
+    assert xs == ["t (s)"]
+    assert ys == ["concentration of the second reagent (mmol/l)"[: YLABEL_CHARS - 1] + "…"]
+
+
 # -- the level-set class maps without colour, and the pictures' numbers ------------------------
 def _class_grid(root):
     """The 2-D class map's cells (their tooltips name position and class): {(x, y, w, h):
@@ -923,3 +1007,174 @@ def test_a_measured_value_s_tooltip_tells_which_side_of_the_threshold_it_is(url)
     svg = " ".join(pictures(study, growth=False).values())
     for v in typed:
         assert re.search(rf"<title>[^<]*: {re.escape(f'{v:g}')}</title>", svg), v
+
+
+# -- a line's label keeps off the measured points -----------------------------------------------
+#: a text's box about its baseline (11-unit sans-serif: capitals and digits 8 units tall, a
+#: descender's 2.5) and the advance of a character, at most (the pictures' _CHAR_W)
+_ASCENT, _DESCENT, _ADVANCE = 9.0, 3.0, 6.5
+
+
+def _boxes_of_marks(root) -> list[tuple[float, float, float, float]]:
+    """The boxes of the marks that carry a tooltip (circles; triangles and crosses, paths of
+    absolute moves and lines)."""
+    boxes = []
+    for e in root.iter():
+        if e.find(f"{SVG}title") is None:
+            continue
+        if e.tag == f"{SVG}circle":
+            cx, cy, r = (float(e.get(k)) for k in ("cx", "cy", "r"))
+            boxes.append((cx - r, cy - r, cx + r, cy + r))
+        elif e.tag == f"{SVG}path" and re.fullmatch(r"[ML\d.,\-Z]+", e.get("d", "")):
+            xy = [float(v) for v in re.findall(r"-?[\d.]+", e.get("d"))]
+            boxes.append((min(xy[0::2]), min(xy[1::2]), max(xy[0::2]), max(xy[1::2])))
+    return boxes
+
+
+def _text_box(x: float, y: float, text: str, anchor: str) -> tuple[float, float, float, float]:
+    w = _ADVANCE * len(text)
+    x0 = x - w if anchor == "end" else x
+    return x0, y - _ASCENT, x0 + w, y + _DESCENT
+
+
+def _overlap(a, b) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+@pytest.mark.parametrize("width", [560, PHONE_WIDTH])
+@pytest.mark.parametrize("which", ["progress", "model"])
+def test_the_threshold_s_label_is_not_written_over_measured_points(url, which, width):
+    """(A newcomer's trial.) The threshold's label was written at the right end of its line,
+    just above it: over the last measurements (progress) and those at the right end of the
+    space (1-D model) when they lie just above the threshold. It now takes a spot beside the
+    line clear of every mark (below it there, at its other end, or along it)."""
+    study = make_edge("edge", url)
+    root = ET.fromstring(pictures(study, growth=False, width=width)[which])
+    (line,) = [e for e in root.iter(f"{SVG}line") if e.get("stroke-dasharray") == "5 3"]
+    Y, left, right = float(line.get("y1")), float(line.get("x1")), float(line.get("x2"))
+    (label,) = [e for e in root.iter(f"{SVG}text") if e.text == "threshold 0.5"]
+    marks = _boxes_of_marks(root)
+    assert len(marks) == len(EDGE_VALUES)
+    # where the label used to be: over a measurement
+    assert any(_overlap(_text_box(right - 4, Y - 4, label.text, "end"), m) for m in marks)
+    x, y = float(label.get("x")), float(label.get("y"))
+    box = _text_box(x, y, label.text, label.get("text-anchor", "start"))
+    assert not [m for m in marks if _overlap(box, m)], (box, marks)
+    assert left <= box[0] and box[2] <= right  # along the line
+    assert min(abs(y - (Y - 4)), abs(y - (Y + 12))) < 0.11  # just above it or just below it
+
+
+def test_a_line_s_label_with_nothing_under_it_stays_where_it_was(url):
+    """A threshold with no measurement near the right end of its line keeps its label there,
+    just above the line, as it was always drawn."""
+    study = create_study("clear", *SPACES["lev1"], storage=url, seed=3)
+    for k, value in enumerate([0.9, 0.1, 0.8, 0.05]):  # far from the threshold (0.3)
+        study.add({"temperature": 0.5 * k}, value)
+    root = ET.fromstring(progress_svg(study))
+    (line,) = [e for e in root.iter(f"{SVG}line") if e.get("stroke-dasharray") == "5 3"]
+    (label,) = [e for e in root.iter(f"{SVG}text") if e.text == "threshold 0.3"]
+    Y, right = float(line.get("y1")), float(line.get("x2"))
+    assert float(label.get("x")) == pytest.approx(right - 4, abs=0.11)
+    assert float(label.get("y")) == pytest.approx(Y - 4, abs=0.11)
+    assert label.get("text-anchor") == "end"
+
+
+# -- the expert's g panel without colour ---------------------------------------------------------
+def _key_marks(root) -> dict[str, ET.Element]:
+    """Each key's text -> the mark drawn just before it (a dot, a cross, a sign glyph)."""
+    elems = list(root)
+    return {
+        e.text: elems[k - 1]
+        for k, e in enumerate(elems)
+        if e.tag == f"{SVG}text" and e.get("class") == "key"
+    }
+
+
+_GLYPH = re.compile(r"M([\d.]+),([\d.]+)h([\d.]+)(M[\d.]+,[\d.]+v[\d.]+)?")
+_CROSS_D = re.compile(r"M[\d.]+,[\d.]+L[\d.]+,[\d.]+M[\d.]+,[\d.]+L[\d.]+,[\d.]+")
+
+
+def _label_marks(root, below: float) -> dict[str, list[str]]:
+    """The tags of the marks of the labels given ("accepted", "rejected": their tooltips'
+    ends) lying below picture height ``below``."""
+    out: dict[str, list[str]] = {"accepted": [], "rejected": []}
+    for e in root.iter():
+        tip = e.findtext(f"{SVG}title") or ""
+        word = tip.rpartition(": ")[2]
+        if word not in out:
+            continue
+        if e.tag == f"{SVG}circle":
+            y = float(e.get("cy"))
+        else:
+            assert _CROSS_D.fullmatch(e.get("d")), e.get("d")
+            y = float(re.findall(r"[\d.]+", e.get("d"))[1])
+        if y > below:
+            out[word].append(e.tag.removeprefix(SVG))
+    return out
+
+
+def test_expert_g_map_says_each_side_and_each_label_by_a_shape(url):
+    """WCAG 1.4.1, and a greyscale print: on the expert's g map a plus marks the cells where
+    the estimate would reject (g > 0, red), a minus those where it would accept (green), as the
+    level-set class map marks its classes; the labels given are a dot (accepted) and a cross
+    (rejected), and the key shows each of these marks beside its text."""
+    study = make_study("expert", url, answers=16, fast=True)
+    root = ET.fromstring(model_svg(study))
+    cells = []  # the g panel's cells: (x0, y0, x1, y1, rejects), their sign by colour
+    for e in root.iter(f"{SVG}rect"):
+        fill = e.get("fill", "")
+        if float(e.get("y", 0)) > 220 and len(fill) == 7 and e.get("height") not in (None, "10"):
+            x, y, w, h = (float(e.get(k)) for k in ("x", "y", "width", "height"))
+            cells.append((x, y, x + w, y + h, int(fill[1:3], 16) > int(fill[3:5], 16)))
+    assert {c[4] for c in cells} == {True, False}  # both sides drawn
+    glyphs = [
+        (float(x) + float(h) / 2, float(y), bool(plus))
+        for e in root.iter(f"{SVG}path")
+        if e.get("stroke-width") == "1.3" and e.find(f"{SVG}title") is None
+        for x, y, h, plus in _GLYPH.findall(e.get("d", ""))
+        if float(y) > 220 and float(y) < 440  # the g panel, not the key
+    ]
+    assert len(glyphs) > 50
+    sides = set()
+    for X, Y, plus in glyphs:
+        cell = min(cells, key=lambda c: abs((c[0] + c[2]) / 2 - X) + abs((c[1] + c[3]) / 2 - Y))
+        assert cell[0] <= X <= cell[2] and cell[1] <= Y <= cell[3]
+        rejects = cell[4]
+        assert plus == rejects, (X, Y)
+        sides.add(plus)
+    assert sides == {True, False}
+    labels = [r["answer"] for r in study.history() if r["kind"] == "label"]
+    marks = _label_marks(root, below=220)  # the g panel's
+    assert marks["accepted"] == ["circle"] * sum(labels)
+    assert marks["rejected"] == ["path"] * (len(labels) - sum(labels))
+    assert sum(labels) and len(labels) - sum(labels)  # both kinds given
+    keys = _key_marks(root)
+    assert keys["accepted"].tag == f"{SVG}circle"
+    assert _CROSS_D.fullmatch(keys["rejected"].get("d"))
+    accept, reject = keys["expert's g <= 0: would accept"], keys["g > 0: would reject"]
+    assert _GLYPH.fullmatch(accept.get("d")).group(4) is None  # a minus
+    assert _GLYPH.fullmatch(reject.get("d")).group(4) is not None  # a plus
+
+
+def test_expert_1d_model_keys_the_labels_by_their_shapes(url):
+    """The 1-D expert model drew its labels as dots and crosses but keyed only two colour
+    squares ("would accept" green, "would reject" red) that stood for nothing drawn in 1-D:
+    its key now shows the labels' dot and cross, and the g curve."""
+    study = create_study("e1", "cobol", {"parameters": [{"name": "a", "low": 0, "high": 1}]},
+                         storage=url, seed=3)  # fmt: skip
+    for _ in range(24):
+        q = study.ask()
+        study.tell(q.id, answer_for(q))
+    root = ET.fromstring(model_svg(study))
+    assert any((t.text or "").startswith("expert model: latent g") for t in root.iter(f"{SVG}text"))
+    keys = _key_marks(root)
+    assert keys["accepted"].tag == f"{SVG}circle"
+    assert _CROSS_D.fullmatch(keys["rejected"].get("d"))
+    assert keys["expert's latent g (estimate)"].tag == f"{SVG}line"
+    assert not any("would accept" in k for k in keys)
+    labels = [r["answer"] for r in study.history() if r["kind"] == "label"]
+    for below in (0, PANEL_H):  # both panels, then the g panel alone
+        marks = _label_marks(root, below)
+        n = 2 if below == 0 else 1
+        assert marks["accepted"] == ["circle"] * (n * sum(labels))
+        assert marks["rejected"] == ["path"] * (n * (len(labels) - sum(labels)))

@@ -4,6 +4,8 @@ continued study, what follows a g above the limit."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -58,8 +60,8 @@ def test_a_study_without_the_keys_says_what_it_said():
     q = dose.ask()
     assert (
         q.prompt()
-        == f"query {q.id}: measure the values f, g at dose=0, timing={q.params['timing']:g}"
-    )
+        == f"query {q.id}: measure the values f, g at dose=0 mg, timing={q.params['timing']:g} h"
+    )  # (its parameters keep their units: the question writes them after the values)
     assert dose.status()["description"] is None
 
 
@@ -92,6 +94,32 @@ def test_the_cli_ask_says_the_quantity_threshold_and_limit(tmp_path):
     assert "efficacy (f, %): higher is better; side effect (g): must stay at most 1.5" in out
     out = run_cli(["study", "status", "coat", "--storage", url], cwd=tmp_path).stdout
     assert f"description:    {COATING['description']}" in out
+
+
+def test_the_cli_question_gives_each_setting_its_unit(tmp_path):
+    """(A newcomer's trial.) ``boloop study ask`` and ``run`` printed ``temperature=150``
+    where the page shows ``150 °C``: the question now writes each value with the unit the
+    space file gives it, and a study without units is asked as before."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    create_study("coat", "lse", COATING, storage=url, seed=0)
+    unitless = [{k: v for k, v in p.items() if k != "unit"} for p in COATING["parameters"]]
+    create_study("plain", "lse", {**COATING, "parameters": unitless}, storage=url, seed=0)
+    dose = create_study("dose", "m-safeopt", DOSE, storage=url, seed=0)
+    asked = run_cli(["study", "ask", "coat", "--storage", url], cwd=tmp_path).stdout
+    q = load_study("coat", storage=url).ask()  # the open query, as the command asked it
+    t, v = q.params["temperature"], q.params["speed"]
+    assert f"measure the hardness (HV) at temperature={t:g} °C, speed={v:g} mm/s\n" in asked
+    ran = run_cli(["study", "run", "coat", "--storage", url], cwd=tmp_path, stdin="q\n").stdout
+    assert f"at temperature={t:g} °C, speed={v:g} mm/s\n" in ran
+    plain = run_cli(["study", "ask", "plain", "--storage", url], cwd=tmp_path).stdout
+    q = load_study("plain", storage=url).ask()
+    t, v = q.params["temperature"], q.params["speed"]
+    assert f"query {q.id}: measure the hardness (HV) at temperature={t:g}, speed={v:g}\n" in plain
+    # the JSON of a query is as it was: values without units
+    out = run_cli(["study", "ask", "dose", "--json", "--storage", url], cwd=tmp_path).stdout
+    assert json.loads(out)["params"] == dose.ask().params
+    assert "unit" not in out
+    assert dose.units() == {"dose": "mg", "timing": "h"}
 
 
 # -- 2. a decimal comma --------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
 from boloop.study import load_study  # noqa: E402
-from study_samples import answer_for, make_drinks, make_study  # noqa: E402
+from study_samples import answer_for, make_drinks, make_edge, make_study  # noqa: E402
 from test_web_browser import _free_port, _open_id, _serve, _stop, _wait  # noqa: E402
 
 pytestmark = pytest.mark.xdist_group("browser")
@@ -41,6 +41,7 @@ def server(tmp_path_factory):
     for key in PICTURED:  # every kind of picture: 1-D, 2-D, slices, g, win rates, safe set
         make_study(key, url, answers=6, key=key, fast=True)
     make_drinks("drinks", url, answers=6)  # options named by their values
+    make_edge("edge", url)  # measurements just above the threshold at the right end
     port = _free_port()
     proc = _serve(url, port, poll=POLL)
     yield f"http://127.0.0.1:{port}", url
@@ -297,3 +298,42 @@ def _shown_is(d, which: str, svg: str) -> bool:
         which,
         svg,
     )
+
+
+#: in each shown picture, the rendered boxes (screen px) of the threshold's label and of the
+#: marks that carry a tooltip (measured points), and the label's overlaps with them
+_LABEL_CLEAR = """
+var out = [];
+document.querySelectorAll('.pictures svg').forEach(function (svg) {
+  if (!svg.getClientRects().length) { return; }
+  var label = Array.from(svg.querySelectorAll('text'))
+    .find(function (t) { return t.textContent.indexOf('threshold ') === 0; });
+  if (!label) { return; }
+  var b = label.getBoundingClientRect();
+  var marks = Array.from(svg.querySelectorAll('circle, path'))
+    .filter(function (m) { return m.querySelector('title'); });
+  var hits = marks.filter(function (m) {
+    var r = m.getBoundingClientRect();
+    return r.left < b.right && b.left < r.right && r.top < b.bottom && b.top < r.bottom;
+  }).map(function (m) { return m.querySelector('title').textContent; });
+  out.push({label: label.textContent, marks: marks.length, hits: hits});
+});
+return out;
+"""
+
+
+@pytest.mark.parametrize("device", ["browser", "phone"])
+def test_the_threshold_s_label_is_drawn_clear_of_the_points(server, device, request, shots):
+    """(A newcomer's trial.) The threshold's label, as the browser draws its text (its real
+    extent, not an estimate), overlaps no measured point in either picture, on a laptop and on
+    a phone; the last measurements lie just above the threshold at the line's right end,
+    where the label used to be (test_study_pictures checks that on the SVG)."""
+    base, _ = server
+    d = request.getfixturevalue(device)
+    d.get(f"{base}/studies/edge")
+    drawn = d.execute_script(_LABEL_CLEAR)
+    assert len(drawn) == 2 and all(p["marks"] >= 11 for p in drawn), drawn
+    assert all(p["hits"] == [] for p in drawn), drawn
+    fig = d.find_element(By.ID, "pic-progress")
+    d.execute_script("arguments[0].scrollIntoView();", fig)
+    fig.screenshot(str(shots / f"layout-threshold-label-{device}.png"))

@@ -28,7 +28,7 @@ import secrets
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -142,6 +142,9 @@ class StudyQuery:
     #: evaluation (or one for its single value), with the name and unit the space file's
     #: ``[measurement]`` gives (None where it gives none); empty for labels and duels
     measured: tuple[Measured, ...] = ()
+    #: each parameter's unit (:meth:`Study.units`), written after its value by :meth:`prompt`;
+    #: not part of :meth:`to_dict` (the JSON of a query is as it was)
+    units: Mapping[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "kind": self.kind}
@@ -164,7 +167,7 @@ class StudyQuery:
         """A one-paragraph description for a person."""
 
         def fmt(p: dict[str, float] | None, lab: str | None) -> str:
-            body = params_text(p or {})
+            body = params_text(p or {}, self.units)
             return f"{lab} ({body})" if lab else body
 
         if self.kind == "compare":
@@ -1223,6 +1226,7 @@ class Study(StudyReplay, StudySnapshots):
                 b=self._params(q.b),
                 a_label=self._label(q.a_index),
                 b_label=self._label(q.b_index),
+                units=self.units(),
             )
         assert isinstance(q, Evaluate | Label)
         return StudyQuery(
@@ -1234,6 +1238,7 @@ class Study(StudyReplay, StudySnapshots):
             label=self._label(q.index),
             calibration=bool(getattr(q, "calibration", False)),
             measured=tuple(self.measured()) if q.kind == "evaluate" else (),
+            units=self.units(),
         )
 
     def continued_as(self) -> list[str]:
@@ -1351,6 +1356,16 @@ class Study(StudyReplay, StudySnapshots):
 
         at = [float(here[a]) for a in axes]
         return at, {k: [[number(p.get(a)) for a in axes] for p in rows] for k, rows in where.items()}
+
+    def units(self) -> dict[str, str]:
+        """Each parameter's unit, by name, as the space file gives it (``unit = "mg"``): shown
+        to people after the parameter's values (the web page, the question of ``boloop study
+        ask`` and ``run``, the pictures' axes and tooltips), never read by the method. Empty
+        where the space gives none (a table of options, a registered problem)."""
+        space = self.config.get("space") or {}
+        return {
+            str(p["name"]): str(p["unit"]) for p in space.get("parameters") or [] if p.get("unit")
+        }
 
     def measured(self) -> list[Measured]:
         """What is measured at each query, in words (:mod:`boloop.study.measured`): one entry

@@ -30,7 +30,7 @@ import copy
 import math
 import textwrap
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -222,6 +222,12 @@ class _Panel:
         self.xlim, self.ylim = xlim, ylim
         self.title, self.xlabel, self.ylabel = title, xlabel, ylabel
         self.parts: list[str] = []
+        #: what a line's label keeps clear of: the boxes (picture units, x0, y0, x1, y1) of the
+        #: marks drawn (:meth:`dot`, :meth:`cross`, ...) and of :meth:`keep_clear`
+        self.occupied: list[tuple[float, float, float, float]] = []
+        #: the lines' labels, placed when the panel is drawn (:meth:`svg`, once every mark is
+        #: known): (their place in ``parts``, the line's y, colour, text)
+        self._line_labels: list[tuple[int, float, str, str]] = []
 
     def sx(self, x: float) -> float:
         lo, hi = self.xlim
@@ -304,6 +310,8 @@ class _Panel:
         )
 
     def hline(self, y: float, colour: str, label: str = "") -> None:
+        """A dashed horizontal line at ``y`` across the panel; ``label``: its text, placed
+        where no mark is (:meth:`_line_label`) once the panel is drawn."""
         if not self.ylim[0] <= y <= self.ylim[1]:
             return
         Y = self.sy(y)
@@ -312,15 +320,52 @@ class _Panel:
             f'stroke="{colour}" stroke-dasharray="5 3" stroke-width="1.3"/>'
         )
         if label:
-            self.parts.append(
-                f'<text x="{self.x0 + self.w - 4:.1f}" y="{Y - 4:.1f}" text-anchor="end" '
-                f'fill="{colour}">{_esc(label)}</text>'
-            )
+            self._line_labels.append((len(self.parts), Y, colour, label))
+            self.parts.append("")  # its place: drawn under the marks drawn after it
+
+    def keep_clear(self, x0: float, y0: float, x1: float, y1: float) -> None:
+        """Keep a line's label off the box (``x0``, ``y0``)-(``x1``, ``y1``) (picture units)."""
+        self.occupied.append((min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)))
+
+    def _occupy(self, X: float, Y: float, r: float) -> None:
+        self.occupied.append((X - r, Y - r, X + r, Y + r))
+
+    def _line_label(self, Y: float, colour: str, label: str) -> str:
+        """The text of a line at picture height ``Y``: at the line's right end just above it
+        (where it always was), unless a mark is there (a measurement just above a threshold: a
+        newcomer's trial): then the first spot clear of every mark (:attr:`occupied`) among
+        just below the line there, at its left end above and below, and along it from right to
+        left; where no spot is clear, the one over the fewest marks. A spot that leaves the
+        panel comes after every spot inside it."""
+        w = len(label) * _CHAR_W
+        right, left = self.x0 + self.w - 4, self.x0 + 4
+        ends = [right, left + w]  # where the text ends (its right edge)
+        step = max(w / 2, 2 * _CHAR_W)
+        x = right - step
+        while x - w > left:
+            ends.append(x)
+            x -= step
+        spots = [(end, base) for end in ends for base in (Y - 4, Y + 12)]  # above, below
+
+        def rank(spot: tuple[float, float]) -> tuple[bool, int]:
+            end, base = spot
+            x0, y0, x1, y1 = end - w, base - 9, end, base + 3  # the text's box, about
+            hits = sum(x0 < b[2] and b[0] < x1 and y0 < b[3] and b[1] < y1 for b in self.occupied)
+            return y0 < self.y0 or y1 > self.y0 + self.h, hits
+
+        end, base = min(spots, key=rank)  # (the first of equals: the order above)
+        if end == left + w and end != right:  # at the left end: from the panel's left edge
+            return f'<text x="{left:.1f}" y="{base:.1f}" fill="{colour}">{_esc(label)}</text>'
+        return (
+            f'<text x="{end:.1f}" y="{base:.1f}" text-anchor="end" '
+            f'fill="{colour}">{_esc(label)}</text>'
+        )
 
     def dot(self, x: float, y: float, colour: str, r: float = 3.2, title: str = "") -> None:
         if not (math.isfinite(float(x)) and math.isfinite(float(y))):
             return
         t = f"<title>{_esc(title)}</title>" if title else ""
+        self._occupy(self.sx(x), self.sy(y), r + 0.3)
         self.parts.append(
             f'<circle cx="{self.sx(x):.1f}" cy="{self.sy(y):.1f}" r="{r}" fill="{colour}" '
             f'stroke="#222" stroke-width="0.6">{t}</circle>'
@@ -331,15 +376,28 @@ class _Panel:
         tells it from a dot without colour."""
         if not (math.isfinite(float(x)) and math.isfinite(float(y))):
             return
+        self._occupy(self.sx(x), self.sy(y), r + 0.3)
         self.parts.append(_triangle_path(self.sx(x), self.sy(y), r, colour, title))
 
-    def cross(self, x: float, y: float, colour: str, r: float = 4.0, title: str = "") -> None:
+    def cross(
+        self, x: float, y: float, colour: str, r: float = 4.0, title: str = "", halo: bool = False
+    ) -> None:
+        """An x mark (:func:`_cross_path`); ``halo``: on a white one a little wider, so that it
+        stands out from a map's lines and marks."""
         if not (math.isfinite(float(x)) and math.isfinite(float(y))):
             return
-        self.parts.append(_cross_path(self.sx(x), self.sy(y), r, colour, title))
+        X, Y = self.sx(x), self.sy(y)
+        self._occupy(X, Y, r + 1.0)
+        if halo:
+            self.parts.append(
+                f'<path d="{_cross_d(X, Y, r)}" stroke="#fff" stroke-width="4.5" '
+                'stroke-linecap="round"/>'
+            )
+        self.parts.append(_cross_path(X, Y, r, colour, title))
 
     def star(self, x: float, y: float, title: str = "recommendation") -> None:
         X, Y = self.sx(x), self.sy(y)
+        self._occupy(X, Y, 8.5)
         pts = []
         for k in range(10):
             r = 8.0 if k % 2 == 0 else 3.4
@@ -435,7 +493,10 @@ class _Panel:
             x += 22 + 6.5 * len(text)
 
     def svg(self) -> str:
-        return "".join(self.parts)
+        parts = list(self.parts)
+        for i, Y, colour, label in self._line_labels:  # placed now: every mark is known
+            parts[i] = self._line_label(Y, colour, label)
+        return "".join(parts)
 
 
 #: a level-set sign glyph's half arm and stroke width (picture units)
@@ -454,9 +515,14 @@ def _cross_path(X: float, Y: float, r: float, colour: str, title: str = "") -> s
     """An x mark centred at (``X``, ``Y``) in picture units: a measured point that broke a
     limit is a cross, not only a red dot (its shape says it without colour)."""
     t = f"<title>{_esc(title)}</title>" if title else ""
+    return f'<path d="{_cross_d(X, Y, r)}" stroke="{colour}" stroke-width="2">{t}</path>'
+
+
+def _cross_d(X: float, Y: float, r: float) -> str:
+    """The path data of an x mark of half size ``r`` centred at (``X``, ``Y``)."""
     return (
-        f'<path d="M{X - r:.1f},{Y - r:.1f}L{X + r:.1f},{Y + r:.1f}M{X - r:.1f},{Y + r:.1f}'
-        f'L{X + r:.1f},{Y - r:.1f}" stroke="{colour}" stroke-width="2">{t}</path>'
+        f"M{X - r:.1f},{Y - r:.1f}L{X + r:.1f},{Y + r:.1f}"
+        f"M{X - r:.1f},{Y + r:.1f}L{X + r:.1f},{Y - r:.1f}"
     )
 
 
@@ -539,6 +605,37 @@ def _panel(
 # -- reading a study ----------------------------------------------------------------------------
 def _settings(study: Any) -> dict[str, Any]:
     return dict(getattr(study.problem, "settings", {}) or {})
+
+
+def _units(study: Any) -> dict[str, str]:
+    """Each parameter's unit by name (:meth:`~boloop.study.Study.units`); empty for a study
+    without units (its pictures are drawn exactly as before)."""
+    units = getattr(study, "units", None)
+    return dict(units()) if callable(units) else {}
+
+
+def _axis_label(name: str, units: Mapping[str, str], chars: int) -> str:
+    """A parameter's name on an axis: ``dose (mg)`` where it has a unit, cut to ``chars``
+    characters as the measured value's label is (:func:`_ylabel`); its bare name, as always,
+    where it has none."""
+    unit = units.get(name)
+    if not unit:
+        return name
+    text = f"{name} ({unit})"
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+def _xlabel_chars(ncols: int = 1) -> int:
+    """The characters of an x-axis label that fit under a panel of :func:`_panel` (one of
+    ``ncols`` side by side)."""
+    left, right, _, _ = _MARGIN
+    return int((_width() - left - right - (ncols - 1) * left) / ncols / _CHAR_W)
+
+
+def _set(name: str, value: float, units: Mapping[str, str]) -> str:
+    """One setting in a tooltip or a description: ``dose=5 mg`` (``dose=5`` without a unit)."""
+    unit = units.get(name)
+    return f"{name}={_fmt(float(value))}" + (f" {unit}" if unit else "")
 
 
 def _evaluations(study: Any, hist: list[dict[str, Any]]) -> tuple[np.ndarray, list[Any]]:
@@ -959,12 +1056,17 @@ def _tint(colour: str, t: float) -> str:
     return "#" + "".join(f"{round(255 + (c - 255) * t):02x}" for c in rgb)
 
 
-_G_ITEMS = [
-    (_GREEN, "expert's g <= 0: would accept"),
-    (_RED, "g > 0: would reject"),
+#: the labels given, in either panel of the expert's model: accepted a dot, rejected a cross
+_LABEL_ITEMS = [(_GREEN, "accepted", _DOT), (_RED, "rejected", _CROSS)]
+#: the 1-D g panel's key: its curve (the dashed g = 0 line is labelled where it is drawn)
+_G_ITEMS = [(_ORANGE, "expert's latent g (estimate)", "")]
+#: the 2-D g map's key: its two sides, by colour and by a mark (a minus where the expert
+#: would accept, g <= 0; a plus where it would reject, g > 0), and its g = 0 boundary
+_G_ITEMS_2D = [
+    (_GREEN, "expert's g <= 0: would accept", _MINUS),
+    (_RED, "g > 0: would reject", _PLUS),
+    ("#222", "g = 0", ""),
 ]
-#: the 2-D map's key adds its g = 0 boundary (a dark line)
-_G_ITEMS_2D = [*_G_ITEMS, ("#222", "g = 0", "")]
 
 
 def _g_panel(
@@ -972,21 +1074,25 @@ def _g_panel(
 ) -> tuple[_Panel, str]:
     """Second panel of the expert family's model: COBOL's estimate of the expert's latent g
     (Xu et al. 2024, Sec. 3.2: the logit of a rejection; the expert accepts where ``g <= 0``),
-    a curve in 1-D, a map in 2-D (deeper colour = more certain), with the labels given; and
-    its numbers in words (:func:`_g_lead`)."""
+    a curve in 1-D, a map in 2-D (deeper colour = more certain; a minus where it would accept,
+    a plus where it would reject, and a dark line between them, so that neither is said by
+    colour alone), with the labels given (accepted a dot, rejected a cross); and its numbers in
+    words (:func:`_g_lead`)."""
     names = study.names
+    units = _units(study)
+    xlabel = _axis_label(names[0], units, _xlabel_chars())
     b = _bounds(study.space)
     title = "expert model: latent g (estimate), above 0 = would reject"
     if study.space.dim == 1:
         xs = _axis_grid(study, 0, 200)
         g = gfun(xs[:, None])
-        q = _panel(1, (b[0, 0], b[0, 1]), _range([*g.tolist(), 0.0]), title, names[0], "g")
+        q = _panel(1, (b[0, 0], b[0, 1]), _range([*g.tolist(), 0.0]), title, xlabel, "g")
         q.axes()
         q.hline(0.0, _GREY, "g = 0")
         q.line(xs, g, _ORANGE)
         for xv, a in zip(XL[:, 0], acc):
             (q.dot if a else q.cross)(
-                xv, 0.0, _GREEN if a else _RED, title=f"{names[0]}={_fmt(xv)}: "
+                xv, 0.0, _GREEN if a else _RED, title=f"{_set(names[0], xv, units)}: "
                 + ("accepted" if a else "rejected"),
             )  # fmt: skip
         return q, _g_lead(g)
@@ -995,7 +1101,7 @@ def _g_panel(
     d1 = (b[1, 1] - b[1, 0]) / max(g1.size - 1, 1)
     q = _panel(
         1, (b[0, 0] - d0 / 2, b[0, 1] + d0 / 2), (b[1, 0] - d1 / 2, b[1, 1] + d1 / 2), title,
-        names[0], names[1],
+        xlabel, _axis_label(names[1], units, YLABEL_CHARS),
     )  # fmt: skip
     G0, G1 = np.meshgrid(g0, g1, indexing="ij")
     P = np.column_stack([G0.ravel(), G1.ravel()])
@@ -1022,12 +1128,16 @@ def _g_panel(
             f'<path d="{"".join(edges)}" stroke="#222" stroke-width="1.6" fill="none">'
             "<title>g = 0: the boundary between accept and reject</title></path>"
         )
+    # a plus where g > 0 (would reject), a minus elsewhere; none beside a label (drawn next)
+    labels_at = np.array([(q.sx(u), q.sy(v)) for u, v in XL]).reshape(-1, 2)
+    _sign_marks(q, g0, g1, reject, np.ones_like(reject), keep_off=labels_at)
     q.axes()
     for (u, v), a in zip(XL, acc):
-        (q.dot if a else q.cross)(
-            u, v, "#fff" if a else "#222", title=f"{names[0]}={_fmt(u)}, {names[1]}={_fmt(v)}: "
-            + ("accepted" if a else "rejected"),
-        )  # fmt: skip
+        tip = f"{_at(names, (u, v), units)}: " + ("accepted" if a else "rejected")
+        if a:  # a white dot, a dark cross on a white halo: apart from the map's marks
+            q.dot(u, v, "#fff", title=tip)
+        else:
+            q.cross(u, v, "#222", title=tip, halo=True)
     return q, _g_lead(g)
 
 
@@ -1115,6 +1225,24 @@ def _class_marks(
         )
     if solid:
         p.parts.append(f'<path d="{"".join(solid)}" stroke="#222" stroke-width="1.6" fill="none"/>')
+    _sign_marks(p, xc, yc, up, ~unsure, glyph_rows)
+
+
+def _sign_marks(
+    p: _Panel,
+    xc: np.ndarray,
+    yc: np.ndarray,
+    plus: np.ndarray,
+    marked: np.ndarray,
+    glyph_rows: Sequence[float] | None = None,
+    keep_off: np.ndarray | None = None,
+) -> None:
+    """On a lattice of :data:`_GLYPH_STEP` units over a map of cells centred at ``xc`` x
+    ``yc`` (boolean (len(xc), len(yc)) ``plus`` and ``marked``), a plus on each marked cell
+    where ``plus``, a minus on the other marked cells: two sides of a map said by a shape, not
+    only by its colour (WCAG 1.4.1). ``glyph_rows``: the lattice's rows (picture y), all the
+    panel's if None; ``keep_off``: points (picture units, (n, 2)) with no glyph within
+    :data:`_GLYPH_STEP` / 2 + 4 units on either axis (marks drawn there stay clear)."""
     (xlo, xhi), (ylo, yhi) = p.xlim, p.ylim
     cols = np.arange(p.x0 + _GLYPH_STEP / 2, p.x0 + p.w, _GLYPH_STEP)
     rows = (
@@ -1122,13 +1250,17 @@ def _class_marks(
         if glyph_rows is None
         else np.asarray(glyph_rows, dtype=np.float64)
     )
+    away = np.empty((0, 2)) if keep_off is None else np.asarray(keep_off, dtype=np.float64)
+    near = _GLYPH_STEP / 2 + 4
     glyphs = []
     for Y in rows:
         j = int(np.argmin(np.abs(yc - (yhi - (Y - p.y0) / p.h * (yhi - ylo)))))
         for X in cols:
             i = int(np.argmin(np.abs(xc - (xlo + (X - p.x0) / p.w * (xhi - xlo)))))
-            if not unsure[i, j]:
-                glyphs.append(_sign_glyph(float(X), float(Y), bool(up[i, j])))
+            if away.size and np.any(np.max(np.abs(away - (X, Y)), axis=1) < near):
+                continue
+            if marked[i, j]:
+                glyphs.append(_sign_glyph(float(X), float(Y), bool(plus[i, j])))
     if glyphs:
         p.parts.append(
             f'<path d="{"".join(glyphs)}" stroke="#222" stroke-width="{_GLYPH_W}" fill="none"/>'
@@ -1218,8 +1350,9 @@ def _model_svg(study: Any, hist: list[dict[str, Any]], policy: Any, rec: Any) ->
     return _model_slices(study, X, y, pred, threshold, rpt, label)
 
 
-def _at(names: Sequence[str], point: Any) -> str:
-    return ", ".join(f"{nm}={_fmt(float(v))}" for nm, v in zip(names, point))
+def _at(names: Sequence[str], point: Any, units: Mapping[str, str] | None = None) -> str:
+    """A point as settings: ``dose=5 mg, weight=0.3`` (:func:`_set`)."""
+    return ", ".join(_set(nm, v, units or {}) for nm, v in zip(names, point))
 
 
 def _fit_lead(
@@ -1229,17 +1362,19 @@ def _fit_lead(
     names: Sequence[str],
     P: np.ndarray,
     mean: np.ndarray | None,
+    units: Mapping[str, str] | None = None,
 ) -> str:
     """A model picture's numbers in words (its ``<desc>``): the measurements (how many above
     the threshold, for a level set; else the lowest f, which the expert family minimises) and
-    the posterior mean over the grid drawn (``P``, ``mean``; None without a model)."""
+    the posterior mean over the grid drawn (``P``, ``mean``; None without a model); settings
+    with their ``units``."""
     n = int(y.size)
     if threshold is not None:
         h = float(threshold)
         lead = f"{n} measurements, {int(np.sum(y > h))} above the threshold {_fmt(h)}."
     elif n:
         k = int(np.argmin(y))
-        lead = f"{n} evaluations, the lowest f {_fmt(float(y[k]))} at {_at(names, X[k])}."
+        lead = f"{n} evaluations, the lowest f {_fmt(float(y[k]))} at {_at(names, X[k], units)}."
     else:
         lead = "No evaluations yet."
     if mean is not None and mean.size:
@@ -1248,7 +1383,7 @@ def _fit_lead(
             f" over the {mean.size} grid points drawn"
         )
         k = int(np.argmin(mean))
-        lead += "." if threshold is not None else f", lowest at {_at(names, P[k])}."
+        lead += "." if threshold is not None else f", lowest at {_at(names, P[k], units)}."
     return lead
 
 
@@ -1285,6 +1420,7 @@ def _model_1d(
     gfun: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> str:
     name = study.names[0]
+    units = _units(study)
     xs = _axis_grid(study, 0, 200)
     lo_x, hi_x = _bounds(study.space)[0]
     span = [*y.tolist()]
@@ -1295,14 +1431,19 @@ def _model_1d(
     if threshold is not None:
         span.append(float(threshold))
     p = _panel(
-        0, (lo_x, hi_x), _range(span or [0, 1]), "model: mean and 2 std band", name, _ylabel(study)
+        0,
+        (lo_x, hi_x),
+        _range(span or [0, 1]),
+        "model: mean and 2 std band",
+        _axis_label(name, units, _xlabel_chars()),
+        _ylabel(study),
     )
     p.axes()
     if mean is not None and std is not None:
         p.band(xs, mean - 2 * std, mean + 2 * std, _BLUE)
         p.line(xs, mean, _BLUE)
     items = [(_BLUE, "posterior mean")] if mean is not None else []
-    lead = _fit_lead(X, y, threshold, [name], xs[:, None], mean)
+    lead = _fit_lead(X, y, threshold, [name], xs[:, None], mean, units)
     tips: dict[str, str] = {}
     if threshold is not None:
         h = float(threshold)
@@ -1316,6 +1457,7 @@ def _model_1d(
             unsure = np.asarray([bool(undecided(m, s, h)) for m, s in zip(mean, std)])
             for xv, u, un in zip(xs, upper, unsure):
                 p.cell(xv, y_mark, dx, dy, _class_colour(bool(u), bool(un)))
+            p.keep_clear(p.x0, p.sy(y_mark - dy / 2), p.x0 + p.w, p.sy(y_mark + dy / 2))
             _class_marks(
                 p, xs, np.array([y_mark]), dx, dy, upper[:, None], unsure[:, None],
                 glyph_rows=[p.sy(y_mark)],
@@ -1324,20 +1466,23 @@ def _model_1d(
             lead += " " + counts
             items += _CLASS_ITEMS
     for xv, yv in zip(X[:, 0], y):
-        p.dot(xv, yv, "#222", title=f"{name}={_fmt(xv)}: {_measured(yv)}")
+        p.dot(xv, yv, "#222", title=f"{_set(name, xv, units)}: {_measured(yv)}")
     y_mark = p.ylim[0] + 0.06 * (p.ylim[1] - p.ylim[0])
     for xv, a in zip(XL[:, 0], acc):
         (p.dot if a else p.cross)(
             xv,
             y_mark,
             _GREEN if a else _RED,
-            title=f"{name}={_fmt(xv)}: {'accepted' if a else 'rejected'}",
+            title=f"{_set(name, xv, units)}: {'accepted' if a else 'rejected'}",
         )
+    if XL.size:
+        items += _LABEL_ITEMS
     if rpt is not None:
         yv = float(pred(rpt[None, :])[0][0]) if pred is not None else p.ylim[1] * 0.9
-        p.star(float(rpt[0]), yv, f"recommendation {name}={_fmt(float(rpt[0]))}")
+        where = _set(name, float(rpt[0]), units)
+        p.star(float(rpt[0]), yv, f"recommendation {where}")
         items.append(("#ffd700", "recommendation"))
-        lead += f" The recommendation: {name}={_fmt(float(rpt[0]))}."
+        lead += f" The recommendation: {where}."
     if gfun is not None:
         q, g_lead = _g_panel(study, gfun, XL, acc)
         lead += " " + g_lead
@@ -1360,6 +1505,7 @@ def _model_2d(
     gfun: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> str:
     n0, n1 = study.names
+    units = _units(study)
     b = _bounds(study.space)
     g0, g1 = _axis_grid(study, 0, 40), _axis_grid(study, 1, 40)
     d0 = (b[0, 1] - b[0, 0]) / max(g0.size - 1, 1)
@@ -1369,13 +1515,20 @@ def _model_2d(
     items: list[tuple[str, str]] = []
     title = "evaluated points"
     body: list[str] = []
-    p = _panel(0, xlim, ylim, title, n0, n1)
+    p = _panel(
+        0,
+        xlim,
+        ylim,
+        title,
+        _axis_label(n0, units, _xlabel_chars()),
+        _axis_label(n1, units, YLABEL_CHARS),
+    )
     G0, G1 = np.meshgrid(g0, g1, indexing="ij")
     P = np.column_stack([G0.ravel(), G1.ravel()])
     mean = std = None
     if pred is not None:
         mean, std = pred(P)
-    lead = _fit_lead(X, y, threshold, [n0, n1], P, mean)
+    lead = _fit_lead(X, y, threshold, [n0, n1], P, mean, units)
     key_tips: dict[str, str] = {}
     if mean is not None and std is not None:
         tips = P.shape[0] <= _MAX_CELLS  # hover texts only while the picture stays small
@@ -1387,7 +1540,7 @@ def _model_2d(
             for (u, v), m, s, up, un in zip(P, mean, std, upper, unsure):
                 c = _class_colour(bool(up), bool(un))
                 tip = (
-                    f"{n0}={_fmt(u)}, {n1}={_fmt(v)}: {_CLASS_NAMES[bool(up), bool(un)]}, "
+                    f"{_at((n0, n1), (u, v), units)}: {_CLASS_NAMES[bool(up), bool(un)]}, "
                     f"mean {_fmt(m)}, std {_fmt(s)}"
                 )
                 p.cell(u, v, d0, d1, c, title=tip if tips else "")
@@ -1415,19 +1568,19 @@ def _model_2d(
             u,
             v,
             _colour((val - ylo) / (yhi - ylo)) if pred is None else "#fff",
-            title=f"{n0}={_fmt(u)}, {n1}={_fmt(v)}: {_measured(val)}",
+            title=f"{_at((n0, n1), (u, v), units)}: {_measured(val)}",
         )
     for (u, v), a in zip(XL, acc):
         (p.dot if a else p.cross)(
             u,
             v,
             _GREEN if a else _RED,
-            title=f"{n0}={_fmt(u)}, {n1}={_fmt(v)}: " + ("accepted" if a else "rejected"),
+            title=f"{_at((n0, n1), (u, v), units)}: " + ("accepted" if a else "rejected"),
         )
     if XL.size:
-        items += [(_GREEN, "accepted", _DOT), (_RED, "rejected", _CROSS)]
+        items += _LABEL_ITEMS
     if rpt is not None:
-        where = f"{n0}={_fmt(float(rpt[0]))}, {n1}={_fmt(float(rpt[1]))}"
+        where = _at((n0, n1), rpt, units)
         p.star(float(rpt[0]), float(rpt[1]), f"recommendation {where}")
         items.append(("#ffd700", "recommendation"))
         lead += f" The recommendation: {where}."
@@ -1477,6 +1630,7 @@ def _model_slices(
     label: str,
 ) -> str:
     names = study.names
+    units = _units(study)
     d = len(names)
     centre = rpt if rpt is not None else (X[int(np.argmin(y))] if y.size else _centre(study.space))
     b = _bounds(study.space)
@@ -1508,7 +1662,7 @@ def _model_slices(
             (b[j, 0], b[j, 1]),
             ylim,
             "",
-            names[j],
+            _axis_label(names[j], units, _xlabel_chars(ncols)),
             "f" if k % ncols == 0 else "",
             col=k % ncols,
             ncols=ncols,
@@ -1520,7 +1674,8 @@ def _model_slices(
         if threshold is not None:
             p.hline(float(threshold), _RED)
         for row, val in zip(X, y):
-            p.dot(row[j], val, "#222", r=2.2, title=f"{names[j]}={_fmt(row[j])}: {_fmt(val)}")
+            tip = f"{_set(names[j], row[j], units)}: {_fmt(val)}"
+            p.dot(row[j], val, "#222", r=2.2, title=tip)
         p.star(
             float(centre[j]),
             float(m[int(np.argmin(np.abs(xs - centre[j])))]) if m is not None else ylim[1] * 0.95,
@@ -1528,7 +1683,7 @@ def _model_slices(
         body.append(p.svg())
     through = "the recommendation" if rpt is not None else "the lowest measured point"
     lead = _fit_lead(X, y, threshold, names, np.empty((0, d)), None) + (
-        f" Slices through {through}: {_at(names, centre)}."
+        f" Slices through {through}: {_at(names, centre, units)}."
     )
     head = _wrapped(
         8,
@@ -1680,6 +1835,7 @@ def _model_preference(study: Any, hist: list[dict[str, Any]], rec: Any, label: s
 def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, label: str) -> str:
     space: SafeSpace = study.space
     names = study.names
+    units = _units(study)
     settings = _settings(study)
     h = float(settings.get("h", settings.get("threshold", math.nan)))
     X, answers = _evaluations(study, hist)
@@ -1703,8 +1859,8 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
             (xv.min() - dx / 2, xv.max() + dx / 2),
             (s_vals[0] - ds / 2, s_vals[-1] + ds / 2),
             "safe set: certified safe, likely unsafe (hatched), measured points",
-            names[1],
-            names[0],
+            _axis_label(names[1], units, _xlabel_chars()),
+            _axis_label(names[0], units, YLABEL_CHARS),
         )
         if bounds is not None and sets is not None:
             ucb_g = np.asarray(bounds.ucb_g)  # models g - h (the safe policies' convention)
@@ -1724,7 +1880,7 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
                         dx,
                         ds,
                         c,
-                        title=f"{names[1]}={_fmt(xv[i])}, {names[0]}={_fmt(s_vals[j])}: "
+                        title=f"{_at((names[1], names[0]), (xv[i], s_vals[j]), units)}: "
                         f"upper bound of g - h {_fmt(float(ucb_g[i, j]))}",
                         hatch=c == _UNSAFE_FILL,
                     )
@@ -1747,17 +1903,18 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
         if rpt is not None:
             p.star(float(rpt[1]), float(rpt[0]), "recommendation")
             items.append(("#ffd700", "recommendation"))
-            lead += f" The recommendation: {_at(names, rpt)}."
+            lead += f" The recommendation: {_at(names, rpt, units)}."
         return _describe(_with_legend([p.svg()], PANEL_H, items, label), lead)
     # more than one x dimension: the certified safe level per x option, sorted
     if sets is None:
         return _message(f"{len(hist)} measurements; the safe set appears after the first", label)
     boundary = np.asarray(sets.boundary)
     level = s_vals[boundary]
+    unit = f" {units[names[0]]}" if units.get(names[0]) else ""
     lead = _safe_lead(names, g, h, bounds, sets) + (
         f" Certified safe {names[0]} over the {level.size} settings: lowest "
-        f"{_fmt(float(level.min()))}, median {_fmt(float(np.median(level)))}, highest "
-        f"{_fmt(float(level.max()))}."
+        f"{_fmt(float(level.min()))}{unit}, median {_fmt(float(np.median(level)))}{unit}, "
+        f"highest {_fmt(float(level.max()))}{unit}."
     )
     order = np.argsort(-level, kind="stable")
     p = _panel(
@@ -1767,7 +1924,7 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
         f"certified safe {names[0]} for each of the {xp.shape[0]} settings of "
         + ", ".join(names[1:]),
         "settings (sorted)",
-        names[0],
+        _axis_label(names[0], units, YLABEL_CHARS),
     )
     p.axes(xticks=False)
     if len(order) <= _MAX_CELLS:
@@ -1778,8 +1935,8 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
                 1.0,
                 level[i] - s_vals[0] + ds,
                 "#a8dbb5",
-                title=", ".join(f"{n}={_fmt(v)}" for n, v in zip(names[1:], xp[i]))
-                + f": safe up to {names[0]}={_fmt(level[i])}",
+                title=_at(names[1:], xp[i], units)
+                + f": safe up to {_set(names[0], level[i], units)}",
             )
     else:  # many settings: the sorted levels as one filled step curve (the picture stays small)
         lv = level[order]
@@ -1919,13 +2076,14 @@ _MAX_LEVEL_KEYS = 8
 
 
 def _level_keys(
-    s_vals: np.ndarray, used: np.ndarray
+    s_vals: np.ndarray, used: np.ndarray, unit: str = ""
 ) -> tuple[dict[int, int], list[str], list[str]]:
     """The growth picture's discrete colour key for the level indices ``used`` (of ``s_vals``):
     each level its own key while there are at most :data:`_MAX_LEVEL_KEYS`, else that many runs
     of consecutive used levels. Returns the key of each used level, each key's colour (the
     ramp at the key's place among all levels: the lowest dark, the highest yellow, whatever
-    was used) and its text (the level of s, or the range of a run)."""
+    was used) and its text (the level of s, or the range of a run, followed by ``unit``: s's
+    unit, if any)."""
     levels = sorted({int(k) for k in np.asarray(used).ravel()})
     n_keys = min(len(levels), _MAX_LEVEL_KEYS)
     runs = [
@@ -1941,6 +2099,7 @@ def _level_keys(
         lo, hi = _fmt(s_vals[run[0]]), _fmt(s_vals[run[-1]])
         texts.append(
             (lo if run[0] == run[-1] else f"{lo} to {hi}")
+            + (f" {unit}" if unit else "")
             + (" (the highest)" if run[-1] == s_vals.size - 1 else "")
         )
     if len(set(colours)) < len(colours):  # close levels of a fine grid: spread them instead
@@ -1974,6 +2133,8 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
         return _message("no answers yet: only the lowest level is known to be safe", label)
     space: SafeSpace = study.space
     names = study.names
+    units = _units(study)
+    unit = f" {units[names[0]]}" if units.get(names[0]) else ""
     s_vals = np.asarray(space.s_values, dtype=np.float64)
     B = np.vstack(growth)  # (answers, n_x)
     n = B.shape[0]
@@ -1986,7 +2147,7 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
     p.steps(t, share, _GREEN)
     if np.all(B == B[0]):  # no growth at all: say it, a flat line alone reads as a broken chart
         where = (
-            f"only the lowest {names[0]} ({_fmt(s_vals[0])})"
+            f"only the lowest {names[0]} ({_fmt(s_vals[0])}{unit})"
             if np.all(B == 0)
             else f"{share[0]:.0%} of the space"
         )
@@ -2006,7 +2167,7 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
         xv = xp[:, 0]
         dx = (xv.max() - xv.min()) / max(xv.size - 1, 1) if xv.size > 1 else 1.0
         step = max(1, math.ceil(n * xv.size / 3000))  # keeps the picture small
-        key, colours, texts = _level_keys(s_vals, B[0:n:step])
+        key, colours, texts = _level_keys(s_vals, B[0:n:step], units.get(names[0], ""))
         if len(colours) == 1:
             title = (
                 f"certified {names[0]} per {names[1]} after each answer: up to {texts[0]} "
@@ -2015,7 +2176,12 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
         else:
             title = f"certified {names[0]} per {names[1]} after each answer (colour: key below)"
         q = _panel(
-            1, (xv.min() - dx / 2, xv.max() + dx / 2), (0.5, n + 0.5), title, names[1], "answers"
+            1,
+            (xv.min() - dx / 2, xv.max() + dx / 2),
+            (0.5, n + 0.5),
+            title,
+            _axis_label(names[1], units, _xlabel_chars()),
+            "answers",
         )
         for k in range(0, n, step):
             for i in range(xv.size):
@@ -2026,7 +2192,7 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
         q = _panel(
             1, (0.5, n + 0.5), (s_vals[0] - ds / 2, s_vals[-1] + ds / 2),
             f"certified {names[0]} over the {xp.shape[0]} settings: lowest, median, highest",
-            "answers", names[0],
+            "answers", _axis_label(names[0], units, YLABEL_CHARS),
         )  # fmt: skip
         q.axes()
         q.band(t, level.min(axis=1), level.max(axis=1), _GREEN)
@@ -2088,6 +2254,8 @@ def growth_numbers(
         return "No answers yet: only the lowest level is known to be safe.", []
     space: SafeSpace = study.space
     names = study.names
+    units = _units(study)
+    unit = f" {units[names[0]]}" if units.get(names[0]) else ""
     s_vals = np.asarray(space.s_values, dtype=np.float64)
     xp = np.asarray(space.x_points, dtype=np.float64)
     share = _certified_share(growth, s_vals.size)
@@ -2099,17 +2267,19 @@ def growth_numbers(
         if xp.shape[1] == 1:
             parts = []
             for i0, i1 in _runs(b):
+                x_unit = f" {units[names[1]]}" if units.get(names[1]) else ""
                 where = (
-                    f"{names[1]}={_fmt(xp[i0, 0])}"
+                    _set(names[1], xp[i0, 0], units)
                     if i0 == i1
-                    else f"{names[1]} {_fmt(xp[i0, 0])} to {_fmt(xp[i1, 0])}"
+                    else f"{names[1]} {_fmt(xp[i0, 0])} to {_fmt(xp[i1, 0])}{x_unit}"
                 )
-                parts.append(f"{names[0]} up to {_fmt(float(level[i0]))} at {where}")
+                parts.append(f"{names[0]} up to {_fmt(float(level[i0]))}{unit} at {where}")
             value += "; ".join(parts)
         else:
             value += (
-                f"{names[0]} up to {_fmt(float(level.min()))} (lowest), "
-                f"{_fmt(float(np.median(level)))} (median), {_fmt(float(level.max()))} (highest)"
+                f"{names[0]} up to {_fmt(float(level.min()))}{unit} (lowest), "
+                f"{_fmt(float(np.median(level)))}{unit} (median), "
+                f"{_fmt(float(level.max()))}{unit} (highest)"
             )
         rows.append((f"after answer {k + 1}", value))
     return _growth_lead(growth, share), rows

@@ -11,7 +11,7 @@ file with the same keys):
     low = 20.0
     high = 80.0
     grid = 31            # optional: points per axis (a finite candidate grid)
-    unit = "degC"        # optional: shown next to the value (web page)
+    unit = "degC"        # optional: shown next to the value (web page, questions, pictures)
 
     [[parameters]]
     name = "ratio"

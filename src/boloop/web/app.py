@@ -1297,11 +1297,6 @@ def _picture_numbers(svg: str) -> list[tuple[str, str]]:
     return rows
 
 
-def _units(study: Study) -> dict[str, str]:
-    space = study.config.get("space") or {}
-    return {p["name"]: p["unit"] for p in space.get("parameters", []) if p.get("unit")}
-
-
 def _query_media(study: Study, q: Any) -> dict[str, list[dict[str, str]]]:
     """``{"x"|"a"|"b": [{"column", "file", "type", "url"}]}`` for options with media files."""
     cand = (study.config.get("space") or {}).get("candidates") or {}
@@ -1349,7 +1344,7 @@ def _page_context(study: Study) -> dict[str, Any]:
         pics_phone = pictures(study, growth=False, width=PHONE_WIDTH)
         st = study.status(last=0)
     events = study.events()
-    units = _units(study)
+    units = study.units()
     ctx: dict[str, Any] = {
         "study": study,
         "name": study.name,

@@ -304,6 +304,10 @@ class LevelSetPolicy(BasePolicy):
         #: per candidate, the largest sd of the move of its mean that one answer at a query of
         #: the count would bring (:meth:`_answer_reach`)
         self._stall_reach: np.ndarray | None = None
+        #: the observations (answers and added measurements) when the first query of the
+        #: count was chosen: those since are the answers to the count's queries and the
+        #: measurements added between them
+        self._stall_first_n = 0
         self._stall: dict[str, Any] | None = None
 
     def _space_filling_start(self, space: CandidateSet | Box, n0: int) -> None:
@@ -696,13 +700,14 @@ class LevelSetPolicy(BasePolicy):
             else:
                 self._known_unchanged, self._known_repeats = 1, int(measured)
                 self._stall_anchor, self._stall_reach = state, reach
+                self._stall_first_n = self.gp.n
         self._stall = None
         k = self._known_unchanged
         if k >= self.stall_window:  # the words and the farthest point when read (stall())
             self._stall = {
                 "queries": k,
                 "repeats": self._known_repeats,
-                "since_n": self.gp.n - (k - 1),
+                "since_n": self._stall_first_n,
             }
 
     def _farthest_candidate(self) -> tuple[np.ndarray, float]:
@@ -730,8 +735,11 @@ class LevelSetPolicy(BasePolicy):
         the map the stall is gone (the method checks again at its next query); when none did,
         it stands, counted to now, and the farthest setting is that of the data now.
         ``queries`` (the :attr:`known_unchanged` count at that query; ``repeats`` of them at
-        measured settings, the others new but known to within the noise) and ``answers`` since
-        the first of them, ``measured_settings`` (distinct settings measured), the candidate
+        measured settings, the others new but known to within the noise), ``answered`` (the
+        answers given to them: one fewer than ``queries`` while the last is the open query),
+        ``added`` (measurements added since the first of them) and ``answers`` (both: the
+        observations since the first of them), ``measured_settings`` (distinct settings
+        measured), the candidate
         ``farthest`` from every measurement (``farthest_distance``: as a fraction of the
         diagonal of the box scaled to unit sides; None when every candidate is measured), the
         ``finding`` in words and the ``message`` for the person running the study: the finding
@@ -753,6 +761,12 @@ class LevelSetPolicy(BasePolicy):
         if not found["holds"]:
             return None
         k, answers = int(found["queries"]), n - int(found["since_n"])
+        # the counts a sentence gives side by side say what they count: the last query may
+        # be open (asked, not answered: a study page always holds one), and measurements
+        # added between the queries are observations too (a newcomer read "22 queries over
+        # 21 answers" as an error)
+        answered = k - 1 if self.pending is not None else k
+        added = max(answers - answered, 0)
         repeats = int(found["repeats"])
         if self.finite:
             measured = int(np.count_nonzero(self.observed))
@@ -768,11 +782,17 @@ class LevelSetPolicy(BasePolicy):
                 f"at settings already measured ({repeats}) or {near}measurement noise "
                 f"({k - repeats})"
             )
+        over = f"the {answered} answers given to them"
+        if answered < k:
+            over += f" (the last of the {k}, the open query, has no answer yet)"
+        if added:
+            some = f"{added} measurements" if added > 1 else "measurement"
+            over += f" and the {some} added since the first of them"
         common = (
             f"the estimated map has stopped changing: the last {k} queries were {which}, and "
-            f"no setting changed side of the threshold over the {answers} answers since the "
-            "first of them, other than settings beside the boundary that the model has not decided "
-            "and that each answer tips one way or the other. "
+            f"no setting changed side of the threshold over {over}, other than settings beside "
+            "the boundary that the model has not decided and that each answer tips one way or "
+            "the other. "
         )
         far = found["farthest"]
         if far is None:
@@ -792,6 +812,8 @@ class LevelSetPolicy(BasePolicy):
             message = finding + " " + FARTHEST_ADVICE.format(where=f"x = ({where})")
         return {
             "answers": answers,
+            "answered": answered,
+            "added": added,
             "queries": k,
             "repeats": repeats,
             "measured_settings": measured,
