@@ -46,6 +46,8 @@ def test_a_busy_study_is_a_503_try_again_on_the_api_and_the_page(tmp_path, monke
     assert "The study is busy" in r.text and "cannot be reached" not in r.text
     assert "was NOT stored" in r.text and 'id="btn-resend"' in r.text
     assert "0.25" in r.text
+    # a POST's result: reloading it would send the form again, so the page does not advise it
+    assert "reload this page" not in r.text and "as below" in r.text
 
     monkeypatch.undo()  # the others are done: the same answer is stored once
     r = client.post("/api/studies/lev1/tell", json={"query_id": q.id, "answer": 0.25})

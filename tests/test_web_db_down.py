@@ -75,12 +75,15 @@ def test_every_page_and_api_call_is_a_503_while_the_database_is_down(pg_server, 
         # pages: the human page, 503
         for path in ("/", "/studies/coat", "/studies/other", "/studies/coat/export.csv"):
             _is_outage_page(client.get(path), where=path)
+            assert "reload this page" in client.get(path).text, path  # a GET: reloading is safe
         r = client.post(
             "/studies/coat/tell",
             data={"csrf": csrf, "query_id": str(q.id), "value": "0.51", "note": "batch 7"},
         )
         _is_outage_page(r, where="POST tell")
         assert f"Your answer to query {q.id} was NOT stored" in r.text
+        # a POST's result: reloading would send the form again (the browser asks first)
+        assert "reload this page" not in r.text and "as below" in r.text
         assert "value: <strong>0.51</strong>" in r.text and "note: <strong>batch 7</strong>" in r.text
         resend = _hidden_fields(r.text, "resend-form")
         assert resend == {"csrf": csrf, "query_id": str(q.id), "value": "0.51", "note": "batch 7"}
