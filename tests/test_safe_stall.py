@@ -239,21 +239,78 @@ def test_hyperparameter_learning_min_lengthscale_raises_the_lower_bounds():
             HyperparameterLearning(min_lengthscale=bad)
 
 
-def _dose_policy():
+def _dose_policy(g_noise: float = 0.0, noise_g: float | None = None):
     """M-SafeOpt on a dose (monotone, 9 levels, h = 1.5) by timing grid, and the answers of a
-    truth with g = 0.1 + 0.03 dose (f noisy)."""
+    truth with g = 0.1 + 0.03 dose (f noisy; g with noise of sd ``g_noise``, the model's
+    ``noise_g`` variance when given)."""
     from boloop.algorithms.safe import MSafeOpt
     from boloop.spaces import SafeSpace
 
     space = SafeSpace(np.linspace(0, 40, 9), np.linspace(0, 24, 7)[:, None], ["dose", "timing"])
-    policy = MSafeOpt(space, 1.5, L_f=1.0, L_g_prime=1.0, seed=3)
+    extra = {} if noise_g is None else {"noise_g": noise_g}
+    policy = MSafeOpt(space, 1.5, L_f=1.0, L_g_prime=1.0, seed=3, **extra)
     rng = np.random.default_rng(0)
 
     def answer(x) -> dict:
         d, t = float(x[0]), float(x[1])
-        return {"f": 50 + d - (t - 12) ** 2 / 10 + 0.3 * rng.normal(), "g": 0.1 + 0.03 * d}
+        g = 0.1 + 0.03 * d + g_noise * rng.normal()
+        return {"f": 50 + d - (t - 12) ** 2 / 10 + 0.3 * rng.normal(), "g": g}
 
     return policy, answer
+
+
+def test_repeats_that_cannot_unblock_report_the_stall_before_the_window():
+    """g noise-free at dose 0 (a lab's instrument reading): the method measures settings of
+    dose 0 again, whose exact values cannot narrow g at the next dose, so nothing changes and
+    it asks the same again. The stall is reported at the third such proposal, not after
+    ``stall_window`` answers, and says why."""
+    policy, answer = _dose_policy()
+    for _ in range(policy.n_initial):
+        q = policy.ask()
+        policy.tell(q, answer(q.x))
+    asked = []
+    while policy.stall() is None:
+        q = policy.ask()
+        asked.append(tuple(np.round(q.x, 9)))
+        if policy.stall() is None:
+            policy.tell(q, answer(q.x))
+        assert len(asked) < policy.stall_window, "not reported before the window"
+    stall = policy.stall()
+    assert stall["repeats"] == 3 and stall["answers"] == len(asked) - 1 < policy.stall_window
+    assert all(x[0] == 0.0 for x in asked)  # all at dose 0, the level it cannot leave
+    assert "Its last 3 queries measured settings again" in stall["message"]
+    assert policy.recommend().boundary_s.max() == 0.0
+
+
+def test_repeats_that_refits_can_move_wait_for_the_window():
+    """A fine dose grid (41 levels) with g measured with noise (sd 0.3, the model told so):
+    the method climbs, then repeats settings while refits of g's learned model (data at many
+    levels) can still move its width one level up. Repeats are then no reason to report a
+    stall early (such a rule was followed by growth in 5 of 8 runs): every stall reported
+    waits for the window."""
+    from boloop.algorithms.safe import MSafeOpt
+    from boloop.spaces import SafeSpace
+
+    space = SafeSpace(np.linspace(0, 40, 41), np.linspace(0, 24, 7)[:, None], ["dose", "timing"])
+    policy = MSafeOpt(space, 1.5, L_f=1.0, L_g_prime=1.0, seed=3, noise_g=0.09)
+    rng = np.random.default_rng(3)
+    seen: set[tuple[float, ...]] = set()
+    run = longest = reported = 0
+    for _ in range(80):
+        q = policy.ask()
+        x = tuple(np.round(q.x, 9))
+        run = run + 1 if (x in seen and not q.initial) else 0
+        longest = max(longest, run)
+        seen.add(x)
+        stall = policy.stall()
+        if stall is not None:
+            reported += 1
+            assert stall["repeats"] == 0 and stall["answers"] >= policy.stall_window
+        d, t = float(q.x[0]), float(q.x[1])
+        g = 0.1 + 0.03 * d + 0.3 * rng.normal()
+        policy.tell(q, {"f": 50 + d - (t - 12) ** 2 / 10 + 0.3 * rng.normal(), "g": g})
+    assert longest >= 3  # it did repeat settings three times and more in a row
+    assert policy.recommend().boundary_s.max() >= 10.0  # and it had left the lowest levels
 
 
 def test_a_measurement_over_the_limit_withdraws_the_stall_and_its_suggestion():
@@ -293,10 +350,11 @@ def test_the_policy_counts_answers_without_growth_open_query_or_not():
     window = policy.stall_window
     for k in range(window):
         q = policy.ask()  # the set does not grow: asking leaves the count
-        assert policy.answers_without_growth() == k and policy.stall() is None
+        assert policy.answers_without_growth() == k
+        early = policy.stall()  # repeats of settings that cannot move it report it early
+        assert early is None or early["answers"] == said(early) == k
         policy.tell(q, answer(q.x))
         assert policy.answers_without_growth() == k + 1
-    assert policy.stall() is None  # found at a proposal: the last one saw window - 1
     assert policy.recommend().boundary_s.max() == 0.0
     q = policy.ask()
     stall = policy.stall()

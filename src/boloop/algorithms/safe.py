@@ -412,6 +412,9 @@ class _SafePolicy(BasePolicy):
         self._answers_at_growth: int | None = None
         #: the stall found at the last proposal, without its count (:meth:`stall` adds it)
         self._stall: dict[str, Any] | None = None
+        #: proposals in a row, since the set last grew, that measure a setting again where even
+        #: its exact value would not narrow g one level up on the stuck rows (:meth:`_futile`)
+        self._futile_run = 0
         #: learned default: the grid levels of s measured so far; while there is only one, g's
         #: length-scale along s is not identified and certification stops one level above it
         #: (:meth:`_level_cap`)
@@ -640,11 +643,14 @@ class _SafePolicy(BasePolicy):
             return str(names[k])
         return "s" if k == 0 else f"x{k}"
 
-    def _update_stall(self, b: Bounds, sets: SafeSets) -> None:
+    def _update_stall(self, b: Bounds, sets: SafeSets, sel: Selection | None = None) -> None:
         """Whether the certified set has stopped growing for a reason the user can act on.
 
         A stall is reported when (i) the certified set has not grown for ``stall_window``
-        answers, (ii) some x row could still improve: an action above its certified boundary
+        answers, or the last :data:`FUTILE_REPEATS` proposals since it grew (``sel``, the one
+        being made, included) each measure a setting again that cannot unblock the rows below
+        (:meth:`_futile`: the method would ask the same again), (ii) some x row could still
+        improve: an action above its certified boundary
         (never measured over the limit) has ``UCB^f`` above the best certified ``LCB^f``
         (``maxLCB_t``; Case 2: the row's own; M-SafeUCB: any, f = g increases in s), and (iii) on
         such a row the certification of the next grid level fails on the width of the bound, not
@@ -665,9 +671,46 @@ class _SafePolicy(BasePolicy):
         if count > self._cert_count or self._answers_at_growth is None:
             self._cert_count = count
             self._answers_at_growth = self._answers
+            self._futile_run = 0
         self._stall = None
-        if self._answers - self._answers_at_growth < self.stall_window:
+        window = self._answers - self._answers_at_growth >= self.stall_window
+        blind = self._blind_rows(b, sets)
+        if sel is not None:
+            futile = (
+                blind is not None
+                and self._model_stays()
+                and self._futile(sel, blind[0], sets.boundary)
+            )
+            self._futile_run = self._futile_run + 1 if futile else 0
+        if blind is None or not (window or self._futile_run >= FUTILE_REPEATS):
             return
+        blind_rows, ratio = blind
+        ls = np.atleast_1d(np.asarray(getattr(self.gp_g.kernel, "lengthscale", np.nan)))
+        ls_s = float(ls[0])
+        step = float(np.median(np.diff(self.space.s_values)))
+        top = float(self.space.s_values[int(np.max(self.certified))])
+        axis = self._axis_name(0)
+        i = int(np.flatnonzero(blind_rows)[np.argmax(ratio[blind_rows])])
+        self._stall = {
+            "axis": axis,
+            "lengthscale_g": ls_s,
+            "grid_step": step,
+            "highest_certified": top,
+            "rows": int(np.count_nonzero(blind_rows)),
+            "uncertainty_ratio": float(ratio[i]),
+            "repeats": self._futile_run if not window else 0,
+            "suggested_min_lengthscale_g": (
+                self._suggested_floor(ls_s)
+                if self.hyperparameters in ("learned", "plain")
+                else None
+            ),
+        }
+
+    def _blind_rows(self, b: Bounds, sets: SafeSets) -> tuple[np.ndarray, np.ndarray] | None:
+        """Conditions (ii) and (iii) of :meth:`_update_stall`: the x rows (bool, ``(n_x,)``)
+        that could improve above their certified boundary and whose next level the model cannot
+        certify for want of knowledge, with ``sigma^g`` there over its prior value per row;
+        None when no row is such."""
         n_x, n_s = self.certified.size, self.space.n_s
         rows = np.arange(n_x)
         j = sets.boundary
@@ -683,7 +726,7 @@ class _SafePolicy(BasePolicy):
             ucb_above = np.max(np.where(above, b.ucb_f, -np.inf), axis=1)
             promising = open_row & (ucb_above > best)
         if not promising.any():
-            return
+            return None
         prior_var = self.gp_g.kernel.diag(self.space.points[rows * n_s + nxt])
         # the intercept's prior variance (offset_g) is the same at every action: what the model
         # does not know about the next level is the rest of the prior
@@ -698,32 +741,66 @@ class _SafePolicy(BasePolicy):
         expects_safe = (b.mean_g[rows, nxt] + sd <= self.threshold) & (ratio >= 0.2)
         blind = promising & (expects_safe | (ratio >= 0.5))
         if not blind.any():
-            return
-        ls = np.atleast_1d(np.asarray(getattr(self.gp_g.kernel, "lengthscale", np.nan)))
-        ls_s = float(ls[0])
-        step = float(np.median(np.diff(self.space.s_values)))
-        top = float(self.space.s_values[int(np.max(self.certified))])
-        axis = self._axis_name(0)
-        i = int(np.flatnonzero(blind)[np.argmax(ratio[blind])])
-        self._stall = {
-            "axis": axis,
-            "lengthscale_g": ls_s,
-            "grid_step": step,
-            "highest_certified": top,
-            "rows": int(np.count_nonzero(blind)),
-            "uncertainty_ratio": float(ratio[i]),
-            "suggested_min_lengthscale_g": (
-                self._suggested_floor(ls_s) if self.hyperparameters in ("learned", "plain") else None
-            ),
-        }
+            return None
+        return blind, ratio
+
+    def _model_stays(self) -> bool:
+        """Whether g's model can change only through its data: a fixed kernel, or the learned
+        default while every datum sits at one level of s (:meth:`_level_cap`: the data cannot
+        identify how fast g changes along s, so no refit can move the next level's width).
+        Otherwise refits as the data grow move the model (measured: a futile-repeat rule
+        without this condition was followed by growth in 5 of 8 runs on fine dose grids with
+        noisy g, against 1 of 6 for the window)."""
+        if self.learning is None:
+            return not self.fit_hyperparameters
+        return self._one_step and len(self._levels) < 2
+
+    def _futile(self, sel: Selection, blind: np.ndarray, boundary: np.ndarray) -> bool:
+        """Whether the proposal ``sel`` measures a setting again (its grid cell was measured
+        before) and even the exact value of g there would leave ``sigma^g`` at the next level
+        of every row in ``blind`` (one above ``boundary``, this round's) above
+        :data:`FUTILE_NARROWING` of what it is: conditioned on a noise-free g at the setting,
+        ``var' = var - cov^2 / var_sel`` (posterior (co)variances of g's model). Then
+        the answer cannot unblock those rows (nor can any number of repeats: their limit is
+        that exact value), and the data after it are the data before it plus a repeat, so the
+        method asks the same again. A noise-free measurement repeated is the common case (a
+        lab's g read off an instrument: its posterior variance at the setting is already the
+        noise floor, ``cov`` about 0)."""
+        if (sel.x_index, sel.s_index) not in self._measured_cells:
+            return False
+        n_s = self.space.n_s
+        rows = np.flatnonzero(blind)
+        nxt = np.minimum(boundary[rows] + 1, n_s - 1)
+        P = self.space.points[rows * n_s + nxt]
+        x = self.space.points[sel.x_index * n_s + sel.s_index][None, :]
+        var_sel = float(self.gp_g.posterior_covariance(x, x)[0, 0])
+        _, var_nxt = self.gp_g.predict(P)
+        cov = self.gp_g.posterior_covariance(P, x)[:, 0]
+        if var_sel <= 0.0:
+            return True
+        narrowed = np.maximum(var_nxt - cov**2 / var_sel, 0.0)
+        return bool(np.all(narrowed >= FUTILE_NARROWING**2 * var_nxt))
 
     def _stall_message(
-        self, stale: int, axis: str, ls: float, step: float, top: float, ratio: float
+        self,
+        stale: int,
+        axis: str,
+        ls: float,
+        step: float,
+        top: float,
+        ratio: float,
+        repeats: int = 0,
     ) -> str:
+        again = (
+            f" Its last {repeats} queries measured settings again that it already knows: their "
+            f"answers cannot narrow g one {axis} level up, so it would go on asking the same."
+            if repeats
+            else ""
+        )
         head = (
             f"the method is stuck: the set of settings it can certify as safe has not grown in "
             f"the last {stale} answers (it certifies {axis} up to {top:.4g}), although its model "
-            f"of f says that higher {axis} could be better. Its model of the safety value g "
+            f"of f says that higher {axis} could be better.{again} Its model of the safety value g "
             f"assumes g can change a lot over {ls:.3g} in {axis} (the length-scale along {axis}; "
             f"the grid step is {step:.4g}), so one step beyond the measured levels its "
             f"uncertainty about g is still {100 * ratio:.0f}% of what it is without any data: "
@@ -794,8 +871,10 @@ class _SafePolicy(BasePolicy):
         """The stall found at the last proposal (see :meth:`_update_stall`) or None: ``answers``
         without growth (:meth:`answers_without_growth`, as it stands now), ``axis`` (the
         monotone parameter), g's ``lengthscale_g`` along it and the ``grid_step`` (natural
-        units), ``highest_certified`` value of the axis, ``rows`` stuck, ``uncertainty_ratio``
-        and a ``message`` for the person running the study, built from the same count."""
+        units), ``highest_certified`` value of the axis, ``rows`` stuck, ``uncertainty_ratio``,
+        ``repeats`` (the futile repeats in a row that reported it before ``stall_window``
+        answers, 0 when the window did) and a ``message`` for the person running the study,
+        built from the same count."""
         if self._stall is None:
             return None
         n = self.answers_without_growth()
@@ -808,6 +887,7 @@ class _SafePolicy(BasePolicy):
             d["grid_step"],
             d["highest_certified"],
             d["uncertainty_ratio"],
+            d["repeats"],
         )
         return d
 
@@ -959,8 +1039,8 @@ class _SafePolicy(BasePolicy):
         b, sets = self.state()
         # the union over time (keep_certified): commit this round's certification
         self.certified = np.maximum(self.certified, sets.boundary)
-        self._update_stall(b, sets)
         sel = self._select(b, sets)
+        self._update_stall(b, sets, sel)  # no random numbers: after the selection as before it
         if sel.s_index > sets.boundary[sel.x_index]:  # pragma: no cover - guarded by construction
             raise AssertionError("selected an action outside the certified safe set")
         self.last_selection = sel
@@ -1264,6 +1344,14 @@ _COMMON_KEYS = (
 _OPTION_ONLY = ("trend_g", "offset_g", "skip_measured_seeds", "cache_mb")
 #: what a study with ``offset_g`` on says in its warnings, and the log when it is built: the
 #: option is for research (docs/reproductions/safe.md, "An unknown constant in g's model")
+#: proposals in a row that repeat a setting the stuck rows cannot learn from (``_futile``),
+#: after which the safe family reports a stall without waiting for ``stall_window``: the third
+#: repeat of a setting whose exact value would not narrow g one level up (the data then do not
+#: change, so neither does the next proposal)
+FUTILE_REPEATS = 3
+#: ... where "would not narrow" is: g's standard deviation one level up stays above this share
+FUTILE_NARROWING = 0.9
+
 OFFSET_G_CAUTION = (
     "offset_g is on: a research option, not a safe default. With it the method evaluated "
     "settings above the limit on 43 of 100 random test problems (docs/reproductions/safe.md, "
