@@ -57,7 +57,7 @@ def _note_argument(p: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: Any) -> argparse.ArgumentParser:
-    """Add ``study`` (create, ask, tell, undo, add, status, verify, list, export, plot, run,
+    """Add ``study`` (create, try, ask, tell, undo, add, status, verify, list, export, plot, run,
     migrate) to ``subparsers``."""
     study = subparsers.add_parser(
         "study",
@@ -126,6 +126,30 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="method option (repeatable); values are read as JSON when they parse",
     )
+
+    p = add(
+        "try",
+        "what the study would do with other options, from its answers so far (nothing stored)",
+        _try,
+    )
+    p.description = (
+        "Try options (or another method) on a study's answers without storing anything: the "
+        "study that `create NEW --from NAME --option ...` would make is built in memory, asked "
+        "once and thrown away. Prints the query it would ask first and its recommendation "
+        "(a safe study: how far it certifies) beside the study's own, and the command that "
+        "continues the study so. Check an option a warning suggests before you spend "
+        "measurements on it."
+    )
+    p.add_argument("--method", default=None, help="another method id (default: the study's)")
+    p.add_argument(
+        "--option",
+        action="append",
+        type=_option,
+        default=[],
+        metavar="KEY=VALUE",
+        help="method option to try (repeatable); values are read as JSON when they parse",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON")
 
     p = add("ask", "print the open query (the same one until it is answered)", _ask)
     p.add_argument("--json", action="store_true", help="print JSON")
@@ -305,6 +329,41 @@ def _create(args: argparse.Namespace) -> int:
             f"note: {study.method} plans for a horizon of T = {hz['value']} answers (the default) "
             "and asks nothing after them; to choose T, create the study with --option horizon=T"
         )
+    return 0
+
+
+def _try(args: argparse.Namespace) -> int:
+    options = dict(args.option)
+    if not options and args.method is None:
+        raise InvalidInputError(
+            "try needs what to try: --option KEY=VALUE (repeatable) and/or --method ID"
+        )
+    from boloop.spaces import params_text
+
+    study = load_study(args.name, storage=args.storage)
+    found = study.try_options(args.method, **options)
+    if args.json:
+        print(json.dumps(found, default=str))
+        return 0
+    what = [f"method {args.method}"] if args.method else []
+    what += [f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in options.items()]
+    labels = getattr(study.problem, "labels", None)
+    q = found["next_query"]
+    asked = _KIND_WORD.get(q.get("kind"), str(q.get("kind")))
+    if q.get("params"):
+        asked += f" at {params_text(q['params'], study.units())}"
+    lines = [
+        f"study {study.name!r} tried with {', '.join(what)}: nothing was stored "
+        f"({study.name!r} is unchanged)",
+        f"  answers carried: {found['answers']}",
+        f"  it would ask:    {asked}",
+        "  its recommendation:",
+        *("    " + ln for ln in _recommendation_lines(found["recommendation"], labels)),
+        "  the study's own now:",
+        *("    " + ln for ln in _recommendation_lines(found["now"], labels)),
+        f"  to go on so:     {found['continue_command']}",
+    ]
+    print("\n".join(lines))
     return 0
 
 

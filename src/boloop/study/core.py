@@ -885,6 +885,18 @@ class Study(StudyReplay, StudySnapshots):
         given = "".join(f" --option {k}={v:g}" for k, v in options.items())
         return f"{continue_command(self.name, self._storage)}{given}"
 
+    def _try_with(self, options: Mapping[str, float]) -> str:
+        """The command that tries ``options`` on the study's answers, storing nothing
+        (:meth:`try_options`)."""
+        import shlex
+
+        from boloop.study.replay import storage_option
+
+        given = "".join(f" --option {k}={v:g}" for k, v in options.items())
+        return (
+            f"boloop study try {shlex.quote(self.name)}{storage_option(self.storage_url)}{given}"
+        )
+
     def _also(self, own: str, suggested: Mapping[str, float] | None) -> str:
         """What the one command carries besides a warning's own option ``own``, in words ("" when
         it carries that option alone)."""
@@ -976,7 +988,13 @@ class Study(StudyReplay, StudySnapshots):
                     f"min_lengthscale_g = {floor:g} and all {n} answers, run "
                     f"{together or self._continue_with({'min_lengthscale_g': floor})} ("
                     + (f"{also}; or give them" if also else "or give it")
-                    + " in a new space file's [settings])"
+                    + " in a new space file's [settings]). See first what it would certify "
+                    "with these answers, storing nothing: "
+                    + self._try_with(
+                        suggested if together and suggested else {"min_lengthscale_g": floor}
+                    )
+                    + " (the assumption may not be enough: then try a larger value, or "
+                    "trend_g=false, g's model without its trend along the monotone parameter)"
                 )
             return text
         return None
@@ -1356,6 +1374,57 @@ class Study(StudyReplay, StudySnapshots):
 
         at = [float(here[a]) for a in axes]
         return at, {k: [[number(p.get(a)) for a in axes] for p in rows] for k, rows in where.items()}
+
+    def try_options(self, method: str | None = None, **options: Any) -> dict[str, Any]:
+        """What this study would do with other ``options`` (or another ``method``), from its
+        answers so far, with nothing stored: the study a continuation (``create_study(NEW,
+        from_study=NAME, ...)``, ``boloop study create NEW --from NAME``) would be, built in a
+        private in-process store, asked once and thrown away. Check an option before you
+        continue a study with it, instead of spending measurements to find out: the stuck
+        warning's ``min_lengthscale_g`` may not let the safe family certify more with the
+        answers you have (with every measurement at one level of the monotone parameter, g's
+        learned trend leaves the next level as uncertain whatever the smoothness floor).
+
+        Returns ``method``, ``options`` (as the continuation would be created: this study's
+        over-ridden by the ones given), ``answers`` (carried), ``next_query`` (the first query
+        it would ask, :meth:`Query.to_dict`) and ``recommendation`` (:meth:`recommend`, in
+        parameter names; for the safe family ``boundary_s``, the highest certified level per x
+        row), beside ``now``, this study's recommendation, and ``continue_command``, the command
+        that continues the study so. Refused as the continuation would be (a study of duels, an
+        unknown option), with nothing stored anywhere."""
+        import shlex
+        import uuid
+
+        from boloop.study.replay import continue_command
+        from boloop.study.storage_memory import discard_memory_store
+
+        url = f"memory://try-{uuid.uuid4().hex}"
+        try:
+            trial = create_study(
+                self.name,
+                method,
+                None,
+                storage=url,
+                from_study=self.name,
+                from_storage=self.storage_url,
+                **options,
+            )
+            q = trial.ask()
+            given = "" if method is None else f" --method {shlex.quote(method)}"
+            for k, v in options.items():
+                text = v if isinstance(v, str) else json.dumps(v)
+                given += f" --option {shlex.quote(f'{k}={text}')}"
+            return {
+                "method": trial.method,
+                "options": dict(trial.config.get("options") or {}),
+                "answers": trial.n_answered,
+                "next_query": q.to_dict(),
+                "recommendation": trial.recommend(),
+                "now": self.recommend(),
+                "continue_command": continue_command(self.name, self._storage) + given,
+            }
+        finally:
+            discard_memory_store(url)
 
     def units(self) -> dict[str, str]:
         """Each parameter's unit, by name, as the space file gives it (``unit = "mg"``): shown
