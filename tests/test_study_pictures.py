@@ -835,6 +835,42 @@ def test_a_long_name_with_its_unit_is_cut_as_the_measured_value_s_is():
     assert ys == ["concentration of the second reagent (mmol/l)"[: YLABEL_CHARS - 1] + "…"]
 
 
+#: a level set over three parameters (drawn as slices), its made-up measured value
+LEV3 = {
+    "parameters": [
+        {"name": "temperature", "low": 0, "high": 2, "grid": 9, "unit": "°C"},
+        {"name": "ratio", "low": 0, "high": 1, "grid": 5},
+        {"name": "speed", "low": 0, "high": 1, "grid": 5, "unit": "mm/s"},
+    ],
+    "threshold": 0.3,
+    "measurement": {"name": "hardness", "unit": "HV"},
+}
+
+
+def _lev3_value(p: dict[str, float]) -> float:
+    return float(np.sin(3 * p["temperature"]) + 0.5 * np.cos(2 * p["ratio"]) - p["speed"])
+
+
+def _lev3(url: str, name: str = "lev3", space: dict | None = None, answers: int = 10):
+    study = create_study(name, "straddle", space or LEV3, storage=url, seed=3)
+    for _ in range(answers):
+        q = study.ask()
+        study.tell(q.id, _lev3_value(q.params))
+    return study
+
+
+@pytest.mark.parametrize("width", [None, PHONE_WIDTH])
+def test_the_slices_y_axis_names_the_measured_value(url, width):
+    """The slices (three or more parameters) labelled their y axis ``f`` where the space names
+    the measured value, as the 1-D and 2-D pictures do: ``hardness (HV)``; ``f`` without."""
+    kw = {} if width is None else {"width": width}
+    _, ys = _axis_labels(model_svg(_lev3(url), **kw))
+    assert ys and set(ys) == {"hardness (HV)"}
+    plain = {k: v for k, v in LEV3.items() if k != "measurement"}
+    _, ys = _axis_labels(model_svg(_lev3(url, "plain", plain), **kw))
+    assert ys and set(ys) == {"f"}
+
+
 # -- the level-set class maps without colour, and the pictures' numbers ------------------------
 def _class_grid(root):
     """The 2-D class map's cells (their tooltips name position and class): {(x, y, w, h):

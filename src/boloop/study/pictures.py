@@ -1663,7 +1663,7 @@ def _model_slices(
             ylim,
             "",
             _axis_label(names[j], units, _xlabel_chars(ncols)),
-            "f" if k % ncols == 0 else "",
+            _ylabel(study) if k % ncols == 0 else "",
             col=k % ncols,
             ncols=ncols,
         )
