@@ -871,6 +871,81 @@ def test_the_slices_y_axis_names_the_measured_value(url, width):
     assert ys and set(ys) == {"f"}
 
 
+def _slice_stars(svg: str) -> tuple[str, list[tuple[float, str]], list[tuple[float, float]]]:
+    """The slices picture's title, each panel's star (the x of its top tip, its tooltip) and
+    each panel's frame (x, width), panel by panel."""
+    root = ET.fromstring(svg)
+    title = next(
+        " ".join(" ".join(t.itertext()).split())  # its lines (<tspan>) joined as words
+        for t in root.iter(f"{SVG}text")
+        if t.get("class") == "title"
+    )
+    stars = [
+        (float(e.get("points").split(",")[0]), e.findtext(f"{SVG}title"))
+        for e in root.iter(f"{SVG}polygon")
+        if e.get("fill") == "#ffd700"
+    ]
+    frames = [
+        (float(e.get("x")), float(e.get("width")))
+        for e in root.iter(f"{SVG}rect")
+        if e.get("fill") == "none" and e.get("stroke") == "#444"
+    ]
+    return title, stars, frames
+
+
+def _check_stars_at(svg: str, names, bounds, point: dict[str, float], words: str, at: str) -> None:
+    """Each slice's star stands at ``point``'s value of its parameter (``bounds``: each
+    parameter's (low, high), the panel's x range); its tooltip and the title say ``words``."""
+    title, stars, frames = _slice_stars(svg)
+    assert title == f"slices through {words} (star)"
+    assert len(stars) == len(frames) == len(names)
+    for (X, tip), (x0, w), name, (lo, hi) in zip(stars, frames, names, bounds):
+        assert abs(X - (x0 + (point[name] - lo) / (hi - lo) * w)) < 0.11, name
+        assert tip == f"{words}: {at}"
+    desc = ET.fromstring(svg).findtext(f"{SVG}desc")
+    assert f"Slices through {words}: {at}." in desc
+
+
+def test_level_set_slices_go_through_the_measurement_nearest_the_threshold(url):
+    """A level set's recommendation is a map, not a point: its slices were taken through the
+    lowest measured point and titled so, a goal the family does not have (the lowest point lies
+    deep below the threshold, where a slice may never reach it). They go through the
+    measurement nearest the threshold, a point by the boundary being mapped, and say so: the
+    title, each star's place and tooltip, the description."""
+    study = _lev3(url)
+    rows = study.history()
+    y = np.array([r["answer"] for r in rows])
+    nearest = rows[int(np.argmin(np.abs(y - LEV3["threshold"])))]["params"]
+    assert nearest != rows[int(np.argmin(y))]["params"]  # not the lowest measured point
+    names = [p["name"] for p in LEV3["parameters"]]
+    bounds = [(p["low"], p["high"]) for p in LEV3["parameters"]]
+    units = {"temperature": " °C", "ratio": "", "speed": " mm/s"}
+    at = ", ".join(f"{n}={nearest[n]:.4g}{units[n]}" for n in names)
+    for svg in (model_svg(study), model_svg(study, width=PHONE_WIDTH)):
+        _check_stars_at(svg, names, bounds, nearest, "the measurement nearest the threshold", at)
+        assert "lowest" not in svg and "recommendation" not in svg
+
+
+def test_expert_slices_go_through_the_recommendation_or_the_centre_before_any_measurement(url):
+    """The expert family's slices go through its recommendation (a point), as they said; with
+    labels only (COBOL's first answers), through the centre of the space, which they called
+    the lowest measured point."""
+    lcb = make_study("lcb", url, answers=8, key="expert4")
+    rec = lcb.recommend()
+    at = ", ".join(f"{n}={v:.4g}" for n, v in rec.items())
+    _check_stars_at(model_svg(lcb), "wxyz", [(0, 1)] * 4, rec, "the recommendation", at)
+    space = {"parameters": [{"name": n, "low": 0, "high": 1} for n in "abc"]}
+    cobol = create_study("c3", "cobol", space, storage=url, seed=3)
+    for _ in range(3):
+        q = cobol.ask()
+        assert q.kind == "label"
+        cobol.tell(q.id, answer_for(q))
+    centre = dict.fromkeys("abc", 0.5)
+    svg = model_svg(cobol)
+    _check_stars_at(svg, "abc", [(0, 1)] * 3, centre, "the centre of the space", "a=0.5, b=0.5, c=0.5")
+    assert "measured point" not in svg
+
+
 # -- the level-set class maps without colour, and the pictures' numbers ------------------------
 def _class_grid(root):
     """The 2-D class map's cells (their tooltips name position and class): {(x, y, w, h):

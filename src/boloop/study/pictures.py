@@ -10,9 +10,10 @@ Public API, stable:
   ``f`` and ``g`` against the safety limit (``safe``), and the cumulative wins of the options
   that won most, each in a colour it keeps from one drawing to the next (``preference``).
 * :func:`model_svg` -- the current model over the space and the recommendation: a 1-D curve with
-  its ``mean +- 2 std`` band, a 2-D heat map, or 1-D slices through the recommendation for more
-  dimensions; evaluated points and labels; the level set's classes (``H_t``, ``L_t`` of eq. 3.1
-  of the randomized-straddle paper, and the points still undecided); the certified safe set of
+  its ``mean +- 2 std`` band, a 2-D heat map, or 1-D slices for more dimensions (through the
+  recommendation; a level set's, a map, through the measurement nearest its threshold);
+  evaluated points and labels; the level set's classes (``H_t``, ``L_t`` of eq. 3.1 of the
+  randomized-straddle paper, and the points still undecided); the certified safe set of
   M-SafeOpt (Alg. 1, eq. 14) with its boundary; the preference options' win rates with 95 %
   Wilson intervals.
 * :func:`pictures` -- ``{"progress": svg, "model": svg}``.
@@ -1620,6 +1621,26 @@ def _with_legend(
     return _document([*body, q.svg()], height + 16 * _legend_rows(items) + 6, label)
 
 
+def _slice_point(
+    study: Any, X: np.ndarray, y: np.ndarray, threshold: Any, rpt: np.ndarray | None
+) -> tuple[np.ndarray, str]:
+    """The point the slices of :func:`_model_slices` are taken through, and its name in words:
+    the recommendation where it is a point (the expert family's); for a level set, whose
+    recommendation is a map, the measurement nearest the threshold (a point near the boundary
+    being mapped: each slice shows where the model crosses the threshold along its parameter,
+    which slices through a point far below or above it may never reach); else the lowest
+    measured point (the expert family minimises f); the centre of the space before any
+    measurement (labels only). ``X`` (n, d), ``y`` (n,): the measurements."""
+    if rpt is not None:
+        return rpt, "the recommendation"
+    if not y.size:
+        return _centre(study.space), "the centre of the space"
+    if threshold is not None:
+        nearest = int(np.argmin(np.abs(y - float(threshold))))
+        return X[nearest], "the measurement nearest the threshold"
+    return X[int(np.argmin(y))], "the lowest measured point"
+
+
 def _model_slices(
     study: Any,
     X: np.ndarray,
@@ -1632,7 +1653,7 @@ def _model_slices(
     names = study.names
     units = _units(study)
     d = len(names)
-    centre = rpt if rpt is not None else (X[int(np.argmin(y))] if y.size else _centre(study.space))
+    centre, through = _slice_point(study, X, y, threshold, rpt)
     b = _bounds(study.space)
     dims = list(range(min(d, _MAX_SLICES)))
     ncols = _LAYOUT.get().slice_cols
@@ -1679,9 +1700,9 @@ def _model_slices(
         p.star(
             float(centre[j]),
             float(m[int(np.argmin(np.abs(xs - centre[j])))]) if m is not None else ylim[1] * 0.95,
+            f"{through}: {_at(names, centre, units)}",
         )
         body.append(p.svg())
-    through = "the recommendation" if rpt is not None else "the lowest measured point"
     lead = _fit_lead(X, y, threshold, names, np.empty((0, d)), None) + (
         f" Slices through {through}: {_at(names, centre, units)}."
     )
