@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from boloop.study import create_study
-from boloop.study.pictures import PANEL_H, PHONE_WIDTH, model_svg, pictures, progress_svg
+from boloop.study.pictures import (
+    PANEL_H,
+    PHONE_WIDTH,
+    WIDTH,
+    model_svg,
+    pictures,
+    progress_svg,
+)
 from study_samples import EDGE_VALUES, SPACES, answer_for, make_drinks, make_edge, make_study
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -1053,6 +1060,106 @@ def test_level_set_strip_marks_follow_the_estimate(url):
             if float(e.get("x")) <= X <= float(e.get("x")) + float(e.get("width")) - 0.3
         ]  # fmt: skip
         assert cell.get("fill") == ("#e07b28" if plus else "#3b6fb6")
+
+
+_CLASS_FILLS = ("#e07b28", "#f5c9a3", "#3b6fb6", "#aac3e6")
+
+
+def _frames(root) -> list[tuple[float, float, float, float]]:
+    """Each panel's frame: (x, y, width, height)."""
+    return [
+        tuple(float(e.get(k)) for k in ("x", "y", "width", "height"))
+        for e in root.iter(f"{SVG}rect")
+        if e.get("fill") == "none" and e.get("stroke") == "#444"
+    ]
+
+
+def _strip(root) -> list[tuple[float, float, str]]:
+    """The 1-D model's class strip, left to right: each cell's (left, right, fill)."""
+    cells = [
+        (float(e.get("x")), float(e.get("x")) + float(e.get("width")), e.get("fill"))
+        for e in root.iter(f"{SVG}rect")
+        if e.get("fill") in _CLASS_FILLS and e.get("height") != "10"  # the key's are 10 high
+    ]
+    return sorted(cells)
+
+
+@pytest.mark.parametrize("width", [None, PHONE_WIDTH])
+def test_the_level_set_strip_ends_at_the_panel_s_frame(url, width):
+    """The 1-D class strip's end cells were centred on the end candidates, so half of each
+    stuck out of the panel (docs/web/web-levelset.png): the strip now starts and ends at the
+    frame, its end cells half as wide as the others, and its cells meet without a gap."""
+    study = make_study("lev1", url, answers=10)
+    root = ET.fromstring(model_svg(study, **({} if width is None else {"width": width})))
+    ((fx, _fy, fw, _fh),) = _frames(root)
+    strip = _strip(root)
+    assert len(strip) == 41
+    assert abs(strip[0][0] - fx) <= 0.11 and abs(strip[-1][1] - (fx + fw)) <= 0.11
+    assert all(a >= fx - 0.11 and b <= fx + fw + 0.11 for a, b, _ in strip)
+    for (_, b, _c), (a, _, _d) in zip(strip, strip[1:]):
+        assert a <= b + 0.05  # no gap
+    inner = fw / 40  # 41 candidates over the axis: 40 steps
+    assert abs((strip[0][1] - strip[0][0]) - (inner / 2 + 0.3)) <= 0.15
+    assert abs((strip[-1][1] - strip[-1][0]) - inner / 2) <= 0.15
+    assert abs((strip[20][1] - strip[20][0]) - (inner + 0.3)) <= 0.15
+
+
+def test_the_strip_of_an_uneven_grid_meets_its_neighbours_and_its_lines(url):
+    """A 1-D level set over a table of uneven values (0.1 ... 5) gave every cell the width of
+    the first step, so the strip was mostly gaps: each cell reaches halfway to its neighbours,
+    and the line where above meets below stands on the edge between an above and a below
+    cell."""
+    values = [0.1, 0.2, 0.5, 1.0, 2.0, 3.0, 5.0]
+    space = {"candidates": {"columns": ["dose"], "rows": [[v] for v in values]}, "threshold": 0.5}
+    study = create_study("uneven", "straddle", space, storage=url, seed=1)
+    for _ in range(5):
+        q = study.ask()
+        study.tell(q.id, q.params["dose"] / 5)  # above the threshold from a dose of 2.5
+    root = ET.fromstring(model_svg(study))
+    ((fx, _fy, fw, _fh),) = _frames(root)
+    strip = _strip(root)
+    assert len(strip) == len(values)
+    assert abs(strip[0][0] - fx) <= 0.11 and abs(strip[-1][1] - (fx + fw)) <= 0.11
+    lo, hi = values[0], values[-1]
+    for k, (a, b, _) in enumerate(strip[:-1]):
+        edge = fx + ((values[k] + values[k + 1]) / 2 - lo) / (hi - lo) * fw
+        assert abs(a - strip[k + 1][0] + (b - a)) <= 0.41  # meets the next (0.3 over it)
+        assert abs(strip[k + 1][0] - edge) <= 0.11
+    (solid,) = [e for e in root.iter(f"{SVG}path") if e.get("stroke-width") == "1.6"]
+    xs = [float(x) for x in re.findall(r"M([\d.]+),", solid.get("d"))]
+    sides = [c in ("#e07b28", "#f5c9a3") for _, _, c in strip]
+    assert xs and len(xs) == sum(a != b for a, b in zip(sides, sides[1:]))
+    for X in xs:
+        (k,) = [k for k in range(len(strip) - 1) if abs(strip[k + 1][0] - X) <= 0.11]
+        assert sides[k] != sides[k + 1]
+
+
+@pytest.mark.parametrize("name", ["lev1", "lev2", "safe"])
+def test_no_cell_of_a_map_is_drawn_past_its_panel(url, name):
+    """A map's cells (the level set's classes, the safe set, its growth) end at their panel's
+    frame: the 2-D maps' outer cells stood 0.3 units past it (the overlap that closes the
+    seams between cells), the 1-D strip's end cells half a cell."""
+    study = make_study(name, url, answers=10)
+    for width in (WIDTH, PHONE_WIDTH):
+        pics = pictures(study, width=width)
+        for kind, svg in pics.items():
+            root = ET.fromstring(svg)
+            frames = _frames(root)
+            n = 0
+            for e in root.iter(f"{SVG}rect"):
+                if e.get("x") is None or e.get("fill") == "none":
+                    continue  # the background, the frames
+                x, y, w, h = (float(e.get(k)) for k in ("x", "y", "width", "height"))
+                inside = [
+                    f for f in frames
+                    if f[0] <= x + w / 2 <= f[0] + f[2] and f[1] <= y + h / 2 <= f[1] + f[3]
+                ]  # fmt: skip
+                if not inside:
+                    continue  # the key's squares
+                (fx, fy, fw, fh), n = inside[0], n + 1
+                assert x >= fx - 0.11 and x + w <= fx + fw + 0.11, (name, x, w, fx, fw)
+                assert y >= fy - 0.11 and y + h <= fy + fh + 0.11, (name, y, h, fy, fh)
+            assert n if kind != "progress" else not n  # the maps' cells were all checked
 
 
 def test_model_descriptions_give_the_numbers(url):

@@ -419,14 +419,22 @@ class _Panel:
         title: str = "",
         hatch: bool = False,
     ) -> None:
-        """A cell of a map; ``hatch``: with a diagonal line, so that it differs from its
-        neighbours by more than colour (WCAG 1.4.1)."""
-        X0, X1 = self.sx(x - dx / 2), self.sx(x + dx / 2)
-        Y0, Y1 = self.sy(y + dy / 2), self.sy(y - dy / 2)
+        """A cell of a map, ``dx`` by ``dy`` centred at (``x``, ``y``), cut at the panel's
+        frame (a cell centred on the frame draws its inner half only); ``hatch``: with a
+        diagonal line, so that it differs from its neighbours by more than colour (WCAG
+        1.4.1)."""
+        right, bottom = self.x0 + self.w, self.y0 + self.h
+        X0 = max(self.sx(x - dx / 2), self.x0)
+        Y0 = max(self.sy(y + dy / 2), self.y0)
+        X1 = min(self.sx(x + dx / 2), right)
+        Y1 = min(self.sy(y - dy / 2), bottom)
+        if X1 <= X0 or Y1 <= Y0:  # wholly outside the frame
+            return
         t = f"<title>{_esc(title)}</title>" if title else ""
+        # 0.3 wider and taller than the cell, so that neighbours meet without a seam
         self.parts.append(
-            f'<rect x="{X0:.1f}" y="{Y0:.1f}" width="{X1 - X0 + 0.3:.1f}" '
-            f'height="{Y1 - Y0 + 0.3:.1f}" fill="{fill}">{t}</rect>'
+            f'<rect x="{X0:.1f}" y="{Y0:.1f}" width="{min(X1 + 0.3, right) - X0:.1f}" '
+            f'height="{min(Y1 + 0.3, bottom) - Y0:.1f}" fill="{fill}">{t}</rect>'
         )
         if hatch:
             self.parts.append(_hatch_path(X0, Y0, X1 - X0, Y1 - Y0))
@@ -1195,25 +1203,25 @@ def _class_marks(
 ) -> None:
     """What says a level-set class map's classes without colour (WCAG 1.4.1), over cells
     centred at ``xc`` x ``yc`` (data units, ``dx`` x ``dy`` each; ``up``, ``unsure`` boolean
-    (len(xc), len(yc))): a solid dark line where the estimate changes from above to below
-    (eq. 3.1's H_t and L_t meet), a dashed one at the edge of the cells within
-    :data:`~boloop.confidence.UNDECIDED_SD` std of the threshold, and on a lattice of
-    :data:`_GLYPH_STEP` units a plus on a decided cell above, a minus on one below (none on an
-    undecided one). ``glyph_rows``: the lattice's rows (picture y), all the panel's if None."""
+    (len(xc), len(yc))): on the edge halfway between two neighbouring cells, a solid dark line
+    where the estimate changes from above to below (eq. 3.1's H_t and L_t meet), a dashed one
+    at the edge of the cells within :data:`~boloop.confidence.UNDECIDED_SD` std of the
+    threshold, and on a lattice of :data:`_GLYPH_STEP` units a plus on a decided cell above, a
+    minus on one below (none on an undecided one). ``glyph_rows``: the lattice's rows (picture y), all the panel's if None."""
     nx, ny = up.shape
     solid: list[str] = []
     dashed: list[str] = []
     for i in range(nx):
         for j in range(ny):
             if i + 1 < nx:
-                X = p.sx(xc[i] + dx / 2)
+                X = p.sx((xc[i] + xc[i + 1]) / 2)  # halfway: xc[i] + dx / 2 on an even grid
                 edge = f"M{X:.1f},{p.sy(yc[j] - dy / 2):.1f}V{p.sy(yc[j] + dy / 2):.1f}"
                 if up[i, j] != up[i + 1, j]:
                     solid.append(edge)
                 if unsure[i, j] != unsure[i + 1, j]:
                     dashed.append(edge)
             if j + 1 < ny:
-                Y = p.sy(yc[j] + dy / 2)
+                Y = p.sy((yc[j] + yc[j + 1]) / 2)
                 edge = f"M{p.sx(xc[i] - dx / 2):.1f},{Y:.1f}H{p.sx(xc[i] + dx / 2):.1f}"
                 if up[i, j] != up[i, j + 1]:
                     solid.append(edge)
@@ -1456,8 +1464,10 @@ def _model_1d(
             dx = (xs[1] - xs[0]) if xs.size > 1 else 1.0
             upper = np.asarray(_classes(rec, xs[:, None], mean, h), dtype=bool)
             unsure = np.asarray([bool(undecided(m, s, h)) for m, s in zip(mean, std)])
-            for xv, u, un in zip(xs, upper, unsure):
-                p.cell(xv, y_mark, dx, dy, _class_colour(bool(u), bool(un)))
+            # each point's cell reaches halfway to its neighbours, the end ones to the frame
+            edges = np.concatenate([[lo_x], (xs[1:] + xs[:-1]) / 2, [hi_x]])
+            for a, b, u, un in zip(edges[:-1], edges[1:], upper, unsure):
+                p.cell((a + b) / 2, y_mark, b - a, dy, _class_colour(bool(u), bool(un)))
             p.keep_clear(p.x0, p.sy(y_mark - dy / 2), p.x0 + p.w, p.sy(y_mark + dy / 2))
             _class_marks(
                 p, xs, np.array([y_mark]), dx, dy, upper[:, None], unsure[:, None],
