@@ -277,6 +277,32 @@ def test_after_a_g_above_the_limit_the_status_says_what_comes_next():
     assert not (np.array_equal(nxt[1:], x[1:]) and nxt[0] >= x[0])
 
 
+def test_a_g_above_the_limit_and_the_open_query_name_their_setting_with_its_units():
+    """The alarm of a g above the limit (status's warnings, ``tell``'s WARNING, the page) and
+    the refusal of an ``add`` while a query is open name a setting: with its units, as the
+    question does (``dose=0 mg, timing=18 h``); without them where the space gives none."""
+    from boloop.errors import QueryStateError
+
+    def bare(space: dict) -> dict:
+        return {**space, "parameters": [{k: v for k, v in p.items() if k != "unit"}
+                                        for p in space["parameters"]]}  # fmt: skip
+
+    for space, mg, h in ((DOSE, " mg", " h"), (bare(DOSE), "", "")):
+        study = create_study("dose", "m-safeopt", space, storage=f"memory://w9{mg}", seed=0)
+        q = study.ask()
+        study.tell(q.id, {"f": 0.1, "g": 2.0})
+        where = f"dose=0{mg}, timing={q.params['timing']:g}{h}"
+        (alarm,) = study.over_limit_alarms()
+        assert alarm.startswith(f"query {q.id}: measured g = 2 above the limit h = 1.5 at {where}, ")
+        assert alarm in study.status()["warnings"]
+    for space, c, mms in ((COATING, " °C", " mm/s"), (bare(COATING), "", "")):
+        study = create_study("coat", "lse", space, storage=f"memory://w10{c}", seed=0)
+        q = study.ask()
+        where = f"temperature={q.params['temperature']:g}{c}, speed={q.params['speed']:g}{mms}"
+        with pytest.raises(QueryStateError, match=f"open query {q.id} \\(evaluate at {where}\\)"):
+            study.add({"temperature": 150, "speed": 10}, 500)
+
+
 #: the space keys a boloop from before [measurement] reads (it refuses any other)
 _SPACE_KEYS_BEFORE = {"format", "family", "parameters", "candidates", "threshold", "monotone", "h",
                       "safe_seeds", "settings", "description"}  # fmt: skip
