@@ -393,6 +393,42 @@ def test_a_map_still_changing_in_its_decided_part_is_not_a_stall(drift):
         assert not any(notices)
 
 
+def test_the_notice_names_the_farthest_setting_with_its_unit(tmp_path):
+    """The question, the pictures and the status write ``temperature=180 °C`` where the space
+    gives a unit; the notice wrote ``the farthest is temperature=180`` (the method knows no
+    units: the study names its point). It writes the unit after the value, in the study's
+    status, ``boloop study status`` and the page's notice; the command that adds a measurement
+    there stays as it is typed, and the notice of a study without units is as it was, word for
+    word."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+    from cli_runner import run_cli
+
+    spaced = {**SPACE, "parameters": [{**SPACE["parameters"][0], "unit": "°C"}]}
+    urls = {u: f"sqlite:///{tmp_path / (u + '.db')}" for u in ("unit", "plain")}
+    notices = {}
+    for kind, space in (("unit", spaced), ("plain", SPACE)):
+        study = create_study("furnace", "randomized-straddle", space, storage=urls[kind], seed=5)
+        _answer(study, 60, np.random.default_rng(5))
+        notices[kind] = study.status()["stuck"]
+    far = notices["plain"].split("the farthest is temperature=")[1].split(". ")[0]
+    assert float(far) in LEVELS
+    with_unit = notices["unit"]
+    assert f"the farthest is temperature={far} °C. " in with_unit
+    assert f"boloop study add furnace temperature={far} VALUE --storage {urls['unit']}" in with_unit
+    # nothing else differs: the same stall, the same setting, the same words
+    assert with_unit.replace(urls["unit"], urls["plain"]) == notices["plain"].replace(
+        f"the farthest is temperature={far}.", f"the farthest is temperature={far} °C."
+    )
+    out = run_cli(["study", "status", "furnace", "--storage", urls["unit"]], cwd=tmp_path)
+    assert f"  WARNING: {with_unit}\n" in out.stdout
+    page = TestClient(create_app(urls["unit"], None)).get("/studies/furnace").text
+    notice = page.split('id="study-stuck"', 1)[1].split("</div>", 1)[0]
+    assert f"the farthest is temperature={far} °C." in notice
+
+
 def test_the_command_line_says_the_notice_where_answers_are_given(tmp_path):
     """(A newcomer's trial.) The notice was in ``status`` and on the page only: ``tell`` and
     ``run`` now say it after storing (``run`` once, when it appears)."""

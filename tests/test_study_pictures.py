@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from boloop.study import create_study
-from boloop.study.pictures import PANEL_H, PHONE_WIDTH, model_svg, pictures, progress_svg
+from boloop.study.pictures import (
+    PANEL_H,
+    PHONE_WIDTH,
+    WIDTH,
+    model_svg,
+    pictures,
+    progress_svg,
+)
 from study_samples import EDGE_VALUES, SPACES, answer_for, make_drinks, make_edge, make_study
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -835,6 +842,117 @@ def test_a_long_name_with_its_unit_is_cut_as_the_measured_value_s_is():
     assert ys == ["concentration of the second reagent (mmol/l)"[: YLABEL_CHARS - 1] + "…"]
 
 
+#: a level set over three parameters (drawn as slices), its made-up measured value
+LEV3 = {
+    "parameters": [
+        {"name": "temperature", "low": 0, "high": 2, "grid": 9, "unit": "°C"},
+        {"name": "ratio", "low": 0, "high": 1, "grid": 5},
+        {"name": "speed", "low": 0, "high": 1, "grid": 5, "unit": "mm/s"},
+    ],
+    "threshold": 0.3,
+    "measurement": {"name": "hardness", "unit": "HV"},
+}
+
+
+def _lev3_value(p: dict[str, float]) -> float:
+    return float(np.sin(3 * p["temperature"]) + 0.5 * np.cos(2 * p["ratio"]) - p["speed"])
+
+
+def _lev3(url: str, name: str = "lev3", space: dict | None = None, answers: int = 10):
+    study = create_study(name, "straddle", space or LEV3, storage=url, seed=3)
+    for _ in range(answers):
+        q = study.ask()
+        study.tell(q.id, _lev3_value(q.params))
+    return study
+
+
+@pytest.mark.parametrize("width", [None, PHONE_WIDTH])
+def test_the_slices_y_axis_names_the_measured_value(url, width):
+    """The slices (three or more parameters) labelled their y axis ``f`` where the space names
+    the measured value, as the 1-D and 2-D pictures do: ``hardness (HV)``; ``f`` without."""
+    kw = {} if width is None else {"width": width}
+    _, ys = _axis_labels(model_svg(_lev3(url), **kw))
+    assert ys and set(ys) == {"hardness (HV)"}
+    plain = {k: v for k, v in LEV3.items() if k != "measurement"}
+    _, ys = _axis_labels(model_svg(_lev3(url, "plain", plain), **kw))
+    assert ys and set(ys) == {"f"}
+
+
+def _slice_stars(svg: str) -> tuple[str, list[tuple[float, str]], list[tuple[float, float]]]:
+    """The slices picture's title, each panel's star (the x of its top tip, its tooltip) and
+    each panel's frame (x, width), panel by panel."""
+    root = ET.fromstring(svg)
+    title = next(
+        " ".join(" ".join(t.itertext()).split())  # its lines (<tspan>) joined as words
+        for t in root.iter(f"{SVG}text")
+        if t.get("class") == "title"
+    )
+    stars = [
+        (float(e.get("points").split(",")[0]), e.findtext(f"{SVG}title"))
+        for e in root.iter(f"{SVG}polygon")
+        if e.get("fill") == "#ffd700"
+    ]
+    frames = [
+        (float(e.get("x")), float(e.get("width")))
+        for e in root.iter(f"{SVG}rect")
+        if e.get("fill") == "none" and e.get("stroke") == "#444"
+    ]
+    return title, stars, frames
+
+
+def _check_stars_at(svg: str, names, bounds, point: dict[str, float], words: str, at: str) -> None:
+    """Each slice's star stands at ``point``'s value of its parameter (``bounds``: each
+    parameter's (low, high), the panel's x range); its tooltip and the title say ``words``."""
+    title, stars, frames = _slice_stars(svg)
+    assert title == f"slices through {words} (star)"
+    assert len(stars) == len(frames) == len(names)
+    for (X, tip), (x0, w), name, (lo, hi) in zip(stars, frames, names, bounds):
+        assert abs(X - (x0 + (point[name] - lo) / (hi - lo) * w)) < 0.11, name
+        assert tip == f"{words}: {at}"
+    desc = ET.fromstring(svg).findtext(f"{SVG}desc")
+    assert f"Slices through {words}: {at}." in desc
+
+
+def test_level_set_slices_go_through_the_measurement_nearest_the_threshold(url):
+    """A level set's recommendation is a map, not a point: its slices were taken through the
+    lowest measured point and titled so, a goal the family does not have (the lowest point lies
+    deep below the threshold, where a slice may never reach it). They go through the
+    measurement nearest the threshold, a point by the boundary being mapped, and say so: the
+    title, each star's place and tooltip, the description."""
+    study = _lev3(url)
+    rows = study.history()
+    y = np.array([r["answer"] for r in rows])
+    nearest = rows[int(np.argmin(np.abs(y - LEV3["threshold"])))]["params"]
+    assert nearest != rows[int(np.argmin(y))]["params"]  # not the lowest measured point
+    names = [p["name"] for p in LEV3["parameters"]]
+    bounds = [(p["low"], p["high"]) for p in LEV3["parameters"]]
+    units = {"temperature": " °C", "ratio": "", "speed": " mm/s"}
+    at = ", ".join(f"{n}={nearest[n]:.4g}{units[n]}" for n in names)
+    for svg in (model_svg(study), model_svg(study, width=PHONE_WIDTH)):
+        _check_stars_at(svg, names, bounds, nearest, "the measurement nearest the threshold", at)
+        assert "lowest" not in svg and "recommendation" not in svg
+
+
+def test_expert_slices_go_through_the_recommendation_or_the_centre_before_any_measurement(url):
+    """The expert family's slices go through its recommendation (a point), as they said; with
+    labels only (COBOL's first answers), through the centre of the space, which they called
+    the lowest measured point."""
+    lcb = make_study("lcb", url, answers=8, key="expert4")
+    rec = lcb.recommend()
+    at = ", ".join(f"{n}={v:.4g}" for n, v in rec.items())
+    _check_stars_at(model_svg(lcb), "wxyz", [(0, 1)] * 4, rec, "the recommendation", at)
+    space = {"parameters": [{"name": n, "low": 0, "high": 1} for n in "abc"]}
+    cobol = create_study("c3", "cobol", space, storage=url, seed=3)
+    for _ in range(3):
+        q = cobol.ask()
+        assert q.kind == "label"
+        cobol.tell(q.id, answer_for(q))
+    centre = dict.fromkeys("abc", 0.5)
+    svg = model_svg(cobol)
+    _check_stars_at(svg, "abc", [(0, 1)] * 3, centre, "the centre of the space", "a=0.5, b=0.5, c=0.5")
+    assert "measured point" not in svg
+
+
 # -- the level-set class maps without colour, and the pictures' numbers ------------------------
 def _class_grid(root):
     """The 2-D class map's cells (their tooltips name position and class): {(x, y, w, h):
@@ -942,6 +1060,106 @@ def test_level_set_strip_marks_follow_the_estimate(url):
             if float(e.get("x")) <= X <= float(e.get("x")) + float(e.get("width")) - 0.3
         ]  # fmt: skip
         assert cell.get("fill") == ("#e07b28" if plus else "#3b6fb6")
+
+
+_CLASS_FILLS = ("#e07b28", "#f5c9a3", "#3b6fb6", "#aac3e6")
+
+
+def _frames(root) -> list[tuple[float, float, float, float]]:
+    """Each panel's frame: (x, y, width, height)."""
+    return [
+        tuple(float(e.get(k)) for k in ("x", "y", "width", "height"))
+        for e in root.iter(f"{SVG}rect")
+        if e.get("fill") == "none" and e.get("stroke") == "#444"
+    ]
+
+
+def _strip(root) -> list[tuple[float, float, str]]:
+    """The 1-D model's class strip, left to right: each cell's (left, right, fill)."""
+    cells = [
+        (float(e.get("x")), float(e.get("x")) + float(e.get("width")), e.get("fill"))
+        for e in root.iter(f"{SVG}rect")
+        if e.get("fill") in _CLASS_FILLS and e.get("height") != "10"  # the key's are 10 high
+    ]
+    return sorted(cells)
+
+
+@pytest.mark.parametrize("width", [None, PHONE_WIDTH])
+def test_the_level_set_strip_ends_at_the_panel_s_frame(url, width):
+    """The 1-D class strip's end cells were centred on the end candidates, so half of each
+    stuck out of the panel (docs/web/web-levelset.png): the strip now starts and ends at the
+    frame, its end cells half as wide as the others, and its cells meet without a gap."""
+    study = make_study("lev1", url, answers=10)
+    root = ET.fromstring(model_svg(study, **({} if width is None else {"width": width})))
+    ((fx, _fy, fw, _fh),) = _frames(root)
+    strip = _strip(root)
+    assert len(strip) == 41
+    assert abs(strip[0][0] - fx) <= 0.11 and abs(strip[-1][1] - (fx + fw)) <= 0.11
+    assert all(a >= fx - 0.11 and b <= fx + fw + 0.11 for a, b, _ in strip)
+    for (_, b, _c), (a, _, _d) in zip(strip, strip[1:]):
+        assert a <= b + 0.05  # no gap
+    inner = fw / 40  # 41 candidates over the axis: 40 steps
+    assert abs((strip[0][1] - strip[0][0]) - (inner / 2 + 0.3)) <= 0.15
+    assert abs((strip[-1][1] - strip[-1][0]) - inner / 2) <= 0.15
+    assert abs((strip[20][1] - strip[20][0]) - (inner + 0.3)) <= 0.15
+
+
+def test_the_strip_of_an_uneven_grid_meets_its_neighbours_and_its_lines(url):
+    """A 1-D level set over a table of uneven values (0.1 ... 5) gave every cell the width of
+    the first step, so the strip was mostly gaps: each cell reaches halfway to its neighbours,
+    and the line where above meets below stands on the edge between an above and a below
+    cell."""
+    values = [0.1, 0.2, 0.5, 1.0, 2.0, 3.0, 5.0]
+    space = {"candidates": {"columns": ["dose"], "rows": [[v] for v in values]}, "threshold": 0.5}
+    study = create_study("uneven", "straddle", space, storage=url, seed=1)
+    for _ in range(5):
+        q = study.ask()
+        study.tell(q.id, q.params["dose"] / 5)  # above the threshold from a dose of 2.5
+    root = ET.fromstring(model_svg(study))
+    ((fx, _fy, fw, _fh),) = _frames(root)
+    strip = _strip(root)
+    assert len(strip) == len(values)
+    assert abs(strip[0][0] - fx) <= 0.11 and abs(strip[-1][1] - (fx + fw)) <= 0.11
+    lo, hi = values[0], values[-1]
+    for k, (a, b, _) in enumerate(strip[:-1]):
+        edge = fx + ((values[k] + values[k + 1]) / 2 - lo) / (hi - lo) * fw
+        assert abs(a - strip[k + 1][0] + (b - a)) <= 0.41  # meets the next (0.3 over it)
+        assert abs(strip[k + 1][0] - edge) <= 0.11
+    (solid,) = [e for e in root.iter(f"{SVG}path") if e.get("stroke-width") == "1.6"]
+    xs = [float(x) for x in re.findall(r"M([\d.]+),", solid.get("d"))]
+    sides = [c in ("#e07b28", "#f5c9a3") for _, _, c in strip]
+    assert xs and len(xs) == sum(a != b for a, b in zip(sides, sides[1:]))
+    for X in xs:
+        (k,) = [k for k in range(len(strip) - 1) if abs(strip[k + 1][0] - X) <= 0.11]
+        assert sides[k] != sides[k + 1]
+
+
+@pytest.mark.parametrize("name", ["lev1", "lev2", "safe"])
+def test_no_cell_of_a_map_is_drawn_past_its_panel(url, name):
+    """A map's cells (the level set's classes, the safe set, its growth) end at their panel's
+    frame: the 2-D maps' outer cells stood 0.3 units past it (the overlap that closes the
+    seams between cells), the 1-D strip's end cells half a cell."""
+    study = make_study(name, url, answers=10)
+    for width in (WIDTH, PHONE_WIDTH):
+        pics = pictures(study, width=width)
+        for kind, svg in pics.items():
+            root = ET.fromstring(svg)
+            frames = _frames(root)
+            n = 0
+            for e in root.iter(f"{SVG}rect"):
+                if e.get("x") is None or e.get("fill") == "none":
+                    continue  # the background, the frames
+                x, y, w, h = (float(e.get(k)) for k in ("x", "y", "width", "height"))
+                inside = [
+                    f for f in frames
+                    if f[0] <= x + w / 2 <= f[0] + f[2] and f[1] <= y + h / 2 <= f[1] + f[3]
+                ]  # fmt: skip
+                if not inside:
+                    continue  # the key's squares
+                (fx, fy, fw, fh), n = inside[0], n + 1
+                assert x >= fx - 0.11 and x + w <= fx + fw + 0.11, (name, x, w, fx, fw)
+                assert y >= fy - 0.11 and y + h <= fy + fh + 0.11, (name, y, h, fy, fh)
+            assert n if kind != "progress" else not n  # the maps' cells were all checked
 
 
 def test_model_descriptions_give_the_numbers(url):

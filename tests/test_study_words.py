@@ -122,6 +122,80 @@ def test_the_cli_question_gives_each_setting_its_unit(tmp_path):
     assert dose.units() == {"dose": "mg", "timing": "h"}
 
 
+def _hardness(p: dict[str, float]) -> float:
+    """A made-up hardness of the coating, above 650 HV at high temperature and speed."""
+    return 400 + 2 * (p["temperature"] - 150) + 3 * p["speed"]
+
+
+def test_status_progress_add_and_the_page_history_give_each_setting_its_unit(tmp_path):
+    """The question and the pictures wrote ``temperature=150 °C``; ``boloop study status`` (its
+    last answers and the recommendation), ``run``'s progress line and its ``r`` key, ``add``'s
+    confirmation and the page's history wrote ``temperature=150``: each now writes a value with
+    its unit, and a study without units reads as before (no unit anywhere)."""
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    unitless = [{k: v for k, v in p.items() if k != "unit"} for p in COATING["parameters"]]
+    coat = create_study("coat", "lse", COATING, storage=url, seed=0)
+    plain = create_study("plain", "lse", {**COATING, "parameters": unitless}, storage=url, seed=0)
+    for study in (coat, plain):
+        for _ in range(6):
+            q = study.ask()
+            study.tell(q.id, _hardness(q.params))
+    cli = {}
+    for name, units in (("coat", (" °C", " mm/s")), ("plain", ("", ""))):
+        study = load_study(name, storage=url)
+        out = run_cli(["study", "status", name, "--last", "3", "--storage", url], cwd=tmp_path)
+        cli[name] = out.stdout
+        for r in study.history()[-3:]:
+            t, v = r["params"]["temperature"], r["params"]["speed"]
+            row = f"query {r['query_id']} [evaluation] temperature={t:g}{units[0]}, speed={v:g}"
+            assert f"    {row}{units[1]} -> {r['answer_text']}  (" in out.stdout
+        upper = study.status()["recommendation"]["upper"]
+        assert len(upper) > 3
+        ts, vs = [p["temperature"] for p in upper], [p["speed"] for p in upper]
+        first = upper[0]
+        assert (
+            f"bounding box temperature in [{min(ts):g}, {max(ts):g}]{units[0]}, speed in "
+            f"[{min(vs):g}, {max(vs):g}]{units[1]}; first 3: (temperature="
+            f"{first['temperature']:g}{units[0]}, speed={first['speed']:g}{units[1]}); "
+        ) in out.stdout
+        add = ["study", "add", name, "temperature=200,speed=30", "600", "--storage", url]
+        added = run_cli(add, cwd=tmp_path).stdout
+        assert added == (
+            f"stored measurement at temperature=200{units[0]}, speed=30{units[1]} (7 answers)\n"
+        )
+        page = TestClient(create_app(url, None)).get(f"/studies/{name}").text
+        history = page.split('id="history"', 1)[1]
+        for r in study.history():  # the page's history, newest first
+            t, v = r["params"]["temperature"], r["params"]["speed"]
+            where = f"temperature={t:g}{units[0]}, speed={v:g}{units[1]}"
+            assert f'<td class="point">{where}</td>' in history
+    assert "°C" not in cli["plain"] and "mm/s" not in cli["plain"]
+    # the safe family's recommended point, in status, the run's progress line and its r key
+    dose = create_study("dose", "m-safeopt", DOSE, storage=url, seed=0)
+    for _ in range(4):
+        q = dose.ask()
+        dose.tell(q.id, {"f": q.params["dose"] / 10, "g": q.params["dose"] / 100})
+    rec = dose.status()["recommendation"]["point"]
+    said = f"point: dose={rec['dose']:g} mg, timing={rec['timing']:g} h"
+    out = run_cli(["study", "status", "dose", "--storage", url], cwd=tmp_path).stdout
+    assert f"\n    {said}\n" in out
+    ran = run_cli(
+        ["study", "run", "dose", "--storage", url], cwd=tmp_path, stdin="f=0.1,g=0.01\nr\nq\n"
+    ).stdout
+    rec = load_study("dose", storage=url).status()["recommendation"]["point"]
+    said = f"point: dose={rec['dose']:g} mg, timing={rec['timing']:g} h"
+    assert f"; best: {said}\n" in ran and f"\n  {said}\n" in ran
+    # the JSON of a status is as it was: values without units
+    as_json = ["study", "status", "dose", "--json", "--storage", url]
+    js = json.loads(run_cli(as_json, cwd=tmp_path).stdout)
+    assert js["recommendation"]["point"] == rec and "units" not in js
+
+
 # -- 2. a decimal comma --------------------------------------------------------------------------
 @pytest.mark.parametrize(("text", "value"), [("723,4", 723.4), ("0,05", 0.05), ("-1,5", -1.5),
                                              ("1234,5", 1234.5), ("0,234", 0.234),
@@ -275,6 +349,32 @@ def test_after_a_g_above_the_limit_the_status_says_what_comes_next():
     nxt = np.asarray(study.ask().query.x)
     x = np.asarray(q.query.x)
     assert not (np.array_equal(nxt[1:], x[1:]) and nxt[0] >= x[0])
+
+
+def test_a_g_above_the_limit_and_the_open_query_name_their_setting_with_its_units():
+    """The alarm of a g above the limit (status's warnings, ``tell``'s WARNING, the page) and
+    the refusal of an ``add`` while a query is open name a setting: with its units, as the
+    question does (``dose=0 mg, timing=18 h``); without them where the space gives none."""
+    from boloop.errors import QueryStateError
+
+    def bare(space: dict) -> dict:
+        return {**space, "parameters": [{k: v for k, v in p.items() if k != "unit"}
+                                        for p in space["parameters"]]}  # fmt: skip
+
+    for space, mg, h in ((DOSE, " mg", " h"), (bare(DOSE), "", "")):
+        study = create_study("dose", "m-safeopt", space, storage=f"memory://w9{mg}", seed=0)
+        q = study.ask()
+        study.tell(q.id, {"f": 0.1, "g": 2.0})
+        where = f"dose=0{mg}, timing={q.params['timing']:g}{h}"
+        (alarm,) = study.over_limit_alarms()
+        assert alarm.startswith(f"query {q.id}: measured g = 2 above the limit h = 1.5 at {where}, ")
+        assert alarm in study.status()["warnings"]
+    for space, c, mms in ((COATING, " °C", " mm/s"), (bare(COATING), "", "")):
+        study = create_study("coat", "lse", space, storage=f"memory://w10{c}", seed=0)
+        q = study.ask()
+        where = f"temperature={q.params['temperature']:g}{c}, speed={q.params['speed']:g}{mms}"
+        with pytest.raises(QueryStateError, match=f"open query {q.id} \\(evaluate at {where}\\)"):
+            study.add({"temperature": 150, "speed": 10}, 500)
 
 
 #: the space keys a boloop from before [measurement] reads (it refuses any other)

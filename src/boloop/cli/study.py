@@ -14,7 +14,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from boloop.errors import BoloopError, InvalidInputError
@@ -505,15 +505,20 @@ def _add(args: argparse.Namespace) -> int:
 
 def _stored_point(study: Study, params: dict[str, Any]) -> str:
     """The point ``params`` as ``add``/``label`` stored it (the space's parameter order, numbers),
-    written as the page and ``status`` write it; a grid point's values as a refusal suggests
-    them (:func:`boloop.spaces.written_params`: typed back, the same point)."""
+    written as the page and ``status`` write it, each value with its unit; a grid point's values
+    as a refusal suggests them (:func:`boloop.spaces.written_params`: typed back, the same
+    point)."""
     from boloop.spaces import CandidateSet, SafeSpace, written_params
     from boloop.study.space_file import params_to_point, point_to_params
 
     x = params_to_point(study.space, params)
+    units = study.units()
     if isinstance(study.space, CandidateSet | SafeSpace):
-        return ", ".join(f"{k}={v}" for k, v in written_params(study.space, x).items())
-    return _fmt_point(point_to_params(study.space, x))
+        return ", ".join(
+            f"{k}={v}" + (f" {units[k]}" if units.get(k) else "")
+            for k, v in written_params(study.space, x).items()
+        )
+    return _fmt_point(point_to_params(study.space, x), units)
 
 
 def _label(args: argparse.Namespace) -> int:
@@ -543,13 +548,19 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(st, default=str))
         return 0
-    print("\n".join(status_lines(st, getattr(study.problem, "labels", None))))
+    print("\n".join(status_lines(st, getattr(study.problem, "labels", None), study.units())))
     return 0
 
 
-def status_lines(st: dict[str, Any], labels: Sequence[str] | None = None) -> list[str]:
+def status_lines(
+    st: dict[str, Any],
+    labels: Sequence[str] | None = None,
+    units: Mapping[str, str] | None = None,
+) -> list[str]:
     """The text of ``boloop study status`` from :meth:`Study.status` (one vocabulary: answers,
-    evaluations, labels, duels, the method's iteration; sets as counts and a bounding box)."""
+    evaluations, labels, duels, the method's iteration; sets as counts and a bounding box);
+    ``units``: each parameter's unit (:meth:`Study.units`), written after its values as the
+    question and the page write them (``dose=5 mg``); a study without units reads as always."""
     c = st["counts"]
     parts = [f"{v} {k if v != 1 else k[:-1]}" for k, v in c.items() if k != "added"]
     if c.get("added"):
@@ -600,30 +611,31 @@ def status_lines(st: dict[str, Any], labels: Sequence[str] | None = None) -> lis
         lines.append("  method settings and state (defaults included):")
         width = max(len(k) for k in st["settings"])
         for k, v in st["settings"].items():
-            lines.append(f"    {k:<{width}}  {_short(v)}")
+            lines.append(f"    {k:<{width}}  {_short(v, units=units)}")
     oq = st["open_query"]
     if oq:
         lines.append(f"  open query:     {oq['id']} ({_KIND_WORD[oq['kind']]})")
     else:
         lines.append(f"  open query:     none (boloop study ask {_quote(st['name'])} issues one)")
     lines.append(f"  recommendation: {st.get('recommendation_meaning') or 'the current best'}")
-    lines += ["    " + ln for ln in _named_recommendation_lines(st, labels)]
+    lines += ["    " + ln for ln in _named_recommendation_lines(st, labels, units)]
     if st["last_answers"]:
         lines.append("  last answers:")
         for row in st["last_answers"]:
-            lines.append(f"    {_row_text(row)}")
+            lines.append(f"    {_row_text(row, units)}")
     return lines
 
 
 _KIND_WORD = {"evaluate": "evaluation", "label": "label", "compare": "duel"}
 
 
-def _fmt_point(p: dict[str, Any] | None) -> str:
+def _fmt_point(p: dict[str, Any] | None, units: Mapping[str, str] | None = None) -> str:
     """A point in parameter names as the web page and the messages write it
-    (:func:`boloop.spaces.params_text`: ``temperature=35.2, ratio=0.4``)."""
+    (:func:`boloop.spaces.params_text`: ``temperature=35.2 °C, ratio=0.4``, a value with its
+    unit where ``units`` gives one)."""
     from boloop.spaces import params_text
 
-    return params_text(p or {})
+    return params_text(p or {}, units)
 
 
 def _is_point(v: Any) -> bool:
@@ -634,54 +646,68 @@ def _is_point(v: Any) -> bool:
     )
 
 
-def _short(v: Any, first: int = 3) -> str:
-    """A value in one line: numbers to 4 digits, long lists as their count, range, first items."""
+def _short(v: Any, first: int = 3, units: Mapping[str, str] | None = None) -> str:
+    """A value in one line: numbers to 4 digits, long lists as their count, range, first items;
+    a point's values with their ``units``."""
     if isinstance(v, float):
         return f"{v:.4g}"
     if _is_point(v):
-        return _fmt_point(v)
+        return _fmt_point(v, units)
     if isinstance(v, list):
         if v and all(_is_point(p) for p in v):
-            return _points_summary(v, first)
+            return _points_summary(v, first, units)
         nums = [x for x in v if isinstance(x, int | float) and not isinstance(x, bool)]
         if len(v) > 2 * first and len(nums) == len(v):
             return f"{len(v)} values in [{min(nums):.4g}, {max(nums):.4g}]; first " + ", ".join(
                 f"{x:.4g}" for x in v[:first]
             )
         if len(v) > 2 * first:
-            return f"{len(v)} values; first " + ", ".join(_short(x) for x in v[:first])
-        return "[" + ", ".join(_short(x) for x in v) + "]"
+            return f"{len(v)} values; first " + ", ".join(
+                _short(x, units=units) for x in v[:first]
+            )
+        return "[" + ", ".join(_short(x, units=units) for x in v) + "]"
     if isinstance(v, dict):
-        return "{" + ", ".join(f"{k}: {_short(x)}" for k, x in v.items()) + "}"
+        return "{" + ", ".join(f"{k}: {_short(x, units=units)}" for k, x in v.items()) + "}"
     return str(v)
 
 
-def _points_summary(points: list[dict[str, Any]], first: int = 3) -> str:
+def _points_summary(
+    points: list[dict[str, Any]], first: int = 3, units: Mapping[str, str] | None = None
+) -> str:
+    """Points as their count, bounding box (``temperature in [150, 200] °C``) and first few."""
+    units = units or {}
     names = list(points[0])
     box = ", ".join(
-        f"{n} in [{min(p[n] for p in points):.4g}, {max(p[n] for p in points):.4g}]" for n in names
+        f"{n} in [{min(p[n] for p in points):.4g}, {max(p[n] for p in points):.4g}]"
+        + (f" {units[n]}" if units.get(n) else "")
+        for n in names
     )
-    head = "; ".join(f"({_fmt_point(p)})" for p in points[:first])
+    head = "; ".join(f"({_fmt_point(p, units)})" for p in points[:first])
     more = f"; first {first}: {head}" if len(points) > first else f": {head}"
     return f"{len(points)} points, bounding box {box}{more}"
 
 
-def _named_recommendation_lines(st: dict[str, Any], labels: Sequence[str] | None) -> list[str]:
+def _named_recommendation_lines(
+    st: dict[str, Any], labels: Sequence[str] | None, units: Mapping[str, str] | None = None
+) -> list[str]:
     """The recommendation of a status ``st`` as lines, the first led by the option's name when
-    it is an option of a table (``recommendation_label``)."""
-    lines = _recommendation_lines(st["recommendation"], labels)
+    it is an option of a table (``recommendation_label``); a point's values with their
+    ``units``."""
+    lines = _recommendation_lines(st["recommendation"], labels, units)
     if st.get("recommendation_label") and lines:
         lines[0] = f"{st['recommendation_label']} ({lines[0]})"
     return lines
 
 
-def _recommendation_lines(rec: Any, labels: Sequence[str] | None) -> list[str]:
+def _recommendation_lines(
+    rec: Any, labels: Sequence[str] | None, units: Mapping[str, str] | None = None
+) -> list[str]:
     if isinstance(rec, str):
         return [rec]
     if rec is None:
         return ["none yet"]
     if _is_point(rec):
-        return [_fmt_point(rec)]
+        return [_fmt_point(rec, units)]
     if isinstance(rec, dict):
         if "upper" in rec and "threshold" in rec:
             out = [
@@ -693,15 +719,15 @@ def _recommendation_lines(rec: Any, labels: Sequence[str] | None) -> list[str]:
 
                 out.append(undecided_text(rec["n_undecided"]))
             if rec["upper"]:
-                out.append("upper set: " + _points_summary(rec["upper"]))
+                out.append("upper set: " + _points_summary(rec["upper"], units=units))
             return out
         out = []
         for k, v in rec.items():
             if k == "index" or k.endswith("_index"):
                 continue  # positions in the candidate list: the points themselves are shown
-            out.append(f"{k}: {_short(v)}")
+            out.append(f"{k}: {_short(v, units=units)}")
         return out
-    return [_short(rec)]
+    return [_short(rec, units=units)]
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -910,11 +936,11 @@ def run_loop(
         if key in ("r", "recommend"):
             st = study.status(last=0)
             print(f"recommendation: {st['recommendation_meaning']}", file=out)
-            for line in _named_recommendation_lines(st, None):
+            for line in _named_recommendation_lines(st, None, study.units()):
                 print(f"  {line}", file=out)
             continue
         if key in ("s", "status"):
-            print("\n".join(status_lines(study.status(last=3))), file=out)
+            print("\n".join(status_lines(study.status(last=3), None, study.units())), file=out)
             continue
         if key in ("", "?", "h", "help"):
             print(_HELP, file=out)
@@ -934,7 +960,7 @@ def run_loop(
             continue
         told += 1
         st = study.status(last=0)
-        print(progress_line(st), file=out)
+        print(progress_line(st, study.units()), file=out)
         stuck = st.get("stuck")
         if stuck and not shown_stuck:  # said when it appears, not after every answer
             print(f"NOTICE: {stuck}", file=out)
@@ -954,15 +980,15 @@ def _n(count: int, word: str) -> str:
     return f"{count} {word}" + ("" if count == 1 else "s")
 
 
-def progress_line(st: dict[str, Any]) -> str:
+def progress_line(st: dict[str, Any], units: Mapping[str, str] | None = None) -> str:
     """One line after each answer: counts, the method's iteration (of its horizon) and the
-    recommendation, from :meth:`Study.status`."""
+    recommendation, from :meth:`Study.status`; a point's values with their ``units``."""
     c = st["counts"]
     kinds = ", ".join(f"{v} {k if v != 1 else k[:-1]}" for k, v in c.items() if k != "added")
     it = f"iteration {st['iteration']}"
     if st.get("horizon"):
         it += f" of T = {st['horizon']['value']}"
-    rec = _named_recommendation_lines(st, None)[0]
+    rec = _named_recommendation_lines(st, None, units)[0]
     levels = isinstance(st.get("recommendation"), dict) and "threshold" in st["recommendation"]
     said = "map" if levels else "best"  # a level set's estimate is a map, not a best point
     return f"stored. progress: {_n(st['answered'], 'answer')} ({kinds}); {it}; {said}: {rec}"
@@ -1011,9 +1037,11 @@ def _quote(name: str) -> str:
     return name if name.replace("-", "").replace("_", "").isalnum() else json.dumps(name)
 
 
-def _row_text(row: dict[str, Any]) -> str:
+def _row_text(row: dict[str, Any], units: Mapping[str, str] | None = None) -> str:
+    """One history row of ``status``'s last answers; a point's values with their ``units``."""
+
     def named(p: dict[str, float] | None, label: str | None) -> str:
-        return f"{label} ({_fmt_point(p)})" if label else _fmt_point(p)
+        return f"{label} ({_fmt_point(p, units)})" if label else _fmt_point(p, units)
 
     if row["query_id"] is None:
         who = "added label" if row["kind"] == "label" else "added measurement"

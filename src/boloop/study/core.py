@@ -527,7 +527,7 @@ class Study(StudyReplay, StudySnapshots):
         if pending is None:
             return QueryStateError(f"study {self.name!r}: {exc}")
         x = getattr(pending, "x", None)
-        where = "" if x is None else f" at {params_text(self._params(x))}"
+        where = "" if x is None else f" at {params_text(self._params(x), self.units())}"
         return QueryStateError(
             f"study {self.name!r}: answer the open query {pending.id} ({pending.kind}{where}) "
             f"first (tell), then add this again: method {self.method!r} takes no {what} of your "
@@ -804,7 +804,7 @@ class Study(StudyReplay, StudySnapshots):
         for e in described.get("over_limit") or []:
             point = np.asarray(e["point"], dtype=np.float64)
             named = self._named(point)
-            where = params_text(named) if isinstance(named, dict) else named
+            where = params_text(named, self.units()) if isinstance(named, dict) else named
             ours = e["query"] is None or int(e["query"]) < 0
             said = (
                 f"your measurement at {where}: g = {e['g']:.4g} is above the limit "
@@ -1002,8 +1002,10 @@ class Study(StudyReplay, StudySnapshots):
     def _farthest_in_words(self, finding: str, point: Sequence[float]) -> str | None:
         """A level-set stall in words (``describe()["stall"]``): the method's ``finding`` and
         its advice (:data:`~boloop.algorithms.levelset.policies.FARTHEST_ADVICE`) with the
-        candidate farthest from every measurement in parameter names, and the command that
-        records a measurement made there; None when the point has no parameter names."""
+        candidate farthest from every measurement in parameter names, each value with its unit
+        (:meth:`units`: ``the farthest is temperature=180 °C``; the method knows no units), and
+        the command that records a measurement made there (values as typed, no units); None
+        when the point has no parameter names."""
         import shlex
 
         from boloop.algorithms.levelset.policies import FARTHEST_ADVICE
@@ -1021,7 +1023,7 @@ class Study(StudyReplay, StudySnapshots):
             else "with the study's pages closed (an open page asks the next query at once), "
         )
         return (
-            f"{finding} {FARTHEST_ADVICE.format(where=params_text(named))}"
+            f"{finding} {FARTHEST_ADVICE.format(where=params_text(named, self.units()))}"
             f" To add a measurement of your own, {first}run boloop study add "
             f"{shlex.quote(self.name)} {shlex.quote(given)} VALUE"
             f"{storage_option(self.storage_url)}: a value the map does not expect changes the "

@@ -10,9 +10,10 @@ Public API, stable:
   ``f`` and ``g`` against the safety limit (``safe``), and the cumulative wins of the options
   that won most, each in a colour it keeps from one drawing to the next (``preference``).
 * :func:`model_svg` -- the current model over the space and the recommendation: a 1-D curve with
-  its ``mean +- 2 std`` band, a 2-D heat map, or 1-D slices through the recommendation for more
-  dimensions; evaluated points and labels; the level set's classes (``H_t``, ``L_t`` of eq. 3.1
-  of the randomized-straddle paper, and the points still undecided); the certified safe set of
+  its ``mean +- 2 std`` band, a 2-D heat map, or 1-D slices for more dimensions (through the
+  recommendation; a level set's, a map, through the measurement nearest its threshold);
+  evaluated points and labels; the level set's classes (``H_t``, ``L_t`` of eq. 3.1 of the
+  randomized-straddle paper, and the points still undecided); the certified safe set of
   M-SafeOpt (Alg. 1, eq. 14) with its boundary; the preference options' win rates with 95 %
   Wilson intervals.
 * :func:`pictures` -- ``{"progress": svg, "model": svg}``.
@@ -418,14 +419,22 @@ class _Panel:
         title: str = "",
         hatch: bool = False,
     ) -> None:
-        """A cell of a map; ``hatch``: with a diagonal line, so that it differs from its
-        neighbours by more than colour (WCAG 1.4.1)."""
-        X0, X1 = self.sx(x - dx / 2), self.sx(x + dx / 2)
-        Y0, Y1 = self.sy(y + dy / 2), self.sy(y - dy / 2)
+        """A cell of a map, ``dx`` by ``dy`` centred at (``x``, ``y``), cut at the panel's
+        frame (a cell centred on the frame draws its inner half only); ``hatch``: with a
+        diagonal line, so that it differs from its neighbours by more than colour (WCAG
+        1.4.1)."""
+        right, bottom = self.x0 + self.w, self.y0 + self.h
+        X0 = max(self.sx(x - dx / 2), self.x0)
+        Y0 = max(self.sy(y + dy / 2), self.y0)
+        X1 = min(self.sx(x + dx / 2), right)
+        Y1 = min(self.sy(y - dy / 2), bottom)
+        if X1 <= X0 or Y1 <= Y0:  # wholly outside the frame
+            return
         t = f"<title>{_esc(title)}</title>" if title else ""
+        # 0.3 wider and taller than the cell, so that neighbours meet without a seam
         self.parts.append(
-            f'<rect x="{X0:.1f}" y="{Y0:.1f}" width="{X1 - X0 + 0.3:.1f}" '
-            f'height="{Y1 - Y0 + 0.3:.1f}" fill="{fill}">{t}</rect>'
+            f'<rect x="{X0:.1f}" y="{Y0:.1f}" width="{min(X1 + 0.3, right) - X0:.1f}" '
+            f'height="{min(Y1 + 0.3, bottom) - Y0:.1f}" fill="{fill}">{t}</rect>'
         )
         if hatch:
             self.parts.append(_hatch_path(X0, Y0, X1 - X0, Y1 - Y0))
@@ -1194,25 +1203,25 @@ def _class_marks(
 ) -> None:
     """What says a level-set class map's classes without colour (WCAG 1.4.1), over cells
     centred at ``xc`` x ``yc`` (data units, ``dx`` x ``dy`` each; ``up``, ``unsure`` boolean
-    (len(xc), len(yc))): a solid dark line where the estimate changes from above to below
-    (eq. 3.1's H_t and L_t meet), a dashed one at the edge of the cells within
-    :data:`~boloop.confidence.UNDECIDED_SD` std of the threshold, and on a lattice of
-    :data:`_GLYPH_STEP` units a plus on a decided cell above, a minus on one below (none on an
-    undecided one). ``glyph_rows``: the lattice's rows (picture y), all the panel's if None."""
+    (len(xc), len(yc))): on the edge halfway between two neighbouring cells, a solid dark line
+    where the estimate changes from above to below (eq. 3.1's H_t and L_t meet), a dashed one
+    at the edge of the cells within :data:`~boloop.confidence.UNDECIDED_SD` std of the
+    threshold, and on a lattice of :data:`_GLYPH_STEP` units a plus on a decided cell above, a
+    minus on one below (none on an undecided one). ``glyph_rows``: the lattice's rows (picture y), all the panel's if None."""
     nx, ny = up.shape
     solid: list[str] = []
     dashed: list[str] = []
     for i in range(nx):
         for j in range(ny):
             if i + 1 < nx:
-                X = p.sx(xc[i] + dx / 2)
+                X = p.sx((xc[i] + xc[i + 1]) / 2)  # halfway: xc[i] + dx / 2 on an even grid
                 edge = f"M{X:.1f},{p.sy(yc[j] - dy / 2):.1f}V{p.sy(yc[j] + dy / 2):.1f}"
                 if up[i, j] != up[i + 1, j]:
                     solid.append(edge)
                 if unsure[i, j] != unsure[i + 1, j]:
                     dashed.append(edge)
             if j + 1 < ny:
-                Y = p.sy(yc[j] + dy / 2)
+                Y = p.sy((yc[j] + yc[j + 1]) / 2)
                 edge = f"M{p.sx(xc[i] - dx / 2):.1f},{Y:.1f}H{p.sx(xc[i] + dx / 2):.1f}"
                 if up[i, j] != up[i, j + 1]:
                     solid.append(edge)
@@ -1455,8 +1464,10 @@ def _model_1d(
             dx = (xs[1] - xs[0]) if xs.size > 1 else 1.0
             upper = np.asarray(_classes(rec, xs[:, None], mean, h), dtype=bool)
             unsure = np.asarray([bool(undecided(m, s, h)) for m, s in zip(mean, std)])
-            for xv, u, un in zip(xs, upper, unsure):
-                p.cell(xv, y_mark, dx, dy, _class_colour(bool(u), bool(un)))
+            # each point's cell reaches halfway to its neighbours, the end ones to the frame
+            edges = np.concatenate([[lo_x], (xs[1:] + xs[:-1]) / 2, [hi_x]])
+            for a, b, u, un in zip(edges[:-1], edges[1:], upper, unsure):
+                p.cell((a + b) / 2, y_mark, b - a, dy, _class_colour(bool(u), bool(un)))
             p.keep_clear(p.x0, p.sy(y_mark - dy / 2), p.x0 + p.w, p.sy(y_mark + dy / 2))
             _class_marks(
                 p, xs, np.array([y_mark]), dx, dy, upper[:, None], unsure[:, None],
@@ -1620,6 +1631,26 @@ def _with_legend(
     return _document([*body, q.svg()], height + 16 * _legend_rows(items) + 6, label)
 
 
+def _slice_point(
+    study: Any, X: np.ndarray, y: np.ndarray, threshold: Any, rpt: np.ndarray | None
+) -> tuple[np.ndarray, str]:
+    """The point the slices of :func:`_model_slices` are taken through, and its name in words:
+    the recommendation where it is a point (the expert family's); for a level set, whose
+    recommendation is a map, the measurement nearest the threshold (a point near the boundary
+    being mapped: each slice shows where the model crosses the threshold along its parameter,
+    which slices through a point far below or above it may never reach); else the lowest
+    measured point (the expert family minimises f); the centre of the space before any
+    measurement (labels only). ``X`` (n, d), ``y`` (n,): the measurements."""
+    if rpt is not None:
+        return rpt, "the recommendation"
+    if not y.size:
+        return _centre(study.space), "the centre of the space"
+    if threshold is not None:
+        nearest = int(np.argmin(np.abs(y - float(threshold))))
+        return X[nearest], "the measurement nearest the threshold"
+    return X[int(np.argmin(y))], "the lowest measured point"
+
+
 def _model_slices(
     study: Any,
     X: np.ndarray,
@@ -1632,7 +1663,7 @@ def _model_slices(
     names = study.names
     units = _units(study)
     d = len(names)
-    centre = rpt if rpt is not None else (X[int(np.argmin(y))] if y.size else _centre(study.space))
+    centre, through = _slice_point(study, X, y, threshold, rpt)
     b = _bounds(study.space)
     dims = list(range(min(d, _MAX_SLICES)))
     ncols = _LAYOUT.get().slice_cols
@@ -1663,7 +1694,7 @@ def _model_slices(
             ylim,
             "",
             _axis_label(names[j], units, _xlabel_chars(ncols)),
-            "f" if k % ncols == 0 else "",
+            _ylabel(study) if k % ncols == 0 else "",
             col=k % ncols,
             ncols=ncols,
         )
@@ -1679,9 +1710,9 @@ def _model_slices(
         p.star(
             float(centre[j]),
             float(m[int(np.argmin(np.abs(xs - centre[j])))]) if m is not None else ylim[1] * 0.95,
+            f"{through}: {_at(names, centre, units)}",
         )
         body.append(p.svg())
-    through = "the recommendation" if rpt is not None else "the lowest measured point"
     lead = _fit_lead(X, y, threshold, names, np.empty((0, d)), None) + (
         f" Slices through {through}: {_at(names, centre, units)}."
     )

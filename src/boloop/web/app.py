@@ -327,7 +327,8 @@ def create_app(
     )
     env.filters["num"] = format_value
     env.filters["pathquote"] = lambda v: quote(str(v), safe="")  # a study name as one segment
-    env.filters["pt"] = lambda p: params_text(p or {})
+    # a point as people read it, each value with its unit where the page gives ``units``
+    env.filters["pt"] = lambda p, units=None: params_text(p or {}, units)
     env.filters["when"] = _when
     static_dir = Path(__file__).with_name("static")
     app.mount("/static", StaticFiles(directory=static_dir), name="static")
