@@ -348,19 +348,20 @@ def _try(args: argparse.Namespace) -> int:
     what = [f"method {args.method}"] if args.method else []
     what += [f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in options.items()]
     labels = getattr(study.problem, "labels", None)
+    units = study.units()
     q = found["next_query"]
     asked = _KIND_WORD.get(q.get("kind"), str(q.get("kind")))
     if q.get("params"):
-        asked += f" at {params_text(q['params'], study.units())}"
+        asked += f" at {params_text(q['params'], units)}"
     lines = [
         f"study {study.name!r} tried with {', '.join(what)}: nothing was stored "
         f"({study.name!r} is unchanged)",
         f"  answers carried: {found['answers']}",
         f"  it would ask:    {asked}",
         "  its recommendation:",
-        *("    " + ln for ln in _recommendation_lines(found["recommendation"], labels)),
+        *("    " + ln for ln in _recommendation_lines(found["recommendation"], labels, units)),
         "  the study's own now:",
-        *("    " + ln for ln in _recommendation_lines(found["now"], labels)),
+        *("    " + ln for ln in _recommendation_lines(found["now"], labels, units)),
         f"  to go on so:     {found['continue_command']}",
     ]
     print("\n".join(lines))
