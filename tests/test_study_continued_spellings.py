@@ -164,3 +164,24 @@ def test_a_note_that_only_looks_carried_links_nothing(tmp_path):
     target = open_storage(other)
     target.import_study("dose-new", first.created_at, [first, *events[1:]])
     assert _continued_as(other, "dose") == []
+
+
+def test_a_study_of_a_newer_boloop_beside_it_does_not_stop_the_status(tmp_path):
+    """Looking for continuations reads every other study's log: one this boloop cannot read
+    (an event kind of a newer boloop) is passed over, and the study's status still says where
+    it was continued."""
+    import sqlite3
+
+    db = tmp_path / "lab.db"
+    url = f"sqlite:///{db}"
+    _answered(url, "dose")
+    create_study("dose-2", from_study="dose", storage=url)
+    _answered(url, "newer", answers=1)
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "INSERT INTO boloop_events (study_id, seq, kind, query_id, payload, created_at) "
+            "SELECT study_id, MAX(seq) + 1, 'teleported', NULL, '{}', '2030-01-01T00:00:00Z' "
+            "FROM boloop_events WHERE study_id = (SELECT study_id FROM boloop_studies "
+            "WHERE name = 'newer')"
+        )
+    assert _continued_as(url, "dose") == ["dose-2"]

@@ -22,12 +22,13 @@ import dataclasses
 import os
 import re
 import secrets
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from boloop.errors import (
     BoloopError,
     InvalidInputError,
+    StorageAccessError,
     StorageError,
     StorageUnavailableError,
     StudyMovedError,
@@ -83,15 +84,10 @@ def recorded_origin(config: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def continues(
-    new_events: Sequence[Event],
-    old_name: str,
-    old_created_at: str,
-    old_events: Callable[[], Sequence[Event]],
-    storage_url: str,
+    new_events: Sequence[Event], old_name: str, old_events: Sequence[Event], storage_url: str
 ) -> bool:
-    """Whether the study whose log is ``new_events`` continues study ``old_name`` of the storage
-    ``storage_url``, created at ``old_created_at`` (the time of its ``created`` event; its log
-    ``old_events()``, read only for a record of an earlier boloop that needs it).
+    """Whether the study whose log is ``new_events`` continues study ``old_name``, whose log is
+    ``old_events``, both of the storage ``storage_url``.
 
     The link does not depend on how anyone spells the storage's address: a continuation
     records the old study by its name and the time of its ``created`` event, which no two
@@ -106,14 +102,14 @@ def continues(
     note (``from study 'OLD', query 7, given TIME``) names the query (or event) and the time
     the answer was stored, which the old log must hold at the same microsecond. A continuation
     of an earlier boloop that carried no answer, read through another spelling, is not seen."""
-    if not new_events:
+    if not new_events or not old_events:
         return False
     origin = recorded_origin(new_events[0].payload)
     if origin is None or origin["study"] != old_name:
         return False
     created = origin.get("created_at")
     if isinstance(created, str):
-        return created == old_created_at
+        return created == old_events[0].created_at
     recorded = origin.get("storage")
     if isinstance(recorded, str) and same_storage(recorded, storage_url):
         return True
@@ -156,10 +152,10 @@ _CARRIED_NOTE = re.compile(
 
 
 def _first_carried_is_from(
-    new_events: Sequence[Event], old_name: str, old_events: Callable[[], Sequence[Event]]
+    new_events: Sequence[Event], old_name: str, old_events: Sequence[Event]
 ) -> bool:
     """Whether the first answer carried into a study (the first ``added`` event after its
-    ``created`` one, whose note names ``old_name``) is an answer of the log ``old_events()``:
+    ``created`` one, whose note names ``old_name``) is an answer of the log ``old_events``:
     the query (or event) the note names was answered (or added) there at the time it says."""
     prefix = f"from study {old_name!r}"
     first = next((e for e in new_events[1:] if e.kind == "added"), None)
@@ -170,7 +166,7 @@ def _first_carried_is_from(
     if found is None:
         return False
     given = found["given"]
-    for ev in old_events():
+    for ev in old_events:
         if ev.created_at != given:
             continue
         if found["query"] is not None and ev.kind == "told" and ev.query_id == int(found["query"]):
@@ -191,26 +187,28 @@ def continuations(store: Any, name: str) -> list[str]:
     (:func:`continues`: whatever URL the storage was opened with). A continuation stored in
     another storage (``--from-storage``) is seen from the old study's storage only once it is
     copied there."""
-    names = store.study_names()
-    created = dict(names)
-    if name not in created:
+    names = [n for n, _ in store.study_names()]
+    if name not in names:
         return []
-    old_log: list[Sequence[Event]] = []
-
-    def old_events() -> Sequence[Event]:
-        if not old_log:
-            old_log.append(store.events(store.study_id(name)))
-        return old_log[0]
-
+    try:
+        old = store.events(store.study_id(name))
+    except UnknownIdError:  # removed (migrate --undo) since the names were read
+        return []
+    if not old:
+        return []
     out = []
-    for other, _ in names:
+    for other in names:
         if other == name:
             continue
         try:
             events = store.events(store.study_id(other))
-        except UnknownIdError:  # removed (migrate --undo) since the names were read
+        except UnknownIdError:
             continue
-        if continues(events, name, created[name], old_events, store.url):
+        except (StorageUnavailableError, StorageAccessError):
+            raise  # the storage, not that study
+        except StorageError:  # a log this boloop cannot read (a newer one's): no continuation
+            continue  # of this one that it could tell, and no reason to fail this study's status
+        if continues(events, name, old, store.url):
             out.append(other)
     return out
 

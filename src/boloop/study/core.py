@@ -1969,14 +1969,13 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
                 "unreadable": None,
             }
         )
-    created_at = dict(names)
     continued: dict[str, list[str]] = {}
     for name, events in logs.items():  # in creation order
         origin = recorded_origin(events[0].payload) if events else None
         old = origin["study"] if origin is not None else None
-        if old is None or old == name or old not in created_at:
-            continue
-        if continues(events, old, created_at[old], lambda old=old: logs.get(old, []), store.url):
+        if old is None or old == name or not logs.get(old):
+            continue  # none, or not in this storage (or its log cannot be read)
+        if continues(events, old, logs[old], store.url):
             continued.setdefault(old, []).append(name)
     for row in out:
         row["continued_as"] = continued.get(row["name"], [])
