@@ -185,8 +185,8 @@ def continuations(store: Any, name: str) -> list[str]:
     reads it unchanged (an event kind it does not know would make it refuse the whole study). So
     they are found by reading the ``created`` event of every other study of the storage
     (:func:`continues`: whatever URL the storage was opened with). A continuation stored in
-    another storage (``--from-storage``) is seen from the old study's storage only once it is
-    copied there."""
+    another storage (``--from-storage``) is seen where both studies are (one of them copied
+    to the other's storage by ``boloop study migrate``)."""
     names = [n for n, _ in store.study_names()]
     if name not in names:
         return []
