@@ -142,6 +142,16 @@ class PostgresServer:
         auth = "postgres" if password is None else f"postgres:{password}"
         return f"postgresql+psycopg://{auth}@127.0.0.1:{self.port}/{database}"
 
+    def spellings(self, database: str) -> list[str]:
+        """Three URLs of one database as different people write them: by ``127.0.0.1``, by
+        ``localhost`` and by the server's Unix socket (its directory and port as query
+        parameters, libpq's keywords)."""
+        return [
+            self.url(database),
+            f"postgresql+psycopg://postgres@localhost:{self.port}/{database}",
+            f"postgresql+psycopg://postgres@/{database}?host={self.dir}&port={self.port}",
+        ]
+
     def admin(self, sql: str) -> Any:
         """Run one statement as the superuser on the ``postgres`` database (autocommit)."""
         import psycopg

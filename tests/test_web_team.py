@@ -284,3 +284,91 @@ def test_an_api_tell_repeated_after_a_dropped_connection_says_whose_answer_stand
     assert r.status_code == 409 and body["error"] == "query_not_open"
     assert body["stored_answer"] is None and "detail" in body and body["open_query"] == q
     assert load_study("lev", storage=url).n_answered == n  # nothing stored by a 409
+
+
+def _version(html: str) -> int:
+    return int(re.search(r'data-version="(\d+)"', html).group(1))
+
+
+def _undo_form(html: str) -> str:
+    return re.search(r'<form [^>]*id="undo-form".*?</form>', html, re.S).group(0)
+
+
+def test_the_undo_names_the_answer_and_whose_it_is_and_the_other_page_is_told(url):
+    """Bob stores an answer with a note; Alice's page names it in its undo form (query, value,
+    time, note) as stored from another browser; Alice withdraws it. Bob's page's next poll, and
+    the page it then draws, say that his answer was withdrawn by an undo from another browser,
+    when, and that the query is open again; Alice's poll says nothing of it (not hers)."""
+    make_study("dose", url, answers=1, key="safe", fast=True)
+    alice, ca, bob, cb = _two_pages(url, "dose")
+    qid = load_study("dose", storage=url).ask().id
+    r = bob.post("/studies/dose/tell", data={"csrf": cb, "query_id": str(qid), "out.f": "50",
+                                             "out.g": "0.1", "note": "bob"})  # fmt: skip
+    assert r.status_code == 303
+    row = load_study("dose", storage=url).history()[-1]
+    desc = (
+        f'query {qid}: f=50, g=0.1, given {row["told_at"][:19].replace("T", " ")} UTC, note "bob"'
+    )
+    page_a, page_b = alice.get("/studies/dose").text, bob.get("/studies/dose").text
+    assert f'data-last="{desc}"'.replace('"bob"', "&#34;bob&#34;") in _undo_form(page_a)
+    assert 'data-last-by="other"' in _undo_form(page_a)
+    assert f"last answer: {desc} (stored from another browser)" in _text(page_a)
+    assert 'data-last-by="this"' in _undo_form(page_b)
+    assert "(stored from this browser)" in _text(page_b)
+    seen_a, seen_b = _version(page_a), _version(page_b)
+    key = re.search(r'name="last" value="([^"]+)"', page_a).group(1)
+    r = alice.post("/studies/dose/undo", data={"csrf": ca, "last": key})
+    assert r.status_code == 303
+    # Bob's poll: his answer, whose undo, when, what is open now
+    told = bob.get(f"/studies/dose/state?since={seen_b}").json()
+    assert told["version"] > seen_b and told["open_query"] == qid
+    (said,) = told["withdrawn_yours"]
+    assert said.startswith(f"Your answer, stored from this browser ({desc}), was withdrawn by an "
+                           "undo from another browser at 20")  # fmt: skip
+    assert f"UTC: query {qid} is open again" in said
+    assert alice.get(f"/studies/dose/state?since={seen_a}").json()["withdrawn_yours"] == []
+    assert "withdrawn_yours" not in bob.get("/studies/dose/state").json()  # no page version
+    # the page the poll reloads says it once
+    shown = bob.get(f"/studies/dose?since={seen_b}").text
+    box = re.search(r'<div class="warning" role="alert" id="withdrawn-yours".*?</div>', shown, re.S)
+    assert box and said in _text(box.group(0))
+    assert 'autofocus' not in re.search(r'<form method="post" action="/studies/dose/tell".*?</form>',
+                                        shown, re.S).group(0)  # fmt: skip
+    assert 'id="withdrawn-yours"' not in bob.get("/studies/dose").text
+    assert 'id="withdrawn-yours"' not in alice.get(f"/studies/dose?since={seen_a}").text
+
+
+def test_an_undo_made_elsewhere_and_an_answer_given_again_are_said_so(url):
+    """Bob's answer withdrawn from Python (no page of this server saw the undo), and its query
+    answered again since by someone else: his poll says both, not "open again"."""
+    make_study("dose", url, answers=1, key="safe", fast=True)
+    _, _, bob, cb = _two_pages(url, "dose")
+    qid = load_study("dose", storage=url).ask().id
+    r = bob.post("/studies/dose/tell", data={"csrf": cb, "query_id": str(qid), "out.f": "50",
+                                             "out.g": "0.1"})  # fmt: skip
+    assert r.status_code == 303
+    seen = _version(bob.get("/studies/dose").text)
+    elsewhere = load_study("dose", storage=url)
+    elsewhere.undo()
+    elsewhere.tell(qid, {"f": 49.0, "g": 0.12}, note="carol")
+    (said,) = bob.get(f"/studies/dose/state?since={seen}").json()["withdrawn_yours"]
+    assert "was withdrawn by an undo made elsewhere (not on this server's pages" in said
+    assert f"query {qid} was answered again since (query {qid}: f=49, g=0.12, given" in said
+    assert 'note "carol"' in said and "open again" not in said
+
+
+def test_a_poll_says_that_the_study_was_continued(url):
+    """A continuation writes nothing to the old study's log (its version stays): the poll says
+    it in ``continued_as``, which an open page compares with the one it was drawn with."""
+    make_study("dose", url, answers=2, key="safe", fast=True)
+    c = _client(url)
+    page = c.get("/studies/dose").text
+    assert "data-continued='[]'" in page
+    before = c.get("/studies/dose/state").json()
+    assert before["continued_as"] == []
+    from boloop.study import create_study
+
+    create_study("dose-2", from_study="dose", storage=url)
+    after = c.get(f"/studies/dose/state?since={before['version']}").json()
+    assert after["continued_as"] == ["dose-2"] and after["version"] == before["version"]
+    assert "data-continued='[\"dose-2\"]'" in c.get("/studies/dose").text

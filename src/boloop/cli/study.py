@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from boloop.errors import BoloopError, InvalidInputError
+from boloop.errors import BoloopError, InvalidInputError, QueryStateError
 
 if TYPE_CHECKING:  # the study machinery (numpy, SQLAlchemy, the policies) loads on first use,
     # so `boloop --version`, `boloop --help` and argument errors stay instant
@@ -409,7 +409,17 @@ def _tell(args: argparse.Namespace) -> int:
     # read before storing (after, the value is one of those it is compared with)
     measured = _is_measurement(study, args.query_id)
     unusual = study.unusual_values(args.answer) if measured else []
-    study.tell(args.query_id, args.answer, note=args.note)
+    try:
+        study.tell(args.query_id, args.answer, note=args.note)
+    except QueryStateError as exc:
+        said = _not_stored(study, args.query_id, str(args.answer), args.note)
+        if said is None:
+            raise
+        # still one line and exit 2, but saying what stands (a colleague's answer, an undo)
+        raise QueryStateError(
+            f"study {study.name!r}: {said} `boloop study ask {_in_command(study)}` shows the "
+            "open query"
+        ) from exc
     study.save_snapshot()  # the next call (a new process) loads the answer without a replay
     row = study.history(last=1)[-1]
     print(
@@ -956,6 +966,12 @@ def run_loop(
                 continue
         try:
             study.tell(q.id, text.strip())
+        except QueryStateError as exc:  # answered, or withdrawn, elsewhere since it was asked
+            said = _not_stored(study, q.id, text)
+            pending = study.policy.pending
+            which = "next query" if pending is None else f"open query ({pending.id})"
+            print(f"{said} The {which} is asked below." if said else f"error: {exc}", file=out)
+            continue
         except BoloopError as exc:
             print(f"error: {exc}", file=out)
             continue
@@ -967,6 +983,74 @@ def run_loop(
             print(f"NOTICE: {stuck}", file=out)
         shown_stuck = bool(stuck)
     return 0
+
+
+def _not_stored(study: Study, query_id: Any, typed: str, note: str | None = None) -> str | None:
+    """What to say when an answer typed for query ``query_id`` was refused because that query is
+    no longer open, as the web page says it: the typed answer was NOT stored, and what stands
+    instead: another answer given first elsewhere (its value, when, its note), the same answer
+    (nothing is stored twice), or an undo elsewhere that took the study back before the query.
+    None when ``query_id`` names no query of the study."""
+    try:
+        qid = int(str(query_id).strip())
+    except ValueError:
+        return None
+    events = study.events()
+    asked = [e for e in events if e["kind"] == "asked" and e["query_id"] == qid]
+    if not asked:
+        return None
+    rows = [r for r in study.history() if r["query_id"] == qid]
+    yours = f"your answer to query {qid} ({typed.strip()})"
+    if rows:
+        row = rows[-1]
+        if _same_as_stored(asked[-1]["payload"], row, typed):
+            lost = " Your note was NOT stored." if note and note != row.get("note") else ""
+            return (
+                f"not stored again: query {qid} already holds the same answer as yours "
+                f"({_stored_words(row)}); nothing is stored twice.{lost}"
+            )
+        return (
+            f"NOT STORED: {yours} was not stored: query {qid} was answered first elsewhere "
+            f"(another person, page or program). Stored instead: {_stored_words(row)}."
+        )
+    undo = next(
+        (e for e in reversed(events) if e["kind"] == "withdrawn" and e["seq"] > asked[-1]["seq"]),
+        None,
+    )
+    why = (
+        f"an undo elsewhere withdrew an answer at {_utc(undo['created_at'])} and the study went "
+        "back to an earlier query"
+        if undo is not None
+        else "the study changed elsewhere"
+    )
+    return f"NOT STORED: {yours} was not stored: query {qid} is no longer open ({why})."
+
+
+def _utc(stamp: str) -> str:
+    """``2026-11-27T19:17:29.892809Z`` as a person reads it: ``2026-11-27 19:17:29 UTC``."""
+    return f"{stamp[:19].replace('T', ' ')} UTC"
+
+
+def _stored_words(row: dict[str, Any]) -> str:
+    """A stored answer in words: its value, when it was given and its note (cut at 80
+    characters)."""
+    note = row.get("note")
+    if note and len(note) > 80:
+        note = note[:79] + "\u2026"
+    said = f"{row['answer_text']}, given {_utc(str(row['told_at']))}"
+    return f"{said}, note {note!r}" if note else said
+
+
+def _same_as_stored(asked: dict[str, Any], row: dict[str, Any], typed: str) -> bool:
+    """Whether ``typed``, read as an answer to the query of the ``asked`` event's payload, is
+    the answer ``row`` holds."""
+    from boloop.queries import query_from_dict
+    from boloop.study.answers import parse_answer
+
+    try:
+        return bool(parse_answer(query_from_dict(asked["query"]), typed) == row["answer"])
+    except (BoloopError, KeyError, TypeError):
+        return False
 
 
 #: how the loop announces the next query: which kind of answer it needs

@@ -19,13 +19,16 @@ preference study's duels) stores nothing.
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from boloop.errors import (
     BoloopError,
     InvalidInputError,
+    StorageAccessError,
     StorageError,
     StorageUnavailableError,
     StudyMovedError,
@@ -44,7 +47,15 @@ from boloop.study.replay import (
 if TYPE_CHECKING:
     from boloop.study.core import Study
 
-__all__ = ["CarriedAnswer", "carried_answers", "continued_from", "continuations", "create_from"]
+__all__ = [
+    "CarriedAnswer",
+    "carried_answers",
+    "continuations",
+    "continues",
+    "create_from",
+    "recorded_origin",
+    "same_storage",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,13 +74,106 @@ class CarriedAnswer:
     given_at: str | None = None
 
 
-def continued_from(config: Mapping[str, Any], storage_url: str) -> str | None:
-    """The name of the study that a study with ``created`` payload ``config``, stored in
-    ``storage_url``, continues, if that study is in the same storage; None otherwise."""
+def recorded_origin(config: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The ``from_study`` record of a study with ``created`` payload ``config`` (what
+    :func:`create_from` stored), or None for a study that continues none."""
     origin = config.get("from_study")
     if not isinstance(origin, Mapping) or not isinstance(origin.get("study"), str):
         return None
-    return origin["study"] if origin.get("storage") == safe_url(storage_url) else None
+    return origin
+
+
+def continues(
+    new_events: Sequence[Event], old_name: str, old_events: Sequence[Event], storage_url: str
+) -> bool:
+    """Whether the study whose log is ``new_events`` continues study ``old_name``, whose log is
+    ``old_events``, both of the storage ``storage_url``.
+
+    The link does not depend on how anyone spells the storage's address: a continuation
+    records the old study by its name and the time of its ``created`` event, which no two
+    studies of one storage share and which ``boloop study migrate`` copies verbatim, so the
+    old study is recognised through any URL that reaches its database (``127.0.0.1`` or
+    ``localhost``, a Unix socket, a relative or absolute SQLite path), and also after both were
+    migrated elsewhere.
+
+    A record of an earlier boloop holds the old study's storage as the URL text it was opened
+    with, and no time. It is taken when that text names this storage (the same text, or the same
+    SQLite file), or when the new study's first carried answer is one of the old study's: its
+    note (``from study 'OLD', query 7, given TIME``) names the query (or event) and the time
+    the answer was stored, which the old log must hold at the same microsecond. A continuation
+    of an earlier boloop that carried no answer, read through another spelling, is not seen."""
+    if not new_events or not old_events:
+        return False
+    origin = recorded_origin(new_events[0].payload)
+    if origin is None or origin["study"] != old_name:
+        return False
+    created = origin.get("created_at")
+    if isinstance(created, str):
+        return created == old_events[0].created_at
+    recorded = origin.get("storage")
+    if isinstance(recorded, str) and same_storage(recorded, storage_url):
+        return True
+    return _first_carried_is_from(new_events, old_name, old_events)
+
+
+def same_storage(recorded: str, url: str) -> bool:
+    """Whether the storage URL ``recorded`` (as a record of an earlier boloop stored it, the
+    password masked) names the storage ``url``: the same text, or two SQLite URLs of one file
+    (a symbolic link, another spelling of the directory). A PostgreSQL server reached by
+    another host name or a socket cannot be told from the text: that takes the identity of
+    :func:`continues`."""
+    if recorded == safe_url(url):
+        return True
+    a, b = _sqlite_file(recorded), _sqlite_file(url)
+    if a is None or b is None:
+        return False
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them is gone
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _sqlite_file(url: str) -> str | None:
+    """The file of a ``sqlite:///path`` URL (query parameters left out), or None."""
+    scheme, sep, rest = url.partition(":///")
+    if not sep or not scheme.startswith("sqlite"):
+        return None
+    path = rest.partition("?")[0]
+    if not path or path.startswith((":memory:", "file:")):
+        return None
+    return path
+
+
+#: a carried answer's note as :func:`_provenance` writes it: the old query (or event) and when
+_CARRIED_NOTE = re.compile(
+    r", (?:query (?P<query>\d+)|your own data, event (?P<event>\d+)), "
+    r"given (?P<given>\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:\d\d)?)"
+)
+
+
+def _first_carried_is_from(
+    new_events: Sequence[Event], old_name: str, old_events: Sequence[Event]
+) -> bool:
+    """Whether the first answer carried into a study (the first ``added`` event after its
+    ``created`` one, whose note names ``old_name``) is an answer of the log ``old_events``:
+    the query (or event) the note names was answered (or added) there at the time it says."""
+    prefix = f"from study {old_name!r}"
+    first = next((e for e in new_events[1:] if e.kind == "added"), None)
+    note = first.payload.get("note") if first is not None else None
+    if not isinstance(note, str) or not note.startswith(prefix):
+        return False
+    found = _CARRIED_NOTE.match(note, len(prefix))
+    if found is None:
+        return False
+    given = found["given"]
+    for ev in old_events:
+        if ev.created_at != given:
+            continue
+        if found["query"] is not None and ev.kind == "told" and ev.query_id == int(found["query"]):
+            return True
+        if found["event"] is not None and ev.kind == "added" and ev.seq == int(found["event"]):
+            return True
+    return False
 
 
 def continuations(store: Any, name: str) -> list[str]:
@@ -79,16 +183,32 @@ def continuations(store: Any, name: str) -> list[str]:
     A continuation is recorded in the *new* study only (its ``created`` event's
     ``from_study``); the old study's log is never written to, so a boloop that predates this
     reads it unchanged (an event kind it does not know would make it refuse the whole study). So
-    they are found by reading the ``created`` event of every study created after ``name`` in the
-    same storage. A continuation stored in another storage (``--from-storage``) is not seen
-    from the old one."""
+    they are found by reading the ``created`` event of every other study of the storage
+    (:func:`continues`: whatever URL the storage was opened with). A continuation stored in
+    another storage (``--from-storage``) is seen where both studies are (one of them copied
+    to the other's storage by ``boloop study migrate``)."""
     names = [n for n, _ in store.study_names()]
     if name not in names:
         return []
+    try:
+        old = store.events(store.study_id(name))
+    except UnknownIdError:  # removed (migrate --undo) since the names were read
+        return []
+    if not old:
+        return []
     out = []
-    for other in names[names.index(name) + 1 :]:
-        events = store.events(store.study_id(other))
-        if events and continued_from(events[0].payload, store.url) == name:
+    for other in names:
+        if other == name:
+            continue
+        try:
+            events = store.events(store.study_id(other))
+        except UnknownIdError:
+            continue
+        except (StorageUnavailableError, StorageAccessError):
+            raise  # the storage, not that study
+        except StorageError:  # a log this boloop cannot read (a newer one's): no continuation
+            continue  # of this one that it could tell, and no reason to fail this study's status
+        if continues(events, name, old, store.url):
             out.append(other)
     return out
 
@@ -232,8 +352,11 @@ def create_from(
     ``storage``). The old log is read, never replayed, so this works exactly when the old study
     no longer loads. Measurements go in through :meth:`Study.add`, expert labels through
     :meth:`Study.label`, each with a note naming the old study and query; the ``created`` event
-    records the old study in ``from_study``. Duels have no outside-data path: a study with
-    duels is refused, naming why. Nothing is stored unless every answer is taken.
+    records the old study in ``from_study``: its name and the time of its ``created`` event
+    (its identity, :func:`continues`), the storage URL it was read from (password masked, for
+    people), its method, boloop version and number of answers carried. Duels have no
+    outside-data path: a study with duels is refused, naming why. Nothing is stored unless
+    every answer is taken.
     """
     from boloop.study.core import Study, _open_existing, _problem_from_config, create_study
     from boloop.study.space_file import point_to_params
@@ -379,6 +502,9 @@ def create_from(
         discard_memory_store(staging_url)
     provenance = {
         "study": from_study,
+        # the old study's identity, whatever the URL its storage is reached by (continues())
+        "created_at": events[0].created_at,
+        # for people: where it was read from, as this process named the storage
         "storage": safe_url(old_store.url),
         "method": old_method,
         "boloop_version": config.get("boloop_version"),

@@ -59,7 +59,7 @@ from boloop.study.answers import (
     parse_duel,
     parse_measurement,
 )
-from boloop.study.carry import continuations, continued_from
+from boloop.study.carry import continuations, continues, recorded_origin
 from boloop.study.log import Event, SeqConflict, moved_mark, moved_message, safe_url
 from boloop.study.measured import Measured, what_to_measure
 from boloop.study.measured import measured as measured_values
@@ -1263,9 +1263,9 @@ class Study(StudyReplay, StudySnapshots):
 
     def continued_as(self) -> list[str]:
         """The studies of this storage that continue this one (``create_study(NEW,
-        from_study=...)``, ``boloop study create NEW --from ...``), oldest first
-        (:func:`boloop.study.carry.continuations`); read again only when the storage's list of
-        studies changes."""
+        from_study=...)``, ``boloop study create NEW --from ...``), oldest first, whatever URL
+        this storage was opened with (:func:`boloop.study.carry.continuations`); read again
+        only when the storage's list of studies changes."""
         key = tuple(self._storage.study_names())
         if self._continued is None or self._continued[0] != key:
             self._continued = (key, continuations(self._storage, self.name))
@@ -2008,8 +2008,9 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
     and None for what would come from its log. A storage that cannot be reached still fails."""
     store = _open_existing(storage)
     out = []
-    continued: dict[str, list[str]] = {}
-    for name, created in store.study_names():
+    names = store.study_names()
+    logs: dict[str, list[Event]] = {}  # the readable ones, for the continuations
+    for name, created in names:
         try:
             events = store.events(store.study_id(name))
             effective = effective_events(events, name)
@@ -2020,10 +2021,8 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
         except StorageError as exc:
             out.append(_unreadable_row(name, created, str(exc)))
             continue
+        logs[name] = events
         cfg = events[0].payload if events else {}
-        origin = continued_from(cfg, store.url)
-        if origin is not None:
-            continued.setdefault(origin, []).append(name)
         answered = len([e for e in effective if e.kind in ("told", "added")])
         told = {e.query_id for e in effective if e.kind == "told"}
         asked = [e.query_id for e in effective if e.kind == "asked" and e.query_id not in told]
@@ -2041,6 +2040,14 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
                 "unreadable": None,
             }
         )
+    continued: dict[str, list[str]] = {}
+    for name, events in logs.items():  # in creation order
+        origin = recorded_origin(events[0].payload) if events else None
+        old = origin["study"] if origin is not None else None
+        if old is None or old == name or not logs.get(old):
+            continue  # none, or not in this storage (or its log cannot be read)
+        if continues(events, old, logs[old], store.url):
+            continued.setdefault(old, []).append(name)
     for row in out:
         row["continued_as"] = continued.get(row["name"], [])
     return out

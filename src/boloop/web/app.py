@@ -340,6 +340,8 @@ def create_app(
     flash_key = secrets.token_bytes(32)
 
     senders = _Senders()
+    #: which browser withdrew which answer with the page's undo (by the withdrawn answer's key)
+    undoers = _Senders()
 
     def sender_id(request: Request) -> str:
         """Which browser sent a form: a digest of its CSRF cookie (one per browser, the same
@@ -791,16 +793,35 @@ def create_app(
         unusual: str | None = None,
         sent: dict[str, Any] | None = None,
         signed_in: bool | None = None,
+        since: int | None = None,
     ) -> HTMLResponse:
-        """``sent``: an answer that was not stored, shown as it was sent (:func:`_unsent`);
+        """``since``: the version of the page this one replaces (its live refresh reloaded it):
+        this browser's answers withdrawn since are said (:func:`_withdrawn_yours`);
+        ``sent``: an answer that was not stored, shown as it was sent (:func:`_unsent`);
         ``refused``: this page's answer was not stored (the last answer is someone else's);
         ``over_limit``: the open query's answer was held back because its g is above the safety
         limit (the form then offers to store it as measured, for this query only); ``unusual``:
         held back because a value is far outside the values stored so far (a typo?), the form
         offers to store it as typed; each is the text its box confirms (:func:`confirmation_key`),
         None when not held for that reason."""
+        browser = sender_id(request)
+
+        def context(s: Study) -> dict[str, Any]:
+            ctx = _page_context(s)
+            by = senders.sender(name)(ctx["last_key"]) if ctx["last_key"] else None
+            # whose the last answer is, as far as this server saw it stored (the undo says it)
+            ctx["last_by"] = "" if by is None else "this" if by == browser else "other"
+            ctx["withdrawn_yours"] = (
+                []
+                if since is None
+                else _withdrawn_yours(
+                    s, since, senders.sender(name), undoers.sender(name), browser
+                )
+            )
+            return ctx
+
         try:
-            ctx = pool.run(name, _page_context)
+            ctx = pool.run(name, context)
         except UnknownIdError as exc:
             raise HTTPException(404, str(exc)) from exc
         except (StorageUnavailableError, StorageAccessError):
@@ -831,12 +852,15 @@ def create_app(
         done: str | None = None,
         w: str | None = None,
         sig: str | None = None,
+        since: int | None = None,
     ) -> HTMLResponse:
+        """The study's page; ``since``: the version of the page the live refresh replaces
+        (this browser's answers withdrawn since then are said)."""
         name = study_name(name)
         flash = {"told": "answer stored", "undone": "last answer withdrawn"}.get(done or "")
         if flash and w and _same(sig, flash_sig(w)):  # only a text this server wrote
             flash = f"{flash}: {w}"  # what was stored or withdrawn (a newcomer's trial)
-        return study_page(request, name, flash=flash)
+        return study_page(request, name, flash=flash, since=since)
 
     @app.post("/studies/{name}/tell", include_in_schema=False)
     async def study_tell(request: Request, name: str) -> Response:
@@ -913,6 +937,7 @@ def create_app(
             raise HTTPException(404, str(exc)) from exc
         except (QueryStateError, StudyMovedError) as exc:
             return study_page(request, name, 409, warning=str(exc))
+        undoers.remember(name, _answer_key(row), sender_id(request))  # whose undo it was
         what = _answer_description(row)
         return RedirectResponse(
             f"/studies/{quote(name, safe='')}?done=undone&w={quote(what, safe='')}"
@@ -921,10 +946,23 @@ def create_app(
         )
 
     @app.get("/studies/{name}/state", include_in_schema=False)
-    def study_state(name: str) -> JSONResponse:
-        """What a page polls: it reloads when ``version`` changes."""
+    def study_state(request: Request, name: str, since: int | None = None) -> JSONResponse:
+        """What a page polls (:func:`_state`): it reloads when ``version`` or ``continued_as``
+        changes. ``since``: the page's version; then ``withdrawn_yours`` says which of this
+        browser's answers an undo withdrew since (:func:`_withdrawn_yours`), for the page to say
+        so instead of showing their queries open again without a word."""
         name = study_name(name)
-        return _json(api_call(name, _state))
+        browser = sender_id(request)
+
+        def state(s: Study) -> dict[str, Any]:
+            out = _state(s)
+            if since is not None and out["version"] > since:
+                out["withdrawn_yours"] = _withdrawn_yours(
+                    s, since, senders.sender(name), undoers.sender(name), browser
+                )
+            return out
+
+        return _json(api_call(name, state))
 
     @app.get("/studies/{name}/pictures/growth-numbers", include_in_schema=False)
     def study_growth_numbers(request: Request, name: str) -> Response:
@@ -1250,6 +1288,11 @@ def _open_id(study: Study) -> int | None:
 
 
 def _state(study: Study) -> dict[str, Any]:
+    """What an open page polls: ``version`` (the last event's seq: the page reloads when it
+    changes), ``answered``, ``open_query``, ``moved`` (where a migrate moved the study, or None)
+    and ``continued_as`` (the studies that continue it: a continuation writes nothing to this
+    study's log, so the version does not show it; one read of the storage's list of studies,
+    whose continuations are read again only when it changes)."""
     events = study.events()
     moved = study.moved
     return {
@@ -1257,6 +1300,7 @@ def _state(study: Study) -> dict[str, Any]:
         "answered": study.n_answered,
         "open_query": _open_id(study),
         "moved": None if moved is None else moved["to"],  # a migrate made this copy read-only
+        "continued_as": study.continued_as(),
     }
 
 
@@ -1457,15 +1501,90 @@ def _answer_text(row: Mapping[str, Any]) -> str:
     return text
 
 
+#: characters of an answer's note said with it (a note is up to 2000; the rest is cut)
+_NOTE_SHOWN = 60
+
+
 def _answer_description(row: Mapping[str, Any]) -> str:
     """One history row as a person reads it: ``query 14: B is better, given 2026-11-27
-    03:05:41 UTC``."""
+    03:05:41 UTC``, and its note (``, note "bob"``; cut after :data:`_NOTE_SHOWN` characters):
+    which of two colleagues' answers it is (a newcomer's trial)."""
     text = _answer_text(row)
     told = str(row.get("told_at") or "")
-    when = f", given {told[:19].replace('T', ' ')} UTC" if told else ""
+    when = f", given {_utc(told)}" if told else ""
+    note = " ".join(str(row.get("note") or "").split())
+    if note:
+        cut = note if len(note) <= _NOTE_SHOWN else note[: _NOTE_SHOWN - 1] + "\u2026"
+        when += f', note "{cut}"'
     if row.get("query_id") is None:
         return f"the {'label' if row.get('kind') == 'label' else 'measurement'} added: {text}{when}"
     return f"query {row['query_id']}: {text}{when}"
+
+
+def _utc(stamp: str) -> str:
+    """``2026-11-27T03:05:41.123456Z`` as a person reads it: ``2026-11-27 03:05:41 UTC``."""
+    return f"{stamp[:19].replace('T', ' ')} UTC"
+
+
+def _withdrawn_yours(
+    study: Study,
+    since: int,
+    stored_by: Callable[[str], str | None],
+    withdrawn_by: Callable[[str], str | None],
+    browser: str,
+) -> list[str]:
+    """What a page of ``browser`` must be told of the answers this browser stored
+    (``stored_by``, :class:`_Senders`) that an undo withdrew after event ``since`` (the page's
+    version): whose undo it was (``withdrawn_by``: this browser, another one, or none this
+    server saw: the command line, the API, a program, another server), when, and what is open
+    now. Without it the page would show the query open again and say nothing (a newcomer's
+    trial: a colleague's undo withdrew bob's answer, and bob did not know to measure again).
+    Only what this server remembers since it started (:class:`_Senders`)."""
+    events = study.events()
+    by_seq = {e["seq"]: e for e in events}
+    mine = []  # (the undo, the key of the answer it withdrew) of this browser's answers
+    for undo in (e for e in events if e["kind"] == "withdrawn" and e["seq"] > since):
+        gone = by_seq.get(undo["payload"].get("withdraws"))
+        if gone is not None:
+            key = f"{'added' if gone['query_id'] is None else gone['query_id']}@{gone['created_at']}"
+            if stored_by(key) == browser:
+                mine.append((undo, key))
+    if not mine:  # the usual case: no history is read
+        return []
+    rows = {_answer_key(r): r for r in study.history(withdrawn=True)}
+    open_id = _open_id(study)
+    in_effect = {r["query_id"]: r for r in study.history() if r.get("query_id") is not None}
+    out = []
+    for undo, key in mine:
+        if key not in rows:
+            continue
+        qid = rows[key].get("query_id")
+        desc = _answer_description(rows[key])
+        who = withdrawn_by(key)
+        by = (
+            "from this browser (another tab or window)"
+            if who == browser
+            else "from another browser"
+            if who is not None
+            else "made elsewhere (not on this server's pages: the command line, the API or a "
+            "program)"
+        )
+        if qid is None:
+            now = "it is no longer in effect"
+        elif open_id == qid:
+            now = f"query {qid} is open again: answer it again if your answer stands"
+        elif qid in in_effect:
+            now = f"query {qid} was answered again since ({_answer_description(in_effect[qid])})"
+        else:
+            now = f"query {qid} is not open now" + (
+                f" (the open query is {open_id})" if open_id is not None else ""
+            )
+        out.append(
+            f"Your answer, stored from this browser ({desc}), was withdrawn by an undo {by} at "
+            f"{_utc(undo['created_at'])}: {now}. The withdrawn answer stays in the log (export "
+            "with the withdrawn answers)."
+        )
+    return out
 
 
 def _undo_form(study: Study, expected: str) -> dict[str, Any]:

@@ -92,15 +92,28 @@
     qTitle.focus();
   }
 
-  // -- undo asks first, naming what it withdraws (query, answer, when) and whose it is
+  // -- undo asks first, naming what it withdraws (query, answer, when, its note) and whose it
+  //    is, as far as this server saw it stored (data-last-by: "this" browser, an "other" one,
+  //    or "" when it did not: the command line, the API, a program, before a restart)
   var undo = document.getElementById("undo-form");
   if (undo) {
     undo.addEventListener("submit", function (ev) {
       var last = undo.getAttribute("data-last") || "the last answer";
+      var by = undo.getAttribute("data-last-by");
       var msg = "Withdraw the last answer, " + last + "?";
       if (undo.hasAttribute("data-refused")) {
         msg += "\n\nThis is NOT your answer: yours was not stored. This one was given " +
           "elsewhere (another page, person or program).";
+      } else if (by === "other") {
+        msg += "\n\nThis answer was NOT stored from this browser: it came from another " +
+          "browser (another person's page). Withdraw it only if you mean to withdraw theirs: " +
+          "their page will say that it was withdrawn.";
+      } else if (by === "this") {
+        msg += "\n\nIt was stored from this browser.";
+      } else {
+        msg += "\n\nThis server did not see it stored from this browser (it may come from the " +
+          "command line, the API, a program, or a page before the server restarted): check " +
+          "that it is the one you mean.";
       }
       msg += "\n\nIts query becomes the open query again.";
       if (!window.confirm(msg)) {
@@ -109,9 +122,12 @@
     });
   }
 
-  // -- a notice of what was just done ("answer stored") is said once: drop the ?done=... that
-  //    carried it, so a reload or Back does not say it again
-  if (document.querySelector(".flash") && window.location.search &&
+  // -- a notice of what was just done ("answer stored", "your answer was withdrawn") is said
+  //    once: drop the ?done=... (or ?since=...) that carried it, so a reload or Back does not
+  //    say it again
+  var withdrawnYours = document.getElementById("withdrawn-yours");
+  if (withdrawnYours) { withdrawnYours.focus(); }
+  if (document.querySelector(".flash, #withdrawn-yours") && window.location.search &&
       window.history && window.history.replaceState) {
     window.history.replaceState(window.history.state, "", window.location.pathname + window.location.hash);
   }
@@ -236,6 +252,11 @@
   //    to nowhere (the browser's error page, and what was typed gone)
   if (root) {
     var version = root.getAttribute("data-version");
+    // the studies that continue this one, as the page was drawn (a continuation writes nothing
+    // to this study's log: the poll says it in continued_as, not by its version)
+    var continuedHere = "[]";
+    try { continuedHere = JSON.stringify(JSON.parse(root.getAttribute("data-continued") || "[]")); }
+    catch (e) { continuedHere = "[]"; }
     var answeredHere = parseInt(root.getAttribute("data-answered"), 10);
     var ms = parseInt(root.getAttribute("data-poll-ms"), 10);
     var live = document.getElementById("live");
@@ -327,14 +348,22 @@
           "The server can be reached again: nothing was withdrawn; undo again if you mean it.";
       }
     }
-    // what changed, as the poll's state tells it against this page's: the open query went on
-    // (answers given elsewhere) or back (an answer withdrawn), or this page's query is still open
+    function continuedNow(s) { return JSON.stringify(s.continued_as || []); }
+    // what changed, as the poll's state tells it against this page's: this browser's answer
+    // withdrawn by an undo elsewhere (the server's words), the study continued as another, the
+    // open query went on (answers given elsewhere) or back (an answer withdrawn), or this page's
+    // query is still open
     function changed(s) {
       if (s.moved) {  // a migrate made this copy read-only: where to answer
         return "This study was moved to " + s.moved + " (boloop study migrate): an answer " +
           "sent here is not stored; answer it there." +
           (openId && !untouched() ? " What you typed stays on this page." : "");
       }
+      var said = (s.withdrawn_yours || []).join(" ");
+      if (String(s.version) === version) { return said; }  // continued only: said apart
+      return (said ? said + " " : "") + answersChanged(s);
+    }
+    function answersChanged(s) {
       var n = parseInt(s.answered, 10);
       var open = s.open_query === null || s.open_query === undefined ? null : String(s.open_query);
       var elsewhere = " elsewhere (another page, person or program)";
@@ -356,6 +385,37 @@
       }
       return what + now + (openId && !untouched() ? " What you typed here is not stored." : "");
     }
+    // the notice the page shows when it is drawn after a continuation, with links to the
+    // studies that continue it (built again only when they change)
+    function showContinued(s) {
+      var names = s.continued_as || [];
+      var box = document.getElementById("live-continued");
+      if (!names.length || continuedNow(s) === continuedHere) {
+        if (box) { box.hidden = true; }
+        return;
+      }
+      if (!box) {
+        box = document.createElement("span");
+        box.id = "live-continued";
+        live.insertBefore(box, live.firstChild);
+      }
+      if (box.getAttribute("data-names") !== continuedNow(s)) {
+        box.textContent = "This study was continued as ";
+        for (var i = 0; i < names.length; i++) {
+          if (i) { box.appendChild(document.createTextNode(", ")); }
+          var a = document.createElement("a");
+          a.href = "/studies/" + encodeURIComponent(names[i]);
+          a.textContent = names[i];
+          box.appendChild(a);
+        }
+        box.appendChild(document.createTextNode(", which took all its answers: answer there. " +
+          "Answers given here now are not carried over." +
+          (openId && !untouched() ? " What you typed here is not stored: stored here, it " +
+            "would not be carried over either." : "") + " "));
+        box.setAttribute("data-names", continuedNow(s));
+      }
+      box.hidden = false;
+    }
     function showChanged(s) {
       if (!live) { return; }
       var text = changed(s);
@@ -373,17 +433,25 @@
         again.type = "button";
         again.id = "live-reload";
         again.textContent = "reload: show the study as it is now";
-        again.addEventListener("click", function () { window.location.replace(pageUrl); });
+        again.addEventListener("click", function () { window.location.replace(reloadUrl()); });
         live.appendChild(words);
         live.appendChild(document.createTextNode(" "));
         live.appendChild(again);
       }
       if (words.textContent !== text) { words.textContent = text; }
+      showContinued(s);
       live.hidden = false;
+    }
+    // the page drawn afresh; after this browser's answer was withdrawn elsewhere, it says so
+    // (?since: the withdrawals after this page's version)
+    var withdrawnSeen = false;
+    function reloadUrl() {
+      return withdrawnSeen ? pageUrl + "?since=" + encodeURIComponent(version) : pageUrl;
     }
     function poll() {
       var stateUrl = root.getAttribute("data-state-url");
       if (submitting || !stateUrl) { return; }  // an empty state URL: the live refresh is off
+      stateUrl += (stateUrl.indexOf("?") < 0 ? "?" : "&") + "since=" + encodeURIComponent(version);
       fetch(stateUrl, { credentials: "same-origin", cache: "no-store" })
         .then(function (r) {
           // this server says so in JSON (401); a login page reached by a redirect is the same
@@ -418,9 +486,10 @@
           } else {  // no query open: none but this page's own form is still to be answered
             forget(openId ? [openId] : []);
           }
-          if (String(s.version) === version) { return; }
+          if (String(s.version) === version && continuedNow(s) === continuedHere) { return; }
+          if (s.withdrawn_yours && s.withdrawn_yours.length) { withdrawnSeen = true; }
           if (untouched() && !focusOnControl() && !keepNotice) {
-            window.location.replace(pageUrl);
+            window.location.replace(reloadUrl());
           } else {
             showChanged(s);
           }
