@@ -261,6 +261,23 @@ def test_wrong_answer_types_per_kind(url):
     assert lab.history()[-1]["answer"] is False
 
 
+def test_an_answer_to_a_query_an_undo_closed_says_so(url):
+    """Query 1 open on one handle; another undoes the answer before it, which closes query 1 and
+    opens query 0 again. Answering query 1 then says what happened (it was asked), not that it
+    was never asked, and stores nothing."""
+    study = create_study("t", "toy-random", problem="levelset/toy", storage=url, seed=0)
+    first = study.ask()
+    study.tell(first.id, 0.1)
+    second = study.ask()
+    load_study("t", storage=url).undo()
+    before = _log_rows(url)
+    with pytest.raises(QueryStateError, match="is no longer open") as err:
+        study.tell(second.id, 0.2)
+    assert "never asked" not in str(err.value) and "undo at " in str(err.value)
+    assert f"the open query is {first.id}" in str(err.value)
+    assert _log_rows(url) == before
+
+
 def test_tell_unknown_or_answered_id(url):
     study = create_study("t", "toy-random", problem="levelset/toy", storage=url, seed=0)
     q = study.ask()

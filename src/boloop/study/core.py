@@ -1228,6 +1228,16 @@ class Study(StudyReplay, StudySnapshots):
                 if pending is None
                 else f"the open query is {pending.id}"
             )
+            asked = next((e for e in self._events if e.kind == "asked" and e.query_id == qid), None)
+            if asked is not None:  # asked, then closed by an undo of an earlier answer
+                undo = next(
+                    (e for e in self._events if e.kind == "withdrawn" and e.seq > asked.seq), None
+                )
+                when = f" at {undo.created_at}" if undo is not None else ""
+                raise QueryStateError(
+                    f"study {self.name!r}: query {qid} is no longer open: it was asked, then an "
+                    f"undo{when} withdrew an answer given before it, which closed it; {now}"
+                )
             raise QueryStateError(f"study {self.name!r}: query {qid} was never asked; {now}")
 
     # -- internals: names ---------------------------------------------------------------------
