@@ -1375,6 +1375,8 @@ def _page_context(study: Study) -> dict[str, Any]:
         # repeated measurements that contradict the assumed noise: a notice with the owner's part
         # collapsed, as the stuck notice (the person answering cannot change an option)
         "study_noise": st.get("noise") or [],
+        # ... and where one answer makes most of that scatter (a slip?), it, in plain words
+        "noise_outliers": _noise_outlier_words(study, st),
         # a method that no longer makes progress: a notice, not the alarm above
         "study_stuck": st.get("stuck"),
         # a level-set map that stopped changing is as often finished as stuck (its notice)
@@ -1385,6 +1387,34 @@ def _page_context(study: Study) -> dict[str, Any]:
         **_measurement_words(study),
     }
     return ctx
+
+
+def _noise_outlier_words(study: Study, st: Mapping[str, Any]) -> list[str]:
+    """Per output, the answer that makes most of the scatter of repeated measurements
+    (``status()["noise_outliers"]``) as the page's plain notice says it: which answer, what
+    it read where, what the others read there, and to check it first (the owner's details
+    say how to undo it)."""
+    measured = {m.output or "value": m for m in study.measured()}
+    units = study.units()
+    out = []
+    for output, one in sorted((st.get("noise_outliers") or {}).items()):
+        m = measured.get(output)
+        name = (m.name or m.output or "the value") if m is not None else output
+
+        def amount(v: float, m: Any = m) -> str:
+            return m.amount(v) if m is not None else f"{v:g}"
+
+        who = "an added measurement" if one["query_id"] is None else f"query {one['query_id']}"
+        others = one["others"]
+        lo, hi = min(others), max(others)
+        read = f"all read {amount(lo)}" if lo == hi else f"read {lo:g} to {amount(hi)}"
+        out.append(
+            f"One answer makes most of it: {who}, {name} {amount(one['value'])} at "
+            f"{params_text(one['params'], units)}, where the {len(others)} other measurements "
+            f"{read}. Check that answer first (a typing slip?): a mistake is undone, not taken "
+            "as noise."
+        )
+    return out
 
 
 def _measurement_words(study: Study) -> dict[str, Any]:
