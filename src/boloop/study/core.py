@@ -145,6 +145,10 @@ class StudyQuery:
     #: each parameter's unit (:meth:`Study.units`), written after its value by :meth:`prompt`;
     #: not part of :meth:`to_dict` (the JSON of a query is as it was)
     units: Mapping[str, str] = field(default_factory=dict)
+    #: an evaluation at a setting the expert rejected: why it is measured anyway, in one
+    #: sentence (:meth:`Study.ask`; the expert family); written by :meth:`prompt`, not part of
+    #: :meth:`to_dict`
+    rejected_before: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "kind": self.kind}
@@ -181,7 +185,10 @@ class StudyQuery:
                 text += f"\n  ({CALIBRATION_NOTE})"
             return text
         what = what_to_measure(self.measured, labelled=True)
-        return f"query {self.id}: measure {what} at {fmt(self.params, self.label)}"
+        text = f"query {self.id}: measure {what} at {fmt(self.params, self.label)}"
+        if self.rejected_before:
+            text += f"\n  ({self.rejected_before})"
+        return text
 
 
 # -- configuration -------------------------------------------------------------------------------
@@ -370,19 +377,100 @@ class Study(StudyReplay, StudySnapshots):
             check_query(query, self.space, f"method {self.method!r}")
             if query.id in self._logged_open:
                 self._maybe_snapshot()  # a costly load (a long replay) is paid once, not per call
-                return self._wrap(query)
+                return self._asked_query(query)
             try:
                 with self._write() as tx:
                     query = self._policy.ask()
                     if query.id not in self._logged_open:
                         self._append(tx, "asked", query.id, {"query": query.to_dict()})
                 self._maybe_snapshot()
-                return self._wrap(query)
+                return self._asked_query(query)
             except SeqConflict:
                 self._reload()
         raise StorageBusyError(
             f"study {self.name!r}: too many concurrent writers, try again (nothing was stored)"
         )
+
+    def _asked_query(self, query: Query) -> StudyQuery:
+        """The open query in names, an evaluation at a setting the expert rejected with why it
+        is measured anyway (:meth:`_rejected_before`)."""
+        sq = self._wrap(query)
+        if sq.kind == "evaluate":
+            said = self._rejected_before(query)
+            if said is not None:
+                sq = dataclasses.replace(sq, rejected_before=said)
+        return sq
+
+    def _rejected_before(self, query: Query) -> str | None:
+        """Why the open evaluation ``query`` is measured at a setting whose last label in
+        effect (a query's or one the user added) is a reject, in one sentence; None where no
+        label rejected it. The same setting is the expert family's: within
+        :data:`~boloop.algorithms.expert.base.SAME_POINT` in every unit-cube coordinate. Why
+        comes from the method (``proposed_by``: Xu et al.'s Algorithm 1 as COBOL runs it, the
+        expert's veto binding the expert-augmented proposal, not GP-LCB's own step)."""
+        from boloop.algorithms.expert.base import SAME_POINT
+
+        read = getattr(self._policy, "proposed_by", None)  # the expert family's methods
+        box = self.space.box if isinstance(self.space, CandidateSet) else self.space
+        x = getattr(query, "x", None)
+        if not callable(read) or not isinstance(box, Box) or x is None:
+            return None
+
+        def unit(point: Any) -> np.ndarray:
+            u = box.to_unit(np.asarray(point, dtype=np.float64).reshape(1, -1))
+            return np.clip(u[0], 0.0, 1.0)
+
+        here = unit(x)
+        for ev in reversed(self._effective):
+            if ev.kind == "added" and ev.payload.get("label"):
+                point, asked = ev.payload.get("x"), None
+            elif ev.kind == "told":
+                asked = self._asked[ev.query_id].payload["query"]  # type: ignore[index]
+                if asked.get("kind") != "label":
+                    continue
+                point = asked.get("x")
+            else:
+                continue
+            if point is None or np.max(np.abs(unit(point) - here)) > SAME_POINT:
+                continue
+            if bool(decode_answer(ev.payload.get("answer"))):
+                return None  # accepted at its last label here
+            break
+        else:
+            return None
+        when = (
+            f"at query {ev.query_id}"
+            if ev.kind == "told"
+            else f"in a label added at {ev.created_at[:19].replace('T', ' ')} UTC"
+        )
+        head = f"This setting was rejected {when}; the method measures it anyway"
+        last = next((e for e in reversed(self._effective) if e.kind in ("told", "added")), None)
+        if asked is not None and asked.get("calibration") and last is ev:
+            return (
+                f"{head}: that was a calibration question, measured whatever the answer, so "
+                "that the measured value shows the method how far to follow the expert's "
+                "judgement."
+            )
+        who = read(query.id)
+        if who == "gp-lcb":
+            return (
+                f"{head} because its own model of the measurements (GP-LCB) ranks it the most "
+                "promising setting: the expert's judgement steers the method's proposals, not "
+                "this step."
+            )
+        if who == "expert":
+            return (
+                f"{head}: its proposal weighs all the expert's labels together, through its "
+                "model of the expert's judgement, not each label as a veto."
+            )
+        if who == "initial":
+            return (
+                f"{head}: it is one of the random settings measured first, to start the "
+                "method's model of the measurements."
+            )
+        if who == "random":
+            return f"{head}: it is a setting drawn at random."
+        return f"{head}."
 
     def tell(self, query_id: int | StudyQuery, answer: Any, note: str | None = None) -> None:
         """Answer query ``query_id`` (its id, or the :class:`StudyQuery` :meth:`ask` returned).
