@@ -256,3 +256,24 @@ def test_the_page_names_the_answer_in_its_plain_notice(tmp_path):
     )
     details = page.split('id="noise-details"', 1)[1].split("</details>", 1)[0]
     assert "boloop study undo dose" in details and "If that answer is right" in details
+
+
+def test_a_level_set_with_a_fixed_noise_names_the_answer_too(tmp_path):
+    """The level-set family's fixed noise_variance is checked alike (its one measured value)."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    space = {"parameters": [{"name": "T", "low": 0.0, "high": 1.0, "grid": 11}], "threshold": 0.5}
+    study = create_study(
+        "map", "randomized-straddle", space, storage=url, seed=0, fit_hyperparameters=False
+    )
+    q = study.ask()
+    study.tell(q, 4.7)
+    for _ in range(5):
+        study.add(q.params, 0.47)
+    st = study.status()
+    (warning,) = st["noise"]
+    assert (
+        f"One answer makes 100% of that scatter: query {q.id}, where the measured value read 4.7 "
+        f"at T={q.params['T']:g} and the 5 other measurements there all read 0.47" in warning
+    )
+    assert "undoing it withdraws the 5 answers given after it too" in warning
+    assert st["noise_outliers"]["value"]["query_id"] == q.id
