@@ -277,3 +277,29 @@ def test_a_level_set_with_a_fixed_noise_names_the_answer_too(tmp_path):
     )
     assert "undoing it withdraws the 5 answers given after it too" in warning
     assert st["noise_outliers"]["value"]["query_id"] == q.id
+
+
+def test_gaussian_repeats_name_an_answer_about_once_in_a_thousand():
+    """(boloop.study.scatter) Repeats with Gaussian noise alone name an answer at about the
+    test's 1 in 1,000 (5 repeats at one setting, 18 at one, 3 x 5 settings: 4,000 sets each);
+    one reading ten times the others among equal ones is named."""
+    from boloop.gp.repeats import ALPHA
+    from boloop.study.scatter import one_answer_scatter
+
+    def rows(y, settings):
+        return [
+            {"kind": "evaluate", "answer": {"g": float(v)}, "params": {"x": float(s)}}
+            for v, s in zip(y, settings, strict=True)
+        ]
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    for settings in (np.zeros(5), np.zeros(18), np.repeat(np.arange(5.0), 3)):
+        named = sum(
+            one_answer_scatter(rows(rng.normal(size=settings.size), settings), "g", 1e-6)
+            is not None
+            for _ in range(n)
+        )
+        assert named <= 3 * ALPHA * n, (settings.size, named)  # expected about ALPHA * n = 4
+    one = one_answer_scatter(rows([0.05] * 17 + [0.5], np.zeros(18)), "g", 1e-5)
+    assert one is not None and one.value == 0.5 and one.share == 1.0 and one.fits_without
