@@ -24,11 +24,18 @@ Sequences (``--seeds`` each; every value rounded to 4 significant digits as type
   points; ``8 * --seeds`` draws per kind, measurement noise sd 0.03) shifted well away from
   zero, like a hardness of 500-800 HV;
 * ``gp-zero``: a GP draw crossing zero;
-* ``gp-decades``: ``0.37 * 10 ** (3 * draw / (max - min of the draw))``: three decades.
+* ``gp-decades``: ``0.37 * 10 ** (3 * draw / (max - min of the draw))``: three decades;
+* ``floor``: a reading with a floor, a safe study's g read at its detection limit (equal
+  values, :mod:`boloop.study.plausibility`): settings on a grid climbing one axis as a safe
+  study climbs its dose, about one in four a setting measured before, the value
+  ``max(0.05, 0.02 * 10 ** (2 * x0 + 0.3 * draw))`` with 2% noise above the floor, typed to
+  2 significant digits (coarse readings: a keystroke slip lands on the floor value more
+  often than with 4; ``8 * --seeds`` sequences, never cached).
 
 Typos are drawn with a generator seeded by the sequence (no global state): a run is repeatable.
 Rows per group, then pooled: ``library`` (the three families), ``gp draws`` (zero and decades;
-the offset draws are caught by either rule) and ``all``.
+the offset draws are caught by either rule), ``floor`` and ``all`` (every group but ``floor``,
+as before it was added).
 
 Rules compared: ``range`` (the range rule: the value only), ``before`` (the range rule, then
 the prediction at the value's setting explained by a decimal point or a sign only: the rule
@@ -77,9 +84,11 @@ KINDS = ("x10", "/10", "sign", "drop", "dup", "swap", "key")
 DECIMAL = ("x10", "/10", "sign")
 
 
-def typed(y: float) -> str:
-    """``y`` as a person types it: 4 significant digits, positional."""
-    return np.format_float_positional(y, precision=4, unique=False, fractional=False, trim="-")
+def typed(y: float, digits: int = 4) -> str:
+    """``y`` as a person types it: ``digits`` significant digits, positional."""
+    return np.format_float_positional(
+        y, precision=digits, unique=False, fractional=False, trim="-"
+    )
 
 
 # -- sequences ---------------------------------------------------------------------------------
@@ -129,15 +138,47 @@ def gp_sequences(seeds: int, n: int, first: int = 0) -> list[dict]:
     return out
 
 
+def floor_sequences(seeds: int, n: int, first: int = 0) -> list[dict]:
+    """``floor`` (module docstring): a safe study's g read at its detection limit."""
+    out = []
+    levels, others = 6, 5
+    for seed in range(first * 8, (first + seeds) * 8):
+        rng = np.random.default_rng([11, seed])
+        d = int(rng.integers(1, 3))
+        X: list[list[float]] = []
+        for i in range(n):
+            if X and rng.random() < 0.25:  # a setting measured again
+                X.append(list(X[int(rng.integers(len(X)))]))
+                continue
+            # the first axis climbs its levels over the run (a dose), the others anywhere
+            top = min(levels - 1, (levels * i) // n + int(rng.integers(0, 2)))
+            level = int(rng.integers(max(0, top - 1), top + 1))
+            X.append([level / (levels - 1)]
+                     + [int(rng.integers(others)) / (others - 1) for _ in range(d - 1)])  # fmt: skip
+        A = np.asarray(X)
+        ell = float(rng.uniform(0.3, 0.8))
+        r = np.sqrt(((A[:, None] - A[None]) ** 2).sum(-1)) / ell
+        K = (1 + math.sqrt(5) * r + 5 * r * r / 3) * np.exp(-math.sqrt(5) * r)
+        draw = np.linalg.cholesky(K + 1e-8 * np.eye(n)) @ rng.standard_normal(n)
+        g = 0.02 * 10.0 ** (2.0 * A[:, 0] + 0.3 * draw)
+        g = g * 10.0 ** (0.0086 * rng.standard_normal(n))  # 2% noise
+        y = np.where(g < 0.05, 0.05, g)
+        out.append({"group": "floor", "name": "floor", "seed": seed, "X": X, "y": y.tolist(),
+                    "digits": 2})  # fmt: skip
+    return out
+
+
 # -- typos -------------------------------------------------------------------------------------
-def inject(kind: str, y: float, rng: np.random.Generator) -> tuple[float, str] | None:
-    """``y`` with one typo of ``kind`` and the text typed, or None when that typo makes no slip
-    here (the value unchanged, or zero)."""
-    text = typed(y)
+def inject(
+    kind: str, y: float, rng: np.random.Generator, digits: int = 4
+) -> tuple[float, str] | None:
+    """``y`` with one typo of ``kind`` and the text typed (``digits`` significant digits), or
+    None when that typo makes no slip here (the value unchanged, or zero)."""
+    text = typed(y, digits)
     if kind == "x10":
-        return float(typed(y * 10.0)), typed(y * 10.0)
+        return float(typed(y * 10.0, digits)), typed(y * 10.0, digits)
     if kind == "/10":
-        return float(typed(y / 10.0)), typed(y / 10.0)
+        return float(typed(y / 10.0, digits)), typed(y / 10.0, digits)
     if kind == "sign":
         return (-y, text[1:] if text.startswith("-") else "-" + text) if y != 0.0 else None
     digits = [i for i, c in enumerate(text) if c.isdigit()]
@@ -257,14 +298,15 @@ def _evaluate(seqs: list[dict], rules: dict, seed: int) -> dict:
     the keystroke kinds split into ``kind`` (a change of more than a factor 2) and ``kind~``."""
     counts: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(lambda: [0, 0])))
     for s in seqs:
-        y = [float(typed(v)) for v in s["y"]]
+        digits = s.get("digits", 4)
+        y = [float(typed(v, digits)) for v in s["y"]]
         X = s["X"]
         rng = np.random.default_rng([seed, s["seed"], zlib.crc32(s["name"].encode())])
         for i in range(MIN_ANSWERS, len(y)):
             prev, v = y[:i], y[i]
-            slips = {"clean": (v, typed(v))}
+            slips = {"clean": (v, typed(v, digits))}
             for kind in KINDS:
-                w = inject(kind, v, rng)
+                w = inject(kind, v, rng, digits)
                 if kind == "sign" and abs(v) < 0.01 * max(abs(p) for p in prev):
                     w = None
                 if w is not None:
@@ -280,10 +322,10 @@ def _evaluate(seqs: list[dict], rules: dict, seed: int) -> dict:
 def timing(seqs: list[dict], rules: dict, repeats: int) -> dict:
     """Median CPU seconds per check of each rule, on the last answer of every sequence."""
     out = {}
-    cases = [
-        (float(typed(s["y"][-1])), typed(s["y"][-1]), s["y"][:-1], s["X"][:-1], s["X"][-1])
-        for s in seqs
-    ]
+    cases = []
+    for s in seqs:
+        last = typed(s["y"][-1], s.get("digits", 4))
+        cases.append((float(last), last, s["y"][:-1], s["X"][:-1], s["X"][-1]))
     for name, rule in rules.items():
         runs = []
         for _ in range(repeats):
@@ -348,6 +390,7 @@ def main() -> None:
         )
         if args.cache:
             args.cache.write_text(json.dumps(seqs))
+    seqs = seqs + floor_sequences(args.seeds, args.budget, args.first_seed)
     rs = rules(args.tails, args.kinds)
     counts = evaluate(seqs, rs, seed=0)
     cols = ("clean", *DECIMAL, *(k + m for k in KINDS if k not in DECIMAL for m in ("", "~")))
@@ -362,7 +405,8 @@ def main() -> None:
     pools = {
         "library": [g for g in counts if g in PROPOSED],
         "gp draws": [g for g in counts if g.startswith("gp-") and g != "gp-offset"],
-        "all": list(counts),
+        "floor": [g for g in counts if g == "floor"],
+        "all": [g for g in counts if g != "floor"],
     }
     for pool, groups in pools.items():
         for name in rs:

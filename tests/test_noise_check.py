@@ -134,3 +134,172 @@ def test_level_set_with_a_fixed_noise_is_checked_a_learned_one_is_not(tmp_path):
             assert st["noise"] == [w]
         else:
             assert warned == [] and st["settings"]["noise_check"] == {}
+
+
+# -- one answer that makes most of the scatter (session 18: a slip read as noise) -------------
+#: the trial's dose-finding space: f and g named, with units
+DOSE = {
+    "parameters": [
+        {"name": "dose", "low": 0.0, "high": 40.0, "grid": 11, "unit": "mg"},
+        {"name": "timing", "low": 0.0, "high": 24.0, "grid": 9, "unit": "h"},
+    ],
+    "monotone": "dose",
+    "h": 0.6,
+    "measurement": {"f": {"name": "efficacy", "unit": "%"}, "g": {"name": "toxicity", "unit": "AU"}},
+}
+
+
+def _slip_among_repeats(url: str, before: int, after: int, slip: float = 0.5, noise=None):
+    """A safe study whose first query's setting was measured ``before`` times (toxicity 0.05,
+    or 0.05 plus ``noise``), then answered with toxicity ``slip``, then measured ``after``
+    times more; returns the study and the query."""
+    study = create_study("dose", "m-safeopt", DOSE, storage=url, seed=0)
+    q = study.ask()
+    noise = iter(noise if noise is not None else [0.0] * (before + after))
+    for _ in range(before):
+        study.add(q.params, {"f": 20.0, "g": round(0.05 + next(noise), 4)})
+    study.tell(q, {"f": 20.0, "g": slip})
+    for _ in range(after):
+        study.add(q.params, {"f": 20.0, "g": round(0.05 + next(noise), 4)})
+    return study, q
+
+
+def test_the_warning_names_one_answer_that_makes_the_scatter_and_says_to_check_it(tmp_path):
+    """(Session 18.) Eighteen readings of 0.05 at one setting and one of 0.5: the warning read
+    the slip as noise and advised a new study with noise_g = 0.02, carrying the slip. It names
+    the answer (query, setting, value) and says to check and undo it first."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study, q = _slip_among_repeats(url, before=9, after=8)
+    st = study.status()
+    (warning,) = st["noise"]
+    where = f"dose={q.params['dose']:g} mg, timing={q.params['timing']:g} h"
+    assert (
+        f"One answer makes 100% of that scatter: query {q.id}, where the toxicity read 0.5 AU "
+        f"at {where} and the 17 other measurements there all read 0.05 AU; without it the "
+        "other repeats scatter no more than noise_g allows." in warning
+    )
+    assert "Check that answer before you change the noise" in warning
+    undo = f"boloop study undo dose --storage {url}"
+    assert f"{undo} withdraws the last answer first, so undoing it withdraws the 8 answers" in warning
+    assert "A larger noise_g would carry the mistake into a new study as noise." in warning
+    # the noise is advised only for an answer that is right
+    assert "If that answer is right, the model trusts each measurement of the toxicity" in warning
+    assert warning.index("Check that answer") < warning.index("--option noise_g=")
+    assert st["noise_outliers"] == {
+        "g": {
+            "query_id": q.id,
+            "params": q.params,
+            "value": 0.5,
+            "share": 1.0,
+            "others": [0.05] * 17,
+            "fits_without": True,
+            "after": 8,
+        }
+    }
+
+
+def test_the_last_answer_is_undone_and_the_warning_goes(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study, q = _slip_among_repeats(url, before=17, after=0)
+    (warning,) = study.status()["noise"]
+    assert f"it is the last answer: undo it (boloop study undo dose --storage {url})" in warning
+    assert study.undo()["query_id"] == q.id
+    st = study.status()
+    assert st["noise"] == [] and st["noise_outliers"] == {}
+
+
+def test_a_slip_among_noisy_repeats_is_named_and_the_noise_advised_either_way(tmp_path):
+    """Repeats that scatter more than noise_g allows (sd 0.01 against 0.003) and one slip of
+    ten times: the slip is named; without it the repeats still contradict noise_g."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    noise = 0.01 * np.random.default_rng(1).standard_normal(17)
+    study, q = _slip_among_repeats(url, before=9, after=8, noise=noise)
+    st = study.status()
+    (warning,) = st["noise"]
+    assert f"One answer makes 99% of that scatter: query {q.id}" in warning
+    assert "and the 17 other measurements there read 0.0" in warning
+    assert "without it the other repeats still scatter more than noise_g allows" in warning
+    assert "Either way the model trusts each measurement of the toxicity too much" in warning
+    assert st["noise_outliers"]["g"]["fits_without"] is False
+
+
+def test_no_answer_is_named_where_the_scatter_is_noise(tmp_path):
+    """Five repeats that scatter (0.02 to 0.25): one of them makes the largest share, but no
+    more than chance among five; the warning is the noise's alone."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = _dose_study(url)
+    q = study.ask()
+    study.tell(q, {"f": 1.0, "g": 0.10})
+    for g in (0.25, 0.02, 0.18, 0.05):
+        study.add(q.params, {"f": 1.0, "g": g})
+    st = study.status()
+    (warning,) = st["noise"]
+    assert "One answer" not in warning and st["noise_outliers"] == {}
+    assert "The model trusts each measurement of g too much" in warning
+
+
+def test_the_page_names_the_answer_in_its_plain_notice(tmp_path):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    _, q = _slip_among_repeats(url, before=9, after=8)
+    page = TestClient(create_app(url), follow_redirects=False).get("/studies/dose").text
+    notice = page.split('id="study-noise"', 1)[1].split("<details", 1)[0]
+    where = f"dose={q.params['dose']:g} mg, timing={q.params['timing']:g} h"
+    assert (
+        f"One answer makes most of it: query {q.id}, toxicity 0.5 AU at {where}, where the 17 "
+        "other measurements all read 0.05 AU. Check that answer first" in notice
+    )
+    details = page.split('id="noise-details"', 1)[1].split("</details>", 1)[0]
+    assert "boloop study undo dose" in details and "If that answer is right" in details
+
+
+def test_a_level_set_with_a_fixed_noise_names_the_answer_too(tmp_path):
+    """The level-set family's fixed noise_variance is checked alike (its one measured value)."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    space = {"parameters": [{"name": "T", "low": 0.0, "high": 1.0, "grid": 11}], "threshold": 0.5}
+    study = create_study(
+        "map", "randomized-straddle", space, storage=url, seed=0, fit_hyperparameters=False
+    )
+    q = study.ask()
+    study.tell(q, 4.7)
+    for _ in range(5):
+        study.add(q.params, 0.47)
+    st = study.status()
+    (warning,) = st["noise"]
+    assert (
+        f"One answer makes 100% of that scatter: query {q.id}, where the measured value read 4.7 "
+        f"at T={q.params['T']:g} and the 5 other measurements there all read 0.47" in warning
+    )
+    assert "undoing it withdraws the 5 answers given after it too" in warning
+    assert st["noise_outliers"]["value"]["query_id"] == q.id
+
+
+def test_gaussian_repeats_name_an_answer_about_once_in_a_thousand():
+    """(boloop.study.scatter) Repeats with Gaussian noise alone name an answer at about the
+    test's 1 in 1,000 (5 repeats at one setting, 18 at one, 3 x 5 settings: 4,000 sets each);
+    one reading ten times the others among equal ones is named."""
+    from boloop.gp.repeats import ALPHA
+    from boloop.study.scatter import one_answer_scatter
+
+    def rows(y, settings):
+        return [
+            {"kind": "evaluate", "answer": {"g": float(v)}, "params": {"x": float(s)}}
+            for v, s in zip(y, settings, strict=True)
+        ]
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    for settings in (np.zeros(5), np.zeros(18), np.repeat(np.arange(5.0), 3)):
+        named = sum(
+            one_answer_scatter(rows(rng.normal(size=settings.size), settings), "g", 1e-6)
+            is not None
+            for _ in range(n)
+        )
+        assert named <= 3 * ALPHA * n, (settings.size, named)  # expected about ALPHA * n = 4
+    one = one_answer_scatter(rows([0.05] * 17 + [0.5], np.zeros(18)), "g", 1e-5)
+    assert one is not None and one.value == 0.5 and one.share == 1.0 and one.fits_without

@@ -72,10 +72,13 @@ def test_values_within_a_few_times_the_range_are_not_asked_about(value):
 
 
 def test_no_question_without_a_yardstick():
-    """Fewer than MIN_ANSWERS earlier values, or all of them equal (a safe study's g at the
-    lowest level), say nothing about what is far."""
+    """Fewer than MIN_ANSWERS earlier values say nothing about what is far; values all equal (a
+    safe study's g at the lowest level) say nothing about how far is far: a step no slip
+    explains exactly is not asked about (equal values, below)."""
     assert unusual_value(7234.0, HARDNESS[: MIN_ANSWERS - 1]) is None
-    assert unusual_value(1.0, [0.1] * 8) is None
+    assert unusual_value(0.3, [0.1] * 8) is None  # a factor 3: growth, no slip gives 0.1
+    assert unusual_value(0.9, [0.1] * 8) is None  # a wrong key, but where is unknown: growth
+    assert unusual_value(1.0, [0.1] * (MIN_ANSWERS - 1)) is None
     assert unusual_value(float("nan"), HARDNESS) is None
     # non-finite earlier values are not counted
     assert unusual_value(7234.0, [*HARDNESS[:4], float("nan")]) is None
@@ -100,6 +103,114 @@ def test_with_mixed_signs_the_spread_decides():
     far = unusual_value(30.0, earlier, "f")
     assert far is not None and "5.4 times their spread above them" in far
     assert unusual_value(-30.0, earlier) is not None
+
+
+# -- equal values ---------------------------------------------------------------------------------
+#: eight readings of g = 0.05 at the baseline setting (dose 0, timing 12), as in a trial where
+#: every earlier g read the same
+BASELINE = [[0.0, 12.0]] * 8
+#: eight readings of 0.05 at the lowest dose, at timings 0 to 21
+LOWEST = [[0.0, t] for t in (0.0, 3.0, 6.0, 9.0, 12.0, 15.0, 18.0, 21.0)]
+
+
+@pytest.mark.parametrize(
+    ("typed", "slip"),
+    [
+        ("0.5", "a misplaced decimal point? 0.05"),
+        ("0.005", "a misplaced decimal point? 0.05"),
+        ("0.50", "a misplaced decimal point? 0.05"),
+        ("0,5", "a misplaced decimal point? 0,05"),
+        ("-0.05", "a sign slip? 0.05"),
+        ("0.055", "a digit typed twice? 0.05"),
+        ("0.06", "a wrong key? 0.05"),
+        ("0.15", "a wrong key? 0.05"),
+        ("0.035", "an extra digit? 0.05"),
+    ],
+)
+def test_a_slip_onto_equal_repeats_at_the_setting_is_asked_about(typed, slip):
+    """(The trial's finding: g = 0.5 stored among readings of 0.05 with no question.) At a
+    setting measured again and again with the same reading, a value that one slip turns into
+    exactly that reading is asked about, the slip named as the person would type it."""
+    v = float(typed.replace(",", "."))
+    question = unusual_value(v, [0.05] * 8, "g", at=[0.0, 12.0], earlier_at=BASELINE, typed=typed)
+    assert question == (
+        f"{typed} for g differs from the 8 values stored so far at this setting, which all "
+        f"read 0.05. Check the measurement ({slip} would match them)."
+    )
+
+
+def test_a_step_of_more_than_ratio_from_equal_repeats_is_asked_about_at_the_setting():
+    """At one setting no growth explains a step: the range rule with the repeats as its range
+    (a factor beyond RATIO) asks too; a smaller step that no slip explains does not."""
+    def ask(v):
+        return unusual_value(v, [0.05] * 8, "g", at=[0.0, 12.0], earlier_at=BASELINE)
+
+    assert ask(5.0) == (
+        "5 for g is 100 times what the 8 values stored so far at this setting all read "
+        "(0.05). Check the measurement."
+    )
+    assert ask(0.0004).startswith("0.0004 for g is 125 times smaller than what the 8 values")
+    assert ask(0.2) is None and ask(0.012) is None and ask(0.05) is None
+    # without the setting (a number alone, no query open), 5 is growth past equal values
+    assert unusual_value(5.0, [0.05] * 8) is None
+
+
+def test_equal_repeats_at_the_setting_ask_whatever_the_other_settings_read():
+    """Repeats at this setting agree exactly while other settings read otherwise: the question
+    names the repeats (the range rule alone named the whole range's power of ten)."""
+    earlier = [0.05] * 6 + [0.2, 0.3, 0.25]
+    where = [[0.0, 12.0]] * 6 + [[10.0, 3.0], [20.0, 6.0], [10.0, 21.0]]
+    question = unusual_value(0.5, earlier, "g", at=[0.0, 12.0], earlier_at=where, typed="0.5")
+    assert question is not None and "the 6 values stored so far at this setting" in question
+    assert question.endswith("(a misplaced decimal point? 0.05 would match them).")
+    # fewer than MIN_ANSWERS repeats there: the prediction rule, as before
+    few = MIN_ANSWERS - 1
+    question = unusual_value(
+        0.5, earlier[6 - few :], "g", at=[0.0, 12.0], earlier_at=where[6 - few :], typed="0.5"
+    )
+    assert question is not None and question.startswith("0.5 for g is far from what the 7")
+
+
+def test_equal_values_everywhere_ask_by_where_the_setting_lies():
+    """Every earlier value reads 0.05 (at the lowest dose, timings 0-21): within the earlier
+    settings every slip counts (the prediction rule's domain); at the next dose (beyond them)
+    or with no setting, only the decimal point and the sign (a keystroke's step is growth)."""
+    def ask(typed, at):
+        v = float(typed)
+        return unusual_value(v, [0.05] * 8, "g", at=at, earlier_at=LOWEST, typed=typed)
+
+    within, beyond = [0.0, 10.0], [4.0, 10.0]
+    assert ask("0.06", within).endswith("(a wrong key? 0.05 would match them).")
+    assert "the 8 values stored so far for it, which all read 0.05" in ask("0.06", within)
+    assert ask("0.06", beyond) is None and ask("0.15", beyond) is None
+    for typed in ("0.5", "0.005", "-0.05"):
+        assert ask(typed, beyond) is not None and ask(typed, within) is not None
+        assert unusual_value(float(typed), [0.05] * 8) is not None  # no setting
+    assert ask("0.3", within) is None  # no slip gives 0.05
+    assert ask("0.05", within) is None
+
+
+def test_equal_readings_of_zero_ask_nothing():
+    """A wrong key turns any one-digit value into 0, and a reading of zero is often a floor
+    (nothing detected): no question, at the setting or anywhere."""
+    assert unusual_value(3.0, [0.0] * 8, at=[0.0, 12.0], earlier_at=BASELINE) is None
+    assert unusual_value(0.3, [0.0] * 8, at=[0.0, 10.0], earlier_at=LOWEST) is None
+
+
+def test_the_equal_value_rules_keep_the_benchmarks_rule_before_the_keystrokes():
+    """The slips are the module's list (SLIPS) as it stands when asked: with the decimal point
+    and the sign alone (the rule before the keystroke slips, benchmarks/typo_catch.py's
+    "before") a wrong key onto the repeats is not asked about, a decimal point is."""
+    from boloop.study import plausibility
+
+    saved = plausibility.SLIPS
+    plausibility.SLIPS = ("point", "sign")
+    try:
+        args = {"at": [0.0, 12.0], "earlier_at": BASELINE}
+        assert unusual_value(0.06, [0.05] * 8, **args, typed="0.06") is None
+        assert unusual_value(0.5, [0.05] * 8, **args, typed="0.5") is not None
+    finally:
+        plausibility.SLIPS = saved
 
 
 # -- where the value was measured -----------------------------------------------------------------
@@ -439,6 +550,78 @@ def test_safe_study_asks_about_f_and_g_separately(tmp_path):
     assert study.unusual_values({"f": 12.0, "g": 0.9}) == []
     (question,) = study.unusual_values({"f": 150.0, "g": 0.2})
     assert question.startswith("150 for ") and "f" in question.split(" is far")[0]
+
+
+#: the trial's dose-finding space (session 18): f and g named, with units
+DOSE = {
+    "parameters": [
+        {"name": "dose", "low": 0.0, "high": 40.0, "grid": 11, "unit": "mg"},
+        {"name": "timing", "low": 0.0, "high": 24.0, "grid": 9, "unit": "h"},
+    ],
+    "monotone": "dose",
+    "h": 0.6,
+    "measurement": {"f": {"name": "efficacy", "unit": "%"}, "g": {"name": "toxicity", "unit": "AU"}},
+}
+
+
+def _baseline(url: str):
+    """A safe study whose open query's setting (the lowest dose) was measured six times, every
+    toxicity 0.05 (a baseline measured again and again, as in the trial)."""
+    study = create_study("dose", "m-safeopt", DOSE, storage=url, seed=0)
+    q = study.ask()
+    for _ in range(6):
+        study.add(q.params, {"f": 20.0, "g": 0.05})
+    return study, q
+
+
+def test_study_asks_about_a_slip_among_equal_readings_at_the_open_query(tmp_path):
+    """(Session 18: bob stored g = 0.5 among readings of 0.05 with no question; 0.005 and 5
+    were let through alike.) The study asks at the open query's setting, in the space's words."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study, q = _baseline(url)
+    (question,) = study.unusual_values("f=20; g=0.5")
+    assert question == (
+        "0.5 for the toxicity differs from the 6 values stored so far at this setting, which "
+        "all read 0.05. Check the measurement (a misplaced decimal point? 0.05 would match "
+        "them)."
+    )
+    assert study.unusual_values("20 0.005")[0].startswith("0.005 for the toxicity differs")
+    assert study.unusual_values("20 5")[0].startswith("5 for the toxicity is 100 times what")
+    assert study.unusual_values("20 0.05") == []
+    # the same value at a setting given to add: asked there too
+    assert study.unusual_values({"f": 20.0, "g": 0.5}, q.params) == [question]
+
+
+def test_page_holds_back_a_slip_among_equal_readings(tmp_path):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    _, q = _baseline(url)
+    c = TestClient(create_app(url), follow_redirects=False)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', c.get("/studies/dose").text).group(1)
+    form = {"csrf": csrf, "query_id": str(q.id), "out.f": "20", "out.g": "0.5", "note": ""}
+    r = c.post("/studies/dose/tell", data=form)
+    assert r.status_code == 400
+    assert "0.5 for the toxicity differs from the 6 values stored so far at this setting" in r.text
+    assert "0.05 would match them" in r.text and 'name="confirm_unusual"' in r.text
+    assert load_study("dose", storage=url).n_answered == 6  # nothing stored
+    r = c.post("/studies/dose/tell", data={**form, "out.g": "0.05"})
+    assert r.status_code == 303, r.text
+    assert load_study("dose", storage=url).history()[-1]["answer"] == {"f": 20.0, "g": 0.05}
+
+
+def test_cli_tell_warns_about_a_slip_among_equal_readings(tmp_path):
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    _, q = _baseline(url)
+    r = run_cli(["study", "tell", "dose", str(q.id), "20 0,5", "--storage", url], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "WARNING: 0,5 for the toxicity differs from the 6 values" in r.stdout
+    assert "(a misplaced decimal point? 0,05 would match them)" in r.stdout
+    assert f"boloop study undo dose --storage {url}" in r.stdout
 
 
 # -- the command line ----------------------------------------------------------------------------

@@ -35,6 +35,17 @@ from test_web_browser import (  # noqa: E402 - skips this module where chromium 
 
 pytestmark = pytest.mark.xdist_group("browser")
 
+#: session 18's dose study: f and g named, with units
+TRIAL_DOSE = {
+    "monotone": "dose",
+    "h": 0.6,
+    "measurement": {"f": {"name": "efficacy", "unit": "%"}, "g": {"name": "toxicity", "unit": "AU"}},
+    "parameters": [
+        {"name": "dose", "low": 0.0, "high": 40.0, "grid": 11, "unit": "mg"},
+        {"name": "timing", "low": 0.0, "high": 24.0, "grid": 9, "unit": "h"},
+    ],
+}
+
 
 def _stuck_reactor(name: str, url: str) -> None:
     study = create_study(name, "m-safeopt", reactor_space(20, 8), seed=0, storage=url)
@@ -71,6 +82,7 @@ def server(tmp_path_factory):
     create_study("coating", "lse", COATING, storage=url, seed=0, fit_hyperparameters=False)
     create_study("dose", "m-safeopt", DOSE, storage=url, seed=0, fit_hyperparameters=False)
     make_study("dose-plain", url, key="safe", fast=True)  # no [measurement]: as before
+    create_study("dose-units", "m-safeopt", TRIAL_DOSE, storage=url, seed=0)  # names, units
     _stuck_reactor("reactor", url)
     create_study("reactor-2", from_study="reactor", storage=url, min_lengthscale_g=0.3)
     _stuck_reactor("reactor-b", url)
@@ -235,3 +247,28 @@ def test_after_a_g_above_the_limit_the_page_says_what_comes_next(server, phone, 
     phone.save_screenshot(str(shots / "words-phone-over-limit.png"))
     laptop.get(f"{base}/studies/toy-over")
     laptop.save_screenshot(str(shots / "words-laptop-over-limit.png"))
+
+
+def test_the_limit_dialog_names_the_measured_value(server, laptop, shots):
+    """(Session 18.) The browser's dialog before a g above the limit is stored said "g = 0.9";
+    it names the value as the page's form and limit line do, with its unit where the space
+    gives one ("toxicity (g, AU)"); a space that names nothing says g as before. Cancelled,
+    nothing is stored."""
+    base, url = server
+    for name, g, said in (
+        ("dose-units", "0.9", "toxicity (g, AU) = 0.9 is above the safety limit 0.6."),
+        ("dose", "9", "side effect (g) = 9 is above the safety limit 1.5."),
+        ("dose-plain", "9", "g = 9 is above the safety limit 0.8."),
+    ):
+        laptop.get(f"{base}/studies/{name}")
+        n = load_study(name, storage=url).n_answered
+        q = _open_id(laptop)
+        laptop.find_element(By.ID, "out-f").send_keys("1")
+        laptop.find_element(By.ID, "out-g").send_keys(g, Keys.ENTER)
+        alert = _wait(laptop, _alert)
+        assert alert.text.startswith(said), alert.text
+        alert.dismiss()
+        assert load_study(name, storage=url).n_answered == n
+        assert _open_id(laptop) == q
+        for field in ("out-f", "out-g"):  # (what was typed is kept for the query: not left)
+            laptop.find_element(By.ID, field).clear()

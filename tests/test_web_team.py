@@ -372,3 +372,76 @@ def test_a_poll_says_that_the_study_was_continued(url):
     after = c.get(f"/studies/dose/state?since={before['version']}").json()
     assert after["continued_as"] == ["dose-2"] and after["version"] == before["version"]
     assert "data-continued='[\"dose-2\"]'" in c.get("/studies/dose").text
+
+
+# -- the measured values by their names (session 18: "f: 51", "g: 0.11" for efficacy, toxicity)
+#: session 18's dose study: f and g named, with units
+NAMED_DOSE = {
+    "monotone": "dose",
+    "h": 0.6,
+    "measurement": {"f": {"name": "efficacy", "unit": "%"}, "g": {"name": "toxicity", "unit": "AU"}},
+    "parameters": [
+        {"name": "dose", "low": 0.0, "high": 40.0, "grid": 11, "unit": "mg"},
+        {"name": "timing", "low": 0.0, "high": 24.0, "grid": 9, "unit": "h"},
+    ],
+}
+
+
+def _named_dose(url):
+    from boloop.study import create_study
+
+    study = create_study("dose", "m-safeopt", NAMED_DOSE, storage=url, seed=0)
+    study.tell(study.ask(), {"f": 20.0, "g": 0.05})
+    return study
+
+
+def test_a_refused_answer_shows_the_values_by_their_names(url):
+    _named_dose(url)
+    a, ca, b, cb = _two_pages(url, "dose")
+    qid = load_study("dose", storage=url).ask().id
+    r = a.post("/studies/dose/tell", data={"csrf": ca, "query_id": str(qid), "out.f": "50",
+                                           "out.g": "0.1", "note": "alice"})  # fmt: skip
+    assert r.status_code == 303
+    r = b.post("/studies/dose/tell", data={"csrf": cb, "query_id": str(qid), "out.f": "51",
+                                           "out.g": "0.11", "note": "bob"})  # fmt: skip
+    assert r.status_code == 409
+    sent = _text(re.search(r'<div class="warning" id="sent">.*?</div>', r.text, re.S).group(0))
+    assert "efficacy (f, %): 51" in sent and "toxicity (g, AU): 0.11" in sent
+    assert "note: bob" in sent and "g: 0.11" not in sent and "f: 51" not in sent
+
+
+def test_the_login_page_names_the_values_of_a_study_the_server_holds(url):
+    """A browser that is not logged in (another tab logged out): the login page shows what it
+    sent by the names the study page uses, the study being loaded in this server already; the
+    fields it carries through the login keep their form names."""
+    _named_dose(url)
+    app = create_app(url, NEW)
+    alice = TestClient(app, follow_redirects=False)
+    _login(alice, NEW)
+    assert alice.get("/studies/dose").status_code == 200  # the server holds the study now
+    bob = TestClient(app, follow_redirects=False)
+    csrf = _csrf(bob, "/login")
+    qid = load_study("dose", storage=url).ask().id
+    r = bob.post("/studies/dose/tell", data={"csrf": csrf, "query_id": str(qid), "out.f": "50",
+                                             "out.g": "0.1"})  # fmt: skip
+    assert r.status_code == 401
+    text = _text(r.text)
+    assert "efficacy (f, %): 50" in text and "toxicity (g, AU): 0.1" in text
+    assert 'name="sent.out.g" value="0.1"' in r.text
+
+
+def test_the_limit_question_without_javascript_names_the_value(url):
+    """The page's own question when a g above the limit reaches the server unconfirmed (no
+    JavaScript: the browser's dialog is app.js's) and its box name the value as the page does."""
+    _named_dose(url)
+    c = _client(url)
+    csrf = _csrf(c, "/studies/dose")
+    qid = load_study("dose", storage=url).ask().id
+    form = {"csrf": csrf, "query_id": str(qid), "out.f": "20", "out.g": "0.9", "note": ""}
+    r = c.post("/studies/dose/tell", data=form)
+    assert r.status_code == 400
+    text = _text(r.text)
+    assert "toxicity (g, AU) = 0.9 is above the safety limit h = 0.6." in text
+    assert "store toxicity above the limit as measured" in text
+    assert 'data-limit-label="toxicity (g, AU)"' in r.text  # what app.js's dialog says
+    assert load_study("dose", storage=url).n_answered == 1

@@ -145,6 +145,10 @@ class StudyQuery:
     #: each parameter's unit (:meth:`Study.units`), written after its value by :meth:`prompt`;
     #: not part of :meth:`to_dict` (the JSON of a query is as it was)
     units: Mapping[str, str] = field(default_factory=dict)
+    #: an evaluation at a setting the expert rejected: why it is measured anyway, in one
+    #: sentence (:meth:`Study.ask`; the expert family); written by :meth:`prompt`, not part of
+    #: :meth:`to_dict`
+    rejected_before: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"id": self.id, "kind": self.kind}
@@ -181,7 +185,10 @@ class StudyQuery:
                 text += f"\n  ({CALIBRATION_NOTE})"
             return text
         what = what_to_measure(self.measured, labelled=True)
-        return f"query {self.id}: measure {what} at {fmt(self.params, self.label)}"
+        text = f"query {self.id}: measure {what} at {fmt(self.params, self.label)}"
+        if self.rejected_before:
+            text += f"\n  ({self.rejected_before})"
+        return text
 
 
 # -- configuration -------------------------------------------------------------------------------
@@ -370,19 +377,100 @@ class Study(StudyReplay, StudySnapshots):
             check_query(query, self.space, f"method {self.method!r}")
             if query.id in self._logged_open:
                 self._maybe_snapshot()  # a costly load (a long replay) is paid once, not per call
-                return self._wrap(query)
+                return self._asked_query(query)
             try:
                 with self._write() as tx:
                     query = self._policy.ask()
                     if query.id not in self._logged_open:
                         self._append(tx, "asked", query.id, {"query": query.to_dict()})
                 self._maybe_snapshot()
-                return self._wrap(query)
+                return self._asked_query(query)
             except SeqConflict:
                 self._reload()
         raise StorageBusyError(
             f"study {self.name!r}: too many concurrent writers, try again (nothing was stored)"
         )
+
+    def _asked_query(self, query: Query) -> StudyQuery:
+        """The open query in names, an evaluation at a setting the expert rejected with why it
+        is measured anyway (:meth:`_rejected_before`)."""
+        sq = self._wrap(query)
+        if sq.kind == "evaluate":
+            said = self._rejected_before(query)
+            if said is not None:
+                sq = dataclasses.replace(sq, rejected_before=said)
+        return sq
+
+    def _rejected_before(self, query: Query) -> str | None:
+        """Why the open evaluation ``query`` is measured at a setting whose last label in
+        effect (a query's or one the user added) is a reject, in one sentence; None where no
+        label rejected it. The same setting is the expert family's: within
+        :data:`~boloop.algorithms.expert.base.SAME_POINT` in every unit-cube coordinate. Why
+        comes from the method (``proposed_by``: Xu et al.'s Algorithm 1 as COBOL runs it, the
+        expert's veto binding the expert-augmented proposal, not GP-LCB's own step)."""
+        from boloop.algorithms.expert.base import SAME_POINT
+
+        read = getattr(self._policy, "proposed_by", None)  # the expert family's methods
+        box = self.space.box if isinstance(self.space, CandidateSet) else self.space
+        x = getattr(query, "x", None)
+        if not callable(read) or not isinstance(box, Box) or x is None:
+            return None
+
+        def unit(point: Any) -> np.ndarray:
+            u = box.to_unit(np.asarray(point, dtype=np.float64).reshape(1, -1))
+            return np.clip(u[0], 0.0, 1.0)
+
+        here = unit(x)
+        for ev in reversed(self._effective):
+            if ev.kind == "added" and ev.payload.get("label"):
+                point, asked = ev.payload.get("x"), None
+            elif ev.kind == "told":
+                asked = self._asked[ev.query_id].payload["query"]  # type: ignore[index]
+                if asked.get("kind") != "label":
+                    continue
+                point = asked.get("x")
+            else:
+                continue
+            if point is None or np.max(np.abs(unit(point) - here)) > SAME_POINT:
+                continue
+            if bool(decode_answer(ev.payload.get("answer"))):
+                return None  # accepted at its last label here
+            break
+        else:
+            return None
+        when = (
+            f"at query {ev.query_id}"
+            if ev.kind == "told"
+            else f"in a label added at {ev.created_at[:19].replace('T', ' ')} UTC"
+        )
+        head = f"This setting was rejected {when}; the method measures it anyway"
+        last = next((e for e in reversed(self._effective) if e.kind in ("told", "added")), None)
+        if asked is not None and asked.get("calibration") and last is ev:
+            return (
+                f"{head}: that was a calibration question, measured whatever the answer, so "
+                "that the measured value shows the method how far to follow the expert's "
+                "judgement."
+            )
+        who = read(query.id)
+        if who == "gp-lcb":
+            return (
+                f"{head} because its own model of the measurements (GP-LCB) ranks it the most "
+                "promising setting: the expert's judgement steers the method's proposals, not "
+                "this step."
+            )
+        if who == "expert":
+            return (
+                f"{head}: its proposal weighs all the expert's labels together, through its "
+                "model of the expert's judgement, not each label as a veto."
+            )
+        if who == "initial":
+            return (
+                f"{head}: it is one of the random settings measured first, to start the "
+                "method's model of the measurements."
+            )
+        if who == "random":
+            return f"{head}: it is a setting drawn at random."
+        return f"{head}."
 
     def tell(self, query_id: int | StudyQuery, answer: Any, note: str | None = None) -> None:
         """Answer query ``query_id`` (its id, or the :class:`StudyQuery` :meth:`ask` returned).
@@ -691,7 +779,8 @@ class Study(StudyReplay, StudySnapshots):
         together = self._continue_with(suggested) if suggested else None
         stuck = self._stuck(described, continued, suggested, together)
         alarms = self._over_limit(described)
-        noisy = self._noise_warnings(described, suggested, together)
+        outliers = self._noise_outliers(described)
+        noisy = self._noise_warnings(described, suggested, together, outliers)
         after_alarms = self._after_over_limit(described)
         # a method's caution about an option in use (e.g. the safe family's offset_g)
         caution = described.pop("caution", None)
@@ -730,6 +819,18 @@ class Study(StudyReplay, StudySnapshots):
             "over_limit_next": after_alarms,
             "stuck": stuck,
             "noise": noisy,
+            "noise_outliers": {
+                output: {
+                    "query_id": one.row.get("query_id"),
+                    "params": dict(one.row.get("params") or {}),
+                    "value": one.value,
+                    "share": one.share,
+                    "others": list(one.others),
+                    "fits_without": one.fits_without,
+                    "after": one.after,
+                }
+                for output, one in outliers.items()
+            },
             "continue_command": together,
         }
 
@@ -914,44 +1015,126 @@ class Study(StudyReplay, StudySnapshots):
             f"whichever you follow: it also sets {said}"
         )
 
+    def _noise_outliers(self, described: Mapping[str, Any]) -> dict[str, Any]:
+        """Per output whose repeated measurements contradict its fixed noise variance
+        (``describe()["noise_check"]``), the one answer that makes most of that scatter
+        (:func:`boloop.study.scatter.one_answer_scatter`), where one does."""
+        from boloop.study.scatter import one_answer_scatter
+
+        checked = sorted((described.get("noise_check") or {}).items())
+        if not checked:
+            return {}
+        rows = self._rows_in_effect()
+        out = {}
+        for output, c in checked:
+            if isinstance(c, Mapping):
+                one = one_answer_scatter(rows, output, float(c["assumed"]), int(c["df"]))
+                if one is not None:
+                    out[output] = one
+        return out
+
     def _noise_warnings(
         self,
         described: Mapping[str, Any],
         suggested: Mapping[str, float] | None = None,
         together: str | None = None,
+        outliers: Mapping[str, Any] | None = None,
     ) -> list[str]:
         """A fixed noise variance that repeated measurements contradict
         (``describe()["noise_check"]``, :mod:`boloop.gp.repeats`), in words, with the command
         that continues the study with the variance the repeats support: ``together`` (the
         command of :meth:`status` carrying every option ``suggested`` by its warnings) when
-        given, else one with this option alone."""
+        given, else one with this option alone. Where one answer makes most of the scatter
+        (``outliers``, :meth:`_noise_outliers`; a slip among readings that agree), the warning
+        names it and says to check it, and undo it if it was a mistake, before the noise."""
         out = []
         checked = sorted((described.get("noise_check") or {}).items())
+        if outliers is None:
+            outliers = self._noise_outliers(described)
         # the space file's names (the side effect, the hardness) where it gives them
-        nouns = {m.output or "value": m.noun() for m in self.measured()} if checked else {}
+        measured = {m.output or "value": m for m in self.measured()} if checked else {}
         for output, c in checked:
             if not isinstance(c, Mapping):
                 continue
             option = str(c.get("option") or f"noise_{output}")
-            what = nouns.get(output, output)
+            m = measured.get(output)
+            what = m.noun() if m is not None else output
             if what == "the value":
                 what = "the measured value"
             value = float(f"{c['suggested']:.2g}")
             cost = f" ({c['cost']})" if c.get("cost") else ""
             command = together or self._continue_with({option: value})
-            out.append(
+            text = (
                 f"Repeated measurements of {what} at the same setting scatter more than "
                 f"{option} = {c['assumed']:.3g} allows (a standard "
                 f"deviation of {math.sqrt(c['assumed']):.3g}): at {c['settings']} setting"
                 f"{'s' if c['settings'] != 1 else ''} measured more than once their standard "
                 f"deviation is {math.sqrt(c['variance']):.3g} ({c['df']} repeats; so much scatter "
-                "has a chance below 1 in 1,000 under the assumed noise). The model trusts each "
-                f"measurement of {what} too much{cost}. Measure the noise and set {option}; the "
-                f"repeats support about {value:g} (the upper end of its 95% interval). A study "
-                f"keeps its options: run {command}"
-                + (f" ({also})" if (also := self._also(option, suggested)) else "")
+                "has a chance below 1 in 1,000 under the assumed noise). "
             )
+            one = outliers.get(output)
+            trusts = f"the model trusts each measurement of {what} too much{cost}"
+            if one is None:
+                text += f"{trusts[0].upper()}{trusts[1:]}. Measure"
+            elif one.fits_without:
+                text += self._one_answer_words(one, what, m, option)
+                text += f"If that answer is right, {trusts}: measure"
+            else:
+                text += self._one_answer_words(one, what, m, option)
+                text += f"Either way {trusts}: measure"
+            text += (
+                f" the noise and set {option}; the repeats"
+                f"{' (that answer included)' if one is not None else ''} support about "
+                f"{value:g} (the upper end of its 95% interval). A study keeps its options: run "
+                f"{command}" + (f" ({also})" if (also := self._also(option, suggested)) else "")
+            )
+            out.append(text)
         return out
+
+    def _one_answer_words(
+        self, one: Any, what: str, measured: Measured | None, option: str
+    ) -> str:
+        """The sentences of a noise warning that name the answer making most of the scatter
+        (:class:`boloop.study.scatter.OneAnswerScatter`) and say to check it first, and how to
+        undo it (``undo`` withdraws from the last answer back)."""
+        import shlex
+
+        from boloop.study.replay import storage_option
+
+        def amount(v: float) -> str:
+            return measured.amount(v) if measured is not None else f"{v:g}"
+
+        row = one.row
+        who = (
+            f"query {row['query_id']}"
+            if row.get("query_id") is not None
+            else f"the measurement added at {str(row.get('told_at'))[:19].replace('T', ' ')} UTC"
+        )
+        lo, hi = min(one.others), max(one.others)
+        read = f"all read {amount(lo)}" if lo == hi else f"read {lo:g} to {amount(hi)}"
+        undo = f"boloop study undo {shlex.quote(self.name)}{storage_option(self.storage_url)}"
+        if one.after == 0:
+            how = f"it is the last answer: undo it ({undo}) and store the right value"
+        else:
+            later = f"{one.after} answer{'s' if one.after != 1 else ''}"
+            how = (
+                f"{undo} withdraws the last answer first, so undoing it withdraws the {later} "
+                "given after it too (the log keeps them): give those again after the right value"
+            )
+        rest = (
+            f"without it the other repeats scatter no more than {option} allows"
+            if one.fits_without
+            else f"without it the other repeats still scatter more than {option} allows"
+        )
+        return (
+            f"One answer makes {math.floor(100 * one.share + 1e-9)}% of that scatter: {who}, "
+            f"where {what} read "
+            f"{amount(one.value)} at {params_text(row.get('params') or {}, self.units())} and "
+            f"the {len(one.others)} other measurements there {read}; {rest}. Check that answer "
+            "before you change the noise (typed right? a misplaced decimal point? the "
+            f"instrument?): if it was a mistake, {how}. A larger {option} would carry the "
+            "mistake into a new study as noise. "
+        )
 
     def _stuck(
         self,

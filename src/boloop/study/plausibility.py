@@ -8,8 +8,9 @@ after storing, ``boloop study tell``) asks whether it is meant when it is far ou
 stored before for the same output:
 
 * at least :data:`MIN_ANSWERS` earlier values of the output, not all equal (without a spread
-  there is no yardstick: a safe study's g often reads the same at every setting of the lowest
-  level, and its next level's value is not a typo);
+  there is no yardstick for how far is far: a safe study's g often reads the same at every
+  setting of the lowest level, and its next level's value is not a typo; but a slip that gives
+  exactly that value is asked about: **equal values**, below);
 * where the earlier values and the new one all have the same sign (most measurements), the
   value is farther beyond their range on a log scale than a factor :data:`RATIO` and than
   :data:`SPREADS` times the range's own log width: hardnesses of 512-798 HV question 7234 and
@@ -69,6 +70,38 @@ meant; a correction at least half as probable as the first is named too ("...; o
 key? -2.2226"). A digit left out is the exception: which digit cannot be told (ten digits fit
 at each place), so it is named only when no other correction comes near, with the prediction
 ("a digit left out? about 0.436 would be expected here").
+
+**Equal values.** Where the earlier values all read the same value ``c`` (a safe study's g at
+its baseline, 0.05 at every setting, or a reading at a detection floor), no spread says how far
+is far, and a value a few times ``c`` at a new setting may be real growth. The two rules above
+are then silent; they are the limits of this one. The prediction rule's predictive standard
+deviation goes to zero with the spread: every other value is far, and a correction is near
+only when it is ``c`` itself. So a value is asked about when a slip turns it into exactly ``c``
+("0.5 for g differs from the 8 values stored so far for it, which all read 0.05. Check the
+measurement (a misplaced decimal point? 0.05 would match them)."), with the slips each rule
+would use:
+
+* at least :data:`MIN_ANSWERS` earlier values measured at the value's own setting all read
+  ``c`` (a baseline measured again and again): every slip of :data:`SLIPS`, and the range
+  rule with those repeats as its range (a factor beyond :data:`RATIO`: ``5`` after eighteen
+  readings of ``0.05`` there), since at one setting no growth explains a step; this comes
+  before the rules above (whatever the values at other settings);
+* every earlier value reads ``c`` and the setting lies within the earlier ones on every axis
+  (the prediction rule's domain): every slip of :data:`SLIPS`;
+* every earlier value reads ``c`` and the setting lies beyond them (a safe study's next level)
+  or is unknown: the decimal point and the sign only, the range rule's own hint: a tenfold
+  step past values that lie close together is asked about (growth is no exception, above),
+  a keystroke's step within a factor of a few is not (``0.06`` one level up is growth).
+
+``c = 0`` asks nothing: no decimal point or sign gives zero, a wrong key turns every one-digit
+value into it, and a reading of zero is often a floor (nothing detected). The question names
+the first slip in the order of :data:`SLIPS` that gives ``c``, a digit left out too (the digit
+is known: ``c``'s). (A newcomer's trial stored ``g = 0.5`` among eighteen readings of 0.05
+at one setting with no question; a warning then read the slip as measurement noise.) Its cost:
+readings rounded so coarsely that repeats agree exactly flip now and then, and a flip by one in
+the last digit is a wrong key onto the others (``benchmarks/typo_catch.py``'s ``floor`` group,
+two-digit readings at a detection limit: 1 clean answer of 840 newly asked about, 0.22 read
+eight times and then 0.21; none on the library problems or the GP draws).
 
 **What more corrections cost.** Each correction is one more way for a value that is truly far
 from the prediction (a surprising measurement, not a typo) to look like a slip. The rule only
@@ -153,21 +186,22 @@ def unusual_value(
     if not math.isfinite(v) or prev.size < MIN_ANSWERS:
         return None
     question = _outside_range(v, prev, output)
-    if at is None or earlier_at is None:
+    setting = _known_settings(every, at, earlier_at)
+    if setting is not None:
+        # repeats at this very setting that all read the same (module docstring: equal values)
+        x, points, known = setting
+        repeated = _equal_repeats(v, every[known], points[known], x, output, typed)
+        if repeated is not None:
+            return repeated
+    if question is None and prev.min() == prev.max():
+        # every earlier value the same: a slip that gives exactly it explains the value; a
+        # keystroke only where the setting lies within the earlier ones (module docstring)
+        inside = setting is not None and _inside(setting[0], setting[1][setting[2]])
+        slips = SLIPS if inside else tuple(s for s in SLIPS if s in ("point", "sign"))
+        return _onto_equal(v, float(prev[0]), prev.size, output, typed, slips, "for it")
+    if setting is None:
         return question
-    # the prediction: the earlier values whose value and setting are both known
-    x = np.asarray(at, dtype=np.float64).reshape(-1)
-    points = np.asarray(earlier_at, dtype=np.float64)
-    if points.shape[:1] != every.shape:
-        raise InvalidInputError(
-            f"earlier_at needs one setting per earlier value ({every.size}), got {len(points)}"
-        )
-    points = points.reshape(every.size, -1)
-    if points.shape[1] != x.size or not np.all(np.isfinite(x)):
-        return question
-    known = np.isfinite(every) & np.all(np.isfinite(points), axis=1)
-    if np.count_nonzero(known) < MIN_ANSWERS:
-        return question
+    x, points, known = setting
     if question is None:
         return _far_from_prediction(v, every[known], points[known], x, output, typed)
     # far outside the range: the prediction at the setting names the slip where one fits (a
@@ -178,6 +212,98 @@ def unusual_value(
         return question
     head = question.split(" (a misplaced decimal point?")[0].removesuffix(".")
     return f"{head} ({hint})."
+
+
+def _known_settings(
+    every: np.ndarray,
+    at: Sequence[float] | None,
+    earlier_at: Sequence[Sequence[float]] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(x, points, known)``: the new value's setting (d,), the earlier values' settings
+    (n, d) and which earlier values have both a value and a setting (n,), or None where the
+    setting is not given, has other axes or NaN, or fewer than :data:`MIN_ANSWERS` earlier
+    values are known with theirs. Raises :class:`InvalidInputError` when ``earlier_at`` does
+    not give one setting per earlier value."""
+    if at is None or earlier_at is None:
+        return None
+    x = np.asarray(at, dtype=np.float64).reshape(-1)
+    points = np.asarray(earlier_at, dtype=np.float64)
+    if points.shape[:1] != every.shape:
+        raise InvalidInputError(
+            f"earlier_at needs one setting per earlier value ({every.size}), got {len(points)}"
+        )
+    points = points.reshape(every.size, -1)
+    if points.shape[1] != x.size or not np.all(np.isfinite(x)):
+        return None
+    known = np.isfinite(every) & np.all(np.isfinite(points), axis=1)
+    if np.count_nonzero(known) < MIN_ANSWERS:
+        return None
+    return x, points, known
+
+
+def _inside(x: np.ndarray, points: np.ndarray) -> bool:
+    """Does setting ``x`` (d,) lie within the ``points`` (n, d) on every axis (between their
+    least and largest), at least one axis of which varies? (Beyond them, a safe study's next
+    level, the earlier values are no yardstick; module docstring.)"""
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    slack = 1e-9 * np.maximum(np.abs(lo), np.abs(hi))
+    return bool(np.any(hi > lo) and np.all(x >= lo - slack) and np.all(x <= hi + slack))
+
+
+def _equal_repeats(
+    v: float,
+    prev: np.ndarray,
+    points: np.ndarray,
+    x: np.ndarray,
+    output: str,
+    typed: str | None,
+) -> str | None:
+    """The question when at least :data:`MIN_ANSWERS` earlier values were measured at setting
+    ``x`` itself, all of them the same value, and ``v`` differs from it: a slip of
+    :data:`SLIPS` that gives exactly that value, or a factor beyond :data:`RATIO` (the range
+    rule with the repeats as its range: at one setting no growth explains a step); else None
+    (module docstring: equal values)."""
+    same = np.all(np.isclose(points, x[None, :], rtol=1e-9, atol=0.0), axis=1)
+    here = prev[same]
+    if here.size < MIN_ANSWERS or here.min() != here.max() or v == here[0]:
+        return None
+    c = float(here[0])
+    slip = _onto_equal(v, c, here.size, output, typed, SLIPS, "at this setting")
+    if slip is not None or not c * v > 0.0:
+        return slip
+    step = math.log10(abs(v / c))
+    if abs(step) <= math.log10(RATIO):
+        return None
+    how = f"{10**step:.3g} times" if step > 0 else f"{10**-step:.3g} times smaller than"
+    return (
+        f"{_typed_text(v, typed) or f'{v:g}'} for {output} is {how} what the {here.size} "
+        f"values stored so far at this setting all read ({c:g}). Check the measurement."
+    )
+
+
+def _onto_equal(
+    v: float, c: float, n: int, output: str, typed: str | None, slips: Sequence[str], where: str
+) -> str | None:
+    """The question when a correction of ``v`` by one of ``slips`` is exactly ``c``, the value
+    all ``n`` earlier values (``where``: "at this setting", "for it") read; None when none is
+    (or ``c`` is zero: a wrong key turns any one-digit value into 0, and a reading of zero is
+    often a floor, nothing detected). Of several, the first slip in the order of
+    :data:`SLIPS`."""
+    if c == 0.0 or v == c:
+        return None
+    fits = [
+        (SLIPS.index(slip), slip, text)
+        for slip, w, text in _corrections(v, typed, slips)
+        if math.isclose(w, c, rel_tol=1e-9, abs_tol=0.0)
+    ]
+    if not fits:
+        return None
+    _, slip, text = min(fits)
+    return (
+        f"{_typed_text(v, typed) or f'{v:g}'} for {output} differs from the {n} values stored "
+        f"so far {where}, which all read {c:g}. Check the measurement ({_NAMES[slip]}? "
+        f"{text} would match them)."
+    )
 
 
 def _outside_range(v: float, prev: np.ndarray, output: str) -> str | None:

@@ -185,6 +185,14 @@ class StudyPool:
         with self._lock:
             self._studies[study.name] = (study, threading.Lock())
 
+    def field_labels(self, name: str) -> dict[str, str]:
+        """The labels of study ``name``'s answer fields (:func:`_field_labels`) if the pool
+        holds it, else ``{}``: read from the loaded study only, never from the storage (a page
+        that says an answer was not stored may be the outage's)."""
+        with self._lock:
+            hit = self._studies.get(name)
+        return _field_labels(hit[0]) if hit is not None else {}
+
     def run(self, name: str, fn: Callable[[Study], Any]) -> Any:
         """``fn(study)`` under the study's lock. A study the pool holds that was removed from
         the storage since (``migrate --undo`` removed the copy this server was showing) is
@@ -443,6 +451,11 @@ def create_app(
             resp.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="strict", path="/")
         return resp
 
+    def not_stored(what: str, name: str, values: Mapping[str, str]) -> dict[str, Any]:
+        """:func:`_unsent` with the measured values named as the study's page names them,
+        where the pool holds the study."""
+        return _unsent(what, name, values, pool.field_labels(name))
+
     async def refused_login(request: Request, where: tuple[str, str]) -> Response:
         """A study form (``where``: the study page's path and ``"tell"`` or ``"undo"``) sent by
         a browser that is not logged in (the server restarted with a new token, a logout in
@@ -452,7 +465,7 @@ def create_app(
         values are echoed only for a form of this site (its CSRF token matches)."""
         page, what = where
         name = study_name(page.split("/")[2])
-        unsent = _unsent(what, name, {})
+        unsent = not_stored(what, name, {})
         if what == "tell":
             try:
                 form = await request.form()
@@ -462,7 +475,7 @@ def create_app(
                 str(form.get("csrf", "")), request.cookies.get(CSRF_COOKIE)
             ):
                 values = {k: v for k, v in form.items() if isinstance(v, str) and k != "csrf"}
-                unsent = _unsent("tell", name, values)
+                unsent = not_stored("tell", name, values)
         logger.warning(
             "POST %s from a browser that is not logged in: nothing stored", request.url.path
         )
@@ -604,7 +617,7 @@ def create_app(
             return RedirectResponse(nxt, status_code=303)
         if not _same(str(form.get("token", "")).strip(), token):
             await asyncio.sleep(0.2)  # slows down guessing a little
-            unsent = _unsent("tell", study, sent) if sent and study else None
+            unsent = not_stored("tell", study, sent) if sent and study else None
             return render(request, "login.html", 401, next=nxt, error="wrong token", unsent=unsent)
         if sent and study:
             resp = await carried_answer_page(request, study, sent)
@@ -620,7 +633,7 @@ def create_app(
         not stored (the outage page shows it, with a button to send it again). The login
         holds either way (:func:`login` sets the cookie on this page): before, the error page
         came without the cookie, and going Back sent the same login again and again."""
-        request.state.unsent = _unsent("tell", name, sent)  # what the outage page shows
+        request.state.unsent = not_stored("tell", name, sent)  # what the outage page shows
         qid = sent.get("query_id", "")
         head = f"Logged in, but your answer to query {qid} was NOT stored"
         try:
@@ -656,7 +669,7 @@ def create_app(
                 name,
                 warning=f"{head} It is back in the form below: check it and store it.",
                 values={k: v for k, v in sent.items() if not k.startswith("confirm_")},
-                sent=_unsent("tell", name, sent),
+                sent=not_stored("tell", name, sent),
                 signed_in=True,
             )
         now = "" if open_id is None else f"; the open query is now {open_id}"
@@ -666,7 +679,7 @@ def create_app(
             warning=f"{head} Query {qid} is not open any more (answered or withdrawn "
             f"meanwhile{now}): what you sent is shown here, not put in the form (it was for "
             "another query).",
-            sent=_unsent("tell", name, sent),
+            sent=not_stored("tell", name, sent),
             signed_in=True,
         )
 
@@ -758,7 +771,7 @@ def create_app(
         else:
             space = None
         contents = [(u.filename, await u.read()) for u in uploads]
-        request.state.unsent = _unsent("create", values["name"], {})
+        request.state.unsent = not_stored("create", values["name"], {})
         try:
             study = await run_in_threadpool(
                 lambda: _create_from_form(pool.ready(), values, contents)
@@ -828,6 +841,8 @@ def create_app(
             raise
         except BoloopError as exc:  # e.g. a log that does not replay (StorageError)
             raise HTTPException(500, str(exc)) from exc
+        if sent is not None and sent.get("fields") is not None:  # named as the form names them
+            sent = {**sent, "shown": _shown(sent["fields"], ctx["field_labels"])}
         return render(
             request,
             "study.html",
@@ -868,7 +883,7 @@ def create_app(
         form = await read_form(request)
         check_csrf(request, form)
         values = {k: str(v) for k, v in form.items() if isinstance(v, str) and k != "csrf"}
-        request.state.unsent = _unsent("tell", name, values)
+        request.state.unsent = not_stored("tell", name, values)
         browser = sender_id(request)
 
         stored: list[str] = []  # what was stored, said on the next page
@@ -930,7 +945,7 @@ def create_app(
         form = await read_form(request)
         check_csrf(request, form)
         expected = str(form.get("last", "") or "")
-        request.state.unsent = _unsent("undo", name, {})
+        request.state.unsent = not_stored("undo", name, {})
         try:
             row = await run_in_threadpool(pool.run, name, lambda s: _undo_form(s, expected))
         except UnknownIdError as exc:
@@ -1189,27 +1204,41 @@ def _when(value: Any) -> str:
     return text
 
 
-def _unsent(what: str, name: str, values: Mapping[str, str]) -> dict[str, Any]:
+def _unsent(
+    what: str, name: str, values: Mapping[str, str], labels: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """What a form was storing when it was not stored, for the page that says so (the 503
     page while the database cannot be reached, the login page of a browser not logged in, a
     refused answer's study page): ``what`` ("tell", "undo", "create"), the study, the fields
     as sent (a button to send them again) and the ones a person typed or chose, as
-    ``(field, value)`` rows (a duel's choice as "A is better"/"B is better")."""
-    choice = {"a": "A is better", "b": "B is better"}
-    shown = [
-        (k[4:] if k.startswith("out.") else k, choice.get(v, v) if k == "answer" else v)
-        for k, v in values.items()
-        if k not in ("query_id", "confirm_over_limit", "confirm_unusual")
-        and (v.strip() or k != "note")
-    ]
+    ``(field, value)`` rows (:func:`_shown`: a measured value by the name the space file
+    gives it, ``labels``)."""
     return {
         "what": what,
         "name": name,
         "quoted": quote(name, safe=""),
         "query_id": values.get("query_id", ""),
         "fields": dict(values),
-        "shown": shown,
+        "shown": _shown(values, labels or {}),
     }
+
+
+def _shown(values: Mapping[str, str], labels: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The fields of an answer a person typed or chose, as ``(field, value)`` rows: a measured
+    value by its label (``labels``, the page's field labels: "toxicity (g, AU)", "hardness
+    (HV)"; the output's name, "g" or "value", where the space names none), a duel's choice as
+    "A is better"/"B is better", the note where one was typed."""
+    choice = {"a": "A is better", "b": "B is better"}
+    rows = []
+    for k, v in values.items():
+        if k in ("query_id", "confirm_over_limit", "confirm_unusual") or (
+            k == "note" and not v.strip()
+        ):
+            continue
+        field = k[4:] if k.startswith("out.") else k
+        shown = labels.get(field, field) if k.startswith("out.") or k == "value" else field
+        rows.append((shown, choice.get(v, v) if k == "answer" else v))
+    return rows
 
 
 def _plain(text: str, status: int) -> Response:
@@ -1420,6 +1449,8 @@ def _page_context(study: Study) -> dict[str, Any]:
         # repeated measurements that contradict the assumed noise: a notice with the owner's part
         # collapsed, as the stuck notice (the person answering cannot change an option)
         "study_noise": st.get("noise") or [],
+        # ... and where one answer makes most of that scatter (a slip?), it, in plain words
+        "noise_outliers": _noise_outlier_words(study, st),
         # a method that no longer makes progress: a notice, not the alarm above
         "study_stuck": st.get("stuck"),
         # a level-set map that stopped changing is as often finished as stuck (its notice)
@@ -1430,6 +1461,46 @@ def _page_context(study: Study) -> dict[str, Any]:
         **_measurement_words(study),
     }
     return ctx
+
+
+def _noise_outlier_words(study: Study, st: Mapping[str, Any]) -> list[str]:
+    """Per output, the answer that makes most of the scatter of repeated measurements
+    (``status()["noise_outliers"]``) as the page's plain notice says it: which answer, what
+    it read where, what the others read there, and to check it first (the owner's details
+    say how to undo it)."""
+    measured = {m.output or "value": m for m in study.measured()}
+    units = study.units()
+    out = []
+    for output, one in sorted((st.get("noise_outliers") or {}).items()):
+        m = measured.get(output)
+        name = (m.name or m.output or "the value") if m is not None else output
+
+        def amount(v: float, m: Any = m) -> str:
+            return m.amount(v) if m is not None else f"{v:g}"
+
+        who = "an added measurement" if one["query_id"] is None else f"query {one['query_id']}"
+        others = one["others"]
+        lo, hi = min(others), max(others)
+        read = f"all read {amount(lo)}" if lo == hi else f"read {lo:g} to {amount(hi)}"
+        out.append(
+            f"One answer makes most of it: {who}, {name} {amount(one['value'])} at "
+            f"{params_text(one['params'], units)}, where the {len(others)} other measurements "
+            f"{read}. Check that answer first (a typing slip?): a mistake is undone, not taken "
+            "as noise."
+        )
+    return out
+
+
+def _field_labels(study: Study) -> dict[str, str]:
+    """Each answer field's label ("value" or an output's name: "toxicity (g, AU)", "hardness
+    (HV)"; "g", "value" where the space file names nothing; :meth:`Measured.label`)."""
+    return {q.output or "value": q.label() for q in study.measured()}
+
+
+def _limit_label(study: Study) -> str:
+    """The safety limit's value as the page names it: "toxicity (g, AU)" where the space file
+    names g, else "g"."""
+    return next((q.label() for q in study.measured() if q.output == "g" and q.named), "g")
 
 
 def _measurement_words(study: Study) -> dict[str, Any]:
@@ -1444,10 +1515,10 @@ def _measurement_words(study: Study) -> dict[str, Any]:
     return {
         "description": study.description,
         "measure_what": what_to_measure(quantities, labelled=False),
-        "field_labels": {q.output or "value": q.label() for q in quantities},
+        "field_labels": _field_labels(study),
         "field_hints": output_hints(study.family, quantities, settings),
         "goal_text": goal_sentence(study.family, study.method, quantities, settings),
-        "limit_label": next((q.label() for q in outputs if q.output == "g" and q.named), "g"),
+        "limit_label": _limit_label(study),
         "limit_noun": next((str(q.name) for q in outputs if q.output == "g" and q.named), "g"),
     }
 
@@ -1842,7 +1913,7 @@ def _tell_form(
                 g = answer[limit["output"]]
                 return (
                     {},
-                    f"{limit['output']} = {g:g} is above the safety limit h = {limit['h']:g}. "
+                    f"{_limit_label(study)} = {g:g} is above the safety limit h = {limit['h']:g}. "
                     "Check the measurement; tick the box and submit again to store it as it is.",
                     ("over_limit", key),
                 )

@@ -219,6 +219,8 @@ class ExpertPolicy(BasePolicy):
         self._init_g = init_g if self.uses_labels else (np.zeros((0, self.dim)), None)
         self.initial_query_ids: set[int] = set()
         self.outcomes: list[str] = []
+        #: the last evaluation asked and who chose its point (:meth:`proposed_by`)
+        self._proposer: tuple[int, str] | None = None
         self.n_evaluations = 0  # |Q^f| after the initial design
         self.n_expert_queries = 0  # |Q^g| after the initial design
         if initial_observations is not None:
@@ -375,8 +377,28 @@ class ExpertPolicy(BasePolicy):
                 self._ask_unit(U[k], None if idx is None else int(idx[k]), "evaluate")
             )
             self.initial_query_ids.add(q.id)
+            self._proposer = (q.id, "initial")
             return q
         return self._bo_propose()
+
+    def _evaluate_by(self, u: np.ndarray, index: int | None, who: str) -> Query:
+        """Ask to evaluate the point ``u`` (unit cube; ``index`` on a finite set), chosen by
+        ``who`` (:meth:`proposed_by`)."""
+        q = self._ask_unit(u, index, "evaluate")
+        self._proposer = (q.id, who)
+        return q
+
+    def proposed_by(self, query_id: int) -> str | None:
+        """Who chose the point of the evaluation ``query_id`` (the last one asked):
+        ``"initial"`` (the random initial design), ``"gp-lcb"`` (GP-LCB's own step, ``x^u =
+        argmin f_lower``, line 5 of Xu et al.'s Algorithm 1: COBOL's vanilla step, its
+        calibration step, its step once the expert is dismissed, and the expert-augmented
+        proposal where it is the same point), ``"expert"`` (a proposal that weighs the expert's
+        labels: COBOL's ``x^c`` where it differs from ``x^u``, an accepted proposal), ``"random"``
+        (a uniformly random point: random search, expert sampling's cap); None for another
+        query, or a method that does not say."""
+        found = getattr(self, "_proposer", None)  # (a policy pickled before it was kept)
+        return found[1] if found is not None and found[0] == query_id else None
 
     def _initial_label_point(self, k: int) -> tuple[np.ndarray, int | None]:
         """The point of the ``k``-th initial label (unit cube) and its index on a finite set.

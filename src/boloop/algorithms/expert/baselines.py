@@ -22,7 +22,7 @@ class RandomSearch(ExpertPolicy):
 
     def _bo_propose(self) -> Query:
         U, idx = self._sample_unit(1)
-        return self._ask_unit(U[0], None if idx is None else int(idx[0]), "evaluate")
+        return self._evaluate_by(U[0], None if idx is None else int(idx[0]), "random")
 
     def recommend(self) -> BestPoint:
         """The evaluated point with the lowest measured value (``point`` None before any)."""
@@ -52,13 +52,13 @@ class ExpertSampling(ExpertPolicy):
         if self._accepted is not None:
             u, index = self._accepted
             self._accepted = None
-            return self._ask_unit(u, index, "evaluate")
+            return self._evaluate_by(u, index, "expert")
         U, idx = self._sample_unit(1)
         index = None if idx is None else int(idx[0])
         if self._streak >= self.max_rejections:
             self._streak = 0
             self.outcomes.append("cap")
-            return self._ask_unit(U[0], index, "evaluate")
+            return self._evaluate_by(U[0], index, "random")
         return self._ask_unit(U[0], index, "label")
 
     def _after_label(self, query: Label, accepted: bool) -> None:
@@ -92,7 +92,7 @@ class GPLCB(ExpertPolicy):
         U, idx = self._candidates()
         u, index, _ = self._minimise(self._f_lower, U, idx)
         self.outcomes.append("vanilla")
-        return self._ask_unit(u, index, "evaluate")
+        return self._evaluate_by(u, index, "gp-lcb")
 
 
 class _Pinpointing(GPLCB):

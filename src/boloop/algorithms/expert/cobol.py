@@ -458,7 +458,13 @@ class COBOL(ExpertPolicy):
         if self._pending_eval is not None:  # accepted label: evaluate x^c in the same iteration
             u, index = self._pending_eval
             self._pending_eval = None
-            q = self._ask_unit(u, index, "evaluate")
+            # the label's point: x^u after a calibration label or where x^c was x^u ("gp"),
+            # else the expert-augmented x^c (the label's harm reference says which)
+            ref = self._pending_ref
+            if ref is None:  # (never: every BO-phase label keeps one) who chose it is unknown
+                q = self._ask_unit(u, index, "evaluate")
+            else:
+                q = self._evaluate_by(u, index, "gp-lcb" if ref[0] == "gp" else "expert")
             if self._pending_ref is not None:
                 self._harm_refs[q.id] = self._pending_ref
                 self._pending_ref = None
@@ -534,9 +540,9 @@ class COBOL(ExpertPolicy):
         if self.candidate == "pinpoint":
             if passes:
                 self.outcomes.append("unasked")
-                return self._ask_unit(u_c, i_c, "evaluate")
+                return self._evaluate_by(u_c, i_c, "expert")
             self.outcomes.append("vanilla")
-            return self._ask_unit(u_u, i_u, "evaluate")
+            return self._evaluate_by(u_u, i_u, "gp-lcb")
         if not passes:
             self.outcomes.append("vanilla")
             return self._gp_led(u_u, i_u)
@@ -550,14 +556,14 @@ class COBOL(ExpertPolicy):
         if known is False:  # the expert rejected this point before (an initial label)
             self.outcomes.append("vanilla")
             return self._gp_led(u_u, i_u)
+        # an expert-led proposal (x^c a different point than x^u) or GP-LCB's own (x^c = x^u):
+        # remember the GP's forecast that x^u improves the best value (harm_budget)
+        distinct = float(np.max(np.abs(u_c - u_u))) > SAME_POINT
         if unsure and not self._after_reject and known is None:
             q = self._ask_unit(u_c, i_c, "label")  # line 8: the expert is unsure -> ask
         else:
             self.outcomes.append("unasked")
-            q = self._ask_unit(u_c, i_c, "evaluate")
-        # an expert-led proposal (x^c a different point than x^u) or GP-LCB's own (x^c = x^u):
-        # remember the GP's forecast that x^u improves the best value (harm_budget)
-        distinct = float(np.max(np.abs(u_c - u_u))) > SAME_POINT
+            q = self._evaluate_by(u_c, i_c, "expert" if distinct else "gp-lcb")
         self._harm_refs[q.id] = ("expert" if distinct else "gp", *self._improvement_forecast(u_u))
         return q
 
@@ -670,7 +676,7 @@ class COBOL(ExpertPolicy):
 
     def _gp_led(self, u: np.ndarray, index: int | None) -> Query:
         """Evaluate GP-LCB's own proposal x^u, keeping the GP's forecast for harm_budget."""
-        q = self._ask_unit(u, index, "evaluate")
+        q = self._evaluate_by(u, index, "gp-lcb")
         self._harm_refs[q.id] = ("gp", *self._improvement_forecast(u))
         return q
 
@@ -820,7 +826,7 @@ class COBOHL(COBOL):
         if self._pending_eval is not None:  # "veto" rule: an accepted proposal is evaluated
             u, index = self._pending_eval
             self._pending_eval = None
-            return self._ask_unit(u, index, "evaluate")
+            return self._evaluate_by(u, index, "expert")
         self._sync_gp()
         U, idx = self._candidates()
         u, index = self._expert_candidate(U, idx, self._f_lower)
@@ -828,7 +834,7 @@ class COBOHL(COBOL):
             u, index, _ = self._minimise(self._f_lower, U, idx)
             self._after_reject = False
             self.outcomes.append("vanilla")
-            return self._ask_unit(u, index, "evaluate")
+            return self._evaluate_by(u, index, "gp-lcb")
         lo, up = self.expert.bounds(u[None, :])
         assert lo is not None and up is not None
         width = float(up[0] - lo[0])
@@ -837,11 +843,11 @@ class COBOHL(COBOL):
         if known is False:  # the expert rejected this point before (an initial label)
             u, index, _ = self._minimise(self._f_lower, U, idx)
             self.outcomes.append("vanilla")
-            return self._ask_unit(u, index, "evaluate")
+            return self._evaluate_by(u, index, "gp-lcb")
         if width > self.g_thr and not self._after_reject and known is None:
             return self._ask_unit(u, index, "label")
         self.outcomes.append("unasked")
-        return self._ask_unit(u, index, "evaluate")
+        return self._evaluate_by(u, index, "expert")
 
     def _after_label(self, query: Label, accepted: bool) -> None:
         if query.id in self.initial_query_ids:

@@ -158,13 +158,15 @@
   if (form && form.hasAttribute("data-limit-h")) {
     form.addEventListener("submit", function (ev) {
       var out = form.getAttribute("data-limit-output");
+      // the measured value by the name (and unit) the space file gives it, as the page says it
+      var label = form.getAttribute("data-limit-label") || out;
       var h = parseFloat(form.getAttribute("data-limit-h"));
       var field = form.querySelector('[name="out.' + out + '"]');
       var confirmBox = document.getElementById("confirm-over");
       if (!field || (confirmBox && confirmBox.checked)) { return; }
       var g = plainNumber(field.value);
       if (isFinite(g) && g > h) {
-        var msg = out + " = " + g + " is above the safety limit " + h +
+        var msg = label + " = " + g + " is above the safety limit " + h +
           ". The method only proposes settings it certified safe: check the measurement. Store it as measured?";
         if (window.confirm(msg)) {
           var hidden = document.createElement("input");
