@@ -622,10 +622,13 @@ def _check_option_values(problem: Any, pid: str, mid: str, budget: int, seed: in
 
 # -- progress ---------------------------------------------------------------------------------------
 class Progress:
-    """A plain-text progress bar on a stream (stderr): ``[#####-----] 5.4/10 runs  12s  ~10s left``.
+    """A plain-text progress bar on a stream (stderr): ``[#####-----] 5/10 runs  12s  ~10s left``.
 
     On a terminal the bar is redrawn in place and moves with the steps of the runs in progress; on
-    other streams (logs, CI) one line is written per finished run. Thread-safe. A terminal is
+    other streams (logs, CI) one line is written per finished run. The count is of finished runs
+    (whole runs: a run is in the results file or not); the estimate of the time left is shown
+    once a run has finished (before, it extrapolated the first steps of the first runs, whose
+    start-up it includes: a first "~6548s left" for a sweep of 14 s). Thread-safe. A terminal is
     redrawn at most once per ``redraw_seconds`` while runs progress.
     """
 
@@ -678,9 +681,10 @@ class Progress:
         bar = "#" * fill + "-" * (self.width - fill)
         fail = f" ({self.failed} failed)" if self.failed else ""
         elapsed = time.perf_counter() - self.t0
-        left = f"  ~{elapsed / frac * (1 - frac):.0f}s left" if 0 < frac < 1 else ""
-        count = f"{progress:.1f}" if self.tty and progress != self.done else str(self.done)
-        text = f"[{bar}] {count}/{self.total} runs{fail}  {elapsed:.0f}s{left}  {label}"
+        # a run has finished: written (done), or at its last step in a task still running (Dask)
+        finished = self.done or any(f >= 1.0 for f in self.partial.values())
+        left = f"  ~{elapsed / frac * (1 - frac):.0f}s left" if finished and frac < 1 else ""
+        text = f"[{bar}] {self.done}/{self.total} runs{fail}  {elapsed:.0f}s{left}  {label}"
         if self.tty:
             self.stream.write("\r" + text[:120].ljust(120))
             if self.done == self.total:
