@@ -19,8 +19,10 @@ The order of the three rotates between repeats (the machine may be shared). Prin
 time of each and the ratios to ``pool``, and checks that the three results tables are the same row
 for row (timing columns aside).
 
-Run: ``OMP_NUM_THREADS=1 nice -n 5 .venv/bin/python benchmarks/dask_sweep.py [--repeats 3]``;
-``--seeds 4`` for a quick check (24 runs).
+Run: ``nice -n 5 .venv/bin/python benchmarks/dask_sweep.py [--repeats 3]``; ``--seeds 4`` for a
+quick check (24 runs). No BLAS thread variable is needed: every process of a sweep runs one BLAS
+thread unless one is set (the process pool's workers ran one thread per core each before, and
+then only ``OMP_NUM_THREADS=1`` made the comparison fair). The variables set are printed.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from boloop._blas import BLAS_THREAD_VARIABLES
 from boloop.bench.dask_executor import start_local_cluster
 
 PROBLEMS = ["levelset/sinusoidal", "levelset/himmelblau"]
@@ -56,9 +59,11 @@ def main() -> None:
     args = parser.parse_args()
 
     n_runs = len(PROBLEMS) * len(METHODS) * args.seeds
+    blas = {k: v for k, v in os.environ.items() if k in BLAS_THREAD_VARIABLES}
     print(
         f"{n_runs} runs: {' '.join(PROBLEMS)} x {' '.join(METHODS)} x seeds 0-{args.seeds - 1}, "
-        f"budget {args.budget}; load before: {os.getloadavg()[0]:.2f}",
+        f"budget {args.budget}; BLAS thread variables: {blas or 'none set'}; "
+        f"load before: {os.getloadavg()[0]:.2f}",
         flush=True,
     )
     command = [sys.executable, "-m", "boloop.cli", "bench", "run", "--quiet"]

@@ -4,6 +4,7 @@ determinism across job counts, user problem files, plots, summary and the demo t
 from __future__ import annotations
 
 import csv
+import io
 import textwrap
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from boloop.bench import parse_seeds, plot_results, read_results, run_sweep, sum
 from boloop.bench.demo import DEMO, DemoEntry, run_demo, runnable_entries
 from boloop.errors import InvalidInputError, UnknownIdError
 from boloop.problems import get
+from progress_checks import Frame, check_whole_counts_and_no_early_estimate, frames
 
 TOY_LS = "levelset/toy"
 TOY_PREF = "preference/toy"
@@ -351,29 +353,46 @@ def test_resume_after_the_process_is_killed(tmp_path: Path) -> None:
     assert _strip_seconds(_rows(out)) == _strip_seconds(_rows(full))
 
 
+class _FakeTTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
 def test_progress_bar(tmp_path: Path) -> None:
-    import io
-
     from boloop.bench.runner import Progress
-
-    class FakeTTY(io.StringIO):
-        def isatty(self) -> bool:
-            return True
 
     log = io.StringIO()
     run_sweep([TOY_LS], ["toy-random"], "3", 4, tmp_path / "a", jobs=1, progress=log)
     lines = log.getvalue().splitlines()
     assert len(lines) == 3 and lines[-1].startswith("[" + "#" * 30 + "] 3/3 runs")
 
-    tty = FakeTTY()
+    tty = _FakeTTY()
     bar = Progress(2, tty, width=10, redraw_seconds=0.0)  # every advance redraws
     bar.advance(("p", "m", 0), 0.5)
     bar.advance(("p", "m", 1), 0.5)
-    assert "[#####-----] 1.0/2 runs" in tty.getvalue()
+    # the bar follows the steps; the count is of finished runs, and no estimate before one
+    assert frames(tty.getvalue())[-1] == Frame(fill=5, width=10, count="0", total=2, left=None)
     bar.step(("p", "m", 0))
+    assert frames(tty.getvalue())[-1] == Frame(fill=7, width=10, count="1", total=2, left=0)
     bar.advance(("p", "m", 0), 0.9)  # a late message of a finished run is ignored
     bar.step(("p", "m", 1))
     assert tty.getvalue().endswith("\n") and "[##########] 2/2 runs" in tty.getvalue()
+
+
+def test_progress_of_a_pool_sweep_counts_whole_runs(tmp_path: Path) -> None:
+    """``--jobs 2`` on a terminal: the bar moves with the steps of the runs in progress, the
+    count is of whole runs (it read "1.3/72 runs"), and the time left is estimated only once a
+    run has finished (the first estimate was "~4599s left" for a sweep of 40 s)."""
+    src = tmp_path / "slow.py"
+    src.write_text(_SLOW_PROBLEM)
+    tty = _FakeTTY()
+    report = run_sweep([f"{src}:make"], ["toy-random"], "6", 16, tmp_path / "out", jobs=2,
+                       progress=tty)  # fmt: skip
+    assert len(report.completed) == 6
+    found = check_whole_counts_and_no_early_estimate(tty.getvalue(), 6)
+    assert any(f.ahead_of_count for f in found)  # the bar moved with the steps
+    assert any(f.left is not None for f in found)  # estimated once runs had finished
+    assert found[-1].count == "6" and found[-1].fill == found[-1].width
 
 
 def test_sweep_budget_is_the_horizon_of_mr_lpf(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from boloop.bench import read_results, run_sweep
 from boloop.bench.dask_executor import plan_chunks, start_local_cluster
 from boloop.cli import main
 from boloop.errors import InvalidInputError
+from progress_checks import check_whole_counts_and_no_early_estimate
 
 distributed = pytest.importorskip("distributed", reason="the 'dask' extra is not installed")
 
@@ -116,9 +117,12 @@ def test_sweep_on_a_scheduler_gives_the_process_pool_rows_and_moves_the_bar(
     assert len(report.completed) == 6 and not report.failed
     run_sweep(problems, ["toy-random"], "0-1", 8, tmp_path / "pool", jobs=2)
     assert _rows(tmp_path / "dask") == _rows(tmp_path / "pool")
-    # the bar moved with the steps of runs in progress (a fractional run count), then ended full
-    counts = [float(c) for c in re.findall(r"\] (\d+\.\d)/6 runs", bar.getvalue())]
-    assert any(c != int(c) for c in counts), bar.getvalue()
+    # the bar moved with the steps of runs in progress, the count is of whole runs (it read
+    # "1.8/72 runs"), no estimate before a run finished (the first was "~6548s left"), full at
+    # the end
+    found = check_whole_counts_and_no_early_estimate(bar.getvalue(), 6)
+    assert any(f.ahead_of_count for f in found)
+    assert any(f.left is not None for f in found)
     assert "[" + "#" * 30 + "] 6/6 runs" in bar.getvalue()
 
 
@@ -329,6 +333,108 @@ def test_an_interruption_inside_a_chunk_keeps_the_written_runs_and_resumes_exact
     assert sorted(report.skipped) == sorted(done) and len(report.completed) == 18
     run_sweep(*args, tmp_path / "full", jobs=1)
     assert _rows(tmp_path / "part") == _rows(tmp_path / "full")
+
+
+#: a level-set toy whose oracle sleeps and, when it does, appends a line to ticking.log beside
+#: this file for every observation
+_TICKING_PROBLEM = """
+import time
+from pathlib import Path
+from boloop.problems.toy import ToyLevelSet
+
+class Ticking(ToyLevelSet):
+    def __init__(self, sleep):
+        super().__init__()
+        self.sleep = sleep
+
+    def observe(self, query, rng):
+        if self.sleep:
+            time.sleep(self.sleep)
+            with open(Path(__file__).with_name("ticking.log"), "a") as fh:
+                fh.write("tick\\n")
+        return super().observe(query, rng)
+
+def make(sleep=0.0):
+    return Ticking(sleep)
+"""
+
+
+def test_an_interrupted_sweep_stops_its_runs_in_progress(tmp_path: Path, cluster) -> None:
+    """A Dask task cannot be interrupted, so a run in progress went on to its end after its
+    client stopped (and a closing worker waited for it): it now stops at its next step."""
+    address, client = cluster
+    src = tmp_path / "ticking.py"
+    src.write_text(_TICKING_PROBLEM)
+    ticks = tmp_path / "ticking.log"
+    # two runs, one task each: the quick one ends first; the slow one lasts 400 x 0.02 s = 8 s+
+    problems = [f"{src}:make", f"{src}:make?sleep=0.02"]
+    _wait_idle(client)
+
+    def interrupt(key: tuple) -> None:
+        raise _Interrupt
+
+    with pytest.raises(_Interrupt):
+        run_sweep(problems, ["toy-random"], "1", 400, tmp_path / "out", executor="dask",
+                  scheduler=address, on_complete=interrupt)  # fmt: skip
+    time.sleep(1.0)  # the next progress check of the run (at most 0.2 s apart) has come
+    before = ticks.read_text().count("tick")
+    time.sleep(1.0)
+    after = ticks.read_text().count("tick")
+    assert before == after < 400  # stopped part-way
+    _wait_idle(client)
+
+
+def _process_group_gone(pgid: int, seconds: float) -> bool:
+    """Whether every process of group ``pgid`` has ended within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_ctrl_c_on_a_local_cluster_sweep_prints_only_boloops_message(
+    tmp_path: Path, slow: str
+) -> None:
+    """Ctrl-C in a terminal (SIGINT to the whole foreground process group: the command, the
+    forkserver and the LocalCluster's workers) after the first runs were stored: exit 130,
+    boloop's one line on stderr (no traceback of a worker, no log line of distributed), every
+    process of the command ended (the cluster was closed), and the same command resumes."""
+    problem = f"{slow}?sleep=0.03"
+    argv = [sys.executable, "-m", "boloop.cli", "bench", "run", "--problem", problem]
+    argv += ["--method", "toy-random", "--seeds", "24", "--budget", "10", "--quiet"]
+    argv += ["--executor", "dask", "--jobs", "2", "--out", str(tmp_path / "out")]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    deadline = time.monotonic() + 180  # a loaded machine imports slowly
+    try:
+        while time.monotonic() < deadline and proc.poll() is None:
+            if read_results(tmp_path / "out")[1]:
+                break
+            time.sleep(0.02)
+        os.killpg(proc.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, err
+    _, runs = read_results(tmp_path / "out")
+    kept = len(runs)
+    assert 1 <= kept < 24
+    assert err.strip().splitlines() == [
+        f"boloop: interrupted; {kept} of 24 runs are kept in {tmp_path / 'out' / 'results.csv'} "
+        f"({kept} finished now, 0 were there before). Run the same command again to resume: it "
+        f"skips the runs in the file and runs the other {24 - kept}"
+    ], err
+    assert _process_group_gone(proc.pid, 20), "a process of the sweep is still running"
+    again = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert f"{24 - kept} runs completed, {kept} skipped, 0 failed" in again.stdout
 
 
 def test_a_killed_client_process_resumes(tmp_path: Path, cluster, slow: str) -> None:

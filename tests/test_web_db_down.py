@@ -250,3 +250,107 @@ def test_the_docs_retry_loop_stores_an_answer_sent_during_an_outage_once(pg_serv
     assert time.monotonic() - t0 >= 1.0
     rows = load_study("coat", storage=pg_url).history()
     assert [(row["query_id"], row["answer"]) for row in rows] == [(q["id"], 0.5)]
+
+
+# -- what the server's log says of an outage ------------------------------------------------------
+def _outage_lines(caplog) -> list[str]:
+    """The WARNING lines (and above) of boloop's logger, in order."""
+    return [r.getMessage() for r in caplog.records if r.name == "boloop" and r.levelno >= 30]
+
+
+@pytest.mark.xdist_group("postgres")
+def test_an_outage_is_logged_once_when_it_begins_and_once_when_it_ends(pg_server, pg_url, caplog):
+    """Two open pages polling, an answer and API calls during an outage of a running server:
+    one WARNING when it begins, none per request (there were ~20 long ones in 30 s), and one
+    "reachable again" when it ends, with how long it lasted and the requests answered 503; the
+    same for a second outage that begins and ends with other requests."""
+    import logging
+
+    caplog.set_level(logging.WARNING, logger="boloop")
+    make_study("coat", pg_url, answers=1, key="lev1", fast=True)
+    make_study("other", pg_url, key="lev1", fast=True)
+    client = TestClient(create_app(pg_url), follow_redirects=False)
+    csrf = _csrf(client, "/studies/coat")
+    assert client.get("/studies/other").status_code == 200
+    masked = pg_url  # no password in the test server's URL
+    assert _outage_lines(caplog) == []
+
+    pg_server.stop("fast")
+    try:
+        refused = 0
+        for _ in range(6):  # two pages polling, as for 12 s
+            for name in ("coat", "other"):
+                _is_outage_json(client.get(f"/studies/{name}/state"), where="poll")
+                refused += 1
+        _is_outage_page(
+            client.post("/studies/coat/tell", data={"csrf": csrf, "query_id": "1", "value": "1"}),
+            where="tell",
+        )
+        _is_outage_json(client.get("/api/studies"), where="api")
+        refused += 2
+        lines = _outage_lines(caplog)
+        assert len(lines) == 1, lines
+        assert lines[0].startswith(f"storage '{masked}' cannot be reached (")
+        assert "answers 503 with Retry-After until it is back" in lines[0]
+    finally:
+        pg_server.start()
+    assert client.get("/studies/coat/state").status_code == 200  # a poll meets the end
+    lines = _outage_lines(caplog)
+    assert len(lines) == 2, lines
+    m = re.fullmatch(
+        rf"storage '{re.escape(masked)}' is reachable again after (\d+) s \((\d+) requests "
+        r"answered 503 meanwhile\): serving its studies",
+        lines[1],
+    )
+    assert m, lines[1]
+    assert int(m.group(2)) == refused
+    for _ in range(3):
+        assert client.get("/studies/other/state").status_code == 200
+    assert len(_outage_lines(caplog)) == 2  # nothing more while it is reachable
+
+    # a second outage, met by an API call and ended by a page (not a poll)
+    pg_server.stop("immediate")
+    try:
+        _is_outage_json(client.post("/api/studies/coat/ask"), where="api ask")
+        _is_outage_json(client.get("/studies/other/state"), where="poll")
+    finally:
+        pg_server.start()
+    assert client.get("/studies/coat").status_code == 200
+    lines = _outage_lines(caplog)
+    assert len(lines) == 4, lines
+    assert lines[2].startswith(f"storage '{masked}' cannot be reached (")
+    assert lines[3].startswith(f"storage '{masked}' is reachable again after ")
+    assert "(2 requests answered 503 meanwhile)" in lines[3]
+
+
+@pytest.mark.xdist_group("postgres")
+def test_a_long_outage_is_recalled_at_the_reminder_interval(pg_server, pg_url, caplog):
+    """While the outage lasts the log reminds of it every ``outage_reminder_seconds`` (10
+    minutes by default), on a request that meets it, with the count of 503s so far."""
+    import logging
+    import time
+
+    caplog.set_level(logging.WARNING, logger="boloop")
+    make_study("coat", pg_url, key="lev1", fast=True)
+    client = TestClient(create_app(pg_url, outage_reminder_seconds=1.0), follow_redirects=False)
+    assert client.get("/studies/coat/state").status_code == 200
+    pg_server.stop("fast")
+    try:
+        t0 = time.monotonic()
+        polls = 0
+        while time.monotonic() - t0 < 2.6:
+            _is_outage_json(client.get("/studies/coat/state"), where="poll")
+            polls += 1
+            time.sleep(0.2)
+        elapsed = time.monotonic() - t0
+    finally:
+        pg_server.start()
+    assert client.get("/studies/coat/state").status_code == 200
+    lines = _outage_lines(caplog)
+    reminders = [line for line in lines if "still cannot be reached after" in line]
+    assert 2 <= len(reminders) <= elapsed / 1.0 + 1, lines
+    assert re.search(r"still cannot be reached after \d+ s \(\d+ requests? answered 503 so far\)",
+                     reminders[0])  # fmt: skip
+    assert lines[0].startswith("storage ") and "cannot be reached (" in lines[0]
+    assert lines[-1].startswith("storage ") and f"({polls} requests answered 503" in lines[-1]
+    assert len(lines) == 2 + len(reminders)

@@ -109,6 +109,15 @@ def test_serve_started_while_postgresql_is_down_answers_503_then_works(pg_server
             }
             listed = client.get("/api/studies").json()
             assert [(s["name"], s["answered"]) for s in listed] == [("coat", 3)]
+
+            # then the database goes away while the server serves, and comes back
+            pg_server.stop("fast")
+            down = True
+            for _ in range(5):  # an open page polling
+                _is_outage_json(client.get("/studies/coat/state"), where="poll while down")
+            pg_server.start()
+            down = False
+            assert client.get("/studies/coat/state").status_code == 200
     finally:
         if down:
             pg_server.start()
@@ -124,7 +133,16 @@ def test_serve_started_while_postgresql_is_down_answers_503_then_works(pg_server
     assert len(start) == 1, err
     assert start[0].startswith(f"WARNING boloop: storage '{masked}' cannot be reached yet")
     assert "503 with Retry-After" in start[0] and "trying again" in start[0]
-    assert any(f"storage '{masked}' is reachable now" in line for line in err.splitlines()), err
+    # each outage is one line when it begins and one when it ends (session 18's trial: a line
+    # per poll of every open page, and no end of an outage met while serving)
+    lines = err.splitlines()
+    began = [line for line in lines if f"storage '{masked}' cannot be reached (" in line]
+    assert len(began) == 1 and began[0].startswith("WARNING boloop: "), err
+    again = [line for line in lines if f"storage '{masked}' is reachable again after " in line]
+    assert len(again) == 2, err
+    assert "(8 requests answered 503 meanwhile)" in again[0]  # 3 pages, 5 API calls
+    assert "(5 requests answered 503 meanwhile)" in again[1]
+    assert not [line for line in lines if "GET /" in line or "POST /" in line], err
 
 
 @pytest.mark.xdist_group("postgres")

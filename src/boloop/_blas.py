@@ -17,11 +17,29 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["env_pinned", "one_blas_thread"]
+__all__ = [
+    "BLAS_THREAD_VARIABLES",
+    "env_pinned",
+    "one_blas_thread",
+    "one_blas_thread_for_good",
+    "thread_variables_set",
+]
+
+#: the BLAS/OpenMP thread variables; each library reads its own when it loads (OpenBLAS reads
+#: ``OPENBLAS_NUM_THREADS``, else ``OMP_NUM_THREADS``)
+BLAS_THREAD_VARIABLES = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+)
 
 _lock = threading.Lock()
 _depth = 0
@@ -85,3 +103,28 @@ def one_blas_thread() -> Iterator[None]:
             if _depth == 0 and _limiter is not None:
                 _limiter.restore_original_limits()
                 _limiter = None
+
+
+def thread_variables_set() -> list[str]:
+    """The :data:`BLAS_THREAD_VARIABLES` set in this process's environment (by the user, or by
+    :func:`boloop.cli.limit_blas_threads`)."""
+    return [name for name in BLAS_THREAD_VARIABLES if name in os.environ]
+
+
+def one_blas_thread_for_good() -> bool:
+    """One BLAS thread in this process from now on (a worker process of a bench sweep; never
+    restored): every variable of :data:`BLAS_THREAD_VARIABLES` is set to 1, which a library
+    loaded later reads, and the libraries already loaded (numpy's and scipy's BLAS, loaded
+    here first if they were not; a forked worker has its parent's, with the parent's thread
+    count) are limited to one thread with ``threadpoolctl``. False where ``threadpoolctl`` is
+    not installed: then only the libraries loaded after the variables were set run one thread
+    (those of a spawned worker whose parent set them before starting it)."""
+    os.environ.update(dict.fromkeys(BLAS_THREAD_VARIABLES, "1"))
+    import scipy.linalg  # noqa: F401  (scipy's own BLAS: loaded now, so limited now)
+
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return False
+    threadpool_limits(limits=1)  # BLAS and OpenMP alike, for good
+    return True

@@ -24,11 +24,15 @@ since a task costs a few milliseconds of Dask's time, as much as a cheap run.
   the count of finished runs moves, when its task ends.
 * If the client is interrupted (Ctrl-C, a killed ``boloop``), its tasks are cancelled; a rerun of
   the sweep resumes from ``results.csv`` like any other: the runs of the tasks that ended are in
-  it, those of a task cut short run again.
+  it, those of a task cut short run again. On Ctrl-C (or any exception in the client) the runs
+  in progress stop at their next step (:func:`_stop_runs`); the workers of a LocalCluster ignore
+  SIGINT (:func:`start_forkserver`) and are closed by the client, with distributed's log of
+  that shutdown silenced, so the command ends with boloop's one line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -98,7 +102,8 @@ def start_forkserver() -> bool:
     it first thing, so the forkserver imports numpy, scipy, distributed and boloop on another core
     while this process imports ``distributed`` and plans the sweep (the LocalCluster's workers are
     then forked in ~0.2 s instead of ~1.2 s after it). Workers forked from it import nothing again
-    but the main module of this process (``multiprocessing``'s rule for spawned children)."""
+    but the main module of this process (``multiprocessing``'s rule for spawned children), and
+    ignore SIGINT (:func:`_sigint_ignored`: Ctrl-C is the client's to handle)."""
     import multiprocessing as mp
 
     if "forkserver" not in mp.get_all_start_methods():
@@ -115,7 +120,8 @@ def start_forkserver() -> bool:
     try:
         os.environ.update(WORKER_ENV)
         os.environ.pop(MALLOC_TRIM, None)
-        forkserver.ensure_running()
+        with _sigint_ignored():
+            forkserver.ensure_running()
     finally:
         for k, v in saved.items():
             if v is None:
@@ -123,6 +129,29 @@ def start_forkserver() -> bool:
             else:
                 os.environ[k] = v
     return True
+
+
+@contextmanager
+def _sigint_ignored() -> Iterator[None]:
+    """SIGINT ignored in this process for the block (in the main thread; elsewhere nothing
+    changes). A process started in the block ignores it for good, and so do the processes it
+    forks: the forkserver passes on the handlers it started with to the workers it forks.
+
+    The LocalCluster's workers are in the terminal's process group, so Ctrl-C reached them too:
+    each died with a KeyboardInterrupt traceback, and their nannies and the scheduler logged
+    the losses (76 lines before boloop's message in session 18's trial). The client alone now
+    takes Ctrl-C and closes them (:func:`dask_client`)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _dask_config(values: dict[str, Any]) -> Any:
@@ -174,34 +203,100 @@ def dask_client(
     :class:`InvalidInputError`. Warnings about the scheduler's workers (none yet, another boloop,
     Dask's ``MALLOC_TRIM_THRESHOLD_``) are logged and passed to ``warn`` (the CLI's stderr).
     """
+    from boloop.bench.runner import _ctrl_c_after
+
     distributed = import_distributed()
-    cluster = None
-    if scheduler is None:
-        cluster = start_local_cluster(n_workers)
-        address = cluster.scheduler_address
-    else:
-        address = scheduler.strip()
-        if not address:
-            raise InvalidInputError("--scheduler needs an address like tcp://host:8786")
-        _check_address(address)
-        _probe_scheduler(address)
+    cluster = client = None
+    stopping = False
     try:
-        try:
-            client = distributed.Client(address, set_as_default=False)
-        except (OSError, ValueError, TypeError) as exc:  # went away since the probe
-            raise _cannot_connect(address, exc) from exc
-        try:
-            if scheduler is not None:
-                for message in _check_workers(client, address):
-                    logger.warning("%s", message)
-                    if warn is not None:
-                        warn(message)
-            yield client
-        finally:
-            client.close()
+        if scheduler is None:
+            # Ctrl-C waits until the cluster and the client are up (about a second): one cut
+            # short leaves half-made objects that distributed then fails to close at exit
+            with _ctrl_c_after():
+                cluster = start_local_cluster(n_workers)
+                client = distributed.Client(cluster.scheduler_address, set_as_default=False)
+        else:
+            address = scheduler.strip()
+            if not address:
+                raise InvalidInputError("--scheduler needs an address like tcp://host:8786")
+            _check_address(address)
+            _probe_scheduler(address)
+            try:
+                client = distributed.Client(address, set_as_default=False)
+            except (OSError, ValueError, TypeError) as exc:  # went away since the probe
+                raise _cannot_connect(address, exc) from exc
+            for message in _check_workers(client, address):
+                logger.warning("%s", message)
+                if warn is not None:
+                    warn(message)
+        yield client
+    except BaseException:
+        stopping = client is not None
+        if stopping:
+            with _ctrl_c_after() if cluster is not None else contextlib.nullcontext():
+                _stop_runs(client, quiet=cluster is not None)
+        raise
     finally:
-        if cluster is not None:
-            cluster.close()
+        with contextlib.ExitStack() as closing:
+            if cluster is not None:  # our cluster closes whole (in about a second), not cut short
+                closing.enter_context(_ctrl_c_after())
+            if stopping:  # a shutdown we cause: distributed's records of it (tasks cancelled in
+                # closing workers, lost workers) say nothing to the user
+                closing.enter_context(_quiet_distributed_logs())
+            if client is not None:
+                client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+#: in a worker process: the ids of the clients whose sweep stopped (:func:`_stop_runs`)
+_STOPPED_CLIENTS: set[str] = set()
+
+
+def _stop_runs(client: Any, quiet: bool) -> None:
+    """A sweep stops (Ctrl-C, an error in this process): its runs in progress on the workers
+    stop at their next step (:func:`_run_chunk_on_worker`; a running Dask task cannot be
+    interrupted, and a worker waits for it before it closes: an interrupted sweep took 3-5 s
+    more to end), and with ``quiet`` (the workers of our LocalCluster, which write to this
+    terminal) their ``distributed`` loggers are silenced for the shutdown."""
+    try:
+        client.run(_mark_stopped, client.id, quiet)
+    except Exception:  # the scheduler or a worker may already be gone
+        logger.debug("could not stop the runs on the workers", exc_info=True)
+
+
+def _mark_stopped(client_id: str, quiet: bool) -> None:
+    """In a worker: the runs of the client's tasks stop at their next step."""
+    if quiet:
+        _silence_distributed_loggers()
+    _STOPPED_CLIENTS.add(client_id)
+
+
+def _silence_distributed_loggers() -> dict[str, int]:
+    """Set every ``distributed`` logger of this process to CRITICAL; their levels before."""
+    names = ["distributed"] + [
+        name
+        for name, item in logging.root.manager.loggerDict.items()
+        if name.startswith("distributed.") and isinstance(item, logging.Logger)
+    ]
+    before = {}
+    for name in names:
+        log = logging.getLogger(name)
+        before[name] = log.level
+        log.setLevel(logging.CRITICAL)
+    return before
+
+
+@contextmanager
+def _quiet_distributed_logs() -> Iterator[None]:
+    """This process's ``distributed`` loggers silenced for the block (the closing of a stopped
+    sweep's client and LocalCluster), restored afterwards."""
+    before = _silence_distributed_loggers()
+    try:
+        yield
+    finally:
+        for name, level in before.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def _check_address(address: str) -> None:
@@ -350,32 +445,43 @@ def _portable(exc: BaseException) -> BaseException:
 
 
 def _run_chunk_on_worker(
-    specs: Sequence[Any], topic: str | None
+    specs: Sequence[Any], topic: str | None, client_id: str = ""
 ) -> list[tuple[Any, BaseException | None]]:
     """The runs of one task in a Dask worker, one after another: ``(result, None)`` or
     ``(None, error)`` per run (a run that raises does not stop the others, as in the process
     pool). Progress steps go to the sweep's event ``topic``, and each finished run sends its last
-    step, so the bar counts it as done before its task ends."""
+    step, so the bar counts it as done before its task ends. Once the client ``client_id``
+    stopped its sweep (:func:`_stop_runs`) the run in progress ends at its next progress check
+    (at most five a second) and the task returns what it has, which nobody reads."""
+    from distributed import get_worker
+
     from boloop.bench.runner import _run_one
 
-    report_step = None
-    if topic is not None:
-        from distributed import get_worker
+    worker = get_worker()
 
-        worker = get_worker()
-
-        def report_step(key: tuple[str, str, int], step: int) -> None:
+    def report_step(key: tuple[str, str, int], step: int) -> None:
+        if client_id in _STOPPED_CLIENTS:
+            raise _SweepStopped
+        if topic is not None:
             worker.log_event(topic, [list(key), step])
 
     out: list[tuple[Any, BaseException | None]] = []
     for spec in specs:
         try:
             out.append((_run_one(spec, report_step), None))
+        except _SweepStopped:
+            return out
         except Exception as exc:
             out.append((None, _portable(exc)))
-        if report_step is not None:
-            report_step(spec.key, spec.budget)
+        if client_id in _STOPPED_CLIENTS:
+            return out
+        if topic is not None:
+            worker.log_event(topic, [list(spec.key), spec.budget])
     return out
+
+
+class _SweepStopped(Exception):
+    """In a worker: the client of the run in progress stopped its sweep."""
 
 
 def run_on_dask(
@@ -413,7 +519,12 @@ def run_on_dask(
             chunk = list(todo[start : start + size])
             start += size
             fut = client.submit(
-                _run_chunk_on_worker, chunk, topic, key=f"boloop-runs-{token}-{i}", pure=False
+                _run_chunk_on_worker,
+                chunk,
+                topic,
+                client.id,
+                key=f"boloop-runs-{token}-{i}",
+                pure=False,
             )
             futures[fut] = chunk
         completed = as_completed(list(futures), loop=client.loop)

@@ -312,9 +312,64 @@ def write_results(
 _PROGRESS_QUEUE: Any = None
 
 
-def _init_worker(queue: Any) -> None:
+def _init_worker(queue: Any, one_blas_thread: bool) -> None:
+    """The pool's initializer, in each worker process: the progress queue, and one BLAS thread
+    for good unless the user set a thread variable (:func:`_pool_blas_threads`)."""
     global _PROGRESS_QUEUE
     _PROGRESS_QUEUE = queue
+    if one_blas_thread:
+        from boloop._blas import one_blas_thread_for_good
+
+        one_blas_thread_for_good()
+
+
+def _pool_blas_threads(start_method: str) -> bool:
+    """Whether the pool's workers are to run one BLAS thread: yes unless the user set any of
+    the BLAS thread variables (:data:`boloop._blas.BLAS_THREAD_VARIABLES`), which then decide
+    in the workers as in this process. The workers run at once, one per core: with a BLAS of
+    one thread per core each (its default) they compete for the cores, and a sweep of 72
+    level-set runs on 2 cores took 37-52 s instead of 12.6 s.
+
+    Each worker limits itself in the pool's initializer (:func:`_init_worker`, with
+    ``threadpoolctl``): a forked worker has this process's BLAS, loaded with its thread count,
+    which only ``threadpoolctl`` changes. A spawned worker (or one of a forkserver) loads its
+    own, after the variables that :func:`_one_thread_environment` sets while the pool starts
+    them, so it runs one thread without ``threadpoolctl`` too. Without ``threadpoolctl`` a forked
+    worker keeps this process's count: a warning says so (``boloop bench run`` sets the
+    variables before numpy is imported, so its workers have one thread either way)."""
+    from boloop._blas import thread_variables_set
+
+    if thread_variables_set():
+        return False
+    if start_method == "fork" and importlib.util.find_spec("threadpoolctl") is None:
+        logger.warning(
+            "threadpoolctl is not installed: the sweep's forked worker processes run the BLAS "
+            "library's own thread count (this process's), and together they may oversubscribe "
+            "the cores. Install boloop[threads], or set OMP_NUM_THREADS=1 (and "
+            "OPENBLAS_NUM_THREADS=1, MKL_NUM_THREADS=1) before numpy is imported"
+        )
+    return True
+
+
+@contextlib.contextmanager
+def _one_thread_environment(active: bool) -> Any:
+    """The BLAS thread variables set to 1 in this process's environment for the block (the
+    workers a pool starts in it read them when they load numpy), restored afterwards."""
+    from boloop._blas import BLAS_THREAD_VARIABLES
+
+    if not active:
+        yield
+        return
+    saved = {name: os.environ.get(name) for name in BLAS_THREAD_VARIABLES}
+    os.environ.update(dict.fromkeys(BLAS_THREAD_VARIABLES, "1"))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _run_one(
@@ -567,10 +622,13 @@ def _check_option_values(problem: Any, pid: str, mid: str, budget: int, seed: in
 
 # -- progress ---------------------------------------------------------------------------------------
 class Progress:
-    """A plain-text progress bar on a stream (stderr): ``[#####-----] 5.4/10 runs  12s  ~10s left``.
+    """A plain-text progress bar on a stream (stderr): ``[#####-----] 5/10 runs  12s  ~10s left``.
 
     On a terminal the bar is redrawn in place and moves with the steps of the runs in progress; on
-    other streams (logs, CI) one line is written per finished run. Thread-safe. A terminal is
+    other streams (logs, CI) one line is written per finished run. The count is of finished runs
+    (whole runs: a run is in the results file or not); the estimate of the time left is shown
+    once a run has finished (before, it extrapolated the first steps of the first runs, whose
+    start-up it includes: a first "~6548s left" for a sweep of 14 s). Thread-safe. A terminal is
     redrawn at most once per ``redraw_seconds`` while runs progress.
     """
 
@@ -623,9 +681,10 @@ class Progress:
         bar = "#" * fill + "-" * (self.width - fill)
         fail = f" ({self.failed} failed)" if self.failed else ""
         elapsed = time.perf_counter() - self.t0
-        left = f"  ~{elapsed / frac * (1 - frac):.0f}s left" if 0 < frac < 1 else ""
-        count = f"{progress:.1f}" if self.tty and progress != self.done else str(self.done)
-        text = f"[{bar}] {count}/{self.total} runs{fail}  {elapsed:.0f}s{left}  {label}"
+        # a run has finished: written (done), or at its last step in a task still running (Dask)
+        finished = self.done or any(f >= 1.0 for f in self.partial.values())
+        left = f"  ~{elapsed / frac * (1 - frac):.0f}s left" if finished and frac < 1 else ""
+        text = f"[{bar}] {self.done}/{self.total} runs{fail}  {elapsed:.0f}s{left}  {label}"
         if self.tty:
             self.stream.write("\r" + text[:120].ljust(120))
             if self.done == self.total:
@@ -871,14 +930,17 @@ def _sweep(
         reader = threading.Thread(target=drain, daemon=True) if queue is not None else None
         if reader is not None:
             reader.start()
+        one_thread = _pool_blas_threads(ctx.get_start_method())
         try:
             with cf.ProcessPoolExecutor(
                 max_workers=min(n_jobs, len(todo)),
                 mp_context=ctx,
                 initializer=_init_worker,
-                initargs=(queue,),
+                initargs=(queue, one_thread),
             ) as pool:
-                futures = {pool.submit(_run_one, spec): spec for spec in todo}
+                # the workers start at the first submissions: a spawned one reads the variables
+                with _one_thread_environment(one_thread and ctx.get_start_method() != "fork"):
+                    futures = {pool.submit(_run_one, spec): spec for spec in todo}
                 try:
                     for fut in cf.as_completed(futures):
                         spec = futures[fut]

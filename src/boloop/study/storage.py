@@ -58,7 +58,8 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Iterator, Sequence
+import weakref
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol, runtime_checkable
 
@@ -97,6 +98,7 @@ __all__ = [
     "open_storage",
     "resolve_storage",
     "safe_url",
+    "watch_connections",
 ]
 
 logger = logging.getLogger("boloop")
@@ -517,6 +519,42 @@ def _refusal_message(display_url: str, url: str, state: str, reason: str) -> str
     )
 
 
+# -- whether the database server answers ----------------------------------------------------------
+_watchers_lock = threading.Lock()
+#: storage URL -> the watchers of its connections (weak references to bound methods)
+_watchers: dict[str, list[weakref.WeakMethod[Callable[[str | None], None]]]] = {}
+
+
+def watch_connections(url: str, watcher: Callable[[str | None], None]) -> None:
+    """Call ``watcher(reason)`` after each attempt of this process to reach the database of
+    storage ``url`` (as :func:`resolve_storage` gives it), from the thread that made it:
+    ``reason`` None when a connection was made, else why the server could not be reached or the
+    connection was lost (the driver's words; the operation raised
+    :class:`StorageUnavailableError`). ``watcher`` is a bound method, held weakly: it is called
+    as long as its object lives. What ``boloop serve`` logs of an outage is told by it
+    (:class:`boloop.web.outage.OutageLog`), whatever request met the outage or its end."""
+    with _watchers_lock:
+        _watchers.setdefault(url, []).append(weakref.WeakMethod(watcher))  # type: ignore[arg-type]
+
+
+def _connection_outcome(url: str, reason: str | None) -> None:
+    """Tell the watchers of ``url`` how an attempt to reach its database went."""
+    if url not in _watchers:  # nobody watches (every process but a server): nothing to do
+        return
+    with _watchers_lock:
+        refs = _watchers.get(url, [])
+        alive = [w for w in refs if w() is not None]
+        _watchers[url] = alive
+    for ref in alive:
+        watcher = ref()
+        if watcher is None:
+            continue
+        try:
+            watcher(reason)
+        except Exception:  # a watcher's bug must not fail a storage operation
+            logger.debug("a connection watcher of %s failed", safe_url(url), exc_info=True)
+
+
 class Storage:
     """An open SQL storage: SQLite or PostgreSQL (see the module docstring).
 
@@ -577,6 +615,7 @@ class Storage:
         except SQLAlchemyError as exc:
             self._raise_if_refused(exc)
             if _is_connection_error(exc):
+                _connection_outcome(self.url, _reason(exc))
                 raise StorageUnavailableError(
                     f"storage {self.display_url!r}: cannot connect to the database server: "
                     f"{_reason(exc)}"
@@ -598,6 +637,7 @@ class Storage:
     def _open(self, create: bool) -> None:
         assert self.engine is not None
         with self.engine.connect() as conn:
+            _connection_outcome(self.url, None)
             with conn.begin():
                 tables = set(sa.inspect(conn).get_table_names())
         if not tables:
@@ -778,6 +818,7 @@ class Storage:
             raise StorageError(f"storage {self.display_url!r} holds no studies yet")
         try:
             with self.engine.connect() as conn:
+                _connection_outcome(self.url, None)
                 if write:
                     conn.execution_options(boloop_write=True)
                 elif self.backend == "postgresql":
@@ -793,6 +834,7 @@ class Storage:
         except SQLAlchemyError as exc:
             self._raise_if_refused(exc)
             if _is_connection_error(exc):
+                _connection_outcome(self.url, _reason(exc))
                 raise StorageUnavailableError(
                     f"storage {self.display_url!r}: the connection to the database server was "
                     f"lost or refused ({_reason(exc)}). The operation was rolled back, so nothing "

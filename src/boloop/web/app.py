@@ -19,7 +19,9 @@ JSON ``{"detail", "error": "storage_unavailable"}``, pages a page that says noth
 to repeat it when the server is reachable (an answer form's page shows what was typed, with a
 button to send it again), and an open study page's poll shows a notice until the database is
 back. The same holds from the start when the database cannot be reached then (:class:`StudyPool`
-keeps trying at every request and sets the storage up once it can). A server that is reached but
+keeps trying at every request and sets the storage up once it can). The server's log says when
+an outage begins and when it ends, not once per request (:class:`~boloop.web.outage.OutageLog`,
+told of every attempt to reach the database). A server that is reached but
 refuses the URL's password, role or database (:class:`~boloop.errors.StorageAccessError`) is no
 outage: a start refuses it, and later it is a 500 that says what to check.
 """
@@ -86,7 +88,8 @@ from boloop.study.pictures import (
     pictures,
     progress_svg,
 )
-from boloop.study.storage import open_storage, resolve_storage, safe_url
+from boloop.study.storage import open_storage, resolve_storage, safe_url, watch_connections
+from boloop.web.outage import REMIND_SECONDS, OutageLog
 from boloop.web.qr import QR_PACKAGE, qr_svg
 from boloop.web.server import login_link, mask_access_log
 
@@ -125,21 +128,21 @@ class StudyPool:
     before.
     """
 
-    def __init__(self, storage: str | None) -> None:
+    def __init__(
+        self, storage: str | None, outage_reminder_seconds: float = REMIND_SECONDS
+    ) -> None:
         self.url = _checked_url(storage)
         #: why the storage could not be opened yet (None once it is open)
         self.waiting: StorageUnavailableError | None = None
+        #: the server's log of the database's outages: told of every attempt to reach it
+        self.outage = OutageLog(self.url, outage_reminder_seconds)
         self._opening = threading.Lock()
         try:
             open_storage(self.url, create=True)
         except StorageUnavailableError as exc:
             self.waiting = exc
-            logger.warning(
-                "storage %r cannot be reached yet (%s): every page and API call that needs it "
-                "answers 503 with Retry-After; trying again at every request until it can",
-                safe_url(self.url),
-                _reason(self.url, exc),
-            )
+            self.outage.began_at_start(_reason(self.url, exc))
+        watch_connections(self.url, self.outage.connection)  # from here on, every attempt
         self._studies: dict[str, tuple[Study, threading.Lock]] = {}
         self._lock = threading.Lock()
 
@@ -166,8 +169,7 @@ class StudyPool:
             except BoloopError as exc:
                 logger.error("storage %r: %s", safe_url(self.url), exc)
                 raise HTTPException(500, str(exc)) from exc
-            self.waiting = None
-            logger.warning("storage %r is reachable now: serving its studies", safe_url(self.url))
+            self.waiting = None  # the outage's log said "reachable again" (OutageLog)
             return self.url
         finally:
             self._opening.release()
@@ -292,6 +294,7 @@ def create_app(
     poll_seconds: float = 2.0,
     max_upload_bytes: int = MAX_UPLOAD_BYTES,
     addresses: Sequence[str] = (),
+    outage_reminder_seconds: float = REMIND_SECONDS,
 ) -> FastAPI:
     """The application over the studies in ``storage``.
 
@@ -310,11 +313,15 @@ def create_app(
         Base URLs other machines reach the server at (``http://labpc:8000/``; ``boloop serve``
         gives :func:`~boloop.web.server.server_urls`' others): the share page (``/share``)
         offers their login links after the one of the address the browser used.
+    outage_reminder_seconds:
+        While the database cannot be reached, the server's log says so when the outage
+        begins, reminds every this many seconds (10 minutes by default) and says when it ends
+        (:mod:`boloop.web.outage`).
 
     A token server also logs a browser in by a login link, ``GET /login?token=<token>``
     (what ``boloop serve`` prints and ``/share`` shows as a QR code).
     """
-    pool = StudyPool(storage)
+    pool = StudyPool(storage, outage_reminder_seconds)
     app = FastAPI(
         title="boloop",
         version=boloop.__version__,
@@ -513,9 +520,12 @@ def create_app(
         """Every request that needs the database while it cannot be reached: 503 with
         ``Retry-After`` (try again: nothing was stored), never the 400 of a bad request. A route
         that was storing something says what in ``request.state.unsent`` (:func:`_unsent`)."""
-        logger.warning("%s %s: %s", request.method, request.url.path, exc)
         # other writers kept the study busy (StorageBusyError): the same answer, a shorter wait
         busy = isinstance(exc, StorageBusyError)
+        if busy:
+            logger.warning("%s %s: %s", request.method, request.url.path, exc)
+        else:  # the outage is logged once, when it begins and ends (OutageLog), not per request
+            pool.outage.refused(f"{request.method} {request.url.path}")
         retry_after = 1 if busy else RETRY_AFTER_SECONDS
         headers = {"Retry-After": str(retry_after)}
         if _wants_json(request.url.path):
