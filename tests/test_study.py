@@ -278,6 +278,25 @@ def test_an_answer_to_a_query_an_undo_closed_says_so(url):
     assert _log_rows(url) == before
 
 
+def test_the_undo_named_is_the_one_that_closed_the_query(url):
+    """Ids repeat after an undo, and an undo of a query's own answer opens it again: the undo a
+    refusal names is the one after the query's last asking that withdrew an older answer."""
+    study = create_study("t", "toy-random", problem="levelset/toy", storage=url, seed=0)
+    for v in (0.1, 0.2):
+        study.tell(study.ask().id, v)
+    q2 = study.ask().id
+    study.undo()  # closes q2 (withdraws the answer before it)
+    study.tell(study.ask().id, 0.3)
+    assert study.ask().id == q2  # asked again
+    study.tell(q2, 0.4)
+    study.undo()  # withdraws q2's own answer: q2 open again
+    study.undo()  # withdraws the answer before it: closes q2
+    closing = [e for e in study.events() if e["kind"] == "withdrawn"][-1]
+    with pytest.raises(QueryStateError, match="is no longer open") as err:
+        study.tell(q2, 0.5)
+    assert f"undo at {closing['created_at']} withdrew" in str(err.value)
+
+
 def test_tell_unknown_or_answered_id(url):
     study = create_study("t", "toy-random", problem="levelset/toy", storage=url, seed=0)
     q = study.ask()

@@ -100,8 +100,13 @@ def test_a_late_tell_names_the_answer_that_stands(tmp_path):
     q = study.ask().id
     study.tell(q, 0.25, note="bob")
     res = run_cli(["study", "tell", "dose", str(q), "0.7", "--storage", url], cwd=tmp_path)
-    line = assert_refused(res, f"your answer to query {q} (0.7) was not stored", "Stored instead")
+    # a tell cannot know who answered first (the person may have, earlier): it says what is
+    # stored and how to replace it, not "elsewhere" as a fact
+    line = assert_refused(res, f"your answer to query {q} (0.7) was not stored", "Stored: ")
+    assert f"query {q} was already answered (earlier by you, or elsewhere)" in line
+    assert "answered first elsewhere" not in line
     assert f"0.25, given {_told_at(url, q)}, note 'bob'" in line
+    assert "`boloop study undo dose --storage" in line and "withdraws it" in line
     assert "boloop study ask dose --storage" in line and "shows the open query" in line
     res = run_cli(
         ["study", "tell", "dose", str(q), "0.25", "--note", "alice", "--storage", url],

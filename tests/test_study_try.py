@@ -74,6 +74,19 @@ def test_a_bad_option_is_refused_and_stores_nothing(stuck):
     assert [s["name"] for s in list_studies(url)] == names
 
 
+@pytest.mark.parametrize("key", ["seed", "storage", "problem", "from_study", "method"])
+def test_the_studys_own_settings_are_no_options_to_try(stuck, tmp_path, key):
+    """A trial keeps the study's seed, space and storage: create's own arguments given as
+    options are refused with boloop's error (the CLI's one line, exit 2), nothing built."""
+    study, url = stuck
+    if key != "method":  # in Python, method= is try_options' own argument
+        with pytest.raises(BoloopError, match=f"{key}: not a method option"):
+            study.try_options(**{key: 5})
+    res = run_cli(["study", "try", "dose", "--storage", url, "--option", f"{key}=5"], cwd=tmp_path)
+    assert res.returncode == 2 and f"--option {key}=... is not a method option" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
 def test_the_cli_prints_the_trial_beside_the_study_and_the_command(stuck, tmp_path):
     study, url = stuck
     res = run_cli(

@@ -1342,8 +1342,6 @@ _COMMON_KEYS = (
 
 
 _OPTION_ONLY = ("trend_g", "offset_g", "skip_measured_seeds", "cache_mb")
-#: what a study with ``offset_g`` on says in its warnings, and the log when it is built: the
-#: option is for research (docs/reproductions/safe.md, "An unknown constant in g's model")
 #: proposals in a row that repeat a setting the stuck rows cannot learn from (``_futile``),
 #: after which the safe family reports a stall without waiting for ``stall_window``: the third
 #: repeat of a setting whose exact value would not narrow g one level up (the data then do not
@@ -1351,7 +1349,8 @@ _OPTION_ONLY = ("trend_g", "offset_g", "skip_measured_seeds", "cache_mb")
 FUTILE_REPEATS = 3
 #: ... where "would not narrow" is: g's standard deviation one level up stays above this share
 FUTILE_NARROWING = 0.9
-
+#: what a study with ``offset_g`` on says in its warnings, and the log when it is built: the
+#: option is for research (docs/reproductions/safe.md, "An unknown constant in g's model")
 OFFSET_G_CAUTION = (
     "offset_g is on: a research option, not a safe default. With it the method evaluated "
     "settings above the limit on 43 of 100 random test problems (docs/reproductions/safe.md, "

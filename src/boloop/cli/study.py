@@ -270,7 +270,8 @@ _CREATE_FLAGS = {
 }
 
 
-def _create(args: argparse.Namespace) -> int:
+def _method_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``--option KEY=VALUE`` as a dict; a key that is create's own argument is refused."""
     options = dict(args.option)
     for key in options:
         if key in _CREATE_FLAGS:
@@ -284,6 +285,11 @@ def _create(args: argparse.Namespace) -> int:
                 "Python); on the command line an existing name is refused: `boloop study status "
                 "NAME` shows that study"
             )
+    return options
+
+
+def _create(args: argparse.Namespace) -> int:
+    options = _method_options(args)
     if args.from_storage is not None and args.from_study is None:
         raise InvalidInputError("--from-storage is the storage of --from OLD: give --from too")
     if args.from_study is None and args.space is None and args.problem is None:
@@ -333,7 +339,7 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def _try(args: argparse.Namespace) -> int:
-    options = dict(args.option)
+    options = _method_options(args)
     if not options and args.method is None:
         raise InvalidInputError(
             "try needs what to try: --option KEY=VALUE (repeatable) and/or --method ID"
@@ -412,7 +418,7 @@ def _tell(args: argparse.Namespace) -> int:
     try:
         study.tell(args.query_id, args.answer, note=args.note)
     except QueryStateError as exc:
-        said = _not_stored(study, args.query_id, str(args.answer), args.note)
+        said = _not_stored(study, args.query_id, str(args.answer), args.note, in_loop=False)
         if said is None:
             raise
         # still one line and exit 2, but saying what stands (a colleague's answer, an undo)
@@ -985,12 +991,16 @@ def run_loop(
     return 0
 
 
-def _not_stored(study: Study, query_id: Any, typed: str, note: str | None = None) -> str | None:
+def _not_stored(
+    study: Study, query_id: Any, typed: str, note: str | None = None, *, in_loop: bool = True
+) -> str | None:
     """What to say when an answer typed for query ``query_id`` was refused because that query is
     no longer open, as the web page says it: the typed answer was NOT stored, and what stands
-    instead: another answer given first elsewhere (its value, when, its note), the same answer
-    (nothing is stored twice), or an undo elsewhere that took the study back before the query.
-    None when ``query_id`` names no query of the study."""
+    instead: another answer (its value, when, its note), the same answer (nothing is stored
+    twice), or an undo elsewhere that took the study back before the query. ``in_loop``: the
+    refusal came in ``study run``, whose loop did not answer the query itself, so the other
+    answer was given elsewhere; a ``study tell`` cannot tell (the person may have answered it
+    earlier) and says how to replace it. None when ``query_id`` names no query of the study."""
     try:
         qid = int(str(query_id).strip())
     except ValueError:
@@ -1009,12 +1019,27 @@ def _not_stored(study: Study, query_id: Any, typed: str, note: str | None = None
                 f"not stored again: query {qid} already holds the same answer as yours "
                 f"({_stored_words(row)}); nothing is stored twice.{lost}"
             )
+        if not in_loop:
+            return (
+                f"NOT STORED: {yours} was not stored: query {qid} was already answered (earlier "
+                f"by you, or elsewhere). Stored: {_stored_words(row)}. If that answer is the "
+                f"wrong one and the last given, `boloop study undo {_in_command(study)}` "
+                "withdraws it and the query is asked again."
+            )
         return (
             f"NOT STORED: {yours} was not stored: query {qid} was answered first elsewhere "
             f"(another person, page or program). Stored instead: {_stored_words(row)}."
         )
+    # the undo that closed it: one after it was (last) asked that withdrew an answer given
+    # before it was asked (an undo of its own answer opens it again instead)
     undo = next(
-        (e for e in reversed(events) if e["kind"] == "withdrawn" and e["seq"] > asked[-1]["seq"]),
+        (
+            e
+            for e in events
+            if e["kind"] == "withdrawn"
+            and e["seq"] > asked[-1]["seq"]
+            and (e["payload"] or {}).get("withdraws", asked[-1]["seq"]) < asked[-1]["seq"]
+        ),
         None,
     )
     why = (

@@ -102,6 +102,13 @@ __all__ = ["Study", "StudyQuery", "create_study", "load_study", "list_studies"]
 
 logger = logging.getLogger("boloop")
 
+#: create_study's own arguments: never method options (``Study.try_options`` refuses them as
+#: ``boloop study create --option`` does)
+_CREATE_ARGUMENTS = frozenset(
+    ("name", "method", "space", "problem", "storage", "seed", "family", "from_study",
+     "from_storage", "load_if_exists")
+)  # fmt: skip
+
 CONFIG_FORMAT = 1
 _MAX_RETRIES = 5
 
@@ -117,6 +124,7 @@ CALIBRATION_NOTE = (
 
 
 @dataclass(frozen=True)
+
 class StudyQuery:
     """A query in the user's parameter names.
 
@@ -1076,12 +1084,12 @@ class Study(StudyReplay, StudySnapshots):
             trusts = f"the model trusts each measurement of {what} too much{cost}"
             if one is None:
                 text += f"{trusts[0].upper()}{trusts[1:]}. Measure"
-            elif one.fits_without:
-                text += self._one_answer_words(one, what, m, option)
-                text += f"If that answer is right, {trusts}: measure"
-            else:
+            elif one.fits_without is False:  # (None: the others alone cannot be tested)
                 text += self._one_answer_words(one, what, m, option)
                 text += f"Either way {trusts}: measure"
+            else:
+                text += self._one_answer_words(one, what, m, option)
+                text += f"If that answer is right, {trusts}: measure"
             text += (
                 f" the noise and set {option}; the repeats"
                 f"{' (that answer included)' if one is not None else ''} support about "
@@ -1122,15 +1130,17 @@ class Study(StudyReplay, StudySnapshots):
                 "given after it too (the log keeps them): give those again after the right value"
             )
         rest = (
-            f"without it the other repeats scatter no more than {option} allows"
+            f"; without it the other repeats scatter no more than {option} allows"
             if one.fits_without
-            else f"without it the other repeats still scatter more than {option} allows"
+            else f"; without it the other repeats still scatter more than {option} allows"
+            if one.fits_without is False
+            else ""  # too few others to test
         )
         return (
             f"One answer makes {math.floor(100 * one.share + 1e-9)}% of that scatter: {who}, "
             f"where {what} read "
             f"{amount(one.value)} at {params_text(row.get('params') or {}, self.units())} and "
-            f"the {len(one.others)} other measurements there {read}; {rest}. Check that answer "
+            f"the {len(one.others)} other measurements there {read}{rest}. Check that answer "
             "before you change the noise (typed right? a misplaced decimal point? the "
             f"instrument?): if it was a mistake, {how}. A larger {option} would carry the "
             "mistake into a new study as noise. "
@@ -1411,10 +1421,22 @@ class Study(StudyReplay, StudySnapshots):
                 if pending is None
                 else f"the open query is {pending.id}"
             )
-            asked = next((e for e in self._events if e.kind == "asked" and e.query_id == qid), None)
+            asked = next(
+                (e for e in reversed(self._events) if e.kind == "asked" and e.query_id == qid),
+                None,
+            )
             if asked is not None:  # asked, then closed by an undo of an earlier answer
+                # (ids repeat once an undo takes the study back; an undo of its own answer
+                # opens it again instead: the one that closed it withdrew an older answer)
                 undo = next(
-                    (e for e in self._events if e.kind == "withdrawn" and e.seq > asked.seq), None
+                    (
+                        e
+                        for e in self._events
+                        if e.kind == "withdrawn"
+                        and e.seq > asked.seq
+                        and e.payload.get("withdraws", asked.seq) < asked.seq
+                    ),
+                    None,
                 )
                 when = f" at {undo.created_at}" if undo is not None else ""
                 raise QueryStateError(
@@ -1593,6 +1615,14 @@ class Study(StudyReplay, StudySnapshots):
         from boloop.study.replay import continue_command
         from boloop.study.storage_memory import discard_memory_store
 
+        own = sorted(k for k in options if k in _CREATE_ARGUMENTS)
+        if own:
+            raise InvalidInputError(
+                f"{', '.join(own)}: not a method option but the study's own setting (an argument "
+                "of create_study, not an --option): a trial keeps the study's space, seed and "
+                "storage and tries method options (and another method with method=...) on its "
+                "answers"
+            )
         url = f"memory://try-{uuid.uuid4().hex}"
         try:
             trial = create_study(

@@ -51,14 +51,14 @@ class OneAnswerScatter:
     """The answer ``row`` (a study's history row) whose ``value`` makes ``share`` of the
     pooled sum of squares; ``others``: the other values measured at its setting;
     ``fits_without``: whether the repeats without it scatter no more than the assumed noise
-    allows; ``after``: how many answers were given after it (``undo`` withdraws from the last
+    allows (None when too few remain to test it); ``after``: how many answers were given after it (``undo`` withdraws from the last
     one back)."""
 
     row: Mapping[str, Any]
     value: float
     share: float
     others: tuple[float, ...]
-    fits_without: bool
+    fits_without: bool | None
     after: int
 
 
@@ -116,7 +116,12 @@ def one_answer_scatter(
         return None
     rest = np.arange(y.size) != j
     others = tuple(float(v) for v in y[(group == group[j]) & rest])
-    fits = noise_too_small(group[rest, None].astype(np.float64), y[rest], assumed) is None
+    # whether the others fit the assumed noise without it: only where they can be tested (two
+    # degrees of freedom at least); None when they cannot, which the warning does not claim
+    if repeat_scatter(group[rest, None].astype(np.float64), y[rest]).df < 2:
+        fits: bool | None = None
+    else:
+        fits = noise_too_small(group[rest, None].astype(np.float64), y[rest], assumed) is None
     return OneAnswerScatter(
         row=rows[where[j]],
         value=float(y[j]),
