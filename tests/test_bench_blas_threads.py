@@ -24,14 +24,7 @@ import pytest
 
 threadpoolctl = pytest.importorskip("threadpoolctl")
 
-BLAS_VARIABLES = (
-    "OMP_NUM_THREADS",
-    "OPENBLAS_NUM_THREADS",
-    "MKL_NUM_THREADS",
-    "BLIS_NUM_THREADS",
-    "VECLIB_MAXIMUM_THREADS",
-    "NUMEXPR_NUM_THREADS",
-)
+from boloop._blas import BLAS_THREAD_VARIABLES as BLAS_VARIABLES  # noqa: E402
 
 #: a level-set problem whose oracle writes, in the worker process that runs it, the thread
 #: counts of the BLAS libraries loaded there to $BLAS_REPORT/<pid>.json

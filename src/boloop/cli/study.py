@@ -118,14 +118,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "--seed", type=int, default=None, help="policy seed (random if omitted; with --from: OLD's)"
     )
     p.add_argument("--family", default=None, help="family, when the method id is in several")
-    p.add_argument(
-        "--option",
-        action="append",
-        type=_option,
-        default=[],
-        metavar="KEY=VALUE",
-        help="method option (repeatable); values are read as JSON when they parse",
-    )
+    _option_argument(p, "method option")
 
     p = add(
         "try",
@@ -141,14 +134,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         "measurements on it."
     )
     p.add_argument("--method", default=None, help="another method id (default: the study's)")
-    p.add_argument(
-        "--option",
-        action="append",
-        type=_option,
-        default=[],
-        metavar="KEY=VALUE",
-        help="method option to try (repeatable); values are read as JSON when they parse",
-    )
+    _option_argument(p, "method option to try")
     p.add_argument("--json", action="store_true", help="print JSON")
 
     p = add("ask", "print the open query (the same one until it is answered)", _ask)
@@ -268,6 +254,18 @@ _CREATE_FLAGS = {
     "from_study": "--from",
     "from_storage": "--from-storage",
 }
+
+
+def _option_argument(p: argparse.ArgumentParser, what: str) -> None:
+    """``--option KEY=VALUE``, repeatable (``create`` and ``try``)."""
+    p.add_argument(
+        "--option",
+        action="append",
+        type=_option,
+        default=[],
+        metavar="KEY=VALUE",
+        help=f"{what} (repeatable); values are read as JSON when they parse",
+    )
 
 
 def _method_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -596,7 +594,7 @@ def status_lines(
         *(
             [
                 f"  MOVED:          to {st['moved']['to']} on "
-                f"{st['moved']['at'][:19].replace('T', ' ')} UTC by boloop study migrate: this "
+                f"{_utc(st['moved']['at'])} by boloop study migrate: this "
                 "copy is read-only, answer there"
             ]
             if st.get("moved")
@@ -1053,7 +1051,9 @@ def _not_stored(
 
 def _utc(stamp: str) -> str:
     """``2026-11-27T19:17:29.892809Z`` as a person reads it: ``2026-11-27 19:17:29 UTC``."""
-    return f"{stamp[:19].replace('T', ' ')} UTC"
+    from boloop.study.log import utc_words
+
+    return utc_words(stamp)
 
 
 def _stored_words(row: dict[str, Any]) -> str:

@@ -34,7 +34,7 @@ from boloop.errors import (
     StudyMovedError,
     UnknownIdError,
 )
-from boloop.study.log import Event, moved_mark, safe_url, url_for_command
+from boloop.study.log import Event, moved_mark, safe_url, url_for_command, utc_words
 from boloop.study.naming import MAX_NOTE_CHARS, _check_name
 from boloop.study.replay import (
     _registered,
@@ -389,7 +389,7 @@ def create_from(
     if mark is not None:  # this copy stopped where the migrate took it: continue the live one
         raise StudyMovedError(
             f"study {from_study!r} was moved to {mark.payload.get('to')} on "
-            f"{mark.created_at[:19].replace('T', ' ')} UTC: continue it from there (--storage "
+            f"{utc_words(mark.created_at)}: continue it from there (--storage "
             "or --from-storage naming that storage); this copy may lack later answers"
         )
     config = events[0].payload

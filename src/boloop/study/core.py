@@ -60,7 +60,14 @@ from boloop.study.answers import (
     parse_measurement,
 )
 from boloop.study.carry import continuations, continues, recorded_origin
-from boloop.study.log import Event, SeqConflict, moved_mark, moved_message, safe_url
+from boloop.study.log import (
+    Event,
+    SeqConflict,
+    moved_mark,
+    moved_message,
+    safe_url,
+    utc_words,
+)
 from boloop.study.measured import Measured, what_to_measure
 from boloop.study.measured import measured as measured_values
 from boloop.study.naming import MAX_NOTE_CHARS as MAX_NOTE_CHARS  # moved; importable here too
@@ -449,7 +456,7 @@ class Study(StudyReplay, StudySnapshots):
         when = (
             f"at query {ev.query_id}"
             if ev.kind == "told"
-            else f"in a label added at {ev.created_at[:19].replace('T', ' ')} UTC"
+            else f"in a label added at {utc_words(ev.created_at)}"
         )
         head = f"This setting was rejected {when}; the method measures it anyway"
         last = next((e for e in reversed(self._effective) if e.kind in ("told", "added")), None)
@@ -1108,6 +1115,7 @@ class Study(StudyReplay, StudySnapshots):
         import shlex
 
         from boloop.study.replay import storage_option
+        from boloop.study.scatter import others_read
 
         def amount(v: float) -> str:
             return measured.amount(v) if measured is not None else f"{v:g}"
@@ -1116,10 +1124,9 @@ class Study(StudyReplay, StudySnapshots):
         who = (
             f"query {row['query_id']}"
             if row.get("query_id") is not None
-            else f"the measurement added at {str(row.get('told_at'))[:19].replace('T', ' ')} UTC"
+            else f"the measurement added at {utc_words(str(row.get('told_at')))}"
         )
-        lo, hi = min(one.others), max(one.others)
-        read = f"all read {amount(lo)}" if lo == hi else f"read {lo:g} to {amount(hi)}"
+        read = others_read(one.others, amount)
         undo = f"boloop study undo {shlex.quote(self.name)}{storage_option(self.storage_url)}"
         if one.after == 0:
             how = f"it is the last answer: undo it ({undo}) and store the right value"

@@ -28,6 +28,7 @@ __all__ = [
     "now_iso",
     "removed_message",
     "safe_url",
+    "utc_words",
     "written_since",
 ]
 
@@ -42,6 +43,12 @@ MARK_KINDS = ("moved", "move_undone")
 def now_iso() -> str:
     """UTC time stamp with microseconds, ``2026-11-21T11:20:00.123456Z``."""
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def utc_words(stamp: str) -> str:
+    """A stored time stamp as a person reads it: ``2026-11-27T19:17:29.892809Z`` ->
+    ``2026-11-27 19:17:29 UTC``."""
+    return f"{str(stamp)[:19].replace('T', ' ')} UTC"
 
 
 @dataclass(frozen=True)
@@ -113,7 +120,7 @@ def moved_mark(events: Iterable[Event]) -> Event | None:
 
 def moved_message(name: str, mark: Event) -> str:
     """The one line that refuses a write to a moved study: where it went and when."""
-    when = mark.created_at[:19].replace("T", " ") + " UTC"
+    when = utc_words(mark.created_at)
     return (
         f"study {name!r} was moved to {mark.payload.get('to')} on {when}; answer it there "
         "(this copy is read-only: nothing was stored)"

@@ -32,7 +32,7 @@ the same test (:func:`boloop.gp.repeats.noise_too_small`) on the rest.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +40,7 @@ import numpy as np
 
 from boloop.gp.repeats import ALPHA, noise_too_small, repeat_scatter
 
-__all__ = ["MOST", "OneAnswerScatter", "one_answer_scatter"]
+__all__ = ["MOST", "OneAnswerScatter", "one_answer_scatter", "others_read"]
 
 #: the share of the pooled sum of squares that one answer must make to be named
 MOST = 0.5
@@ -144,3 +144,11 @@ def _stands_out(d: float, total: float, df: int, m: int) -> bool:
         return True
     p = float(f_distribution.sf((df - 1) * d / rest, 1, df - 1))
     return m * p <= ALPHA
+
+
+def others_read(others: Sequence[float], amount: Callable[[float], str]) -> str:
+    """What the other measurements at the answer's setting read, in words (the noise warning
+    of the status and of the page): ``all read 0.05 AU`` or ``read 0.04 to 0.06 AU``
+    (``amount`` writes a value with its unit)."""
+    lo, hi = min(others), max(others)
+    return f"all read {amount(lo)}" if lo == hi else f"read {lo:g} to {amount(hi)}"

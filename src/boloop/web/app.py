@@ -77,6 +77,7 @@ from boloop.spaces import format_value, params_text
 from boloop.study import Study, create_study, list_studies, load_study
 from boloop.study.answers import NumberTextError, parse_measurement
 from boloop.study.core import undecided_text
+from boloop.study.log import utc_words
 from boloop.study.measured import goal_sentence, output_hints, what_to_measure
 from boloop.study.media import media_file, media_index
 from boloop.study.pictures import (
@@ -88,6 +89,7 @@ from boloop.study.pictures import (
     pictures,
     progress_svg,
 )
+from boloop.study.scatter import others_read
 from boloop.study.storage import open_storage, resolve_storage, safe_url, watch_connections
 from boloop.web.outage import REMIND_SECONDS, OutageLog
 from boloop.web.qr import QR_PACKAGE, qr_svg
@@ -1490,8 +1492,7 @@ def _noise_outlier_words(study: Study, st: Mapping[str, Any]) -> list[str]:
 
         who = "an added measurement" if one["query_id"] is None else f"query {one['query_id']}"
         others = one["others"]
-        lo, hi = min(others), max(others)
-        read = f"all read {amount(lo)}" if lo == hi else f"read {lo:g} to {amount(hi)}"
+        read = others_read(others, amount)
         out.append(
             f"One answer makes most of it: {who}, {name} {amount(one['value'])} at "
             f"{params_text(one['params'], units)}, where the {len(others)} other measurements "
@@ -1604,7 +1605,7 @@ def _answer_description(row: Mapping[str, Any]) -> str:
 
 def _utc(stamp: str) -> str:
     """``2026-11-27T03:05:41.123456Z`` as a person reads it: ``2026-11-27 03:05:41 UTC``."""
-    return f"{stamp[:19].replace('T', ' ')} UTC"
+    return utc_words(stamp)
 
 
 def _withdrawn_yours(
