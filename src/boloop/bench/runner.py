@@ -334,18 +334,20 @@ def _pool_blas_threads(start_method: str) -> bool:
     ``threadpoolctl``): a forked worker has this process's BLAS, loaded with its thread count,
     which only ``threadpoolctl`` changes. A spawned worker (or one of a forkserver) loads its
     own, after the variables that :func:`_one_thread_environment` sets while the pool starts
-    them, so it runs one thread without ``threadpoolctl`` too. Without ``threadpoolctl`` a forked
-    worker keeps this process's count: a warning says so (``boloop bench run`` sets the
-    variables before numpy is imported, so its workers have one thread either way)."""
+    them, so it runs one thread without ``threadpoolctl`` too, except a forkserver already
+    running (an earlier sweep's, Dask's), which forks workers with the environment it had.
+    Without ``threadpoolctl`` a worker not spawned may keep another count: a warning says so
+    (``boloop bench run`` sets the variables before numpy is imported, so its workers have one
+    thread either way)."""
     from boloop._blas import thread_variables_set
 
     if thread_variables_set():
         return False
-    if start_method == "fork" and importlib.util.find_spec("threadpoolctl") is None:
+    if start_method != "spawn" and importlib.util.find_spec("threadpoolctl") is None:
         logger.warning(
-            "threadpoolctl is not installed: the sweep's forked worker processes run the BLAS "
-            "library's own thread count (this process's), and together they may oversubscribe "
-            "the cores. Install boloop[threads], or set OMP_NUM_THREADS=1 (and "
+            "threadpoolctl is not installed: the sweep's worker processes (not spawned) may run "
+            "the BLAS library's own thread count (this process's, or a forkserver's), and "
+            "together they may oversubscribe the cores. Install boloop[threads], or set OMP_NUM_THREADS=1 (and "
             "OPENBLAS_NUM_THREADS=1, MKL_NUM_THREADS=1) before numpy is imported"
         )
     return True
