@@ -298,3 +298,29 @@ def test_boloop_serve_over_postgresql_and_a_second_writer(pg_url):
     assert r.status_code == 409 and "already answered" in r.text
     assert [q for q, _ in _told(pg_url, "s1")] == list(range(7))
     assert [row["name"] for row in client.get("/api/studies").json()] == ["s1"]
+
+
+def test_tables_in_the_maintenance_database_are_created_with_a_warning(pg_server, pg_url, caplog):
+    """A newcomer's URL named the server's ``postgres`` database, and boloop's tables went
+    there without a word. They still do (a hosted server may offer no other), with a warning
+    that says so; a database of its own gets no warning."""
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="boloop"):
+        create_study("own", "toy-random", problem="levelset/toy", storage=pg_url, seed=0)
+    assert not [r for r in caplog.records if "maintenance database" in r.getMessage()]
+    maintenance = pg_server.url("postgres")
+    try:
+        with caplog.at_level(logging.WARNING, logger="boloop"):
+            study = create_study(
+                "in-postgres", "toy-random", problem="levelset/toy", storage=maintenance, seed=0
+            )
+        said = [r.getMessage() for r in caplog.records if "maintenance database" in r.getMessage()]
+        assert len(said) == 1 and "'postgres'" in said[0] and "createdb boloop" in said[0]
+        assert study.name in [s["name"] for s in list_studies(maintenance)]
+    finally:  # leave the session's maintenance database as it was
+        tables = pg_server.admin(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+        )  # only boloop's: the maintenance database holds none of its own
+        for (name,) in tables:
+            pg_server.admin(f'DROP TABLE IF EXISTS "{name}" CASCADE')

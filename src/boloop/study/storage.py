@@ -320,6 +320,8 @@ SQL_BACKENDS = ("sqlite", "postgresql")
 #: (and a process still holding the removed study would read and write the new one's log): a new
 #: study's id is kept above it. PostgreSQL's id sequence never goes back; the key is kept there too
 _DROPPED_ID_KEY = "dropped_study_id_max"
+#: PostgreSQL's own databases: a storage URL that names one is taken, with a warning
+_PG_MAINTENANCE_DATABASES = ("postgres", "template0", "template1")
 #: key of the PostgreSQL advisory lock that serialises creating the tables
 _PG_INIT_LOCK = 0x626F6C6F6F70  # "boloop"
 
@@ -703,6 +705,16 @@ class Storage:
                 if "boloop_meta" not in tables:
                     raise StorageError(f"storage {self.display_url!r} is not a boloop database")
             else:
+                if self.engine.dialect.name == "postgresql" and (
+                    self.engine.url.database in _PG_MAINTENANCE_DATABASES
+                ):
+                    logger.warning(
+                        "storage %s: boloop's tables are being created in PostgreSQL's "
+                        "maintenance database %r, which every administration tool connects "
+                        "to; a database of their own (createdb boloop) keeps the studies apart",
+                        self.display_url,
+                        self.engine.url.database,
+                    )
                 _metadata.create_all(conn)
                 conn.execute(
                     _meta_table.insert(),
