@@ -83,6 +83,21 @@ def test_a_conflicting_threshold_in_a_space_file_is_refused_on_the_command_line(
     assert listed.returncode == 0 and json.loads(listed.stdout) == []
 
 
+def test_the_alarm_names_g_as_the_space_file_does():
+    """A space that names g (``[measurement.g] name = "toxicity", unit = "AU"``): the alarm of
+    a value over the limit says "toxicity (g, AU) = 5", as the page's dialog does; unnamed, "g"."""
+    named = {**DOSE, "measurement": {"g": {"name": "toxicity", "unit": "AU"}}}
+    study = create_study("dose", "m-safeopt", named, storage=_memory(), seed=0)
+    study.add({"dose": 10, "time": 1}, {"f": 0.1, "g": 5.0})
+    (alarm,) = study.status()["warnings"]
+    assert alarm.startswith("your measurement at dose=10, time=1: toxicity (g, AU) = 5 is above")
+    q = study.ask()
+    study.tell(q.id, {"f": 0.1, "g": 1.5})
+    assert study.status()["warnings"][1].startswith(
+        f"query {q.id}: measured toxicity (g, AU) = 1.5 above the limit h = 1 at "
+    )
+
+
 def test_an_added_measurement_over_the_limit_is_the_users_not_the_models(tmp_path):
     """The warning names the measurement as the user's, with its parameters, in the status and
     on the command line; an answer to a query over the limit still says the model had certified

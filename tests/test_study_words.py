@@ -367,7 +367,8 @@ def test_a_g_above_the_limit_and_the_open_query_name_their_setting_with_its_unit
         study.tell(q.id, {"f": 0.1, "g": 2.0})
         where = f"dose=0{mg}, timing={q.params['timing']:g}{h}"
         (alarm,) = study.over_limit_alarms()
-        assert alarm.startswith(f"query {q.id}: measured g = 2 above the limit h = 1.5 at {where}, ")
+        g = "side effect (g)"  # as the space names it
+        assert alarm.startswith(f"query {q.id}: measured {g} = 2 above the limit h = 1.5 at {where}, ")
         assert alarm in study.status()["warnings"]
     for space, c, mms in ((COATING, " °C", " mm/s"), (bare(COATING), "", "")):
         study = create_study("coat", "lse", space, storage=f"memory://w10{c}", seed=0)

@@ -917,16 +917,18 @@ class Study(StudyReplay, StudySnapshots):
         lowest = None
         if isinstance(self.space, SafeSpace):
             lowest = float(self.space.s_values[0])
+        # g as the space file names it ("toxicity (g, AU)"), "g" where it names nothing
+        g = next((m.label() for m in self.measured() if m.output == "g" and m.named), "g")
         for e in described.get("over_limit") or []:
             point = np.asarray(e["point"], dtype=np.float64)
             named = self._named(point)
             where = params_text(named, self.units()) if isinstance(named, dict) else named
             ours = e["query"] is None or int(e["query"]) < 0
             said = (
-                f"your measurement at {where}: g = {e['g']:.4g} is above the limit "
+                f"your measurement at {where}: {g} = {e['g']:.4g} is above the limit "
                 f"h = {e['h']:.4g}"
                 if ours
-                else f"query {e['query']}: measured g = {e['g']:.4g} above the limit "
+                else f"query {e['query']}: measured {g} = {e['g']:.4g} above the limit "
                 f"h = {e['h']:.4g} at {where}"
             )
             if lowest is not None and float(point[0]) == lowest:
