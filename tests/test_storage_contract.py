@@ -71,6 +71,7 @@ def test_reading_an_empty_storage_creates_nothing(url):
     store = open_storage(url, create=False)
     assert isinstance(store, StorageBackend)
     assert store.exists is False and store.study_names() == []
+    assert store.created_events(["x"]) == {}
     assert list_studies(url) == []
     with pytest.raises(UnknownIdError, match="no study named 'x'"):
         load_study("x", storage=url)
@@ -93,6 +94,28 @@ def test_studies_are_created_once_listed_in_order_and_found_by_name(url):
     (first,) = _log(again, "a")
     assert (first.seq, first.kind, first.query_id) == (0, "created", None)
     assert first.payload == {**CONFIG, "name": "a"}
+
+
+def test_a_studys_created_event_is_read_alone_at_the_time_the_list_gives(url):
+    """``created_events``: the first event of the studies asked for, without their logs, at
+    the time ``study_names`` gives the study (the time that names it, ``--from``)."""
+    store = open_storage(url)
+    sids = {n: store.create_study(n, {**CONFIG, "name": n}) for n in ("b", "a", "c")}
+    with store.transaction() as tx:
+        tx.append(sids["a"], 1, "asked", 0, {"query": {"kind": "evaluate", "x": [0.5], "id": 0}})
+    created = dict(store.study_names())
+    first = store.created_events(["a", "zz", "c", "a"])
+    assert sorted(first) == ["a", "c"]  # an unknown name is left out, a repeated one read once
+    for n in ("a", "c"):
+        assert first[n] == store.events(sids[n])[0]
+        assert (first[n].seq, first[n].kind) == (0, "created")
+        assert first[n].payload == {**CONFIG, "name": n}
+        assert first[n].created_at == created[n]
+    assert store.created_events([]) == {}
+    store.import_study("s0600", created["b"], store.events(sids["b"]))
+    many = [f"s{i:04d}" for i in range(1200)]  # more names than one SQLite statement takes
+    assert list(store.created_events(many)) == ["s0600"]
+    assert store.created_events(many)["s0600"].created_at == created["b"]
 
 
 def test_events_come_back_exactly_in_order(url):
@@ -248,6 +271,8 @@ def test_a_log_is_imported_verbatim_once(url, tmp_path):
         store.import_study("gap", created, [events[0], events[2]])
     with pytest.raises(InvalidInputError, match="created"):
         store.import_study("headless", created, events[1:])
+    with pytest.raises(InvalidInputError, match="the study's time is that of its 'created'"):
+        store.import_study("late", "2030-01-01T00:00:00.000000Z", events)  # names no study
     assert [n for n, _ in store.study_names()] == ["s", "copy"]
 
 

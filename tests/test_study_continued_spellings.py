@@ -167,9 +167,9 @@ def test_a_note_that_only_looks_carried_links_nothing(tmp_path):
 
 
 def test_a_study_of_a_newer_boloop_beside_it_does_not_stop_the_status(tmp_path):
-    """Looking for continuations reads every other study's log: one this boloop cannot read
-    (an event kind of a newer boloop) is passed over, and the study's status still says where
-    it was continued."""
+    """Looking for continuations reads every other study's ``created`` event: a study whose
+    log this boloop cannot read (an event kind of a newer boloop), or whose ``created`` event is
+    corrupt, is passed over, and the study's status still says where it was continued."""
     import sqlite3
 
     db = tmp_path / "lab.db"
@@ -185,3 +185,69 @@ def test_a_study_of_a_newer_boloop_beside_it_does_not_stop_the_status(tmp_path):
             "WHERE name = 'newer')"
         )
     assert _continued_as(url, "dose") == ["dose-2"]
+    _answered(url, "broken", answers=0)
+    create_study("dose-3", from_study="dose", storage=url)
+    with sqlite3.connect(db) as conn:
+        conn.execute(
+            "UPDATE boloop_events SET payload = 'not json' WHERE seq = 0 AND study_id = "
+            "(SELECT study_id FROM boloop_studies WHERE name = 'broken')"
+        )
+    assert load_study("dose", storage=url).continued_as() == ["dose-2", "dose-3"]
+
+
+class _CountingStore:
+    """A storage that notes which logs and ``created`` events were read through it."""
+
+    def __init__(self, url: str) -> None:
+        self._inner = open_storage(url, create=False)
+        self.url = self._inner.url
+        self.logs: list[int] = []
+        self.first: list[str] = []
+
+    def __getattr__(self, attr: str):
+        return getattr(self._inner, attr)
+
+    def events(self, study_id: int, after: int = -1):
+        self.logs.append(study_id)
+        return self._inner.events(study_id, after)
+
+    def created_events(self, names):
+        self.first += names
+        return self._inner.created_events(names)
+
+
+def test_continuations_are_found_from_the_created_events_each_read_once(tmp_path):
+    """No log is read for a continuation this boloop recorded: its record names the old
+    study's creation time, which the list of studies gives; each other study's ``created``
+    event is read once in a process. Logs are read for an earlier boloop's record only."""
+    from boloop.study.carry import continuations
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    _answered(url, "dose")
+    create_study("dose-2", from_study="dose", storage=url)
+    _answered(url, "cake", answers=1)
+    store = _CountingStore(url)
+    assert continuations(store, "dose") == ["dose-2"]
+    assert store.logs == [] and sorted(store.first) == ["cake", "dose-2"]
+    assert continuations(store, "cake") == [] and sorted(store.first) == ["cake", "dose", "dose-2"]
+    assert continuations(store, "dose") == ["dose-2"] and len(store.first) == 3
+    create_study("dose-3", from_study="dose", storage=url, seed=5)
+    assert continuations(store, "dose") == ["dose-2", "dose-3"]
+    assert store.first[3:] == ["dose-3"] and store.logs == []
+    # an earlier boloop's record naming this storage's URL: no log is read either
+    _as_an_earlier_boloop_recorded_it(url, "dose-2", "dose-then")
+    assert continuations(store, "dose") == ["dose-2", "dose-3", "dose-then"]
+    assert store.logs == []
+    # one naming a storage text that is not this file: the carried answer is looked up in the
+    # two logs, the old study's once
+    events = store.events(store.study_id("dose-2"))
+    record = {k: v for k, v in events[0].payload["from_study"].items() if k != "created_at"}
+    for copy in ("dose-moved", "dose-moved-2"):
+        record["storage"] = f"sqlite:///{tmp_path / 'gone' / 'lab.db'}"
+        first = dataclasses.replace(events[0], payload={**events[0].payload, "from_study": record})
+        open_storage(url).import_study(copy, first.created_at, [first, *events[1:]])
+    store.logs.clear()
+    said = continuations(store, "dose")
+    assert said == ["dose-2", "dose-3", "dose-then", "dose-moved", "dose-moved-2"]
+    ids = [store.study_id(n) for n in ("dose", "dose-moved", "dose-moved-2")]
+    assert sorted(store.logs) == sorted(ids)

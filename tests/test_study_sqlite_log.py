@@ -37,6 +37,8 @@ def test_reads_what_storage_reads_and_storage_reads_what_it_writes(url):
     assert quick.study_names() == store.study_names()
     assert quick.events(sid) == store.events(sid)
     assert quick.events(sid, after=3) == store.events(sid, after=3)
+    assert quick.created_events(["s", "nope"]) == store.created_events(["s", "nope"])
+    assert quick.created_events(["s"])["s"] == store.events(sid)[0]
     quick.put_snapshot(sid, 2, "f" * 64, b"\x00data")
     assert store.get_snapshot(sid) == (2, "f" * 64, b"\x00data") == quick.get_snapshot(sid)
     with quick.transaction(write=True) as tx:

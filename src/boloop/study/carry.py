@@ -22,6 +22,7 @@ import dataclasses
 import os
 import re
 import secrets
+import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -176,41 +177,129 @@ def _first_carried_is_from(
     return False
 
 
-def continuations(store: Any, name: str) -> list[str]:
+def continuations(
+    store: Any, name: str, names: Sequence[tuple[str, str]] | None = None
+) -> list[str]:
     """The studies of ``store`` that continue study ``name`` (``create_study(NEW,
-    from_study=name)``), oldest first.
+    from_study=name)``), oldest first; ``names``: the storage's :meth:`study_names
+    <boloop.study.storage.StorageBackend.study_names>`, if the caller has just read them.
 
     A continuation is recorded in the *new* study only (its ``created`` event's
     ``from_study``); the old study's log is never written to, so a boloop that predates this
     reads it unchanged (an event kind it does not know would make it refuse the whole study). So
     they are found by reading the ``created`` event of every other study of the storage
-    (:func:`continues`: whatever URL the storage was opened with). A continuation stored in
-    another storage (``--from-storage``) is seen where both studies are (one of them copied
-    to the other's storage by ``boloop study migrate``)."""
-    names = [n for n, _ in store.study_names()]
-    if name not in names:
+    (:func:`continues`: whatever URL the storage was opened with), and only that: a record names
+    the old study by its name and the time of its ``created`` event, which the storage's list of
+    studies gives, and a ``created`` event never changes, so each is read once per process
+    (:func:`_origins`). Logs are read only for a record of an earlier boloop, which names no
+    time (:func:`_continues_as_recorded_then`). A continuation stored in another storage
+    (``--from-storage``) is seen where both studies are (one of them copied to the other's
+    storage by ``boloop study migrate``)."""
+    names = list(store.study_names() if names is None else names)
+    created = dict(names).get(name)
+    if created is None:
         return []
-    try:
-        old = store.events(store.study_id(name))
-    except UnknownIdError:  # removed (migrate --undo) since the names were read
-        return []
-    if not old:
-        return []
+    origins = _origins(store, [(n, c) for n, c in names if n != name])
+    old_log: list[list[Event]] = []  # the old study's log, read for an earlier boloop's record
     out = []
-    for other in names:
-        if other == name:
+    for other, _ in names:
+        origin = origins.get(other)
+        if origin is None or origin["study"] != name:
             continue
-        try:
-            events = store.events(store.study_id(other))
-        except UnknownIdError:
-            continue
-        except (StorageUnavailableError, StorageAccessError):
-            raise  # the storage, not that study
-        except StorageError:  # a log this boloop cannot read (a newer one's): no continuation
-            continue  # of this one that it could tell, and no reason to fail this study's status
-        if continues(events, name, old, store.url):
+        when = origin.get("created_at")
+        if isinstance(when, str):
+            if when == created:
+                out.append(other)
+        elif _continues_as_recorded_then(store, other, origin, name, old_log):
             out.append(other)
     return out
+
+
+#: ``(storage URL, study name, created_at)`` -> the ``from_study`` record of that study's
+#: ``created`` event (None: it continues no study). A study is named by its name and creation
+#: time, and its ``created`` event is never rewritten, so what is kept stays true; the URL is in
+#: the key because two storages may hold studies of one name and time that differ (a log copied
+#: by hand with another record)
+_origin_cache: dict[tuple[str, str, str], Mapping[str, Any] | None] = {}
+_origin_lock = threading.Lock()
+#: entries kept before the cache starts afresh (a record is a few short strings)
+_ORIGINS_KEPT = 20_000
+
+
+def _origins(store: Any, names: Sequence[tuple[str, str]]) -> dict[str, Mapping[str, Any] | None]:
+    """The ``from_study`` record (or None) of each study of ``names`` (``(name, created_at)``
+    pairs of ``store``) whose ``created`` event can be read: those this process has not read
+    yet in one read of their ``created`` events (:meth:`created_events
+    <boloop.study.storage.StorageBackend.created_events>`). A study removed since ``names``
+    were read, or replaced by another of its name, is left out, as is one whose ``created``
+    event cannot be read (a corrupt row: it continues nothing this boloop could tell)."""
+    out: dict[str, Mapping[str, Any] | None] = {}
+    with _origin_lock:
+        for other, created in names:
+            key = (store.url, other, created)
+            if key in _origin_cache:
+                out[other] = _origin_cache[key]
+    missing = [n for n, _ in names if n not in out]
+    if not missing:
+        return out
+    first = _created_events(store, missing)
+    wanted = dict(names)
+    with _origin_lock:
+        if len(_origin_cache) + len(first) > _ORIGINS_KEPT:
+            _origin_cache.clear()
+        for other, ev in first.items():
+            origin = recorded_origin(ev.payload)
+            origin = None if origin is None else dict(origin)
+            _origin_cache[(store.url, other, ev.created_at)] = origin
+            if ev.created_at == wanted[other]:  # else another study took the name since
+                out[other] = origin
+    return out
+
+
+def _created_events(store: Any, names: Sequence[str]) -> dict[str, Event]:
+    """The ``created`` events of studies ``names`` of ``store``, by name: one read, or, if one
+    of them cannot be read (a corrupt row), one read each, leaving that one out."""
+    try:
+        return store.created_events(names)
+    except (StorageUnavailableError, StorageAccessError):
+        raise  # the storage, not a study
+    except StorageError:
+        pass
+    out = {}
+    for other in names:
+        try:
+            out.update(store.created_events([other]))
+        except (StorageUnavailableError, StorageAccessError):
+            raise
+        except StorageError:  # this one's first row: no continuation of any study it could be
+            continue
+    return out
+
+
+def _continues_as_recorded_then(
+    store: Any, other: str, origin: Mapping[str, Any], name: str, old_log: list[list[Event]]
+) -> bool:
+    """Whether study ``other`` of ``store``, whose ``from_study`` record ``origin`` (of an
+    earlier boloop: no time) names ``name``, continues that study (:func:`continues`): its
+    record names this storage's URL text, or its first carried answer is one of ``name``'s.
+    Only then are logs read: ``other``'s, and ``name``'s once per call (kept in ``old_log``)."""
+    recorded = origin.get("storage")
+    if isinstance(recorded, str) and same_storage(recorded, store.url):
+        return True
+    try:
+        events = store.events(store.study_id(other))
+    except UnknownIdError:
+        return False
+    except (StorageUnavailableError, StorageAccessError):
+        raise  # the storage, not that study
+    except StorageError:  # a log this boloop cannot read (a newer one's): no continuation
+        return False  # of this one that it could tell, and no reason to fail this study's status
+    if not old_log:
+        try:
+            old_log.append(store.events(store.study_id(name)))
+        except UnknownIdError:  # removed (migrate --undo) since the names were read
+            old_log.append([])
+    return bool(events) and _first_carried_is_from(events, name, old_log[0])
 
 
 def carried_answers(events: list[Event], name: str) -> list[CarriedAnswer]:

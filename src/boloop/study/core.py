@@ -1492,7 +1492,7 @@ class Study(StudyReplay, StudySnapshots):
         only when the storage's list of studies changes."""
         key = tuple(self._storage.study_names())
         if self._continued is None or self._continued[0] != key:
-            self._continued = (key, continuations(self._storage, self.name))
+            self._continued = (key, continuations(self._storage, self.name, key))
         return list(self._continued[1])
 
     @property

@@ -21,6 +21,7 @@ __all__ = [
     "MARK_KINDS",
     "Event",
     "SeqConflict",
+    "decode_created",
     "decode_events",
     "encode_payload",
     "moved_mark",
@@ -105,6 +106,18 @@ def decode_events(
             raise StorageError(f"storage {url!r} is corrupt: study {study_id} event {seq} payload")
         out.append(Event(int(seq), kind, None if qid is None else int(qid), data, created))
         expected += 1
+    return out
+
+
+def decode_created(
+    rows: Iterable[tuple[Any, Any, Any, Any, Any, Any, Any]], url: str
+) -> dict[str, Event]:
+    """The first events of studies, by name, from ``(name, study_id, seq, kind, query_id,
+    payload, created_at)`` rows of event 0 (what ``created_events`` of every storage reads),
+    checked as :func:`decode_events` checks a log (:class:`StorageError` for a corrupt one)."""
+    out = {}
+    for name, study_id, *row in rows:
+        (out[str(name)],) = decode_events([tuple(row)], int(study_id), -1, url)  # type: ignore[list-item]
     return out
 
 

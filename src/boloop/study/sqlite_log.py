@@ -23,12 +23,20 @@ import json
 import os
 import sqlite3
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from boloop.errors import InvalidInputError, StorageError, UnknownIdError
-from boloop.study.log import EVENT_KINDS, Event, SeqConflict, decode_events, encode_payload, now_iso
+from boloop.study.log import (
+    EVENT_KINDS,
+    Event,
+    SeqConflict,
+    decode_created,
+    decode_events,
+    encode_payload,
+    now_iso,
+)
 
 __all__ = ["SCHEMA_VERSION", "SQLiteLog", "open_sqlite_log"]
 
@@ -39,6 +47,9 @@ SCHEMA_VERSION = 1
 BUSY_TIMEOUT_SECONDS = 30.0
 #: ``BOLOOP_SQLITE_QUICK=0`` sends every storage through SQLAlchemy
 ENABLED = os.environ.get("BOLOOP_SQLITE_QUICK", "1") != "0"
+#: study names per statement of :meth:`SQLiteLog.created_events` (SQLite takes at most 999
+#: parameters per statement before its version 3.32)
+_NAMES_PER_READ = 500
 _TABLES = {"boloop_meta", "boloop_studies", "boloop_events", "boloop_snapshots"}
 
 
@@ -144,6 +155,23 @@ class SQLiteLog:
                 "SELECT name, created_at FROM boloop_studies ORDER BY study_id"
             ).fetchall()
         return [(r[0], r[1]) for r in rows]
+
+    def created_events(self, names: Sequence[str]) -> dict[str, Event]:
+        """The ``created`` event (seq 0) of each study of ``names`` that is stored, by name, as
+        :meth:`boloop.study.storage.Storage.created_events` reads them."""
+        wanted = list(dict.fromkeys(names))
+        rows: list[Any] = []
+        with self.transaction(write=False) as tx:
+            for start in range(0, len(wanted), _NAMES_PER_READ):
+                part = wanted[start : start + _NAMES_PER_READ]
+                rows += tx.conn.execute(
+                    "SELECT s.name, s.study_id, e.seq, e.kind, e.query_id, e.payload, "
+                    "e.created_at FROM boloop_studies s JOIN boloop_events e "
+                    "ON e.study_id = s.study_id AND e.seq = 0 "
+                    f"WHERE s.name IN ({', '.join('?' * len(part))})",
+                    part,
+                ).fetchall()
+        return decode_created(rows, self.url)
 
     def study_id(self, name: str) -> int:
         """The id of study ``name``; :class:`UnknownIdError` listing the stored names if absent."""

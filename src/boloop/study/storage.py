@@ -79,6 +79,7 @@ from boloop.study.log import (
     EVENT_KINDS,
     Event,
     SeqConflict,
+    decode_created,
     decode_events,
     encode_payload,
     now_iso,
@@ -151,7 +152,17 @@ class StorageBackend(Protocol):
     exists: bool
 
     def study_names(self) -> list[tuple[str, str]]:
-        """``(name, created_at)`` of every study, in creation order."""
+        """``(name, created_at)`` of every study, in creation order. ``created_at`` is the
+        time of the study's ``created`` event (:meth:`create_study` and :meth:`import_study`
+        store both alike), so it names the study in its storage: ``boloop study create NEW
+        --from OLD`` records OLD by its name and this time (:mod:`boloop.study.carry`)."""
+        ...
+
+    def created_events(self, names: Sequence[str]) -> dict[str, Event]:
+        """The ``created`` event (seq 0: the study's configuration) of each study of ``names``,
+        by name, in one reading transaction, without reading the rest of their logs; a name
+        that is not stored is left out. A corrupt first event of any of them:
+        :class:`StorageError`, as :meth:`events` says it."""
         ...
 
     def study_id(self, name: str) -> int:
@@ -166,7 +177,8 @@ class StorageBackend(Protocol):
 
     def import_study(self, name: str, created_at: str, events: Sequence[Event]) -> int:
         """Insert a study with its whole log verbatim (times included) in one transaction, for
-        copying between backends; a name that exists is :class:`InvalidInputError`."""
+        copying between backends; a name that exists, or ``created_at`` other than the time of
+        the log's ``created`` event, is :class:`InvalidInputError`."""
         ...
 
     def transaction(self, write: bool = True) -> AbstractContextManager[StorageTransaction]:
@@ -244,10 +256,16 @@ def resolve_storage(storage: str | None) -> str:
 SQLITE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 
-def check_import(name: str, events: Sequence[Event], where: str) -> None:
-    """A log to import: starts with ``created`` at seq 0, consecutive, known kinds."""
+def check_import(name: str, created_at: str, events: Sequence[Event], where: str) -> None:
+    """A log to import: starts with ``created`` at seq 0, made at ``created_at`` (the time
+    :meth:`StorageBackend.study_names` gives, which names the study), consecutive, known kinds."""
     if not events or events[0].kind != "created" or events[0].seq != 0:
         raise InvalidInputError(f"study {name!r}: a log to import starts with its 'created' event")
+    if events[0].created_at != created_at:
+        raise InvalidInputError(
+            f"study {name!r}: a log to import was created at {events[0].created_at!r}, not at "
+            f"{created_at!r}: the study's time is that of its 'created' event"
+        )
     for i, ev in enumerate(events):
         if ev.seq != i or ev.kind not in EVENT_KINDS:
             raise InvalidInputError(
@@ -313,6 +331,10 @@ _snapshots_table = sa.Table(
     sa.Column("created_at", sa.String(32), nullable=False),
     sa.Column("data", sa.LargeBinary, nullable=False),
 )
+#: an event's columns as :func:`decode_events` reads them
+_EVENT_COLUMNS = tuple(
+    _events_table.c[k] for k in ("seq", "kind", "query_id", "payload", "created_at")
+)
 #: backends the SQL storage is written and tested for
 SQL_BACKENDS = ("sqlite", "postgresql")
 #: ``boloop_meta`` key: the highest study id ``drop_study`` removed. SQLite gives a new row the
@@ -322,6 +344,9 @@ SQL_BACKENDS = ("sqlite", "postgresql")
 _DROPPED_ID_KEY = "dropped_study_id_max"
 #: PostgreSQL's own databases: a storage URL that names one is taken, with a warning
 _PG_MAINTENANCE_DATABASES = ("postgres", "template0", "template1")
+#: study names per statement of :meth:`Storage.created_events` (SQLite takes at most 999
+#: parameters per statement before its version 3.32)
+_NAMES_PER_READ = 500
 #: key of the PostgreSQL advisory lock that serialises creating the tables
 _PG_INIT_LOCK = 0x626F6C6F6F70  # "boloop"
 
@@ -747,6 +772,24 @@ class Storage:
             ).all()
         return [(r[0], r[1]) for r in rows]
 
+    def created_events(self, names: Sequence[str]) -> dict[str, Event]:
+        """The ``created`` event of each study of ``names``, by name (see
+        :class:`StorageBackend`): one indexed read of event 0 per study
+        (``UNIQUE(study_id, seq)``), their names sent in batches a SQLite statement takes."""
+        wanted = list(dict.fromkeys(names))
+        if not self.exists or not wanted:
+            return {}
+        s, e = _studies_table, _events_table
+        rows: list[Any] = []
+        with self.transaction(write=False) as tx:
+            for start in range(0, len(wanted), _NAMES_PER_READ):
+                rows += tx.conn.execute(
+                    sa.select(s.c.name, s.c.study_id, *_EVENT_COLUMNS)
+                    .join_from(s, e, e.c.study_id == s.c.study_id)
+                    .where(e.c.seq == 0, s.c.name.in_(wanted[start : start + _NAMES_PER_READ]))
+                ).all()
+        return decode_created([tuple(r) for r in rows], self.display_url)
+
     def study_id(self, name: str) -> int:
         """The id of study ``name``; :class:`UnknownIdError` listing the stored names if absent."""
         if self.exists:
@@ -768,7 +811,7 @@ class Storage:
 
     def import_study(self, name: str, created_at: str, events: Sequence[Event]) -> int:
         """Insert a study with its whole log verbatim (see :class:`StorageBackend`)."""
-        check_import(name, events, self.display_url)
+        check_import(name, created_at, events, self.display_url)
         return self._insert_study(name, created_at, events)
 
     def _insert_study(self, name: str, created_at: str, events: Sequence[Event]) -> int:

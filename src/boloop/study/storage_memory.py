@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from boloop.errors import InvalidInputError, StorageError, UnknownIdError
-from boloop.study.log import EVENT_KINDS, Event, SeqConflict, decode_events, encode_payload, now_iso
+from boloop.study.log import (
+    EVENT_KINDS,
+    Event,
+    SeqConflict,
+    decode_created,
+    decode_events,
+    encode_payload,
+    now_iso,
+)
 from boloop.study.storage import check_droppable, check_import
 
 __all__ = ["MemoryStorage", "discard_memory_store"]
@@ -109,6 +117,19 @@ class MemoryStorage:
         with store.lock:
             return [(n, c) for n, (_, c) in sorted(store.studies.items(), key=lambda i: i[1][0])]
 
+    def created_events(self, names: Sequence[str]) -> dict[str, Event]:
+        if self._store is None and self.url not in _stores:
+            return {}
+        store = self._need()
+        rows = []
+        with store.lock:
+            for name in dict.fromkeys(names):
+                hit = store.studies.get(name)
+                first = store.events.get(hit[0], [])[:1] if hit is not None else []
+                if hit is not None and first and first[0][0] == 0:
+                    rows.append((name, hit[0], *first[0]))
+        return decode_created(rows, self.url)
+
     def study_id(self, name: str) -> int:
         hit = None
         if self._store is not None or self.url in _stores:
@@ -127,7 +148,7 @@ class MemoryStorage:
         return self._insert(name, created, [Event(0, "created", None, config, created)])
 
     def import_study(self, name: str, created_at: str, events: Sequence[Event]) -> int:
-        check_import(name, events, self.url)
+        check_import(name, created_at, events, self.url)
         return self._insert(name, created_at, events)
 
     def _insert(self, name: str, created_at: str, events: Sequence[Event]) -> int:

@@ -982,10 +982,11 @@ def create_app(
         browser = sender_id(request)
 
         def state(s: Study) -> dict[str, Any]:
-            out = _state(s)
+            events = s.events()  # one walk of the log serves both
+            out = _state(s, events)
             if since is not None and out["version"] > since:
                 out["withdrawn_yours"] = _withdrawn_yours(
-                    s, since, senders.sender(name), undoers.sender(name), browser
+                    s, since, senders.sender(name), undoers.sender(name), browser, events
                 )
             return out
 
@@ -1328,13 +1329,15 @@ def _open_id(study: Study) -> int | None:
     return None if pending is None else int(pending.id)
 
 
-def _state(study: Study) -> dict[str, Any]:
+def _state(study: Study, events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """What an open page polls: ``version`` (the last event's seq: the page reloads when it
     changes), ``answered``, ``open_query``, ``moved`` (where a migrate moved the study, or None)
     and ``continued_as`` (the studies that continue it: a continuation writes nothing to this
     study's log, so the version does not show it; one read of the storage's list of studies,
-    whose continuations are read again only when it changes)."""
-    events = study.events()
+    whose continuations are read again only when it changes). ``events``: the study's
+    :meth:`~boloop.study.core.Study.events`, if the caller has them."""
+    if events is None:
+        events = study.events()
     moved = study.moved
     return {
         "version": events[-1]["seq"],
@@ -1614,6 +1617,7 @@ def _withdrawn_yours(
     stored_by: Callable[[str], str | None],
     withdrawn_by: Callable[[str], str | None],
     browser: str,
+    events: list[dict[str, Any]] | None = None,
 ) -> list[str]:
     """What a page of ``browser`` must be told of the answers this browser stored
     (``stored_by``, :class:`_Senders`) that an undo withdrew after event ``since`` (the page's
@@ -1621,12 +1625,13 @@ def _withdrawn_yours(
     server saw: the command line, the API, a program, another server), when, and what is open
     now. Without it the page would show the query open again and say nothing (a newcomer's
     trial: a colleague's undo withdrew bob's answer, and bob did not know to measure again).
-    Only what this server remembers since it started (:class:`_Senders`)."""
-    events = study.events()
-    by_seq = {e["seq"]: e for e in events}
+    Only what this server remembers since it started (:class:`_Senders`). ``events``: the
+    study's :meth:`~boloop.study.core.Study.events`, if the caller has them (a poll does)."""
+    if events is None:
+        events = study.events()
     mine = []  # (the undo, the key of the answer it withdrew) of this browser's answers
-    for undo in (e for e in events if e["kind"] == "withdrawn" and e["seq"] > since):
-        gone = by_seq.get(undo["payload"].get("withdraws"))
+    for undo in (e for e in _after(events, since) if e["kind"] == "withdrawn"):
+        gone = _at(events, undo["payload"].get("withdraws"))
         if gone is not None:
             key = f"{'added' if gone['query_id'] is None else gone['query_id']}@{gone['created_at']}"
             if stored_by(key) == browser:
@@ -1667,6 +1672,23 @@ def _withdrawn_yours(
             "with the withdrawn answers)."
         )
     return out
+
+
+def _after(events: list[dict[str, Any]], since: int) -> list[dict[str, Any]]:
+    """The events of a log (:meth:`~boloop.study.core.Study.events`, seq 0 first) after seq
+    ``since``, without walking the ones before."""
+    start = max(since + 1, 0)
+    if _at(events, start) is None and start < len(events):  # not numbered from 0: look at all
+        return [e for e in events if e["seq"] > since]
+    return events[start:]
+
+
+def _at(events: list[dict[str, Any]], seq: Any) -> dict[str, Any] | None:
+    """The event ``seq`` of a log (:meth:`~boloop.study.core.Study.events`), or None."""
+    if not isinstance(seq, int) or not 0 <= seq < len(events):
+        return None
+    ev = events[seq]
+    return ev if ev["seq"] == seq else next((e for e in events if e["seq"] == seq), None)
 
 
 def _undo_form(study: Study, expected: str) -> dict[str, Any]:
