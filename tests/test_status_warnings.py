@@ -133,10 +133,11 @@ def test_the_stuck_count_is_of_answers_whether_or_not_a_query_is_open(trial):
     study.add({"dose": 0.0, "timing": 4.0}, {"f": 48.0, "g": 0.1})
     st = study.status()
     assert st["open_query"] is None and _stuck_count(st["stuck"]) == closed + 4
-    # the study shows the method's own count and message, unedited
+    # the study shows the method's own count and message, its values with the dose's unit
     stall = study.policy.describe()["stall"]
     assert stall["answers"] == study.policy.answers_without_growth() == closed + 4
-    assert st["stuck"].startswith(stall["message"])
+    unit = study.units().get(stall["axis"], "")
+    assert st["stuck"].startswith(study.policy.stall_message(stall, unit))
     # a study loaded afresh (its policy rebuilt from the log) counts the same
     assert _stuck_count(load_study("dose", url).status()["stuck"]) == closed + 4
 

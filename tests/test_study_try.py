@@ -125,3 +125,15 @@ def test_the_stuck_warning_names_the_trial_command(stuck):
         in stuck_text
     )
     assert "trend_g=false" in stuck_text
+
+
+def test_the_stuck_warning_writes_the_monotone_parameters_values_with_its_unit(stuck):
+    """The method knows no units; the study writes the dose's values in the warning with the
+    space file's unit, as the question does (a study without units: tests/test_safe_stall.py)."""
+    study, _ = stuck
+    text = study.status()["stuck"]
+    stall = study.policy.stall()
+    assert "(it certifies dose up to 0 mg)" in text
+    assert f"over {stall['lengthscale_g']:.3g} mg in dose" in text
+    assert "the grid step is 4 mg" in text
+    assert stall["message"] in text.replace(" mg", "")  # the same words, the unit added

@@ -85,7 +85,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -781,6 +781,22 @@ class _SafePolicy(BasePolicy):
         narrowed = np.maximum(var_nxt - cov**2 / var_sel, 0.0)
         return bool(np.all(narrowed >= FUTILE_NARROWING**2 * var_nxt))
 
+    def stall_message(self, stall: Mapping[str, Any], unit: str = "") -> str:
+        """The words of a stall (:meth:`stall`'s dict, its ``message`` aside) for the person
+        running the study; ``unit`` (the monotone parameter's, which the method does not know:
+        a study passes the space file's) is written after its values (``up to 40 mg``, the
+        length-scale and the grid step)."""
+        return self._stall_message(
+            int(stall["answers"]),
+            str(stall["axis"]),
+            float(stall["lengthscale_g"]),
+            float(stall["grid_step"]),
+            float(stall["highest_certified"]),
+            float(stall["uncertainty_ratio"]),
+            int(stall.get("repeats") or 0),
+            f" {unit}" if unit else "",
+        )
+
     def _stall_message(
         self,
         stale: int,
@@ -790,6 +806,7 @@ class _SafePolicy(BasePolicy):
         top: float,
         ratio: float,
         repeats: int = 0,
+        u: str = "",
     ) -> str:
         again = (
             f" Its last {repeats} queries measured settings again that it already knows: their "
@@ -799,11 +816,12 @@ class _SafePolicy(BasePolicy):
         )
         head = (
             f"the method is stuck: the set of settings it can certify as safe has not grown in "
-            f"the last {stale} answers (it certifies {axis} up to {top:.4g}), although its model "
-            f"of f says that higher {axis} could be better.{again} Its model of the safety value g "
-            f"assumes g can change a lot over {ls:.3g} in {axis} (the length-scale along {axis}; "
-            f"the grid step is {step:.4g}), so one step beyond the measured levels its "
-            f"uncertainty about g is still {100 * ratio:.0f}% of what it is without any data: "
+            f"the last {stale} answers (it certifies {axis} up to {top:.4g}{u}), although its "
+            f"model of f says that higher {axis} could be better.{again} Its model of the safety "
+            f"value g assumes g can change a lot over {ls:.3g}{u} in {axis} (the length-scale "
+            f"along {axis}; the grid step is {step:.4g}{u}), so one step beyond the measured "
+            f"levels its uncertainty about g is still {100 * ratio:.0f}% of what it is without "
+            "any data: "
             "too wide to certify the next level, however often it measures this one. "
         )
         if self.hyperparameters == "fixed":
@@ -880,15 +898,7 @@ class _SafePolicy(BasePolicy):
         n = self.answers_without_growth()
         assert n is not None  # a stall is only found at a proposal after the safe seeds
         d = {"answers": n, **self._stall}
-        d["message"] = self._stall_message(
-            n,
-            d["axis"],
-            d["lengthscale_g"],
-            d["grid_step"],
-            d["highest_certified"],
-            d["uncertainty_ratio"],
-            d["repeats"],
-        )
+        d["message"] = self.stall_message(d)
         return d
 
     def over_limit(self) -> list[dict[str, Any]]:

@@ -1176,6 +1176,10 @@ class Study(StudyReplay, StudySnapshots):
         stall = described.get("stall")
         if isinstance(stall, Mapping) and stall.get("message"):
             text = str(stall["message"])
+            unit = self.units().get(str(stall.get("axis")))
+            words = getattr(self._policy, "stall_message", None)
+            if unit and callable(words):  # the monotone parameter's values with their unit
+                text = words(stall, unit)
             far = stall.get("farthest")
             floor = stall.get("suggested_min_lengthscale_g")
             if far is not None and stall.get("finding"):
