@@ -674,13 +674,15 @@ class _SafePolicy(BasePolicy):
             self._futile_run = 0
         self._stall = None
         window = self._answers - self._answers_at_growth >= self.stall_window
-        blind = self._blind_rows(b, sets)
+        # a measured setting again, under a model that only its data can move (:meth:`_futile`)
+        repeat = (
+            sel is not None
+            and (sel.x_index, sel.s_index) in self._measured_cells
+            and self._model_stays()
+        )
+        blind = self._blind_rows(b, sets) if window or repeat else None  # (no work otherwise)
         if sel is not None:
-            futile = (
-                blind is not None
-                and self._model_stays()
-                and self._futile(sel, blind[0], sets.boundary)
-            )
+            futile = repeat and blind is not None and self._futile(sel, blind[0], sets.boundary)
             self._futile_run = self._futile_run + 1 if futile else 0
         if blind is None or not (window or self._futile_run >= FUTILE_REPEATS):
             return
@@ -756,8 +758,9 @@ class _SafePolicy(BasePolicy):
         return self._one_step and len(self._levels) < 2
 
     def _futile(self, sel: Selection, blind: np.ndarray, boundary: np.ndarray) -> bool:
-        """Whether the proposal ``sel`` measures a setting again (its grid cell was measured
-        before) and even the exact value of g there would leave ``sigma^g`` at the next level
+        """Whether the proposal ``sel``, which measures a setting again (its grid cell was
+        measured before: the caller's condition), is one where even the exact value of g there
+        would leave ``sigma^g`` at the next level
         of every row in ``blind`` (one above ``boundary``, this round's) above
         :data:`FUTILE_NARROWING` of what it is: conditioned on a noise-free g at the setting,
         ``var' = var - cov^2 / var_sel`` (posterior (co)variances of g's model). Then
@@ -766,8 +769,6 @@ class _SafePolicy(BasePolicy):
         method asks the same again. A noise-free measurement repeated is the common case (a
         lab's g read off an instrument: its posterior variance at the setting is already the
         noise floor, ``cov`` about 0)."""
-        if (sel.x_index, sel.s_index) not in self._measured_cells:
-            return False
         n_s = self.space.n_s
         rows = np.flatnonzero(blind)
         nxt = np.minimum(boundary[rows] + 1, n_s - 1)
@@ -786,28 +787,11 @@ class _SafePolicy(BasePolicy):
         running the study; ``unit`` (the monotone parameter's, which the method does not know:
         a study passes the space file's) is written after its values (``up to 40 mg``, the
         length-scale and the grid step)."""
-        return self._stall_message(
-            int(stall["answers"]),
-            str(stall["axis"]),
-            float(stall["lengthscale_g"]),
-            float(stall["grid_step"]),
-            float(stall["highest_certified"]),
-            float(stall["uncertainty_ratio"]),
-            int(stall.get("repeats") or 0),
-            f" {unit}" if unit else "",
-        )
-
-    def _stall_message(
-        self,
-        stale: int,
-        axis: str,
-        ls: float,
-        step: float,
-        top: float,
-        ratio: float,
-        repeats: int = 0,
-        u: str = "",
-    ) -> str:
+        stale, axis = int(stall["answers"]), str(stall["axis"])
+        ls, step = float(stall["lengthscale_g"]), float(stall["grid_step"])
+        top, ratio = float(stall["highest_certified"]), float(stall["uncertainty_ratio"])
+        repeats = int(stall.get("repeats") or 0)
+        u = f" {unit}" if unit else ""
         again = (
             f" Its last {repeats} queries measured settings again that it already knows: their "
             f"answers cannot narrow g one {axis} level up, so it would go on asking the same."
