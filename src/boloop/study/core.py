@@ -109,6 +109,11 @@ __all__ = ["Study", "StudyQuery", "create_study", "load_study", "list_studies"]
 
 logger = logging.getLogger("boloop")
 
+def _suggested(options: Mapping[str, float]) -> str:
+    """Options a warning suggests as a command's ``--option KEY=VALUE`` words."""
+    return "".join(f" --option {k}={v:g}" for k, v in options.items())
+
+
 #: create_study's own arguments: never method options (``Study.try_options`` refuses them as
 #: ``boloop study create --option`` does)
 _CREATE_ARGUMENTS = frozenset(
@@ -1000,8 +1005,7 @@ class Study(StudyReplay, StudySnapshots):
 
     def _continue_with(self, options: Mapping[str, float]) -> str:
         """The command that continues the study with all its answers and ``options``."""
-        given = "".join(f" --option {k}={v:g}" for k, v in options.items())
-        return f"{continue_command(self.name, self._storage)}{given}"
+        return f"{continue_command(self.name, self._storage)}{_suggested(options)}"
 
     def _try_with(self, options: Mapping[str, float]) -> str:
         """The command that tries ``options`` on the study's answers, storing nothing
@@ -1010,10 +1014,8 @@ class Study(StudyReplay, StudySnapshots):
 
         from boloop.study.replay import storage_option
 
-        given = "".join(f" --option {k}={v:g}" for k, v in options.items())
-        return (
-            f"boloop study try {shlex.quote(self.name)}{storage_option(self.storage_url)}{given}"
-        )
+        where = storage_option(self.storage_url)
+        return f"boloop study try {shlex.quote(self.name)}{where}{_suggested(options)}"
 
     def _also(self, own: str, suggested: Mapping[str, float] | None) -> str:
         """What the one command carries besides a warning's own option ``own``, in words ("" when
