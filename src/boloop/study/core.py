@@ -68,7 +68,7 @@ from boloop.study.log import (
     safe_url,
     utc_words,
 )
-from boloop.study.measured import Measured, what_to_measure
+from boloop.study.measured import Measured, limit_label, what_to_measure
 from boloop.study.measured import measured as measured_values
 from boloop.study.naming import MAX_NOTE_CHARS as MAX_NOTE_CHARS  # moved; importable here too
 from boloop.study.naming import _check_name, _check_note, _json_options
@@ -922,8 +922,7 @@ class Study(StudyReplay, StudySnapshots):
         lowest = None
         if isinstance(self.space, SafeSpace):
             lowest = float(self.space.s_values[0])
-        # g as the space file names it ("toxicity (g, AU)"), "g" where it names nothing
-        g = next((m.label() for m in self.measured() if m.output == "g" and m.named), "g")
+        g = limit_label(self.measured())  # "toxicity (g, AU)" where the space names g
         for e in described.get("over_limit") or []:
             point = np.asarray(e["point"], dtype=np.float64)
             named = self._named(point)

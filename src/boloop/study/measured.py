@@ -45,6 +45,7 @@ __all__ = [
     "Measured",
     "check_measurement_outputs",
     "goal_sentence",
+    "limit_label",
     "output_hints",
     "measured",
     "normalise_measurement",
@@ -237,3 +238,9 @@ def output_hints(
         elif q.output == "g" and h is not None:
             out["g"] = f"must stay at most {q.amount(float(h))}"
     return out
+
+
+def limit_label(quantities: Sequence[Measured]) -> str:
+    """The safety value g as a space file names it ("toxicity (g, AU)"), "g" where it names
+    nothing: the alarms of a g above the limit, the page's dialog and its question."""
+    return next((q.label() for q in quantities if q.output == "g" and q.named), "g")

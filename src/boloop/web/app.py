@@ -78,7 +78,7 @@ from boloop.study import Study, create_study, list_studies, load_study
 from boloop.study.answers import NumberTextError, parse_measurement
 from boloop.study.core import undecided_text
 from boloop.study.log import utc_words
-from boloop.study.measured import goal_sentence, output_hints, what_to_measure
+from boloop.study.measured import goal_sentence, limit_label, output_hints, what_to_measure
 from boloop.study.media import media_file, media_index
 from boloop.study.pictures import (
     PHONE_WIDTH,
@@ -1511,12 +1511,6 @@ def _field_labels(study: Study) -> dict[str, str]:
     return {q.output or "value": q.label() for q in study.measured()}
 
 
-def _limit_label(study: Study) -> str:
-    """The safety limit's value as the page names it: "toxicity (g, AU)" where the space file
-    names g, else "g"."""
-    return next((q.label() for q in study.measured() if q.output == "g" and q.named), "g")
-
-
 def _measurement_words(study: Study) -> dict[str, Any]:
     """What the page says about what to measure (:mod:`boloop.study.measured`): the space's
     ``description``; the heading's ``measure_what`` ("the hardness (HV)", "efficacy and side
@@ -1532,7 +1526,7 @@ def _measurement_words(study: Study) -> dict[str, Any]:
         "field_labels": _field_labels(study),
         "field_hints": output_hints(study.family, quantities, settings),
         "goal_text": goal_sentence(study.family, study.method, quantities, settings),
-        "limit_label": _limit_label(study),
+        "limit_label": limit_label(study.measured()),
         "limit_noun": next((str(q.name) for q in outputs if q.output == "g" and q.named), "g"),
     }
 
@@ -1946,7 +1940,8 @@ def _tell_form(
                 g = answer[limit["output"]]
                 return (
                     {},
-                    f"{_limit_label(study)} = {g:g} is above the safety limit h = {limit['h']:g}. "
+                    f"{limit_label(study.measured())} = {g:g} is above the safety limit "
+                    f"h = {limit['h']:g}. "
                     "Check the measurement; tick the box and submit again to store it as it is.",
                     ("over_limit", key),
                 )
