@@ -124,7 +124,116 @@ def test_the_stuck_warning_names_the_trial_command(stuck):
         f"storing nothing: boloop study try dose --storage {url} --option min_lengthscale_g=0.3"
         in stuck_text
     )
+    assert f"boloop study try dose --storage {url} --find-floor finds the smallest" in stuck_text
     assert "trend_g=false" in stuck_text
+
+
+def _certifies_more(found: dict, now: dict) -> bool:
+    pairs = list(zip(found["recommendation"]["boundary_s"], now["boundary_s"], strict=True))
+    return all(a >= b for a, b in pairs) and any(a > b for a, b in pairs)
+
+
+def test_find_floor_finds_the_smallest_floor_that_certifies_more_and_stores_nothing(stuck):
+    """The trial's study: no floor up to 1 lets g's learned trend certify more; without the
+    trend 0.4 does and the grid's next value below (0.35) does not, each checked here by a
+    trial of its own."""
+    study, url = stuck
+    before = (_events(study), [s["name"] for s in list_studies(url)])
+    seen = []
+    found = study.find_floor_g(progress=lambda o, more, rec: seen.append((dict(o), more)))
+    assert found["axis"] == "dose" and found["answers"] == 10
+    assert found["now"] == study.recommend()
+    own, no_trend = found["models"]
+    assert own["options"] == {} and own["floor"] is None and own["found"] is None
+    assert not _certifies_more(study.try_options(min_lengthscale_g=1.0), found["now"])
+    assert no_trend["options"] == {"trend_g": False}
+    floor = no_trend["floor"]
+    assert floor is not None and no_trend["found"]["certifies_more"]
+    assert no_trend["found"]["options"] == {"trend_g": False, "min_lengthscale_g": floor}
+    assert _certifies_more(study.try_options(trend_g=False, min_lengthscale_g=floor), found["now"])
+    below = round(floor - 0.05, 2)
+    assert not _certifies_more(
+        study.try_options(trend_g=False, min_lengthscale_g=below), found["now"]
+    )
+    assert max(no_trend["found"]["recommendation"]["boundary_s"]) > 0.0
+    assert [(t["options"], t["certifies_more"]) for t in found["tried"]] == seen
+    assert ({"trend_g": False, "min_lengthscale_g": floor}, True) in seen
+    reloaded = load_study("dose", storage=url)
+    assert (_events(reloaded), [s["name"] for s in list_studies(url)]) == before
+
+
+def test_find_floor_reports_a_model_that_needs_no_floor(tmp_path):
+    """g = 0.05 dose read without noise at dose 0 only: without the trend the next dose is
+    certified with no floor at all; g's trend needs one, which the search finds."""
+    space = {
+        "monotone": "dose",
+        "h": 1.0,
+        "parameters": [
+            {"name": "dose", "low": 0.0, "high": 10.0, "grid": 21},
+            {"name": "time", "low": 1.0, "high": 8.0, "grid": 15},
+        ],
+    }
+    study = create_study("d", "m-safeopt", space, storage=f"sqlite:///{tmp_path / 'd.db'}", seed=0)
+    for _ in range(12):
+        q = study.ask()
+        study.tell(q.id, {"f": 0.1 * q.params["dose"], "g": 0.05 * q.params["dose"]})
+    found = study.find_floor_g()
+    own, no_trend = found["models"]
+    assert no_trend["floor"] is None and no_trend["found"]["certifies_more"]
+    assert no_trend["found"]["options"] == {"trend_g": False}
+    assert own["floor"] is not None and own["found"]["certifies_more"]
+    below = round(own["floor"] - 0.05, 2)
+    if below > 0:
+        assert not _certifies_more(study.try_options(min_lengthscale_g=below), found["now"])
+
+
+def test_find_floor_is_refused_where_it_does_not_apply(stuck, tmp_path):
+    study, url = stuck
+    levelset = create_study(
+        "ls", "randomized-straddle", problem="levelset/toy", storage=url, seed=0
+    )
+    with pytest.raises(BoloopError, match="is for the safe family"):
+        levelset.find_floor_g()
+    fresh = create_study("fresh", "m-safeopt", DOSE, storage=url, seed=0)
+    with pytest.raises(BoloopError, match="no answers yet"):
+        fresh.find_floor_g()
+    paper = create_study("paper", "m-safeopt", DOSE, storage=url, seed=0, hyperparameters="paper")
+    q = paper.ask()
+    paper.tell(q.id, _truth(q.params["dose"], q.params["timing"]))
+    with pytest.raises(BoloopError, match="learned hyperparameters only"):
+        paper.find_floor_g()
+    res = run_cli(
+        ["study", "try", "dose", "--storage", url, "--find-floor", "--option", "trend_g=false"],
+        cwd=tmp_path,
+    )
+    assert res.returncode == 2 and "--find-floor tries min_lengthscale_g" in res.stderr
+
+
+def test_the_cli_finds_the_floor_with_progress_and_units(stuck, tmp_path):
+    study, url = stuck
+    res = run_cli(["study", "try", "dose", "--storage", url, "--find-floor"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    found = study.find_floor_g()
+    floor = found["models"][1]["floor"]
+    out = res.stdout
+    assert "study 'dose', 10 answers, certifies dose up to 0 mg now. Nothing was stored." in out
+    assert "g's model as the study has it: no min_lengthscale_g up to 1 certifies more" in out
+    lengths = f"({floor * 40:.3g} mg of dose, {floor * 24:.3g} h of timing)"
+    assert (
+        f"without g's trend along dose (trend_g=false), with min_lengthscale_g = {floor:g} "
+        f"{lengths}: certifies dose up to 4 mg" in out
+    )
+    assert (
+        f"to go on so: boloop study create dose-continued --from dose --storage {url} "
+        f"--option trend_g=false --option min_lengthscale_g={floor:g}" in out
+    )
+    assert "A floor is an assumption about g" in out
+    tried = [ln for ln in res.stderr.splitlines() if ln.startswith("  tried ")]
+    assert len(tried) == len(found["tried"])
+    assert tried[0].startswith("  tried min_lengthscale_g=1.0: certifies nothing more (")
+    res = run_cli(["study", "try", "dose", "--storage", url, "--find-floor", "--json"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["models"][1]["floor"] == floor
 
 
 def test_the_stuck_warning_writes_the_monotone_parameters_values_with_its_unit(stuck):

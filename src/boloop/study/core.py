@@ -1009,12 +1009,21 @@ class Study(StudyReplay, StudySnapshots):
     def _try_with(self, options: Mapping[str, float]) -> str:
         """The command that tries ``options`` on the study's answers, storing nothing
         (:meth:`try_options`)."""
+        return self._try_command(_suggested(options))
+
+    def _find_floor_command(self) -> str:
+        """The command that searches the smallest ``min_lengthscale_g`` certifying more with the
+        study's answers (:meth:`find_floor_g`), storing nothing."""
+        return self._try_command(" --find-floor")
+
+    def _try_command(self, words: str) -> str:
+        """``boloop study try NAME`` with the storage option where needed, then ``words``."""
         import shlex
 
         from boloop.study.replay import storage_option
 
         where = storage_option(self.storage_url)
-        return f"boloop study try {shlex.quote(self.name)}{where}{_suggested(options)}"
+        return f"boloop study try {shlex.quote(self.name)}{where}{words}"
 
     def _also(self, own: str, suggested: Mapping[str, float] | None) -> str:
         """What the one command carries besides a warning's own option ``own``, in words ("" when
@@ -1200,8 +1209,10 @@ class Study(StudyReplay, StudySnapshots):
                     + self._try_with(
                         suggested if together and suggested else {"min_lengthscale_g": floor}
                     )
-                    + " (the assumption may not be enough: then try a larger value, or "
-                    "trend_g=false, g's model without its trend along the monotone parameter)"
+                    + " (the assumption may not be enough: "
+                    + self._find_floor_command()
+                    + " finds the smallest min_lengthscale_g that certifies more with these "
+                    "answers, with g's model as it is and without its trend, trend_g=false)"
                 )
             return text
         return None
@@ -1664,6 +1675,18 @@ class Study(StudyReplay, StudySnapshots):
             }
         finally:
             discard_memory_store(url)
+
+    def find_floor_g(self, progress: Any = None) -> dict[str, Any]:
+        """The smallest ``min_lengthscale_g`` (0.05, 0.10, ..., 1) under which this safe study,
+        continued with its answers so far, would certify more than it does: for g's model as
+        the study has it and without its trend along the monotone parameter (``trend_g=false``),
+        each value tried as :meth:`try_options` tries it (nothing stored). What a stuck safe
+        study needs to go on, found without spending measurements; an assumption about g that
+        the person who knows the system must judge (:mod:`boloop.study.floor_search`, which
+        gives the search, the result's keys and what ``progress`` is called with)."""
+        from boloop.study.floor_search import find_floor_g
+
+        return find_floor_g(self, progress)
 
     def units(self) -> dict[str, str]:
         """Each parameter's unit, by name, as the space file gives it (``unit = "mg"``): shown
