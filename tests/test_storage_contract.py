@@ -452,3 +452,33 @@ def test_a_missing_driver_names_the_extra(monkeypatch, capsys):
 def test_an_unsupported_backend_is_refused_naming_the_supported_ones(tmp_path):
     with pytest.raises(InvalidInputError, match=r"'mysql' backend is not supported.*postgresql"):
         list_studies("mysql://u:p@localhost/lab")
+
+
+# -- the list of studies: counted by the storage, as reading every log gives it ----------------
+
+def _answered_study(url: str, name: str, answers: int, seed: int = 3):
+    study = create_study(name, "toy-random", SPACE, family="levelset", storage=url, seed=seed)
+    for k in range(answers):
+        study.tell(study.ask().id, 0.1 * k, note="first" if k == 0 else None)
+    return study
+
+
+def test_log_summaries_count_what_the_logs_hold(url):
+    """The protocol's counts of a log (what the list of studies reads): its events, of each
+    kind, the time of its last one and the query asked and not answered; a study without events
+    is left out."""
+    store = open_storage(url)
+    study = _answered_study(url, "s", 3)
+    q = study.ask()
+    _answered_study(url, "t", 0)
+    summaries = store.log_summaries()
+    assert summaries is not None and set(summaries) == {"s", "t"}
+    log = _log(store, "s")
+    s = summaries["s"]
+    assert (s.events, s.first_seq, s.last_seq) == (len(log), 0, len(log) - 1)
+    assert s.kinds == {"created": 1, "asked": 4, "told": 3} and s.foreign == 0
+    assert s.last_at == log[-1].created_at and s.open_query == q.id
+    assert s.no_query == 0 and s.odd_payloads == 0 and s.complete()
+    t = summaries["t"]
+    assert t.kinds == {"created": 1} and t.open_query is None and t.complete()
+
