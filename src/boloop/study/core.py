@@ -59,7 +59,7 @@ from boloop.study.answers import (
     parse_duel,
     parse_measurement,
 )
-from boloop.study.carry import continuations, continues, recorded_origin
+from boloop.study.carry import continuations, continued_among
 from boloop.study.log import (
     Event,
     SeqConflict,
@@ -2277,14 +2277,8 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
                 "unreadable": None,
             }
         )
-    continued: dict[str, list[str]] = {}
-    for name, events in logs.items():  # in creation order
-        origin = recorded_origin(events[0].payload) if events else None
-        old = origin["study"] if origin is not None else None
-        if old is None or old == name or not logs.get(old):
-            continue  # none, or not in this storage (or its log cannot be read)
-        if continues(events, old, logs[old], store.url):
-            continued.setdefault(old, []).append(name)
+    firsts = {name: events[0] for name, events in logs.items() if events}
+    continued = continued_among(store.url, firsts, logs.get)
     for row in out:
         row["continued_as"] = continued.get(row["name"], [])
     return out
