@@ -452,3 +452,157 @@ def test_a_missing_driver_names_the_extra(monkeypatch, capsys):
 def test_an_unsupported_backend_is_refused_naming_the_supported_ones(tmp_path):
     with pytest.raises(InvalidInputError, match=r"'mysql' backend is not supported.*postgresql"):
         list_studies("mysql://u:p@localhost/lab")
+
+
+# -- the list of studies: counted by the storage, as reading every log gives it ----------------
+def _listing_counted_and_read(url: str, monkeypatch) -> tuple[list[dict], list[dict]]:
+    """``list_studies(url)`` as it is (the storage counts the logs, :meth:`log_summaries`), and
+    as it is when the storage cannot count (``log_summaries`` None: every log is read)."""
+    from boloop.study.sqlite_log import SQLiteLog
+    from boloop.study.storage import Storage
+    from boloop.study.storage_memory import MemoryStorage
+
+    counted = list_studies(url)
+    with monkeypatch.context() as m:
+        for backend in (SQLiteLog, Storage, MemoryStorage):
+            m.setattr(backend, "log_summaries", lambda self: None)
+        read = list_studies(url)
+    return counted, read
+
+
+def _listings(url: str, monkeypatch) -> list[tuple[list[dict], list[dict]]]:
+    """:func:`_listing_counted_and_read` through each way this boloop opens ``url``: a plain
+    SQLite file both through Python's sqlite3 (the quick path) and through SQLAlchemy."""
+    from boloop.study import sqlite_log
+
+    if not url.startswith("sqlite"):
+        return [_listing_counted_and_read(url, monkeypatch)]
+    out = []
+    for quick in (True, False):
+        monkeypatch.setattr(sqlite_log, "ENABLED", quick)
+        out.append(_listing_counted_and_read(url, monkeypatch))
+    return out
+
+
+def _answered_study(url: str, name: str, answers: int, seed: int = 3):
+    study = create_study(name, "toy-random", SPACE, family="levelset", storage=url, seed=seed)
+    for k in range(answers):
+        study.tell(study.ask().id, 0.1 * k, note="first" if k == 0 else None)
+    return study
+
+
+def test_log_summaries_count_what_the_logs_hold(url):
+    """The protocol's counts of a log (what the list of studies reads): its events, of each
+    kind, the time of its last one and the query asked and not answered; a study without events
+    is left out."""
+    store = open_storage(url)
+    study = _answered_study(url, "s", 3)
+    q = study.ask()
+    _answered_study(url, "t", 0)
+    summaries = store.log_summaries()
+    assert summaries is not None and set(summaries) == {"s", "t"}
+    log = _log(store, "s")
+    s = summaries["s"]
+    assert (s.events, s.first_seq, s.last_seq) == (len(log), 0, len(log) - 1)
+    assert s.kinds == {"created": 1, "asked": 4, "told": 3} and s.foreign == 0
+    assert s.last_at == log[-1].created_at and s.open_query == q.id
+    assert s.no_query == 0 and s.odd_payloads == 0 and s.complete()
+    t = summaries["t"]
+    assert t.kinds == {"created": 1} and t.open_query is None and t.complete()
+
+
+def test_the_list_of_studies_counted_is_what_reading_every_log_gives(url, tmp_path, monkeypatch):
+    """list_studies takes its counts from the storage (log_summaries) and reads a log only where
+    they cannot say all: on studies plain, with a question open, with undos (the withdrawn query
+    open again, and a study that went on after two undos), continued (as this boloop records it,
+    as an earlier boloop did by the storage's URL text, and by another storage's text, linked by
+    its first carried answer), migrated away and migrated back, every field is what reading every
+    log gives."""
+    import dataclasses
+
+    from boloop.study.log import now_iso
+    from boloop.study.storage_migrate import migrate_studies, undo_migration
+
+    _answered_study(url, "plain", 4)
+    q_open = _answered_study(url, "open", 3).ask().id
+    undone = _answered_study(url, "undone", 4)
+    undone.undo()
+    withdrawn = undone.ask().id
+    twice = _answered_study(url, "twice", 5)
+    twice.undo()
+    twice.undo()
+    twice.tell(twice.ask().id, 0.9)
+    create_study("plain-2", from_study="plain", storage=url)
+    store = open_storage(url)
+    new = _log(store, "plain-2")
+    record = {k: v for k, v in new[0].payload["from_study"].items() if k != "created_at"}
+    for name, rec in (
+        ("plain-then", record),
+        ("plain-elsewhere", {**record, "storage": "sqlite:////elsewhere/lab.db"}),
+    ):
+        created = now_iso()
+        head = dataclasses.replace(
+            new[0], payload={**new[0].payload, "from_study": rec}, created_at=created
+        )
+        store.import_study(name, created, [head, *new[1:]])
+    _answered_study(url, "away", 2)
+    _answered_study(url, "back", 2)
+    there = f"sqlite:///{tmp_path / 'there.db'}"
+    migrate_studies(url, there, ["away", "back"])
+    undo_migration(url, there, ["back"])
+    for counted, read in _listings(url, monkeypatch):
+        assert counted == read
+        rows = {r["name"]: r for r in counted}
+        assert len(rows) == 9 and not any(r["unreadable"] for r in counted)
+        said = {n: (r["answered"], r["open_query"]) for n, r in rows.items()}
+        assert said["plain"] == (4, None) and said["open"] == (3, q_open)
+        assert said["undone"] == (3, withdrawn) and said["twice"] == (4, None)
+        assert rows["plain"]["continued_as"] == ["plain-2", "plain-then", "plain-elsewhere"]
+        assert rows["away"]["moved_to"] == there and rows["back"]["moved_to"] is None
+        assert rows["plain"]["method"] == "toy-random" and rows["plain"]["family"] == "levelset"
+        assert rows["undone"]["last_activity"] == _log(store, "undone")[-1].created_at
+
+
+def test_the_list_of_studies_counted_lists_unreadable_logs_as_reading_them_does(
+    sql_url, monkeypatch
+):
+    """Logs someone else wrote to: a kind of a newer boloop, a payload that is no JSON, one that
+    is no object, a NaN (which Python reads and the databases' JSON does not), a missing event,
+    a question without a query id, a corrupt first event, a study without events, a NUL
+    after a payload (SQLite): every row, readable or not and why, is what reading every log
+    gives, and one of them cannot spoil the others' counts."""
+    names = ["kind", "json", "array", "nan", "gap", "noquery", "first", "nul", "fine"]
+    for name in names:
+        _answered_study(sql_url, name, 3)
+
+    def sid(name: str) -> str:
+        return f"(SELECT study_id FROM boloop_studies WHERE name = '{name}')"
+
+    changes = [
+        "INSERT INTO boloop_events (study_id, seq, kind, query_id, payload, created_at) "
+        "SELECT study_id, MAX(seq) + 1, 'teleported', NULL, '{}', '2030-01-01T00:00:00Z' "
+        f"FROM boloop_events WHERE study_id = {sid('kind')} GROUP BY study_id",
+        f"UPDATE boloop_events SET payload = '{{\"a\": ' WHERE study_id = {sid('json')} AND seq = 3",
+        f"UPDATE boloop_events SET payload = '[1]' WHERE study_id = {sid('array')} AND seq = 2",
+        f"UPDATE boloop_events SET payload = '{{\"answer\": NaN}}' WHERE study_id = {sid('nan')} "
+        "AND seq = 2",
+        f"DELETE FROM boloop_events WHERE study_id = {sid('gap')} AND seq = 2",
+        f"UPDATE boloop_events SET query_id = NULL WHERE study_id = {sid('noquery')} AND seq = 3",
+        f"UPDATE boloop_events SET payload = 'oops' WHERE study_id = {sid('first')} AND seq = 0",
+        "INSERT INTO boloop_studies (name, created_at) VALUES ('none', '2026-01-01T00:00:00Z')",
+    ]
+    if sql_url.startswith("sqlite"):
+        changes.append(
+            "UPDATE boloop_events SET payload = payload || char(0) || 'x' "
+            f"WHERE study_id = {sid('nul')} AND seq = 2"
+        )
+    _execute(sql_url, *changes)
+    for counted, read in _listings(sql_url, monkeypatch):
+        assert counted == read
+        rows = {r["name"]: r for r in counted}
+        unreadable = {n for n, r in rows.items() if r["unreadable"]}
+        nul = {"nul"} if sql_url.startswith("sqlite") else set()
+        assert unreadable == {"kind", "json", "array", "gap", "first"} | nul
+        assert "newer boloop" in rows["kind"]["unreadable"]
+        assert rows["nan"]["answered"] == 3 and rows["noquery"]["answered"] == 3
+        assert rows["fine"]["answered"] == 3 and rows["none"]["answered"] == 0

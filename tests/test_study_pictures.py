@@ -1396,3 +1396,121 @@ def test_expert_1d_model_keys_the_labels_by_their_shapes(url):
         n = 2 if below == 0 else 1
         assert marks["accepted"] == ["circle"] * (n * sum(labels))
         assert marks["rejected"] == ["path"] * (n * (len(labels) - sum(labels)))
+
+
+# -- maps over uneven grids --------------------------------------------------------------------
+#: a table whose doses and ratios are unevenly spaced (the doses a trial would test)
+_UNEVEN_DOSES = [0.0, 1.0, 2.0, 5.0, 10.0]
+_UNEVEN_RATIOS = [0.0, 0.1, 0.3, 1.0]
+
+
+def _uneven_table(threshold: float | None = None) -> dict:
+    rows = [[d, r] for d in _UNEVEN_DOSES for r in _UNEVEN_RATIOS]
+    space: dict = {"candidates": {"columns": ["dose", "ratio"], "rows": rows}}
+    if threshold is not None:
+        space["threshold"] = threshold
+    return space
+
+
+def _axis_maps(root, frame):
+    """The data -> picture maps of a panel's two axes, read from its tick labels (the tick
+    marks below and left of its ``frame``): two functions of a data value."""
+    fx, fy, fw, fh = frame
+    xt, yt = [], []
+    items = list(root)
+    for line, text in zip(items, items[1:]):
+        if line.tag != f"{SVG}line" or text.tag != f"{SVG}text":
+            continue
+        x1, y1, x2, y2 = (float(line.get(k)) for k in ("x1", "y1", "x2", "y2"))
+        if x1 == x2 and abs(y1 - (fy + fh)) < 0.05 and fx <= x1 <= fx + fw:
+            xt.append((float(text.text), x1))
+        elif y1 == y2 and abs(x2 - fx) < 0.05 and fy <= y1 <= fy + fh:
+            yt.append((float(text.text), y1))
+    assert len(xt) >= 2 and len(yt) >= 2, (xt, yt)
+
+    def linear(ticks):
+        (a, A), (b, B) = ticks[0], ticks[-1]
+        return lambda v: A + (v - a) / (b - a) * (B - A)
+
+    return linear(xt), linear(yt)
+
+
+def _map_cells(root, frame):
+    """The cells of the map in ``frame``: their (left, top, right, bottom), the 0.3 units by
+    which a cell overlaps its right and lower neighbours (to close the seams) taken off."""
+    fx, fy, fw, fh = frame
+    out = []
+    for e in root.iter(f"{SVG}rect"):
+        if e.get("x") is None or e.get("fill") == "none":
+            continue
+        x, y, w, h = (float(e.get(k)) for k in ("x", "y", "width", "height"))
+        if not (fx - 0.05 <= x and x + w <= fx + fw + 0.05 and fy - 0.05 <= y <= fy + fh):
+            continue
+        right = x + w if x + w >= fx + fw - 0.05 else x + w - 0.3
+        bottom = y + h if y + h >= fy + fh - 0.05 else y + h - 0.3
+        out.append((x, y, right, bottom))
+    return out
+
+
+def _check_uneven_map(root, frame) -> None:
+    """Each cell of the map in ``frame`` covers its grid value and reaches halfway to each
+    neighbour (the outer cells to the frame), against the panel's own axes; the cells tile the
+    frame without gap or overlap."""
+    X, Y = _axis_maps(root, frame)
+    cells = _map_cells(root, frame)
+    assert len(cells) == len(_UNEVEN_DOSES) * len(_UNEVEN_RATIOS)
+    fx, fy, fw, fh = frame
+
+    def edges(values, to, lo, hi):
+        mids = [to((a + b) / 2) for a, b in zip(values, values[1:])]
+        return list(zip([lo, *mids], [*mids, hi]))
+
+    cols = edges(_UNEVEN_DOSES, X, fx, fx + fw)  # left to right
+    rows = edges(_UNEVEN_RATIOS, Y, fy + fh, fy)  # bottom to top: (lower edge Y, upper edge Y)
+    for d, (left, right) in zip(_UNEVEN_DOSES, cols):
+        for r, (low, high) in zip(_UNEVEN_RATIOS, rows):
+            (cell,) = [c for c in cells if c[0] < X(d) < c[2] and c[1] < Y(r) < c[3]]
+            assert abs(cell[0] - left) <= 0.15 and abs(cell[2] - right) <= 0.15, (d, cell)
+            assert abs(cell[3] - low) <= 0.15 and abs(cell[1] - high) <= 0.15, (r, cell)
+    # the outer cells stand half their neighbour's gap beyond their value: the frame
+    assert abs(X(_UNEVEN_DOSES[0] - 0.5) - fx) <= 0.15
+    assert abs(X(_UNEVEN_DOSES[-1] + 2.5) - (fx + fw)) <= 0.15
+
+
+def test_a_map_over_an_uneven_grid_draws_each_cell_over_its_value(url):
+    """A 2-D level-set map over a table of uneven doses (0, 1, 2, 5, 10) drew every cell the
+    average step wide, so cells stood beside their values and the measurements drawn over
+    them: each cell now covers its value and meets its neighbours halfway, and each
+    measurement's dot lies in the cell its tooltip names."""
+    study = create_study("uneven", "straddle", _uneven_table(0.3), storage=url, seed=1)
+    for _ in range(6):
+        q = study.ask()
+        study.tell(q.id, q.params["dose"] / 10 + q.params["ratio"])
+    for width in (WIDTH, PHONE_WIDTH):
+        root = ET.fromstring(model_svg(study, width=width))
+        (frame,) = _frames(root)
+        _check_uneven_map(root, frame)
+        X, Y = _axis_maps(root, frame)
+        dots = [
+            (float(e.get("cx")), float(e.get("cy")), e.findtext(f"{SVG}title"))
+            for e in root.iter(f"{SVG}circle")
+            if (e.findtext(f"{SVG}title") or "").startswith("dose=")
+        ]
+        assert len(dots) == 6
+        for cx, cy, tip in dots:
+            d, r = (float(v) for v in re.findall(r"=([\d.]+)", tip)[:2])
+            assert abs(cx - X(d)) <= 0.15 and abs(cy - Y(r)) <= 0.15, tip
+
+
+def test_the_expert_maps_over_an_uneven_grid_draw_each_cell_over_its_value(url):
+    """The expert family's two maps (the posterior mean of f, the expert's latent g) over an
+    uneven table: each cell covers its value and meets its neighbours halfway."""
+    study = create_study("uneven-expert", "cobol", _uneven_table(), storage=url, seed=3)
+    for _ in range(16):
+        q = study.ask()
+        study.tell(q.id, answer_for(q))
+    root = ET.fromstring(model_svg(study))
+    frames = _frames(root)
+    assert len(frames) == 2  # f's posterior mean above, the expert's g below
+    for frame in frames:
+        _check_uneven_map(root, frame)

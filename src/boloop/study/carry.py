@@ -19,11 +19,12 @@ preference study's duels) stores nothing.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import secrets
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from boloop.errors import (
@@ -52,7 +53,9 @@ __all__ = [
     "CarriedAnswer",
     "carried_answers",
     "continuations",
+    "continued_among",
     "continues",
+    "first_events",
     "create_from",
     "recorded_origin",
     "same_storage",
@@ -85,10 +88,16 @@ def recorded_origin(config: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def continues(
-    new_events: Sequence[Event], old_name: str, old_events: Sequence[Event], storage_url: str
+    origin: Mapping[str, Any] | None,
+    old_name: str,
+    old_created: str,
+    storage_url: str,
+    logs: Callable[[], tuple[Sequence[Event], Sequence[Event]] | None],
 ) -> bool:
-    """Whether the study whose log is ``new_events`` continues study ``old_name``, whose log is
-    ``old_events``, both of the storage ``storage_url``.
+    """Whether a study whose ``from_study`` record is ``origin`` (:func:`recorded_origin`; None:
+    it continues none) continues study ``old_name``, made at ``old_created`` (the time of its
+    ``created`` event), both of the storage ``storage_url``. The one rule of
+    :func:`continuations` and :func:`continued_among`.
 
     The link does not depend on how anyone spells the storage's address: a continuation
     records the old study by its name and the time of its ``created`` event, which no two
@@ -101,20 +110,44 @@ def continues(
     with, and no time. It is taken when that text names this storage (the same text, or the same
     SQLite file), or when the new study's first carried answer is one of the old study's: its
     note (``from study 'OLD', query 7, given TIME``) names the query (or event) and the time
-    the answer was stored, which the old log must hold at the same microsecond. A continuation
-    of an earlier boloop that carried no answer, read through another spelling, is not seen."""
-    if not new_events or not old_events:
-        return False
-    origin = recorded_origin(new_events[0].payload)
+    the answer was stored, which the old log must hold at the same microsecond. Only then are
+    the logs read: ``logs()`` gives the new study's and the old one's (None if one cannot be
+    read: no continuation that this boloop could tell). A continuation of an earlier boloop
+    that carried no answer, read through another spelling, is not seen."""
     if origin is None or origin["study"] != old_name:
         return False
     created = origin.get("created_at")
     if isinstance(created, str):
-        return created == old_events[0].created_at
+        return created == old_created
     recorded = origin.get("storage")
     if isinstance(recorded, str) and same_storage(recorded, storage_url):
         return True
-    return _first_carried_is_from(new_events, old_name, old_events)
+    read = logs()
+    return read is not None and bool(read[0]) and _first_carried_is_from(read[0], old_name, read[1])
+
+
+def continued_among(
+    storage_url: str, firsts: Mapping[str, Event], log: Callable[[str], Sequence[Event] | None]
+) -> dict[str, list[str]]:
+    """Which studies continue which (:func:`continues`), among the studies of the storage
+    ``storage_url`` whose ``created`` events are ``firsts`` (by name, in creation order; a
+    study left out is neither continued nor a continuation): each continued study's
+    continuations, oldest first. ``log(name)``: a study's log (None if it cannot be read),
+    asked only for a record of an earlier boloop."""
+    out: dict[str, list[str]] = {}
+    for new, first in firsts.items():
+        origin = recorded_origin(first.payload)
+        old = origin["study"] if origin is not None else None
+        if old is None or old == new or old not in firsts:
+            continue
+
+        def logs(new: str = new, old: str = old) -> tuple[Sequence[Event], Sequence[Event]] | None:
+            a, b = log(new), log(old)
+            return None if a is None or b is None else (a, b)
+
+        if continues(origin, old, firsts[old].created_at, storage_url, logs):
+            out.setdefault(old, []).append(new)
+    return out
 
 
 def same_storage(recorded: str, url: str) -> bool:
@@ -192,7 +225,7 @@ def continuations(
     the old study by its name and the time of its ``created`` event, which the storage's list of
     studies gives, and a ``created`` event never changes, so each is read once per process
     (:func:`_origins`). Logs are read only for a record of an earlier boloop, which names no
-    time (:func:`_continues_as_recorded_then`). A continuation stored in another storage
+    time (:func:`_logs_then`). A continuation stored in another storage
     (``--from-storage``) is seen where both studies are (one of them copied to the other's
     storage by ``boloop study migrate``)."""
     names = list(store.study_names() if names is None else names)
@@ -201,18 +234,17 @@ def continuations(
         return []
     origins = _origins(store, [(n, c) for n, c in names if n != name])
     old_log: list[list[Event]] = []  # the old study's log, read for an earlier boloop's record
-    out = []
-    for other, _ in names:
-        origin = origins.get(other)
-        if origin is None or origin["study"] != name:
-            continue
-        when = origin.get("created_at")
-        if isinstance(when, str):
-            if when == created:
-                out.append(other)
-        elif _continues_as_recorded_then(store, other, origin, name, old_log):
-            out.append(other)
-    return out
+    return [
+        other
+        for other, _ in names
+        if continues(
+            origins.get(other),
+            name,
+            created,
+            store.url,
+            functools.partial(_logs_then, store, other, name, old_log),
+        )
+    ]
 
 
 #: ``(storage URL, study name, created_at)`` -> the ``from_study`` record of that study's
@@ -242,7 +274,7 @@ def _origins(store: Any, names: Sequence[tuple[str, str]]) -> dict[str, Mapping[
     missing = [n for n, _ in names if n not in out]
     if not missing:
         return out
-    first = _created_events(store, missing)
+    first = first_events(store, missing)
     wanted = dict(names)
     with _origin_lock:
         if len(_origin_cache) + len(first) > _ORIGINS_KEPT:
@@ -256,7 +288,7 @@ def _origins(store: Any, names: Sequence[tuple[str, str]]) -> dict[str, Mapping[
     return out
 
 
-def _created_events(store: Any, names: Sequence[str]) -> dict[str, Event]:
+def first_events(store: Any, names: Sequence[str]) -> dict[str, Event]:
     """The ``created`` events of studies ``names`` of ``store``, by name: one read, or, if one
     of them cannot be read (a corrupt row), one read each, leaving that one out."""
     try:
@@ -276,30 +308,26 @@ def _created_events(store: Any, names: Sequence[str]) -> dict[str, Event]:
     return out
 
 
-def _continues_as_recorded_then(
-    store: Any, other: str, origin: Mapping[str, Any], name: str, old_log: list[list[Event]]
-) -> bool:
-    """Whether study ``other`` of ``store``, whose ``from_study`` record ``origin`` (of an
-    earlier boloop: no time) names ``name``, continues that study (:func:`continues`): its
-    record names this storage's URL text, or its first carried answer is one of ``name``'s.
-    Only then are logs read: ``other``'s, and ``name``'s once per call (kept in ``old_log``)."""
-    recorded = origin.get("storage")
-    if isinstance(recorded, str) and same_storage(recorded, store.url):
-        return True
+def _logs_then(
+    store: Any, other: str, name: str, old_log: list[list[Event]]
+) -> tuple[list[Event], list[Event]] | None:
+    """The logs of study ``other`` of ``store``, whose record of an earlier boloop names study
+    ``name``, and of ``name`` (read once per call of :func:`continuations`, kept in
+    ``old_log``; empty if it was removed since): None if ``other``'s cannot be read."""
     try:
         events = store.events(store.study_id(other))
     except UnknownIdError:
-        return False
+        return None
     except (StorageUnavailableError, StorageAccessError):
         raise  # the storage, not that study
     except StorageError:  # a log this boloop cannot read (a newer one's): no continuation
-        return False  # of this one that it could tell, and no reason to fail this study's status
+        return None  # of this one that it could tell, and no reason to fail this study's status
     if not old_log:
         try:
             old_log.append(store.events(store.study_id(name)))
         except UnknownIdError:  # removed (migrate --undo) since the names were read
             old_log.append([])
-    return bool(events) and _first_carried_is_from(events, name, old_log[0])
+    return events, old_log[0]
 
 
 def carried_answers(events: list[Event], name: str) -> list[CarriedAnswer]:

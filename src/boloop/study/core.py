@@ -59,7 +59,7 @@ from boloop.study.answers import (
     parse_duel,
     parse_measurement,
 )
-from boloop.study.carry import continuations, continues, recorded_origin
+from boloop.study.carry import continuations, continued_among, first_events
 from boloop.study.log import (
     Event,
     SeqConflict,
@@ -2263,14 +2263,31 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
     password masked; None while it lives here) and ``unreadable``, read from the logs without
     replaying them.
 
-    A study whose log cannot be read (an event kind a newer boloop wrote, a corrupt row) does
-    not fail the listing of the others: its row has ``unreadable``, why (None for the others),
-    and None for what would come from its log. A storage that cannot be reached still fails."""
+    The storage counts what the logs hold in one statement (:meth:`log_summaries
+    <boloop.study.storage.StorageBackend.log_summaries>`) and gives the studies' ``created``
+    events in one more; a log is read only where the counts cannot say all (an undo, a
+    migrate's mark, a row the storage cannot vouch for), so that listing costs little more as
+    the studies grow long. A study whose log cannot be read (an event kind a newer boloop
+    wrote, a corrupt row) does not fail the listing of the others: its row has
+    ``unreadable``, why (None for the others), and None for what would come from its log. A
+    storage that cannot be reached still fails."""
     store = _open_existing(storage)
-    out = []
     names = store.study_names()
-    logs: dict[str, list[Event]] = {}  # the readable ones, for the continuations
-    for name, created in names:
+    summaries = store.log_summaries() or {}
+    counted = [n for n, _ in names if n in summaries and summaries[n].complete()]
+    created = first_events(store, counted) if counted else {}
+    out = []
+    firsts: dict[str, Event] = {}  # the created events of the readable logs, in creation order
+    logs: dict[str, list[Event]] = {}  # the logs read
+    for name, made in names:
+        summary = summaries.get(name)
+        if summary is not None and name in created and summary.complete():
+            firsts[name] = first = created[name]
+            answered = summary.kinds.get("told", 0) + summary.kinds.get("added", 0)
+            out.append(
+                _listed_row(name, made, first, answered, summary.open_query, summary.last_at, None)
+            )
+            continue
         try:
             events = store.events(store.study_id(name))
             effective = effective_events(events, name)
@@ -2279,38 +2296,68 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
         except (StorageUnavailableError, StorageAccessError):
             raise  # the storage, not this study
         except StorageError as exc:
-            out.append(_unreadable_row(name, created, str(exc)))
+            out.append(_unreadable_row(name, made, str(exc)))
             continue
         logs[name] = events
-        cfg = events[0].payload if events else {}
+        if events:
+            firsts[name] = events[0]
         answered = len([e for e in effective if e.kind in ("told", "added")])
         told = {e.query_id for e in effective if e.kind == "told"}
         asked = [e.query_id for e in effective if e.kind == "asked" and e.query_id not in told]
+        mark = moved_mark(events)
         out.append(
-            {
-                "name": name,
-                "created_at": created,
-                "method": cfg.get("method"),
-                "family": cfg.get("family"),
-                "problem": cfg.get("problem") or "user space",
-                "answered": answered,
-                "open_query": asked[-1] if asked else None,
-                "last_activity": events[-1].created_at if events else created,
-                "moved_to": (mark := moved_mark(events)) and mark.payload.get("to"),
-                "unreadable": None,
-            }
+            _listed_row(
+                name,
+                made,
+                events[0] if events else None,
+                answered,
+                asked[-1] if asked else None,
+                events[-1].created_at if events else made,
+                None if mark is None else mark.payload.get("to"),
+            )
         )
-    continued: dict[str, list[str]] = {}
-    for name, events in logs.items():  # in creation order
-        origin = recorded_origin(events[0].payload) if events else None
-        old = origin["study"] if origin is not None else None
-        if old is None or old == name or not logs.get(old):
-            continue  # none, or not in this storage (or its log cannot be read)
-        if continues(events, old, logs[old], store.url):
-            continued.setdefault(old, []).append(name)
+
+    def log(name: str) -> list[Event] | None:
+        """A listed study's log, for a continuation an earlier boloop recorded."""
+        if name not in logs:
+            try:
+                logs[name] = store.events(store.study_id(name))
+            except (StorageUnavailableError, StorageAccessError):
+                raise
+            except StorageError:  # removed, or written with a newer kind, since it was counted
+                return None
+        return logs[name]
+
+    continued = continued_among(store.url, firsts, log)
     for row in out:
         row["continued_as"] = continued.get(row["name"], [])
     return out
+
+
+def _listed_row(
+    name: str,
+    created: str,
+    first: Event | None,
+    answered: int,
+    open_query: int | None,
+    last_activity: str,
+    moved_to: str | None,
+) -> dict[str, Any]:
+    """The :func:`list_studies` row of a study whose log can be read, its ``created`` event
+    ``first`` (None: an empty log) giving the method, family and problem."""
+    cfg = first.payload if first is not None else {}
+    return {
+        "name": name,
+        "created_at": created,
+        "method": cfg.get("method"),
+        "family": cfg.get("family"),
+        "problem": cfg.get("problem") or "user space",
+        "answered": answered,
+        "open_query": open_query,
+        "last_activity": last_activity,
+        "moved_to": moved_to,
+        "unreadable": None,
+    }
 
 
 def _unreadable_row(name: str, created: str, why: str) -> dict[str, Any]:

@@ -204,6 +204,48 @@ def _range(values: Sequence[float] | np.ndarray, pad: float = 0.05) -> tuple[flo
     return lo - pad * span, hi + pad * span
 
 
+#: a grid whose steps differ from their average by less than this share of it is drawn as even
+_EVEN_STEPS = 1e-6
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """A map's cells along one axis: each grid value's extent, ``lo[i]`` to ``hi[i]`` (data
+    units, in the order of the values given), and ``limits``, the axis's extent in the picture
+    (the outer cells' outer edges)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    limits: tuple[float, float]
+
+
+def _cells(values: Any, low: float, high: float) -> _Cells:
+    """The cells of grid ``values`` (any order) whose bounds are ``low``, ``high``. An even grid
+    (or one of one or two values): each value's cell is the average step wide, centred on it,
+    and the axis reaches half a step beyond the bounds, as the maps always drew it. An uneven
+    grid (a table's doses 0, 1, 2, 5, 10): each cell reaches halfway to its neighbours, the
+    outer ones half their neighbour's gap beyond their value, so that a cell stands over its
+    value and meets its neighbours, whatever the gaps."""
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    step = (high - low) / max(v.size - 1, 1)
+    grid, at = np.unique(v, return_inverse=True)
+    gaps = np.diff(grid)
+    if grid.size < 3 or np.all(np.abs(gaps - gaps.mean()) <= _EVEN_STEPS * gaps.mean()):
+        return _Cells(v - step / 2, v + step / 2, (low - step / 2, high + step / 2))
+    mid = (grid[1:] + grid[:-1]) / 2
+    lo = np.concatenate([[grid[0] - gaps[0] / 2], mid])
+    hi = np.concatenate([mid, [grid[-1] + gaps[-1] / 2]])
+    return _Cells(lo[at], hi[at], (float(lo[0]), float(hi[-1])))
+
+
+def _x_cells(xv: np.ndarray) -> _Cells:
+    """The cells of a safe space's one x parameter, its options ``xv`` (as the space holds
+    them): :func:`_cells`, a lone option a cell one unit wide."""
+    if xv.size < 2:
+        return _Cells(xv - 0.5, xv + 0.5, (float(xv.min()) - 0.5, float(xv.max()) + 0.5))
+    return _cells(xv, float(xv.min()), float(xv.max()))
+
+
 class _Panel:
     """One plotting area inside an SVG: linear x and y scales, axes, marks."""
 
@@ -419,15 +461,28 @@ class _Panel:
         title: str = "",
         hatch: bool = False,
     ) -> None:
-        """A cell of a map, ``dx`` by ``dy`` centred at (``x``, ``y``), cut at the panel's
-        frame (a cell centred on the frame draws its inner half only); ``hatch``: with a
-        diagonal line, so that it differs from its neighbours by more than colour (WCAG
-        1.4.1)."""
+        """A cell of a map, ``dx`` by ``dy`` centred at (``x``, ``y``) (:meth:`span`)."""
+        self.span(x - dx / 2, x + dx / 2, y - dy / 2, y + dy / 2, fill, title, hatch)
+
+    def span(
+        self,
+        x_lo: float,
+        x_hi: float,
+        y_lo: float,
+        y_hi: float,
+        fill: str,
+        title: str = "",
+        hatch: bool = False,
+    ) -> None:
+        """A cell of a map from ``x_lo`` to ``x_hi`` and ``y_lo`` to ``y_hi`` (data units;
+        :func:`_cells` gives a grid's), cut at the panel's frame (a cell centred on the frame
+        draws its inner half only); ``hatch``: with a diagonal line, so that it differs from its
+        neighbours by more than colour (WCAG 1.4.1)."""
         right, bottom = self.x0 + self.w, self.y0 + self.h
-        X0 = max(self.sx(x - dx / 2), self.x0)
-        Y0 = max(self.sy(y + dy / 2), self.y0)
-        X1 = min(self.sx(x + dx / 2), right)
-        Y1 = min(self.sy(y - dy / 2), bottom)
+        X0 = max(self.sx(x_lo), self.x0)
+        Y0 = max(self.sy(y_hi), self.y0)
+        X1 = min(self.sx(x_hi), right)
+        Y1 = min(self.sy(y_lo), bottom)
         if X1 <= X0 or Y1 <= Y0:  # wholly outside the frame
             return
         t = f"<title>{_esc(title)}</title>" if title else ""
@@ -1106,20 +1161,19 @@ def _g_panel(
             )  # fmt: skip
         return q, _g_lead(g)
     g0, g1 = _axis_grid(study, 0, 30), _axis_grid(study, 1, 30)
-    d0 = (b[0, 1] - b[0, 0]) / max(g0.size - 1, 1)
-    d1 = (b[1, 1] - b[1, 0]) / max(g1.size - 1, 1)
+    c0, c1 = _cells(g0, b[0, 0], b[0, 1]), _cells(g1, b[1, 0], b[1, 1])
     q = _panel(
-        1, (b[0, 0] - d0 / 2, b[0, 1] + d0 / 2), (b[1, 0] - d1 / 2, b[1, 1] + d1 / 2), title,
-        xlabel, _axis_label(names[1], units, YLABEL_CHARS),
+        1, c0.limits, c1.limits, title, xlabel, _axis_label(names[1], units, YLABEL_CHARS)
     )  # fmt: skip
     G0, G1 = np.meshgrid(g0, g1, indexing="ij")
     P = np.column_stack([G0.ravel(), G1.ravel()])
+    I0, I1 = (a.ravel() for a in np.meshgrid(range(g0.size), range(g1.size), indexing="ij"))
     g = gfun(P)
     top = float(np.max(np.abs(g))) or 1.0
     tips = P.shape[0] <= _MAX_CELLS
-    for (u, v), gv in zip(P, g):
+    for i, j, gv in zip(I0, I1, g):
         c = _tint(_RED if gv > 0 else _GREEN, 0.15 + 0.75 * abs(gv) / top)
-        q.cell(u, v, d0, d1, c, title=f"g {_fmt(gv)}" if tips else "")
+        q.span(c0.lo[i], c0.hi[i], c1.lo[j], c1.hi[j], c, title=f"g {_fmt(gv)}" if tips else "")
     # where the estimate changes sign (g = 0: the expert's decision flips) a dark line between
     # the two cells: the boundary is seen without telling red from green (WCAG 1.4.1)
     reject = (g > 0).reshape(g0.size, g1.size)
@@ -1127,11 +1181,11 @@ def _g_panel(
     for i in range(g0.size):
         for j in range(g1.size):
             if i + 1 < g0.size and reject[i, j] != reject[i + 1, j]:
-                X = q.sx(g0[i] + d0 / 2)
-                edges.append(f"M{X:.1f},{q.sy(g1[j] - d1 / 2):.1f}V{q.sy(g1[j] + d1 / 2):.1f}")
+                X = q.sx(c0.hi[i])
+                edges.append(f"M{X:.1f},{q.sy(c1.lo[j]):.1f}V{q.sy(c1.hi[j]):.1f}")
             if j + 1 < g1.size and reject[i, j] != reject[i, j + 1]:
-                Y = q.sy(g1[j] + d1 / 2)
-                edges.append(f"M{q.sx(g0[i] - d0 / 2):.1f},{Y:.1f}H{q.sx(g0[i] + d0 / 2):.1f}")
+                Y = q.sy(c1.hi[j])
+                edges.append(f"M{q.sx(c0.lo[i]):.1f},{Y:.1f}H{q.sx(c0.hi[i]):.1f}")
     if edges:
         q.parts.append(
             f'<path d="{"".join(edges)}" stroke="#222" stroke-width="1.6" fill="none">'
@@ -1195,34 +1249,35 @@ def _class_marks(
     p: _Panel,
     xc: np.ndarray,
     yc: np.ndarray,
-    dx: float,
-    dy: float,
+    xcells: _Cells,
+    ycells: _Cells,
     up: np.ndarray,
     unsure: np.ndarray,
     glyph_rows: Sequence[float] | None = None,
 ) -> None:
     """What says a level-set class map's classes without colour (WCAG 1.4.1), over cells
-    centred at ``xc`` x ``yc`` (data units, ``dx`` x ``dy`` each; ``up``, ``unsure`` boolean
+    centred at ``xc`` x ``yc`` (data units; ``up``, ``unsure`` boolean
     (len(xc), len(yc))): on the edge halfway between two neighbouring cells, a solid dark line
     where the estimate changes from above to below (eq. 3.1's H_t and L_t meet), a dashed one
     at the edge of the cells within :data:`~boloop.confidence.UNDECIDED_SD` std of the
     threshold, and on a lattice of :data:`_GLYPH_STEP` units a plus on a decided cell above, a
-    minus on one below (none on an undecided one). ``glyph_rows``: the lattice's rows (picture y), all the panel's if None."""
+    minus on one below (none on an undecided one). ``xcells``, ``ycells``: the cells' extents
+    (:func:`_cells`). ``glyph_rows``: the lattice's rows (picture y), all the panel's if None."""
     nx, ny = up.shape
     solid: list[str] = []
     dashed: list[str] = []
     for i in range(nx):
         for j in range(ny):
             if i + 1 < nx:
-                X = p.sx((xc[i] + xc[i + 1]) / 2)  # halfway: xc[i] + dx / 2 on an even grid
-                edge = f"M{X:.1f},{p.sy(yc[j] - dy / 2):.1f}V{p.sy(yc[j] + dy / 2):.1f}"
+                X = p.sx((xc[i] + xc[i + 1]) / 2)  # halfway: where the two cells meet
+                edge = f"M{X:.1f},{p.sy(ycells.lo[j]):.1f}V{p.sy(ycells.hi[j]):.1f}"
                 if up[i, j] != up[i + 1, j]:
                     solid.append(edge)
                 if unsure[i, j] != unsure[i + 1, j]:
                     dashed.append(edge)
             if j + 1 < ny:
                 Y = p.sy((yc[j] + yc[j + 1]) / 2)
-                edge = f"M{p.sx(xc[i] - dx / 2):.1f},{Y:.1f}H{p.sx(xc[i] + dx / 2):.1f}"
+                edge = f"M{p.sx(xcells.lo[i]):.1f},{Y:.1f}H{p.sx(xcells.hi[i]):.1f}"
                 if up[i, j] != up[i, j + 1]:
                     solid.append(edge)
                 if unsure[i, j] != unsure[i, j + 1]:
@@ -1461,7 +1516,6 @@ def _model_1d(
             # the class strip along the bottom, tall enough for its plus and minus marks
             y_mark = p.ylim[0] + 0.03 * (p.ylim[1] - p.ylim[0])
             dy = 0.05 * (p.ylim[1] - p.ylim[0])
-            dx = (xs[1] - xs[0]) if xs.size > 1 else 1.0
             upper = np.asarray(_classes(rec, xs[:, None], mean, h), dtype=bool)
             unsure = np.asarray([bool(undecided(m, s, h)) for m, s in zip(mean, std)])
             # each point's cell reaches halfway to its neighbours, the end ones to the frame
@@ -1469,9 +1523,10 @@ def _model_1d(
             for a, b, u, un in zip(edges[:-1], edges[1:], upper, unsure):
                 p.cell((a + b) / 2, y_mark, b - a, dy, _class_colour(bool(u), bool(un)))
             p.keep_clear(p.x0, p.sy(y_mark - dy / 2), p.x0 + p.w, p.sy(y_mark + dy / 2))
+            strip = _Cells(np.array([y_mark - dy / 2]), np.array([y_mark + dy / 2]), p.ylim)
             _class_marks(
-                p, xs, np.array([y_mark]), dx, dy, upper[:, None], unsure[:, None],
-                glyph_rows=[p.sy(y_mark)],
+                p, xs, np.array([y_mark]), _Cells(edges[:-1], edges[1:], p.xlim), strip,
+                upper[:, None], unsure[:, None], glyph_rows=[p.sy(y_mark)],
             )  # fmt: skip
             counts, tips = _class_counts(upper, unsure)
             lead += " " + counts
@@ -1519,10 +1574,8 @@ def _model_2d(
     units = _units(study)
     b = _bounds(study.space)
     g0, g1 = _axis_grid(study, 0, 40), _axis_grid(study, 1, 40)
-    d0 = (b[0, 1] - b[0, 0]) / max(g0.size - 1, 1)
-    d1 = (b[1, 1] - b[1, 0]) / max(g1.size - 1, 1)
-    xlim = (b[0, 0] - d0 / 2, b[0, 1] + d0 / 2)
-    ylim = (b[1, 0] - d1 / 2, b[1, 1] + d1 / 2)
+    c0, c1 = _cells(g0, b[0, 0], b[0, 1]), _cells(g1, b[1, 0], b[1, 1])
+    xlim, ylim = c0.limits, c1.limits
     items: list[tuple[str, str]] = []
     title = "evaluated points"
     body: list[str] = []
@@ -1536,6 +1589,7 @@ def _model_2d(
     )
     G0, G1 = np.meshgrid(g0, g1, indexing="ij")
     P = np.column_stack([G0.ravel(), G1.ravel()])
+    I0, I1 = (a.ravel() for a in np.meshgrid(range(g0.size), range(g1.size), indexing="ij"))
     mean = std = None
     if pred is not None:
         mean, std = pred(P)
@@ -1548,27 +1602,27 @@ def _model_2d(
             p.title = f"level set classes at threshold {_fmt(h)}"
             upper = np.asarray(_classes(rec, P, mean, h), dtype=bool)
             unsure = np.asarray([bool(undecided(m, s, h)) for m, s in zip(mean, std)])
-            for (u, v), m, s, up, un in zip(P, mean, std, upper, unsure):
+            for (u, v), i, j, m, s, up, un in zip(P, I0, I1, mean, std, upper, unsure):
                 c = _class_colour(bool(up), bool(un))
                 tip = (
                     f"{_at((n0, n1), (u, v), units)}: {_CLASS_NAMES[bool(up), bool(un)]}, "
                     f"mean {_fmt(m)}, std {_fmt(s)}"
                 )
-                p.cell(u, v, d0, d1, c, title=tip if tips else "")
+                p.span(c0.lo[i], c0.hi[i], c1.lo[j], c1.hi[j], c, title=tip if tips else "")
             shape = (g0.size, g1.size)
-            _class_marks(p, g0, g1, d0, d1, upper.reshape(shape), unsure.reshape(shape))
+            _class_marks(p, g0, g1, c0, c1, upper.reshape(shape), unsure.reshape(shape))
             counts, key_tips = _class_counts(upper, unsure)
             lead += " " + counts
             items += _CLASS_ITEMS
         else:
             lo, hi = _range(mean, 0.0)
             p.title = f"posterior mean ({_fmt(lo)} .. {_fmt(hi)}, dark = low)"
-            for (u, v), m, s in zip(P, mean, std):
-                p.cell(
-                    u,
-                    v,
-                    d0,
-                    d1,
+            for i, j, m, s in zip(I0, I1, mean, std):
+                p.span(
+                    c0.lo[i],
+                    c0.hi[i],
+                    c1.lo[j],
+                    c1.hi[j],
                     _colour((m - lo) / (hi - lo)),
                     title=f"mean {_fmt(m)}, std {_fmt(s)}" if tips else "",
                 )
@@ -1880,15 +1934,15 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
             bounds = sets = None
     s_vals = np.asarray(space.s_values, dtype=np.float64)
     xp = np.asarray(space.x_points, dtype=np.float64)
-    ds = (s_vals[-1] - s_vals[0]) / max(s_vals.size - 1, 1)
+    sc = _cells(s_vals, s_vals[0], s_vals[-1])
     items: list[tuple[str, str]] = []
     if xp.shape[1] == 1:
         xv = xp[:, 0]
-        dx = (xv.max() - xv.min()) / max(xv.size - 1, 1) if xv.size > 1 else 1.0
+        xc = _x_cells(xv)
         p = _panel(
             0,
-            (xv.min() - dx / 2, xv.max() + dx / 2),
-            (s_vals[0] - ds / 2, s_vals[-1] + ds / 2),
+            xc.limits,
+            sc.limits,
             "safe set: certified safe, likely unsafe (hatched), measured points",
             _axis_label(names[1], units, _xlabel_chars()),
             _axis_label(names[0], units, YLABEL_CHARS),
@@ -1905,11 +1959,11 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
                         c = _UNSAFE_FILL
                     else:
                         c = "#eeeeee"
-                    p.cell(
-                        xv[i],
-                        s_vals[j],
-                        dx,
-                        ds,
+                    p.span(
+                        xc.lo[i],
+                        xc.hi[i],
+                        sc.lo[j],
+                        sc.hi[j],
                         c,
                         title=f"{_at((names[1], names[0]), (xv[i], s_vals[j]), units)}: "
                         f"upper bound of g - h {_fmt(float(ucb_g[i, j]))}",
@@ -1951,7 +2005,7 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
     p = _panel(
         0,
         (0, xp.shape[0]),
-        (s_vals[0] - ds / 2, s_vals[-1] + ds / 2),
+        sc.limits,
         f"certified safe {names[0]} for each of the {xp.shape[0]} settings of "
         + ", ".join(names[1:]),
         "settings (sorted)",
@@ -1960,24 +2014,25 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
     p.axes(xticks=False)
     if len(order) <= _MAX_CELLS:
         for k, i in enumerate(order):
-            p.cell(
-                k + 0.5,
-                (s_vals[0] + level[i]) / 2,
-                1.0,
-                level[i] - s_vals[0] + ds,
+            p.span(
+                k,
+                k + 1.0,
+                sc.lo[0],
+                sc.hi[boundary[i]],
                 "#a8dbb5",
                 title=_at(names[1:], xp[i], units)
                 + f": safe up to {_set(names[0], level[i], units)}",
             )
     else:  # many settings: the sorted levels as one filled step curve (the picture stays small)
         lv = level[order]
+        tops = sc.hi[boundary[order]]  # each level's cell's upper edge
         # sorted levels: one corner pair per change of level (at most one per grid level)
         starts = np.flatnonzero(np.r_[True, lv[1:] != lv[:-1]])
         ends = np.r_[starts[1:], lv.size]
-        base = s_vals[0] - ds / 2
+        base = sc.lo[0]
         pts = [f"{p.sx(0):.1f},{p.sy(base):.1f}"]
         for a0, a1 in zip(starts, ends):
-            top = p.sy(lv[a0] + ds / 2)
+            top = p.sy(tops[a0])
             pts += [f"{p.sx(a0):.1f},{top:.1f}", f"{p.sx(a1):.1f},{top:.1f}"]
         pts.append(f"{p.sx(lv.size):.1f},{p.sy(base):.1f}")
         p.parts.append(
@@ -2193,10 +2248,9 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
     items: list[tuple[str, str] | tuple[str, str, str]] = []
     xp = np.asarray(space.x_points, dtype=np.float64)
     level = s_vals[B]  # (answers, n_x): the certified level of s per x
-    ds = (s_vals[-1] - s_vals[0]) / max(s_vals.size - 1, 1)
     if xp.shape[1] == 1:
         xv = xp[:, 0]
-        dx = (xv.max() - xv.min()) / max(xv.size - 1, 1) if xv.size > 1 else 1.0
+        xc = _x_cells(xv)
         step = max(1, math.ceil(n * xv.size / 3000))  # keeps the picture small
         key, colours, texts = _level_keys(s_vals, B[0:n:step], units.get(names[0], ""))
         if len(colours) == 1:
@@ -2208,20 +2262,23 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
             title = f"certified {names[0]} per {names[1]} after each answer (colour: key below)"
         q = _panel(
             1,
-            (xv.min() - dx / 2, xv.max() + dx / 2),
+            xc.limits,
             (0.5, n + 0.5),
             title,
             _axis_label(names[1], units, _xlabel_chars()),
             "answers",
         )
         for k in range(0, n, step):
+            row = k + 1 + (step - 1) / 2
             for i in range(xv.size):
-                q.cell(xv[i], k + 1 + (step - 1) / 2, dx, step, colours[key[int(B[k, i])]])
+                q.span(
+                    xc.lo[i], xc.hi[i], row - step / 2, row + step / 2, colours[key[int(B[k, i])]]
+                )
         q.axes()
         items += [(c, f"{names[0]} up to {text}") for c, text in zip(colours, texts)]
     else:
         q = _panel(
-            1, (0.5, n + 0.5), (s_vals[0] - ds / 2, s_vals[-1] + ds / 2),
+            1, (0.5, n + 0.5), _cells(s_vals, s_vals[0], s_vals[-1]).limits,
             f"certified {names[0]} over the {xp.shape[0]} settings: lowest, median, highest",
             "answers", _axis_label(names[0], units, YLABEL_CHARS),
         )  # fmt: skip

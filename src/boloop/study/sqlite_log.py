@@ -31,11 +31,15 @@ from boloop.errors import InvalidInputError, StorageError, UnknownIdError
 from boloop.study.log import (
     EVENT_KINDS,
     Event,
+    LogSummary,
     SeqConflict,
     decode_created,
     decode_events,
+    decode_summaries,
     encode_payload,
     now_iso,
+    sqlite_object_check,
+    summary_statement,
 )
 
 __all__ = ["SCHEMA_VERSION", "SQLiteLog", "open_sqlite_log"]
@@ -172,6 +176,21 @@ class SQLiteLog:
                     part,
                 ).fetchall()
         return decode_created(rows, self.url)
+
+    def log_summaries(self) -> dict[str, LogSummary] | None:
+        """What the log of every study holds, counted in one statement, as
+        :meth:`boloop.study.storage.Storage.log_summaries` counts it; None where this SQLite
+        cannot tell a JSON object as Python does (:func:`~boloop.study.log.sqlite_object_check`)
+        or the statement fails (the logs are read instead)."""
+        check = sqlite_object_check(sqlite3.sqlite_version_info)
+        if check is None:
+            return None
+        try:
+            with self.transaction(write=False) as tx:
+                rows = tx.conn.execute(summary_statement(check)).fetchall()
+        except StorageError:  # no JSON functions in this SQLite, say: the logs will tell
+            return None
+        return decode_summaries(rows)
 
     def study_id(self, name: str) -> int:
         """The id of study ``name``; :class:`UnknownIdError` listing the stored names if absent."""

@@ -78,12 +78,16 @@ from boloop.errors import (
 from boloop.study.log import (
     EVENT_KINDS,
     Event,
+    LogSummary,
     SeqConflict,
     decode_created,
     decode_events,
+    decode_summaries,
     encode_payload,
     now_iso,
     safe_url,
+    sqlite_object_check,
+    summary_statement,
     written_since,
 )
 
@@ -163,6 +167,15 @@ class StorageBackend(Protocol):
         by name, in one reading transaction, without reading the rest of their logs; a name
         that is not stored is left out. A corrupt first event of any of them:
         :class:`StorageError`, as :meth:`events` says it."""
+        ...
+
+    def log_summaries(self) -> dict[str, LogSummary] | None:
+        """What the log of every study holds (:class:`~boloop.study.log.LogSummary`), by name,
+        counted in one reading transaction without sending or decoding the logs: what
+        :func:`~boloop.study.core.list_studies` reads of a study whose summary is
+        :meth:`~boloop.study.log.LogSummary.complete`. A study without events is left out.
+        None if the storage cannot count it exactly (its database cannot tell a JSON object
+        as Python's ``json`` does): the caller reads the logs."""
         ...
 
     def study_id(self, name: str) -> int:
@@ -789,6 +802,31 @@ class Storage:
                     .where(e.c.seq == 0, s.c.name.in_(wanted[start : start + _NAMES_PER_READ]))
                 ).all()
         return decode_created([tuple(r) for r in rows], self.display_url)
+
+    def log_summaries(self) -> dict[str, LogSummary] | None:
+        """What the log of every study holds, counted in one statement (see
+        :class:`StorageBackend`). A payload is vouched for as a JSON object by SQLite's
+        ``json_valid`` (:func:`~boloop.study.log.sqlite_object_check`) or PostgreSQL's ``json``
+        type, which reads what Python's ``json`` reads, without its NaN and Infinity: a payload
+        it refuses fails the statement (PostgreSQL), and None sends the caller to the logs."""
+        if not self.exists:
+            return {}
+        if self.backend == "sqlite":
+            import sqlite3
+
+            check = sqlite_object_check(sqlite3.sqlite_version_info)
+        else:
+            check = "json_typeof(CAST(e.payload AS json)) = 'object'"
+        if check is None:
+            return None
+        try:
+            with self.transaction(write=False) as tx:
+                rows = tx.conn.exec_driver_sql(summary_statement(check)).all()
+        except (StorageUnavailableError, StorageAccessError):
+            raise  # the storage, not what it holds
+        except StorageError:  # a payload that is no JSON (PostgreSQL refuses to count it)
+            return None
+        return decode_summaries(rows)
 
     def study_id(self, name: str) -> int:
         """The id of study ``name``; :class:`UnknownIdError` listing the stored names if absent."""

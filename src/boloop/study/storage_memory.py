@@ -19,11 +19,13 @@ from boloop.errors import InvalidInputError, StorageError, UnknownIdError
 from boloop.study.log import (
     EVENT_KINDS,
     Event,
+    LogSummary,
     SeqConflict,
     decode_created,
     decode_events,
     encode_payload,
     now_iso,
+    summarise,
 )
 from boloop.study.storage import check_droppable, check_import
 
@@ -129,6 +131,19 @@ class MemoryStorage:
                 if hit is not None and first and first[0][0] == 0:
                     rows.append((name, hit[0], *first[0]))
         return decode_created(rows, self.url)
+
+    def log_summaries(self) -> dict[str, LogSummary] | None:
+        """What the log of every study holds, counted from its rows (see
+        :class:`~boloop.study.storage.StorageBackend`)."""
+        if self._store is None and self.url not in _stores:
+            return {}
+        store = self._need()
+        with store.lock:
+            rows = {
+                name: sorted(store.events.get(sid, []), key=lambda r: r[0])
+                for name, (sid, _) in store.studies.items()
+            }
+        return summarise(rows)
 
     def study_id(self, name: str) -> int:
         hit = None
