@@ -1084,7 +1084,19 @@ def create_app(
 
     @app.post(
         "/api/studies/{name}/ask",
-        **api,
+        **{
+            **api,
+            "responses": {
+                200: {
+                    "description": "the open query: `id`, `kind` (`evaluate`, `label`, "
+                    "`compare`), `params` (or `a` and `b`), `outputs` (an evaluation), "
+                    "`label` (an option of a table), `calibration`, `media`, `limit` (a safe "
+                    "study) and `rejected_before`: why an evaluation at a setting the expert "
+                    "rejected is measured anyway, in one sentence (null when there is none)"
+                },
+                **unavailable,
+            },
+        },
         summary="The open query (the same one again while it is unanswered)",
     )
     def api_ask(name: str) -> JSONResponse:
