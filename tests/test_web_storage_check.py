@@ -86,7 +86,7 @@ def test_an_idle_server_logs_the_outage_when_it_begins_and_ends(pg_server, pg_ur
         stopped_in = time.monotonic() - t_stop
     lines = served.lines()
     assert code in (0, -signal.SIGTERM), (code, lines)  # uvicorn ends by re-raising SIGTERM
-    assert stopped_in < 5, stopped_in
+    assert stopped_in < 10, stopped_in  # not after a connect timeout, nor killed at 30 s
     assert not [line for line in lines if "Traceback" in line or "ERROR" in line], lines
     assert _count(lines, BEGAN) == 1 and _count(lines, ENDED) == 1, lines
 
@@ -106,8 +106,11 @@ def test_the_check_is_one_short_read_on_one_idle_connection(pg_server, pg_url):
     try:
         time.sleep(0.5)  # past the start's own reads (the schema check) and a first check
         seen: list[tuple[int, str, str, str]] = []
-        t_end = time.monotonic() + 3.0
-        while time.monotonic() < t_end:
+        t0 = time.monotonic()
+        # 3 s (~10 checks), longer on a loaded machine until 6 checks were seen
+        while time.monotonic() - t0 < 3.0 or (
+            len({r[2] for r in seen}) < 6 and time.monotonic() - t0 < 20.0
+        ):
             rows = pg_server.admin(
                 "SELECT pid, state, query_start::text, query FROM pg_stat_activity "
                 f"WHERE application_name = 'boloop' AND datname = '{db}'"
@@ -123,7 +126,7 @@ def test_the_check_is_one_short_read_on_one_idle_connection(pg_server, pg_url):
     idle = sum(state == "idle" for _, state, _, _ in seen)
     assert idle >= 0.8 * len(seen), (idle, len(seen))
     starts = sorted({start for _, _, start, _ in seen})
-    assert len(starts) >= 5, starts  # ~10 checks in 3 s; at least half of them seen
+    assert len(starts) >= 6, starts  # a statement at each check, the same connection
     assert all("boloop_studies" in query for *_, query in seen), {r[3] for r in seen}
 
 
