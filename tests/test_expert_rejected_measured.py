@@ -150,3 +150,72 @@ def test_the_page_and_the_cli_say_it(tmp_path):
     r = run_cli(["study", "ask", "anneal", "--storage", url], cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert f"query {q.id}: measure" in r.stdout and f"({sentence})" in r.stdout
+
+
+def _no_sentence_evaluation(url: str):
+    """The engineer's study run (accepting what they like) until an evaluation is asked at a
+    setting no label rejected: the same study as :func:`_until_rejected_is_measured`, another
+    name; returns the study and that query."""
+    study = create_study("anneal-ok", "cobol", ANNEAL, storage=url, seed=0, n_initial_labels=4)
+    for _ in range(20):
+        q = study.ask()
+        if q.kind == "evaluate" and study.n_answered >= 4:
+            assert q.rejected_before is None
+            return study, q
+        study.tell(q, "accept" if q.kind == "label" else _defects(q.params))
+    raise AssertionError("no evaluation asked")
+
+
+def test_the_json_api_carries_it_over_http(tmp_path):
+    """A program driving the study through the JSON API learns why as the page's reader does:
+    ``rejected_before`` in the query of ``POST /api/studies/{name}/ask`` and in the status's
+    ``open_query`` (``GET /api/studies/{name}``), the real ``boloop serve`` over HTTP; null on
+    a query where nothing was rejected (the key is always there)."""
+    pytest.importorskip("fastapi")
+    httpx = pytest.importorskip("httpx")
+    from serve_process import Served
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    _, q, label = _until_rejected_is_measured(url)
+    sentence = f"This setting was rejected at query {label['query_id']}; {GP_LCB}"
+    _, plain = _no_sentence_evaluation(url)
+    served = Served(url)
+    try:
+        with httpx.Client(base_url=served.base, timeout=60) as client:
+            asked = client.post("/api/studies/anneal/ask")
+            assert asked.status_code == 200, asked.text
+            body = asked.json()
+            assert (body["id"], body["kind"], body["params"]) == (q.id, "evaluate", q.params)
+            assert body["rejected_before"] == sentence
+            status = client.get("/api/studies/anneal").json()
+            assert status["open_query"]["id"] == q.id
+            assert status["open_query"]["rejected_before"] == sentence
+            other = client.post("/api/studies/anneal-ok/ask").json()
+            assert other["id"] == plain.id and other["kind"] == "evaluate"
+            assert "rejected_before" in other and other["rejected_before"] is None
+            assert client.get("/api/studies/anneal-ok").json()["open_query"] == other
+    finally:
+        served.stop()
+
+
+def test_the_cli_json_carries_it(tmp_path):
+    """``boloop study ask --json`` and ``status --json`` (its ``open_query``) carry the sentence
+    the question prints; a label's JSON has the key, null."""
+    import json
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    _, q, label = _until_rejected_is_measured(url)
+    sentence = f"This setting was rejected at query {label['query_id']}; {GP_LCB}"
+    r = run_cli(["study", "ask", "anneal", "--storage", url, "--json"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    asked = json.loads(r.stdout)
+    assert asked["id"] == q.id and asked["rejected_before"] == sentence
+    r = run_cli(["study", "status", "anneal", "--storage", url, "--json"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["open_query"] == asked
+    # a label (the first question of a new study): the key, null
+    create_study("fresh", "cobol", ANNEAL, storage=url, seed=0, n_initial_labels=4)
+    r = run_cli(["study", "ask", "fresh", "--storage", url, "--json"], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    label_q = json.loads(r.stdout)
+    assert label_q["kind"] == "label" and label_q["rejected_before"] is None

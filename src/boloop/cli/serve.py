@@ -69,6 +69,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             token,
             log_level="info" if args.verbose else "warning",
             poll_seconds=args.poll,
+            **({} if args.storage_check is None else {"storage_check_seconds": args.storage_check}),
         )
     finally:
         if handler is not None:
@@ -114,6 +115,15 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         type=float,
         default=2.0,
         help="seconds between a page's checks for answers given elsewhere (default 2; 0: off)",
+    )
+    p.add_argument(
+        "--storage-check",
+        type=float,
+        default=None,  # the app's (boloop.web.outage.STORAGE_CHECK_SECONDS, not imported here)
+        metavar="SECONDS",
+        help="a PostgreSQL storage: read it when nothing has for this many seconds, so that "
+        "the log says when an outage begins and ends even with no page open (default 30; "
+        "0: off)",
     )
     p.set_defaults(func=_cmd_serve, interrupt_message="boloop serve: stopped")
     return p

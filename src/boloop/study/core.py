@@ -166,11 +166,16 @@ class StudyQuery:
     #: not part of :meth:`to_dict` (the JSON of a query is as it was)
     units: Mapping[str, str] = field(default_factory=dict)
     #: an evaluation at a setting the expert rejected: why it is measured anyway, in one
-    #: sentence (:meth:`Study.ask`; the expert family); written by :meth:`prompt`, not part of
-    #: :meth:`to_dict`
+    #: sentence (:meth:`Study.ask`; the expert family); written by :meth:`prompt`, and in
+    #: :meth:`to_dict` (null when there is none) so that a program learns it as a person does
     rejected_before: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        """The query as JSON values: ``id``, ``kind``, ``params`` (or ``a``, ``b``), ``label``
+        (or ``a_label``, ``b_label``) of a table's option, ``calibration`` (a label measured
+        whatever the answer), ``outputs`` (an evaluation) and ``rejected_before`` (always
+        there: the sentence, or None). What the API's ``ask``, ``boloop study ask --json`` and
+        the status's ``open_query`` give."""
         d: dict[str, Any] = {"id": self.id, "kind": self.kind}
         if self.kind == "compare":
             d["a"] = self.a
@@ -185,6 +190,7 @@ class StudyQuery:
             d["calibration"] = True
         if self.kind == "evaluate":
             d["outputs"] = list(self.outputs)
+        d["rejected_before"] = self.rejected_before
         return d
 
     def prompt(self) -> str:
@@ -780,7 +786,7 @@ class Study(StudyReplay, StudySnapshots):
         open_query = (
             None
             if pending is None or pending.id not in self._logged_open
-            else self._wrap(pending).to_dict()
+            else self._asked_query(pending).to_dict()  # as ask() gives it, the sentence too
         )
         rec_meaning = policy.recommendation_meaning
         # recommend() and describe() on a copy: lazy fits may draw random numbers (see recommend)

@@ -21,7 +21,9 @@ button to send it again), and an open study page's poll shows a notice until the
 back. The same holds from the start when the database cannot be reached then (:class:`StudyPool`
 keeps trying at every request and sets the storage up once it can). The server's log says when
 an outage begins and when it ends, not once per request (:class:`~boloop.web.outage.OutageLog`,
-told of every attempt to reach the database). A server that is reached but
+told of every attempt to reach the database), also with no request at all: while the app runs
+(its lifespan), the server reads a PostgreSQL storage itself whenever nothing has for
+``storage_check_seconds`` (:meth:`StudyPool.check_storage`). A server that is reached but
 refuses the URL's password, role or database (:class:`~boloop.errors.StorageAccessError`) is no
 outage: a start refuses it, and later it is a 500 that says what to check.
 """
@@ -29,6 +31,7 @@ outage: a start refuses it, and later it is a 500 that says what to check.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import ipaddress
 import json
@@ -40,7 +43,7 @@ import secrets
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
@@ -90,8 +93,19 @@ from boloop.study.pictures import (
     progress_svg,
 )
 from boloop.study.scatter import others_read
-from boloop.study.storage import open_storage, resolve_storage, safe_url, watch_connections
-from boloop.web.outage import REMIND_SECONDS, OutageLog
+from boloop.study.storage import (
+    StorageBackend,
+    open_storage,
+    resolve_storage,
+    safe_url,
+    watch_connections,
+)
+from boloop.web.outage import (
+    REMIND_SECONDS,
+    STORAGE_CHECK_SECONDS,
+    OutageLog,
+    check_storage_periodically,
+)
 from boloop.web.qr import QR_PACKAGE, qr_svg
 from boloop.web.server import login_link, mask_access_log
 
@@ -131,19 +145,30 @@ class StudyPool:
     """
 
     def __init__(
-        self, storage: str | None, outage_reminder_seconds: float = REMIND_SECONDS
+        self,
+        storage: str | None,
+        outage_reminder_seconds: float = REMIND_SECONDS,
+        storage_check_seconds: float = 0.0,
     ) -> None:
         self.url = _checked_url(storage)
+        #: seconds without any attempt to reach the database after which the server's lifespan
+        #: checks it (:meth:`check_storage`); 0 where it makes no check (asked for none, or a
+        #: storage without a database server: SQLite, memory)
+        self.check_seconds = storage_check_seconds if _has_database_server(self.url) else 0.0
         #: why the storage could not be opened yet (None once it is open)
         self.waiting: StorageUnavailableError | None = None
         #: the server's log of the database's outages: told of every attempt to reach it
         self.outage = OutageLog(self.url, outage_reminder_seconds)
         self._opening = threading.Lock()
+        #: the storage, once opened (what :meth:`check_storage` reads)
+        self._storage: StorageBackend | None = None
+        #: what the last check met that is no outage (logged once, not at every check)
+        self._check_error: str | None = None
         try:
-            open_storage(self.url, create=True)
+            self._storage = open_storage(self.url, create=True)
         except StorageUnavailableError as exc:
             self.waiting = exc
-            self.outage.began_at_start(_reason(self.url, exc))
+            self.outage.began_at_start(_reason(self.url, exc), self.check_seconds)
         watch_connections(self.url, self.outage.connection)  # from here on, every attempt
         self._studies: dict[str, tuple[Study, threading.Lock]] = {}
         self._lock = threading.Lock()
@@ -164,7 +189,7 @@ class StudyPool:
             if self.waiting is None:
                 return self.url
             try:
-                open_storage(self.url, create=True)
+                self._storage = open_storage(self.url, create=True)
             except StorageUnavailableError as exc:
                 self.waiting = exc
                 raise
@@ -175,6 +200,29 @@ class StudyPool:
             return self.url
         finally:
             self._opening.release()
+
+    def check_storage(self) -> None:
+        """Reach the database once, as a request would, for the server's periodic check
+        (:func:`~boloop.web.outage.check_storage_periodically`): one read of the list of
+        studies (one short statement; a storage down at the start is opened, and set up, as
+        :meth:`ready` does). What it meets is told to :attr:`outage` by the storage's watcher,
+        like a request's attempt: an outage begins, goes on or ends there, logged once. Raises
+        nothing: a database that, reached at last, refuses to be opened is logged by
+        :meth:`ready` (as for a request); any other failure (the database reached but refusing
+        the URL's password, its tables gone) is logged once as a WARNING, until the check
+        meets another one or none."""
+        try:
+            self.ready()
+            if self._storage is not None:
+                self._storage.study_names()
+        except (StorageUnavailableError, HTTPException):
+            return  # the outage's log said it (or will remind of it); ready() logged a refusal
+        except BoloopError as exc:
+            if str(exc) != self._check_error:
+                self._check_error = str(exc)
+                logger.warning("the server's check of its storage failed: %s", exc)
+            return
+        self._check_error = None
 
     def get(self, name: str) -> tuple[Study, threading.Lock]:
         self.ready()
@@ -216,6 +264,14 @@ class StudyPool:
                 raise UnknownIdError(str(exc)) from gone
             with lock:
                 return fn(study)
+
+
+def _has_database_server(url: str) -> bool:
+    """Whether the storage of ``url`` lives in a database server this process connects to
+    (PostgreSQL), which can go away while the server runs; a SQLite file is opened by this
+    process itself (its failures are no outage: :class:`StorageError`), a memory store is in
+    it."""
+    return not url.startswith("memory://") and make_url(url).get_backend_name() != "sqlite"
 
 
 def _checked_url(storage: str | None) -> str:
@@ -297,6 +353,7 @@ def create_app(
     max_upload_bytes: int = MAX_UPLOAD_BYTES,
     addresses: Sequence[str] = (),
     outage_reminder_seconds: float = REMIND_SECONDS,
+    storage_check_seconds: float = STORAGE_CHECK_SECONDS,
 ) -> FastAPI:
     """The application over the studies in ``storage``.
 
@@ -319,12 +376,46 @@ def create_app(
         While the database cannot be reached, the server's log says so when the outage
         begins, reminds every this many seconds (10 minutes by default) and says when it ends
         (:mod:`boloop.web.outage`).
+    storage_check_seconds:
+        While the app runs (its lifespan: uvicorn, ``boloop serve``, a ``TestClient`` used as
+        a context manager), the server reads its database itself whenever nothing has tried to
+        for this many seconds (30 by default; 0: never), so that the log above shows an outage
+        no request met, when it begins and when it ends. Only a storage in a database server
+        (PostgreSQL) is checked: a SQLite file has no server to lose.
 
     A token server also logs a browser in by a login link, ``GET /login?token=<token>``
     (what ``boloop serve`` prints and ``/share`` shows as a QR code).
     """
-    pool = StudyPool(storage, outage_reminder_seconds)
+    if (
+        isinstance(storage_check_seconds, bool)
+        or not isinstance(storage_check_seconds, int | float)
+        or not 0 <= storage_check_seconds < math.inf
+    ):
+        raise InvalidInputError(
+            f"the storage check's interval must be 0 (no check) or a number of seconds, got "
+            f"{storage_check_seconds!r}"
+        )
+    pool = StudyPool(storage, outage_reminder_seconds, storage_check_seconds)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        """The server's periodic check of its database (:meth:`StudyPool.check_storage`) runs
+        while the app serves, and stops with it (a check under way is waited for)."""
+        if not pool.check_seconds:
+            yield
+            return
+        task = asyncio.create_task(
+            check_storage_periodically(pool.check_storage, pool.outage, pool.check_seconds)
+        )
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
     app = FastAPI(
+        lifespan=lifespan,
         title="boloop",
         version=boloop.__version__,
         description="Studies with people in the loop: ask, tell, undo, history. "
@@ -1084,7 +1175,19 @@ def create_app(
 
     @app.post(
         "/api/studies/{name}/ask",
-        **api,
+        **{
+            **api,
+            "responses": {
+                200: {
+                    "description": "the open query: `id`, `kind` (`evaluate`, `label`, "
+                    "`compare`), `params` (or `a` and `b`), `outputs` (an evaluation), "
+                    "`label` (an option of a table), `calibration`, `media`, `limit` (a safe "
+                    "study) and `rejected_before`: why an evaluation at a setting the expert "
+                    "rejected is measured anyway, in one sentence (null when there is none)"
+                },
+                **unavailable,
+            },
+        },
         summary="The open query (the same one again while it is unanswered)",
     )
     def api_ask(name: str) -> JSONResponse:

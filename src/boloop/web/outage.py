@@ -1,4 +1,6 @@
-"""What ``boloop serve`` logs while its database cannot be reached: the outage, not each request.
+"""What ``boloop serve`` logs while its database cannot be reached: the outage, not each request;
+and the server's own light check of its database while it serves, so that the log shows an
+outage that no request met (a server left running overnight with no page open).
 
 During an outage every request that needs the database answers 503 (:mod:`boloop.web.app`), and
 an open study page polls every two seconds: a WARNING per request was some 20 long lines in 30 s
@@ -9,16 +11,24 @@ watch_connections`) and logs, on the ``boloop`` logger:
 
 - one WARNING when an outage begins (the first attempt that fails), saying what the server does
   meanwhile;
-- a WARNING reminder every ``remind_seconds`` while it lasts (on a failed attempt: an idle server
-  does not remind), with how many requests were answered 503 so far;
+- a WARNING reminder every ``remind_seconds`` while it lasts (on a failed attempt), with how
+  many requests were answered 503 so far;
 - one WARNING when it ends (the first attempt that connects, whatever request made it), with how
   long it lasted and how many requests were answered 503.
 
 Each request answered 503 meanwhile is logged at INFO (``boloop -v serve``).
+
+An attempt is a request's or the server's own check (:func:`check_storage_periodically`, run by
+the app's lifespan): when no request has tried the database for ``seconds``
+(:data:`STORAGE_CHECK_SECONDS` by default), the server reads it once, through the same storage
+and so the same watcher. An outage is therefore logged when it begins and when it ends, each
+within ``seconds``, whether or not anybody used the server meanwhile, and once: the check is one
+more attempt, not another log. A server with traffic is checked by its traffic (no extra read).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 import time
@@ -26,12 +36,21 @@ from collections.abc import Callable
 
 from boloop.study.storage import safe_url
 
-__all__ = ["OutageLog", "REMIND_SECONDS", "duration_text"]
+__all__ = [
+    "OutageLog",
+    "REMIND_SECONDS",
+    "STORAGE_CHECK_SECONDS",
+    "check_storage_periodically",
+    "duration_text",
+]
 
 logger = logging.getLogger("boloop")
 
 #: seconds between the reminders that an outage goes on
 REMIND_SECONDS = 600.0
+#: seconds without any attempt to reach the database after which the server checks it itself
+#: (``boloop serve --storage-check``; 0: never)
+STORAGE_CHECK_SECONDS = 30.0
 
 
 def duration_text(seconds: float) -> str:
@@ -67,20 +86,27 @@ class OutageLog:
         self._since: float | None = None
         self._last_told = 0.0
         self._refused = 0
+        #: when this process last tried to reach the database (the server's start counts)
+        self._last_attempt = clock()
 
-    def began_at_start(self, reason: str) -> None:
-        """The database could not be reached when the server started."""
+    def began_at_start(self, reason: str, check_seconds: float = 0.0) -> None:
+        """The database could not be reached when the server started (``check_seconds``: the
+        server's own check, 0 if it makes none)."""
         with self._lock:
             self._begin()
+        every = f"{check_seconds:g} s" if check_seconds < 60 else duration_text(check_seconds)
+        also = f" and every {every} without one" if check_seconds else ""
         logger.warning(
             "storage %r cannot be reached yet (%s): every page and API call that needs it "
-            "answers 503 with Retry-After; trying again at every request until it can",
+            "answers 503 with Retry-After; trying again at every request%s until it can",
             safe_url(self.url),
             reason,
+            also,
         )
 
     def connection(self, reason: str | None) -> None:
         """An attempt to reach the database connected (``reason`` None) or failed (why)."""
+        self._last_attempt = self._clock()  # one float stored: atomic, no lock needed
         if reason is None and self._since is None:  # the usual case, without the lock
             return
         with self._lock:
@@ -110,6 +136,10 @@ class OutageLog:
                 return
         logger.warning(message, safe_url(self.url), *args)
 
+    def idle_seconds(self) -> float:
+        """Seconds since this process last tried to reach the database (a request, a check)."""
+        return max(0.0, self._clock() - self._last_attempt)
+
     def refused(self, what: str) -> None:
         """A request (``what``: ``GET /studies/coat/state``) was answered 503 for the outage."""
         with self._lock:
@@ -123,3 +153,31 @@ class OutageLog:
 
 def _requests(count: int) -> str:
     return f"{count} request" + ("" if count == 1 else "s")
+
+
+async def check_storage_periodically(
+    check: Callable[[], None], log: OutageLog, seconds: float
+) -> None:
+    """Call ``check`` (a blocking read of the storage, in the thread pool: the event loop never
+    waits on the database) whenever nothing has tried to reach the database for ``seconds``;
+    until cancelled (the app's lifespan cancels it when the server stops, and waits for a check
+    under way: it ends within the driver's connect timeout). ``check`` reports what it meets to
+    ``log`` through the storage's watcher, as a request does, and raises nothing.
+
+    One check at a time, each a single short read: between checks no connection is held (it
+    is back in the engine's pool, idle). A request that reaches the database resets the clock,
+    so a busy server is never checked on top of its traffic."""
+    from starlette.concurrency import run_in_threadpool  # the web extra: imported when served
+
+    delay = seconds
+    while True:
+        await asyncio.sleep(delay)
+        idle = log.idle_seconds()
+        if idle < seconds:  # a request tried the database meanwhile: that was the check
+            delay = seconds - idle
+            continue
+        try:
+            await run_in_threadpool(check)
+        except Exception:  # a bug of the check: said, and the server goes on checking
+            logger.exception("the server's check of its storage failed")
+        delay = seconds
