@@ -171,9 +171,12 @@ def test_an_empty_database_down_at_the_start_is_set_up_when_it_comes_back(pg_ser
 
 
 @pytest.mark.xdist_group("postgres")
-def test_a_foreign_database_found_when_the_server_comes_back_is_refused(pg_server, pg_url):
+def test_a_foreign_database_found_when_the_server_comes_back_is_refused(
+    pg_server, pg_url, caplog
+):
     """What a start refuses (a database with other tables) is refused when it is found later:
-    an error naming it (500), never the outage's 503, and nothing written to it."""
+    an error naming it (500), never the outage's 503, and nothing written to it. The server's
+    log says it once, not at every request (nor at every check of an idle server)."""
     pg_server.stop("fast")
     pg_server.wait_down()
     try:
@@ -192,6 +195,10 @@ def test_a_foreign_database_found_when_the_server_comes_back_is_refused(pg_serve
         assert r.status_code == 500 and "not a boloop database" in r.json()["detail"]
         page = client.get("/")
         assert page.status_code == 500 and "not a boloop database" in page.text
+        logged = [
+            r for r in caplog.records if r.levelname == "ERROR" and "not a boloop" in r.getMessage()
+        ]
+        assert len(logged) == 1
         tables = conn.execute(
             "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
         ).fetchall()

@@ -164,6 +164,9 @@ class StudyPool:
         self._storage: StorageBackend | None = None
         #: what the last check met that is no outage (logged once, not at every check)
         self._check_error: str | None = None
+        #: why the database, reached after an outage at the start, refused to be opened (its
+        #: ERROR is logged once per reason: a check every 30 s must not repeat it all night)
+        self._refused: str | None = None
         try:
             self._storage = open_storage(self.url, create=True)
         except StorageUnavailableError as exc:
@@ -194,9 +197,12 @@ class StudyPool:
                 self.waiting = exc
                 raise
             except BoloopError as exc:
-                logger.error("storage %r: %s", safe_url(self.url), exc)
+                if str(exc) != self._refused:  # once, not at every request or check
+                    self._refused = str(exc)
+                    logger.error("storage %r: %s", safe_url(self.url), exc)
                 raise HTTPException(500, str(exc)) from exc
             self.waiting = None  # the outage's log said "reachable again" (OutageLog)
+            self._refused = None
             return self.url
         finally:
             self._opening.release()
