@@ -145,6 +145,7 @@ def no_keyword(spec, seed):
     [
         ("missing.py:make_emc", ["method file 'missing.py' does not exist"], False),
         ("emc.py:make_em", ["'emc.py' has no function 'make_em'", "make_emc"], False),
+        ("empty.py:make", ["'empty.py' has no function 'make'; it defines no function"], False),
         ("bad.py:make_problem", ["'bad.py:make_problem' is not a method factory", "(spec"], False),
         ("emc.py:ExpectedMisclassification", ["is a class, not a method factory"], False),
         # these two register their factory (under its name) before it is refused: in a child
@@ -157,6 +158,7 @@ def test_a_bad_method_file_is_one_line_before_any_run(
     docs_dir: Path, tmp_path: Path, method: str, words: list[str], child: bool
 ) -> None:
     (docs_dir / "bad.py").write_text(_BAD_METHODS)
+    (docs_dir / "empty.py").write_text("SIZE = 50  # a file with no function at all\n")
     out = tmp_path / "out"
     argv = [
         "bench",

@@ -233,7 +233,6 @@ def load_file_attribute(name: str, what: str) -> Callable[..., Any]:
     factory = getattr(module, attr, None)
     if not callable(factory):
         public = [n for n in vars(module) if not n.startswith("_") and callable(vars(module)[n])]
-        raise InvalidInputError(
-            f"{path_text!r} has no function {attr!r}; its functions: {', '.join(public)}"
-        )
+        found = f"its functions: {', '.join(public)}" if public else "it defines no function"
+        raise InvalidInputError(f"{path_text!r} has no function {attr!r}; {found}")
     return factory  # type: ignore[no-any-return]

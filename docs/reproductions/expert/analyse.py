@@ -100,7 +100,13 @@ def main(root: str) -> None:
     ref_file = Path(root) / "fig3_iter" / "results.csv"
     if ref_file.exists():  # GP-LCB on Ackley-4D is the reference of every Fig. 3 variant
         reference = {k: v for k, v in load(ref_file).items() if k[1] == "gp-lcb"}
-    for results in sorted(Path(root).glob("*/results.csv")):
+    found = sorted(Path(root).glob("*/results.csv"))
+    if not found:  # before anything is written: an empty summary.csv would replace the stored one
+        sys.exit(
+            f"no results in {root}/*/results.csv: run the boloop bench run commands of "
+            "docs/reproductions/expert.md first (nothing was written)"
+        )
+    for results in found:
         name = results.parent.name
         data = load(results)
         if name.startswith("fig3") or name in ("fig6", "fig7", "handover"):

@@ -193,12 +193,20 @@ def actions_figure(outdir: Path, budget: int = 50, seed: int = 0) -> list[str]:
 
 
 def main() -> None:
+    if "-h" in sys.argv or "--help" in sys.argv:
+        print(__doc__)
+        return
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     root = Path(args[0] if args else "out/safe")
     outdir = Path(args[1] if len(args) > 1 else "docs/reproductions/safe")
-    outdir.mkdir(parents=True, exist_ok=True)
     data = load(root)
     rows = summarise(data)
+    if not rows:  # before anything is written: an empty summary.csv would replace the stored one
+        sys.exit(
+            f"no results in {root}/*/results.csv: run the boloop bench run commands of "
+            "docs/reproductions/safe.md first (nothing was written)"
+        )
+    outdir.mkdir(parents=True, exist_ok=True)
     with (outdir / "summary.csv").open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()

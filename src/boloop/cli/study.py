@@ -732,8 +732,11 @@ def status_lines(
         for k, v in st["settings"].items():
             lines.append(f"    {k:<{width}}  {_short(v, units=units)}")
     oq = st["open_query"]
+    done = _horizon_used_up(st)
     if oq:
         lines.append(f"  open query:     {oq['id']} ({_KIND_WORD[oq['kind']]})")
+    elif done:
+        lines.append(f"  open query:     none ({done})")
     else:
         lines.append(f"  open query:     none (boloop study ask {_quote(st['name'])} issues one)")
     lines.append(f"  recommendation: {st.get('recommendation_meaning') or 'the current best'}")
@@ -984,6 +987,20 @@ def plot_document(study: Study, html: bool = False, growth: bool = True) -> str:
     )
 
 
+def _horizon_used_up(st: Mapping[str, Any]) -> str | None:
+    """For a method that plans for T answers (MR-LPF) and has been given all of them, what to say
+    instead of a next query: it asks no more (its ``ask`` refuses), its recommendation is final.
+    None while it still asks, and for every method without a horizon."""
+    hz = st.get("horizon")
+    if not hz or hz["left"] > 0:
+        return None
+    unit = "duels" if st["family"] == "preference" else "answers"
+    return (
+        f"the method asks no more: all T = {hz['value']} {unit} of its horizon are answered, "
+        "and its recommendation is final"
+    )
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.max is not None and args.max < 1:
         raise InvalidInputError(f"--max must be a positive number of answers, got {args.max}")
@@ -1030,7 +1047,18 @@ def run_loop(
     # said once when it appears (a newcomer's trial saw it only in status and on the page)
     shown_stuck = False
     while max_answers is None or told < max_answers:
-        q = study.ask()
+        try:
+            q = study.ask()
+        except QueryStateError:  # a method whose horizon is used up asks no more: the study is done
+            st = study.status(last=0)
+            done = _horizon_used_up(st)
+            if done is None:
+                raise
+            print(f"\nstudy {study.name!r} is complete: {done}.", file=out)
+            print(f"recommendation: {st['recommendation_meaning']}", file=out)
+            for line in _named_recommendation_lines(st, None, study.units()):
+                print(f"  {line}", file=out)
+            return 0
         print("", file=out)
         print(f"-- {_NEXT[q.kind]} --", file=out)
         print(q.prompt(), file=out)
