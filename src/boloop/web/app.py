@@ -1578,7 +1578,7 @@ def _page_context(study: Study) -> dict[str, Any]:
         # a method that no longer makes progress: a notice, not the alarm above
         "study_stuck": st.get("stuck"),
         # a level-set map that stopped changing is as often finished as stuck (its notice)
-        "stuck_map": study.family == "levelset",
+        "stuck_map": family_traits(study.family).level_threshold,
         "continued_as": st.get("continued_as") or [],
         "moved": st.get("moved"),  # boloop study migrate moved it: a notice instead of the form
         "over_limit_next": st.get("over_limit_next"),
