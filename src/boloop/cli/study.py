@@ -719,7 +719,7 @@ def status_lines(
             "settings": "the 'budget' of the space's or problem's settings",
             "default": "the default, as none was given: choose it with --option horizon=T",
         }[hz["source"]]
-        unit = "duels" if st["family"] == "preference" else "answers"
+        unit = _answer_unit(st["family"])
         lines.append(
             f"  horizon:        T = {hz['value']} {unit} ({where}); {hz['left']} left: the method "
             f"plans its rounds for exactly T {unit} and asks nothing after them"
@@ -944,7 +944,9 @@ def _plot(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"cannot write {out!r}: the directory {folder!r} does not exist")
     _refuse_to_overwrite(out, args.force)
     study = load_study(args.name, storage=args.storage)
-    growth = study.family == "safe" and not args.no_growth
+    from boloop.algorithms.families import family_traits
+
+    growth = family_traits(study.family).growth_picture and not args.no_growth
     text = plot_document(study, html=ext == ".html", growth=growth)
     try:
         with open(out, "w", encoding="utf-8") as fh:
@@ -987,6 +989,14 @@ def plot_document(study: Study, html: bool = False, growth: bool = True) -> str:
     )
 
 
+def _answer_unit(family: str) -> str:
+    """What one answer of a ``family`` study is called in counts: ``duels`` for a family whose
+    data are duels (it declares ``duel_model``), ``answers`` otherwise."""
+    from boloop.algorithms.families import family_traits
+
+    return "duels" if family_traits(family).duel_model else "answers"
+
+
 def _horizon_used_up(st: Mapping[str, Any]) -> str | None:
     """For a method that plans for T answers (MR-LPF) and has been given all of them, what to say
     instead of a next query: it asks no more (its ``ask`` refuses), its recommendation is final.
@@ -994,7 +1004,7 @@ def _horizon_used_up(st: Mapping[str, Any]) -> str | None:
     hz = st.get("horizon")
     if not hz or hz["left"] > 0:
         return None
-    unit = "duels" if st["family"] == "preference" else "answers"
+    unit = _answer_unit(st["family"])
     return (
         f"the method asks no more: all T = {hz['value']} {unit} of its horizon are answered, "
         "and its recommendation is final"
