@@ -400,8 +400,8 @@ class BasePolicy(ABC):
       :data:`boloop.algorithms.registry.RECOMMEND_KEYWORDS`);
     * optionally :meth:`_no_more_queries` (why the method has no next query, once it has none:
       a horizon used up, every candidate measured), :meth:`_iteration_done` (return ``not
-      query.initial`` so that the initial design
-      does not use up the budget), :meth:`describe`, and, with ``accepts_measurements = True``,
+      query.initial`` so that the initial design does not use up the budget),
+      :meth:`describe`, and, with ``accepts_measurements = True``,
       :meth:`_add_measurements`.
 
     Every random number comes from ``self.rng``, made from the seed by ``__init__``.
