@@ -55,6 +55,18 @@ class QueryStateError(BoloopError):
     """An answer refers to a query that was never asked, was already answered, or is stale."""
 
 
+class NoMoreQueriesError(QueryStateError):
+    """The method asks no more: it has reached a state where it has no next query (MR-LPF after
+    the T duels of its horizon; a level-set method with ``allow_repeats=False`` once every
+    candidate is measured), and its recommendation is final. ``reason``: why, the clause that
+    :meth:`boloop.queries.BasePolicy.asks_no_more` gives; the message is ``"the method asks no
+    more: " + reason``. Withdrawing an answer (a study's undo) can make it ask again."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the method asks no more: {reason}")
+        self.reason = reason
+
+
 class AnswerTypeError(BoloopError, TypeError):
     """An answer has the wrong type for its query (a float for a Label, a bool for a Compare...)."""
 

@@ -36,6 +36,7 @@ from boloop._validation import as_rng
 from boloop.errors import (
     AnswerTypeError,
     InvalidInputError,
+    NoMoreQueriesError,
     OutOfSpaceError,
     ProposalError,
     QueryStateError,
@@ -397,8 +398,10 @@ class BasePolicy(ABC):
       ``final_update`` (the metric tracker calls ``recommend(final_update=True)``; a policy
       without the keyword is refused when it is built,
       :data:`boloop.algorithms.registry.RECOMMEND_KEYWORDS`);
-    * optionally :meth:`_iteration_done` (return ``not query.initial`` so that the initial design
-      does not use up the budget), :meth:`describe`, and, with ``accepts_measurements = True``,
+    * optionally :meth:`_no_more_queries` (why the method has no next query, once it has none:
+      a horizon used up, every candidate measured), :meth:`_iteration_done` (return ``not
+      query.initial`` so that the initial design does not use up the budget),
+      :meth:`describe`, and, with ``accepts_measurements = True``,
       :meth:`_add_measurements`.
 
     Every random number comes from ``self.rng``, made from the seed by ``__init__``.
@@ -432,10 +435,24 @@ class BasePolicy(ABC):
 
     # -- the protocol ---------------------------------------------------------------------------
     def ask(self) -> Query:
-        """The next query; the same open query again while it is unanswered."""
+        """The next query; the same open query again while it is unanswered. Raises
+        :class:`~boloop.errors.NoMoreQueriesError` (a :class:`~boloop.errors.QueryStateError`)
+        once the method asks no more (:meth:`asks_no_more`), changing nothing."""
         if self._pending is None:
+            reason = self.asks_no_more()
+            if reason is not None:
+                raise NoMoreQueriesError(reason)
             self._pending = check_query(self._propose(), None, f"method {self.method_id!r}")
         return self._pending
+
+    def asks_no_more(self) -> str | None:
+        """None while the method has a query to ask (and while one is open); once it has none,
+        why, in one clause that follows "the method asks no more: " (MR-LPF: ``"all T = 40
+        duels of its horizon are answered, and its recommendation is final"``). Then
+        :meth:`ask` raises :class:`~boloop.errors.NoMoreQueriesError` with it, and a study says
+        it in its status, its ``run``, its page and its API alike. A method's author writes
+        :meth:`_no_more_queries`."""
+        return None if self._pending is not None else self._no_more_queries()
 
     def tell(self, query_id: int | Query, answer: Any) -> None:
         """Give the answer to query ``query_id`` (its id, or the query :meth:`ask` returned).
@@ -544,6 +561,13 @@ class BasePolicy(ABC):
     @abstractmethod
     def _observe(self, query: Query, answer: Any) -> None:
         """Update the models with a validated answer. Must not change state if it raises."""
+
+    def _no_more_queries(self) -> str | None:
+        """Why the method has no next query, when it has none (see :meth:`asks_no_more`;
+        called only while no query is open); None (the default) while :meth:`_propose` can
+        build one. A method whose :meth:`_propose` could refuse writes this, so that the refusal
+        is a state a study can show rather than an error."""
+        return None
 
     def _iteration_done(self, query: Query, answer: Any) -> bool:
         """Whether this answer completes an iteration of the paper's budget (default: yes)."""

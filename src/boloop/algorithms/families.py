@@ -42,10 +42,13 @@ class FamilyTraits:
     - ``required_settings``: settings the family cannot run without (after the space's keys are
       merged into the settings; ``threshold`` for the level-set family).
     - ``safety_limit``: answers carry an output ``g`` that must stay at or below ``h``; a web page
-      shows the limit and asks before storing an answer above it.
+      shows the limit and asks before storing an answer above it; the progress picture draws
+      ``f`` with the best safe ``f`` so far and ``g`` against the limit.
     - ``level_threshold``: ``settings["threshold"]`` is the level of the set to map, drawn on the
-      model picture.
-    - ``duel_model``: the data are duels; the model picture ranks the options.
+      model and progress pictures; the study is a map, and the page's stall notice says so (a
+      map that stopped changing is as often finished as stuck).
+    - ``duel_model``: the data are duels; the model picture ranks the options, the progress
+      picture counts wins, and studies count the answers as duels.
     - ``expert_belief``: ``predict(X)`` also returns the expert's latent ``g``, drawn on the model
       picture.
     - ``growth_picture``: a study draws the certified safe set's growth, one more picture.

@@ -636,8 +636,17 @@ class MRLPF(_DuelingPolicy):
             self._start_round()
 
     # -- protocol ---------------------------------------------------------------------------------
+    def _no_more_queries(self) -> str | None:
+        """After the T duels of its horizon: the rounds are planned for exactly T (Alg. 1)."""
+        if not self.finished:
+            return None
+        return (
+            f"all T = {self.horizon} duels of its horizon are answered, and its recommendation "
+            "is final"
+        )
+
     def _propose(self) -> Query:
-        if self.finished:
+        if self.finished:  # (ask() says it first: _no_more_queries)
             raise QueryStateError(
                 f"MR-LPF has used all {self.horizon} duels of its horizon T and asks no more; "
                 "its recommendation (the best option it found) is final"

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from boloop.errors import BoloopError, InvalidInputError, QueryStateError
+from boloop.errors import BoloopError, InvalidInputError, NoMoreQueriesError, QueryStateError
 
 if TYPE_CHECKING:  # the study machinery (numpy, SQLAlchemy, the policies) loads on first use,
     # so `boloop --version`, `boloop --help` and argument errors stay instant
@@ -478,7 +478,10 @@ def _highest(rec: Mapping[str, Any]) -> str:
 
 def _ask(args: argparse.Namespace) -> int:
     study = load_study(args.name, storage=args.storage)
-    q = study.ask()
+    try:
+        q = study.ask()
+    except NoMoreQueriesError as exc:  # one line and exit 2: no query to print
+        raise QueryStateError(f"study {study.name!r} is complete: {exc}") from exc
     if args.json:
         print(json.dumps(q.to_dict()))
     else:
@@ -719,7 +722,7 @@ def status_lines(
             "settings": "the 'budget' of the space's or problem's settings",
             "default": "the default, as none was given: choose it with --option horizon=T",
         }[hz["source"]]
-        unit = "duels" if st["family"] == "preference" else "answers"
+        unit = _answer_unit(st["family"])
         lines.append(
             f"  horizon:        T = {hz['value']} {unit} ({where}); {hz['left']} left: the method "
             f"plans its rounds for exactly T {unit} and asks nothing after them"
@@ -732,7 +735,7 @@ def status_lines(
         for k, v in st["settings"].items():
             lines.append(f"    {k:<{width}}  {_short(v, units=units)}")
     oq = st["open_query"]
-    done = _horizon_used_up(st)
+    done = st.get("asks_no_more")
     if oq:
         lines.append(f"  open query:     {oq['id']} ({_KIND_WORD[oq['kind']]})")
     elif done:
@@ -944,7 +947,9 @@ def _plot(args: argparse.Namespace) -> int:
         raise InvalidInputError(f"cannot write {out!r}: the directory {folder!r} does not exist")
     _refuse_to_overwrite(out, args.force)
     study = load_study(args.name, storage=args.storage)
-    growth = study.family == "safe" and not args.no_growth
+    from boloop.algorithms.families import family_traits
+
+    growth = family_traits(study.family).growth_picture and not args.no_growth
     text = plot_document(study, html=ext == ".html", growth=growth)
     try:
         with open(out, "w", encoding="utf-8") as fh:
@@ -987,18 +992,12 @@ def plot_document(study: Study, html: bool = False, growth: bool = True) -> str:
     )
 
 
-def _horizon_used_up(st: Mapping[str, Any]) -> str | None:
-    """For a method that plans for T answers (MR-LPF) and has been given all of them, what to say
-    instead of a next query: it asks no more (its ``ask`` refuses), its recommendation is final.
-    None while it still asks, and for every method without a horizon."""
-    hz = st.get("horizon")
-    if not hz or hz["left"] > 0:
-        return None
-    unit = "duels" if st["family"] == "preference" else "answers"
-    return (
-        f"the method asks no more: all T = {hz['value']} {unit} of its horizon are answered, "
-        "and its recommendation is final"
-    )
+def _answer_unit(family: str) -> str:
+    """What one answer of a ``family`` study is called in counts: ``duels`` for a family whose
+    data are duels (it declares ``duel_model``), ``answers`` otherwise."""
+    from boloop.algorithms.families import family_traits
+
+    return "duels" if family_traits(family).duel_model else "answers"
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -1049,12 +1048,9 @@ def run_loop(
     while max_answers is None or told < max_answers:
         try:
             q = study.ask()
-        except QueryStateError:  # a method whose horizon is used up asks no more: the study is done
+        except NoMoreQueriesError as exc:  # the method asks no more: the study is done
             st = study.status(last=0)
-            done = _horizon_used_up(st)
-            if done is None:
-                raise
-            print(f"\nstudy {study.name!r} is complete: {done}.", file=out)
+            print(f"\nstudy {study.name!r} is complete: {exc}.", file=out)
             print(f"recommendation: {st['recommendation_meaning']}", file=out)
             for line in _named_recommendation_lines(st, None, study.units()):
                 print(f"  {line}", file=out)

@@ -40,6 +40,7 @@ from boloop.errors import (
     AnswerTypeError,
     BoloopError,
     InvalidInputError,
+    NoMoreQueriesError,
     QueryStateError,
     StorageAccessError,
     StorageBusyError,
@@ -751,7 +752,11 @@ class Study(StudyReplay, StudySnapshots):
         command that continues the study with every option its warnings suggest (None when they
         suggest none); each of those warnings names this same command, so whichever a person
         follows, no suggestion is lost; ``moved``: where ``boloop study migrate`` moved the
-        study (:attr:`moved`; None while it lives here).
+        study (:attr:`moved`; None while it lives here); ``asks_no_more``: once the method has
+        no next query (MR-LPF after its horizon; a level-set method with
+        ``allow_repeats=False`` once every candidate is measured), the sentence that says so and
+        why, ``"the method asks no more: ..."``, as :meth:`ask` refuses with it
+        (:class:`~boloop.errors.NoMoreQueriesError`); None while the method asks.
 
         ``keep_policy=False``, for a process that ends after the status (``boloop study
         status``): the recommendation and settings are read from the live policy itself, not a
@@ -782,6 +787,7 @@ class Study(StudyReplay, StudySnapshots):
             "iteration_meaning": policy.iteration_meaning,
             "options": dict(self.options),
             "horizon": self._horizon(),
+            "asks_no_more": _asks_no_more(policy),
         }
         open_query = (
             None
@@ -1872,6 +1878,13 @@ class Study(StudyReplay, StudySnapshots):
             f"Study(name={self.name!r}, method={self.method!r}, answered={self.n_answered}, "
             f"storage={safe_url(self.storage_url)!r})"
         )
+
+
+def _asks_no_more(policy: Any) -> str | None:
+    """The policy's :meth:`~boloop.queries.BasePolicy.asks_no_more` as the sentence its ``ask``
+    refuses with (None while it asks)."""
+    reason = policy.asks_no_more()
+    return None if reason is None else str(NoMoreQueriesError(reason))
 
 
 _LABEL_COUNTS = ("labels_asked", "labels_rejected")  # expert family: labels beside the budget

@@ -65,6 +65,14 @@ def _models(described: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _has_safety_value(study: Study) -> bool:
+    """Whether the study's answers carry a safety value ``g`` with a limit (its family declares
+    ``safety_limit``): the floor bounds the length-scales of g's model."""
+    from boloop.algorithms.families import family_traits
+
+    return family_traits(study.family).safety_limit
+
+
 def find_floor_g(study: Study, progress: Progress | None = None) -> dict[str, Any]:
     """The smallest ``min_lengthscale_g`` of :data:`FLOOR_GRID` under which a continuation of
     the safe ``study`` certifies more with its answers so far, for g's model as the study has
@@ -83,7 +91,7 @@ def find_floor_g(study: Study, progress: Progress | None = None) -> dict[str, An
     Refused (:class:`~boloop.errors.InvalidInputError`) for a study of another family, one
     whose g has fixed hyperparameters (the floor applies to learned ones), or one with no
     answers; nothing is stored in any case."""
-    if study.family != "safe":
+    if not _has_safety_value(study):
         raise InvalidInputError(
             f"study {study.name!r} is a {study.family} study: the search for min_lengthscale_g "
             "is for the safe family (how smoothly the safety value g varies)"

@@ -736,10 +736,12 @@ def _ylabel(study: Any, output: str | None = None) -> str:
 def progress_svg(study: Any, width: int = WIDTH) -> str:
     """The study's progress against the number of answers, as an SVG document (str).
 
-    ``expert``: evaluations and the running best (lowest) f, labels marked accept/reject;
-    ``levelset``: measurements with the threshold and the count above it; ``safe``: f with the
-    running best safe f, and g with the limit h; ``preference``: cumulative wins of the five
-    options that won most.
+    Drawn as the family declares (:func:`~boloop.algorithms.families.family_traits`):
+    ``duel_model`` (preference): cumulative wins of the five options that won most;
+    ``safety_limit`` (safe): f with the running best safe f, and g with the limit h;
+    ``level_threshold`` (level set): measurements with the threshold and the count above it;
+    otherwise (expert, or a family that declares none): evaluations and the running best
+    (lowest) f, labels marked accept/reject.
 
     ``width``: the picture's width in SVG units, drawn at as many CSS px unless scaled
     (:data:`PHONE_WIDTH`: a phone's, the same text in a narrower picture with fewer ticks)."""
@@ -752,10 +754,11 @@ def _progress_lead(study: Any) -> str:
     hist = study.history()
     if not hist:
         return "No answers yet."
-    if study.family == "preference" or all(r["kind"] == "compare" for r in hist):
+    traits = family_traits(study.family)
+    if traits.duel_model or all(r["kind"] == "compare" for r in hist):
         return f"{len(hist)} duels answered."
     settings = _settings(study)
-    if study.family == "safe":
+    if traits.safety_limit:
         h = float(settings.get("h", settings.get("threshold", math.nan)))
         f = [_scalar(r["answer"], "f") for r in hist]
         g = [_scalar(r["answer"], "g") for r in hist]
@@ -772,7 +775,7 @@ def _progress_lead(study: Any) -> str:
                 else f"No measured g above the limit h = {_fmt(h)}."
             )
         )
-    if study.family == "levelset":
+    if traits.level_threshold:
         h = float(settings.get("threshold", math.nan))
         y = [_scalar(r["answer"]) for r in hist]
         return f"{len(y)} measurements, {sum(v > h for v in y)} above the threshold {_fmt(h)}."
@@ -826,13 +829,13 @@ def _progress_svg(study: Any) -> str:
     label = f"progress of study {study.name}"
     if not hist:
         return _message("no answers yet", label)
-    fam = study.family
+    traits = family_traits(study.family)
     n = np.arange(1, len(hist) + 1)
-    if fam == "preference" or all(r["kind"] == "compare" for r in hist):
+    if traits.duel_model or all(r["kind"] == "compare" for r in hist):
         return _progress_compare(study, hist, label)
     settings = _settings(study)
     body: list[str] = []
-    if fam == "safe":
+    if traits.safety_limit:
         h = float(settings.get("h", settings.get("threshold", math.nan)))
         f = np.array([_scalar(r["answer"], "f") for r in hist])
         g = np.array([_scalar(r["answer"], "g") for r in hist])
@@ -870,7 +873,7 @@ def _progress_svg(study: Any) -> str:
             (_RED, "g > h (unsafe)", _CROSS),
         ]
         return _with_legend(body, 2 * PANEL_H, items, label)
-    if fam == "levelset":
+    if traits.level_threshold:
         h = float(settings.get("threshold", math.nan))
         y = np.array([_scalar(r["answer"]) for r in hist])
         above = np.cumsum(y > h)

@@ -68,6 +68,7 @@ from boloop.algorithms.registry import FAMILY_DEFAULTS
 from boloop.errors import (
     BoloopError,
     InvalidInputError,
+    NoMoreQueriesError,
     QueryStateError,
     StorageAccessError,
     StorageBusyError,
@@ -1191,6 +1192,13 @@ def create_app(
                     "study) and `rejected_before`: why an evaluation at a setting the expert "
                     "rejected is measured anyway, in one sentence (null when there is none)"
                 },
+                409: {
+                    "description": "no query to give: the method asks no more (MR-LPF after "
+                    "its horizon of T duels, a level-set method with allow_repeats=false once "
+                    "every candidate is measured): `error` is `asks_no_more` and `detail` the "
+                    "sentence of the status's `asks_no_more` (its recommendation is final; an "
+                    "undo makes it ask again); or the study was moved to another storage"
+                },
                 **unavailable,
             },
         },
@@ -1198,7 +1206,15 @@ def create_app(
     )
     def api_ask(name: str) -> JSONResponse:
         name = study_name(name)
-        return _json(api_call(name, lambda s: _query_json(s, s.ask())))
+
+        def ask(s: Study) -> tuple[int, dict[str, Any]]:
+            try:
+                return 200, _query_json(s, s.ask())
+            except NoMoreQueriesError as exc:
+                return 409, {"detail": str(exc), "error": "asks_no_more"}
+
+        status, out = api_call(name, ask)
+        return _json(out, status)
 
     @app.post(
         "/api/studies/{name}/tell",
@@ -1529,10 +1545,13 @@ def _query_media(study: Study, q: Any) -> dict[str, list[dict[str, str]]]:
 def _page_context(study: Study) -> dict[str, Any]:
     query = None
     ask_error = None
+    complete = None  # the method asks no more: said in place of the answer form
     try:
         query = study.ask()
     except (StorageUnavailableError, StorageAccessError):
         raise
+    except NoMoreQueriesError as exc:
+        complete = _sentence(str(exc))
     except BoloopError as exc:
         ask_error = str(exc)
     hist = study.history()
@@ -1550,6 +1569,7 @@ def _page_context(study: Study) -> dict[str, Any]:
         "units": units,
         "query": query,
         "ask_error": ask_error,
+        "complete": complete,
         "media": _query_media(study, query) if query is not None else {},
         "limit": _limit(study) if family_traits(study.family).safety_limit else None,
         "growth_picture": family_traits(study.family).growth_picture,
@@ -1578,13 +1598,19 @@ def _page_context(study: Study) -> dict[str, Any]:
         # a method that no longer makes progress: a notice, not the alarm above
         "study_stuck": st.get("stuck"),
         # a level-set map that stopped changing is as often finished as stuck (its notice)
-        "stuck_map": study.family == "levelset",
+        "stuck_map": family_traits(study.family).level_threshold,
         "continued_as": st.get("continued_as") or [],
         "moved": st.get("moved"),  # boloop study migrate moved it: a notice instead of the form
         "over_limit_next": st.get("over_limit_next"),
         **_measurement_words(study),
     }
     return ctx
+
+
+def _sentence(clause: str) -> str:
+    """``clause`` as a sentence: a capital first letter and a full stop."""
+    clause = clause.strip()
+    return clause[:1].upper() + clause[1:] + ("" if clause.endswith(".") else ".")
 
 
 def _noise_outlier_words(study: Study, st: Mapping[str, Any]) -> list[str]:

@@ -445,6 +445,16 @@ class LevelSetPolicy(BasePolicy):
         return LevelSetEstimate(threshold, t, self.candidates, classify(mean, threshold), _classify)
 
     # -- the loop -----------------------------------------------------------------------------
+    def _no_more_queries(self) -> str | None:
+        """A finite space with ``allow_repeats=False`` whose every candidate is measured (by a
+        query or an added measurement): nothing is left to choose from (Sec. 5.3)."""
+        if self.finite and not self.allow_repeats and bool(np.all(self.observed)):
+            return (
+                f"every one of the {self.N} candidates is measured and allow_repeats is false, "
+                "so its estimate of the sets is final"
+            )
+        return None
+
     def _allowed(self) -> np.ndarray | None:
         """Mask of selectable candidates, or None when all are."""
         if self.finite and not self.allow_repeats:
