@@ -289,3 +289,24 @@ def test_the_page_of_a_complete_study_has_no_answer_form_and_says_why(server, sh
         assert not d.find_elements(By.ID, "complete")
     finally:
         d.quit()
+
+
+def test_a_complete_level_set_does_not_promise_that_more_answers_settle_the_undecided(tmp_path):
+    """Every candidate measured at the threshold itself: the estimate leaves them undecided,
+    and the status no longer says that more answers settle them (the method asks none); a study
+    still asking says it does."""
+    db = ["--storage", f"sqlite:///{tmp_path / 's.db'}"]
+    study = create_study("lev", "straddle", LEVEL, storage=db[1], seed=0, allow_repeats=False)
+    q = study.ask()
+    study.tell(q.id, 0.5)
+    asking = _boloop(["study", "status", "lev", *db], tmp_path)
+    assert asking.returncode == 0 and "still undecided" in asking.stdout
+    assert "(more answers settle them)" in asking.stdout
+    for _ in range(3):
+        q = study.ask()
+        study.tell(q.id, 0.5)
+    assert study.status(last=0)["recommendation"]["n_undecided"] > 0
+    done = _boloop(["study", "status", "lev", *db], tmp_path)
+    assert done.returncode == 0
+    assert "(the method asks no more, so no answer of this study will settle them)" in done.stdout
+    assert "more answers settle them" not in done.stdout

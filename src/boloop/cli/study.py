@@ -818,15 +818,23 @@ def _named_recommendation_lines(
     """The recommendation of a status ``st`` as lines, the first led by the option's name when
     it is an option of a table (``recommendation_label``); a point's values with their
     ``units``."""
-    lines = _recommendation_lines(st["recommendation"], labels, units)
+    lines = _recommendation_lines(
+        st["recommendation"], labels, units, asks_no_more=bool(st.get("asks_no_more"))
+    )
     if st.get("recommendation_label") and lines:
         lines[0] = f"{st['recommendation_label']} ({lines[0]})"
     return lines
 
 
 def _recommendation_lines(
-    rec: Any, labels: Sequence[str] | None, units: Mapping[str, str] | None = None
+    rec: Any,
+    labels: Sequence[str] | None,
+    units: Mapping[str, str] | None = None,
+    asks_no_more: bool = False,
 ) -> list[str]:
+    """A recommendation (``Study.recommend()``'s, a status's) as lines; ``asks_no_more``: the
+    method asks nothing more (a level set's undecided candidates are then not settled by more
+    answers of the study)."""
     if isinstance(rec, str):
         return [rec]
     if rec is None:
@@ -842,7 +850,7 @@ def _recommendation_lines(
             if rec.get("n_undecided") is not None:
                 from boloop.study.core import undecided_text
 
-                out.append(undecided_text(rec["n_undecided"]))
+                out.append(undecided_text(rec["n_undecided"], asks_no_more))
             if rec["upper"]:
                 out.append("upper set: " + _points_summary(rec["upper"], units=units))
             return out

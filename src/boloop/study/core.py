@@ -1916,8 +1916,10 @@ def _undecided_points(policy: Any, rec: Any) -> int | None:
     return int(np.count_nonzero(undecided(mean, std, float(rec.threshold))))
 
 
-def undecided_text(n_undecided: int) -> str:
-    """What ``n_undecided`` (a level-set status's count) means, in a person's words."""
+def undecided_text(n_undecided: int, asks_no_more: bool = False) -> str:
+    """What ``n_undecided`` (a level-set status's count) means, in a person's words;
+    ``asks_no_more``: the method asks nothing more (``status()["asks_no_more"]``), so no answer
+    of the study will settle them."""
     from boloop.confidence import UNDECIDED_SD
 
     if n_undecided == 0:
@@ -1925,9 +1927,14 @@ def undecided_text(n_undecided: int) -> str:
             f"none still undecided: everywhere the model's value is more than {UNDECIDED_SD:g} "
             "standard deviations from the threshold"
         )
+    settle = (
+        "the method asks no more, so no answer of this study will settle them"
+        if asks_no_more
+        else "more answers settle them"
+    )
     return (
         f"{n_undecided} still undecided: the model's value there is within {UNDECIDED_SD:g} "
-        "standard deviations of the threshold (more answers settle them)"
+        f"standard deviations of the threshold ({settle})"
     )
 
 

@@ -1682,7 +1682,7 @@ def _recommendation_view(
             f"threshold {rec['threshold']:g}"
         )
         if rec.get("n_undecided") is not None:
-            text += "; " + undecided_text(rec["n_undecided"])
+            text += "; " + undecided_text(rec["n_undecided"], bool(st.get("asks_no_more")))
         return {"text": text, "meaning": str(st.get("recommendation_meaning") or "")}
     if isinstance(rec, dict) and isinstance(rec.get("point"), dict):
         rec = rec["point"]  # e.g. the safe family's {"point", "index", "best_s", ...}
