@@ -94,6 +94,35 @@ def test_a_measurement_added_by_hand_counts_as_measured():
         policy.ask()
 
 
+@pytest.mark.parametrize("method", ["straddle", "randomized-straddle", "lse"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_initial_design_never_asks_a_candidate_measured_by_hand(method, seed):
+    """With allow_repeats=False the design passes over the candidates a user measured before it
+    was done: each query is an unmeasured candidate until none is left (the design asked a
+    hand-measured one again: a 4-point grid after 3 added measurements asked the first)."""
+    grid = np.linspace(0.0, 1.0, 8)
+    for added in ([0, 3, 5], [1], [0, 1, 2, 3, 4, 5, 6]):
+        X = grid.reshape(-1, 1)
+        spec = PolicySpec(
+            method=method,
+            family="levelset",
+            space=CandidateSet(X),
+            settings={"threshold": 0.5},
+            seed=seed,
+            options={"allow_repeats": False},
+        )
+        policy = build_policy(spec)
+        policy.observe(X[added], [float(v) for v in grid[added]])
+        measured = {float(v) for v in grid[added]}
+        while policy.asks_no_more() is None:
+            q = policy.ask()
+            x = float(q.x[0])
+            assert x not in measured, (added, x)
+            measured.add(x)
+            policy.tell(q.id, x)
+        assert measured == {float(v) for v in grid}
+
+
 def test_with_repeats_allowed_the_same_method_goes_on_asking():
     X = np.linspace(0.0, 1.0, 4).reshape(-1, 1)
     policy = build_policy(

@@ -465,8 +465,17 @@ class LevelSetPolicy(BasePolicy):
         return None
 
     def _initial_query(self) -> Evaluate:
-        if self._initial_design is not None:
-            k = self._n_obs
+        """The next point of the initial design (the ``n_obs``-th). With ``allow_repeats=False``
+        a design point already measured (a measurement the user added there) is passed over for
+        the design's next unmeasured one, or, when none is left, a random unmeasured candidate:
+        the design never asks a measured candidate again."""
+        k = self._n_obs
+        if self._initial_design is not None and self._initial_index is not None and (
+            self.finite and not self.allow_repeats
+        ):
+            index = self._initial_index
+            k = next((j for j in range(k, len(index)) if not self.observed[int(index[j])]), -1)
+        if self._initial_design is not None and k >= 0:
             idx = None if self._initial_index is None else int(self._initial_index[k])
             q = self._new_evaluate(self._initial_design[k], index=idx)
         else:
