@@ -55,8 +55,8 @@ class ModelSearched(TypedDict):
 
 
 class PolicyOnASpace(Protocol):
-    """A policy built on a search space, as every policy of boloop's (the safe ones' lists
-    the monotone parameter first). A method of one's own need not have ``space``."""
+    """A policy built on a search space, as every policy of boloop's is (a safe policy's space
+    lists the monotone parameter first). A method of one's own need not have ``space``."""
 
     space: Space
 
