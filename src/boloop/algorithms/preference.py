@@ -504,7 +504,7 @@ class MRLPF(_DuelingPolicy):
     method_id = "mr-lpf"
 
     @property
-    def betas(self) -> np.ndarray:
+    def betas(self) -> list[float]:
         """Old name of :attr:`sqrt_betas`, the multipliers of sigma per round."""
         return self.sqrt_betas
 
@@ -1008,9 +1008,10 @@ class EUBO(_DuelingPolicy):
             # length-scale (the kernel of a fitted EUBO is the grid's middle one, unit variance)
             K = self.K_X
         else:
-            K = self._grams.get(ls)
-            if K is None:
-                K = self._grams[ls] = self._gram(SquaredExponential(ls, 1.0))
+            gram = self._grams.get(ls)
+            if gram is None:
+                gram = self._grams[ls] = self._gram(SquaredExponential(ls, 1.0))
+            K = gram
         return K * var
 
     def __getstate__(self) -> dict[str, Any]:

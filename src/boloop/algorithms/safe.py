@@ -86,7 +86,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -113,7 +113,7 @@ from boloop.gp.hyperparameters import (
     initial_design_size,
     space_filling_design,
 )
-from boloop.gp.kernels import Kernel, Matern, StationaryPlusTrend
+from boloop.gp.kernels import Kernel, Matern, StationaryKernel, StationaryPlusTrend
 from boloop.queries import BasePolicy, Evaluate, Query
 from boloop.recommendations import SafeRecommendation
 from boloop.spaces import SafeSpace
@@ -577,7 +577,10 @@ class _SafePolicy(BasePolicy):
             self._last_fit_n["g"] = gp_g.n
             # the worst case axis by axis (gp/conservative.py), never below a fifth of the box
             # (the paper's prior mean, B.2.2) where the data do not pin the length-scale shorter
-            ls = np.atleast_1d(shape.kernel.lengthscale)
+            # g's kernel is stationary when learned (Matern, or the trend kernel on one); a kernel
+            # without length-scales fails here as before
+            kernel = cast("StationaryKernel | StationaryPlusTrend", shape.kernel)
+            ls = np.atleast_1d(kernel.lengthscale)
             floor = np.minimum(ls, 0.2 * self.width) if ls.size == self.width.size else ls
             if self.min_lengthscale_g is not None:
                 # the user's smoothness assumption holds for the worst case as well

@@ -818,8 +818,8 @@ def _sweep(
             if not changed:
                 report.skipped.append(spec.key)
                 continue
-            for why in changed:
-                other_code[why] = other_code.get(why, 0) + 1
+            for change in changed:
+                other_code[change] = other_code.get(change, 0) + 1
             logger.debug("rerunning %s: %s", spec.key, [why[0] for why in changed])
         elif rows is not None:
             logger.info("rerunning %s (incomplete, other budget, or --force)", spec.key)

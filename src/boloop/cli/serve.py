@@ -34,7 +34,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     elif others:
         line += " (from this and other machines)"
     print(line, file=sys.stderr)
-    if generated:
+    if generated and token is not None:  # (a generated token is never None)
         print(
             f"boloop serve: {args.host} is not a loopback address, so every page and API call "
             f"needs this token (log in with it; API: 'Authorization: Bearer <token>'; a new one "

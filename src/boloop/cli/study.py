@@ -15,13 +15,14 @@ import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 from boloop.errors import BoloopError, InvalidInputError, NoMoreQueriesError, QueryStateError
 
 if TYPE_CHECKING:  # the study machinery (numpy, SQLAlchemy, the policies) loads on first use,
     # so `boloop --version`, `boloop --help` and argument errors stay instant
     from boloop.study.core import Study, StudyQuery
+    from boloop.study.floor_search import PolicyOnASpace
 
 
 def load_study(name: str, storage: str | None = None, *, full_replay: bool = False) -> Study:
@@ -395,7 +396,7 @@ def _find_floor(args: argparse.Namespace) -> int:
 
     study = load_study(args.name, storage=args.storage)
     units = study.units()
-    names = getattr(study.policy.space, "names", None)
+    names = getattr(cast("PolicyOnASpace", study.policy).space, "names", None)
     axis = str(names[0]) if names else "s"  # a safe space lists the monotone parameter first
     unit = f" {units[axis]}" if units.get(axis) else ""
     last = [time.perf_counter()]
@@ -548,8 +549,9 @@ def _tell(args: argparse.Namespace) -> int:
 def _is_measurement(study: Study, query_id: Any) -> bool:
     """Whether ``query_id`` is the open query and asks for a measured value."""
     pending = study.policy.pending
-    open_id = None if pending is None else str(pending.id)
-    return open_id == str(query_id).strip() and pending.kind == "evaluate"
+    if pending is None:
+        return False
+    return str(pending.id) == str(query_id).strip() and pending.kind == "evaluate"
 
 
 def _in_command(study: Study) -> str:

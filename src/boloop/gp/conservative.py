@@ -36,7 +36,7 @@ __all__ = ["axiswise_conservative", "likelihood_ratio_edge"]
 def likelihood_ratio_edge(
     gp: ExactGP,
     p0: np.ndarray,
-    idx: Sequence[int],
+    idx: Sequence[int] | np.ndarray,
     *,
     best: float,
     drop: float,

@@ -18,7 +18,7 @@ import logging
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -31,6 +31,13 @@ __all__ = ["ExactGP", "LogNormalPrior", "GammaPrior", "robust_cholesky"]
 logger = logging.getLogger("boloop")
 
 _JITTER_LADDER = (0.0, 1e-12, 1e-10, 1e-8, 1e-6, 1e-4)
+
+
+class _LbfgsbTolerance(TypedDict, total=False):
+    """L-BFGS-B's relative tolerance on the objective when ``fit`` is given one (scipy's
+    default otherwise)."""
+
+    ftol: float
 
 
 def robust_cholesky(A: np.ndarray) -> tuple[np.ndarray, float]:
@@ -652,16 +659,17 @@ class ExactGP:
             raise InvalidInputError("fit needs data: pass X and y or call set_data first")
         rng = as_rng(seed)
         named = dict(bounds or {})
-        bounds = self._bounds(named)
+        # the packed free parameters' box (the argument ``bounds`` names a few of them)
+        box = self._bounds(named)
         if self.mean == "constant":
             ym = float(np.mean(self._y[: self._n]))
             ys = float(np.std(self._y[: self._n])) or 1.0
-            bounds[-1] = (ym - 10 * ys - 1.0, ym + 10 * ys + 1.0)
+            box[-1] = (ym - 10 * ys - 1.0, ym + 10 * ys + 1.0)
         p0 = self._pack()
         if self.mean == "constant" and self._n:
             p0[-1] = float(np.mean(self._y[: self._n]))
-        lo = np.array([b[0] for b in bounds], dtype=np.float64)
-        hi = np.array([b[1] for b in bounds], dtype=np.float64)
+        lo = np.array([b[0] for b in box], dtype=np.float64)
+        hi = np.array([b[1] for b in box], dtype=np.float64)
         extra = [] if starts is None else list(np.atleast_2d(np.asarray(starts, dtype=np.float64)))
         starts = [np.clip(p0, lo, hi)]
         if extra:
@@ -687,9 +695,10 @@ class ExactGP:
                 return 1e25, np.zeros_like(p)
             return -val, -grad
 
+        tolerance: _LbfgsbTolerance = {} if ftol is None else {"ftol": float(ftol)}
         best_p, best_val = None, math.inf
         for start in starts:
-            if not bounds:
+            if not box:
                 best_p, best_val = start, objective(start)[0]
                 break
             # scipy's L-BFGS-B without its per-evaluation wrapping (the same iterates)
@@ -698,9 +707,9 @@ class ExactGP:
             x_end, f_end, _ = minimize_lbfgsb(
                 objective,
                 start,
-                bounds,
+                box,
                 maxiter=maxiter,
-                **({} if ftol is None else {"ftol": float(ftol)}),
+                **tolerance,
             )
             if f_end < best_val:
                 best_p, best_val = x_end, f_end

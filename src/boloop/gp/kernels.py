@@ -31,6 +31,7 @@ import math
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
+from typing import cast
 
 import numpy as np
 
@@ -350,8 +351,8 @@ class StationaryKernel(Kernel):
         K = squareform(Kc)
         np.fill_diagonal(K, self.variance)
         slope = squareform(slope_c)  # its diagonal only ever multiplies zero distances
-        r2 = None if self.ard else squareform(r2c)
-        return K, (Xs, r2, slope, K)
+        r2_square = None if self.ard else squareform(r2c)
+        return K, (Xs, r2_square, slope, K)
 
     def gradient_traces(self, state: object, W: np.ndarray) -> np.ndarray:
         """Traces without forming ``dK``: with ``S = W * slope`` (slope ``= -2 dk/dr2``),
@@ -721,7 +722,8 @@ class StationaryPlusTrend(Kernel):
         return K, (state, T)
 
     def gradient_traces(self, state: object, W: np.ndarray) -> np.ndarray:
-        base_state, T = state  # type: ignore[misc]
+        # the state gram_for_gradient returned: the base kernel's own state and the trend term
+        base_state, T = cast("tuple[object, np.ndarray]", state)
         out = [self.base.gradient_traces(base_state, W)]
         if "trend_variance" not in self.fixed:
             out.append(np.array([float(np.vdot(W, T))]))

@@ -621,7 +621,8 @@ def _support_values(
             & (np.abs(r_mu) <= tol_mu)
             & (np.abs(r_nu) <= tol_nu)
         )
-        if cert is not None:  # a feasible iterate reaching the cap: the row's certificate
+        # a feasible iterate reaching the cap: the row's certificate (cert is set when cap is)
+        if cert is not None and cap is not None:
             room = B * B - _einsum("ij,ij->i", Wa, Wa)
             v_in = _einsum("ij,ij->i", Aa, Wa) + sa * np.sqrt(np.maximum(room, 0.0))
             reach = (r_nu > tol_nu) & (room > 0.0) & (v_in >= cap + INNER_MARGIN)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import math
+from typing import Protocol, cast
 
 import numpy as np
 
@@ -47,6 +48,17 @@ logger = logging.getLogger("boloop")
 _TINY = 1e-12
 #: ``kappa`` of the probit ``Phi(kappa d)`` with the logistic's slope at 0 (MacKay 1992)
 PROBIT_SLOPE = math.sqrt(math.pi / 8.0)
+
+
+class _EPStart(Protocol):
+    """What an EP posterior starts from: an earlier EP posterior, or its :class:`WarmStart`
+    (whose sites and duels are then set)."""
+
+    m: int
+    winners: np.ndarray
+    losers: np.ndarray
+    site_precision: np.ndarray
+    site_natural_mean: np.ndarray
 
 
 def probit_tilted_moments(
@@ -118,14 +130,16 @@ class UtilityPosteriorEP(UtilityPosterior):
         self.losers = np.asarray(losers, dtype=np.intp).reshape(-1)
         self._start_sites: tuple[np.ndarray, np.ndarray] | None = None
         if start is not None and getattr(start, "site_precision", None) is not None:
-            n0 = start.winners.size
+            # an EP posterior or its warm start: the sites and their duels are all set
+            ep_start = cast(_EPStart, start)
+            n0 = ep_start.winners.size
             if (
-                start.m == np.asarray(K).shape[0]
+                ep_start.m == np.asarray(K).shape[0]
                 and n0 <= self.winners.size
-                and np.array_equal(start.winners, self.winners[:n0])
-                and np.array_equal(start.losers, self.losers[:n0])
+                and np.array_equal(ep_start.winners, self.winners[:n0])
+                and np.array_equal(ep_start.losers, self.losers[:n0])
             ):
-                self._start_sites = (start.site_precision, start.site_natural_mean)
+                self._start_sites = (ep_start.site_precision, ep_start.site_natural_mean)
         #: EP sweeps (parallel updates of every site) until convergence
         self.sweeps = 0
         super().__init__(K, winners, losers)

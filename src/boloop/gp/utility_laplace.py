@@ -216,7 +216,7 @@ class UtilityPosterior:
         self.f_U = f
         n_u = self.U.size
         if n_u == 0:
-            self.a = np.zeros(0)
+            self.a: np.ndarray = np.zeros(0)
             self.W = np.zeros((0, 0))
             self._lu = None
             self.log_evidence = 0.0

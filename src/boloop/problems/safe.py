@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -239,7 +239,8 @@ class SafeTracker(MetricTracker):
                 f"(a SafeRecommendation) from recommend(), got {type(rec).__name__}"
             )
         rx = regret_x(self.F, self.f_opt_x, rec.best_s_index)
-        ri, rj = divmod(int(rec.index), sp.n_s)
+        # a certified recommendation is a grid point: it has its flat index
+        ri, rj = divmod(int(cast(int, rec.index)), sp.n_s)
         out = {
             "regret": r,
             "cumulative_regret": self.sums["regret"] + r,

@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -1615,7 +1615,7 @@ class Study(StudyReplay, StudySnapshots):
             if params is not None:
                 here = point_to_params(self.space, params_to_point(self.space, params))
             elif pending is not None and pending.kind == "evaluate":
-                here = point_to_params(self.space, pending.x)
+                here = point_to_params(self.space, cast(Evaluate, pending).x)
             else:
                 return None, {}
         except (BoloopError, TypeError, ValueError):

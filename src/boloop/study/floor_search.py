@@ -29,11 +29,12 @@ limit), so the person who knows the system must judge whether it holds.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 from boloop.errors import InvalidInputError
 
 if TYPE_CHECKING:
+    from boloop.spaces import Space
     from boloop.study.core import Study
 
 __all__ = ["FLOOR_GRID", "certifies_more", "find_floor_g"]
@@ -43,6 +44,21 @@ FLOOR_GRID: tuple[float, ...] = tuple(round(0.05 * k, 2) for k in range(1, 21))
 
 #: the progress callback: the options tried, whether they certify more, their recommendation
 Progress = Callable[[Mapping[str, Any], bool, Mapping[str, Any]], None]
+
+
+class ModelSearched(TypedDict):
+    """One entry of :func:`find_floor_g`'s ``models``: a model of g and its smallest floor."""
+
+    options: dict[str, Any]
+    floor: float | None
+    found: dict[str, Any] | None
+
+
+class PolicyOnASpace(Protocol):
+    """A policy built on a search space, as every policy of boloop's is (a safe policy's space
+    lists the monotone parameter first). A method of one's own need not have ``space``."""
+
+    space: Space
 
 
 def certifies_more(tried: Mapping[str, Any], now: Mapping[str, Any]) -> bool:
@@ -127,7 +143,7 @@ def find_floor_g(study: Study, progress: Progress | None = None) -> dict[str, An
         found["certifies_more"] = more
         return found
 
-    models = []
+    models: list[ModelSearched] = []
     for model in _models(described):
         if model:  # another model of g: it may certify more without any floor
             alone = attempt(model, None)
@@ -147,7 +163,7 @@ def find_floor_g(study: Study, progress: Progress | None = None) -> dict[str, An
             else:
                 lo = mid
         models.append({"options": model, "floor": FLOOR_GRID[hi], "found": best})
-    names = getattr(study.policy.space, "names", None)
+    names = getattr(cast(PolicyOnASpace, study.policy).space, "names", None)
     axis = str(names[0]) if names else "s"  # a safe space lists the monotone parameter first
     return {
         "axis": axis,

@@ -34,7 +34,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, SupportsFloat
 from xml.sax.saxutils import escape as _xml_escape
 
 import numpy as np
@@ -272,11 +272,11 @@ class _Panel:
         #: known): (their place in ``parts``, the line's y, colour, text)
         self._line_labels: list[tuple[int, float, str, str]] = []
 
-    def sx(self, x: float) -> float:
+    def sx(self, x: SupportsFloat) -> float:
         lo, hi = self.xlim
         return self.x0 + (float(x) - lo) / (hi - lo) * self.w
 
-    def sy(self, y: float) -> float:
+    def sy(self, y: SupportsFloat) -> float:
         lo, hi = self.ylim
         return self.y0 + self.h - (float(y) - lo) / (hi - lo) * self.h
 
@@ -335,7 +335,8 @@ class _Panel:
         )
 
     def steps(self, xs: Any, ys: Any, colour: str, dash: str = "") -> None:
-        sx, sy = [], []
+        sx: list[Any] = []
+        sy: list[Any] = []
         for i, (x, y) in enumerate(zip(xs, ys)):
             if i:
                 sx.append(x)
@@ -906,13 +907,14 @@ def _progress_svg(study: Any) -> str:
         0, (0.5, len(hist) + 0.5), _range(ys), "evaluations and labels", "answers", _ylabel(study)
     )
     p.axes()
-    best, cur = [], math.inf
+    record: list[tuple[int, float]] = []  # (answer number, best f so far)
+    cur = math.inf
     for i, v in vals:
         cur = min(cur, v)
-        best.append((i + 1, cur))
+        record.append((i + 1, cur))
         p.dot(i + 1, v, _BLUE, title=f"answer {i + 1}: f={_measured(v)}")
-    if best:
-        p.steps([b[0] for b in best], [b[1] for b in best], _ORANGE)
+    if record:
+        p.steps([b[0] for b in record], [b[1] for b in record], _ORANGE)
     y_mark = p.ylim[0] + 0.03 * (p.ylim[1] - p.ylim[0])
     for i, r in enumerate(hist):
         if r["kind"] == "label":
@@ -1069,10 +1071,12 @@ def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str
             if len(", ".join([*listed, nm])) > room and len(never) > len(listed) + 1:
                 break
             listed.append(nm)
-        rest = len(never) - len(listed)
-        text = f"not drawn, no win yet: {', '.join(listed)}" + (f" and {rest} more" if rest else "")
+        unlisted = len(never) - len(listed)
+        text = f"not drawn, no win yet: {', '.join(listed)}" + (
+            f" and {unlisted} more" if unlisted else ""
+        )
         if not listed:
-            text = f"not drawn, no win yet: {rest} options"
+            text = f"not drawn, no win yet: {unlisted} options"
         items.append(("", text))
     return _with_legend([p.svg()], PANEL_H, items, label)
 
@@ -1124,12 +1128,12 @@ def _tint(colour: str, t: float) -> str:
 
 
 #: the labels given, in either panel of the expert's model: accepted a dot, rejected a cross
-_LABEL_ITEMS = [(_GREEN, "accepted", _DOT), (_RED, "rejected", _CROSS)]
+_LABEL_ITEMS: list[tuple[str, ...]] = [(_GREEN, "accepted", _DOT), (_RED, "rejected", _CROSS)]
 #: the 1-D g panel's key: its curve (the dashed g = 0 line is labelled where it is drawn)
-_G_ITEMS = [(_ORANGE, "expert's latent g (estimate)", "")]
+_G_ITEMS: list[tuple[str, ...]] = [(_ORANGE, "expert's latent g (estimate)", "")]
 #: the 2-D g map's key: its two sides, by colour and by a mark (a minus where the expert
 #: would accept, g <= 0; a plus where it would reject, g > 0), and its g = 0 boundary
-_G_ITEMS_2D = [
+_G_ITEMS_2D: list[tuple[str, ...]] = [
     (_GREEN, "expert's g <= 0: would accept", _MINUS),
     (_RED, "g > 0: would reject", _PLUS),
     ("#222", "g = 0", ""),
@@ -1236,7 +1240,7 @@ _CLASS_NAMES = {
 }
 #: the class map's key: the classes' colours with the marks that say them without colour
 #: (:func:`_class_marks`), and its two lines
-_CLASS_ITEMS = [
+_CLASS_ITEMS: list[tuple[str, ...]] = [
     (_ORANGE, _CLASS_NAMES[True, False], _PLUS),
     (_LIGHT[_ORANGE], _CLASS_NAMES[True, True], _DASHED),
     (_BLUE, _CLASS_NAMES[False, False], _MINUS),
@@ -1509,7 +1513,7 @@ def _model_1d(
     if mean is not None and std is not None:
         p.band(xs, mean - 2 * std, mean + 2 * std, _BLUE)
         p.line(xs, mean, _BLUE)
-    items = [(_BLUE, "posterior mean")] if mean is not None else []
+    items: list[tuple[str, ...]] = [(_BLUE, "posterior mean")] if mean is not None else []
     lead = _fit_lead(X, y, threshold, [name], xs[:, None], mean, units)
     tips: dict[str, str] = {}
     if threshold is not None:
@@ -1579,7 +1583,7 @@ def _model_2d(
     g0, g1 = _axis_grid(study, 0, 40), _axis_grid(study, 1, 40)
     c0, c1 = _cells(g0, b[0, 0], b[0, 1]), _cells(g1, b[1, 0], b[1, 1])
     xlim, ylim = c0.limits, c1.limits
-    items: list[tuple[str, str]] = []
+    items: list[tuple[str, ...]] = []
     title = "evaluated points"
     body: list[str] = []
     p = _panel(
@@ -1938,7 +1942,7 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
     s_vals = np.asarray(space.s_values, dtype=np.float64)
     xp = np.asarray(space.x_points, dtype=np.float64)
     sc = _cells(s_vals, s_vals[0], s_vals[-1])
-    items: list[tuple[str, str]] = []
+    items: list[tuple[str, ...]] = []
     if xp.shape[1] == 1:
         xv = xp[:, 0]
         xc = _x_cells(xv)

@@ -135,9 +135,9 @@ def storage_option(url: str) -> str:
     return f" --storage {shlex.quote(shown)}"
 
 
-def _registered(method: str, family: str) -> bool:
+def _registered(method: str, family: str | None) -> bool:
     """Whether this process has method ``method`` of ``family`` (a method of the user's own is
-    registered only where its module was imported)."""
+    registered only where its module was imported; ``family`` None: whichever has it)."""
     try:
         get_method(method, family)
     except BoloopError:
@@ -169,11 +169,11 @@ class StudyReplay:
     family: str
     seed: int
     options: dict[str, Any]
-    policy_options: dict[str, Any]  # Study's property: options over the pinned defaults
     config: dict[str, Any]
     problem: Any
     _storage: StorageBackend | SQLiteLog
     _sid: int
+    _created_at: str  # the creation time that, with the name, identifies the study's row
     _full_replay: bool
     # set by _rebuild and kept up to date by _apply / _apply_new (read by Study and snapshots)
     _events: list[Event]
@@ -192,6 +192,13 @@ class StudyReplay:
     _set_problem: Callable[[Any], None]
     _add_to_policy: Callable[[np.ndarray, Any], None]
     _snapshot_policy: Callable[[list[Event], list[Event]], tuple[BasePolicy, int] | None]
+
+    if TYPE_CHECKING:  # declared for the checker only, as the annotations above
+
+        @property
+        def policy_options(self) -> dict[str, Any]:
+            """Study's property: ``options`` over the pinned defaults."""
+            ...
 
     def _mismatch_advice(self) -> str:
         """What happened when the log does not replay, and the way forward that keeps every

@@ -132,7 +132,7 @@ def one_answer_scatter(
     )
 
 
-def _stands_out(d: float, total: float, df: int, m: int) -> bool:
+def _stands_out(d: float, total: float, df: int, m: int | np.integer) -> bool:
     """The outlier test of the module docstring: ``m P(F(1, df - 1) > f) <= ALPHA`` with
     ``f = (df - 1) d / (total - d)`` (infinite where the rest do not scatter at all)."""
     from scipy.stats import f as f_distribution  # lazily, as boloop.gp.repeats

@@ -539,9 +539,9 @@ def create_app(
         """``signed_in``: whether the page is for a logged-in browser (default: whether the
         request carries the session cookie; True for the page that answers a login)."""
         csrf = request.cookies.get(CSRF_COOKIE)
-        fresh = not csrf or len(csrf) < 20
-        if fresh:
-            csrf = secrets.token_urlsafe(32)
+        new_csrf = None  # the token to set: none yet, or one too short to be ours
+        if not csrf or len(csrf) < 20:
+            csrf = new_csrf = secrets.token_urlsafe(32)
         if signed_in is None:
             signed_in = token is None or _same(request.cookies.get(SESSION_COOKIE), session)
         html = env.get_template(template).render(
@@ -554,8 +554,8 @@ def create_app(
             **ctx,
         )
         resp = HTMLResponse(html, status_code=status)
-        if fresh:
-            resp.set_cookie(CSRF_COOKIE, csrf, httponly=True, samesite="strict", path="/")
+        if new_csrf is not None:
+            resp.set_cookie(CSRF_COOKIE, new_csrf, httponly=True, samesite="strict", path="/")
         return resp
 
     def not_stored(what: str, name: str, values: Mapping[str, str]) -> dict[str, Any]:
@@ -876,7 +876,7 @@ def create_app(
         }
         uploads = [f for f in form.getlist("files") if getattr(f, "filename", "")]
         space = form.get("space")
-        if space is not None and getattr(space, "filename", ""):
+        if getattr(space, "filename", ""):  # an uploaded file (None has no filename)
             uploads.insert(0, space)
         else:
             space = None
@@ -2069,6 +2069,7 @@ def _tell_form(
             if (
                 not errors
                 and limit is not None
+                and key is not None  # (set exactly when limit is)
                 and answer.get(limit["output"], -math.inf) > limit["h"]
                 and form.get("confirm_over_limit") != key
             ):

@@ -1351,8 +1351,10 @@ class LSE(LevelSetPolicy):
             self.fit and self.restart_intersection and self.gp.version != self._intersect_version
         )
         self._intersect_version = self.gp.version
-        self._ucb = ucb if fresh else np.minimum(self._ucb, ucb)
-        self._lcb = lcb if fresh else np.maximum(self._lcb, lcb)
+        if fresh or self._ucb is None or self._lcb is None:  # (None before the first step: fresh then)
+            self._ucb, self._lcb = ucb, lcb
+        else:
+            self._ucb, self._lcb = np.minimum(self._ucb, ucb), np.maximum(self._lcb, lcb)
 
     def _widen_if_overconfident(self, sd: float, t: int) -> bool:
         widened = super()._widen_if_overconfident(sd, t)
