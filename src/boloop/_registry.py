@@ -235,4 +235,4 @@ def load_file_attribute(name: str, what: str) -> Callable[..., Any]:
         public = [n for n in vars(module) if not n.startswith("_") and callable(vars(module)[n])]
         found = f"its functions: {', '.join(public)}" if public else "it defines no function"
         raise InvalidInputError(f"{path_text!r} has no function {attr!r}; {found}")
-    return factory  # type: ignore[no-any-return]
+    return factory

@@ -93,7 +93,7 @@ class ConstantBeta(BetaSchedule):
             raise InvalidInputError(f"sqrt_beta must be >= 0, got {sqrt_beta!r}")
         self.value = value
 
-    def beta(self, t, *, rng=None, information_gain=None) -> float:  # type: ignore[no-untyped-def]
+    def beta(self, t, *, rng=None, information_gain=None) -> float:
         _check_t(t)
         return self.value
 
@@ -110,7 +110,7 @@ class SrinivasBeta(BetaSchedule):
         self.n_candidates = float(n_candidates)
         self.delta = _check_delta(delta)
 
-    def beta(self, t, *, rng=None, information_gain=None) -> float:  # type: ignore[no-untyped-def]
+    def beta(self, t, *, rng=None, information_gain=None) -> float:
         t = _check_t(t)
         return 2.0 * math.log(self.n_candidates * t * t * math.pi**2 / (6.0 * self.delta))
 
@@ -151,7 +151,7 @@ class ChowdhuryGopalanBeta(BetaSchedule):
         self.R = float(R)
         self.delta = _check_delta(delta)
 
-    def sqrt_beta(self, t, *, rng=None, information_gain=None) -> float:  # type: ignore[no-untyped-def]
+    def sqrt_beta(self, t, *, rng=None, information_gain=None) -> float:
         _check_t(t)
         if information_gain is None:
             raise InvalidInputError("ChowdhuryGopalanBeta needs information_gain (gamma_{t-1})")
@@ -160,7 +160,7 @@ class ChowdhuryGopalanBeta(BetaSchedule):
             raise InvalidInputError(f"information_gain must be finite and >= 0, got {gamma!r}")
         return self.B + self.R * math.sqrt(2.0 * (gamma + 1.0 + math.log(1.0 / self.delta)))
 
-    def beta(self, t, *, rng=None, information_gain=None) -> float:  # type: ignore[no-untyped-def]
+    def beta(self, t, *, rng=None, information_gain=None) -> float:
         return self.sqrt_beta(t, rng=rng, information_gain=information_gain) ** 2
 
     def __repr__(self) -> str:
@@ -186,7 +186,7 @@ class ChiSquaredBeta(BetaSchedule):
         self.df = float(df)
         self.shift = float(shift)
 
-    def beta(self, t, *, rng=None, information_gain=None) -> float:  # type: ignore[no-untyped-def]
+    def beta(self, t, *, rng=None, information_gain=None) -> float:
         _check_t(t)
         if rng is None:
             raise InvalidInputError("ChiSquaredBeta needs the policy's rng (numpy Generator)")

@@ -302,7 +302,7 @@ class _MethodRegistry(Registry):
     def __init__(self) -> None:
         super().__init__("method", _PACKAGE)
 
-    def register(  # type: ignore[override]
+    def register(
         self,
         method_id: str,
         family: str,
@@ -340,7 +340,7 @@ class _MethodRegistry(Registry):
 
         return deco
 
-    def get(self, method_id: str, family: str | None = None) -> MethodEntry:  # type: ignore[override]
+    def get(self, method_id: str, family: str | None = None) -> MethodEntry:
         self.discover()
         if isinstance(method_id, str) and "?" in method_id:  # an id with options, where none go
             name, raw = split_id(method_id, "method")

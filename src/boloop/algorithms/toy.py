@@ -245,7 +245,7 @@ def _safe_toy_random(problem: PolicySpec, seed: int | None = 0, **options: Any) 
 
 @register_method("toy-random", "preference", "toy: duel two uniform random candidates")
 def _preference_toy_random(problem: PolicySpec, seed: int | None = 0, **options: Any) -> BasePolicy:
-    return RandomCompare(problem.space, seed, **options)  # type: ignore[arg-type]
+    return RandomCompare(problem.space, seed, **options)
 
 
 @register_method("toy-random", "expert", "toy: uniform proposals, labelled, evaluated if accepted")

@@ -64,7 +64,7 @@ def _cmd_bench_summary(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_entries(entries: list, what: str) -> None:  # type: ignore[type-arg]
+def _print_entries(entries: list, what: str) -> None:
     if not entries:
         print(f"no {what} registered")
         return

@@ -773,7 +773,7 @@ class Study(StudyReplay, StudySnapshots):
                 counts["labels" if ev.payload.get("label") else "evaluations"] += 1
                 counts["added"] += 1
             elif ev.kind == "told":
-                kind = self._asked[ev.query_id].payload["query"]["kind"]  # type: ignore[index]
+                kind = self._asked[ev.query_id].payload["query"]["kind"]
                 counts[_COUNT_NAME[kind]] += 1
         answers = [e for e in self._effective if e.kind in ("told", "added")]
         pending = self._policy.pending
@@ -2173,7 +2173,7 @@ def _differs_from(
     return out
 
 
-class _ReadTracker(dict):  # type: ignore[type-arg]
+class _ReadTracker(dict):
     """A problem's settings that remember which keys a method factory looked up."""
 
     def __init__(self, *args: Any) -> None:

@@ -122,7 +122,7 @@ def decode_created(
     checked as :func:`decode_events` checks a log (:class:`StorageError` for a corrupt one)."""
     out = {}
     for name, study_id, *row in rows:
-        (out[str(name)],) = decode_events([tuple(row)], int(study_id), -1, url)  # type: ignore[list-item]
+        (out[str(name)],) = decode_events([tuple(row)], int(study_id), -1, url)
     return out
 
 

@@ -404,7 +404,7 @@ class StudyReplay:
                         f"study {self.name!r}: the stored answer of event {ev.seq} (query {qid}) "
                         f"is refused on replay: {exc}. {self._mismatch_advice()}"
                     ) from exc
-            self._logged_open.discard(qid)  # type: ignore[arg-type]
+            self._logged_open.discard(qid)
         elif ev.kind == "added" and replay:
             x = np.asarray(ev.payload["x"], dtype=np.float64)
             answer = ev.payload["answer"]

@@ -158,7 +158,7 @@ def _load_toml(raw: bytes, path: str) -> dict[str, Any]:
         import tomllib  # Python >= 3.11
     except ModuleNotFoundError:  # pragma: no cover - Python 3.10
         try:
-            import tomli as tomllib  # type: ignore[no-redef]
+            import tomli as tomllib
         except ModuleNotFoundError as exc:
             raise InvalidInputError(
                 "reading TOML on Python 3.10 needs the 'tomli' package (pip install 'boloop[toml]'), "

@@ -574,7 +574,7 @@ def watch_connections(url: str, watcher: Callable[[str | None], None]) -> None:
     as long as its object lives. What ``boloop serve`` logs of an outage is told by it
     (:class:`boloop.web.outage.OutageLog`), whatever request met the outage or its end."""
     with _watchers_lock:
-        _watchers.setdefault(url, []).append(weakref.WeakMethod(watcher))  # type: ignore[arg-type]
+        _watchers.setdefault(url, []).append(weakref.WeakMethod(watcher))
 
 
 def _connection_outcome(url: str, reason: str | None) -> None:
@@ -1048,7 +1048,7 @@ class Transaction:
             .where(_events_table.c.study_id == study_id, _events_table.c.seq > after)
             .order_by(_events_table.c.seq)
         ).all()
-        return decode_events([tuple(r) for r in rows], study_id, after, self.url)  # type: ignore[misc]
+        return decode_events([tuple(r) for r in rows], study_id, after, self.url)
 
     def _row_and_read(self, study_id: int, after: int) -> list[Event]:
         """PostgreSQL: the study's row (``name, created_at``, for :meth:`study`; in a writing
@@ -1072,7 +1072,7 @@ class Transaction:
         if lock:
             self._locked.add(study_id)
         self._rows[study_id] = None if row is None else (str(row[0]), str(row[1]))
-        return decode_events(rows, study_id, after, self.url)  # type: ignore[arg-type]
+        return decode_events(rows, study_id, after, self.url)
 
     def append(
         self, study_id: int, seq: int, kind: str, query_id: int | None, payload: dict[str, Any]

@@ -1434,7 +1434,7 @@ def _local(path: str) -> str:
 
 def _swagger_dir() -> str | None:
     try:
-        import swagger_ui_bundle  # type: ignore[import-untyped]
+        import swagger_ui_bundle
     except ImportError:
         return None
     path = getattr(swagger_ui_bundle, "swagger_ui_path", None)

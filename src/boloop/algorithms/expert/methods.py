@@ -105,7 +105,7 @@ _DOCS = {
     options=options_from(COBOL, _DOCS),
 )
 def _cobol(problem: PolicySpec, seed: Any = 0, **options: Any) -> COBOL:
-    return COBOL(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
+    return COBOL(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))
 
 
 #: COBOHL takes COBOL's options but two: it has no primal-dual step (Alg. 2; always False) and no
@@ -122,7 +122,7 @@ _COBOHL_OPTIONS = tuple(
     options=_COBOHL_OPTIONS,
 )
 def _cobohl(problem: PolicySpec, seed: Any = 0, **options: Any) -> COBOHL:
-    return COBOHL(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
+    return COBOHL(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))
 
 
 @register_method(
@@ -132,7 +132,7 @@ def _cobohl(problem: PolicySpec, seed: Any = 0, **options: Any) -> COBOHL:
     options=options_from(GPLCB, _DOCS),
 )
 def _gplcb(problem: PolicySpec, seed: Any = 0, **options: Any) -> GPLCB:
-    return GPLCB(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
+    return GPLCB(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))
 
 
 @register_method(
@@ -142,7 +142,7 @@ def _gplcb(problem: PolicySpec, seed: Any = 0, **options: Any) -> GPLCB:
     options=options_from(ExpertSampling, _DOCS),
 )
 def _expert_sampling(problem: PolicySpec, seed: Any = 0, **options: Any) -> ExpertSampling:
-    return ExpertSampling(problem.space, seed, **_settings(problem, options, ("n_initial",)))  # type: ignore[arg-type]
+    return ExpertSampling(problem.space, seed, **_settings(problem, options, ("n_initial",)))
 
 
 @register_method(
@@ -152,7 +152,7 @@ def _expert_sampling(problem: PolicySpec, seed: Any = 0, **options: Any) -> Expe
     options=options_from(HumanIntervention, _DOCS),
 )
 def _av(problem: PolicySpec, seed: Any = 0, **options: Any) -> HumanIntervention:
-    return HumanIntervention(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
+    return HumanIntervention(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))
 
 
 @register_method(
@@ -162,14 +162,14 @@ def _av(problem: PolicySpec, seed: Any = 0, **options: Any) -> HumanIntervention
     options=options_from(AlternatingExpert, _DOCS),
 )
 def _alternating(problem: PolicySpec, seed: Any = 0, **options: Any) -> AlternatingExpert:
-    return AlternatingExpert(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
+    return AlternatingExpert(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))
 
 
 @register_method(
     "random", "expert", "uniformly random evaluations", options=options_from(RandomSearch, _DOCS)
 )
 def _random(problem: PolicySpec, seed: Any = 0, **options: Any) -> RandomSearch:
-    return RandomSearch(problem.space, seed, **_settings(problem, options, ("n_initial",)))  # type: ignore[arg-type]
+    return RandomSearch(problem.space, seed, **_settings(problem, options, ("n_initial",)))
 
 
 @register_method(
@@ -179,4 +179,4 @@ def _random(problem: PolicySpec, seed: Any = 0, **options: Any) -> RandomSearch:
     options=options_from(CollaborativeCompare, _DOCS),
 )
 def _adachi(problem: PolicySpec, seed: Any = 0, **options: Any) -> CollaborativeCompare:
-    return CollaborativeCompare(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))  # type: ignore[arg-type]
+    return CollaborativeCompare(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))

@@ -1241,7 +1241,7 @@ class RandomizedStraddleMax(RandomizedStraddle):
             self._t_hat_cache = (T, int(np.argmin(losses)) + 1)
         return self._t_hat_cache[1]
 
-    def recommend(self, final_update: bool = False) -> LevelSetEstimate:  # type: ignore[override]
+    def recommend(self, final_update: bool = False) -> LevelSetEstimate:
         """``(H_T-hat, L_T-hat)`` of Algorithm 2/3; ``final_update=True`` gives the current sets."""
         if final_update or self.iteration == 0:
             return self.estimate()
