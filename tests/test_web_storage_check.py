@@ -195,3 +195,96 @@ def test_the_interval_is_checked(tmp_path, value):
     r = run_cli(["serve", "--storage", url, "--storage-check", str(value)], cwd=tmp_path)
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert "storage check's interval must be 0 (no check) or a number of seconds" in r.stderr
+
+
+# -- a database that neither answers nor closes ------------------------------------------------
+class SilentRelay:
+    """A TCP relay to the database that can go silent: it keeps the connections open and
+    forwards nothing while ``silent`` is set (what a paused virtual machine or a frozen server
+    looks like to the client: its socket is acknowledged, no answer comes), then forwards what
+    it held once cleared."""
+
+    def __init__(self, port: int) -> None:
+        import socket
+        import threading
+
+        self.target = port
+        self.silent = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.sockets: list = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.target))
+            self.sockets += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, a, b) -> None:
+        while True:
+            try:
+                data = a.recv(65536)
+            except OSError:
+                return
+            if not data:
+                return
+            while self.silent.is_set():
+                time.sleep(0.05)
+            try:
+                b.sendall(data)
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.listener.close()
+        for s in self.sockets:
+            s.close()
+
+
+@pytest.mark.xdist_group("postgres")
+def test_a_database_that_does_not_answer_is_logged_and_the_server_still_stops(pg_server, pg_url):
+    """A pooled connection whose database stops answering without closing: the driver's read
+    has no timeout, so the check waited for ever and the log said nothing. Now the log says
+    it does not answer once a check has waited ANSWER_SECONDS, says it is reachable again once
+    that check is answered, and the real command still stops at once on SIGTERM."""
+    from boloop.web.outage import ANSWER_SECONDS
+
+    make_study("coat", pg_url, answers=1, key="lev1", fast=True)
+    port = int(pg_url.rsplit(":", 1)[1].split("/")[0])
+    relay = SilentRelay(port)
+    url = pg_url.replace(f":{port}/", f":{relay.port}/")
+    served = Served(url, "--storage-check", "0.5")
+    try:
+        assert httpx.get(served.base + "/api/studies", timeout=10).status_code == 200
+        relay.silent.set()
+        t0 = time.monotonic()
+        lines = served.wait_for_line("does not answer", timeout=ANSWER_SECONDS + 15)
+        took = time.monotonic() - t0
+        said = [line for line in lines if "does not answer" in line]
+        assert len(said) == 1 and "a read has waited 10 s" in said[0], lines
+        assert ANSWER_SECONDS <= took <= ANSWER_SECONDS + 10
+        assert _count(lines, ENDED) == 0
+        time.sleep(2)  # more checks would be due: none starts while one waits, nothing said
+        assert _count(served.lines(), "does not answer") == 1
+        assert _count(served.lines(), ENDED) == 0
+        relay.silent.clear()  # what was held goes through: the waiting check is answered
+        lines = served.wait_for_line(ENDED, timeout=15)
+        assert _count(lines, ENDED) == 1 and _count(lines, "does not answer") == 1
+        relay.silent.set()
+        time.sleep(ANSWER_SECONDS / 2)
+        t1 = time.monotonic()
+        code = served.stop(timeout=15)
+        assert code is not None and time.monotonic() - t1 < 10
+        assert not any("Traceback" in line for line in served.lines())
+    finally:
+        relay.close()
+        served.stop(timeout=5)

@@ -208,7 +208,7 @@ class StudyPool:
         finally:
             self._opening.release()
 
-    def check_storage(self) -> None:
+    def check_storage(self) -> bool:
         """Reach the database once, as a request would, for the server's periodic check
         (:func:`~boloop.web.outage.check_storage_periodically`): one read of the list of
         studies (one short statement; a storage down at the start is opened, and set up, as
@@ -217,19 +217,21 @@ class StudyPool:
         nothing: a database that, reached at last, refuses to be opened is logged by
         :meth:`ready` (as for a request); any other failure (the database reached but refusing
         the URL's password, its tables gone) is logged once as a WARNING, until the check
-        meets another one or none."""
+        meets another one or none. Returns whether the database answered the read."""
         try:
             self.ready()
-            if self._storage is not None:
-                self._storage.study_names()
+            if self._storage is None:
+                return False
+            self._storage.study_names()
         except (StorageUnavailableError, HTTPException):
-            return  # the outage's log said it (or will remind of it); ready() logged a refusal
+            return False  # the outage's log said it (or will); ready() logged a refusal
         except BoloopError as exc:
             if str(exc) != self._check_error:
                 self._check_error = str(exc)
                 logger.warning("the server's check of its storage failed: %s", exc)
-            return
+            return False
         self._check_error = None
+        return True
 
     def get(self, name: str) -> tuple[Study, threading.Lock]:
         self.ready()

@@ -24,6 +24,9 @@ the app's lifespan): when no request has tried the database for ``seconds``
 and so the same watcher. An outage is therefore logged when it begins and when it ends, each
 within ``seconds``, whether or not anybody used the server meanwhile, and once: the check is one
 more attempt, not another log. A server with traffic is checked by its traffic (no extra read).
+A check that the database leaves without an answer (the connection kept, nothing said: the
+driver's read has no timeout) begins the outage after :data:`ANSWER_SECONDS`
+(:meth:`OutageLog.no_answer`), which ends when that check is answered.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from collections.abc import Callable
 from boloop.study.storage import safe_url
 
 __all__ = [
+    "ANSWER_SECONDS",
     "OutageLog",
     "REMIND_SECONDS",
     "STORAGE_CHECK_SECONDS",
@@ -51,6 +55,9 @@ REMIND_SECONDS = 600.0
 #: seconds without any attempt to reach the database after which the server checks it itself
 #: (``boloop serve --storage-check``; 0: never)
 STORAGE_CHECK_SECONDS = 30.0
+#: seconds a check waits for the database's answer before the log says it does not answer
+#: (the connect timeout's length: a read of the list of studies takes milliseconds)
+ANSWER_SECONDS = 10.0
 
 
 def duration_text(seconds: float) -> str:
@@ -88,6 +95,10 @@ class OutageLog:
         self._refused = 0
         #: when this process last tried to reach the database (the server's start counts)
         self._last_attempt = clock()
+        #: a check of the server's is waiting for an answer the database has not given within
+        #: its time (:meth:`no_answer`): a connection taken from the pool meanwhile proves
+        #: nothing, so the outage ends only when that check is answered (:meth:`answered`)
+        self._unanswered = False
 
     def began_at_start(self, reason: str, check_seconds: float = 0.0) -> None:
         """The database could not be reached when the server started (``check_seconds``: the
@@ -112,7 +123,7 @@ class OutageLog:
         with self._lock:
             now = self._clock()
             if reason is None:
-                if self._since is None:
+                if self._since is None or self._unanswered:
                     return
                 lasted, refused = now - self._since, self._refused
                 self._since = None
@@ -136,6 +147,32 @@ class OutageLog:
                 return
         logger.warning(message, safe_url(self.url), *args)
 
+    def no_answer(self, waited: float) -> None:
+        """A check of the server's has had no answer from the database for ``waited`` seconds
+        (a connection that neither answers nor closes: a network that drops everything, a
+        paused virtual machine, a frozen server): the outage begins, logged once, and lasts
+        until that check is answered (:meth:`answered`)."""
+        with self._lock:
+            self._unanswered = True
+            if self._since is not None:
+                return
+            self._begin()
+        logger.warning(
+            "storage %r does not answer (a read has waited %s): pages and API calls that need "
+            "it wait or answer 503 until it does, which this log will say",
+            safe_url(self.url),
+            duration_text(waited),
+        )
+
+    def answered(self, ok: bool) -> None:
+        """The check that :meth:`no_answer` waited for has ended: ``ok``, the database answered
+        it (the outage ends, as for any attempt that connects); else it failed, and what it met
+        was told to :meth:`connection` by the storage's watcher."""
+        with self._lock:
+            self._unanswered = False
+        if ok:
+            self.connection(None)
+
     def idle_seconds(self) -> float:
         """Seconds since this process last tried to reach the database (a request, a check)."""
         return max(0.0, self._clock() - self._last_attempt)
@@ -156,18 +193,27 @@ def _requests(count: int) -> str:
 
 
 async def check_storage_periodically(
-    check: Callable[[], None], log: OutageLog, seconds: float
+    check: Callable[[], bool],
+    log: OutageLog,
+    seconds: float,
+    answer_seconds: float = ANSWER_SECONDS,
 ) -> None:
-    """Call ``check`` (a blocking read of the storage, in the thread pool: the event loop never
+    """Call ``check`` (a blocking read of the storage, in a worker thread: the event loop never
     waits on the database) whenever nothing has tried to reach the database for ``seconds``;
-    until cancelled (the app's lifespan cancels it when the server stops, and waits for a check
-    under way: it ends within the driver's connect timeout). ``check`` reports what it meets to
-    ``log`` through the storage's watcher, as a request does, and raises nothing.
+    until cancelled (the app's lifespan cancels it when the server stops; a check under way is
+    left to its thread, which the process's exit ends). ``check`` reports what it meets to
+    ``log`` through the storage's watcher, as a request does, returns whether the database
+    answered, and raises nothing.
+
+    A check that has no answer after ``answer_seconds`` (a pooled connection whose network
+    drops everything: the driver has a connect timeout but none on a read) begins the outage
+    (:meth:`OutageLog.no_answer`); it is still waited for, and no other check starts meanwhile;
+    its end says whether the outage ends (:meth:`OutageLog.answered`).
 
     One check at a time, each a single short read: between checks no connection is held (it
     is back in the engine's pool, idle). A request that reaches the database resets the clock,
     so a busy server is never checked on top of its traffic."""
-    from starlette.concurrency import run_in_threadpool  # the web extra: imported when served
+    import anyio.to_thread  # starlette's own dependency: the web extra, imported when served
 
     delay = seconds
     while True:
@@ -176,8 +222,20 @@ async def check_storage_periodically(
         if idle < seconds:  # a request tried the database meanwhile: that was the check
             delay = seconds - idle
             continue
+        run = asyncio.ensure_future(anyio.to_thread.run_sync(check, abandon_on_cancel=True))
         try:
-            await run_in_threadpool(check)
-        except Exception:  # a bug of the check: said, and the server goes on checking
-            logger.exception("the server's check of its storage failed")
+            done, _ = await asyncio.wait({run}, timeout=answer_seconds)
+            waited = not done
+            if waited:
+                log.no_answer(answer_seconds)
+            ok = False
+            try:
+                ok = bool(await run)
+            except Exception:  # a bug of the check: said, and the server goes on checking
+                logger.exception("the server's check of its storage failed")
+            if waited:
+                log.answered(ok)
+        except asyncio.CancelledError:
+            run.cancel()  # the thread is abandoned, not waited for
+            raise
         delay = seconds
