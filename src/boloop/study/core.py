@@ -2350,7 +2350,7 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
                 logs[name] = store.events(store.study_id(name))
             except (StorageUnavailableError, StorageAccessError):
                 raise
-            except StorageError:  # removed, or written with a newer kind, since it was counted
+            except (UnknownIdError, StorageError):  # removed, or a newer kind written, since
                 return None
         return logs[name]
 
