@@ -174,9 +174,12 @@ def test_find_floor_reports_a_model_that_needs_no_floor(tmp_path):
         ],
     }
     study = create_study("d", "m-safeopt", space, storage=f"sqlite:///{tmp_path / 'd.db'}", seed=0)
-    for _ in range(12):
+    for _ in range(20):  # until the stuck warning (answer 16)
         q = study.ask()
         study.tell(q.id, {"f": 0.1 * q.params["dose"], "g": 0.05 * q.params["dose"]})
+        if study.status()["stuck"]:
+            break
+    assert study.status()["stuck"] is not None
     found = study.find_floor_g()
     own, no_trend = found["models"]
     assert no_trend["floor"] is None and no_trend["found"]["certifies_more"]
@@ -246,3 +249,53 @@ def test_the_stuck_warning_writes_the_monotone_parameters_values_with_its_unit(s
     assert f"over {stall['lengthscale_g']:.3g} mg in dose" in text
     assert "the grid step is 4 mg" in text
     assert stall["message"] in text.replace(" mg", "")  # the same words, the unit added
+
+
+def _answered(url: str, name: str, answers: int, **options):
+    study = create_study(name, "m-safeopt", DOSE, storage=url, seed=3, **options)
+    for _ in range(answers):
+        q = study.ask()
+        study.tell(q.id, _truth(q.params["dose"], q.params["timing"]))
+    return study
+
+
+def test_find_floor_refuses_a_study_that_is_not_stuck(tmp_path):
+    """3 answers, no stuck warning: the study certifies more by measuring, which assumes
+    nothing; the search offers no assumption (a reviewer was offered 0.75 with the command to
+    go on with it)."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = _answered(url, "early", 3, min_lengthscale_g=0.5, trend_g=False)
+    assert study.status()["stuck"] is None
+    with pytest.raises(BoloopError, match="is not stuck"):
+        study.find_floor_g()
+    res = run_cli(["study", "try", "early", "--storage", url, "--find-floor"], cwd=tmp_path)
+    assert res.returncode == 2 and "is not stuck" in res.stderr
+    assert "to go on so" not in res.stdout
+
+
+def test_find_floor_never_assumes_less_than_the_studys_own_floors(tmp_path):
+    """A study that assumes floors of its own, one per parameter: every trial keeps each
+    where it is larger than the value tried, and a trial with no value of its own is said to
+    keep the study's, not to have no floor."""
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    own = [0.5, 0.2]
+    study = _answered(url, "pa", 10, min_lengthscale_g=own)
+    assert study.status()["stuck"] is not None
+    found = study.find_floor_g()
+    assert found["own_floor"] == own
+    for trial in found["tried"]:
+        floors = trial["options"].get("min_lengthscale_g")
+        if floors is not None:
+            assert all(f >= o for f, o in zip(floors, own, strict=True)), trial
+    res = run_cli(["study", "try", "pa", "--storage", url, "--find-floor"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "its own min_lengthscale_g = 0.5, 0.2 (20 mg of dose, 4.8 h of timing)" in res.stdout
+    assert "without a floor" not in res.stdout
+
+
+def test_find_floor_says_the_study_was_continued_already(stuck, tmp_path):
+    study, url = stuck
+    create_study("dose-next", from_study="dose", storage=url, trend_g=False)
+    res = run_cli(["study", "try", "dose", "--storage", url, "--find-floor"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "it was continued already as 'dose-next'" in res.stdout

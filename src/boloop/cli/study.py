@@ -15,14 +15,13 @@ import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO, cast
+from typing import TYPE_CHECKING, Any, TextIO
 
 from boloop.errors import BoloopError, InvalidInputError, NoMoreQueriesError, QueryStateError
 
 if TYPE_CHECKING:  # the study machinery (numpy, SQLAlchemy, the policies) loads on first use,
     # so `boloop --version`, `boloop --help` and argument errors stay instant
     from boloop.study.core import Study, StudyQuery
-    from boloop.study.floor_search import PolicyOnASpace
 
 
 def load_study(name: str, storage: str | None = None, *, full_replay: bool = False) -> Study:
@@ -354,7 +353,9 @@ def _try(args: argparse.Namespace) -> int:
                 "--find-floor tries min_lengthscale_g (and trend_g) itself: give it alone, "
                 "without --option or --method"
             )
-        return _find_floor(args)
+        from boloop.cli.find_floor import find_floor
+
+        return find_floor(args.name, args.storage, args.json)
     if not options and args.method is None:
         raise InvalidInputError(
             "try needs what to try: --option KEY=VALUE (repeatable) and/or --method ID"
@@ -387,94 +388,6 @@ def _try(args: argparse.Namespace) -> int:
     ]
     print("\n".join(lines))
     return 0
-
-
-def _find_floor(args: argparse.Namespace) -> int:
-    """``boloop study try NAME --find-floor``: :meth:`Study.find_floor_g`, each trial said on
-    stderr as it ends (a trial replays the answers: about a second at 40 of them)."""
-    import time
-
-    study = load_study(args.name, storage=args.storage)
-    units = study.units()
-    names = getattr(cast("PolicyOnASpace", study.policy).space, "names", None)
-    axis = str(names[0]) if names else "s"  # a safe space lists the monotone parameter first
-    unit = f" {units[axis]}" if units.get(axis) else ""
-    last = [time.perf_counter()]
-
-    def said(options: Mapping[str, Any], more: bool, rec: Mapping[str, Any]) -> None:
-        words = ", ".join(f"{k}={json.dumps(v)}" for k, v in options.items())
-        verdict = (
-            f"certifies {axis} up to {_highest(rec)}{unit}" if more else "certifies nothing more"
-        )
-        now = time.perf_counter()
-        print(f"  tried {words}: {verdict} ({now - last[0]:.1f} s)", file=sys.stderr, flush=True)
-        last[0] = now
-
-    print(
-        f"study {study.name!r}: trying min_lengthscale_g on copies of its {study.n_answered} "
-        "answers (nothing stored)...",
-        file=sys.stderr,
-        flush=True,
-    )
-    found = study.find_floor_g(progress=said)
-    if args.json:
-        print(json.dumps(found, default=str))
-        return 0
-    now = found["now"]
-    lines = [
-        f"study {study.name!r}, {found['answers']} answers, certifies {axis} up to "
-        f"{_highest(now)}{unit} now. Nothing was stored.",
-    ]
-    for model in found["models"]:
-        name = (
-            f"without g's trend along {axis} (trend_g=false)"
-            if model["options"].get("trend_g") is False
-            else "g's model as the study has it"
-        )
-        hit = model["found"]
-        if hit is None:
-            lines.append(f"  {name}: no min_lengthscale_g up to 1 certifies more")
-            continue
-        rec = hit["recommendation"]
-        rows = sum(
-            float(a) > float(b) for a, b in zip(rec["boundary_s"], now["boundary_s"], strict=True)
-        )
-        floor = (
-            "without a floor"
-            if model["floor"] is None
-            else f"with min_lengthscale_g = {model['floor']:g}{_floor_in_units(study, model['floor'])}"
-        )
-        lines += [
-            f"  {name}, {floor}: certifies {axis} up to {_highest(rec)}{unit} "
-            f"(higher on {rows} of {len(rec['boundary_s'])} rows)",
-            f"    to go on so: {hit['continue_command']}",
-        ]
-    lines.append(
-        "A floor is an assumption about g that the answers do not show: where g changes faster "
-        "than over that fraction of a parameter's range, the method can propose settings above "
-        "the limit. Use it only if you know g is that smooth."
-    )
-    print("\n".join(lines))
-    return 0
-
-
-def _floor_in_units(study: Study, floor: float) -> str:
-    """A ``min_lengthscale_g`` as the lengths it means on each parameter of the study's space
-    file (`` (16 mg of dose, 9.6 h of timing)``); "" where the space gives no ranges."""
-    params = (study.config.get("space") or {}).get("parameters") or []
-    units = study.units()
-    parts = []
-    for p in params:
-        if isinstance(p, Mapping) and "low" in p and "high" in p:
-            length = floor * (float(p["high"]) - float(p["low"]))
-            unit = f" {units[p['name']]}" if units.get(p["name"]) else ""
-            parts.append(f"{length:.3g}{unit} of {p['name']}")
-    return f" ({', '.join(parts)})" if parts else ""
-
-
-def _highest(rec: Mapping[str, Any]) -> str:
-    """The highest certified level of a safe recommendation, as values are printed."""
-    return f"{max(float(v) for v in rec['boundary_s']):g}"
 
 
 def _ask(args: argparse.Namespace) -> int:

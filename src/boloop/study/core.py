@@ -103,6 +103,7 @@ from boloop.study.space_file import (
 )
 
 if TYPE_CHECKING:  # SQLAlchemy loads only where a study is created or not a plain SQLite file
+    from boloop.study.floor_search import Progress
     from boloop.study.sqlite_log import SQLiteLog
     from boloop.study.storage import StorageBackend, StorageTransaction
 
@@ -1688,7 +1689,7 @@ class Study(StudyReplay, StudySnapshots):
         finally:
             discard_memory_store(url)
 
-    def find_floor_g(self, progress: Any = None) -> dict[str, Any]:
+    def find_floor_g(self, progress: Progress | None = None) -> dict[str, Any]:
         """The smallest ``min_lengthscale_g`` (0.05, 0.10, ..., 1) under which this safe study,
         continued with its answers so far, would certify more than it does: for g's model as
         the study has it and without its trend along the monotone parameter (``trend_g=false``),

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from boloop.spaces import Space
     from boloop.study.core import Study
 
-__all__ = ["FLOOR_GRID", "certifies_more", "find_floor_g"]
+__all__ = ["FLOOR_GRID", "certifies_more", "find_floor_g", "floor_value", "monotone_axis"]
 
 #: the floors tried: 0.05, 0.10, ..., 1 (fractions of each parameter's range)
 FLOOR_GRID: tuple[float, ...] = tuple(round(0.05 * k, 2) for k in range(1, 21))
@@ -81,6 +81,22 @@ def _models(described: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def monotone_axis(study: Study) -> str:
+    """The name of the safe study's monotone parameter (its space lists it first), ``s``
+    where the space names none."""
+    names = getattr(cast(PolicyOnASpace, study.policy).space, "names", None)
+    return str(names[0]) if names else "s"
+
+
+def floor_value(own: Sequence[float] | None, floor: float) -> float | list[float]:
+    """The ``min_lengthscale_g`` a trial of ``floor`` gives: ``floor`` itself, or, where the
+    study has its own floors ``own`` (one per axis, monotone first), each axis's own where it is
+    larger: the search never assumes less than the study does along any parameter."""
+    if own is None:
+        return floor
+    return [max(float(o), floor) for o in own]
+
+
 def _has_safety_value(study: Study) -> bool:
     """Whether the study's answers carry a safety value ``g`` with a limit (its family declares
     ``safety_limit``): the floor bounds the length-scales of g's model."""
@@ -96,17 +112,24 @@ def find_floor_g(study: Study, progress: Progress | None = None) -> dict[str, An
     (``trend_g=false``: tried first without a floor); see the module's docstring for the search
     and what it assumes.
 
-    Returns ``axis`` (the monotone parameter's name), ``answers`` (the study's), ``now`` (its recommendation), ``models`` (one entry per
-    model searched: ``options`` (the model's options besides the floor), ``floor`` (the
-    smallest value found; None where the model certifies more without one, or where even 1
-    certifies nothing more) and ``found`` (the :meth:`Study.try_options` result with these
-    options and that floor; None where nothing certifies more)) and ``tried`` (every trial
+    A study with floors of its own (``min_lengthscale_g``, one per axis) keeps each where it is
+    larger than the value tried (:func:`floor_value`): the search never assumes less.
+
+    Returns ``axis`` (the monotone parameter's name), ``own_floor`` (the study's floors, one per
+    axis, monotone first; None), ``answers`` (the study's), ``now`` (its recommendation),
+    ``models`` (one entry per model searched: ``options`` (the model's options besides the
+    floor), ``floor`` (the smallest value of the grid found; None where the model certifies
+    more without a floor beyond the study's own, or where even 1 certifies nothing more) and
+    ``found`` (the :meth:`Study.try_options` result with these options and that floor, whose
+    ``options`` give the ``min_lengthscale_g`` tried; None where nothing certifies more)) and
+    ``tried`` (every trial
     in order: ``options``, ``certifies_more``, ``boundary_s``). ``progress`` is called after
     each trial with its options, whether it certifies more and its recommendation.
 
     Refused (:class:`~boloop.errors.InvalidInputError`) for a study of another family, one
-    whose g has fixed hyperparameters (the floor applies to learned ones), or one with no
-    answers; nothing is stored in any case."""
+    whose g has fixed hyperparameters (the floor applies to learned ones), one with no answers,
+    and one that is not stuck (its certified set grows from measurements, which assume
+    nothing); nothing is stored in any case."""
     if not _has_safety_value(study):
         raise InvalidInputError(
             f"study {study.name!r} is a {study.family} study: the search for min_lengthscale_g "
@@ -124,11 +147,25 @@ def find_floor_g(study: Study, progress: Progress | None = None) -> dict[str, An
         raise InvalidInputError(
             f"study {study.name!r} has no answers yet: there is nothing to certify more from"
         )
+    stall = described.get("stall")
+    if not (isinstance(stall, Mapping) and stall.get("message")):
+        raise InvalidInputError(
+            f"study {study.name!r} is not stuck: its certified set can still grow from "
+            "measurements, which need no assumption; the search is for a study whose stuck "
+            "warning says it cannot (boloop study status). To see what an assumption would do "
+            f"anyway: boloop study try {study.name} --option min_lengthscale_g=VALUE"
+        )
+    own_floor = described.get("min_lengthscale_g")
+    own = None if own_floor is None else [float(v) for v in own_floor]
     now = study.recommend()
     tried: list[dict[str, Any]] = []
 
     def attempt(model: Mapping[str, Any], floor: float | None) -> dict[str, Any]:
-        options = dict(model) if floor is None else {**model, "min_lengthscale_g": floor}
+        options = (
+            dict(model)
+            if floor is None
+            else {**model, "min_lengthscale_g": floor_value(own, floor)}
+        )
         found = study.try_options(**options)
         more = certifies_more(found["recommendation"], now)
         tried.append(
@@ -163,10 +200,9 @@ def find_floor_g(study: Study, progress: Progress | None = None) -> dict[str, An
             else:
                 lo = mid
         models.append({"options": model, "floor": FLOOR_GRID[hi], "found": best})
-    names = getattr(cast(PolicyOnASpace, study.policy).space, "names", None)
-    axis = str(names[0]) if names else "s"  # a safe space lists the monotone parameter first
     return {
-        "axis": axis,
+        "axis": monotone_axis(study),
+        "own_floor": own,
         "answers": study.n_answered,
         "now": now,
         "models": models,
