@@ -195,6 +195,7 @@ def test_the_interval_is_checked(tmp_path, value):
     r = run_cli(["serve", "--storage", url, "--storage-check", str(value)], cwd=tmp_path)
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert "storage check's interval must be 0 (no check) or a number of seconds" in r.stderr
+    assert "boloop serve: http" not in r.stderr  # refused before the address is printed
 
 
 # -- a database that neither answers nor closes ------------------------------------------------

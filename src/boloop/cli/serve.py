@@ -25,6 +25,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     missing = missing_web_packages()
     if missing:  # one line naming the extra, before the address and the token are printed
         raise MissingExtraError(web_extra_message(missing))
+    if args.storage_check is not None:  # refused before the address is printed, not after
+        from boloop.web.outage import checked_interval
+
+        checked_interval(args.storage_check)
     token = args.token if args.token is not None else os.environ.get("BOLOOP_TOKEN") or None
     token, generated = check_bind(args.host, token)
     url, others = server_urls(args.host, args.port)

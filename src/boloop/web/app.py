@@ -106,6 +106,7 @@ from boloop.web.outage import (
     STORAGE_CHECK_SECONDS,
     OutageLog,
     check_storage_periodically,
+    checked_interval,
 )
 from boloop.web.qr import QR_PACKAGE, qr_svg
 from boloop.web.server import login_link, mask_access_log
@@ -395,16 +396,7 @@ def create_app(
     A token server also logs a browser in by a login link, ``GET /login?token=<token>``
     (what ``boloop serve`` prints and ``/share`` shows as a QR code).
     """
-    if (
-        isinstance(storage_check_seconds, bool)
-        or not isinstance(storage_check_seconds, int | float)
-        or not 0 <= storage_check_seconds < math.inf
-    ):
-        raise InvalidInputError(
-            f"the storage check's interval must be 0 (no check) or a number of seconds, got "
-            f"{storage_check_seconds!r}"
-        )
-    pool = StudyPool(storage, outage_reminder_seconds, storage_check_seconds)
+    pool = StudyPool(storage, outage_reminder_seconds, checked_interval(storage_check_seconds))
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

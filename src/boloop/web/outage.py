@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -45,6 +46,7 @@ __all__ = [
     "REMIND_SECONDS",
     "STORAGE_CHECK_SECONDS",
     "check_storage_periodically",
+    "checked_interval",
     "duration_text",
 ]
 
@@ -58,6 +60,24 @@ STORAGE_CHECK_SECONDS = 30.0
 #: seconds a check waits for the database's answer before the log says it does not answer
 #: (the connect timeout's length: a read of the list of studies takes milliseconds)
 ANSWER_SECONDS = 10.0
+
+
+def checked_interval(seconds: object) -> float:
+    """The storage check's interval ``seconds`` (``--storage-check``,
+    ``create_app(storage_check_seconds=)``): 0 (no check) or a finite positive number;
+    anything else is :class:`~boloop.errors.InvalidInputError`."""
+    from boloop.errors import InvalidInputError
+
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not 0 <= seconds < math.inf
+    ):
+        raise InvalidInputError(
+            f"the storage check's interval must be 0 (no check) or a number of seconds, got "
+            f"{seconds!r}"
+        )
+    return float(seconds)
 
 
 def duration_text(seconds: float) -> str:
