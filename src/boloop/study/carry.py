@@ -55,7 +55,7 @@ __all__ = [
     "continuations",
     "continued_among",
     "continues",
-    "first_events",
+    "readable_created_events",
     "create_from",
     "recorded_origin",
     "same_storage",
@@ -274,7 +274,7 @@ def _origins(store: Any, names: Sequence[tuple[str, str]]) -> dict[str, Mapping[
     missing = [n for n, _ in names if n not in out]
     if not missing:
         return out
-    first = first_events(store, missing)
+    first = readable_created_events(store, missing)
     wanted = dict(names)
     with _origin_lock:
         if len(_origin_cache) + len(first) > _ORIGINS_KEPT:
@@ -288,7 +288,7 @@ def _origins(store: Any, names: Sequence[tuple[str, str]]) -> dict[str, Mapping[
     return out
 
 
-def first_events(store: Any, names: Sequence[str]) -> dict[str, Event]:
+def readable_created_events(store: Any, names: Sequence[str]) -> dict[str, Event]:
     """The ``created`` events of studies ``names`` of ``store``, by name: one read, or, if one
     of them cannot be read (a corrupt row), one read each, leaving that one out."""
     try:

@@ -60,7 +60,7 @@ from boloop.study.answers import (
     parse_duel,
     parse_measurement,
 )
-from boloop.study.carry import continuations, continued_among, first_events
+from boloop.study.carry import continuations, continued_among, readable_created_events
 from boloop.study.log import (
     Event,
     SeqConflict,
@@ -2302,17 +2302,17 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
     names = store.study_names()
     summaries = store.log_summaries() or {}
     counted = [n for n, _ in names if n in summaries and summaries[n].complete()]
-    created = first_events(store, counted) if counted else {}
+    created_events = readable_created_events(store, counted) if counted else {}
     out = []
     firsts: dict[str, Event] = {}  # the created events of the readable logs, in creation order
     logs: dict[str, list[Event]] = {}  # the logs read
-    for name, made in names:
+    for name, created_at in names:
         summary = summaries.get(name)
-        if summary is not None and name in created and summary.complete():
-            firsts[name] = first = created[name]
+        if summary is not None and name in created_events and summary.complete():
+            firsts[name] = first = created_events[name]
             answered = summary.kinds.get("told", 0) + summary.kinds.get("added", 0)
             out.append(
-                _listed_row(name, made, first, answered, summary.open_query, summary.last_at, None)
+                _listed_row(name, created_at, first, answered, summary.open_query, summary.last_at, None)
             )
             continue
         try:
@@ -2323,7 +2323,7 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
         except (StorageUnavailableError, StorageAccessError):
             raise  # the storage, not this study
         except StorageError as exc:
-            out.append(_unreadable_row(name, made, str(exc)))
+            out.append(_unreadable_row(name, created_at, str(exc)))
             continue
         logs[name] = events
         if events:
@@ -2335,11 +2335,11 @@ def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
         out.append(
             _listed_row(
                 name,
-                made,
+                created_at,
                 events[0] if events else None,
                 answered,
                 asked[-1] if asked else None,
-                events[-1].created_at if events else made,
+                events[-1].created_at if events else created_at,
                 None if mark is None else mark.payload.get("to"),
             )
         )

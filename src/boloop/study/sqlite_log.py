@@ -31,13 +31,15 @@ from boloop.errors import InvalidInputError, StorageError, UnknownIdError
 from boloop.study.log import (
     EVENT_KINDS,
     Event,
-    LogSummary,
     SeqConflict,
     decode_created,
     decode_events,
-    decode_summaries,
     encode_payload,
     now_iso,
+)
+from boloop.study.log_summary import (
+    LogSummary,
+    decode_summaries,
     sqlite_object_check,
     summary_statement,
 )
@@ -180,7 +182,7 @@ class SQLiteLog:
     def log_summaries(self) -> dict[str, LogSummary] | None:
         """What the log of every study holds, counted in one statement, as
         :meth:`boloop.study.storage.Storage.log_summaries` counts it; None where this SQLite
-        cannot tell a JSON object as Python does (:func:`~boloop.study.log.sqlite_object_check`)
+        cannot tell a JSON object as Python does (:func:`~boloop.study.log_summary.sqlite_object_check`)
         or the statement fails (the logs are read instead)."""
         check = sqlite_object_check(sqlite3.sqlite_version_info)
         if check is None:

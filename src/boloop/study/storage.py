@@ -78,17 +78,19 @@ from boloop.errors import (
 from boloop.study.log import (
     EVENT_KINDS,
     Event,
-    LogSummary,
     SeqConflict,
     decode_created,
     decode_events,
-    decode_summaries,
     encode_payload,
     now_iso,
     safe_url,
+    written_since,
+)
+from boloop.study.log_summary import (
+    LogSummary,
+    decode_summaries,
     sqlite_object_check,
     summary_statement,
-    written_since,
 )
 
 __all__ = [
@@ -170,10 +172,10 @@ class StorageBackend(Protocol):
         ...
 
     def log_summaries(self) -> dict[str, LogSummary] | None:
-        """What the log of every study holds (:class:`~boloop.study.log.LogSummary`), by name,
+        """What the log of every study holds (:class:`~boloop.study.log_summary.LogSummary`), by name,
         counted in one reading transaction without sending or decoding the logs: what
         :func:`~boloop.study.core.list_studies` reads of a study whose summary is
-        :meth:`~boloop.study.log.LogSummary.complete`. A study without events is left out.
+        :meth:`~boloop.study.log_summary.LogSummary.complete`. A study without events is left out.
         None if the storage cannot count it exactly (its database cannot tell a JSON object
         as Python's ``json`` does): the caller reads the logs."""
         ...
@@ -806,7 +808,7 @@ class Storage:
     def log_summaries(self) -> dict[str, LogSummary] | None:
         """What the log of every study holds, counted in one statement (see
         :class:`StorageBackend`). A payload is vouched for as a JSON object by SQLite's
-        ``json_valid`` (:func:`~boloop.study.log.sqlite_object_check`) or PostgreSQL's ``json``
+        ``json_valid`` (:func:`~boloop.study.log_summary.sqlite_object_check`) or PostgreSQL's ``json``
         type, which reads what Python's ``json`` reads, without its NaN and Infinity: a payload
         it refuses fails the statement (PostgreSQL), and None sends the caller to the logs."""
         if not self.exists:

@@ -19,14 +19,13 @@ from boloop.errors import InvalidInputError, StorageError, UnknownIdError
 from boloop.study.log import (
     EVENT_KINDS,
     Event,
-    LogSummary,
     SeqConflict,
     decode_created,
     decode_events,
     encode_payload,
     now_iso,
-    summarise,
 )
+from boloop.study.log_summary import LogSummary, summarise
 from boloop.study.storage import check_droppable, check_import
 
 __all__ = ["MemoryStorage", "discard_memory_store"]
