@@ -57,8 +57,6 @@ from fastapi.staticfiles import StaticFiles
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 from pydantic import BaseModel, Field
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -74,11 +72,10 @@ from boloop.errors import (
     StorageBusyError,
     StorageUnavailableError,
     StudyMovedError,
-    StudyRemovedError,
     UnknownIdError,
 )
 from boloop.spaces import format_value, params_text
-from boloop.study import Study, create_study, list_studies, load_study
+from boloop.study import Study, create_study, list_studies
 from boloop.study.answers import NumberTextError, parse_measurement
 from boloop.study.core import undecided_text
 from boloop.study.log import utc_words
@@ -95,19 +92,15 @@ from boloop.study.pictures import (
 )
 from boloop.study.scatter import others_read
 from boloop.study.storage import (
-    StorageBackend,
-    open_storage,
-    resolve_storage,
     safe_url,
-    watch_connections,
 )
 from boloop.web.outage import (
     REMIND_SECONDS,
     STORAGE_CHECK_SECONDS,
-    OutageLog,
     check_storage_periodically,
     checked_interval,
 )
+from boloop.web.pool import StudyPool
 from boloop.web.qr import QR_PACKAGE, qr_svg
 from boloop.web.server import login_link, mask_access_log
 
@@ -126,184 +119,6 @@ _CSP = (
     "media-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; "
     "connect-src 'self'"
 )
-
-
-# -- studies held by the server -----------------------------------------------------------------
-class StudyPool:
-    """Loaded studies by name, each with a lock: one request at a time works on a study.
-
-    A study is loaded (its log replayed) once; every operation catches up with events other
-    processes appended (``Study`` does that itself), so several servers may share a storage.
-
-    The storage is opened (its tables created, its schema checked) when the pool is made. If its
-    database server cannot be reached then (:class:`~boloop.errors.StorageUnavailableError`: a
-    lab machine booting after a power cut, a service started before PostgreSQL), the server
-    starts all the same: :attr:`waiting` holds the reason, every request that needs the storage
-    tries to open it again (:meth:`ready`) and answers the outage's 503 until it opens. Mistakes
-    of the user (a malformed URL, a driver that is not installed, a SQLite file in a directory
-    that does not exist, a database that is not boloop's, a server that refuses the URL's
-    password, role or database: :class:`~boloop.errors.StorageAccessError`) fail at once as
-    before.
-    """
-
-    def __init__(
-        self,
-        storage: str | None,
-        outage_reminder_seconds: float = REMIND_SECONDS,
-        storage_check_seconds: float = 0.0,
-    ) -> None:
-        self.url = _checked_url(storage)
-        #: seconds without any attempt to reach the database after which the server's lifespan
-        #: checks it (:meth:`check_storage`); 0 where it makes no check (asked for none, or a
-        #: storage without a database server: SQLite, memory)
-        self.check_seconds = storage_check_seconds if _has_database_server(self.url) else 0.0
-        #: why the storage could not be opened yet (None once it is open)
-        self.waiting: StorageUnavailableError | None = None
-        #: the server's log of the database's outages: told of every attempt to reach it
-        self.outage = OutageLog(self.url, outage_reminder_seconds)
-        self._opening = threading.Lock()
-        #: the storage, once opened (what :meth:`check_storage` reads)
-        self._storage: StorageBackend | None = None
-        #: what the last check met that is no outage (logged once, not at every check)
-        self._check_error: str | None = None
-        #: why the database, reached after an outage at the start, refused to be opened (its
-        #: ERROR is logged once per reason: a check every 30 s must not repeat it all night)
-        self._refused: str | None = None
-        try:
-            self._storage = open_storage(self.url, create=True)
-        except StorageUnavailableError as exc:
-            self.waiting = exc
-            self.outage.began_at_start(_reason(self.url, exc), self.check_seconds)
-        watch_connections(self.url, self.outage.connection)  # from here on, every attempt
-        self._studies: dict[str, tuple[Study, threading.Lock]] = {}
-        self._lock = threading.Lock()
-
-    def ready(self) -> str:
-        """The storage URL, once the storage could be opened; until then one more try.
-
-        Raises :class:`StorageUnavailableError` while the database cannot be reached (without
-        waiting for a try that another request has under way), and an HTTP 500 if the database,
-        reached at last, is no boloop storage or refuses the URL's password, role or database
-        (what a start would have refused).
-        """
-        if self.waiting is None:
-            return self.url
-        if not self._opening.acquire(blocking=False):  # another request is trying right now
-            raise StorageUnavailableError(str(self.waiting))
-        try:
-            if self.waiting is None:
-                return self.url
-            try:
-                self._storage = open_storage(self.url, create=True)
-            except StorageUnavailableError as exc:
-                self.waiting = exc
-                raise
-            except BoloopError as exc:
-                if str(exc) != self._refused:  # once, not at every request or check
-                    self._refused = str(exc)
-                    logger.error("storage %r: %s", safe_url(self.url), exc)
-                raise HTTPException(500, str(exc)) from exc
-            self.waiting = None  # the outage's log said "reachable again" (OutageLog)
-            self._refused = None
-            return self.url
-        finally:
-            self._opening.release()
-
-    def check_storage(self) -> bool:
-        """Reach the database once, as a request would, for the server's periodic check
-        (:func:`~boloop.web.outage.check_storage_periodically`): one read of the list of
-        studies (one short statement; a storage down at the start is opened, and set up, as
-        :meth:`ready` does). What it meets is told to :attr:`outage` by the storage's watcher,
-        like a request's attempt: an outage begins, goes on or ends there, logged once. Raises
-        nothing: a database that, reached at last, refuses to be opened is logged by
-        :meth:`ready` (as for a request); any other failure (the database reached but refusing
-        the URL's password, its tables gone) is logged once as a WARNING, until the check
-        meets another one or none. Returns whether the database answered the read."""
-        try:
-            self.ready()
-            if self._storage is None:
-                return False
-            self._storage.study_names()
-        except (StorageUnavailableError, HTTPException):
-            return False  # the outage's log said it (or will); ready() logged a refusal
-        except BoloopError as exc:
-            if str(exc) != self._check_error:
-                self._check_error = str(exc)
-                logger.warning("the server's check of its storage failed: %s", exc)
-            return False
-        self._check_error = None
-        return True
-
-    def get(self, name: str) -> tuple[Study, threading.Lock]:
-        self.ready()
-        with self._lock:
-            hit = self._studies.get(name)
-            if hit is None:
-                hit = (load_study(name, storage=self.url), threading.Lock())
-                self._studies[name] = hit
-            return hit
-
-    def add(self, study: Study) -> None:
-        with self._lock:
-            self._studies[study.name] = (study, threading.Lock())
-
-    def field_labels(self, name: str) -> dict[str, str]:
-        """The labels of study ``name``'s answer fields (:func:`_field_labels`) if the pool
-        holds it, else ``{}``: read from the loaded study only, never from the storage (a page
-        that says an answer was not stored may be the outage's)."""
-        with self._lock:
-            hit = self._studies.get(name)
-        return _field_labels(hit[0]) if hit is not None else {}
-
-    def run(self, name: str, fn: Callable[[Study], Any]) -> Any:
-        """``fn(study)`` under the study's lock. A study the pool holds that was removed from
-        the storage since (``migrate --undo`` removed the copy this server was showing) is
-        forgotten and loaded again: a study of that name that is there now is served, else
-        :class:`UnknownIdError` (a 404) saying it was removed."""
-        study, lock = self.get(name)
-        try:
-            with lock:
-                return fn(study)
-        except StudyRemovedError as exc:
-            with self._lock:
-                if self._studies.get(name, (None,))[0] is study:
-                    del self._studies[name]
-            try:
-                study, lock = self.get(name)
-            except UnknownIdError as gone:
-                raise UnknownIdError(str(exc)) from gone
-            with lock:
-                return fn(study)
-
-
-def _has_database_server(url: str) -> bool:
-    """Whether the storage of ``url`` lives in a database server this process connects to
-    (PostgreSQL), which can go away while the server runs; a SQLite file is opened by this
-    process itself (its failures are no outage: :class:`StorageError`), a memory store is in
-    it."""
-    return not url.startswith("memory://") and make_url(url).get_backend_name() != "sqlite"
-
-
-def _checked_url(storage: str | None) -> str:
-    """The resolved storage URL; a malformed one is :class:`InvalidInputError` (one line, not
-    the parser's traceback) before anything is opened."""
-    url = resolve_storage(storage)
-    if url.startswith("memory://"):
-        return url
-    try:
-        port = make_url(url).port
-    except (ArgumentError, ValueError) as exc:
-        raise InvalidInputError(f"storage {safe_url(url)!r} is not a valid URL: {exc}") from exc
-    if port is not None and not 0 < port < 65536:
-        raise InvalidInputError(f"storage {safe_url(url)!r}: port {port} is not a TCP port")
-    return url
-
-
-def _reason(url: str, exc: Exception) -> str:
-    """The message of ``exc`` without its leading ``storage '<url>': ``."""
-    text = str(exc)
-    prefix = f"storage {safe_url(url)!r}: "
-    return text[len(prefix) :] if text.startswith(prefix) else text
 
 
 # -- JSON ---------------------------------------------------------------------------------------
@@ -555,7 +370,8 @@ def create_app(
     def not_stored(what: str, name: str, values: Mapping[str, str]) -> dict[str, Any]:
         """:func:`_unsent` with the measured values named as the study's page names them,
         where the pool holds the study."""
-        return _unsent(what, name, values, pool.field_labels(name))
+        loaded = pool.loaded(name)
+        return _unsent(what, name, values, {} if loaded is None else _field_labels(loaded))
 
     async def refused_login(request: Request, where: tuple[str, str]) -> Response:
         """A study form (``where``: the study page's path and ``"tell"`` or ``"undo"``) sent by
@@ -2125,7 +1941,6 @@ def _create_field(message: str) -> str:
 
 
 def _parse_options(text: str) -> dict[str, Any]:
-    from boloop.errors import InvalidInputError
 
     text = text.strip()
     if not text:
@@ -2154,7 +1969,6 @@ def _parse_options(text: str) -> dict[str, Any]:
 
 
 def _safe_filename(name: str) -> str:
-    from boloop.errors import InvalidInputError
 
     base = os.path.basename(name.replace("\\", "/"))
     if not base or base in (".", "..") or base.startswith(".") or "\x00" in base:
@@ -2163,7 +1977,6 @@ def _safe_filename(name: str) -> str:
 
 
 def _create_from_form(url: str, values: dict[str, str], uploads: list[tuple[str, bytes]]) -> Study:
-    from boloop.errors import InvalidInputError
 
     seed: int | None = None
     if values.get("seed"):

@@ -97,7 +97,7 @@ class OutageLog:
 
     :meth:`connection` is the storage's watcher; :meth:`refused` counts a request answered 503;
     :meth:`began_at_start` records an outage that a start found (the server starts all the
-    same, :class:`boloop.web.app.StudyPool`)."""
+    same, :class:`boloop.web.pool.StudyPool`)."""
 
     def __init__(
         self,
