@@ -160,6 +160,8 @@ def test_find_floor_finds_the_smallest_floor_that_certifies_more_and_stores_noth
     assert ({"trend_g": False, "min_lengthscale_g": floor}, True) in seen
     reloaded = load_study("dose", storage=url)
     assert (_events(reloaded), [s["name"] for s in list_studies(url)]) == before
+    # the study asks what a fresh replay of its log asks: the search left its policy alone
+    assert study.ask().to_dict() == load_study("dose", storage=url, full_replay=True).ask().to_dict()
 
 
 def test_find_floor_reports_a_model_that_needs_no_floor(tmp_path):

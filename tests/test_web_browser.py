@@ -696,6 +696,9 @@ def test_the_preference_history_names_the_chosen_option(server, browser, shots, 
     names ("b (recipe 3)"), its parameters otherwise."""
     base, url = server
     browser.get(f"{base}/studies/{name}")
+    # this study's page, not the last one's (met once under load: the cells of the study the
+    # browser showed before)
+    _wait(browser, lambda d: d.find_element(By.TAG_NAME, "h1").text == name)
     hist = load_study(name, storage=url).history()
     cells = [c.text for c in browser.find_elements(By.CSS_SELECTOR, "#history tbody td.answer")]
     expected = []

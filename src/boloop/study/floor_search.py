@@ -135,7 +135,8 @@ def find_floor_g(study: Study, progress: Progress | None = None) -> dict[str, An
             f"study {study.name!r} is a {study.family} study: the search for min_lengthscale_g "
             "is for the safe family (how smoothly the safety value g varies)"
         )
-    described = study.policy.describe()
+    with study.readout() as r:  # on a copy: the live policy is never touched
+        described = dict(r.described)
     if not described.get("fit_hyperparameters") or described.get("hyperparameters") == "paper":
         raise InvalidInputError(
             f"study {study.name!r} does not learn g's kernel (hyperparameters="
