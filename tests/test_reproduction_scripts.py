@@ -69,3 +69,60 @@ def test_expert_analyse_without_results_keeps_the_stored_summary(tmp_path):
     assert "nothing was written" in run.stderr
     assert (here / "summary.csv").read_text() == STORED
     assert sorted(p.name for p in here.iterdir()) == ["analyse.py", "summary.csv"]
+
+
+# --- a partial re-run updates the stored table, it does not replace it --------------------------
+
+EXPERT_RESULTS_HEADER = (
+    "problem,method,seed,step,simple_regret,cumulative_regret,expert_queries,"
+    "ask_seconds,tell_seconds\n"
+)
+
+
+def _expert_results(path: Path, problem: str, method: str, regret: float) -> None:
+    """A results.csv of 2 seeds x 3 steps, the columns analyse.py reads."""
+    path.parent.mkdir(parents=True)
+    lines = [EXPERT_RESULTS_HEADER]
+    for seed in (0, 1):
+        for step in (1, 2, 3):
+            value = regret + seed
+            lines.append(f"{problem},{method},{seed},{step},{value},{value * step},1,0.01,0.01\n")
+    path.write_text("".join(lines))
+
+
+def test_expert_analyse_on_one_study_keeps_the_other_studies_rows(tmp_path):
+    pytest.importorskip("matplotlib")
+    here = tmp_path / "expert"
+    here.mkdir()
+    shutil.copy(EXPERT, here / "analyse.py")
+    stored = (
+        "study,problem,method,seeds,step,metric,mean,se\n"
+        "battery,expert/battery-polymer,cobol,10,10,simple_regret,0.5,0.1\n"
+        "fig6,expert/ackley4,cobol,10,10,simple_regret,9.0,1.0\n"
+    )
+    (here / "summary.csv").write_text(stored)
+    _expert_results(tmp_path / "out" / "fig6" / "results.csv", "expert/ackley4", "cobol", 2.0)
+    run = _run(here / "analyse.py", "out", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "kept from the stored table, not in these results (study): battery" in run.stderr
+    assert "replaced (study): fig6" in run.stderr
+    rows = (here / "summary.csv").read_text().splitlines()
+    assert rows[1] == "battery,expert/battery-polymer,cobol,10,10,simple_regret,0.5,0.1"
+    fig6 = [r.split(",") for r in rows[2:]]
+    assert fig6 and all(r[0] == "fig6" for r in fig6)
+    # the new fig6 rows: 2 seeds, the simple regret at the last step is the mean of 2.0 and 3.0
+    final = [r for r in fig6 if r[4] == "3" and r[5] == "simple_regret"]
+    assert [(r[3], float(r[6])) for r in final] == [("2", 2.5)]
+    assert not any(r[6] == "9.0" for r in fig6)
+
+
+def test_levelset_analyze_without_arguments_prints_the_usage_and_writes_nothing(tmp_path):
+    script = ROOT / "docs" / "reproductions" / "levelset" / "analyze.py"
+    for args in ((), ("--help",)):
+        run = _run(script, *args, cwd=tmp_path)
+        assert run.returncode == 0
+        assert "Usage" in run.stdout
+    run = _run(script, "out", cwd=tmp_path)
+    assert run.returncode != 0
+    assert "at least one RESULTS.csv (nothing was written)" in run.stderr
+    assert list(tmp_path.iterdir()) == []

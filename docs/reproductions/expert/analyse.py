@@ -20,6 +20,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from boloop.bench.summary_csv import update_summary_csv  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 METRICS = ("simple_regret", "cumulative_regret", "expert_queries")
 
@@ -139,10 +141,14 @@ def main(root: str) -> None:
                 rows.append([name, problem, method, arr.shape[0], step, METRICS[j], m, se])
             cells.append(f"{float(np.median(arr[:, :, 3])):.3g}")
             print(f"| {problem} | {method} | {arr.shape[0]} | " + " | ".join(cells) + " |")
-    with open(HERE / "summary.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["study", "problem", "method", "seeds", "step", "metric", "mean", "se"])
-        w.writerows(rows)
+    # the studies of these results replace theirs; the stored table's other studies are kept
+    update = update_summary_csv(
+        HERE / "summary.csv",
+        ["study", "problem", "method", "seeds", "step", "metric", "mean", "se"],
+        rows,
+        key=["study"],
+    )
+    print(update.describe(["study"]), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from boloop.bench.summary_csv import update_summary_csv
+
 PROPOSED = "randomized-straddle"
 
 
@@ -45,9 +47,16 @@ def curves(runs: dict[int, dict[int, tuple[float, float]]]) -> tuple[np.ndarray,
 
 
 def main() -> None:
+    if len(sys.argv) == 1 or "-h" in sys.argv or "--help" in sys.argv:
+        print(__doc__)
+        return
+    if len(sys.argv) < 3:
+        sys.exit(f"give OUT_DIR and at least one RESULTS.csv (nothing was written)\n{__doc__}")
     out = Path(sys.argv[1])
-    out.mkdir(parents=True, exist_ok=True)
     data = load(sys.argv[2:])
+    if not data:  # before anything is written: an empty table would replace the stored one
+        sys.exit(f"no rows in {' '.join(sys.argv[2:])} (nothing was written)")
+    out.mkdir(parents=True, exist_ok=True)
     problems = sorted({p for p, _ in data})
     summary_rows, comp_rows = [], []
     import matplotlib
@@ -103,42 +112,40 @@ def main() -> None:
                         d = mean_p[i, k] - mean_m[j, k]
                         s = math.sqrt(se_p[i, k] ** 2 + se_m[j, k] ** 2)
                         comp_rows.append([prob, m, t, name, d, s, d / s if s > 0 else float("nan")])
-    with open(out / "summary.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(
-            [
-                "problem",
-                "method",
-                "step",
-                "seeds",
-                "loss_mean",
-                "loss_se",
-                "fscore_mean",
-                "fscore_se",
-            ]
+    # these results' (problem, method) rows replace theirs; the stored table's others are kept
+    key = ["problem", "method"]
+    update = update_summary_csv(
+        out / "summary.csv",
+        [*key, "step", "seeds", "loss_mean", "loss_se", "fscore_mean", "fscore_se"],
+        [[*r[:4], *(f"{v:.6g}" for v in r[4:])] for r in summary_rows],
+        key=key,
+    )
+    print(update.describe(key), file=sys.stderr)
+    if comp_rows:
+        update_summary_csv(
+            out / "comparisons.csv",
+            ["problem", "other", "step", "metric", "proposed_minus_other", "se", "z"],
+            [[*r[:4], *(f"{v:.4g}" for v in r[4:])] for r in comp_rows],
+            key=["problem", "other"],
         )
-        for r in summary_rows:
-            w.writerow([*r[:4], *(f"{v:.6g}" for v in r[4:])])
-    # markdown table of the final step of every (problem, method)
+    # markdown table of the final step of every (problem, method), from the whole summary.csv
+    with open(out / "summary.csv", newline="") as fh:
+        table = list(csv.DictReader(fh))
     final: dict[str, int] = {}
-    for r in summary_rows:
-        final[r[0]] = max(final.get(r[0], 0), int(r[2]))
+    for r in table:
+        final[r["problem"]] = max(final.get(r["problem"], 0), int(r["step"]))
     lines = [
         "| problem | method | seeds | T | loss r_T (mean +- s.e.) | F-score (mean +- s.e.) |",
         "|---|---|---|---|---|---|",
     ]
-    for r in summary_rows:
-        if int(r[2]) == final[r[0]]:
+    for r in table:
+        if int(r["step"]) == final[r["problem"]]:
             lines.append(
-                f"| {r[0]} | {r[1]} | {r[3]} | {r[2]} | {r[4]:.4g} +- {r[5]:.2g} | "
-                f"{r[6]:.4f} +- {r[7]:.4f} |"
+                f"| {r['problem']} | {r['method']} | {r['seeds']} | {r['step']} | "
+                f"{float(r['loss_mean']):.4g} +- {float(r['loss_se']):.2g} | "
+                f"{float(r['fscore_mean']):.4f} +- {float(r['fscore_se']):.4f} |"
             )
     (out / "table.md").write_text("\n".join(lines) + "\n")
-    with open(out / "comparisons.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["problem", "other", "step", "metric", "proposed_minus_other", "se", "z"])
-        for r in comp_rows:
-            w.writerow([*r[:4], *(f"{v:.4g}" for v in r[4:])])
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import csv
 import re
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from boloop.algorithms.preference import mrlpf_round_schedule  # noqa: E402
+from boloop.bench.summary_csv import update_summary_csv  # noqa: E402
 
 COLORS = {"mr-lpf": "tab:blue", "maxminlcb": "tab:orange", "random": "tab:gray"}
 EXTRA = ["tab:green", "tab:purple", "tab:red", "tab:brown", "tab:olive", "tab:cyan"]
@@ -34,6 +36,8 @@ def load(dirs: list[str]) -> dict[tuple[str, str], dict[int, dict[str, np.ndarra
     data: dict[tuple[str, str], dict[int, dict[str, list[float]]]] = defaultdict(dict)
     for d in dirs:
         path = Path(d) / "results.csv"
+        if not path.exists():
+            sys.exit(f"no {path}: give the directories of boloop bench run (nothing was written)")
         with path.open() as fh:
             for row in csv.DictReader(fh):
                 group = re.sub(r"\?user=\d+$", "", row["problem"])
@@ -61,8 +65,10 @@ def main() -> None:
     ap.add_argument("--dest", required=True)
     args = ap.parse_args()
     dest = Path(args.dest)
-    dest.mkdir(parents=True, exist_ok=True)
     data = load(args.dirs)
+    if not data:  # before anything is written: an empty table would replace the stored one
+        sys.exit(f"no rows in {', '.join(args.dirs)} (nothing was written)")
+    dest.mkdir(parents=True, exist_ok=True)
     groups = sorted({g for g, _ in data})
     rows = []
     for g in groups:
@@ -111,10 +117,9 @@ def main() -> None:
     keys: list[str] = []
     for r in rows:
         keys += [k for k in r if k not in keys]
-    with (dest / "summary.csv").open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=keys)
-        w.writeheader()
-        w.writerows(rows)
+    # these results' (problem, method) rows replace theirs; the stored table's others are kept
+    update = update_summary_csv(dest / "summary.csv", keys, rows, key=["problem", "method"])
+    print(update.describe(["problem", "method"]), file=sys.stderr)
     for r in rows:
         print(r)
 

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from boloop.bench.summary_csv import update_summary_csv
+
 
 def load(root: Path) -> dict[tuple[str, str, str], dict[int, dict[int, dict[str, float]]]]:
     """{(sweep, problem, method): {seed: {step: row}}}."""
@@ -207,11 +209,14 @@ def main() -> None:
             "docs/reproductions/safe.md first (nothing was written)"
         )
     outdir.mkdir(parents=True, exist_ok=True)
-    with (outdir / "summary.csv").open("w", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: (f"{v:.5g}" if isinstance(v, float) else v) for k, v in r.items()})
+    # the sweeps of these results replace theirs; the stored table's other sweeps are kept
+    update = update_summary_csv(
+        outdir / "summary.csv",
+        list(rows[0]),
+        [{k: (f"{v:.5g}" if isinstance(v, float) else v) for k, v in r.items()} for r in rows],
+        key=["sweep"],
+    )
+    print(update.describe(["sweep"]), file=sys.stderr)
     for r in rows:
         print(
             f"{r['sweep']:15s} {r['problem']:22s} {r['method']:36s} n={r['seeds']:2d} "
