@@ -26,24 +26,78 @@ Every text is XML-escaped, so a parameter named ``<script>`` is drawn as text.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
-import textwrap
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Any, SupportsFloat
-from xml.sax.saxutils import escape as _xml_escape
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from boloop._blas import one_blas_thread
 from boloop.algorithms.families import family_traits
 from boloop.confidence import UNDECIDED_SD, undecided
-from boloop.recommendations import BestPoint
-from boloop.spaces import Box, CandidateSet, SafeSpace, format_value
+from boloop.spaces import CandidateSet, SafeSpace
+from boloop.study.pictures.panel import (
+    _BAND_OPACITY,
+    _CROSS,
+    _DASHED,
+    _DOT,
+    _HATCH,
+    _MINUS,
+    _PLUS,
+    _TRIANGLE,
+    _Panel,
+    _panel,
+    _sign_marks,
+    _with_legend,
+)
+from boloop.study.pictures.reading import YLABEL_CHARS as YLABEL_CHARS
+from boloop.study.pictures.reading import (
+    _at,
+    _axis_grid,
+    _axis_label,
+    _bounds,
+    _centre,
+    _evaluations,
+    _rec_point,
+    _scalar,
+    _set,
+    _settings,
+    _units,
+    _xlabel_chars,
+    _ylabel,
+)
+from boloop.study.pictures.svg import (
+    _BLUE,
+    _CHAR_W,
+    _GREEN,
+    _GREY,
+    _LAYOUT,
+    _MARGIN,
+    _MAX_CELLS,
+    _ORANGE,
+    _RED,
+    PHONE_WIDTH,
+    _at_width,
+    _Cells,
+    _cells,
+    _colour,
+    _document,
+    _esc,
+    _fmt,
+    _lines,
+    _measured,
+    _message,
+    _range,
+    _tint,
+    _width,
+    _wrapped,
+    _x_cells,
+)
+from boloop.study.pictures.svg import PANEL_H as PANEL_H
+from boloop.study.pictures.svg import WIDTH as WIDTH
+from boloop.study.pictures.svg import _describe as _describe
 
 __all__ = [
     "progress_svg",
@@ -55,683 +109,11 @@ __all__ = [
     "PHONE_WIDTH",
 ]
 
-#: the width of a picture (SVG user units, drawn at as many CSS px on a wide screen)
-WIDTH = 560
-#: the width of a picture drawn for a phone: the same 11-unit text in a narrower picture, so that
-#: scaled to a 390 px phone's column (350 px) its labels are 13 px, and 12 px on a 360 px phone
-PHONE_WIDTH = 290
-PANEL_H = 220
-_MARGIN = (56, 16, 30, 40)  # left, right, top, bottom
-#: a perceptually ordered colour ramp (low -> high), interpolated linearly
-_RAMP = ((68, 1, 84), (59, 82, 139), (33, 145, 140), (94, 201, 98), (253, 231, 37))
-_BLUE, _ORANGE, _GREY, _RED, _GREEN = "#3b6fb6", "#e07b28", "#9a9a9a", "#c0392b", "#2e8b57"
 _LIGHT_GREEN = "#a8dbb5"
 #: a cell that looks unsafe: darker than the light green of a certified one (relative luminance
 #: 0.36 against 0.63) and hatched, so that the two differ without colour vision
 _UNSAFE_FILL = "#d98b80"
-#: legend markers (Panel.legend)
-_DOT, _CROSS, _HATCH = "marker:dot", "marker:cross", "marker:hatch"
-_TRIANGLE = "marker:triangle"
-#: a level-set class's key: its colour with a plus (above), a minus (below), or a dashed border
-#: (within 2 std: not decided), as the map draws them (:func:`_class_marks`)
-_PLUS, _MINUS, _DASHED = "marker:plus", "marker:minus", "marker:dashed"
 _MAX_SLICES = 6
-#: beyond this many cells a picture draws an outline instead (keeps the SVG small)
-_MAX_CELLS = 400
-#: the opacity of a band (mean +- 2 std, lowest to highest)
-_BAND_OPACITY = 0.22
-
-
-@dataclass(frozen=True)
-class _Layout:
-    """How a picture is laid out at one width: the columns of a slices picture, the preference
-    chart's left margin and characters of an option's name per line, and the characters per
-    line of a caption."""
-
-    width: int
-    slice_cols: int
-    pref_left: int
-    pref_name_chars: int
-    caption_chars: int
-
-
-def _layout_for(width: int) -> _Layout:
-    """The layout of a picture ``width`` units wide: a wide one as always; a narrow one (a
-    phone's) with one slice per row and the preference chart's margin, names and caption in
-    proportion to the width (its fewer x ticks follow from :func:`_x_ticks`)."""
-    if width >= WIDTH:
-        return _Layout(width, 2, 190, 34, 92)
-    k = width / WIDTH
-    return _Layout(width, 1, round(190 * k * 1.15), round(34 * k * 1.15), round(92 * k))
-
-
-#: the layout of the pictures being drawn (a frozen dataclass: never mutated)
-_LAYOUT: ContextVar[_Layout] = ContextVar(
-    "boloop_pictures_layout",
-    default=_layout_for(WIDTH),  # noqa: B039
-)
-
-
-@contextlib.contextmanager
-def _at_width(width: int) -> Iterator[None]:
-    """Draw the pictures of this block ``width`` units wide (per thread and task)."""
-    if width < 200:
-        raise ValueError(f"a picture is at least 200 units wide, not {width}")
-    token = _LAYOUT.set(_layout_for(int(width)))
-    try:
-        yield
-    finally:
-        _LAYOUT.reset(token)
-
-
-def _width() -> int:
-    return _LAYOUT.get().width
-
-
-def _esc(text: Any) -> str:
-    return _xml_escape(str(text), {'"': "&quot;", "'": "&#x27;"})
-
-
-def _fmt(v: float, digits: int = 4) -> str:
-    if not math.isfinite(v):
-        return str(v)
-    if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
-        return f"{v:.2e}"
-    return f"{v:.{digits}g}"
-
-
-def _measured(v: float) -> str:
-    """A measured value in a tooltip, as the history shows it (:func:`format_value`, 6
-    significant digits): 1099.9 and 1100.3 on either side of a threshold of 1100 must not both
-    read 1100 (a newcomer's trial), as :func:`_fmt`'s 4 digits for the axes would have them."""
-    return format_value(v)
-
-
-def _lines(text: str, width: int, max_lines: int | None = None) -> list[str]:
-    """``text`` in lines of at most ``width`` characters, broken at spaces (after the commas
-    of ``a=0.1, b=0.2``: never inside a number); beyond ``max_lines`` the last line ends in an
-    ellipsis."""
-    return textwrap.wrap(text, width, max_lines=max_lines, placeholder=" …") or [""]
-
-
-def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
-        return [lo]
-    raw = (hi - lo) / max(n - 1, 1)
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    start = math.ceil(lo / step - 1e-9) * step
-    ticks = []
-    t = start
-    while t <= hi + 1e-9 * step:
-        ticks.append(0.0 if abs(t) < 1e-12 * step else t)
-        t += step
-    return ticks
-
-
-def _x_ticks(lo: float, hi: float, w: float) -> list[float]:
-    """The x ticks of an axis ``w`` units long: :func:`_nice_ticks` (about five), fewer while
-    their labels (11-unit text) would come closer than a character's width (a narrow picture)."""
-    for n in (5, 4, 3, 2):
-        ticks = _nice_ticks(lo, hi, n)
-        if len(ticks) < 2:
-            return ticks
-        label = max(len(_fmt(t)) for t in ticks) * _CHAR_W
-        if w * (ticks[1] - ticks[0]) / (hi - lo) >= label + _CHAR_W:
-            return ticks
-    return ticks
-
-
-def _colour(u: float) -> str:
-    """The ramp's colour at ``u`` in [0, 1]."""
-    u = min(max(float(u), 0.0), 1.0) if math.isfinite(u) else 0.0
-    pos = u * (len(_RAMP) - 1)
-    i = min(int(pos), len(_RAMP) - 2)
-    w = pos - i
-    rgb = [round(a + (b - a) * w) for a, b in zip(_RAMP[i], _RAMP[i + 1])]
-    return "#{:02x}{:02x}{:02x}".format(*tuple(rgb))
-
-
-def _range(values: Sequence[float] | np.ndarray, pad: float = 0.05) -> tuple[float, float]:
-    arr = np.asarray(values, dtype=np.float64).ravel()
-    arr = arr[np.isfinite(arr)]
-    if arr.size == 0:
-        return 0.0, 1.0
-    lo, hi = float(arr.min()), float(arr.max())
-    if hi - lo < 1e-12 * max(1.0, abs(hi)):
-        lo, hi = lo - 0.5 * max(1.0, abs(lo)) * 0.1 - 0.5, hi + 0.5 * max(1.0, abs(hi)) * 0.1 + 0.5
-    span = hi - lo
-    return lo - pad * span, hi + pad * span
-
-
-#: a grid whose steps differ from their average by less than this share of it is drawn as even
-_EVEN_STEPS = 1e-6
-
-
-@dataclass(frozen=True)
-class _Cells:
-    """A map's cells along one axis: each grid value's extent, ``lo[i]`` to ``hi[i]`` (data
-    units, in the order of the values given), and ``limits``, the axis's extent in the picture
-    (the outer cells' outer edges)."""
-
-    lo: np.ndarray
-    hi: np.ndarray
-    limits: tuple[float, float]
-
-
-def _cells(values: Any, low: float, high: float) -> _Cells:
-    """The cells of grid ``values`` (any order) whose bounds are ``low``, ``high``. An even grid
-    (or one of one or two values): each value's cell is the average step wide, centred on it,
-    and the axis reaches half a step beyond the bounds, as the maps always drew it. An uneven
-    grid (a table's doses 0, 1, 2, 5, 10): each cell reaches halfway to its neighbours, the
-    outer ones half their neighbour's gap beyond their value, so that a cell stands over its
-    value and meets its neighbours, whatever the gaps."""
-    v = np.asarray(values, dtype=np.float64).reshape(-1)
-    step = (high - low) / max(v.size - 1, 1)
-    grid, at = np.unique(v, return_inverse=True)
-    gaps = np.diff(grid)
-    if grid.size < 3 or np.all(np.abs(gaps - gaps.mean()) <= _EVEN_STEPS * gaps.mean()):
-        return _Cells(v - step / 2, v + step / 2, (low - step / 2, high + step / 2))
-    mid = (grid[1:] + grid[:-1]) / 2
-    lo = np.concatenate([[grid[0] - gaps[0] / 2], mid])
-    hi = np.concatenate([mid, [grid[-1] + gaps[-1] / 2]])
-    return _Cells(lo[at], hi[at], (float(lo[0]), float(hi[-1])))
-
-
-def _x_cells(xv: np.ndarray) -> _Cells:
-    """The cells of a safe space's one x parameter, its options ``xv`` (as the space holds
-    them): :func:`_cells`, a lone option a cell one unit wide."""
-    if xv.size < 2:
-        return _Cells(xv - 0.5, xv + 0.5, (float(xv.min()) - 0.5, float(xv.max()) + 0.5))
-    return _cells(xv, float(xv.min()), float(xv.max()))
-
-
-class _Panel:
-    """One plotting area inside an SVG: linear x and y scales, axes, marks."""
-
-    def __init__(
-        self,
-        x0: float,
-        y0: float,
-        w: float,
-        h: float,
-        xlim: tuple[float, float],
-        ylim: tuple[float, float],
-        title: str = "",
-        xlabel: str = "",
-        ylabel: str = "",
-    ) -> None:
-        self.x0, self.y0, self.w, self.h = x0, y0, w, h
-        self.xlim, self.ylim = xlim, ylim
-        self.title, self.xlabel, self.ylabel = title, xlabel, ylabel
-        self.parts: list[str] = []
-        #: what a line's label keeps clear of: the boxes (picture units, x0, y0, x1, y1) of the
-        #: marks drawn (:meth:`dot`, :meth:`cross`, ...) and of :meth:`keep_clear`
-        self.occupied: list[tuple[float, float, float, float]] = []
-        #: the lines' labels, placed when the panel is drawn (:meth:`svg`, once every mark is
-        #: known): (their place in ``parts``, the line's y, colour, text)
-        self._line_labels: list[tuple[int, float, str, str]] = []
-
-    def sx(self, x: SupportsFloat) -> float:
-        lo, hi = self.xlim
-        return self.x0 + (float(x) - lo) / (hi - lo) * self.w
-
-    def sy(self, y: SupportsFloat) -> float:
-        lo, hi = self.ylim
-        return self.y0 + self.h - (float(y) - lo) / (hi - lo) * self.h
-
-    def axes(self, xticks: bool = True) -> None:
-        p = self.parts
-        p.append(
-            f'<rect x="{self.x0:.1f}" y="{self.y0:.1f}" width="{self.w:.1f}" height="{self.h:.1f}" '
-            'fill="none" stroke="#444" stroke-width="0.8"/>'
-        )
-        if xticks:
-            for t in _x_ticks(*self.xlim, self.w):
-                X = self.sx(t)
-                p.append(
-                    f'<line x1="{X:.1f}" y1="{self.y0 + self.h:.1f}" x2="{X:.1f}" '
-                    f'y2="{self.y0 + self.h + 4:.1f}" stroke="#444"/>'
-                    f'<text x="{X:.1f}" y="{self.y0 + self.h + 15:.1f}" text-anchor="middle">'
-                    f"{_esc(_fmt(t))}</text>"
-                )
-        for t in _nice_ticks(*self.ylim):
-            Y = self.sy(t)
-            p.append(
-                f'<line x1="{self.x0 - 4:.1f}" y1="{Y:.1f}" x2="{self.x0:.1f}" y2="{Y:.1f}" '
-                f'stroke="#444"/><text x="{self.x0 - 6:.1f}" y="{Y + 4:.1f}" text-anchor="end">'
-                f"{_esc(_fmt(t))}</text>"
-            )
-        if self.title:
-            # too long for one line from the panel's left (a phone's narrow picture): from the
-            # picture's left edge, in lines 12 units apart above the panel
-            one_line = len(self.title) * _CHAR_W <= _width() - 4 - self.x0
-            x, y = (self.x0, self.y0 - 8) if one_line else (8.0, self.y0 - 6)
-            p.append(_wrapped(x, y, self.title, ' font-weight="bold" class="title"', up=True))
-        if self.xlabel:
-            p.append(
-                f'<text x="{self.x0 + self.w / 2:.1f}" y="{self.y0 + self.h + 30:.1f}" '
-                f'text-anchor="middle">{_esc(self.xlabel)}</text>'
-            )
-        if self.ylabel:
-            cx, cy = self.x0 - 44, self.y0 + self.h / 2
-            p.append(
-                f'<text x="{cx:.1f}" y="{cy:.1f}" text-anchor="middle" '
-                f'transform="rotate(-90 {cx:.1f} {cy:.1f})">{_esc(self.ylabel)}</text>'
-            )
-
-    def line(self, xs: Any, ys: Any, colour: str, width: float = 1.6, dash: str = "") -> None:
-        pts = [
-            f"{self.sx(x):.1f},{self.sy(y):.1f}"
-            for x, y in zip(xs, ys)
-            if math.isfinite(float(x)) and math.isfinite(float(y))
-        ]
-        if len(pts) < 2:
-            return
-        d = f' stroke-dasharray="{dash}"' if dash else ""
-        self.parts.append(
-            f'<polyline points="{" ".join(pts)}" fill="none" stroke="{colour}" '
-            f'stroke-width="{width}"{d}/>'
-        )
-
-    def steps(self, xs: Any, ys: Any, colour: str, dash: str = "") -> None:
-        sx: list[Any] = []
-        sy: list[Any] = []
-        for i, (x, y) in enumerate(zip(xs, ys)):
-            if i:
-                sx.append(x)
-                sy.append(sy[-1])
-            sx.append(x)
-            sy.append(y)
-        self.line(sx, sy, colour, 2.0, dash)
-
-    def band(self, xs: Any, lo: Any, hi: Any, colour: str) -> None:
-        up = [f"{self.sx(x):.1f},{self.sy(y):.1f}" for x, y in zip(xs, hi)]
-        down = [f"{self.sx(x):.1f},{self.sy(y):.1f}" for x, y in zip(xs[::-1], lo[::-1])]
-        self.parts.append(
-            f'<polygon points="{" ".join(up + down)}" fill="{colour}" '
-            f'fill-opacity="{_BAND_OPACITY}" stroke="none"/>'
-        )
-
-    def hline(self, y: float, colour: str, label: str = "") -> None:
-        """A dashed horizontal line at ``y`` across the panel; ``label``: its text, placed
-        where no mark is (:meth:`_line_label`) once the panel is drawn."""
-        if not self.ylim[0] <= y <= self.ylim[1]:
-            return
-        Y = self.sy(y)
-        self.parts.append(
-            f'<line x1="{self.x0:.1f}" y1="{Y:.1f}" x2="{self.x0 + self.w:.1f}" y2="{Y:.1f}" '
-            f'stroke="{colour}" stroke-dasharray="5 3" stroke-width="1.3"/>'
-        )
-        if label:
-            self._line_labels.append((len(self.parts), Y, colour, label))
-            self.parts.append("")  # its place: drawn under the marks drawn after it
-
-    def keep_clear(self, x0: float, y0: float, x1: float, y1: float) -> None:
-        """Keep a line's label off the box (``x0``, ``y0``)-(``x1``, ``y1``) (picture units)."""
-        self.occupied.append((min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)))
-
-    def _occupy(self, X: float, Y: float, r: float) -> None:
-        self.occupied.append((X - r, Y - r, X + r, Y + r))
-
-    def _line_label(self, Y: float, colour: str, label: str) -> str:
-        """The text of a line at picture height ``Y``: at the line's right end just above it
-        (where it always was), unless a mark is there (a measurement just above a threshold: a
-        newcomer's trial): then the first spot clear of every mark (:attr:`occupied`) among
-        just below the line there, at its left end above and below, and along it from right to
-        left; where no spot is clear, the one over the fewest marks. A spot that leaves the
-        panel comes after every spot inside it."""
-        w = len(label) * _CHAR_W
-        right, left = self.x0 + self.w - 4, self.x0 + 4
-        ends = [right, left + w]  # where the text ends (its right edge)
-        step = max(w / 2, 2 * _CHAR_W)
-        x = right - step
-        while x - w > left:
-            ends.append(x)
-            x -= step
-        spots = [(end, base) for end in ends for base in (Y - 4, Y + 12)]  # above, below
-
-        def rank(spot: tuple[float, float]) -> tuple[bool, int]:
-            end, base = spot
-            x0, y0, x1, y1 = end - w, base - 9, end, base + 3  # the text's box, about
-            hits = sum(x0 < b[2] and b[0] < x1 and y0 < b[3] and b[1] < y1 for b in self.occupied)
-            return y0 < self.y0 or y1 > self.y0 + self.h, hits
-
-        end, base = min(spots, key=rank)  # (the first of equals: the order above)
-        if end == left + w and end != right:  # at the left end: from the panel's left edge
-            return f'<text x="{left:.1f}" y="{base:.1f}" fill="{colour}">{_esc(label)}</text>'
-        return (
-            f'<text x="{end:.1f}" y="{base:.1f}" text-anchor="end" '
-            f'fill="{colour}">{_esc(label)}</text>'
-        )
-
-    def dot(self, x: float, y: float, colour: str, r: float = 3.2, title: str = "") -> None:
-        if not (math.isfinite(float(x)) and math.isfinite(float(y))):
-            return
-        t = f"<title>{_esc(title)}</title>" if title else ""
-        self._occupy(self.sx(x), self.sy(y), r + 0.3)
-        self.parts.append(
-            f'<circle cx="{self.sx(x):.1f}" cy="{self.sy(y):.1f}" r="{r}" fill="{colour}" '
-            f'stroke="#222" stroke-width="0.6">{t}</circle>'
-        )
-
-    def triangle(self, x: float, y: float, colour: str, r: float = 4.2, title: str = "") -> None:
-        """A point drawn as a triangle pointing up (a measurement above a threshold): its shape
-        tells it from a dot without colour."""
-        if not (math.isfinite(float(x)) and math.isfinite(float(y))):
-            return
-        self._occupy(self.sx(x), self.sy(y), r + 0.3)
-        self.parts.append(_triangle_path(self.sx(x), self.sy(y), r, colour, title))
-
-    def cross(
-        self, x: float, y: float, colour: str, r: float = 4.0, title: str = "", halo: bool = False
-    ) -> None:
-        """An x mark (:func:`_cross_path`); ``halo``: on a white one a little wider, so that it
-        stands out from a map's lines and marks."""
-        if not (math.isfinite(float(x)) and math.isfinite(float(y))):
-            return
-        X, Y = self.sx(x), self.sy(y)
-        self._occupy(X, Y, r + 1.0)
-        if halo:
-            self.parts.append(
-                f'<path d="{_cross_d(X, Y, r)}" stroke="#fff" stroke-width="4.5" '
-                'stroke-linecap="round"/>'
-            )
-        self.parts.append(_cross_path(X, Y, r, colour, title))
-
-    def star(self, x: float, y: float, title: str = "recommendation") -> None:
-        X, Y = self.sx(x), self.sy(y)
-        self._occupy(X, Y, 8.5)
-        pts = []
-        for k in range(10):
-            r = 8.0 if k % 2 == 0 else 3.4
-            a = -math.pi / 2 + k * math.pi / 5
-            pts.append(f"{X + r * math.cos(a):.1f},{Y + r * math.sin(a):.1f}")
-        self.parts.append(
-            f'<polygon points="{" ".join(pts)}" fill="#ffd700" stroke="#222" stroke-width="1">'
-            f"<title>{_esc(title)}</title></polygon>"
-        )
-
-    def cell(
-        self,
-        x: float,
-        y: float,
-        dx: float,
-        dy: float,
-        fill: str,
-        title: str = "",
-        hatch: bool = False,
-    ) -> None:
-        """A cell of a map, ``dx`` by ``dy`` centred at (``x``, ``y``) (:meth:`span`)."""
-        self.span(x - dx / 2, x + dx / 2, y - dy / 2, y + dy / 2, fill, title, hatch)
-
-    def span(
-        self,
-        x_lo: float,
-        x_hi: float,
-        y_lo: float,
-        y_hi: float,
-        fill: str,
-        title: str = "",
-        hatch: bool = False,
-    ) -> None:
-        """A cell of a map from ``x_lo`` to ``x_hi`` and ``y_lo`` to ``y_hi`` (data units;
-        :func:`_cells` gives a grid's), cut at the panel's frame (a cell centred on the frame
-        draws its inner half only); ``hatch``: with a diagonal line, so that it differs from its
-        neighbours by more than colour (WCAG 1.4.1)."""
-        right, bottom = self.x0 + self.w, self.y0 + self.h
-        X0 = max(self.sx(x_lo), self.x0)
-        Y0 = max(self.sy(y_hi), self.y0)
-        X1 = min(self.sx(x_hi), right)
-        Y1 = min(self.sy(y_lo), bottom)
-        if X1 <= X0 or Y1 <= Y0:  # wholly outside the frame
-            return
-        t = f"<title>{_esc(title)}</title>" if title else ""
-        # 0.3 wider and taller than the cell, so that neighbours meet without a seam
-        self.parts.append(
-            f'<rect x="{X0:.1f}" y="{Y0:.1f}" width="{min(X1 + 0.3, right) - X0:.1f}" '
-            f'height="{min(Y1 + 0.3, bottom) - Y0:.1f}" fill="{fill}">{t}</rect>'
-        )
-        if hatch:
-            self.parts.append(_hatch_path(X0, Y0, X1 - X0, Y1 - Y0))
-
-    def legend(
-        self, items: Sequence[tuple[str, ...]], tips: dict[str, str] | None = None
-    ) -> None:
-        """Keys in rows from the panel's top left, wrapped at the picture's width: a colour
-        square for ``(colour, text)``, a line sample for ``(colour, text, dash)`` (``dash`` an
-        SVG dash array, "" solid), a marker for ``(colour, text, MARK)`` (:data:`_DOT`, a
-        point drawn by :meth:`dot`; :data:`_CROSS`, by :meth:`cross`; :data:`_HATCH`, a cell
-        of :meth:`cell` with ``hatch``; :data:`_PLUS`, :data:`_MINUS`, :data:`_DASHED`, a
-        level-set class), the text alone for ``("", text)``. ``tips``: a tooltip (``<title>``)
-        for a key's mark, by its text (a class's count: the page's table of numbers reads it)."""
-        tips = tips or {}
-        x = self.x0 + 6
-        y = self.y0 + 12
-        for colour, text, *dash in items:
-            if x + 14 + 6.5 * len(text) > _width() and x > self.x0 + 6:
-                x, y = self.x0 + 6, y + 16
-            tip = f"<title>{_esc(tips[text])}</title>" if text in tips else ""
-            if dash and dash[0] in (_PLUS, _MINUS, _DASHED):
-                border = ' stroke-dasharray="2 1.5" stroke-width="1"' if dash[0] == _DASHED else (
-                    ' stroke-width="0.4"'
-                )
-                self.parts.append(
-                    f'<rect x="{x:.1f}" y="{y - 8:.1f}" width="10" height="10" fill="{colour}" '
-                    f'stroke="#222"{border}>{tip}</rect>'
-                )
-                if dash[0] != _DASHED:
-                    self.parts.append(
-                        f'<path d="{_sign_glyph(x + 5, y - 3, dash[0] == _PLUS)}" '
-                        f'stroke="#222" stroke-width="{_GLYPH_W}" fill="none"/>'
-                    )
-            elif dash and dash[0] in (_DOT, _CROSS, _HATCH, _TRIANGLE):
-                cx, cy = x + 5, y - 3
-                if dash[0] == _TRIANGLE:
-                    self.parts.append(_triangle_path(cx, cy, 4.2, colour))
-                elif dash[0] == _DOT:
-                    self.parts.append(
-                        f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3.2" fill="{colour}" '
-                        'stroke="#222" stroke-width="0.6"/>'
-                    )
-                elif dash[0] == _CROSS:
-                    self.parts.append(_cross_path(cx, cy, 4.0, colour))
-                else:
-                    self.parts.append(
-                        f'<rect x="{x:.1f}" y="{y - 8:.1f}" width="10" height="10" '
-                        f'fill="{colour}" stroke="#222" stroke-width="0.4"/>'
-                        + _hatch_path(x, y - 8, 10, 10)
-                    )
-            elif dash:
-                d = f' stroke-dasharray="{dash[0]}"' if dash[0] else ""
-                self.parts.append(
-                    f'<line x1="{x - 2:.1f}" y1="{y - 3:.1f}" x2="{x + 12:.1f}" y2="{y - 3:.1f}" '
-                    f'stroke="{colour}" stroke-width="2"{d}/>'
-                )
-            elif colour:
-                self.parts.append(
-                    f'<rect x="{x:.1f}" y="{y - 8:.1f}" width="10" height="10" fill="{colour}" '
-                    f'stroke="#222" stroke-width="0.4">{tip}</rect>'
-                )
-            tx = x + 14 if colour else x
-            self.parts.append(f'<text x="{tx:.1f}" y="{y + 1:.1f}" class="key">{_esc(text)}</text>')
-            x += 22 + 6.5 * len(text)
-
-    def svg(self) -> str:
-        parts = list(self.parts)
-        for i, Y, colour, label in self._line_labels:  # placed now: every mark is known
-            parts[i] = self._line_label(Y, colour, label)
-        return "".join(parts)
-
-
-#: a level-set sign glyph's half arm and stroke width (picture units)
-_GLYPH_R, _GLYPH_W = 2.6, 1.3
-
-
-def _sign_glyph(X: float, Y: float, plus: bool) -> str:
-    """The path data of a plus (``plus``: above the threshold) or a minus (below) centred at
-    (``X``, ``Y``): a level-set class said by a shape, not only by its colour (WCAG 1.4.1)."""
-    r = _GLYPH_R
-    d = f"M{X - r:.1f},{Y:.1f}h{2 * r:.1f}"
-    return d + (f"M{X:.1f},{Y - r:.1f}v{2 * r:.1f}" if plus else "")
-
-
-def _cross_path(X: float, Y: float, r: float, colour: str, title: str = "") -> str:
-    """An x mark centred at (``X``, ``Y``) in picture units: a measured point that broke a
-    limit is a cross, not only a red dot (its shape says it without colour)."""
-    t = f"<title>{_esc(title)}</title>" if title else ""
-    return f'<path d="{_cross_d(X, Y, r)}" stroke="{colour}" stroke-width="2">{t}</path>'
-
-
-def _cross_d(X: float, Y: float, r: float) -> str:
-    """The path data of an x mark of half size ``r`` centred at (``X``, ``Y``)."""
-    return (
-        f"M{X - r:.1f},{Y - r:.1f}L{X + r:.1f},{Y + r:.1f}"
-        f"M{X - r:.1f},{Y + r:.1f}L{X + r:.1f},{Y - r:.1f}"
-    )
-
-
-def _triangle_path(X: float, Y: float, r: float, colour: str, title: str = "") -> str:
-    """A filled triangle pointing up, centred at (``X``, ``Y``)."""
-    t = f"<title>{_esc(title)}</title>" if title else ""
-    return (
-        f'<path d="M{X:.1f},{Y - r:.1f}L{X + r:.1f},{Y + 0.8 * r:.1f}L{X - r:.1f},{Y + 0.8 * r:.1f}Z" '
-        f'fill="{colour}" stroke="#222" stroke-width="0.6">{t}</path>'
-    )
-
-
-def _hatch_path(X: float, Y: float, w: float, h: float) -> str:
-    """Two diagonal strokes across a cell (no SVG pattern: a page carries each picture twice,
-    one hidden, and a pattern defined in the hidden one would not be drawn in the other)."""
-    return (
-        f'<path d="M{X:.1f},{Y + h:.1f}L{X + w:.1f},{Y:.1f}M{X:.1f},{Y + h / 2:.1f}'
-        f'L{X + w / 2:.1f},{Y:.1f}M{X + w / 2:.1f},{Y + h:.1f}L{X + w:.1f},{Y + h / 2:.1f}" '
-        'stroke="#7a1f16" stroke-width="0.8" fill="none"/>'
-    )
-
-
-#: the advance of a character of the 11-unit sans-serif text, about (a bold one's, at most)
-_CHAR_W = 6.5
-
-
-def _wrapped(x: float, y: float, text: str, attrs: str = "", up: bool = False) -> str:
-    """``text`` at (``x``, ``y``) in lines that fit between ``x`` and the picture's right edge
-    (13 units apart): one ``<text>`` of ``<tspan>`` lines; ``up``: the last line at ``y`` and
-    the lines 12 apart (a title above its panel), else the first."""
-    chars = max(8, int((_width() - 4 - x) / _CHAR_W))
-    if len(text) <= chars:  # one line, as it was always drawn
-        return f'<text x="{x:.1f}" y="{y:.1f}"{attrs}>{_esc(text)}</text>'
-    lines = _lines(text, chars)
-    step = 12 if up else 13
-    y0 = y - step * (len(lines) - 1) if up else y
-    spans = "".join(
-        f'<tspan x="{x:.1f}" y="{y0 + step * j:.1f}">{_esc(line)}</tspan>'
-        for j, line in enumerate(lines)
-    )
-    return f"<text{attrs}>{spans}</text>"
-
-
-def _document(body: Sequence[str], height: float, label: str) -> str:
-    w = _width()
-    return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height:.0f}" '
-        f'viewBox="0 0 {w} {height:.0f}" role="img" aria-label="{_esc(label)}" '
-        'font-family="sans-serif" font-size="11">'
-        f'<rect width="100%" height="100%" fill="#fff"/>{"".join(body)}</svg>'
-    )
-
-
-def _message(text: str, label: str) -> str:
-    return _document(
-        [f'<text x="{_width() / 2}" y="60" text-anchor="middle" fill="#555">{_esc(text)}</text>'],
-        110,
-        label,
-    )
-
-
-def _panel(
-    row: int,
-    xlim: tuple[float, float],
-    ylim: tuple[float, float],
-    title: str,
-    xlabel: str,
-    ylabel: str,
-    col: int = 0,
-    ncols: int = 1,
-) -> _Panel:
-    left, right, top, bottom = _MARGIN
-    cw = (_width() - left - right - (ncols - 1) * left) / ncols
-    h = PANEL_H - top - bottom
-    return _Panel(
-        left + col * (cw + left), row * PANEL_H + top, cw, h, xlim, ylim, title, xlabel, ylabel
-    )
-
-
-# -- reading a study ----------------------------------------------------------------------------
-def _settings(study: Any) -> dict[str, Any]:
-    return dict(getattr(study.problem, "settings", {}) or {})
-
-
-def _units(study: Any) -> dict[str, str]:
-    """Each parameter's unit by name (:meth:`~boloop.study.Study.units`); empty for a study
-    without units (its pictures are drawn exactly as before)."""
-    units = getattr(study, "units", None)
-    return dict(units()) if callable(units) else {}
-
-
-def _axis_label(name: str, units: Mapping[str, str], chars: int) -> str:
-    """A parameter's name on an axis: ``dose (mg)`` where it has a unit, cut to ``chars``
-    characters as the measured value's label is (:func:`_ylabel`); its bare name, as always,
-    where it has none."""
-    unit = units.get(name)
-    if not unit:
-        return name
-    text = f"{name} ({unit})"
-    return text if len(text) <= chars else text[: chars - 1] + "…"
-
-
-def _xlabel_chars(ncols: int = 1) -> int:
-    """The characters of an x-axis label that fit under a panel of :func:`_panel` (one of
-    ``ncols`` side by side)."""
-    left, right, _, _ = _MARGIN
-    return int((_width() - left - right - (ncols - 1) * left) / ncols / _CHAR_W)
-
-
-def _set(name: str, value: float, units: Mapping[str, str]) -> str:
-    """One setting in a tooltip or a description: ``dose=5 mg`` (``dose=5`` without a unit)."""
-    unit = units.get(name)
-    return f"{name}={_fmt(float(value))}" + (f" {unit}" if unit else "")
-
-
-def _evaluations(study: Any, hist: list[dict[str, Any]]) -> tuple[np.ndarray, list[Any]]:
-    """Points (n, d) of the evaluate rows and their answers."""
-    names = study.names
-    rows = [r for r in hist if r["kind"] == "evaluate" and r["params"] is not None]
-    X = np.array([[r["params"][n] for n in names] for r in rows], dtype=np.float64)
-    return X.reshape(len(rows), len(names)), [r["answer"] for r in rows]
-
-
-def _scalar(answer: Any, key: str = "f") -> float:
-    if isinstance(answer, dict):
-        return float(answer.get(key, math.nan))
-    return float(answer)
-
-
-# -- progress -----------------------------------------------------------------------------------
-#: the longest y-axis label, in characters, that fits along a panel's height at 11 units
-YLABEL_CHARS = 26
-
-
-def _ylabel(study: Any, output: str | None = None) -> str:
-    """The measured value's name for a y axis (``coating thickness (µm)``, from the space
-    file's ``[measurement]``), ``f`` where the study gives none."""
-    measured = getattr(study, "measured", None)
-    entries = measured() if callable(measured) else []
-    for m in entries:
-        if m.name is not None and (m.output is None or m.output == output or len(entries) == 1):
-            text = m.label()  # written along a panel's height: cut to what fits beside it
-            return text if len(text) <= YLABEL_CHARS else text[: YLABEL_CHARS - 1] + "…"
-    return "f"
 
 
 def progress_svg(study: Any, width: int = WIDTH) -> str:
@@ -788,41 +170,6 @@ def _progress_lead(study: Any) -> str:
     if labels:
         lead += f"; {sum(labels)} labels accepted, {len(labels) - sum(labels)} rejected"
     return lead + "."
-
-
-def _describe(svg: str, lead: str) -> str:
-    """``svg`` with a ``<desc>``: ``lead`` (the numbers), what its panels show (their titles)
-    and its key (WCAG 1.1.1: an SVG of role img is one image to a screen reader, which reads
-    none of its texts; its label names it, this describes it)."""
-    import xml.etree.ElementTree as ET
-
-    ns = "{http://www.w3.org/2000/svg}"
-    try:
-        root = ET.fromstring(svg)
-    except ET.ParseError:  # drawn here: never; the picture without its description then
-        return svg
-    titles, keys = [], []
-    for t in root.iter(f"{ns}text"):
-        # its own words and its lines' (<tspan>), not its tooltip (<title>)
-        words = [t.text or ""]
-        for c in t:
-            words += [c.text or "" if c.tag == f"{ns}tspan" else "", c.tail or ""]
-        text = " ".join(" ".join(words).split())
-        if t.get("class") == "title":
-            titles.append(text)
-        elif t.get("class") == "key":
-            keys.append(text)
-    if root.find(f"{ns}desc") is not None:  # described where it was drawn
-        return svg
-    parts = [lead] if lead else []
-    if titles:
-        parts.append("Shown: " + "; ".join(titles) + ".")
-    if keys:
-        parts.append("Key: " + ", ".join(keys) + ".")
-    if not parts:
-        return svg
-    head = svg.index(">") + 1
-    return f"{svg[:head]}<desc>{_esc(' '.join(parts))}</desc>{svg[head:]}"
 
 
 def _progress_svg(study: Any) -> str:
@@ -1081,7 +428,6 @@ def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str
     return _with_legend([p.svg()], PANEL_H, items, label)
 
 
-# -- the model ----------------------------------------------------------------------------------
 def _predictor(
     study: Any, policy: Any
 ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
@@ -1118,13 +464,6 @@ def _expert_g(study: Any, policy: Any) -> Callable[[np.ndarray], np.ndarray] | N
     except Exception:  # noqa: BLE001 - no expert model (gp-lcb), or no data yet
         return None
     return g
-
-
-def _tint(colour: str, t: float) -> str:
-    """``colour`` (#rrggbb) mixed with white: ``t`` = 1 the colour, 0 white."""
-    t = min(max(float(t), 0.0), 1.0)
-    rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
-    return "#" + "".join(f"{round(255 + (c - 255) * t):02x}" for c in rgb)
 
 
 #: the labels given, in either panel of the expert's model: accepted a dot, rejected a cross
@@ -1211,25 +550,6 @@ def _g_panel(
     return q, _g_lead(g)
 
 
-def _centre(space: Any) -> np.ndarray:
-    box = space if isinstance(space, Box) else space.box
-    return np.asarray(box.bounds, dtype=np.float64).mean(axis=1)
-
-
-def _bounds(space: Any) -> np.ndarray:
-    box = space if isinstance(space, Box) else space.box
-    return np.asarray(box.bounds, dtype=np.float64)
-
-
-def _rec_point(study: Any, rec: Any) -> np.ndarray | None:
-    d = study.space.dim
-    if isinstance(rec, BestPoint):
-        rec = rec.point
-    if isinstance(rec, np.ndarray) and rec.shape == (d,) and np.all(np.isfinite(rec)):
-        return rec
-    return None
-
-
 _LIGHT = {_ORANGE: "#f5c9a3", _BLUE: "#aac3e6"}
 #: each level-set class's name, by (above, undecided)
 _CLASS_NAMES = {
@@ -1248,8 +568,6 @@ _CLASS_ITEMS: list[tuple[str, ...]] = [
     ("#222", "above | below", ""),
     ("#222", f"edge of within {UNDECIDED_SD:g} std", "3 2"),
 ]
-#: the spacing of the class map's plus and minus marks (picture units)
-_GLYPH_STEP = 16.0
 
 
 def _class_marks(
@@ -1297,45 +615,6 @@ def _class_marks(
     if solid:
         p.parts.append(f'<path d="{"".join(solid)}" stroke="#222" stroke-width="1.6" fill="none"/>')
     _sign_marks(p, xc, yc, up, ~unsure, glyph_rows)
-
-
-def _sign_marks(
-    p: _Panel,
-    xc: np.ndarray,
-    yc: np.ndarray,
-    plus: np.ndarray,
-    marked: np.ndarray,
-    glyph_rows: Sequence[float] | None = None,
-    keep_off: np.ndarray | None = None,
-) -> None:
-    """On a lattice of :data:`_GLYPH_STEP` units over a map of cells centred at ``xc`` x
-    ``yc`` (boolean (len(xc), len(yc)) ``plus`` and ``marked``), a plus on each marked cell
-    where ``plus``, a minus on the other marked cells: two sides of a map said by a shape, not
-    only by its colour (WCAG 1.4.1). ``glyph_rows``: the lattice's rows (picture y), all the
-    panel's if None; ``keep_off``: points (picture units, (n, 2)) with no glyph within
-    :data:`_GLYPH_STEP` / 2 + 4 units on either axis (marks drawn there stay clear)."""
-    (xlo, xhi), (ylo, yhi) = p.xlim, p.ylim
-    cols = np.arange(p.x0 + _GLYPH_STEP / 2, p.x0 + p.w, _GLYPH_STEP)
-    rows = (
-        np.arange(p.y0 + _GLYPH_STEP / 2, p.y0 + p.h, _GLYPH_STEP)
-        if glyph_rows is None
-        else np.asarray(glyph_rows, dtype=np.float64)
-    )
-    away = np.empty((0, 2)) if keep_off is None else np.asarray(keep_off, dtype=np.float64)
-    near = _GLYPH_STEP / 2 + 4
-    glyphs = []
-    for Y in rows:
-        j = int(np.argmin(np.abs(yc - (yhi - (Y - p.y0) / p.h * (yhi - ylo)))))
-        for X in cols:
-            i = int(np.argmin(np.abs(xc - (xlo + (X - p.x0) / p.w * (xhi - xlo)))))
-            if away.size and np.any(np.max(np.abs(away - (X, Y)), axis=1) < near):
-                continue
-            if marked[i, j]:
-                glyphs.append(_sign_glyph(float(X), float(Y), bool(plus[i, j])))
-    if glyphs:
-        p.parts.append(
-            f'<path d="{"".join(glyphs)}" stroke="#222" stroke-width="{_GLYPH_W}" fill="none"/>'
-        )
 
 
 def _class_counts(up: np.ndarray, unsure: np.ndarray) -> tuple[str, dict[str, str]]:
@@ -1421,11 +700,6 @@ def _model_svg(study: Any, hist: list[dict[str, Any]], policy: Any, rec: Any) ->
     return _model_slices(study, X, y, pred, threshold, rpt, label)
 
 
-def _at(names: Sequence[str], point: Any, units: Mapping[str, str] | None = None) -> str:
-    """A point as settings: ``dose=5 mg, weight=0.3`` (:func:`_set`)."""
-    return ", ".join(_set(nm, v, units or {}) for nm, v in zip(names, point))
-
-
 def _fit_lead(
     X: np.ndarray,
     y: np.ndarray,
@@ -1465,16 +739,6 @@ def _g_lead(g: np.ndarray) -> str:
         f"The expert model (latent g from {_fmt(float(np.min(g)))} to {_fmt(float(np.max(g)))})"
         f" would accept at {int(np.sum(g <= 0))} of the {g.size} grid points drawn."
     )
-
-
-def _axis_grid(study: Any, j: int, n: int = 160) -> np.ndarray:
-    space = study.space
-    if isinstance(space, CandidateSet):
-        vals = np.unique(space.points[:, j])
-        if vals.size <= n:
-            return vals
-    lo, hi = _bounds(space)[j]
-    return np.linspace(lo, hi, n)
 
 
 def _model_1d(
@@ -1663,33 +927,6 @@ def _model_2d(
         lead += " " + g_lead
         return _describe(_with_legend(body, 2 * PANEL_H, items + _G_ITEMS_2D, label), lead)
     return _describe(_with_legend(body, PANEL_H, items, label, key_tips), lead)
-
-
-def _legend_rows(items: Sequence[tuple[str, ...]]) -> int:
-    """The rows :meth:`_Panel.legend` wraps ``items`` into below a picture (same breaks)."""
-    start = _MARGIN[0]
-    x, rows = float(start), 1
-    for _, text, *_dash in items:
-        if x + 14 + 6.5 * len(text) > _width() and x > start:
-            x, rows = float(start), rows + 1
-        x += 22 + 6.5 * len(text)
-    return rows
-
-
-def _with_legend(
-    body: list[str],
-    height: float,
-    items: Sequence[tuple[str, ...]],
-    label: str,
-    tips: dict[str, str] | None = None,
-) -> str:
-    """The document of ``body`` (``height`` tall) with a colour key below it (``tips``: the
-    keys' tooltips, by their text)."""
-    if not items:
-        return _document(body, height, label)
-    q = _Panel(_MARGIN[0] - 6, height, 0, 0, (0, 1), (0, 1))
-    q.legend(items, tips)
-    return _document([*body, q.svg()], height + 16 * _legend_rows(items) + 6, label)
 
 
 def _slice_point(
@@ -2066,7 +1303,6 @@ def _safe_lead(names: Sequence[str], g: np.ndarray, h: float, bounds: Any, sets:
     )
 
 
-# -- the safe set's growth -------------------------------------------------------------------------
 #: (storage URL, study name) -> (rows replayed, their (query_id, told_at), policy, boundaries)
 _GROWTH: dict[tuple[str, str], tuple[list[tuple[Any, Any]], Any, list[np.ndarray]]] = {}
 _GROWTH_LOCK = threading.Lock()
