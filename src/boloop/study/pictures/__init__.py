@@ -34,7 +34,7 @@ import numpy as np
 
 from boloop.algorithms.families import family_traits
 from boloop.confidence import UNDECIDED_SD, undecided
-from boloop.spaces import CandidateSet, SafeSpace
+from boloop.spaces import SafeSpace
 from boloop.study.pictures.growth import growth_numbers, growth_svg, safe_growth
 from boloop.study.pictures.panel import (
     _CROSS,
@@ -43,12 +43,14 @@ from boloop.study.pictures.panel import (
     _HATCH,
     _MINUS,
     _PLUS,
-    _TRIANGLE,
     _Panel,
     _panel,
     _sign_marks,
     _with_legend,
 )
+from boloop.study.pictures.preference import _model_preference
+from boloop.study.pictures.progress import _progress_lead as _progress_lead
+from boloop.study.pictures.progress import progress_svg
 from boloop.study.pictures.reading import YLABEL_CHARS as YLABEL_CHARS
 from boloop.study.pictures.reading import (
     _at,
@@ -67,11 +69,9 @@ from boloop.study.pictures.reading import (
 )
 from boloop.study.pictures.svg import (
     _BLUE,
-    _CHAR_W,
     _GREEN,
     _GREY,
     _LAYOUT,
-    _MARGIN,
     _MAX_CELLS,
     _ORANGE,
     _RED,
@@ -83,7 +83,6 @@ from boloop.study.pictures.svg import (
     _document,
     _esc,
     _fmt,
-    _lines,
     _measured,
     _message,
     _range,
@@ -111,318 +110,6 @@ _LIGHT_GREEN = "#a8dbb5"
 #: 0.36 against 0.63) and hatched, so that the two differ without colour vision
 _UNSAFE_FILL = "#d98b80"
 _MAX_SLICES = 6
-
-
-def progress_svg(study: Any, width: int = WIDTH) -> str:
-    """The study's progress against the number of answers, as an SVG document (str).
-
-    Drawn as the family declares (:func:`~boloop.algorithms.families.family_traits`):
-    ``duel_model`` (preference): cumulative wins of the five options that won most;
-    ``safety_limit`` (safe): f with the running best safe f, and g with the limit h;
-    ``level_threshold`` (level set): measurements with the threshold and the count above it;
-    otherwise (expert, or a family that declares none): evaluations and the running best
-    (lowest) f, labels marked accept/reject.
-
-    ``width``: the picture's width in SVG units, drawn at as many CSS px unless scaled
-    (:data:`PHONE_WIDTH`: a phone's, the same text in a narrower picture with fewer ticks)."""
-    with _at_width(width):
-        return _describe(_progress_svg(study), _progress_lead(study))
-
-
-def _progress_lead(study: Any) -> str:
-    """The progress in one or two sentences of numbers (the picture's ``<desc>``)."""
-    hist = study.history()
-    if not hist:
-        return "No answers yet."
-    traits = family_traits(study.family)
-    if traits.duel_model or all(r["kind"] == "compare" for r in hist):
-        return f"{len(hist)} duels answered."
-    settings = _settings(study)
-    if traits.safety_limit:
-        h = float(settings.get("h", settings.get("threshold", math.nan)))
-        f = [_scalar(r["answer"], "f") for r in hist]
-        g = [_scalar(r["answer"], "g") for r in hist]
-        safe = [(v, i + 1) for i, (v, w) in enumerate(zip(f, g)) if math.isfinite(v) and w <= h]
-        over = [i + 1 for i, w in enumerate(g) if w > h]
-        best = max(safe) if safe else None
-        return (
-            f"{len(hist)} measurements. "
-            + (f"The best safe f is {_fmt(best[0])} (answer {best[1]}). " if best else "")
-            + (
-                f"{len(over)} measured g above the limit h = {_fmt(h)}: answer"
-                f"{'s' if len(over) > 1 else ''} {', '.join(map(str, over))}."
-                if over
-                else f"No measured g above the limit h = {_fmt(h)}."
-            )
-        )
-    if traits.level_threshold:
-        h = float(settings.get("threshold", math.nan))
-        y = [_scalar(r["answer"]) for r in hist]
-        return f"{len(y)} measurements, {sum(v > h for v in y)} above the threshold {_fmt(h)}."
-    vals = [(_scalar(r["answer"]), i + 1) for i, r in enumerate(hist) if r["kind"] == "evaluate"]
-    labels = [bool(r["answer"]) for r in hist if r["kind"] == "label"]
-    lead = f"{len(vals)} evaluations"
-    if vals:
-        lead += f", the lowest f {_fmt(min(vals)[0])} (answer {min(vals)[1]})"
-    if labels:
-        lead += f"; {sum(labels)} labels accepted, {len(labels) - sum(labels)} rejected"
-    return lead + "."
-
-
-def _progress_svg(study: Any) -> str:
-    hist = study.history()
-    label = f"progress of study {study.name}"
-    if not hist:
-        return _message("no answers yet", label)
-    traits = family_traits(study.family)
-    n = np.arange(1, len(hist) + 1)
-    if traits.duel_model or all(r["kind"] == "compare" for r in hist):
-        return _progress_compare(study, hist, label)
-    settings = _settings(study)
-    body: list[str] = []
-    if traits.safety_limit:
-        h = float(settings.get("h", settings.get("threshold", math.nan)))
-        f = np.array([_scalar(r["answer"], "f") for r in hist])
-        g = np.array([_scalar(r["answer"], "g") for r in hist])
-        best = np.full(len(hist), np.nan)
-        cur = -math.inf
-        for i in range(len(hist)):
-            if math.isfinite(f[i]) and g[i] <= h:
-                cur = max(cur, f[i])
-            best[i] = cur if math.isfinite(cur) else np.nan
-        p = _panel(0, (0.5, len(hist) + 0.5), _range(f), "f (maximised)", "", _ylabel(study, "f"))
-        p.axes()
-        for i in range(len(hist)):
-            (p.dot if g[i] <= h else p.cross)(
-                n[i], f[i], _GREEN if g[i] <= h else _RED, title=f"answer {n[i]}: f={_measured(f[i])}"
-            )
-        p.steps(n, best, _BLUE)
-        q = _panel(
-            1,
-            (0.5, len(hist) + 0.5),
-            _range(np.append(g, h)),
-            f"g (limit h = {_fmt(h)})",
-            "answers",
-            "g",
-        )
-        q.axes()
-        q.hline(h, _RED, f"h = {_fmt(h)}")
-        for i in range(len(hist)):
-            (q.dot if g[i] <= h else q.cross)(
-                n[i], g[i], _GREEN if g[i] <= h else _RED, title=f"answer {n[i]}: g={_measured(g[i])}"
-            )
-        body += [p.svg(), q.svg()]
-        items = [
-            (_BLUE, "best safe f so far"),
-            (_GREEN, "g <= h", _DOT),
-            (_RED, "g > h (unsafe)", _CROSS),
-        ]
-        return _with_legend(body, 2 * PANEL_H, items, label)
-    if traits.level_threshold:
-        h = float(settings.get("threshold", math.nan))
-        y = np.array([_scalar(r["answer"]) for r in hist])
-        above = np.cumsum(y > h)
-        p = _panel(
-            0, (0.5, len(hist) + 0.5), _range(np.append(y, h)), "measurements", "", _ylabel(study)
-        )
-        p.axes()
-        p.hline(h, _RED, f"threshold {_fmt(h)}")
-        for i in range(len(hist)):
-            (p.triangle if y[i] > h else p.dot)(
-                n[i], y[i], _ORANGE if y[i] > h else _BLUE, title=f"answer {n[i]}: {_measured(y[i])}"
-            )
-        q = _panel(
-            1,
-            (0.5, len(hist) + 0.5),
-            (0, max(1.0, float(above[-1])) * 1.05),
-            "measured points above the threshold (cumulative)",
-            "answers",
-            "count",
-        )
-        q.axes()
-        q.steps(n, above, _ORANGE)
-        body += [p.svg(), q.svg()]
-        items = [(_ORANGE, "above the threshold", _TRIANGLE), (_BLUE, "below", _DOT)]
-        return _with_legend(body, 2 * PANEL_H, items, label)
-    # expert (and any family of Evaluate/Label queries): minimisation of f
-    vals = [(i, _scalar(r["answer"])) for i, r in enumerate(hist) if r["kind"] == "evaluate"]
-    ys = np.array([v for _, v in vals]) if vals else np.array([0.0, 1.0])
-    p = _panel(
-        0, (0.5, len(hist) + 0.5), _range(ys), "evaluations and labels", "answers", _ylabel(study)
-    )
-    p.axes()
-    record: list[tuple[int, float]] = []  # (answer number, best f so far)
-    cur = math.inf
-    for i, v in vals:
-        cur = min(cur, v)
-        record.append((i + 1, cur))
-        p.dot(i + 1, v, _BLUE, title=f"answer {i + 1}: f={_measured(v)}")
-    if record:
-        p.steps([b[0] for b in record], [b[1] for b in record], _ORANGE)
-    y_mark = p.ylim[0] + 0.03 * (p.ylim[1] - p.ylim[0])
-    for i, r in enumerate(hist):
-        if r["kind"] == "label":
-            acc = bool(r["answer"])
-            (p.dot if acc else p.cross)(
-                i + 1,
-                y_mark,
-                _GREEN if acc else _RED,
-                title=f"answer {i + 1}: " + ("accepted" if acc else "rejected"),
-            )
-    items = [
-        (_ORANGE, "best f so far"),
-        (_BLUE, "evaluation"),
-        (_GREEN, "accepted", _DOT),
-        (_RED, "rejected", _CROSS),
-    ]
-    return _with_legend([p.svg()], PANEL_H, items, label)
-
-
-def _option_name(study: Any, row: dict[str, Any], side: str, digits: int = 4) -> str:
-    """An option as text: its label, or its parameters (``digits`` significant digits)."""
-    lab = row.get(f"{side}_label")
-    if lab is not None:
-        return str(lab)
-    return ", ".join(f"{k}={_fmt(v, digits)}" for k, v in (row[side] or {}).items())
-
-
-#: the options' lines in the preference progress: a qualitative palette (Okabe and Ito's
-#: colour-blind safe colours, without their yellow, too pale for a thin line on white), then
-#: the same colours dashed; an option keeps its style (its place in the candidate table), but
-#: for a clash with another option drawn (:func:`_option_styles`)
-_OPTION_COLOURS = ("#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000")
-_OPTION_DASHES = ("", "7 3", "2 2", "8 3 2 3")
-#: the most options the preference progress draws (those that won most)
-_MAX_OPTION_LINES = 5
-
-
-def _option_style(k: int) -> tuple[str, str]:
-    """The colour and dash of style number ``k`` (taken modulo the number of styles)."""
-    n = len(_OPTION_COLOURS)
-    return _OPTION_COLOURS[k % n], _OPTION_DASHES[(k // n) % len(_OPTION_DASHES)]
-
-
-def _option_styles(drawn: list[str], places: dict[str, int]) -> dict[str, tuple[str, str]]:
-    """The styles of the options drawn together: each its own style, that of its place
-    (:func:`_option_places`) modulo the number of styles, so that it keeps it from one drawing
-    to the next; where places share a style (rows ``k`` and ``k + 28``), the option of the
-    lowest place keeps it and the others, in the order of their places, take the next style
-    free among those drawn. The result depends on the set drawn only (not on its ranking), so
-    the same options always get the same styles, and an option without such a clash always
-    its own."""
-    n = len(_OPTION_COLOURS) * len(_OPTION_DASHES)
-    order = sorted(drawn, key=places.__getitem__)
-    own: dict[int, str] = {}
-    clashed: list[str] = []
-    for nm in order:
-        k = places[nm] % n
-        if k in own:
-            clashed.append(nm)
-        else:
-            own[k] = nm
-    taken = set(own)
-    style = {nm: k for k, nm in own.items()}
-    for nm in clashed:
-        k = places[nm] % n
-        while k in taken:  # at most _MAX_OPTION_LINES < n lines: a free style exists
-            k = (k + 1) % n
-        taken.add(k)
-        style[nm] = k
-    return {nm: _option_style(style[nm]) for nm in drawn}
-
-
-def _option_places(study: Any, hist: list[dict[str, Any]]) -> dict[str, int]:
-    """Each option's fixed place, for its style: its row in the study's candidate table, else
-    (options anywhere in a box) the order in which the duels first showed it, after the
-    table's rows. Neither changes when more answers come, so an option keeps its colour from
-    one drawing to the next (its rank among the options does not)."""
-    space = study.space
-    places: dict[str, int] = {}
-    n_table = len(space.points) if isinstance(space, CandidateSet) else 0
-    seen = 0
-    for r in hist:
-        for side in ("a", "b"):
-            nm = _option_name(study, r, side)
-            if nm in places:
-                continue
-            i = -1
-            if n_table and r[side]:
-                x = np.array([[float(r[side][n]) for n in study.names]], dtype=np.float64)
-                i = int(space.index_of(x)[0])
-            if i < 0:
-                i, seen = n_table + seen, seen + 1
-            places[nm] = i
-    return places
-
-
-def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str:
-    """Cumulative wins of the options that won most (at most :data:`_MAX_OPTION_LINES`), each
-    in its own fixed style (:func:`_option_styles`); options without a win are not drawn (a
-    flat line at zero per option would hide the others), the key names them. Lines of options
-    with the same count are drawn a pixel or two apart, so that none hides another."""
-    wins: dict[str, list[int]] = {}
-    names: list[str] = []
-    short: dict[str, str] = {}  # the legend's text: fewer digits, cut between parameters
-    for r in hist:
-        for side in ("a", "b"):
-            nm = _option_name(study, r, side)
-            if nm not in wins:
-                wins[nm] = []
-                names.append(nm)
-                short[nm] = _lines(_option_name(study, r, side, 3), 34, 1)[0]
-    places = _option_places(study, hist)
-    totals = {nm: 0 for nm in names}
-    for r in hist:
-        winner = _option_name(study, r, "a" if int(r["answer"]) == 0 else "b")
-        totals[winner] += 1
-        for nm in names:
-            wins[nm].append(totals[nm])
-    won = sorted((nm for nm in names if totals[nm] > 0), key=lambda nm: (-totals[nm], places[nm]))
-    top = won[:_MAX_OPTION_LINES]
-    n = np.arange(1, len(hist) + 1)
-    p = _panel(
-        0,
-        (0.5, len(hist) + 0.5),
-        (0, max(1.0, max(totals.values())) * 1.08),
-        "cumulative wins of the options that won most",
-        "answers",
-        "wins",
-    )
-    p.axes()
-    per_px = (p.ylim[1] - p.ylim[0]) / p.h
-    items: list[tuple[str, ...]] = []
-    styles = _option_styles(top, places)
-    for k, nm in enumerate(top):
-        colour, dash = styles[nm]
-        shift = (k - (len(top) - 1) / 2) * 1.5 * per_px  # side by side where counts are equal
-        p.steps(n, np.asarray(wins[nm], dtype=np.float64) + shift, colour, dash)
-        items.append((colour, short[nm], dash))
-    rest = [totals[nm] for nm in won[len(top) :]]
-    if rest:  # the cut may fall inside a tie: say the counts, not "fewer"
-        most = max(rest)
-        count = f"{most} win" + ("" if most == 1 else "s")
-        each = " each" if len(rest) > 1 else ""
-        if min(rest) == most:
-            items.append(("", f"{len(rest)} more with {count}{each}"))
-        else:
-            items.append(("", f"{len(rest)} more, at most {count}{each}"))
-    never = [short[nm] for nm in sorted(names, key=places.__getitem__) if totals[nm] == 0]
-    if never:
-        # as many names as one line of the key holds (a phone's narrow picture: their number)
-        room = 56 if _width() >= WIDTH else int((_width() - _MARGIN[0]) / _CHAR_W) - 35
-        listed: list[str] = []
-        for nm in never:
-            if len(", ".join([*listed, nm])) > room and len(never) > len(listed) + 1:
-                break
-            listed.append(nm)
-        unlisted = len(never) - len(listed)
-        text = f"not drawn, no win yet: {', '.join(listed)}" + (
-            f" and {unlisted} more" if unlisted else ""
-        )
-        if not listed:
-            text = f"not drawn, no win yet: {unlisted} options"
-        items.append(("", text))
-    return _with_legend([p.svg()], PANEL_H, items, label)
 
 
 def _predictor(
@@ -1019,143 +706,6 @@ def _model_slices(
         ' font-weight="bold" class="title"',
     )
     return _describe(_document([head, *body], rows * PANEL_H + 10, label), lead)
-
-
-def _wilson(wins: int, n: int, z: float = 1.96) -> tuple[float, float, float]:
-    """Win rate with its Wilson score interval (95 % for z = 1.96)."""
-    if n == 0:
-        return math.nan, 0.0, 1.0
-    p = wins / n
-    den = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return p, max(0.0, c - half), min(1.0, c + half)
-
-
-def _model_preference(study: Any, hist: list[dict[str, Any]], rec: Any, label: str) -> str:
-    stats: dict[str, list[int]] = {}
-    short: dict[str, str] = {}  # what a bar's label says: fewer digits (the full name: tooltip)
-    for r in hist:
-        if r["kind"] != "compare":
-            continue
-        a, b = _option_name(study, r, "a"), _option_name(study, r, "b")
-        short.setdefault(a, _option_name(study, r, "a", 3))
-        short.setdefault(b, _option_name(study, r, "b", 3))
-        win = a if int(r["answer"]) == 0 else b
-        for nm in {a, b}:  # a duel of an option with itself counts once
-            stats.setdefault(nm, [0, 0])
-            stats[nm][1] += 1
-        stats[win][0] += 1
-    if not stats:  # a method's favourite before any answer is no recommendation: none shown
-        return _message("no answers yet", label)
-    rec_name = None
-    rpt = _rec_point(study, rec)
-    if rpt is not None:
-        space = study.space
-        labels = getattr(study.problem, "labels", None)
-        if isinstance(space, CandidateSet):
-            i = int(space.index_of(rpt[None, :])[0])
-            if labels is not None and 0 <= i < len(labels):
-                rec_name = str(labels[i])
-        if rec_name is None:
-            named = dict(zip(study.names, (float(v) for v in rpt)))
-            rec_name = ", ".join(f"{k}={_fmt(v)}" for k, v in named.items())
-            short.setdefault(rec_name, ", ".join(f"{k}={_fmt(v, 3)}" for k, v in named.items()))
-        short.setdefault(rec_name, rec_name)
-    rows = sorted(stats.items(), key=lambda kv: (-_wilson(*kv[1])[1], -kv[1][0]))[:20]
-    if rec_name is not None and all(nm != rec_name for nm, _ in rows):
-        # the recommendation is always drawn: first if it was never in a duel, else in the
-        # place of the last row shown
-        if rec_name in stats:
-            rows = [*rows[:19], (rec_name, stats[rec_name])]
-        else:
-            rows = [(rec_name, [0, 0]), *rows[:19]]
-    layout = _LAYOUT.get()
-    names = {nm: _lines(short[nm], layout.pref_name_chars, 2) for nm, _ in rows}
-    bar_h = 28 if any(len(v) > 1 for v in names.values()) else 18
-    left = layout.pref_left
-    never = rec_name is not None and rec_name not in stats
-    caption = _lines(
-        (
-            f"recommendation of {study.method}: {short[rec_name]} (gold"
-            + ("; it has not been in a duel yet" if never else "")
-            + ")"
-            if rec_name
-            else "no recommendation yet"
-        )
-        + ". Bars: the answers' win rates, not the method's model.",
-        layout.caption_chars,
-    )
-    top = 30 + bar_h * len(rows) + 44  # the caption's first line, below the x axis's label
-    height = top + 14 * (len(caption) - 1) + 8
-    p = _Panel(
-        left,
-        30,
-        _width() - left - 20,
-        bar_h * len(rows),
-        (0.0, 1.0),
-        (0, len(rows)),
-        "win rate of each option (95 % Wilson interval)",
-        "share of its duels won",
-        "",
-    )
-    body = []
-    for k, (nm, (w, n)) in enumerate(rows):
-        rate, lo, hi = _wilson(w, n)
-        yc = len(rows) - k - 0.5
-        Y = p.sy(yc)
-        star = nm == rec_name
-        colour = "#ffd700" if star else _BLUE
-        lines = names[nm]
-        y0 = Y + 4 - 6.5 * (len(lines) - 1)
-        tspans = "".join(
-            f'<tspan x="{left - 6}" y="{y0 + 13 * j:.1f}">{_esc(line)}</tspan>'
-            for j, line in enumerate(lines)
-        )
-        body.append(
-            '<text text-anchor="end"' + (' font-weight="bold"' if star else "") + f">{tspans}"
-            f"<title>{_esc(nm)}</title></text>"
-        )
-        if n == 0:  # the recommendation, never in a duel: no rate to draw
-            body.append(
-                f'<rect x="{p.sx(0):.1f}" y="{Y - 6:.1f}" width="12" height="12" fill="{colour}" '
-                f'stroke="#222" stroke-width="0.5"/><text x="{p.sx(0) + 18:.1f}" '
-                f'y="{Y + 4:.1f}" fill="#555">not in a duel yet: no win rate</text>'
-            )
-            continue
-        body.append(
-            f'<rect x="{p.sx(0):.1f}" y="{Y - 6:.1f}" width="{p.sx(rate) - p.sx(0):.1f}" '
-            f'height="12" fill="{colour}" stroke="#222" stroke-width="0.5">'
-            f"<title>{_esc(nm)}: won {w} of {n}</title></rect>"
-        )
-        body.append(
-            f'<line x1="{p.sx(lo):.1f}" y1="{Y:.1f}" x2="{p.sx(hi):.1f}" y2="{Y:.1f}" '
-            'stroke="#222" stroke-width="1.5"/>'
-            f'<line x1="{p.sx(lo):.1f}" y1="{Y - 4:.1f}" x2="{p.sx(lo):.1f}" y2="{Y + 4:.1f}" '
-            'stroke="#222"/>'
-            f'<line x1="{p.sx(hi):.1f}" y1="{Y - 4:.1f}" x2="{p.sx(hi):.1f}" y2="{Y + 4:.1f}" '
-            'stroke="#222"/>'
-        )
-    p.ylim = (0, len(rows))
-    p.axes()
-    # the y ticks of axes() are meaningless here: drop them, keep the frame, x ticks and title
-    p.parts = [s for s in p.parts if 'text-anchor="end"' not in s]
-    foot = "".join(
-        f'<text x="8" y="{top + 14 * j}" fill="#555">{_esc(line)}</text>'
-        for j, line in enumerate(caption)
-    )
-    n_duels = sum(1 for r in hist if r["kind"] == "compare")
-    lead = f"{len(stats)} options in {n_duels} duels"
-    if len(rows) < len(stats):
-        lead += f" ({len(rows)} drawn, by the lower end of their interval)"
-    if rec_name is not None:
-        w, n = stats.get(rec_name, (0, 0))
-        lead += f". The recommendation of {study.method}: {rec_name}" + (
-            f", won {w} of {n} duels." if n else ", in no duel yet."
-        )
-    else:
-        lead += ". No recommendation yet."
-    return _describe(_document([p.svg(), *body, foot], height, label), lead)
 
 
 def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, label: str) -> str:
