@@ -64,6 +64,8 @@ from boloop.study.pictures.svg import (
     _wrapped,
 )
 
+#: the most slices the model picture draws for more than two parameters (one per parameter,
+#: the first ones; "more dimensions not shown" says the rest)
 _MAX_SLICES = 6
 
 
