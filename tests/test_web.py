@@ -334,7 +334,7 @@ def _count_policy_copies(monkeypatch) -> _PolicyCopies:
     import importlib
 
     counter = _PolicyCopies()
-    for mod in ("core", "pictures", "readout", "replay", "snapshots"):
+    for mod in ("core", "pictures.growth", "readout", "replay", "snapshots"):
         try:
             module = importlib.import_module(f"boloop.study.{mod}")
         except ImportError:
