@@ -33,9 +33,9 @@ __all__ = [
 _LAZY = {
     "Study": "boloop.study.core",
     "StudyQuery": "boloop.study.core",
-    "create_study": "boloop.study.core",
-    "list_studies": "boloop.study.core",
-    "load_study": "boloop.study.core",
+    "create_study": "boloop.study.create",
+    "list_studies": "boloop.study.listing",
+    "load_study": "boloop.study.create",
     "UserExperiment": "boloop.study.space_file",
     "build_experiment": "boloop.study.space_file",
     "load_space_file": "boloop.study.space_file",

@@ -8,9 +8,10 @@ a mismatch raises :class:`~boloop.errors.StorageError` naming the study and the 
 
 The study's parts live beside it: :mod:`boloop.study.replay` (the log into a policy, checked),
 :mod:`boloop.study.snapshots` (policy snapshots: when, how, whose code),
-:mod:`boloop.study.naming` (study names, notes, stored options); this module holds the
-:class:`Study` class, its configuration and :func:`create_study`, :func:`load_study`,
-:func:`list_studies`.
+:mod:`boloop.study.naming` (study names, notes, stored options), :mod:`boloop.study.create`
+(:func:`create_study`, :func:`load_study`: the stored configuration), :mod:`boloop.study.listing`
+(:func:`list_studies`); this module holds the :class:`Study` class and re-exports those three
+functions.
 """
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ import logging
 import math
 import numbers
 import os
-import platform
-import secrets
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,21 +32,16 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-import boloop
 from boloop._blas import one_blas_thread
-from boloop.algorithms.registry import default_method, get_method, make_policy
 from boloop.errors import (
     AnswerTypeError,
     BoloopError,
     InvalidInputError,
     NoMoreQueriesError,
     QueryStateError,
-    StorageAccessError,
     StorageBusyError,
     StorageError,
-    StorageUnavailableError,
     StudyMovedError,
-    UnknownIdError,
 )
 from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Evaluate, Label, Query, check_query
@@ -60,7 +54,11 @@ from boloop.study.answers import (
     parse_duel,
     parse_measurement,
 )
-from boloop.study.carry import continuations, continued_among, readable_created_events
+from boloop.study.carry import continuations
+from boloop.study.create import _CREATE_ARGUMENTS, _problem_from_config
+from boloop.study.create import create_study as create_study  # moved; importable here too
+from boloop.study.create import load_study as load_study  # moved; importable here too
+from boloop.study.listing import list_studies as list_studies  # moved; importable here too
 from boloop.study.log import (
     Event,
     SeqConflict,
@@ -72,15 +70,14 @@ from boloop.study.log import (
 from boloop.study.measured import Measured, limit_label, what_to_measure
 from boloop.study.measured import measured as measured_values
 from boloop.study.naming import MAX_NOTE_CHARS as MAX_NOTE_CHARS  # moved; importable here too
-from boloop.study.naming import _check_name, _check_note, _json_options
-from boloop.study.pinning import pinned_defaults, policy_options
+from boloop.study.naming import _check_note
+from boloop.study.pinning import policy_options
 from boloop.study.readout import PolicyReadout
 from boloop.study.replay import (
     StudyReplay,
     continue_command,
     decode_answer,
     decode_query,
-    effective_events,
 )
 from boloop.study.snapshots import SNAPSHOT_AFTER_SECONDS as SNAPSHOT_AFTER_SECONDS
 from boloop.study.snapshots import SNAPSHOT_COST_FACTOR as SNAPSHOT_COST_FACTOR
@@ -89,16 +86,9 @@ from boloop.study.snapshots import SNAPSHOTS_ENABLED as SNAPSHOTS_ENABLED
 from boloop.study.snapshots import StudySnapshots
 from boloop.study.space_file import (
     UserExperiment,
-    build_experiment,
-    check_family_keys,
-    check_safety_limit,
     defined_params,
     defined_values,
-    implied_family,
-    load_space_file,
-    normalise_space,
     params_to_point,
-    pin_defaults,
     point_to_params,
 )
 
@@ -116,19 +106,8 @@ def _suggested(options: Mapping[str, float]) -> str:
     return "".join(f" --option {k}={v:g}" for k, v in options.items())
 
 
-#: create_study's own arguments: never method options (``Study.try_options`` refuses them as
-#: ``boloop study create --option`` does)
-_CREATE_ARGUMENTS = frozenset(
-    ("name", "method", "space", "problem", "storage", "seed", "family", "from_study",
-     "from_storage", "load_if_exists")
-)  # fmt: skip
-
-CONFIG_FORMAT = 1
 _MAX_RETRIES = 5
 
-
-#: Method options that carry data (the expert family's); a study takes data as events instead.
-DATA_OPTIONS = ("initial_labels", "initial_observations")
 
 # -- queries with names ----------------------------------------------------------------------------
 CALIBRATION_NOTE = (
@@ -217,45 +196,6 @@ class StudyQuery:
         if self.rejected_before:
             text += f"\n  ({self.rejected_before})"
         return text
-
-
-# -- configuration -------------------------------------------------------------------------------
-def _family_of(method: str, family: str | None) -> str:
-    """The family of ``method`` (``family`` picks one when several families have the id)."""
-    return get_method(method, family).family
-
-
-def _space_document(space: Any) -> dict[str, Any]:
-    if isinstance(space, UserExperiment):
-        return dict(space.spec)
-    if isinstance(space, str | os.PathLike):
-        return load_space_file(space)
-    if isinstance(space, Box):
-        return normalise_space(
-            {
-                "parameters": [
-                    {"name": n, "low": float(lo), "high": float(hi)}
-                    for n, lo, hi in zip(space.names, space.lower, space.upper)
-                ]
-            }
-        )
-    if isinstance(space, CandidateSet):
-        return normalise_space(
-            {"candidates": {"columns": list(space.names), "rows": space.points.tolist()}}
-        )
-    if isinstance(space, Mapping):
-        return normalise_space(space)
-    raise InvalidInputError(
-        f"space must be a dict, a JSON/TOML/CSV file, a Box or a CandidateSet, got {type(space).__name__}"
-    )
-
-
-def _problem_from_config(config: Mapping[str, Any]) -> Problem:
-    if config.get("problem") is not None:
-        from boloop.problems import get
-
-        return get(config["problem"])
-    return build_experiment(config["space"], config["family"], name=config["name"])
 
 
 #: the status vocabulary: what an answer to each query kind is called
@@ -1945,459 +1885,3 @@ def _json_default(obj: Any) -> Any:
     if isinstance(obj, np.generic):
         return obj.item()
     return str(obj)
-
-
-# -- module functions ----------------------------------------------------------------------------
-def create_study(
-    name: str,
-    method: str | None = None,
-    space: Any = None,
-    *,
-    problem: str | Problem | None = None,
-    storage: str | None = None,
-    seed: int | None = None,
-    family: str | None = None,
-    load_if_exists: bool = False,
-    from_study: str | None = None,
-    from_storage: str | None = None,
-    **options: Any,
-) -> Study:
-    """Create a study named ``name`` running ``method`` and store it.
-
-    Parameters
-    ----------
-    name:
-        Unique within the storage.
-    method:
-        A method id (``"randomized-straddle"``, ``"mr-lpf"``, ``"m-safeopt"``, ``"cobol"``...), or
-        None for the family's default (:func:`boloop.algorithms.registry.default_method`: the
-        ``preference`` family's is ``eubo-regret``; the family comes from the problem, ``family``
-        or the space's ``family`` key).
-    space:
-        The user's experiment: a space document (dict), a ``.json``/``.toml``/``.csv`` file, a
-        :class:`Box` or :class:`CandidateSet` with names; or, as a string without a file suffix,
-        a registered problem id (``"levelset/sinusoidal"``).
-    problem:
-        A registered problem id (or a problem built by ``boloop.problems.get``) instead of a space:
-        the study answers its queries by hand, with the problem's space and paper settings.
-    storage:
-        Storage URL; default ``$BOLOOP_STORAGE`` or ``sqlite:///boloop.db``.
-    seed:
-        The policy's seed; a random one is drawn and stored when None.
-    family:
-        The family, when the method id exists in several (``random``); taken from the problem
-        or from the space's ``family`` key otherwise.
-    load_if_exists:
-        Load the existing study of that name instead of failing: a script that resumes. What
-        the call gives (method, space or problem, options, seed, family) must be what the study
-        was created with, else :class:`InvalidInputError` naming what differs (nothing stored);
-        what it leaves out (no seed: a random one) is not compared.
-    from_study:
-        Continue this stored study (say, one whose log no longer replays with this boloop) with
-        all its answers: its method, space or problem, options and seed unless given here, and
-        every answer in effect recorded as outside data of the new study (measurements through
-        :meth:`Study.add`, expert labels through :meth:`Study.label`); its log is read, never
-        replayed. See :func:`boloop.study.carry.create_from`. ``load_if_exists`` is refused
-        with it (an existing name is an error).
-    from_storage:
-        With ``from_study``: the storage holding it, when not ``storage``.
-    options:
-        Method options, passed to ``make_policy``; must be plain JSON values.
-
-    Nothing is stored unless the policy can be built from this configuration (and, with
-    ``from_study``, every answer is taken).
-    """
-    name = _check_name(name)
-    if from_study is not None:
-        if load_if_exists:
-            raise InvalidInputError(
-                "from_study creates a new study: it cannot be combined with load_if_exists"
-            )
-        from boloop.study.carry import create_from
-
-        return create_from(
-            name,
-            from_study,
-            method=method,
-            space=space,
-            problem=problem,
-            storage=storage,
-            from_storage=from_storage,
-            seed=seed,
-            family=family,
-            options=options,
-        )
-    if from_storage is not None:
-        raise InvalidInputError("from_storage is the storage of from_study: give from_study too")
-    given_data = sorted(k for k in DATA_OPTIONS if k in options)
-    if given_data:
-        raise InvalidInputError(
-            f"{', '.join(given_data)}: data you already have go into a study with Study.add "
-            "(measurements) and Study.label (an expert's labels), or `boloop study add` / "
-            "`boloop study label`: then they count in its status, history and export and can "
-            "be undone, which options cannot"
-        )
-    if (
-        isinstance(space, str)
-        and problem is None
-        and os.path.splitext(space)[1].lower() not in (".json", ".toml", ".csv")
-        and not os.path.exists(space)
-    ):
-        space, problem = None, space
-    if isinstance(space, Problem) and not isinstance(space, UserExperiment):
-        space, problem = None, space
-    if (space is None) == (problem is None):
-        raise InvalidInputError("give exactly one of space (your experiment) and problem (an id)")
-    given_seed = seed is not None
-    if seed is None:
-        seed = secrets.randbelow(2**31)
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise InvalidInputError(f"seed must be a non-negative integer, got {seed!r}")
-    from boloop.study.storage import open_storage
-
-    store = None
-    if load_if_exists:
-        store = open_storage(storage, create=True)
-        if name in {n for n, _ in store.study_names()}:
-            existing = load_study(name, storage=store.url)
-            differs = _differs_from(
-                existing.config, method, space, problem, seed if given_seed else None, family,
-                options,
-            )
-            if differs:
-                raise InvalidInputError(
-                    f"study {name!r} exists in storage {safe_url(store.url)!r} with another "
-                    f"configuration than the one given: {'; '.join(differs)}. load_if_exists "
-                    "loads a study only as it was created (its answers were given to that "
-                    "method); choose another name for a new study, load this one with "
-                    "load_study, or continue its answers with other settings with "
-                    "create_study(NEW, from_study=...)"
-                )
-            return existing
-    if problem is not None:
-        from boloop.problems import get
-
-        prob = problem if isinstance(problem, Problem) else get(str(problem))
-        if method is None:
-            method = default_method(prob.family)
-        family = _family_of(str(method), prob.family)
-    else:
-        doc = _space_document(space)
-        if method is None:
-            method = default_method(family or doc.get("family") or implied_family(doc))
-        family = _family_of(str(method), family or doc.get("family"))
-    method = str(method)
-    config: dict[str, Any] = {
-        "format": CONFIG_FORMAT,
-        "name": name,
-        "method": method,
-        "family": family,
-        "seed": int(seed),
-        "options": _json_options(options),
-        "problem": None,
-        "space": None,
-        "boloop_version": boloop.__version__,
-        "numpy_version": np.__version__,
-        "python_version": platform.python_version(),
-    }
-    if problem is not None:
-        config["problem"] = prob.id
-    else:
-        config["space"] = pin_defaults(doc, family)
-        check_family_keys(config["space"], family, method)
-        check_safety_limit(config["space"], family, config["options"])
-        if config["space"].get("measurement"):
-            build_experiment(config["space"], family, name=name)  # does it fit the outputs?
-            # shown to people only, and kept beside the space: a boloop that predates the key
-            # still loads the study (its space reader refuses a key it does not know)
-            config["measurement"] = config["space"].pop("measurement")
-    read = _check_buildable(method, config)  # before the storage: a refused study creates nothing
-    config["pinned_defaults"] = pinned_defaults(
-        method, _problem_from_config(config), int(seed), config["options"], read
-    )
-    if store is None:
-        store = open_storage(storage, create=True)
-    sid = store.create_study(name, config)
-    return Study(store, sid, name, store.events(sid))
-
-
-def _differs_from(
-    config: Mapping[str, Any],
-    method: str | None,
-    space: Any,
-    problem: str | Problem | None,
-    seed: int | None,
-    family: str | None,
-    options: Mapping[str, Any],
-) -> list[str]:
-    """What a ``create_study(..., load_if_exists=True)`` call asks for that the stored study
-    ``config`` was not created with, in words (empty: the same study). Only what the call
-    gives is compared: no method (the family's default), no seed (a random one) or no options
-    compare equal to whatever was stored; a space compares on the keys and parameter fields
-    it gives (the stored space has default grid sizes written in)."""
-    out = []
-    if method is not None and str(method) != config.get("method"):
-        out.append(f"method {config.get('method')!r} (given: {str(method)!r})")
-    if family is not None and family != config.get("family"):
-        out.append(f"family {config.get('family')!r} (given: {family!r})")
-    if seed is not None and int(seed) != config.get("seed"):
-        out.append(f"seed {config.get('seed')!r} (given: {int(seed)})")
-    stored_options = config.get("options") or {}
-    # an option given at its value when the study was created (given then, or the method's
-    # default then: the pinned defaults) is the same configuration
-    effective = {**(config.get("pinned_defaults") or {}), **stored_options}
-    given_options = _json_options(options) if options else {}
-    if any(k not in effective or effective[k] != v for k, v in given_options.items()):
-        out.append(f"options {stored_options!r} (given: {given_options!r})")
-    if problem is not None:
-        pid = problem.id if isinstance(problem, Problem) else str(problem)
-        if pid != config.get("problem"):
-            out.append(f"problem {config.get('problem')!r} (given: {pid!r})")
-    elif space is not None:
-        stored = config.get("space")
-        if stored is None:
-            out.append(f"problem {config.get('problem')!r} (given: a space)")
-        else:
-            given = _space_document(space)
-            measurement = given.pop("measurement", None)
-            if measurement is not None and measurement != config.get("measurement"):
-                out.append("the space's [measurement]")
-            for key, value in given.items():
-                old = stored.get(key)
-                if key == "parameters" and isinstance(value, list) and isinstance(old, list):
-                    old = [
-                        {k: v for k, v in o.items() if k in g} if isinstance(o, Mapping) else o
-                        for o, g in zip(old, value)
-                    ] + old[len(value) :]
-                if old != value:
-                    out.append(f"the space's {key!r}")
-    return out
-
-
-class _ReadTracker(dict):
-    """A problem's settings that remember which keys a method factory looked up."""
-
-    def __init__(self, *args: Any) -> None:
-        super().__init__(*args)
-        self.read: set[str] = set()
-
-    def __getitem__(self, key: Any) -> Any:
-        self.read.add(key)
-        return super().__getitem__(key)
-
-    def __contains__(self, key: object) -> bool:
-        self.read.add(key)  # type: ignore[arg-type]
-        return super().__contains__(key)
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        self.read.add(key)
-        return super().get(key, default)
-
-
-def _builds_without(method: str, config: Mapping[str, Any], key: str) -> bool:
-    """Whether the policy builds once option ``key`` is left out (to name a bad option)."""
-    options = {k: v for k, v in config["options"].items() if k != key}
-    try:
-        make_policy(method, _problem_from_config(config), int(config["seed"]), **options)
-    except (TypeError, ValueError, KeyError):
-        return False
-    return True
-
-
-def _check_buildable(method: str, config: Mapping[str, Any]) -> set[str]:
-    """Build the policy once from ``config`` before anything is stored; the settings keys the
-    method read.
-
-    A bad option value (``horizon="abc"``), a missing setting or a ``[settings]`` key of the
-    space file that the method never reads is an :class:`InvalidInputError` naming it.
-    """
-    from boloop.algorithms.registry import build_policy
-    from boloop.queries import PolicySpec
-
-    problem = _problem_from_config(config)
-    tracker = _ReadTracker(problem.settings)
-    options = config["options"]
-    spec = PolicySpec(  # make_policy's spec, with settings that record what the method reads
-        method=method,
-        family=problem.family,
-        space=problem.space,
-        settings=tracker,
-        seed=int(config["seed"]),
-        options=dict(options),
-        source=str(getattr(problem, "id", "")),
-    )
-    try:
-        build_policy(spec)
-    except BoloopError:
-        raise
-    except (TypeError, ValueError, KeyError) as exc:
-        reason = f"missing setting {exc}" if isinstance(exc, KeyError) else str(exc)
-        culprits = [k for k in options if _builds_without(method, config, k)]
-        if len(culprits) == 1:
-            k = culprits[0]
-            raise InvalidInputError(
-                f"option {k}={options[k]!r} is not valid for method {method!r}: {reason}"
-            ) from exc
-        shown = ", ".join(f"{k}={v!r}" for k, v in options.items()) or "none"
-        raise InvalidInputError(
-            f"method {method!r} cannot be built with options ({shown}): {reason}"
-        ) from exc
-    user_settings = set((config.get("space") or {}).get("settings") or {})
-    unread = sorted(user_settings - tracker.read)
-    if unread:
-        known = sorted(k for k in tracker.read if isinstance(k, str))
-        raise InvalidInputError(
-            f"the space's [settings] has {unread}, which method {method!r} does not read "
-            f"(a typo?); the settings it reads: {', '.join(known) or 'none'}"
-        )
-    return {k for k in tracker.read if isinstance(k, str)}
-
-
-def _open_existing(storage: str | None) -> StorageBackend | SQLiteLog:
-    """The storage of existing studies: a plain SQLite file through Python's own sqlite3 (no
-    SQLAlchemy import, issue 15's quick ``boloop study ask/tell``), anything else (and every
-    refusal with its message) through :func:`~boloop.study.storage.open_storage`."""
-    from boloop.study.sqlite_log import open_sqlite_log
-
-    quick = open_sqlite_log(storage)
-    if quick is not None:
-        return quick
-    from boloop.study.storage import open_storage
-
-    return open_storage(storage, create=False)
-
-
-def load_study(name: str, storage: str | None = None, *, full_replay: bool = False) -> Study:
-    """Load study ``name``, replaying its log through a fresh policy.
-
-    Every replayed query is checked against the stored one. A snapshot stored by the same code
-    (see :mod:`boloop.study.storage`) stands in for the events before it unless ``full_replay``;
-    the events after it are replayed and checked.
-
-    Raises :class:`UnknownIdError` (listing the stored names) if there is no such study and
-    :class:`StorageError` if the log does not replay to the same queries.
-    """
-    store = _open_existing(storage)
-    sid = store.study_id(name)
-    return Study(store, sid, name, store.events(sid), full_replay=full_replay)
-
-
-def list_studies(storage: str | None = None) -> list[dict[str, Any]]:
-    """The studies in a storage: ``name``, ``created_at``, ``method``, ``family``, ``answered``,
-    ``open_query`` (the id of the query asked and not answered, or None), ``last_activity``
-    (the time of the last event), ``continued_as`` (the studies of this storage that continue
-    it, :meth:`Study.continued_as`), ``moved_to`` (where ``boloop study migrate`` moved it,
-    password masked; None while it lives here) and ``unreadable``, read from the logs without
-    replaying them.
-
-    The storage counts what the logs hold in one statement (:meth:`log_summaries
-    <boloop.study.storage.StorageBackend.log_summaries>`) and gives the studies' ``created``
-    events in one more; a log is read only where the counts cannot say all (an undo, a
-    migrate's mark, a row the storage cannot vouch for), so that listing costs little more as
-    the studies grow long. A study whose log cannot be read (an event kind a newer boloop
-    wrote, a corrupt row) does not fail the listing of the others: its row has
-    ``unreadable``, why (None for the others), and None for what would come from its log. A
-    storage that cannot be reached still fails."""
-    store = _open_existing(storage)
-    names = store.study_names()
-    summaries = store.log_summaries() or {}
-    counted = [n for n, _ in names if n in summaries and summaries[n].complete()]
-    created_events = readable_created_events(store, counted) if counted else {}
-    out = []
-    firsts: dict[str, Event] = {}  # the created events of the readable logs, in creation order
-    logs: dict[str, list[Event]] = {}  # the logs read
-    for name, created_at in names:
-        summary = summaries.get(name)
-        if summary is not None and name in created_events and summary.complete():
-            firsts[name] = first = created_events[name]
-            answered = summary.kinds.get("told", 0) + summary.kinds.get("added", 0)
-            out.append(
-                _listed_row(name, created_at, first, answered, summary.open_query, summary.last_at, None)
-            )
-            continue
-        try:
-            events = store.events(store.study_id(name))
-            effective = effective_events(events, name)
-        except UnknownIdError:  # removed (migrate --undo) since the names were read
-            continue
-        except (StorageUnavailableError, StorageAccessError):
-            raise  # the storage, not this study
-        except StorageError as exc:
-            out.append(_unreadable_row(name, created_at, str(exc)))
-            continue
-        logs[name] = events
-        if events:
-            firsts[name] = events[0]
-        answered = len([e for e in effective if e.kind in ("told", "added")])
-        told = {e.query_id for e in effective if e.kind == "told"}
-        asked = [e.query_id for e in effective if e.kind == "asked" and e.query_id not in told]
-        mark = moved_mark(events)
-        out.append(
-            _listed_row(
-                name,
-                created_at,
-                events[0] if events else None,
-                answered,
-                asked[-1] if asked else None,
-                events[-1].created_at if events else created_at,
-                None if mark is None else mark.payload.get("to"),
-            )
-        )
-
-    def log(name: str) -> list[Event] | None:
-        """A listed study's log, for a continuation an earlier boloop recorded."""
-        if name not in logs:
-            try:
-                logs[name] = store.events(store.study_id(name))
-            except (StorageUnavailableError, StorageAccessError):
-                raise
-            except (UnknownIdError, StorageError):  # removed, or a newer kind written, since
-                return None
-        return logs[name]
-
-    continued = continued_among(store.url, firsts, log)
-    for row in out:
-        row["continued_as"] = continued.get(row["name"], [])
-    return out
-
-
-def _listed_row(
-    name: str,
-    created: str,
-    first: Event | None,
-    answered: int,
-    open_query: int | None,
-    last_activity: str,
-    moved_to: str | None,
-) -> dict[str, Any]:
-    """The :func:`list_studies` row of a study whose log can be read, its ``created`` event
-    ``first`` (None: an empty log) giving the method, family and problem."""
-    cfg = first.payload if first is not None else {}
-    return {
-        "name": name,
-        "created_at": created,
-        "method": cfg.get("method"),
-        "family": cfg.get("family"),
-        "problem": cfg.get("problem") or "user space",
-        "answered": answered,
-        "open_query": open_query,
-        "last_activity": last_activity,
-        "moved_to": moved_to,
-        "unreadable": None,
-    }
-
-
-def _unreadable_row(name: str, created: str, why: str) -> dict[str, Any]:
-    """The :func:`list_studies` row of a study whose log cannot be read: ``why``."""
-    return {
-        "name": name,
-        "created_at": created,
-        "method": None,
-        "family": None,
-        "problem": None,
-        "answered": None,
-        "open_query": None,
-        "last_activity": created,
-        "moved_to": None,
-        "unreadable": why,
-    }
