@@ -763,7 +763,7 @@ def _recommendation_lines(
                 f"candidates estimated above the threshold {rec['threshold']:g}"
             ]
             if rec.get("n_undecided") is not None:
-                from boloop.study.core import undecided_text
+                from boloop.study.status import undecided_text
 
                 out.append(undecided_text(rec["n_undecided"], asks_no_more))
             if rec["upper"]:
