@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 import math
 import numbers
@@ -51,7 +50,7 @@ from boloop.study.answers import (
     parse_measurement,
 )
 from boloop.study.carry import continuations
-from boloop.study.create import _CREATE_ARGUMENTS, _problem_from_config
+from boloop.study.create import _problem_from_config
 from boloop.study.create import create_study as create_study  # moved; importable here too
 from boloop.study.create import load_study as load_study  # moved; importable here too
 from boloop.study.history import StudyHistory
@@ -72,7 +71,6 @@ from boloop.study.pinning import policy_options
 from boloop.study.readout import PolicyReadout
 from boloop.study.replay import (
     StudyReplay,
-    continue_command,
     decode_answer,
 )
 from boloop.study.snapshots import SNAPSHOT_AFTER_SECONDS as SNAPSHOT_AFTER_SECONDS
@@ -89,9 +87,9 @@ from boloop.study.space_file import (
 )
 from boloop.study.status import StudyStatus
 from boloop.study.status import undecided_text as undecided_text  # moved; importable here too
+from boloop.study.trials import StudyTrials
 
 if TYPE_CHECKING:  # SQLAlchemy loads only where a study is created or not a plain SQLite file
-    from boloop.study.floor_search import Progress
     from boloop.study.sqlite_log import SQLiteLog
     from boloop.study.storage import StorageBackend, StorageTransaction
 
@@ -192,7 +190,7 @@ class StudyQuery:
 
 
 # -- the study ---------------------------------------------------------------------------------------
-class Study(StudyReplay, StudySnapshots, StudyHistory, StudyStatus):
+class Study(StudyReplay, StudySnapshots, StudyHistory, StudyStatus, StudyTrials):
     """A persistent ask/tell loop (use :func:`create_study` / :func:`load_study`).
 
     Attributes: ``name``, ``method``, ``family``, ``seed``, ``options``, ``pinned_defaults`` (the
@@ -928,76 +926,6 @@ class Study(StudyReplay, StudySnapshots, StudyHistory, StudyStatus):
 
         at = [float(here[a]) for a in axes]
         return at, {k: [[number(p.get(a)) for a in axes] for p in rows] for k, rows in where.items()}
-
-    def try_options(self, method: str | None = None, **options: Any) -> dict[str, Any]:
-        """What this study would do with other ``options`` (or another ``method``), from its
-        answers so far, with nothing stored: the study a continuation (``create_study(NEW,
-        from_study=NAME, ...)``, ``boloop study create NEW --from NAME``) would be, built in a
-        private in-process store, asked once and thrown away. Check an option before you
-        continue a study with it, instead of spending measurements to find out: the stuck
-        warning's ``min_lengthscale_g`` may not let the safe family certify more with the
-        answers you have (with every measurement at one level of the monotone parameter, g's
-        learned trend leaves the next level as uncertain whatever the smoothness floor).
-
-        Returns ``method``, ``options`` (as the continuation would be created: this study's
-        over-ridden by the ones given), ``answers`` (carried), ``next_query`` (the first query
-        it would ask, :meth:`Query.to_dict`) and ``recommendation`` (:meth:`recommend`, in
-        parameter names; for the safe family ``boundary_s``, the highest certified level per x
-        row), beside ``now``, this study's recommendation, and ``continue_command``, the command
-        that continues the study so. Refused as the continuation would be (a study of duels, an
-        unknown option), with nothing stored anywhere."""
-        import shlex
-        import uuid
-
-        from boloop.study.storage_memory import discard_memory_store
-
-        own = sorted(k for k in options if k in _CREATE_ARGUMENTS)
-        if own:
-            raise InvalidInputError(
-                f"{', '.join(own)}: not a method option but the study's own setting (an argument "
-                "of create_study, not an --option): a trial keeps the study's space, seed and "
-                "storage and tries method options (and another method with method=...) on its "
-                "answers"
-            )
-        url = f"memory://try-{uuid.uuid4().hex}"
-        try:
-            trial = create_study(
-                self.name,
-                method,
-                None,
-                storage=url,
-                from_study=self.name,
-                from_storage=self.storage_url,
-                **options,
-            )
-            q = trial.ask()
-            given = "" if method is None else f" --method {shlex.quote(method)}"
-            for k, v in options.items():
-                text = v if isinstance(v, str) else json.dumps(v)
-                given += f" --option {shlex.quote(f'{k}={text}')}"
-            return {
-                "method": trial.method,
-                "options": dict(trial.config.get("options") or {}),
-                "answers": trial.n_answered,
-                "next_query": q.to_dict(),
-                "recommendation": trial.recommend(),
-                "now": self.recommend(),
-                "continue_command": continue_command(self.name, self._storage) + given,
-            }
-        finally:
-            discard_memory_store(url)
-
-    def find_floor_g(self, progress: Progress | None = None) -> dict[str, Any]:
-        """The smallest ``min_lengthscale_g`` (0.05, 0.10, ..., 1) under which this safe study,
-        continued with its answers so far, would certify more than it does: for g's model as
-        the study has it and without its trend along the monotone parameter (``trend_g=false``),
-        each value tried as :meth:`try_options` tries it (nothing stored). What a stuck safe
-        study needs to go on, found without spending measurements; an assumption about g that
-        the person who knows the system must judge (:mod:`boloop.study.floor_search`, which
-        gives the search, the result's keys and what ``progress`` is called with)."""
-        from boloop.study.floor_search import find_floor_g
-
-        return find_floor_g(self, progress)
 
     def units(self) -> dict[str, str]:
         """Each parameter's unit, by name, as the space file gives it (``unit = "mg"``): shown
