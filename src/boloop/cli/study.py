@@ -21,7 +21,8 @@ from boloop.errors import BoloopError, InvalidInputError, NoMoreQueriesError, Qu
 
 if TYPE_CHECKING:  # the study machinery (numpy, SQLAlchemy, the policies) loads on first use,
     # so `boloop --version`, `boloop --help` and argument errors stay instant
-    from boloop.study.core import Study, StudyQuery
+    from boloop.study.core import Study
+    from boloop.study.parameters import StudyQuery
 
 
 def load_study(name: str, storage: str | None = None, *, full_replay: bool = False) -> Study:

@@ -32,7 +32,7 @@ __all__ = [
 #: ``boloop --version`` and the ``boloop study`` parser do not pay for numpy and SQLAlchemy
 _LAZY = {
     "Study": "boloop.study.core",
-    "StudyQuery": "boloop.study.core",
+    "StudyQuery": "boloop.study.parameters",
     "create_study": "boloop.study.create",
     "list_studies": "boloop.study.listing",
     "load_study": "boloop.study.create",

@@ -25,7 +25,7 @@ from boloop.study.replay import decode_answer, decode_query
 
 if TYPE_CHECKING:
     from boloop.queries import Query
-    from boloop.study.core import StudyQuery
+    from boloop.study.parameters import StudyQuery
 
 __all__ = ["StudyHistory"]
 

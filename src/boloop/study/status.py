@@ -28,7 +28,7 @@ from boloop.study.status_warnings import StudyWarnings
 
 if TYPE_CHECKING:
     from boloop.queries import Query
-    from boloop.study.core import StudyQuery
+    from boloop.study.parameters import StudyQuery
     from boloop.study.readout import PolicyReadout
 
 __all__ = ["StudyStatus", "undecided_text"]
