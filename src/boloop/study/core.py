@@ -6,12 +6,18 @@ up with events other processes appended, then writes its own event in one transa
 replays the log through a fresh policy and checks that every replayed query equals the stored one;
 a mismatch raises :class:`~boloop.errors.StorageError` naming the study and the boloop versions.
 
-The study's parts live beside it: :mod:`boloop.study.replay` (the log into a policy, checked),
-:mod:`boloop.study.snapshots` (policy snapshots: when, how, whose code),
-:mod:`boloop.study.naming` (study names, notes, stored options), :mod:`boloop.study.create`
-(:func:`create_study`, :func:`load_study`: the stored configuration), :mod:`boloop.study.listing`
-(:func:`list_studies`); this module holds the :class:`Study` class and re-exports those three
-functions.
+The study's parts live beside it. Mixins of :class:`Study`, each working on the study's own
+state: :mod:`boloop.study.replay` (the log into a policy, checked), :mod:`boloop.study.snapshots`
+(policy snapshots: when, how, whose code), :mod:`boloop.study.history` (the answers as rows, the
+raw log, the export), :mod:`boloop.study.status` (where the study stands) with
+:mod:`boloop.study.status_warnings` (its warnings in words), :mod:`boloop.study.trials` (other
+options tried on the answers, nothing stored), :mod:`boloop.study.parameters` (:class:`StudyQuery`
+and the policy's points in the user's parameter names). Beside them: :mod:`boloop.study.naming`
+(study names, notes, stored options), :mod:`boloop.study.create` (:func:`create_study`,
+:func:`load_study`: the stored configuration), :mod:`boloop.study.listing` (:func:`list_studies`).
+This module holds the :class:`Study` class itself (asking, answering, undoing, adding, the
+writing transactions, the readout of a policy copy) and re-exports the public names that moved
+out of it.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ from boloop.study.answers import (
     parse_measurement,
 )
 from boloop.study.carry import continuations
+from boloop.study.create import CONFIG_FORMAT as CONFIG_FORMAT  # moved; importable here too
+from boloop.study.create import DATA_OPTIONS as DATA_OPTIONS  # moved; importable here too
 from boloop.study.create import _problem_from_config
 from boloop.study.create import create_study as create_study  # moved; importable here too
 from boloop.study.create import load_study as load_study  # moved; importable here too
@@ -63,7 +71,7 @@ from boloop.study.log import (
 )
 from boloop.study.naming import MAX_NOTE_CHARS as MAX_NOTE_CHARS  # moved; importable here too
 from boloop.study.naming import _check_note
-from boloop.study.parameters import CALIBRATION_NOTE as CALIBRATION_NOTE  # moved
+from boloop.study.parameters import CALIBRATION_NOTE as CALIBRATION_NOTE  # moved; importable
 from boloop.study.parameters import StudyParameters
 from boloop.study.parameters import StudyQuery as StudyQuery  # moved; importable here too
 from boloop.study.pinning import policy_options
