@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-import boloop.study.core as core
+import boloop.study.listing as listing
 from boloop.study import create_study, list_studies
 from boloop.study.log import now_iso
 from boloop.study.storage import open_storage
@@ -29,13 +29,13 @@ def test_a_study_removed_while_the_list_is_read_does_not_fail_the_listing(tmp_pa
         log[0], payload={**log[0].payload, "from_study": record}, created_at=when
     )
     store.import_study("new", when, [head, *log[1:]])
-    read_first = core.readable_created_events
+    read_first = listing.readable_created_events
 
     def read_then_drop(storage, names):
         out = read_first(storage, names)
         open_storage(url).drop_study("old", len(store.events(store.study_id("old"))) - 1)
         return out
 
-    monkeypatch.setattr(core, "readable_created_events", read_then_drop)
+    monkeypatch.setattr(listing, "readable_created_events", read_then_drop)
     names = {row["name"] for row in list_studies(url)}
     assert {"new", "new0"} <= names

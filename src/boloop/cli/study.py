@@ -21,11 +21,12 @@ from boloop.errors import BoloopError, InvalidInputError, NoMoreQueriesError, Qu
 
 if TYPE_CHECKING:  # the study machinery (numpy, SQLAlchemy, the policies) loads on first use,
     # so `boloop --version`, `boloop --help` and argument errors stay instant
-    from boloop.study.core import Study, StudyQuery
+    from boloop.study.core import Study
+    from boloop.study.parameters import StudyQuery
 
 
 def load_study(name: str, storage: str | None = None, *, full_replay: bool = False) -> Study:
-    from boloop.study.core import load_study as load
+    from boloop.study.create import load_study as load
 
     return load(name, storage=storage, full_replay=full_replay)
 
@@ -251,7 +252,7 @@ _INTERRUPTED = "\ninterrupted; everything answered so far is stored"
 
 
 #: create's own arguments, which ``--option`` (a method option) cannot set: the flag that does
-#: (the keywords of :func:`boloop.study.core.create_study` besides the method's options)
+#: (the keywords of :func:`boloop.study.create.create_study` besides the method's options)
 _CREATE_FLAGS = {
     "name": "the NAME argument",
     "method": "--method",
@@ -304,7 +305,7 @@ def _create(args: argparse.Namespace) -> int:
             "create needs --space FILE (your experiment) or --problem ID, or --from OLD to "
             "continue a stored study"
         )
-    from boloop.study.core import create_study
+    from boloop.study.create import create_study
     from boloop.study.storage import safe_url
 
     extra = {}
@@ -763,7 +764,7 @@ def _recommendation_lines(
                 f"candidates estimated above the threshold {rec['threshold']:g}"
             ]
             if rec.get("n_undecided") is not None:
-                from boloop.study.core import undecided_text
+                from boloop.study.status import undecided_text
 
                 out.append(undecided_text(rec["n_undecided"], asks_no_more))
             if rec["upper"]:
@@ -814,7 +815,7 @@ def _migrate(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from boloop.study.core import list_studies
+    from boloop.study.listing import list_studies
 
     rows = list_studies(args.storage)
     if args.json:

@@ -32,10 +32,10 @@ __all__ = [
 #: ``boloop --version`` and the ``boloop study`` parser do not pay for numpy and SQLAlchemy
 _LAZY = {
     "Study": "boloop.study.core",
-    "StudyQuery": "boloop.study.core",
-    "create_study": "boloop.study.core",
-    "list_studies": "boloop.study.core",
-    "load_study": "boloop.study.core",
+    "StudyQuery": "boloop.study.parameters",
+    "create_study": "boloop.study.create",
+    "list_studies": "boloop.study.listing",
+    "load_study": "boloop.study.create",
     "UserExperiment": "boloop.study.space_file",
     "build_experiment": "boloop.study.space_file",
     "load_space_file": "boloop.study.space_file",

@@ -419,7 +419,7 @@ def _duel_refusal(
 
 def _loads(name: str, storage: str | None) -> bool:
     """Whether study ``name`` loads with this boloop (its log replays); reads only."""
-    from boloop.study.core import load_study
+    from boloop.study.create import load_study
 
     try:
         load_study(name, storage=storage)
@@ -475,7 +475,8 @@ def create_from(
     outside-data path: a study with duels is refused, naming why. Nothing is stored unless
     every answer is taken.
     """
-    from boloop.study.core import Study, _open_existing, _problem_from_config, create_study
+    from boloop.study.core import Study
+    from boloop.study.create import _open_existing, _problem_from_config, create_study
     from boloop.study.space_file import point_to_params
     from boloop.study.storage import open_storage, resolve_storage
     from boloop.study.storage_memory import MemoryStorage, discard_memory_store

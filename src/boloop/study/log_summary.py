@@ -4,7 +4,7 @@
 storage runs (:func:`summary_statement`, SQLite and PostgreSQL alike), the condition that
 vouches for a payload on SQLite (:func:`sqlite_object_check`), the rows decoded
 (:func:`decode_summaries`) and the same counts made in Python by the in-process store
-(:func:`summarise`). What :func:`boloop.study.core.list_studies` reads instead of every log.
+(:func:`summarise`). What :func:`boloop.study.listing.list_studies` reads instead of every log.
 
 Free of SQLAlchemy and numpy, as :mod:`boloop.study.log` is.
 """

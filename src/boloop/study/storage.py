@@ -174,7 +174,7 @@ class StorageBackend(Protocol):
     def log_summaries(self) -> dict[str, LogSummary] | None:
         """What the log of every study holds (:class:`~boloop.study.log_summary.LogSummary`), by name,
         counted in one reading transaction without sending or decoding the logs: what
-        :func:`~boloop.study.core.list_studies` reads of a study whose summary is
+        :func:`~boloop.study.listing.list_studies` reads of a study whose summary is
         :meth:`~boloop.study.log_summary.LogSummary.complete`. A study without events is left out.
         None if the storage cannot count it exactly (its database cannot tell a JSON object
         as Python's ``json`` does): the caller reads the logs."""
