@@ -331,16 +331,22 @@ class _PolicyCopies:
 
 
 def _count_policy_copies(monkeypatch) -> _PolicyCopies:
+    import copy
     import importlib
+    import pkgutil
+
+    import boloop.study
 
     counter = _PolicyCopies()
-    for mod in ("core", "pictures.growth", "readout", "replay", "snapshots"):
-        try:
-            module = importlib.import_module(f"boloop.study.{mod}")
-        except ImportError:
-            continue
-        if hasattr(module, "copy"):
+    # every module of boloop.study that copies with the copy module (readout's copy, the growth
+    # picture's replay): walked, not listed, so that a module the code moves to is counted too
+    patched = []
+    for info in pkgutil.walk_packages(boloop.study.__path__, "boloop.study."):
+        module = importlib.import_module(info.name)
+        if getattr(module, "copy", None) is copy:
             monkeypatch.setattr(module, "copy", counter)
+            patched.append(info.name)
+    assert "boloop.study.readout" in patched, patched
     return counter
 
 
