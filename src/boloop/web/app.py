@@ -34,19 +34,16 @@ import asyncio
 import contextlib
 import hmac
 import ipaddress
-import json
 import logging
 import math
 import os
 import re
 import secrets
-import shutil
 import tempfile
-import threading
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, unquote
+from urllib.parse import quote
 
 import numpy as np
 from fastapi import Depends, FastAPI, HTTPException, Request
@@ -65,7 +62,6 @@ from boloop.algorithms.families import family_traits
 from boloop.algorithms.registry import FAMILY_DEFAULTS
 from boloop.errors import (
     BoloopError,
-    InvalidInputError,
     NoMoreQueriesError,
     QueryStateError,
     StorageAccessError,
@@ -75,34 +71,57 @@ from boloop.errors import (
     UnknownIdError,
 )
 from boloop.spaces import format_value, params_text
-from boloop.study import Study, create_study, list_studies
-from boloop.study.answers import NumberTextError, parse_measurement
-from boloop.study.core import undecided_text
-from boloop.study.log import utc_words
-from boloop.study.measured import goal_sentence, limit_label, output_hints, what_to_measure
-from boloop.study.media import media_file, media_index
+from boloop.study import Study, list_studies
+from boloop.study.media import media_file
 from boloop.study.pictures import (
     PHONE_WIDTH,
     WIDTH,
     growth_numbers,
     growth_svg,
     model_svg,
-    pictures,
     progress_svg,
 )
-from boloop.study.scatter import others_read
 from boloop.study.storage import (
     safe_url,
 )
+from boloop.web.answer_forms import (
+    _asked_id,
+    _refusal,
+    _Senders,
+    _shown,
+    _tell_conflict,
+    _tell_form,
+    _undo_form,
+    _unsent,
+    _withdrawn_yours,
+)
+from boloop.web.create_form import _create_field, _create_from_form, _method_choices
 from boloop.web.outage import (
     REMIND_SECONDS,
     STORAGE_CHECK_SECONDS,
     check_storage_periodically,
     checked_interval,
 )
+from boloop.web.paths import (
+    EncodedStudyNames,
+    _local,
+    _study_form_path,
+    _wants_json,
+    study_name,
+)
 from boloop.web.pool import StudyPool
 from boloop.web.qr import QR_PACKAGE, qr_svg
 from boloop.web.server import login_link, mask_access_log
+from boloop.web.study_view import (
+    _answer_description,
+    _answer_key,
+    _answer_text,
+    _field_labels,
+    _page_context,
+    _picture_numbers,  # noqa: F401 - imported from here by benchmarks/a11y_cost.py
+    _query_json,
+    _state,
+)
 
 __all__ = ["create_app"]
 
@@ -1087,61 +1106,7 @@ def create_app(
     return app
 
 
-# -- study names in paths ----------------------------------------------------------------------
-#: paths whose next segment is a study's name, and that segment's index in ``path.split("/")``
-_NAME_SEGMENT = (("/studies/", 2), ("/api/studies/", 3))
-
-
-def study_name(segment: str) -> str:
-    """The study name of a path segment that :class:`EncodedStudyNames` kept percent-encoded."""
-    return unquote(segment)
-
-
-class EncodedStudyNames:
-    """ASGI wrapper: the study-name segment of ``/studies/{name}/...`` and
-    ``/api/studies/{name}/...`` reaches the router still percent-encoded.
-
-    The server decodes ``%2F`` to ``/`` before routing, so a study named ``lab/run 1`` (linked
-    as ``/studies/lab%2Frun%201``) would match no route, or the wrong one. The router sees the
-    segment as the client sent it (from ``raw_path``) and every handler decodes it with
-    :func:`study_name`; every other segment is decoded as usual.
-    """
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope.get("type") in ("http", "websocket"):
-            scope = _encoded_name_scope(scope)
-        await self.app(scope, receive, send)
-
-
-def _encoded_name_scope(scope: dict[str, Any]) -> dict[str, Any]:
-    path = scope.get("path", "")
-    k = next((k for prefix, k in _NAME_SEGMENT if path.startswith(prefix)), None)
-    if k is None:
-        return scope
-    raw = scope.get("raw_path")
-    if raw:
-        segments = raw.decode("latin-1").split("?", 1)[0].split("/")
-        new = [seg if i == k else unquote(seg) for i, seg in enumerate(segments)]
-    else:  # no raw path (not given by every server): a name with "/" cannot be told apart
-        new = path.split("/")
-        if len(new) > k:
-            new[k] = quote(new[k], safe="")
-    return {**scope, "path": "/".join(new)}
-
-
-# -- helpers (run under the study's lock) -------------------------------------------------------
-def _wants_json(path: str) -> bool:
-    """The API, the OpenAPI document and a study page's poll (``/studies/{name}/state``) answer
-    in JSON; every other path is a page."""
-    if path.startswith("/api/") or path == "/openapi.json":
-        return True
-    parts = path.split("/")  # the name segment is still percent-encoded (EncodedStudyNames)
-    return len(parts) == 4 and parts[1] == "studies" and parts[3] == "state"
-
-
+# -- helpers -----------------------------------------------------------------------------------
 def _when(value: Any) -> str:
     """A stored time (ISO 8601 in UTC, ``2026-11-27T09:15:06.955214Z``) as a page shows it:
     ``2026-11-27 09:15:06`` (the page says UTC; the exact value stays in the page's
@@ -1150,43 +1115,6 @@ def _when(value: Any) -> str:
     if len(text) >= 19 and text[10] == "T" and text[:4].isdigit():
         return text[:19].replace("T", " ")
     return text
-
-
-def _unsent(
-    what: str, name: str, values: Mapping[str, str], labels: Mapping[str, str] | None = None
-) -> dict[str, Any]:
-    """What a form was storing when it was not stored, for the page that says so (the 503
-    page while the database cannot be reached, the login page of a browser not logged in, a
-    refused answer's study page): ``what`` ("tell", "undo", "create"), the study, the fields
-    as sent (a button to send them again) and the ones a person typed or chose, as
-    ``(field, value)`` rows (:func:`_shown`: a measured value by the name the space file
-    gives it, ``labels``)."""
-    return {
-        "what": what,
-        "name": name,
-        "quoted": quote(name, safe=""),
-        "query_id": values.get("query_id", ""),
-        "fields": dict(values),
-        "shown": _shown(values, labels or {}),
-    }
-
-
-def _shown(values: Mapping[str, str], labels: Mapping[str, str]) -> list[tuple[str, str]]:
-    """The fields of an answer a person typed or chose, as ``(field, value)`` rows: a measured
-    value by its label (``labels``, the page's field labels: "toxicity (g, AU)", "hardness
-    (HV)"; the output's name, "g" or "value", where the space names none), a duel's choice as
-    "A is better"/"B is better", the note where one was typed."""
-    choice = {"a": "A is better", "b": "B is better"}
-    rows = []
-    for k, v in values.items():
-        if k in ("query_id", "confirm_over_limit", "confirm_unusual") or (
-            k == "note" and not v.strip()
-        ):
-            continue
-        field = k[4:] if k.startswith("out.") else k
-        shown = labels.get(field, field) if k.startswith("out.") or k == "value" else field
-        rows.append((shown, choice.get(v, v) if k == "answer" else v))
-    return rows
 
 
 def _plain(text: str, status: int) -> Response:
@@ -1226,22 +1154,6 @@ def _loopback_name(name: str) -> bool:
         return False
 
 
-def _local(path: str) -> str:
-    """A same-site path to go to after login (never another host). A path with a control
-    character is refused too: a browser's URL parser removes tabs and newlines before it reads
-    a URL (WHATWG URL standard), so ``/<TAB>/evil.example`` in the login link page's meta
-    refresh would go to ``//evil.example``, another host. (A space stays: a study's name may
-    have one, and the parser keeps it, percent-encoded.)"""
-    if (
-        not path.startswith("/")
-        or path.startswith("//")
-        or "\\" in path
-        or any(ord(c) < 0x20 or ord(c) == 0x7F for c in path)
-    ):
-        return "/"
-    return path
-
-
 def _swagger_dir() -> str | None:
     try:
         import swagger_ui_bundle
@@ -1251,789 +1163,9 @@ def _swagger_dir() -> str | None:
     return str(path) if path and os.path.isdir(path) else None
 
 
-def _method_choices() -> list[tuple[str, str]]:
-    """``(family, method id)`` of every method, for the create form's select (a family's
-    default method is marked there from :data:`FAMILY_DEFAULTS`)."""
-    from boloop.algorithms import list_methods
-
-    return sorted({(m.family, m.id) for m in list_methods()})
-
-
-def _open_id(study: Study) -> int | None:
-    pending = study.policy.pending
-    return None if pending is None else int(pending.id)
-
-
-def _state(study: Study, events: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    """What an open page polls: ``version`` (the last event's seq: the page reloads when it
-    changes), ``answered``, ``open_query``, ``moved`` (where a migrate moved the study, or None)
-    and ``continued_as`` (the studies that continue it: a continuation writes nothing to this
-    study's log, so the version does not show it; one read of the storage's list of studies,
-    whose continuations are read again only when it changes). ``events``: the study's
-    :meth:`~boloop.study.core.Study.events`, if the caller has them."""
-    if events is None:
-        events = study.events()
-    moved = study.moved
-    return {
-        "version": events[-1]["seq"],
-        "answered": study.n_answered,
-        "open_query": _open_id(study),
-        "moved": None if moved is None else moved["to"],  # a migrate made this copy read-only
-        "continued_as": study.continued_as(),
-    }
-
-
-def _query_json(study: Study, q: Any) -> dict[str, Any]:
-    d = q.to_dict()
-    media = _query_media(study, q)
-    if media:
-        d["media"] = media
-    if family_traits(study.family).safety_limit:
-        d["limit"] = _limit(study)
-    return d
-
-
-def _limit(study: Study) -> dict[str, Any] | None:
-    settings = getattr(study.problem, "settings", {}) or {}
-    h = settings.get("h", settings.get("threshold"))
-    if h is None:
-        return None
-    return {"output": "g", "h": float(h)}
-
-
-def _picture_numbers(svg: str) -> list[tuple[str, str]]:
-    """What a picture's marks say on hover or tap (their SVG ``<title>`` tooltips), in drawing
-    order, each split at its first ": " into what it is and its value: the page's table "the
-    numbers" under the picture, for whoever cannot see the picture or hover over it
-    (WCAG 1.1.1)."""
-    import xml.etree.ElementTree as ET
-
-    try:
-        root = ET.fromstring(svg)
-    except ET.ParseError:  # drawn by this package: never, but a table is no reason to fail
-        return []
-    rows = []
-    for el in root.iter("{http://www.w3.org/2000/svg}title"):
-        text = " ".join((el.text or "").split())
-        if text:
-            what, sep, value = text.partition(": ")
-            rows.append((what, value) if sep else (text, ""))
-    return rows
-
-
-def _query_media(study: Study, q: Any) -> dict[str, list[dict[str, str]]]:
-    """``{"x"|"a"|"b": [{"column", "file", "type", "url"}]}`` for options with media files."""
-    cand = (study.config.get("space") or {}).get("candidates") or {}
-    columns = cand.get("media") or {}
-    if not columns:
-        return {}
-    files = media_index(study.config)
-    query = q.query
-    sides = {"a": query.a_index, "b": query.b_index} if q.kind == "compare" else {"x": query.index}
-    out: dict[str, list[dict[str, str]]] = {}
-    base = f"/studies/{quote(study.name, safe='')}/media/"
-    for side, index in sides.items():
-        if index is None:
-            continue
-        items = []
-        for col, names in columns.items():
-            if 0 <= index < len(names) and names[index] in files:
-                fname = names[index]
-                items.append(
-                    {
-                        "column": col,
-                        "file": fname,
-                        "type": files[fname].split("/")[0],
-                        "url": base + quote(fname, safe=""),
-                    }
-                )
-        if items:
-            out[side] = items
-    return out
-
-
-def _page_context(study: Study) -> dict[str, Any]:
-    query = None
-    ask_error = None
-    complete = None  # the method asks no more: said in place of the answer form
-    try:
-        query = study.ask()
-    except (StorageUnavailableError, StorageAccessError):
-        raise
-    except NoMoreQueriesError as exc:
-        complete = _sentence(str(exc))
-    except BoloopError as exc:
-        ask_error = str(exc)
-    hist = study.history()
-    with study.readout():  # one copy of the policy for the model picture and the status
-        pics = pictures(study, growth=False)  # the growth is an image of its own (a replay)
-        # and for a phone (the page's CSS shows one): the same text in a narrower picture
-        pics_phone = pictures(study, growth=False, width=PHONE_WIDTH)
-        st = study.status(last=0)
-    events = study.events()
-    units = study.units()
-    ctx: dict[str, Any] = {
-        "study": study,
-        "name": study.name,
-        "names": study.names,
-        "units": units,
-        "query": query,
-        "ask_error": ask_error,
-        "complete": complete,
-        "media": _query_media(study, query) if query is not None else {},
-        "limit": _limit(study) if family_traits(study.family).safety_limit else None,
-        "growth_picture": family_traits(study.family).growth_picture,
-        "history": list(reversed(hist[-30:])),
-        "n_history": len(hist),
-        "pictures": pics,
-        "pictures_phone": pics_phone,
-        "picture_numbers": {k: _picture_numbers(v) for k, v in pics.items()},
-        "state_version": events[-1]["seq"],
-        "quoted": quote(study.name, safe=""),
-        "has_notes": any(r.get("note") for r in hist),
-        "last_key": _answer_key(hist[-1]) if hist else "",
-        "last_desc": _answer_description(hist[-1]) if hist else "",
-        "recommendation": _recommendation_view(study, st, units, len(hist)),
-        # what a person must not miss (a measured g above the safety limit...), while it holds
-        "study_warnings": [
-            w
-            for w in st.get("warnings") or []
-            if w != st.get("stuck") and w not in (st.get("noise") or [])
-        ],
-        # repeated measurements that contradict the assumed noise: a notice with the owner's part
-        # collapsed, as the stuck notice (the person answering cannot change an option)
-        "study_noise": st.get("noise") or [],
-        # ... and where one answer makes most of that scatter (a slip?), it, in plain words
-        "noise_outliers": _noise_outlier_words(study, st),
-        # a method that no longer makes progress: a notice, not the alarm above
-        "study_stuck": st.get("stuck"),
-        # a level-set map that stopped changing is as often finished as stuck (its notice)
-        "stuck_map": family_traits(study.family).level_threshold,
-        "continued_as": st.get("continued_as") or [],
-        "moved": st.get("moved"),  # boloop study migrate moved it: a notice instead of the form
-        "over_limit_next": st.get("over_limit_next"),
-        **_measurement_words(study),
-    }
-    return ctx
-
-
-def _sentence(clause: str) -> str:
-    """``clause`` as a sentence: a capital first letter and a full stop."""
-    clause = clause.strip()
-    return clause[:1].upper() + clause[1:] + ("" if clause.endswith(".") else ".")
-
-
-def _noise_outlier_words(study: Study, st: Mapping[str, Any]) -> list[str]:
-    """Per output, the answer that makes most of the scatter of repeated measurements
-    (``status()["noise_outliers"]``) as the page's plain notice says it: which answer, what
-    it read where, what the others read there, and to check it first (the owner's details
-    say how to undo it)."""
-    measured = {m.output or "value": m for m in study.measured()}
-    units = study.units()
-    out = []
-    for output, one in sorted((st.get("noise_outliers") or {}).items()):
-        m = measured.get(output)
-        name = (m.name or m.output or "the value") if m is not None else output
-
-        def amount(v: float, m: Any = m) -> str:
-            return m.amount(v) if m is not None else f"{v:g}"
-
-        who = "an added measurement" if one["query_id"] is None else f"query {one['query_id']}"
-        others = one["others"]
-        read = others_read(others, amount)
-        out.append(
-            f"One answer makes most of it: {who}, {name} {amount(one['value'])} at "
-            f"{params_text(one['params'], units)}, where the {len(others)} other measurements "
-            f"{read}. Check that answer first (a typing slip?): a mistake is undone, not taken "
-            "as noise."
-        )
-    return out
-
-
-def _field_labels(study: Study) -> dict[str, str]:
-    """Each answer field's label ("value" or an output's name: "toxicity (g, AU)", "hardness
-    (HV)"; "g", "value" where the space file names nothing; :meth:`Measured.label`)."""
-    return {q.output or "value": q.label() for q in study.measured()}
-
-
-def _measurement_words(study: Study) -> dict[str, Any]:
-    """What the page says about what to measure (:mod:`boloop.study.measured`): the space's
-    ``description``; the heading's ``measure_what`` ("the hardness (HV)", "efficacy and side
-    effect"; "the value", "f and g" when the space names nothing); each field's label
-    (``field_labels``: "value" or an output's name) and hint (``field_hints``: "must stay at
-    most 1.5"); ``goal_text``, the level set's question or the better direction."""
-    quantities = study.measured()
-    settings = getattr(study.problem, "settings", {}) or {}
-    outputs = [q for q in quantities if q.output]
-    return {
-        "description": study.description,
-        "measure_what": what_to_measure(quantities, labelled=False),
-        "field_labels": _field_labels(study),
-        "field_hints": output_hints(study.family, quantities, settings),
-        "goal_text": goal_sentence(study.family, study.method, quantities, settings),
-        "limit_label": limit_label(study.measured()),
-        "limit_noun": next((str(q.name) for q in outputs if q.output == "g" and q.named), "g"),
-    }
-
-
-def _recommendation_view(
-    study: Study, st: Mapping[str, Any], units: Mapping[str, str], answered: int
-) -> dict[str, str] | None:
-    """The recommendation as the page says it (``Study.status()``'s ``recommendation``,
-    ``recommendation_label`` and ``recommendation_meaning``): ``{"text", "meaning"}``, the text
-    being the option's name and its parameters, or "none yet" (always before the first answer:
-    a method's favourite before any data is no recommendation); for a level set, how many
-    candidates are estimated above the threshold and how many are still undecided (its picture
-    shows where); None for anything else. ``st``: ``study.status(last=0)``."""
-    rec = st["recommendation"]
-    if isinstance(rec, dict) and "n_upper" in rec and answered:  # a level set's estimate
-        text = (
-            f"{rec['n_upper']} of {rec['n_candidates']} candidates estimated above the "
-            f"threshold {rec['threshold']:g}"
-        )
-        if rec.get("n_undecided") is not None:
-            text += "; " + undecided_text(rec["n_undecided"], bool(st.get("asks_no_more")))
-        return {"text": text, "meaning": str(st.get("recommendation_meaning") or "")}
-    if isinstance(rec, dict) and isinstance(rec.get("point"), dict):
-        rec = rec["point"]  # e.g. the safe family's {"point", "index", "best_s", ...}
-    point = rec if isinstance(rec, dict) and list(rec) == list(study.names) else None
-    if point is None and rec is not None and not isinstance(rec, str):
-        return None
-    if answered == 0:
-        text = "none yet (no answers yet)"
-    elif point is None:  # None or "not available yet (...)"
-        text = "none yet"
-    else:
-        text = params_text(point, units)
-        if st.get("recommendation_label"):
-            text = f"{st['recommendation_label']} ({text})"
-    return {"text": text, "meaning": str(st.get("recommendation_meaning") or "")}
-
-
-def _answer_key(row: Mapping[str, Any]) -> str:
-    """What names one history row for an undo form: its query id and the time it was given
-    (an answer withdrawn and given again has a new time)."""
-    qid = "added" if row.get("query_id") is None else str(row["query_id"])
-    return f"{qid}@{row.get('told_at')}"
-
-
-def _answer_text(row: Mapping[str, Any]) -> str:
-    """A history row's answer as a person reads it: ``1094.6``, ``accept``, ``B is better``."""
-    text = str(row.get("answer_text", row.get("answer")))
-    if row.get("kind") == "compare":
-        text = {"a": "A is better", "b": "B is better"}.get(text, text)
-    return text
-
-
-#: characters of an answer's note said with it (a note is up to 2000; the rest is cut)
-_NOTE_SHOWN = 60
-
-
-def _answer_description(row: Mapping[str, Any]) -> str:
-    """One history row as a person reads it: ``query 14: B is better, given 2026-11-27
-    03:05:41 UTC``, and its note (``, note "bob"``; cut after :data:`_NOTE_SHOWN` characters):
-    which of two colleagues' answers it is (a newcomer's trial)."""
-    text = _answer_text(row)
-    told = str(row.get("told_at") or "")
-    when = f", given {_utc(told)}" if told else ""
-    note = " ".join(str(row.get("note") or "").split())
-    if note:
-        cut = note if len(note) <= _NOTE_SHOWN else note[: _NOTE_SHOWN - 1] + "\u2026"
-        when += f', note "{cut}"'
-    if row.get("query_id") is None:
-        return f"the {'label' if row.get('kind') == 'label' else 'measurement'} added: {text}{when}"
-    return f"query {row['query_id']}: {text}{when}"
-
-
-def _utc(stamp: str) -> str:
-    """``2026-11-27T03:05:41.123456Z`` as a person reads it: ``2026-11-27 03:05:41 UTC``."""
-    return utc_words(stamp)
-
-
-def _withdrawn_yours(
-    study: Study,
-    since: int,
-    stored_by: Callable[[str], str | None],
-    withdrawn_by: Callable[[str], str | None],
-    browser: str,
-    events: list[dict[str, Any]] | None = None,
-) -> list[str]:
-    """What a page of ``browser`` must be told of the answers this browser stored
-    (``stored_by``, :class:`_Senders`) that an undo withdrew after event ``since`` (the page's
-    version): whose undo it was (``withdrawn_by``: this browser, another one, or none this
-    server saw: the command line, the API, a program, another server), when, and what is open
-    now. Without it the page would show the query open again and say nothing (a newcomer's
-    trial: a colleague's undo withdrew bob's answer, and bob did not know to measure again).
-    Only what this server remembers since it started (:class:`_Senders`). ``events``: the
-    study's :meth:`~boloop.study.core.Study.events`, if the caller has them (a poll does)."""
-    if events is None:
-        events = study.events()
-    mine = []  # (the undo, the key of the answer it withdrew) of this browser's answers
-    for undo in (e for e in _after(events, since) if e["kind"] == "withdrawn"):
-        gone = _at(events, undo["payload"].get("withdraws"))
-        if gone is not None:
-            key = f"{'added' if gone['query_id'] is None else gone['query_id']}@{gone['created_at']}"
-            if stored_by(key) == browser:
-                mine.append((undo, key))
-    if not mine:  # the usual case: no history is read
-        return []
-    rows = {_answer_key(r): r for r in study.history(withdrawn=True)}
-    open_id = _open_id(study)
-    in_effect = {r["query_id"]: r for r in study.history() if r.get("query_id") is not None}
-    out = []
-    for undo, key in mine:
-        if key not in rows:
-            continue
-        qid = rows[key].get("query_id")
-        desc = _answer_description(rows[key])
-        who = withdrawn_by(key)
-        by = (
-            "from this browser (another tab or window)"
-            if who == browser
-            else "from another browser"
-            if who is not None
-            else "made elsewhere (not on this server's pages: the command line, the API or a "
-            "program)"
-        )
-        if qid is None:
-            now = "it is no longer in effect"
-        elif open_id == qid:
-            now = f"query {qid} is open again: answer it again if your answer stands"
-        elif qid in in_effect:
-            now = f"query {qid} was answered again since ({_answer_description(in_effect[qid])})"
-        else:
-            now = f"query {qid} is not open now" + (
-                f" (the open query is {open_id})" if open_id is not None else ""
-            )
-        out.append(
-            f"Your answer, stored from this browser ({desc}), was withdrawn by an undo {by} at "
-            f"{_utc(undo['created_at'])}: {now}. The withdrawn answer stays in the log (export "
-            "with the withdrawn answers)."
-        )
-    return out
-
-
-def _after(events: list[dict[str, Any]], since: int) -> list[dict[str, Any]]:
-    """The events of a log (:meth:`~boloop.study.core.Study.events`, seq 0 first) after seq
-    ``since``, without walking the ones before."""
-    start = max(since + 1, 0)
-    if _at(events, start) is None and start < len(events):  # not numbered from 0: look at all
-        return [e for e in events if e["seq"] > since]
-    return events[start:]
-
-
-def _at(events: list[dict[str, Any]], seq: Any) -> dict[str, Any] | None:
-    """The event ``seq`` of a log (:meth:`~boloop.study.core.Study.events`), or None."""
-    if not isinstance(seq, int) or not 0 <= seq < len(events):
-        return None
-    ev = events[seq]
-    return ev if ev["seq"] == seq else next((e for e in events if e["seq"] == seq), None)
-
-
-def _undo_form(study: Study, expected: str) -> dict[str, Any]:
-    """Withdraw the last answer if it is the one the page named (``expected``, an
-    :func:`answer_key`; empty: whatever is last, as the API's undo)."""
-    last = study.history(last=1)
-    if expected and (not last or _answer_key(last[0]) != expected):
-        qid = expected.split("@", 1)[0]
-        shown = "an added measurement" if qid == "added" else f"the answer to query {qid}"
-        now = _answer_description(last[0]) if last else "none"
-        raise QueryStateError(
-            f"Nothing was withdrawn: the page showed {shown} as the last, "
-            f"but the last answer is now {now} (someone answered or withdrew in the meantime). "
-            "Check it and undo again if you mean it."
-        )
-    return study.undo()
-
-
-def _tell_conflict(study: Study, query_id: int) -> dict[str, Any]:
-    """The machine-readable part of the API's 409 for a ``tell`` to a query that is not open:
-    the answer in effect for ``query_id`` (``stored_answer``: ``answer``, ``answer_text``,
-    ``note``, ``told_at``, ``kind``), or None when it has none (withdrawn, never asked), and the
-    open query. A client that repeats a ``tell`` whose response it never got (the connection
-    dropped) compares ``stored_answer`` with what it sent: its own answer stored, or another."""
-    rows = [r for r in study.history() if r.get("query_id") == query_id]
-    row = rows[-1] if rows else None
-    stored = (
-        None
-        if row is None
-        else {k: row.get(k) for k in ("answer", "answer_text", "note", "told_at", "kind")}
-    )
-    return {
-        "error": "query_answered" if row is not None else "query_not_open",
-        "query_id": query_id,
-        "open_query": _open_id(study),
-        "stored_answer": stored,
-    }
-
-
-def _same_answer(study: Study, form: Any) -> dict[str, Any] | None:
-    """The history row of the form's query if it holds the very answer the form sends (the
-    same form sent twice: a double click, Back and send, a resend after an outage), else None
-    (not answered, withdrawn, or answered differently)."""
-    raw_id = str(form.get("query_id", "")).strip()
-    rows = [r for r in study.history() if str(r.get("query_id")) == raw_id]
-    if not rows:
-        return None
-    row = rows[-1]
-    stored = row.get("answer")
-    try:
-        if row.get("kind") == "label":
-            sent: Any = {"accept": True, "reject": False}.get(str(form.get("answer", "")))
-        elif row.get("kind") == "compare":
-            sent = {"a": 0, "b": 1}.get(str(form.get("answer", "")))
-        elif isinstance(stored, Mapping):
-            sent = {k: parse_measurement(str(form.get(f"out.{k}", "")), k) for k in stored}
-        else:
-            sent = parse_measurement(str(form.get("value", "")), "the value")
-    except BoloopError:
-        return None
-    return row if sent is not None and sent == stored else None
-
-
-class _Senders:
-    """Which browser (:func:`create_app`'s ``sender_id``) stored which answer through a page,
-    by study and :func:`_answer_key`, in this server's memory: a refusal can then say whether
-    the answer that stands came from the same browser (sent twice) or another one. Forgotten
-    at a restart, and the oldest beyond :attr:`LIMIT`; an answer given by the API, the CLI or
-    Python has no browser."""
-
-    LIMIT = 10_000
-
-    def __init__(self) -> None:
-        self._by: dict[tuple[str, str], str] = {}
-        self._lock = threading.Lock()
-
-    def remember(self, study: str, key: str, browser: str) -> None:
-        with self._lock:
-            self._by[(study, key)] = browser
-            while len(self._by) > self.LIMIT:
-                del self._by[next(iter(self._by))]
-
-    def sender(self, study: str) -> Callable[[str], str | None]:
-        """The browser that stored an answer of ``study`` (by its key), or None if unknown."""
-
-        def get(key: str) -> str | None:
-            with self._lock:
-                return self._by.get((study, key))
-
-        return get
-
-
-def _asked_id(study: Study) -> int | None:
-    """The id of the open query as the study page shows it (asked if none is open), or None
-    when the method cannot ask one."""
-    try:
-        return int(study.ask().id)
-    except (StorageUnavailableError, StorageAccessError):
-        raise
-    except BoloopError:
-        return None
-
-
-def _refusal(
-    study: Study, form: Any, sender: Callable[[str], str | None], browser: str
-) -> tuple[str, bool]:
-    """What the page says when the form's answer was refused because its query is not open
-    (:class:`QueryStateError`), and whether the answer that stands is someone else's (the
-    undo then says so). Told apart, from the history, the note and which browser stored the
-    answer (``sender``, :class:`_Senders`; ``browser``: this form's): the query withdrawn; the
-    same answer sent twice from this browser (or from one unknown, with the same note);
-    the same values from another browser or with another note (the note sent is said to be
-    not stored); another answer. Each names the query open now."""
-    raw_id = str(form.get("query_id", "")).strip()
-    note = str(form.get("note", "") or "").strip()
-    rows = [r for r in study.history() if str(r.get("query_id")) == raw_id]
-    open_id = _asked_id(study)
-    now = (
-        "There is no open query now."
-        if open_id is None
-        else f"The open query is now {open_id} (below)."
-    )
-    kept = "What you sent is shown below, not in the form (that is for another query)."
-    if not rows:
-        return (
-            f"Your answer was not stored: query {raw_id} was withdrawn (undone) before your "
-            f"answer arrived. {kept} {now}",
-            True,
-        )
-    row = rows[-1]
-    desc = _answer_description(row)
-    by = sender(_answer_key(row))
-    mine, other = by is not None and by == browser, by is not None and by != browser
-    same_note = (row.get("note") or "") == note
-    lost_note = "" if same_note or not note else " Your note was NOT stored either."
-    if _same_answer(study, form) is not None:
-        if mine:
-            again = "" if same_note else " The note you sent this time differs: it was NOT stored."
-            return (
-                f"Your answer was not stored again: this browser had stored it already "
-                f"({desc}): it was sent twice (a double click, or Back and send). Nothing is "
-                f"stored twice.{again} {now}",
-                False,
-            )
-        if not other and same_note:
-            return (
-                f"Your answer was not stored again: query {raw_id} was answered already with "
-                f"the same answer ({desc}); nothing is stored twice. {now}",
-                False,
-            )
-        who = (
-            "first from another browser, with the same values as yours"
-            if other
-            else "already with the same values as yours but another note, by someone else or "
-            "from another page"
-        )
-        return (
-            f"Your answer was not stored: query {raw_id} was answered {who} ({desc})."
-            f"{lost_note} {kept} {now}",
-            True,
-        )
-    who = "from this browser (another tab, or before Back)" if mine else "by someone else"
-    return (
-        f"Your answer was not stored: query {raw_id} was answered first {who} ({desc}). "
-        f"{kept} {now}",
-        True,
-    )
-
-
-def _study_form_path(path: str) -> tuple[str, str] | None:
-    """``("/studies/<name>", "tell" | "undo")`` for the path of a study page's answer or undo
-    form (the name still percent-encoded, :class:`EncodedStudyNames`), else None."""
-    parts = path.split("/")
-    if len(parts) == 4 and parts[1] == "studies" and parts[2] and parts[3] in ("tell", "undo"):
-        return "/".join(parts[:3]), parts[3]
-    return None
-
-
-def _typed_fields(query: Any) -> tuple[str, ...]:
-    """The form fields a measurement query's answer is typed in: ``value``, or ``out.f``,
-    ``out.g``, ... for several outputs."""
-    outputs = tuple(getattr(query, "outputs", ()) or ())
-    return tuple(f"out.{o}" for o in outputs) if outputs else ("value",)
-
-
-def confirmation_key(values: Mapping[str, Any], *fields: str) -> str:
-    """What a "store it as typed" box confirms: the text of ``fields`` as typed, joined. A box
-    holds it as its value, so a confirmation given for one value does not store another typed
-    after it (the box ticked, then the value changed)."""
-    return "|".join(str(values.get(f, "")).strip() for f in fields)
-
-
-def _tell_form(
-    study: Study, form: Any
-) -> tuple[dict[str, str], str | None, tuple[str, str] | None]:
-    """Answer from the study page's form. Returns ``(errors by field, warning, held)``: all
-    empty when the answer was stored; ``held`` is ``(why, key)`` for a valid answer held back
-    for the person to confirm (``"over_limit"``: g above the safety limit; ``"unusual"``: a
-    value far outside the values stored so far, :meth:`Study.unusual_values`), ``key`` the
-    :func:`confirmation_key` its box must send back; the question is in ``warning``. Raises
-    QueryStateError when the query is not the open one."""
-    raw_id = str(form.get("query_id", "")).strip()
-    note = str(form.get("note", "") or "")
-    study.refresh()
-    pending = study.policy.pending
-    if pending is None or raw_id != str(pending.id):
-        now_open = "" if pending is None else f"; the open query is {pending.id}"
-        raise QueryStateError(
-            f"query {raw_id} is not open any more (it was answered or withdrawn{now_open})"
-        )
-    kind = pending.kind
-    errors: dict[str, str] = {}
-    typed: dict[str, str] = {}  # several outputs: each as typed, for the typo question
-    if kind in ("label", "compare"):
-        answer: Any = str(form.get("answer", ""))
-    else:
-        outputs = tuple(getattr(pending, "outputs", ()) or ())
-        if not outputs:
-            answer = str(form.get("value", ""))
-            try:
-                v = parse_measurement(answer, "the value")
-                if not isinstance(v, float):
-                    errors["value"] = f"the value must be a number, got {answer.strip()!r}"
-                elif not math.isfinite(v):
-                    errors["value"] = f"the value must be a finite number, got {answer.strip()!r}"
-            except NumberTextError as exc:  # a comma that does not say what it is: say why
-                errors["value"] = str(exc)
-            except BoloopError:
-                errors["value"] = f"the value must be a number, got {answer.strip()!r}"
-        else:
-            answer = {}
-            for out in outputs:
-                text = typed[out] = str(form.get(f"out.{out}", ""))
-                try:
-                    v = parse_measurement(text, out)
-                except NumberTextError as exc:
-                    errors[f"out.{out}"] = f"{out}: {exc}"
-                    continue
-                except BoloopError:
-                    v = None
-                if not isinstance(v, float):
-                    errors[f"out.{out}"] = f"{out} must be a number, got {text.strip()!r}"
-                elif not math.isfinite(v):
-                    errors[f"out.{out}"] = f"{out} must be a finite number, got {text.strip()!r}"
-                else:
-                    answer[out] = v
-            limit = _limit(study) if family_traits(study.family).safety_limit else None
-            key = None if limit is None else confirmation_key(form, f"out.{limit['output']}")
-            if (
-                not errors
-                and limit is not None
-                and key is not None  # (set exactly when limit is)
-                and answer.get(limit["output"], -math.inf) > limit["h"]
-                and form.get("confirm_over_limit") != key
-            ):
-                g = answer[limit["output"]]
-                return (
-                    {},
-                    f"{limit_label(study.measured())} = {g:g} is above the safety limit "
-                    f"h = {limit['h']:g}. "
-                    "Check the measurement; tick the box and submit again to store it as it is.",
-                    ("over_limit", key),
-                )
-    if errors:
-        return errors, None, None
-    key = confirmation_key(form, *_typed_fields(pending)) if kind == "evaluate" else None
-    if key is not None and form.get("confirm_unusual") != key:
-        questions = study.unusual_values(typed or answer)
-        if questions:
-            return (
-                {},
-                " ".join(questions)
-                + " Correct it, or tick the box and submit again to store it as typed.",
-                ("unusual", key),
-            )
-    try:
-        study.tell(pending.id, answer, note=note)
-    except (QueryStateError, StudyMovedError, StorageUnavailableError, StorageAccessError):
-        raise
-    except BoloopError as exc:
-        field = "value" if kind == "evaluate" and not getattr(pending, "outputs", ()) else "answer"
-        for out in getattr(pending, "outputs", ()) or ():
-            if f"'{out}'" in str(exc) or f"{out}=" in str(exc):
-                field = f"out.{out}"
-        if "note" in str(exc).split(":")[0]:
-            field = "note"
-        return {field: str(exc)}, None, None
-    return {}, None, None
-
-
 def _export_text(study: Study, ext: str, withdrawn: bool = False) -> str:
     with tempfile.TemporaryDirectory(prefix="boloop-export-") as tmp:
         path = os.path.join(tmp, f"history.{ext}")
         study.export(path, withdrawn=withdrawn)
         with open(path, encoding="utf-8", newline="") as fh:  # the file's bytes, as written
             return fh.read()
-
-
-def _create_field(message: str) -> str:
-    low = message.lower()
-    for key, words in (
-        ("name", ("name must", "already exists", "study name")),
-        ("method", ("method",)),
-        ("seed", ("seed",)),
-        ("options", ("option",)),
-        ("space", ("space", "csv", "candidates", "parameter", "toml", "json", "threshold")),
-    ):
-        if any(w in low for w in words):
-            return key
-    return "space"
-
-
-def _parse_options(text: str) -> dict[str, Any]:
-
-    text = text.strip()
-    if not text:
-        return {}
-    if text.startswith("{"):
-        try:
-            opts = json.loads(text)
-        except ValueError as exc:
-            raise InvalidInputError(f"options are not valid JSON: {exc}") from exc
-        if not isinstance(opts, dict):
-            raise InvalidInputError("options must be a JSON object or key=value pairs")
-        return opts
-    out: dict[str, Any] = {}
-    for part in text.replace("\n", ",").split(","):
-        if not part.strip():
-            continue
-        key, sep, val = part.partition("=")
-        if not sep or not key.strip():
-            raise InvalidInputError(f"options: expected key=value, got {part.strip()!r}")
-        try:
-            out[key.strip()] = json.loads(val)
-        except ValueError:
-            low = val.strip().lower()
-            out[key.strip()] = {"true": True, "false": False}.get(low, val.strip())
-    return out
-
-
-def _safe_filename(name: str) -> str:
-
-    base = os.path.basename(name.replace("\\", "/"))
-    if not base or base in (".", "..") or base.startswith(".") or "\x00" in base:
-        raise InvalidInputError(f"bad upload file name {name!r}")
-    return base
-
-
-def _create_from_form(url: str, values: dict[str, str], uploads: list[tuple[str, bytes]]) -> Study:
-
-    seed: int | None = None
-    if values.get("seed"):
-        try:
-            seed = int(values["seed"])
-        except ValueError as exc:
-            raise InvalidInputError(f"seed must be an integer, got {values['seed']!r}") from exc
-    options = _parse_options(values.get("options", ""))
-    family = values.get("family") or None
-    method = values.get("method", "")
-    if "/" in method:  # the form's choices are "family/method" (a method id may be in several)
-        fam, _, method = method.partition("/")
-        if family is not None and family != fam:
-            raise InvalidInputError(
-                f"method {method!r} of family {fam!r} given with family {family!r}"
-            )
-        family = fam
-    if not method:
-        raise InvalidInputError("choose a method")
-    problem = values.get("problem") or None
-    if uploads and problem:
-        raise InvalidInputError("give a space file or a problem id, not both")
-    if not uploads and not problem:
-        raise InvalidInputError("upload a space file (JSON, TOML or CSV) or give a problem id")
-    if problem:
-        return create_study(
-            values.get("name", ""),
-            method,
-            problem=problem,
-            storage=url,
-            seed=seed,
-            family=family,
-            **options,
-        )
-    tmp = tempfile.mkdtemp(prefix="boloop-upload-")
-    try:
-        paths = []
-        for fname, data in uploads:
-            path = os.path.join(tmp, _safe_filename(fname))
-            with open(path, "wb") as fh:
-                fh.write(data)
-            paths.append(path)
-        space = paths[0]
-        if os.path.splitext(space)[1].lower() not in (".json", ".toml", ".csv"):
-            raise InvalidInputError(
-                f"the space file must end in .json, .toml or .csv, got {os.path.basename(space)!r}"
-            )
-        # the files beside the space file (a table, its media) are read now and stored with
-        # the study: the temporary directory is removed afterwards
-        return create_study(
-            values.get("name", ""),
-            method,
-            space,
-            storage=url,
-            seed=seed,
-            family=family,
-            **options,
-        )
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
