@@ -216,7 +216,7 @@ def _same_answer(study: Study, form: Any) -> dict[str, Any] | None:
 
 
 class _Senders:
-    """Which browser (:func:`create_app`'s ``sender_id``) stored which answer through a page,
+    """Which browser (:meth:`Site.sender_id`) stored which answer through a page,
     by study and :func:`_answer_key`, in this server's memory: a refusal can then say whether
     the answer that stands came from the same browser (sent twice) or another one. Forgotten
     at a restart, and the oldest beyond :attr:`LIMIT`; an answer given by the API, the CLI or
