@@ -203,16 +203,18 @@ def _env_without_pythonpath() -> dict[str, str]:
 
 
 def test_importing_the_package_and_its_commands_imports_no_optional_package() -> None:
-    """Every module but the web application itself (``web.app`` and the studies it holds,
-    ``web.pool``, whose job is FastAPI) imports without the extras: an extra is imported by the
-    function that needs it."""
+    """Every module but the web application itself (``web.app``, the studies it holds,
+    ``web.pool``, what its routes share, ``web.site``, and its routes, ``web.login_pages``,
+    ``web.study_pages``, ``web.json_api``: their job is FastAPI) imports without the extras: an
+    extra is imported by the function that needs it."""
     script = f"""
 import importlib, pkgutil, sys
 import boloop
 print("after import boloop:", sorted(m for m in {OPTIONAL_MODULES!r} if m in sys.modules))
 for info in pkgutil.walk_packages(boloop.__path__, "boloop."):
     if info.name in ("boloop.__main__", "boloop.cli.__main__", "boloop.web.app",
-                     "boloop.web.pool"):
+                     "boloop.web.pool", "boloop.web.site", "boloop.web.login_pages",
+                     "boloop.web.study_pages", "boloop.web.json_api"):
         continue
     importlib.import_module(info.name)
 print("after every module:", sorted(m for m in {OPTIONAL_MODULES!r} if m in sys.modules))
