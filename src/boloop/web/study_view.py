@@ -21,12 +21,12 @@ from boloop.errors import (
 )
 from boloop.spaces import params_text
 from boloop.study import Study
-from boloop.study.status import undecided_text
 from boloop.study.log import utc_words
 from boloop.study.measured import goal_sentence, limit_label, output_hints, what_to_measure
 from boloop.study.media import media_index
 from boloop.study.pictures import PHONE_WIDTH, pictures
 from boloop.study.scatter import others_read
+from boloop.study.status import undecided_text
 
 
 def _open_id(study: Study) -> int | None:
