@@ -19,9 +19,16 @@ After a cut the database is *silent* (:meth:`AnswerLimit.silent`) until it answe
 first answer (a statement answered, a new connection made) ends it, and ``answered`` is told.
 ``no_answer`` is told at each cut, from the watchdog's thread.
 
-The storage (:mod:`boloop.study.storage`) installs it on its engine's events (PostgreSQL only,
-and only where :func:`~boloop.study.storage.limit_answers` set a limit: ``boloop serve``);
-nothing here knows SQLAlchemy.
+The waits are noted by the connections themselves: the storage's engine makes its PostgreSQL
+connections with :func:`connect_noted` where :func:`~boloop.study.storage.limit_answers` set a
+limit (``boloop serve``), a psycopg connection and cursor whose ``execute``, ``executemany``,
+``commit`` and ``rollback`` note the wait around psycopg's own (about a microsecond each;
+SQLAlchemy's per-statement events cost several times that a read, as SQLAlchemy joins them to
+every connection it hands out: ``benchmarks/answer_limit_cost.py``, docs/web.md). Nothing here
+knows SQLAlchemy.
+
+A wait is noted with the socket's number and cleared, under one lock, before its thread can
+close the connection (the number is never reused while the watchdog may cut it).
 """
 
 from __future__ import annotations
@@ -32,8 +39,10 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from functools import cache
+from typing import Any
 
-__all__ = ["AnswerLimit"]
+__all__ = ["AnswerLimit", "connect_noted"]
 
 logger = logging.getLogger("boloop")
 
@@ -199,3 +208,88 @@ class AnswerLimit:
             self._no_answer(waited, what)
         except Exception:  # a watcher's bug must not stop the watchdog
             logger.debug("a no-answer watcher failed", exc_info=True)
+
+
+# -- psycopg connections that note their waits ----------------------------------------------------
+class _Noted:
+    """The wait of one call of a connection made by :func:`connect_noted`, for its limit."""
+
+    __slots__ = ("limit",)
+
+    def __init__(self, conn: Any, what: str) -> None:
+        self.limit: AnswerLimit | None = conn.boloop_limit_of()
+        if self.limit is not None:
+            try:
+                fd = conn.fileno()
+            except Exception:  # noqa: BLE001 - a closed connection: the call itself says so
+                self.limit = None
+                return
+            self.limit.asked(fd, what)
+
+    def __enter__(self) -> _Noted:
+        return self
+
+    def __exit__(self, typ: object, exc: object, tb: object) -> None:
+        if self.limit is None:
+            return
+        if typ is None:
+            self.limit.replied()
+        else:  # ended before the connection is closed (its socket's number freed)
+            AnswerLimit.ended()
+
+
+def _what(query: Any) -> str:
+    """"a read" or "a write", as the log and the error name the wait of ``query`` (SQLAlchemy
+    sends text; anything else is named a statement)."""
+    if isinstance(query, bytes):
+        query = query[:16].decode("ascii", "replace")
+    if not isinstance(query, str):
+        return "a statement"
+    return "a read" if query.lstrip()[:6].upper() in ("SELECT", "SHOW") else "a write"
+
+
+@cache
+def _noted_classes() -> tuple[type, type]:
+    """psycopg's connection and cursor, noting their waits (psycopg is imported here only:
+    the ``postgres`` extra)."""
+    import psycopg
+
+    class NotedCursor(psycopg.Cursor):  # type: ignore[type-arg]
+        __slots__ = ()
+
+        def execute(self, query: Any, params: Any = None, **kwargs: Any) -> Any:
+            with _Noted(self.connection, _what(query)):
+                return super().execute(query, params, **kwargs)
+
+        def executemany(self, query: Any, params_seq: Any, **kwargs: Any) -> None:
+            with _Noted(self.connection, "a write"):
+                super().executemany(query, params_seq, **kwargs)
+
+    class NotedConnection(psycopg.Connection):  # type: ignore[type-arg]
+        #: the limit its waits are told to (None: none now)
+        boloop_limit_of: Callable[[], AnswerLimit | None] = staticmethod(lambda: None)
+
+        def commit(self) -> None:
+            with _Noted(self, "a commit"):
+                super().commit()
+
+        def rollback(self) -> None:
+            with _Noted(self, "a rollback"):
+                super().rollback()
+
+    return NotedConnection, NotedCursor
+
+
+def connect_noted(
+    limit_of: Callable[[], AnswerLimit | None], cargs: Any, cparams: dict[str, Any]
+) -> Any:
+    """A psycopg connection (``psycopg.connect(*cargs, **cparams)``, as SQLAlchemy's dialect
+    makes it) whose every wait for the database's answer is told to the limit ``limit_of()``
+    gives at that moment (None: not told). Its making counts as an answer (:meth:`heard`)."""
+    connection_class, cursor_class = _noted_classes()
+    conn = connection_class.connect(*cargs, cursor_factory=cursor_class, **cparams)  # type: ignore[attr-defined]
+    conn.boloop_limit_of = limit_of
+    limit = limit_of()
+    if limit is not None:
+        limit.heard()
+    return conn

@@ -77,7 +77,7 @@ from boloop.errors import (
     StorageUnavailableError,
     UnknownIdError,
 )
-from boloop.study.answer_limit import AnswerLimit
+from boloop.study.answer_limit import AnswerLimit, connect_noted
 from boloop.study.log import (
     EVENT_KINDS,
     Event,
@@ -607,7 +607,7 @@ def _connection_outcome(url: str, reason: str | None) -> None:
 # -- how long a PostgreSQL server's answer is waited for ------------------------------------------
 #: storage URL -> the limit on the waits for its database's answers (:func:`limit_answers`)
 _limits: dict[str, AnswerLimit] = {}
-#: the engines whose events tell the limits of their waits
+#: the engines whose connections note their waits for the limits (:func:`connect_noted`)
 _limited_engines: weakref.WeakSet[Engine] = weakref.WeakSet()
 
 
@@ -637,7 +637,7 @@ def limit_answers(url: str, seconds: float, watcher: AnswerWatcher) -> None:
     with _engines_lock:
         engine = _engines.get(url)
     if engine is not None:
-        _listen_for_answers(engine, url)
+        _listen_for_answers(engine, url, made=True)
 
 
 def answers_silent(url: str) -> bool:
@@ -647,64 +647,28 @@ def answers_silent(url: str) -> bool:
     return limit is not None and limit.silent()
 
 
-def _listen_for_answers(engine: Engine, url: str) -> None:
-    """Tell the limit of ``url`` (looked up at each event: it may change, or go) when a thread
-    of this process starts and ends a wait for the database's answer, on ``engine``'s events."""
+def _listen_for_answers(engine: Engine, url: str, made: bool = False) -> None:
+    """Make ``engine``'s connections note their waits for the database's answer for the limit
+    of ``url`` (looked up at each wait: it may change, or go): :func:`connect_noted`, with a
+    connect timeout no longer than the limit. An engine ``made`` before lets go of the
+    connections it holds (made without: the next are made with)."""
     if engine in _limited_engines:
         return
     _limited_engines.add(engine)
 
-    def asked(what: str, dbapi_conn: Any) -> None:
+    def limit_of() -> AnswerLimit | None:
+        return _limits.get(url)
+
+    def connect(_dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
         limit = _limits.get(url)
-        if limit is not None:
-            limit.asked(dbapi_conn.fileno(), what)
+        if limit is None:
+            return None  # SQLAlchemy's own connect
+        cparams["connect_timeout"] = _connect_seconds(limit)
+        return connect_noted(limit_of, cargs, cparams)
 
-    def statement(_conn: Any, cursor: Any, text: str, *_args: Any) -> None:
-        read = text.lstrip()[:6].upper() in ("SELECT", "SHOW")
-        asked("a read" if read else "a write", cursor.connection)
-
-    def replied(*_args: Any) -> None:
-        limit = _limits.get(url)
-        if limit is not None:
-            limit.replied()
-
-    def ending(what: str) -> Callable[[Connection], None]:
-        def told(conn: Connection) -> None:
-            if conn.invalidated or conn.closed:
-                return
-            dbapi_conn = conn.connection.dbapi_connection
-            if dbapi_conn is not None:
-                asked(what, dbapi_conn)
-
-        return told
-
-    def failed(_context: Any) -> None:  # before the pool closes the connection (its socket)
-        AnswerLimit.ended()
-
-    def checked_in(dbapi_conn: Any, _record: Any) -> None:
-        try:
-            AnswerLimit.ended(dbapi_conn.fileno())
-        except Exception:  # noqa: BLE001 - a closed connection: no wait on it is watched
-            return
-
-    def connected(*_args: Any) -> None:  # the server answered a new connection
-        limit = _limits.get(url)
-        if limit is not None:
-            limit.heard()
-
-    def connect_timeout(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
-        limit = _limits.get(url)
-        if limit is not None:
-            cparams["connect_timeout"] = _connect_seconds(limit)
-
-    sa_event.listen(engine, "before_cursor_execute", statement)
-    sa_event.listen(engine, "after_cursor_execute", replied)
-    sa_event.listen(engine, "commit", ending("a commit"))
-    sa_event.listen(engine, "rollback", ending("a rollback"))
-    sa_event.listen(engine, "handle_error", failed)
-    sa_event.listen(engine, "checkin", checked_in)
-    sa_event.listen(engine, "connect", connected)
-    sa_event.listen(engine, "do_connect", connect_timeout)
+    sa_event.listen(engine, "do_connect", connect)
+    if made:
+        engine.dispose()
 
 
 def _no_answer_error(
