@@ -137,6 +137,9 @@ class OutageLog:
         self._refused = 0
         #: when this process last tried to reach the database (the server's start counts)
         self._last_attempt = clock()
+        #: whether a request's wait for the database's answer is limited (the storage's answer
+        #: limit, :func:`~boloop.study.storage.limit_answers`): it then answers 503, else waits
+        self.answers_limited = False
         #: a check of the server's is waiting for an answer the database has not given within
         #: its time (:meth:`no_answer`): a connection taken from the pool meanwhile proves
         #: nothing, so the outage ends only when that check is answered (:meth:`answered`)
@@ -200,12 +203,18 @@ class OutageLog:
             if self._since is not None:
                 return
             self._begin()
+        meanwhile = (
+            "every page and API call that needs it answers 503 with Retry-After"
+            if self.answers_limited
+            else "pages and API calls that need it wait or answer 503"
+        )
         logger.warning(
-            "storage %r does not answer (%s has waited %s): every page and API call that "
-            "needs it answers 503 with Retry-After until it does, which this log will say",
+            "storage %r does not answer (%s has waited %s): %s until it does, which this log "
+            "will say",
             safe_url(self.url),
             what,
             duration_text(waited),
+            meanwhile,
         )
 
     def answered(self, ok: bool = True) -> None:

@@ -80,6 +80,7 @@ class StudyPool:
         self.outage = OutageLog(self.url, outage_reminder_seconds)
         # from here on (the start's own reads too), a wait with no answer is cut and told
         limit_answers(self.url, self.answer_seconds, self.outage)
+        self.outage.answers_limited = bool(self.answer_seconds)
         self._opening = threading.Lock()
         #: the storage, once opened (what :meth:`check_storage` reads)
         self._storage: StorageBackend | None = None
