@@ -86,8 +86,8 @@ def test_pages_and_api_calls_answer_503_within_the_limit_and_an_answer_is_stored
     """While the relay is silent: the API's read and answer and the study's page and its
     answer form each answer 503 with Retry-After within the limit (not after hours); the page
     says the database does not answer and that the answer sent may be stored (never that it
-    was NOT stored), with the button that sends it again; the API's tell says ``stored``:
-    null. The log says the outage once. Once the relay forwards again, the same requests
+    was NOT stored), with the button that sends it again; an undo and a create form say they
+    may have been done; the API's tell says ``stored``: null. The log says the outage once. Once the relay forwards again, the same requests
     answer 200, the log says the database is reachable again, and the answer, sent again from
     the page and from the API, is stored once."""
     caplog.set_level(logging.WARNING, logger="boloop")
@@ -125,6 +125,17 @@ def test_pages_and_api_calls_answer_503_within_the_limit_and_an_answer_is_stored
         assert "value: <strong>0.51</strong>" in r.text
         resend = _hidden_fields(r.text, "resend-form")
         assert resend == sent
+
+        r, took = _timed(
+            lambda: client.post("/studies/coat/undo", data={"csrf": csrf, "last": ""})
+        )
+        assert r.status_code == 503 and took < LIMIT + MARGIN, (r.status_code, took)
+        assert "The last answer may be withdrawn, or not" in r.text
+        assert "Nothing was withdrawn" not in r.text
+        create = {"csrf": csrf, "name": "new", "method": "toy-random", "problem": "levelset/toy"}
+        r, took = _timed(lambda: client.post("/studies", data=create))
+        assert r.status_code == 503 and took < LIMIT + MARGIN, (r.status_code, took)
+        assert "The study new may be created, or not" in r.text and "NOT created" not in r.text
 
         tell = {"query_id": qid, "answer": 0.51, "note": "batch 7"}
         r, took = _timed(lambda: client.post("/api/studies/coat/tell", json=tell))
