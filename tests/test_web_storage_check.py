@@ -27,6 +27,7 @@ from boloop.errors import InvalidInputError  # noqa: E402
 from boloop.web import create_app  # noqa: E402
 from cli_runner import run_cli  # noqa: E402
 from serve_process import Served  # noqa: E402
+from silent_relay import SilentRelay  # noqa: E402
 from study_samples import make_study  # noqa: E402
 
 BEGAN = "cannot be reached ("
@@ -199,58 +200,6 @@ def test_the_interval_is_checked(tmp_path, value):
 
 
 # -- a database that neither answers nor closes ------------------------------------------------
-class SilentRelay:
-    """A TCP relay to the database that can go silent: it keeps the connections open and
-    forwards nothing while ``silent`` is set (what a paused virtual machine or a frozen server
-    looks like to the client: its socket is acknowledged, no answer comes), then forwards what
-    it held once cleared."""
-
-    def __init__(self, port: int) -> None:
-        import socket
-        import threading
-
-        self.target = port
-        self.silent = threading.Event()
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.sockets: list = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        import socket
-        import threading
-
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(("127.0.0.1", self.target))
-            self.sockets += [client, server]
-            for a, b in ((client, server), (server, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    def _pipe(self, a, b) -> None:
-        while True:
-            try:
-                data = a.recv(65536)
-            except OSError:
-                return
-            if not data:
-                return
-            while self.silent.is_set():
-                time.sleep(0.05)
-            try:
-                b.sendall(data)
-            except OSError:
-                return
-
-    def close(self) -> None:
-        self.listener.close()
-        for s in self.sockets:
-            s.close()
-
-
 @pytest.mark.xdist_group("postgres")
 def test_a_database_that_does_not_answer_is_logged_and_the_server_still_stops(pg_server, pg_url):
     """A pooled connection whose database stops answering without closing: the driver's read

@@ -101,6 +101,16 @@ class StorageUnavailableError(StorageError):
     back (``boloop serve`` answers it with HTTP 503 and ``Retry-After``)."""
 
 
+class StorageNoAnswerError(StorageUnavailableError):
+    """The storage's database server keeps the connection open but has not answered for the
+    limit a process set (:func:`boloop.study.storage.limit_answers`; ``boloop serve``: 10 s):
+    a frozen server, a paused virtual machine, a network that drops everything. The connection
+    was cut, so nothing waits on it any more. Temporary, like any
+    :class:`StorageUnavailableError`; but a write whose commit the server received before it
+    went silent may be stored after all (it commits when the server goes on): repeating it is
+    then refused as already answered, never stored twice."""
+
+
 class StorageAccessError(StorageError):
     """The storage's database server was reached and refused the URL: a wrong password, a role
     it does not know or does not let in, a database that does not exist. The user's mistake, not

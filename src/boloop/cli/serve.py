@@ -29,6 +29,10 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         from boloop.web.outage import checked_interval
 
         checked_interval(args.storage_check)
+    if args.storage_answer is not None:
+        from boloop.web.outage import checked_answer_limit
+
+        checked_answer_limit(args.storage_answer)
     token = args.token if args.token is not None else os.environ.get("BOLOOP_TOKEN") or None
     token, generated = check_bind(args.host, token)
     url, others = server_urls(args.host, args.port)
@@ -74,6 +78,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
             log_level="info" if args.verbose else "warning",
             poll_seconds=args.poll,
             **({} if args.storage_check is None else {"storage_check_seconds": args.storage_check}),
+            **(
+                {}
+                if args.storage_answer is None
+                else {"storage_answer_seconds": args.storage_answer}
+            ),
         )
     finally:
         if handler is not None:
@@ -128,6 +137,15 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         help="a PostgreSQL storage: read it when nothing has for this many seconds, so that "
         "the log says when an outage begins and ends even with no page open (default 30; "
         "0: off)",
+    )
+    p.add_argument(
+        "--storage-answer",
+        type=float,
+        default=None,  # the app's (boloop.web.outage.ANSWER_SECONDS, not imported here)
+        metavar="SECONDS",
+        help="a PostgreSQL storage: the longest wait for the database's answer; a page or API "
+        "call whose read or write has had none for this long (a frozen server, a network that "
+        "drops everything) answers 503 instead of waiting (default 10; 0: no limit)",
     )
     p.set_defaults(func=_cmd_serve, interrupt_message="boloop serve: stopped")
     return p

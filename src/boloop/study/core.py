@@ -42,6 +42,7 @@ from boloop.errors import (
     QueryStateError,
     StorageBusyError,
     StorageError,
+    StorageNoAnswerError,
     StudyMovedError,
 )
 from boloop.problems.base import Problem
@@ -579,17 +580,22 @@ class Study(StudyReplay, StudySnapshots, StudyHistory, StudyStatus, StudyTrials,
                 cm.__exit__(None, None, None)
             else:
                 cm.__exit__(type(exc), exc, exc.__traceback__)
-        except BaseException:
+        except BaseException as failed:
             if self._dirty:
-                self._recover()
+                self._recover(failed)
             raise
         if exc is not None and self._dirty:
-            self._recover()
+            self._recover(exc)
 
-    def _recover(self) -> None:
-        """Reload after a failed write whose events the policy had already seen; if the storage
-        cannot be read either (a lost connection), the next operation reloads first."""
+    def _recover(self, exc: BaseException) -> None:
+        """Reload after a failed write (``exc``) whose events the policy had already seen; if
+        the storage cannot be read either (a lost connection), the next operation reloads
+        first. A database that did not answer (:class:`StorageNoAnswerError`) is not asked
+        again at once: the next operation reloads (the caller is told now, not after one more
+        wait)."""
         self._stale = True
+        if isinstance(exc, StorageNoAnswerError):
+            return
         try:
             self._reload()
         except BoloopError as exc:

@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import re
 import threading
@@ -72,9 +73,11 @@ from boloop.errors import (
     InvalidInputError,
     StorageAccessError,
     StorageError,
+    StorageNoAnswerError,
     StorageUnavailableError,
     UnknownIdError,
 )
+from boloop.study.answer_limit import AnswerLimit, connect_noted
 from boloop.study.log import (
     EVENT_KINDS,
     Event,
@@ -101,7 +104,9 @@ __all__ = [
     "StorageBackend",
     "StorageTransaction",
     "SeqConflict",
+    "answers_silent",
     "dispose_engines",
+    "limit_answers",
     "open_storage",
     "resolve_storage",
     "safe_url",
@@ -420,6 +425,8 @@ def _create_engine(url: str) -> Engine:
                 },
             )
             sa_event.listen(engine, "checkout", _drop_if_closed_by_server)
+            if url in _limits:
+                _listen_for_answers(engine, url)
         else:
             engine = sa.create_engine(url)
     except ImportError as exc:
@@ -597,6 +604,114 @@ def _connection_outcome(url: str, reason: str | None) -> None:
             logger.debug("a connection watcher of %s failed", safe_url(url), exc_info=True)
 
 
+# -- how long a PostgreSQL server's answer is waited for ------------------------------------------
+#: storage URL -> the limit on the waits for its database's answers (:func:`limit_answers`)
+_limits: dict[str, AnswerLimit] = {}
+#: the engines whose connections note their waits for the limits (:func:`connect_noted`)
+_limited_engines: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+class AnswerWatcher(Protocol):
+    """What is told of a database's silence (:class:`boloop.web.outage.OutageLog`)."""
+
+    def no_answer(self, waited: float, what: str = "a read") -> None: ...
+
+    def answered(self, ok: bool = True) -> None: ...
+
+
+def limit_answers(url: str, seconds: float, watcher: AnswerWatcher) -> None:
+    """Wait at most ``seconds`` for each answer of the database of PostgreSQL storage ``url``
+    in this process (0: as long as the operating system keeps the connection, as before; a
+    storage without a database server is not affected): a statement or commit that has had no
+    answer for that long has its connection cut and fails as
+    :class:`~boloop.errors.StorageNoAnswerError`; a new connection waits at most the same
+    (the connect timeout, 10 s, if that is shorter; libpq's least, 2 s). ``watcher.no_answer``
+    is told at each cut, ``watcher.answered()`` at the first answer after one
+    (:mod:`boloop.study.answer_limit`). One limit per storage and process: the last given."""
+    if url.startswith("memory://") or sa.engine.make_url(url).get_backend_name() != "postgresql":
+        return
+    if not seconds:
+        _limits.pop(url, None)
+        return
+    _limits[url] = AnswerLimit(seconds, watcher.no_answer, watcher.answered)
+    with _engines_lock:
+        engine = _engines.get(url)
+    if engine is not None:
+        _listen_for_answers(engine, url, made=True)
+
+
+def answers_silent(url: str) -> bool:
+    """Whether the database of storage ``url`` left a wait without an answer for the limit of
+    :func:`limit_answers` and has not answered since."""
+    limit = _limits.get(url)
+    return limit is not None and limit.silent()
+
+
+def _listen_for_answers(engine: Engine, url: str, made: bool = False) -> None:
+    """Make ``engine``'s connections note their waits for the database's answer for the limit
+    of ``url`` (looked up at each wait: it may change, or go): :func:`connect_noted`, with a
+    connect timeout no longer than the limit. An engine ``made`` before lets go of the
+    connections it holds (made without: the next are made with)."""
+    if engine in _limited_engines:
+        return
+    _limited_engines.add(engine)
+
+    def limit_of() -> AnswerLimit | None:
+        return _limits.get(url)
+
+    def connect(_dialect: Any, _record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
+        limit = _limits.get(url)
+        if limit is None:
+            return None  # SQLAlchemy's own connect
+        cparams["connect_timeout"] = _connect_seconds(limit)
+        return connect_noted(limit_of, cargs, cparams)
+
+    sa_event.listen(engine, "do_connect", connect)
+    if made:
+        engine.dispose()
+
+
+def _no_answer_error(
+    url: str, display_url: str, exc: SQLAlchemyError
+) -> StorageNoAnswerError | None:
+    """The error of this thread's wait that the limit of ``url`` cut, if it was cut (told
+    once), or of a new connection that timed out while the database is silent; else None. Any
+    wait of the thread still noted ends here."""
+    limit = _limits.get(url)
+    if limit is None:
+        return None
+    cut = AnswerLimit.was_cut()
+    if cut is None:
+        if not limit.silent() or type(getattr(exc, "orig", None)).__name__ != "ConnectionTimeout":
+            return None
+        cut = (float(_connect_seconds(limit)), "a new connection")
+    waited, what = cut
+    after = (
+        "if the server received the commit before it went silent, it is stored after all "
+        "when it goes on (repeating an answer is then refused as 'already answered')"
+        if what == "a commit"
+        else "nothing of the operation is stored (the server rolls it back)"
+    )
+    return StorageNoAnswerError(
+        f"storage {display_url!r}: the database server does not answer ({what} has waited "
+        f"{waited:.0f} s; the connection is open but nothing comes back: a frozen server, a "
+        f"paused virtual machine or a network that drops everything). The connection was cut; "
+        f"{after}. Repeat it when the server answers again"
+    )
+
+
+def _connect_seconds(limit: AnswerLimit) -> int:
+    """A new connection's timeout under ``limit``: its seconds, at most the connect timeout
+    and at least libpq's least (2 s)."""
+    return max(2, min(CONNECT_TIMEOUT_SECONDS, math.ceil(limit.seconds)))
+
+
+def _end_wait(url: str) -> None:
+    """This thread waits for no answer of ``url``'s database any more."""
+    if url in _limits:
+        AnswerLimit.was_cut()
+
+
 class Storage:
     """An open SQL storage: SQLite or PostgreSQL (see the module docstring).
 
@@ -655,6 +770,9 @@ class Storage:
         except StorageError:
             raise
         except SQLAlchemyError as exc:
+            cut = _no_answer_error(self.url, self.display_url, exc)
+            if cut is not None:
+                raise cut from exc
             self._raise_if_refused(exc)
             if _is_connection_error(exc):
                 _connection_outcome(self.url, _reason(exc))
@@ -927,6 +1045,9 @@ class Storage:
                 f"({_reason(exc)})"
             ) from exc
         except SQLAlchemyError as exc:
+            cut = _no_answer_error(self.url, self.display_url, exc)
+            if cut is not None:  # its limit cut the connection: told by the limit, not here
+                raise cut from exc
             self._raise_if_refused(exc)
             if _is_connection_error(exc):
                 _connection_outcome(self.url, _reason(exc))
@@ -938,6 +1059,8 @@ class Storage:
                     "repeating it is refused as 'already answered')"
                 ) from exc
             raise StorageError(f"storage {self.display_url!r}: {_reason(exc)}") from exc
+        finally:
+            _end_wait(self.url)
 
     def events(self, study_id: int, after: int = -1) -> list[Event]:
         """The events of a study with ``seq > after``, in order (a reading transaction)."""

@@ -59,9 +59,11 @@ from boloop.web.json_api import api_routes
 from boloop.web.json_api import jsonable as jsonable  # see __all__
 from boloop.web.login_pages import login_routes
 from boloop.web.outage import (
+    ANSWER_SECONDS,
     REMIND_SECONDS,
     STORAGE_CHECK_SECONDS,
     check_storage_periodically,
+    checked_answer_limit,
     checked_interval,
 )
 from boloop.web.paths import (
@@ -102,6 +104,7 @@ def create_app(
     addresses: Sequence[str] = (),
     outage_reminder_seconds: float = REMIND_SECONDS,
     storage_check_seconds: float = STORAGE_CHECK_SECONDS,
+    storage_answer_seconds: float = ANSWER_SECONDS,
 ) -> FastAPI:
     """The application over the studies in ``storage``.
 
@@ -130,11 +133,23 @@ def create_app(
         for this many seconds (30 by default; 0: never), so that the log above shows an outage
         no request met, when it begins and when it ends. Only a storage in a database server
         (PostgreSQL) is checked: a SQLite file has no server to lose.
+    storage_answer_seconds:
+        A PostgreSQL storage: the longest wait for the database's answer (10 s by default;
+        0: as long as the operating system keeps the connection). A request whose read or
+        write has had no answer for that long (a frozen server, a paused virtual machine, a
+        network that drops everything) answers 503 with ``Retry-After``, as while the
+        database cannot be reached, and the log above says the database does not answer
+        (:func:`~boloop.study.storage.limit_answers`).
 
     A token server also logs a browser in by a login link, ``GET /login?token=<token>``
     (what ``boloop serve`` prints and ``/share`` shows as a QR code).
     """
-    pool = StudyPool(storage, outage_reminder_seconds, checked_interval(storage_check_seconds))
+    pool = StudyPool(
+        storage,
+        outage_reminder_seconds,
+        checked_interval(storage_check_seconds),
+        checked_answer_limit(storage_answer_seconds),
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -143,8 +158,13 @@ def create_app(
         if not pool.check_seconds:
             yield
             return
-        task = asyncio.create_task(
-            check_storage_periodically(pool.check_storage, pool.outage, pool.check_seconds)
+        task = asyncio.create_task(  # a check's wait is cut by the pool's answer limit, if any
+            check_storage_periodically(
+                pool.check_storage,
+                pool.outage,
+                pool.check_seconds,
+                None if pool.answer_seconds else ANSWER_SECONDS,
+            )
         )
         try:
             yield

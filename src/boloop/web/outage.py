@@ -2,8 +2,9 @@
 and the server's own light check of its database while it serves, so that the log shows an
 outage that no request met (a server left running overnight with no page open).
 
-During an outage every request that needs the database answers 503 (:mod:`boloop.web.app`), and
-an open study page polls every two seconds: a WARNING per request was some 20 long lines in 30 s
+During an outage every request that needs the database answers 503
+(:meth:`boloop.web.site.Site.storage_unavailable`), and an open study page polls every two
+seconds: a WARNING per request was some 20 long lines in 30 s
 with two pages open (session 18's trial). And a server that lost its database while serving said
 nothing when it came back (only one started while it was down did). :class:`OutageLog` is told of
 every attempt of the server's process to reach the database (:func:`~boloop.study.storage.
@@ -24,9 +25,10 @@ the app's lifespan): when no request has tried the database for ``seconds``
 and so the same watcher. An outage is therefore logged when it begins and when it ends, each
 within ``seconds``, whether or not anybody used the server meanwhile, and once: the check is one
 more attempt, not another log. A server with traffic is checked by its traffic (no extra read).
-A check that the database leaves without an answer (the connection kept, nothing said: the
-driver's read has no timeout) begins the outage after :data:`ANSWER_SECONDS`
-(:meth:`OutageLog.no_answer`), which ends when that check is answered.
+A request's or check's wait that the database leaves without an answer (the connection kept,
+nothing said: the driver's read has no timeout) is cut after :data:`ANSWER_SECONDS` by the
+storage's answer limit (:func:`~boloop.study.storage.limit_answers`): the request answers 503,
+and the outage begins (:meth:`OutageLog.no_answer`); it ends when the database answers again.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ __all__ = [
     "REMIND_SECONDS",
     "STORAGE_CHECK_SECONDS",
     "check_storage_periodically",
+    "checked_answer_limit",
     "checked_interval",
     "duration_text",
 ]
@@ -57,8 +60,9 @@ REMIND_SECONDS = 600.0
 #: seconds without any attempt to reach the database after which the server checks it itself
 #: (``boloop serve --storage-check``; 0: never)
 STORAGE_CHECK_SECONDS = 30.0
-#: seconds a check waits for the database's answer before the log says it does not answer
-#: (the connect timeout's length: a read of the list of studies takes milliseconds)
+#: seconds a request or a check waits for the database's answer before the log says it does
+#: not answer and the request answers 503 (``boloop serve --storage-answer``; the connect
+#: timeout's length: a read of the list of studies takes milliseconds)
 ANSWER_SECONDS = 10.0
 
 
@@ -75,6 +79,25 @@ def checked_interval(seconds: object) -> float:
     ):
         raise InvalidInputError(
             f"the storage check's interval must be 0 (no check) or a number of seconds, got "
+            f"{seconds!r}"
+        )
+    return float(seconds)
+
+
+def checked_answer_limit(seconds: object) -> float:
+    """The longest wait for the database's answer ``seconds`` (``--storage-answer``,
+    ``create_app(storage_answer_seconds=)``): 0 (no limit: a request waits as long as the
+    database does) or a finite positive number; anything else is
+    :class:`~boloop.errors.InvalidInputError`."""
+    from boloop.errors import InvalidInputError
+
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not 0 <= seconds < math.inf
+    ):
+        raise InvalidInputError(
+            f"the storage's answer limit must be 0 (no limit) or a number of seconds, got "
             f"{seconds!r}"
         )
     return float(seconds)
@@ -115,6 +138,9 @@ class OutageLog:
         self._refused = 0
         #: when this process last tried to reach the database (the server's start counts)
         self._last_attempt = clock()
+        #: whether a request's wait for the database's answer is limited (the storage's answer
+        #: limit, :func:`~boloop.study.storage.limit_answers`): it then answers 503, else waits
+        self.answers_limited = False
         #: a check of the server's is waiting for an answer the database has not given within
         #: its time (:meth:`no_answer`): a connection taken from the pool meanwhile proves
         #: nothing, so the outage ends only when that check is answered (:meth:`answered`)
@@ -167,27 +193,36 @@ class OutageLog:
                 return
         logger.warning(message, safe_url(self.url), *args)
 
-    def no_answer(self, waited: float) -> None:
-        """A check of the server's has had no answer from the database for ``waited`` seconds
-        (a connection that neither answers nor closes: a network that drops everything, a
-        paused virtual machine, a frozen server): the outage begins, logged once, and lasts
-        until that check is answered (:meth:`answered`)."""
+    def no_answer(self, waited: float, what: str = "a read") -> None:
+        """A wait for the database (``what``: a request's read, write or commit, the server's
+        check) has had no answer for ``waited`` seconds (a connection that neither answers nor
+        closes: a network that drops everything, a paused virtual machine, a frozen server):
+        the outage begins, logged once, and lasts until the database answers again
+        (:meth:`answered`; a connection taken from the pool meanwhile proves nothing)."""
         with self._lock:
             self._unanswered = True
             if self._since is not None:
                 return
             self._begin()
+        meanwhile = (
+            "every page and API call that needs it answers 503 with Retry-After"
+            if self.answers_limited
+            else "pages and API calls that need it wait or answer 503"
+        )
         logger.warning(
-            "storage %r does not answer (a read has waited %s): pages and API calls that need "
-            "it wait or answer 503 until it does, which this log will say",
+            "storage %r does not answer (%s has waited %s): %s until it does, which this log "
+            "will say",
             safe_url(self.url),
+            what,
             duration_text(waited),
+            meanwhile,
         )
 
-    def answered(self, ok: bool) -> None:
-        """The check that :meth:`no_answer` waited for has ended: ``ok``, the database answered
-        it (the outage ends, as for any attempt that connects); else it failed, and what it met
-        was told to :meth:`connection` by the storage's watcher."""
+    def answered(self, ok: bool = True) -> None:
+        """The wait that :meth:`no_answer` was told of has ended: ``ok``, the database answered
+        (a statement, a new connection, the server's check): the outage ends, as for any
+        attempt that connects; else it failed, and what it met was told to :meth:`connection`
+        by the storage's watcher."""
         with self._lock:
             self._unanswered = False
         if ok:
@@ -216,7 +251,7 @@ async def check_storage_periodically(
     check: Callable[[], bool],
     log: OutageLog,
     seconds: float,
-    answer_seconds: float = ANSWER_SECONDS,
+    answer_seconds: float | None = ANSWER_SECONDS,
 ) -> None:
     """Call ``check`` (a blocking read of the storage, in a worker thread: the event loop never
     waits on the database) whenever nothing has tried to reach the database for ``seconds``;
@@ -228,7 +263,10 @@ async def check_storage_periodically(
     A check that has no answer after ``answer_seconds`` (a pooled connection whose network
     drops everything: the driver has a connect timeout but none on a read) begins the outage
     (:meth:`OutageLog.no_answer`); it is still waited for, and no other check starts meanwhile;
-    its end says whether the outage ends (:meth:`OutageLog.answered`).
+    its end says whether the outage ends (:meth:`OutageLog.answered`). With ``answer_seconds``
+    None the check is not timed here: the storage's own limit on every wait for an answer
+    (:func:`~boloop.study.storage.limit_answers`, which ``boloop serve`` sets) cuts a read that
+    has no answer, and tells the same log, as it does for a request's.
 
     One check at a time, each a single short read: between checks no connection is held (it
     is back in the engine's pool, idle). A request that reaches the database resets the clock,
@@ -244,10 +282,10 @@ async def check_storage_periodically(
             continue
         run = asyncio.ensure_future(anyio.to_thread.run_sync(check, abandon_on_cancel=True))
         try:
-            done, _ = await asyncio.wait({run}, timeout=answer_seconds)
+            done, _ = await asyncio.wait({run}, timeout=answer_seconds)  # None: no limit here
             waited = not done
             if waited:
-                log.no_answer(answer_seconds)
+                log.no_answer(answer_seconds or 0.0)
             ok = False
             try:
                 ok = bool(await run)

@@ -19,6 +19,7 @@ from sqlalchemy.exc import ArgumentError
 from boloop.errors import (
     BoloopError,
     InvalidInputError,
+    StorageNoAnswerError,
     StorageUnavailableError,
     StudyRemovedError,
     UnknownIdError,
@@ -26,12 +27,14 @@ from boloop.errors import (
 from boloop.study import Study, load_study
 from boloop.study.storage import (
     StorageBackend,
+    answers_silent,
+    limit_answers,
     open_storage,
     resolve_storage,
     safe_url,
     watch_connections,
 )
-from boloop.web.outage import REMIND_SECONDS, OutageLog
+from boloop.web.outage import ANSWER_SECONDS, REMIND_SECONDS, OutageLog
 
 __all__ = ["StudyPool"]
 
@@ -61,8 +64,12 @@ class StudyPool:
         storage: str | None,
         outage_reminder_seconds: float = REMIND_SECONDS,
         storage_check_seconds: float = 0.0,
+        answer_seconds: float = ANSWER_SECONDS,
     ) -> None:
         self.url = _checked_url(storage)
+        #: the longest wait for the database's answer (:func:`limit_answers`), 0 where there
+        #: is none (asked for none, or a storage without a database server)
+        self.answer_seconds = answer_seconds if _has_database_server(self.url) else 0.0
         #: seconds without any attempt to reach the database after which the server's lifespan
         #: checks it (:meth:`check_storage`); 0 where it makes no check (asked for none, or a
         #: storage without a database server: SQLite, memory)
@@ -71,6 +78,9 @@ class StudyPool:
         self.waiting: StorageUnavailableError | None = None
         #: the server's log of the database's outages: told of every attempt to reach it
         self.outage = OutageLog(self.url, outage_reminder_seconds)
+        # from here on (the start's own reads too), a wait with no answer is cut and told
+        limit_answers(self.url, self.answer_seconds, self.outage)
+        self.outage.answers_limited = bool(self.answer_seconds)
         self._opening = threading.Lock()
         #: the storage, once opened (what :meth:`check_storage` reads)
         self._storage: StorageBackend | None = None
@@ -86,6 +96,8 @@ class StudyPool:
             self.outage.began_at_start(_reason(self.url, exc), self.check_seconds)
         watch_connections(self.url, self.outage.connection)  # from here on, every attempt
         self._studies: dict[str, tuple[Study, threading.Lock]] = {}
+        #: held while a study is loaded (its log read and replayed), one per name
+        self._loading: dict[str, threading.Lock] = {}
         self._lock = threading.Lock()
 
     def ready(self) -> str:
@@ -145,13 +157,50 @@ class StudyPool:
         return True
 
     def get(self, name: str) -> tuple[Study, threading.Lock]:
+        """Study ``name`` and its lock, loaded if the pool does not hold it yet (one load of a
+        name at a time; the pool's own lock is never held while the storage is read)."""
         self.ready()
         with self._lock:
             hit = self._studies.get(name)
-            if hit is None:
-                hit = (load_study(name, storage=self.url), threading.Lock())
-                self._studies[name] = hit
+            loading = self._loading.setdefault(name, threading.Lock())
+        if hit is not None:
             return hit
+        self._take(loading)
+        try:
+            with self._lock:
+                hit = self._studies.get(name)
+            if hit is None:
+                loaded = (load_study(name, storage=self.url), threading.Lock())
+                with self._lock:
+                    hit = self._studies.setdefault(name, loaded)
+            return hit
+        finally:
+            loading.release()
+
+    def _take(self, lock: threading.Lock) -> None:
+        """Take ``lock``, which another request may hold while it waits for the database. Held
+        by a request whose wait had no answer (its connection is cut then, and it lets go), the
+        lock is not waited for further, nor is the database asked again: a
+        :class:`StorageNoAnswerError` at once (the silence ends at the first answer any request
+        or check gets). A holder busy with the study itself (a replay, a picture) is waited
+        for as long as it takes."""
+        if lock.acquire(blocking=False):
+            return
+        if not self.answer_seconds:
+            lock.acquire()
+            return
+        got = lock.acquire(timeout=self.answer_seconds)
+        while not got and not answers_silent(self.url):
+            got = lock.acquire(timeout=self.answer_seconds)
+        if got and not answers_silent(self.url):  # (never return without the lock: the
+            return  # silence may end between the loop's test and this one)
+        if got:
+            lock.release()
+        raise StorageNoAnswerError(
+            f"storage {safe_url(self.url)!r}: the database server does not answer (a request "
+            f"before this one waited {self.answer_seconds:g} s for it, and it has not answered "
+            "since). Nothing of this request was stored; repeat it when the server answers again"
+        )
 
     def add(self, study: Study) -> None:
         with self._lock:
@@ -171,8 +220,11 @@ class StudyPool:
         :class:`UnknownIdError` (a 404) saying it was removed."""
         study, lock = self.get(name)
         try:
-            with lock:
+            self._take(lock)
+            try:
                 return fn(study)
+            finally:
+                lock.release()
         except StudyRemovedError as exc:
             with self._lock:
                 if self._studies.get(name, (None,))[0] is study:
@@ -181,8 +233,11 @@ class StudyPool:
                 study, lock = self.get(name)
             except UnknownIdError as gone:
                 raise UnknownIdError(str(exc)) from gone
-            with lock:
+            self._take(lock)
+            try:
                 return fn(study)
+            finally:
+                lock.release()
 
 
 def _has_database_server(url: str) -> bool:

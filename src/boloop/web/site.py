@@ -27,6 +27,7 @@ from boloop.errors import (
     QueryStateError,
     StorageAccessError,
     StorageBusyError,
+    StorageNoAnswerError,
     StorageUnavailableError,
     StudyMovedError,
     UnknownIdError,
@@ -272,6 +273,8 @@ class Site:
         that was storing something says what in ``request.state.unsent`` (:func:`_unsent`)."""
         # other writers kept the study busy (StorageBusyError): the same answer, a shorter wait
         busy = isinstance(exc, StorageBusyError)
+        # no answer: what a request was storing may be stored after all (a commit it sent)
+        silent = isinstance(exc, StorageNoAnswerError)
         if busy:
             logger.warning("%s %s: %s", request.method, request.url.path, exc)
         else:  # the outage is logged once, when it begins and ends (OutageLog), not per request
@@ -281,7 +284,11 @@ class Site:
         if _wants_json(request.url.path):
             error = "storage_busy" if busy else "storage_unavailable"
             return JSONResponse(
-                {"detail": str(exc), "error": error, "stored": False},
+                {
+                    "detail": str(exc),
+                    "error": error,
+                    "stored": None if silent and request.method == "POST" else False,
+                },
                 status_code=503,
                 headers=headers,
             )
@@ -293,6 +300,7 @@ class Site:
             unsent=getattr(request.state, "unsent", None),
             retry_after=retry_after,
             busy=busy,
+            silent=silent,
         )
         resp.headers.update(headers)
         return resp
