@@ -188,8 +188,8 @@ def read_candidates_csv(source: str | os.PathLike[str] | io.TextIOBase) -> dict[
         where = f"CSV file {os.fspath(source)!r}"
         if not os.path.isfile(source):
             raise InvalidInputError(f"{where} does not exist")
-        with open(source, encoding="utf-8-sig", newline="") as fh:
-            text = fh.read()
+        with open(source, "rb") as fh:
+            text = _utf8_text(fh.read(), where)
     reader = csv.reader(io.StringIO(text))
     # each non-blank record with the line of the file it ends on (a spreadsheet's row number)
     records = [(reader.line_num, r) for r in reader if any(c.strip() for c in r)]
@@ -253,6 +253,23 @@ def read_candidates_csv(source: str | os.PathLike[str] | io.TextIOBase) -> dict[
     if media_cols:
         out["media"] = {header[j]: [r[j].strip() for r in body] for j in media_cols}
     return out
+
+
+def _utf8_text(raw: bytes, where: str) -> str:
+    """``raw`` decoded as UTF-8 (a byte order mark dropped), or an :class:`InvalidInputError`
+    naming ``where``, the line and the first byte that is not UTF-8: a table saved by a
+    spreadsheet in a legacy encoding (Windows-1252's ``é`` is the byte 0xe9) is refused with
+    what to do, never a traceback."""
+    body = raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = body[: exc.start].count(b"\n") + 1
+        raise InvalidInputError(
+            f"{where} is not UTF-8 text: byte 0x{body[exc.start]:02x} on line {line} is not "
+            "UTF-8 (a file saved in another encoding, e.g. a spreadsheet's plain CSV); save it "
+            "as UTF-8 (a spreadsheet's 'CSV UTF-8') and try again"
+        ) from None
 
 
 # -- the normal form ---------------------------------------------------------------------------
