@@ -513,11 +513,11 @@ def _undo(args: argparse.Namespace) -> int:
 
 def _params(text: str) -> dict[str, Any]:
     """PARAMS of ``add`` / ``label``: ``temperature=35,ratio=0.4`` or a JSON object."""
-    from boloop.study.answers import parse_measurement
+    from boloop.study.answers import parse_measurement, read_json
 
     text = text.strip()
     try:
-        params = json.loads(text) if text.startswith("{") else parse_measurement(text, "PARAMS")
+        params = read_json(text) if text.startswith("{") else parse_measurement(text, "PARAMS")
     except ValueError as exc:  # bad JSON; BoloopErrors are ValueErrors too
         raise InvalidInputError(f"cannot read PARAMS {text!r}: {exc}") from exc
     if not isinstance(params, dict):

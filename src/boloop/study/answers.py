@@ -47,6 +47,7 @@ __all__ = [
     "parse_duel",
     "parse_label",
     "parse_measurement",
+    "read_json",
     "read_number",
 ]
 
@@ -158,19 +159,53 @@ def _pairs(text: str) -> list[tuple[str, str]]:
     return out
 
 
+class _NamedTwice(Exception):
+    """A JSON object naming a key twice (raised inside ``json.loads``, which would otherwise
+    keep the last value silently); not a ValueError, so that it is not read as bad JSON."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _distinct_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _NamedTwice(key)
+        out[key] = value
+    return out
+
+
+def read_json(text: str) -> Any:
+    """``json.loads(text)``, refusing an object that names a key twice (``{"t": 0.3, "t":
+    0.4}``: plain JSON keeps the last one silently, and a typed point or answer would be stored
+    with a value the person may not have meant): :class:`AnswerTypeError` naming the key. Text
+    that is no JSON is a ``ValueError`` as for ``json.loads``."""
+    try:
+        return json.loads(text, object_pairs_hook=_distinct_keys)
+    except _NamedTwice as exc:
+        raise AnswerTypeError(f"{exc.name!r} is given twice") from None
+
+
 def _text_value(text: str) -> Any:
     """A typed value from text: JSON if it parses, ``k=v,k=v`` pairs (``k=v; k=v`` when a value
-    has a decimal comma), a number (:func:`read_number`), else the stripped text."""
+    has a decimal comma), a number (:func:`read_number`), else the stripped text. A name given
+    twice (``t=0.3,t=0.4``) is refused: which value was meant is not for us to guess."""
     s = text.strip()
     if not s:
         return s
     try:
-        return json.loads(s)
+        return read_json(s)
+    except AnswerTypeError as exc:
+        raise AnswerTypeError(f"cannot read {text!r}: {exc}") from None
     except ValueError:
         pass
     if "=" in s:
         out: dict[str, Any] = {}
         for key, val in _pairs(text):
+            if key in out:
+                raise AnswerTypeError(f"cannot read {text!r}: {key!r} is given twice")
             number = read_number(val)
             if number is None:
                 raise AnswerTypeError(f"cannot read {text!r}: {val.strip()!r} is not a number")
