@@ -81,3 +81,61 @@ def test_an_answer_naming_an_output_twice_is_refused(url, answer):
     study = load_study("trial", storage=url)
     study.tell(q.id, "f=0.1,g=0.2")
     assert load_study("trial", storage=url).history()[-1]["answer"] == {"f": 0.1, "g": 0.2}
+
+
+# -- values too large to compute with ----------------------------------------------------------
+def test_a_measured_value_too_large_to_compute_with_is_refused(tmp_path, url):
+    """g = 1e160 was stored; two answers later every tell of the safe study raised scipy's
+    "f(a) and f(b) must have different signs" (the model's squares overflowed), until undone.
+    A failed run's sentinel (``sys.float_info.max``) is such a value."""
+    space = {
+        "parameters": [
+            {"name": "dose", "low": 0.0, "high": 1.0, "grid": 6},
+            {"name": "weight", "low": 0.0, "high": 1.0, "grid": 9},
+        ],
+        "monotone": "dose",
+        "h": 0.8,
+    }
+    study = create_study("trial", "m-safeopt", space, seed=0, storage=url)
+    q = study.ask()
+    study.tell(q.id, {"f": 0.1, "g": 0.1})
+    q = study.ask()
+    before = _log("trial", url)
+    for answer in ({"f": 0.1, "g": 1e160}, "f=0.1,g=1.7976931348623157e308", {"f": -1e101, "g": 0}):
+        with pytest.raises(BoloopError, match=r"too large to compute with.*other units"):
+            study.tell(q.id, answer)
+        with pytest.raises(BoloopError, match="too large to compute with"):
+            study.add({"dose": 0.0, "weight": 0.5}, answer)
+    assert _log("trial", url) == before
+    res = run_cli(["study", "tell", "trial", str(q.id), "f=0.1,g=1e160", "--storage", url],
+                  cwd=tmp_path)  # fmt: skip
+    assert_refused(res, "answer['g'] = 1e+160", "too large")
+    assert _log("trial", url) == before
+    # the study goes on, and a large value within the limit is stored as given
+    study = load_study("trial", storage=url)
+    for k in range(5):
+        q = study.ask()
+        study.tell(q.id, {"f": 0.1 * k, "g": 1e99 if k == 0 else 0.1})
+    assert load_study("trial", storage=url).status()["answered"] == 6
+
+
+def test_the_page_says_why_a_value_too_large_is_not_stored(url):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    q = study.ask()
+    before = _log("coat", url)
+    client = TestClient(create_app(url, None), follow_redirects=False)
+    page = client.get("/studies/coat")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+    form = {"csrf": csrf, "query_id": str(q.id), "note": "", "value": "1e160"}
+    r = client.post("/studies/coat/tell", data=form)
+    assert r.status_code == 400
+    assert "1e+160 is too large to compute with" in r.text  # not "must be a number"
+    assert _log("coat", url) == before

@@ -517,7 +517,11 @@ def _params(text: str) -> dict[str, Any]:
 
     text = text.strip()
     try:
-        params = read_json(text) if text.startswith("{") else parse_measurement(text, "PARAMS")
+        params = (
+            read_json(text)
+            if text.startswith("{")
+            else parse_measurement(text, "PARAMS", measured=False)
+        )
     except ValueError as exc:  # bad JSON; BoloopErrors are ValueErrors too
         raise InvalidInputError(f"cannot read PARAMS {text!r}: {exc}") from exc
     if not isinstance(params, dict):

@@ -26,6 +26,7 @@ and how to write it, as is a number with several commas or with both a point and
 from __future__ import annotations
 
 import json
+import math
 import numbers
 import re
 from collections.abc import Mapping
@@ -38,6 +39,7 @@ from boloop.queries import Compare, Evaluate, Label, Query
 
 __all__ = [
     "DUEL_WORDS",
+    "MAX_MEASURED",
     "LABEL_HINT",
     "LABEL_WORDS",
     "NumberTextError",
@@ -78,8 +80,9 @@ def parse_duel(text: str) -> int | None:
 
 
 class NumberTextError(AnswerTypeError):
-    """A typed number whose comma does not say what it is (:func:`read_number`); the message
-    says why and how to write it."""
+    """A typed number that cannot be taken as written: its comma does not say what it is
+    (:func:`read_number`), or it is too large to compute with (:data:`MAX_MEASURED`); the
+    message says why and how to write it (the web page shows it as it is)."""
 
 
 #: a number written with one comma as its decimal mark: ``723,4``, ``-0,05``, ``,5``
@@ -215,14 +218,42 @@ def _text_value(text: str) -> Any:
     return s if number is None else number
 
 
-def parse_measurement(value: Any, what: str = "value") -> float | dict[str, float]:
-    """A measurement (a number or named numbers) from a value or text; finiteness is checked later."""
+#: the largest size (absolute value) of a measured value a study takes: its models square the
+#: values and sum the squares (above about 1e154 a square is infinite), so a larger value made NaN
+#: of a level-set model and a safe study's next answers a traceback, every time, until undone.
+#: No measurement in any unit comes near; a sentinel for a failed run (``sys.float_info.max``)
+#: or a slip does.
+MAX_MEASURED = 1e100
+
+
+def _check_size(value: float | dict[str, float], what: str) -> None:
+    """Refuse a finite measured value larger in size than :data:`MAX_MEASURED` (a
+    :class:`NumberTextError` naming ``what``); infinite ones are refused as such later."""
+    named = value.items() if isinstance(value, dict) else [(None, value)]
+    for k, v in named:
+        if math.isfinite(v) and abs(v) > MAX_MEASURED:
+            where = what if k is None else f"{what}[{k!r}]"
+            raise NumberTextError(
+                f"{where} = {v!r} is too large to compute with: a measured value must stay "
+                f"within +-{MAX_MEASURED:g} (the models square it); give it in other units"
+            )
+
+
+def parse_measurement(
+    value: Any, what: str = "value", *, measured: bool = True
+) -> float | dict[str, float]:
+    """A measurement (a number or named numbers) from a value or text; finiteness is checked
+    later, the size (:data:`MAX_MEASURED`) here unless ``measured`` is False (the numbers of a
+    point, checked against the space instead)."""
     if isinstance(value, str):
         value = _text_value(value)
     if isinstance(value, bool | np.bool_):
         raise AnswerTypeError(f"{what} must be a number or named numbers, got {value!r}")
     if isinstance(value, numbers.Real):
-        return float(value)
+        out_value = float(value)
+        if measured:
+            _check_size(out_value, what)
+        return out_value
     if isinstance(value, Mapping):
         out = {}
         for k, v in value.items():
@@ -231,6 +262,8 @@ def parse_measurement(value: Any, what: str = "value") -> float | dict[str, floa
             if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Real):
                 raise AnswerTypeError(f"{what}[{k!r}] must be a number, got {v!r}")
             out[str(k)] = float(v)
+        if measured:
+            _check_size(out, what)
         return out
     raise AnswerTypeError(f"{what} must be a number or named numbers, got {value!r}")
 
@@ -284,7 +317,9 @@ def parse_answer(query: Query, answer: Any) -> Any:
                     + (f" for each of {list(query.outputs)}" if query.outputs else "")
                     + f", got {answer!r}"
                 )
-        return query.validate_answer(answer)
+        checked = query.validate_answer(answer)
+        _check_size(checked, f"query {query.id}: answer")
+        return checked
     if isinstance(query, Label):
         if isinstance(answer, str):
             label = parse_label(answer)
