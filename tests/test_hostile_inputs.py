@@ -139,3 +139,38 @@ def test_the_page_says_why_a_value_too_large_is_not_stored(url):
     assert r.status_code == 400
     assert "1e+160 is too large to compute with" in r.text  # not "must be a number"
     assert _log("coat", url) == before
+
+
+# -- names and notes that are not text ---------------------------------------------------------
+@pytest.mark.parametrize("name", ["line\nbreak", "nul\x00", "tab\tbed", "\ud800", ".", ".."])
+def test_a_study_name_that_is_no_printable_text_or_no_web_address_is_refused(url, name):
+    """A lone surrogate raised UnicodeEncodeError from the database driver; control characters
+    were stored (a NUL no PostgreSQL text column takes); "." and ".." were stored but their web
+    pages could never be reached (an address reads them as folder steps)."""
+    with pytest.raises(BoloopError, match="name"):
+        create_study(name, "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    assert list_studies(storage=url) == []
+    for fine in ("...", "a.b", "Härte/2026", "é✓💥"):  # still names
+        create_study(fine, "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    assert {row["name"] for row in list_studies(storage=url)} == {"...", "a.b", "Härte/2026", "é✓💥"}
+
+
+def test_a_note_with_bytes_that_are_not_utf8_is_refused_and_export_still_works(tmp_path, url):
+    """A shell passes a byte that is not UTF-8 (a Latin-1 terminal's e-acute) to Python as a
+    lone surrogate: the note was stored, and every later ``export`` to CSV raised
+    UnicodeEncodeError, leaving a half-written file that the next export refused to replace."""
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    q = study.ask()
+    before = _log("coat", url)
+    for note in ("caf\udce9 batch", "nul\x00"):
+        res = run_cli(
+            ["study", "tell", "coat", str(q.id), "0.4", "--note", note, "--storage", url],
+            cwd=tmp_path,
+        )
+        assert_refused(res, "note has a character that is not text")
+        assert _log("coat", url) == before
+    # a note of lines and tabs (a web form's text box sends CR LF) is a note
+    study.tell(q.id, 0.4, note="batch 7\r\nrack\t3")
+    res = run_cli(["study", "export", "coat", "--out", "coat.csv", "--storage", url], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "rack\t3" in (tmp_path / "coat.csv").read_text(encoding="utf-8")
