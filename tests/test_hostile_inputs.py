@@ -174,3 +174,20 @@ def test_a_note_with_bytes_that_are_not_utf8_is_refused_and_export_still_works(t
     res = run_cli(["study", "export", "coat", "--out", "coat.csv", "--storage", url], cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "rack\t3" in (tmp_path / "coat.csv").read_text(encoding="utf-8")
+
+
+# -- parameter names ---------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["", "   ", " t", "t ", "two\nlines", "bell\x07"])
+def test_a_parameter_name_no_one_can_type_or_read_is_refused(tmp_path, url, name):
+    """An empty name was stored: the study asked "measure the value at =0.5", and a point could
+    be typed for it only as JSON; a name with spaces around it could not be typed as name=value
+    at all (the spaces are dropped)."""
+    space = {"parameters": [{"name": name, "low": 0.0, "high": 1.0, "grid": 5}], "threshold": 0.5}
+    with pytest.raises(BoloopError, match=r"parameter name .* visible characters"):
+        create_study("coat", "randomized-straddle", space, seed=0, storage=url)
+    path = tmp_path / "space.json"
+    path.write_text(json.dumps(space), encoding="utf-8")
+    res = run_cli(["study", "create", "coat", "--space", str(path), "--storage", url],
+                  cwd=tmp_path)  # fmt: skip
+    assert_refused(res, "parameter name")
+    assert list_studies(storage=url) == []

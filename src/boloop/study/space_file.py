@@ -52,6 +52,7 @@ import json
 import math
 import numbers
 import os
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -421,10 +422,32 @@ class UserExperiment(Problem):
         return []
 
 
+def _check_new_names(spec: Mapping[str, Any]) -> None:
+    """Refuse a parameter (or column) name no person can type or read: empty or only spaces,
+    with spaces around it (a typed ``t =0.5`` names ``t``), or with a control character (a line
+    break in every question that shows it). A new study's only: a stored one loads as it is."""
+    for name in _names(spec):
+        control = [c for c in name if unicodedata.category(c) == "Cc"]
+        if not name.strip():
+            why = "is empty"
+        elif name != name.strip():
+            why = "starts or ends with spaces"
+        elif control:
+            why = f"has the control character U+{ord(control[0]):04X}"
+        else:
+            continue
+        raise InvalidInputError(
+            f"parameter name {name!r} {why}: a point is typed and shown by its parameters' "
+            "names (temperature=35), so give each parameter a name of visible characters"
+        )
+
+
 def pin_defaults(spec: Mapping[str, Any], family: str) -> dict[str, Any]:
     """``spec`` with the default grid sizes written in, so that a stored study never depends
-    on this module's defaults (a later boloop with other defaults replays it unchanged)."""
+    on this module's defaults (a later boloop with other defaults replays it unchanged); a new
+    study's space, so its parameter names are checked here too (:func:`_check_new_names`)."""
     out = normalise_space(spec)
+    _check_new_names(out)
     params = out.get("parameters")
     if params is None:
         return out
