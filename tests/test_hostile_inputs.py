@@ -191,3 +191,12 @@ def test_a_parameter_name_no_one_can_type_or_read_is_refused(tmp_path, url, name
                   cwd=tmp_path)  # fmt: skip
     assert_refused(res, "parameter name")
     assert list_studies(storage=url) == []
+
+
+def test_bounds_too_far_apart_to_compute_with_are_refused_naming_the_parameter(url):
+    """They were refused with "points contains NaN or infinite values" (and numpy's overflow
+    warnings), naming neither the parameter nor the bounds."""
+    space = {"parameters": [{"name": "t", "low": -1e308, "high": 1e308}], "threshold": 0.5}
+    with pytest.raises(BoloopError, match=r"parameter 't': the range .* too wide"):
+        create_study("coat", "randomized-straddle", space, seed=0, storage=url)
+    assert list_studies(storage=url) == []

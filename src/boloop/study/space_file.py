@@ -318,6 +318,11 @@ def normalise_space(doc: Mapping[str, Any]) -> dict[str, Any]:
             hi = _number(p.get("high"), f"parameters[{i}] ({name}) high")
             if not lo < hi:
                 raise InvalidInputError(f"parameter {name!r}: low must be < high, got {lo}, {hi}")
+            if not math.isfinite(hi - lo):  # no study could be made of it (the grid overflows)
+                raise InvalidInputError(
+                    f"parameter {name!r}: the range from {lo:g} to {hi:g} is too wide to compute "
+                    "with (high - low overflows); give the parameter in other units"
+                )
             q: dict[str, Any] = {"name": name, "low": lo, "high": hi}
             if p.get("grid") is not None:
                 g = p["grid"]
