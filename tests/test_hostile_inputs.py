@@ -200,3 +200,49 @@ def test_bounds_too_far_apart_to_compute_with_are_refused_naming_the_parameter(u
     with pytest.raises(BoloopError, match=r"parameter 't': the range .* too wide"):
         create_study("coat", "randomized-straddle", space, seed=0, storage=url)
     assert list_studies(storage=url) == []
+
+
+# -- the web application: defects whose fix belongs in web/app.py (being split; xfail) -----------
+def _client(url):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    return TestClient(create_app(url, None), follow_redirects=False)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="web/app.py study_export puts the name's non-ASCII letters (isalnum) into the "
+    "Content-Disposition header, which is Latin-1: an UnicodeEncodeError, a 500 (fix after the "
+    "split of web/app.py)",
+)
+@pytest.mark.parametrize("name", ["Härte", "硬度"])
+def test_the_page_exports_a_study_whose_name_is_not_ascii(url, name):
+    create_study(name, "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    client = _client(url)
+    from urllib.parse import quote
+
+    for ext in ("csv", "json"):
+        r = client.get(f"/studies/{quote(name, safe='')}/export.{ext}")
+        assert r.status_code == 200, r.text
+        assert "attachment" in r.headers["content-disposition"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="web/app.py TellBody ignores keys it does not know: a client's 'notes' (for 'note') "
+    "is dropped silently and the answer stored without it (fix after the split of web/app.py: "
+    "model_config = ConfigDict(extra='forbid'))",
+)
+def test_the_api_refuses_an_answer_with_a_key_it_does_not_know(url):
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    q = study.ask()
+    before = _log("coat", url)
+    r = _client(url).post(
+        "/api/studies/coat/tell", json={"query_id": q.id, "answer": 0.4, "notes": "coupon 7"}
+    )
+    assert r.status_code == 400 and "notes" in r.json()["detail"], r.text
+    assert _log("coat", url) == before
