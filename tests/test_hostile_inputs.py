@@ -246,3 +246,22 @@ def test_the_api_refuses_an_answer_with_a_key_it_does_not_know(url):
     )
     assert r.status_code == 400 and "notes" in r.json()["detail"], r.text
     assert _log("coat", url) == before
+
+
+def test_a_safe_noise_setting_that_is_no_number_is_refused_naming_it(url):
+    """``noise_g = "x"`` in [settings] was refused as "method 'm-safeopt' cannot be built with
+    options (none): could not convert string to float: 'x'", naming neither the setting nor
+    where it was given."""
+    space = {
+        "parameters": [
+            {"name": "dose", "low": 0.0, "high": 1.0, "grid": 5},
+            {"name": "time", "low": 0.0, "high": 1.0, "grid": 3},
+        ],
+        "monotone": "dose",
+        "h": 1.0,
+    }
+    for bad in ("x", None, -1.0, [1e-4]):
+        with pytest.raises(BoloopError, match=r"noise_g must be"):
+            create_study("trial", "m-safeopt", {**space, "settings": {"noise_g": bad}}, seed=0,
+                         storage=url)  # fmt: skip
+    assert list_studies(storage=url) == []
