@@ -265,3 +265,19 @@ def test_a_safe_noise_setting_that_is_no_number_is_refused_naming_it(url):
             create_study("trial", "m-safeopt", {**space, "settings": {"noise_g": bad}}, seed=0,
                          storage=url)  # fmt: skip
     assert list_studies(storage=url) == []
+
+
+def test_a_safe_seed_with_a_name_that_is_no_parameter_is_refused(url):
+    """``{"dose": 0, "time": 0.5, "tmie": 0.9}`` was taken, the misspelt value dropped."""
+    space = {
+        "parameters": [
+            {"name": "dose", "low": 0.0, "high": 1.0, "grid": 5},
+            {"name": "time", "low": 0.0, "high": 1.0, "grid": 3},
+        ],
+        "monotone": "dose",
+        "h": 1.0,
+        "safe_seeds": [{"dose": 0.0, "time": 0.5, "tmie": 0.9}],
+    }
+    with pytest.raises(BoloopError, match=r"safe_seeds\[0\] has unknown parameter names \['tmie'\]"):
+        create_study("trial", "m-safeopt", space, seed=0, storage=url)
+    assert list_studies(storage=url) == []

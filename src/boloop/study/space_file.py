@@ -384,6 +384,12 @@ def normalise_space(doc: Mapping[str, Any]) -> dict[str, Any]:
         seeds = doc["safe_seeds"]
         if not isinstance(seeds, Sequence) or isinstance(seeds, str):
             raise InvalidInputError("safe_seeds must be a list of {name: value} points")
+        for i, seed in enumerate(seeds):  # a misspelt name was dropped silently
+            unknown = sorted(map(str, set(seed) - set(names))) if isinstance(seed, Mapping) else []
+            if unknown:
+                raise InvalidInputError(
+                    f"safe_seeds[{i}] has unknown parameter names {unknown}; parameters: {names}"
+                )
         out["safe_seeds"] = [
             {
                 n: _number(s.get(n) if isinstance(s, Mapping) else None, f"safe_seeds[{i}][{n!r}]")
