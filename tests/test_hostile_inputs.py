@@ -334,3 +334,37 @@ def test_an_export_that_fails_leaves_no_half_written_file(tmp_path):
         assert not out.exists(), out.read_text(encoding="utf-8", errors="replace")
     else:
         assert len(out.read_text(encoding="utf-8", errors="replace").splitlines()) == 3
+
+
+# -- storage URLs ------------------------------------------------------------------------------
+def test_a_sqlite_url_with_two_slashes_is_refused_saying_how_to_write_it(tmp_path):
+    """``sqlite://lab.db`` (a slash short) is SQLite in memory to SQLAlchemy: ``create`` said
+    "created study" and the next command found no study (and Python lost it at exit)."""
+    (tmp_path / "space.json").write_text(json.dumps(LEVEL_SET), encoding="utf-8")
+    for url in ("sqlite://lab.db", "sqlite://data/lab.db"):
+        res = run_cli(["study", "create", "coat", "--space", "space.json", "--storage", url],
+                      cwd=tmp_path)  # fmt: skip
+        assert_refused(res, "two slashes", "sqlite:///")
+        with pytest.raises(BoloopError, match="two slashes"):
+            create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["space.json"]
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:"])
+def test_the_cli_refuses_a_sqlite_database_without_a_file(tmp_path, url):
+    """Each ``boloop study`` command is a process of its own: a study created there was
+    reported created and was gone at the next command."""
+    (tmp_path / "space.json").write_text(json.dumps(LEVEL_SET), encoding="utf-8")
+    res = run_cli(["study", "create", "coat", "--space", "space.json", "--storage", url],
+                  cwd=tmp_path)  # fmt: skip
+    assert_refused(res, "without a file", "outlive the command")
+    res = run_cli(["study", "list"], cwd=tmp_path, env={"BOLOOP_STORAGE": url})
+    assert_refused(res, "$BOLOOP_STORAGE", "without a file")
+
+
+def test_a_storage_url_whose_host_cannot_be_read_is_refused(tmp_path):
+    """``[::1`` without its bracket raised ValueError from SQLAlchemy's URL parser: a
+    traceback."""
+    res = run_cli(["study", "list", "--storage", "postgresql+psycopg://me@[::1/lab"],
+                  cwd=tmp_path)  # fmt: skip
+    assert_refused(res, "is not a valid URL")
