@@ -368,3 +368,39 @@ def test_a_storage_url_whose_host_cannot_be_read_is_refused(tmp_path):
     res = run_cli(["study", "list", "--storage", "postgresql+psycopg://me@[::1/lab"],
                   cwd=tmp_path)  # fmt: skip
     assert_refused(res, "is not a valid URL")
+
+
+# -- boloop serve ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "argv,words",
+    [
+        (["--port", "99999"], "argument --port: a port is 0-65535"),  # was OverflowError
+        (["--port", "-1"], "argument --port: a port is 0-65535"),
+        (["--poll", "nan"], "argument --poll: seconds between checks"),  # pages were 500s
+        (["--poll", "inf"], "argument --poll: seconds between checks"),
+        (["--poll", "1e12"], "argument --poll: seconds between checks"),  # pages poll nonstop
+        (["--poll", "-1"], "argument --poll: seconds between checks"),  # was off, silently
+    ],
+)
+def test_serve_refuses_a_port_or_poll_it_cannot_use_before_starting(tmp_path, argv, words):
+    pytest.importorskip("fastapi")
+    res = run_cli(["serve", *argv, "--storage", f"sqlite:///{tmp_path / 'w.db'}"], cwd=tmp_path)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert words in res.stderr and "Traceback" not in res.stderr
+    assert "http://" not in res.stdout + res.stderr  # refused before an address is printed
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="web/app.py create_app takes any poll_seconds: NaN or infinity makes every study "
+    "page a 500 (int(poll_seconds * 1000)); the CLI now refuses them, a program calling "
+    "create_app does not (fix after the split of web/app.py)",
+)
+@pytest.mark.parametrize("poll", [float("nan"), float("inf"), -1.0])
+def test_create_app_refuses_a_poll_interval_the_page_cannot_use(url, poll):
+    pytest.importorskip("fastapi")
+    from boloop.web import create_app
+
+    create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    with pytest.raises(BoloopError, match="poll"):
+        create_app(url, None, poll_seconds=poll)
