@@ -202,7 +202,7 @@ def test_bounds_too_far_apart_to_compute_with_are_refused_naming_the_parameter(u
     assert list_studies(storage=url) == []
 
 
-# -- the web application: defects whose fix belongs in web/app.py (being split; xfail) -----------
+# -- the web application: defects whose fix belongs in web/app.py's modules (xfail) -------------
 def _client(url):
     pytest.importorskip("fastapi")
     pytest.importorskip("httpx")
@@ -215,9 +215,8 @@ def _client(url):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="web/app.py study_export puts the name's non-ASCII letters (isalnum) into the "
-    "Content-Disposition header, which is Latin-1: an UnicodeEncodeError, a 500 (fix after the "
-    "split of web/app.py)",
+    reason="web/study_pages.py study_export (web/app.py's before its split) puts the name's "
+    "non-ASCII letters (isalnum) into the Content-Disposition header, which is Latin-1: a 500",
 )
 @pytest.mark.parametrize("name", ["Härte", "硬度"])
 def test_the_page_exports_a_study_whose_name_is_not_ascii(url, name):
@@ -233,9 +232,9 @@ def test_the_page_exports_a_study_whose_name_is_not_ascii(url, name):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="web/app.py TellBody ignores keys it does not know: a client's 'notes' (for 'note') "
-    "is dropped silently and the answer stored without it (fix after the split of web/app.py: "
-    "model_config = ConfigDict(extra='forbid'))",
+    reason="web/json_api.py TellBody (web/app.py's before its split) ignores keys it does not "
+    "know: a client's 'notes' (for 'note') is dropped silently and the answer stored without it "
+    "(fix: model_config = ConfigDict(extra='forbid'))",
 )
 def test_the_api_refuses_an_answer_with_a_key_it_does_not_know(url):
     study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
@@ -283,12 +282,13 @@ def test_a_safe_seed_with_a_name_that_is_no_parameter_is_refused(url):
     assert list_studies(storage=url) == []
 
 
-# -- study/core.py: defects whose fix belongs in the file being split (xfail) ------------------
+# -- study/core.py and its modules: defects whose fix belongs there (xfail) --------------------
 @pytest.mark.xfail(
     strict=True,
     reason="study/core.py Study._by_label lets a duel word win over an option's name even when "
-    "the name is the other option's: typing the name of option B stores A (fix after the split "
-    "of study/core.py: refuse a word that is a duel word for one side and the name of the other)",
+    "the name is the other option's: typing the name of option B stores A (fix: refuse a word "
+    "that is a duel word for one side and the name of the other; the page's buttons then send "
+    "0/1, web/answer_forms.py _tell_form)",
 )
 @pytest.mark.parametrize("labels", [["b", "a"], ["right", "left"]])
 def test_an_option_named_like_the_other_sides_duel_word_is_not_read_as_that_side(
@@ -308,10 +308,10 @@ def test_an_option_named_like_the_other_sides_duel_word_is_not_read_as_that_side
 
 @pytest.mark.xfail(
     strict=True,
-    reason="study/core.py Study._write_export writes into the file itself: an error while "
-    "writing (here UnicodeEncodeError from a note an older boloop stored) leaves a half-written "
-    "file, which the next `boloop study export` refuses to replace (fix after the split of "
-    "study/core.py: write to a temporary file beside it and os.replace it when complete)",
+    reason="study/history.py Study._write_export (study/core.py's before its split) writes "
+    "into the file itself: an error while writing (here UnicodeEncodeError from a note an older "
+    "boloop stored) leaves a half-written file, which the next `boloop study export` refuses to "
+    "replace (fix: write to a temporary file beside it and os.replace it when complete)",
 )
 def test_an_export_that_fails_leaves_no_half_written_file(tmp_path):
     import sqlite3
@@ -393,8 +393,8 @@ def test_serve_refuses_a_port_or_poll_it_cannot_use_before_starting(tmp_path, ar
 @pytest.mark.xfail(
     strict=True,
     reason="web/app.py create_app takes any poll_seconds: NaN or infinity makes every study "
-    "page a 500 (int(poll_seconds * 1000)); the CLI now refuses them, a program calling "
-    "create_app does not (fix after the split of web/app.py)",
+    "page a 500 (web/site.py: int(poll_seconds * 1000)); the CLI now refuses them, a program "
+    "calling create_app does not",
 )
 @pytest.mark.parametrize("poll", [float("nan"), float("inf"), -1.0])
 def test_create_app_refuses_a_poll_interval_the_page_cannot_use(url, poll):
