@@ -404,3 +404,27 @@ def test_create_app_refuses_a_poll_interval_the_page_cannot_use(url, poll):
     create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
     with pytest.raises(BoloopError, match="poll"):
         create_app(url, None, poll_seconds=poll)
+
+
+# -- JSON nested deeper than Python's recursion limit ------------------------------------------
+DEEP = "[" * 5000 + "]" * 5000
+
+
+def test_an_answer_of_json_nested_too_deeply_is_refused(tmp_path, url):
+    """``json.loads`` raises RecursionError on it: a traceback from ``tell`` and the CLI, a 500
+    from the API."""
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    q = study.ask()
+    before = _log("coat", url)
+    with pytest.raises(BoloopError, match="needs a number"):
+        study.tell(q.id, DEEP)
+    res = run_cli(["study", "tell", "coat", str(q.id), DEEP, "--storage", url], cwd=tmp_path)
+    assert_refused(res, "needs a number")
+    res = run_cli(["study", "add", "coat", "{" + DEEP, "0.5", "--storage", url], cwd=tmp_path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    r = _client(url).post("/api/studies/coat/tell", json={"query_id": q.id, "answer": DEEP})
+    assert r.status_code == 400, r.text
+    assert _log("coat", url) == before
+    res = run_cli(["study", "create", "deep", "--problem", "levelset/toy", "--option",
+                   f"noise_variance={DEEP}", "--storage", url], cwd=tmp_path)  # fmt: skip
+    assert res.returncode == 2 and "noise_variance" in res.stderr, res.stderr

@@ -40,7 +40,7 @@ def _option(text: str) -> tuple[str, Any]:
         raise argparse.ArgumentTypeError(f"--option needs key=value, got {text!r}")
     try:
         parsed: Any = json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested too deeply to read
         low = value.strip().lower()
         parsed = {"true": True, "false": False}.get(low, value)
     return key.strip(), parsed

@@ -184,11 +184,15 @@ def read_json(text: str) -> Any:
     """``json.loads(text)``, refusing an object that names a key twice (``{"t": 0.3, "t":
     0.4}``: plain JSON keeps the last one silently, and a typed point or answer would be stored
     with a value the person may not have meant): :class:`AnswerTypeError` naming the key. Text
-    that is no JSON is a ``ValueError`` as for ``json.loads``."""
+    that is no JSON is a ``ValueError`` as for ``json.loads``, and so is JSON nested deeper than
+    Python's recursion limit (``[[[[...]]]]``: ``json.loads`` raises RecursionError, which was a
+    traceback, and a 500 from the API)."""
     try:
         return json.loads(text, object_pairs_hook=_distinct_keys)
     except _NamedTwice as exc:
         raise AnswerTypeError(f"{exc.name!r} is given twice") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
 
 
 def _text_value(text: str) -> Any:
@@ -367,8 +371,8 @@ def number_texts(answer: Any, outputs: tuple[str, ...] = ()) -> dict[str, str]:
                 texts = dict(zip(outputs, parts))
             else:
                 try:
-                    value = json.loads(s)
-                except ValueError:
+                    value = read_json(s)
+                except ValueError:  # AnswerTypeError (a name given twice) is one too
                     value = None
                     texts = {k: v.strip() for k, v in _pairs(s)} if "=" in s else {"": s}
                 if isinstance(value, Mapping):
