@@ -288,7 +288,9 @@ def test_a_safe_seed_with_a_name_that_is_no_parameter_is_refused(url):
     reason="study/core.py Study._by_label lets a duel word win over an option's name even when "
     "the name is the other option's: typing the name of option B stores A (fix: refuse a word "
     "that is a duel word for one side and the name of the other; the page's buttons then send "
-    "0/1, web/answer_forms.py _tell_form)",
+    "0/1, web/answer_forms.py _tell_form). docs/studies.md says the words take precedence: "
+    "changing it is the lead's decision (test_study.py's USER_SPACES answers 'a'/'b' to a table "
+    "named A-E and would then answer 0/1)",
 )
 @pytest.mark.parametrize("labels", [["b", "a"], ["right", "left"]])
 def test_an_option_named_like_the_other_sides_duel_word_is_not_read_as_that_side(
