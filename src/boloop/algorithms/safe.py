@@ -511,9 +511,7 @@ class _SafePolicy(BasePolicy):
             raise InvalidInputError(f"kernels must be boloop Kernels, got {type(kernel).__name__}")
         else:
             kernel = kernel.clone()
-        noise = float(noise)
-        if not math.isfinite(noise) or noise <= 0:
-            raise InvalidInputError(f"{name} must be positive, got {noise!r}")
+        noise = positive(noise, name)  # named: a [settings] value reaches here unchecked
         priors = {
             "lengthscale": LogNormalPrior(math.log(positive(ls_prior, "lengthscale_prior")), 1.0),
             "variance": LogNormalPrior(math.log(positive(var_prior, "variance_prior")), 1.0),

@@ -10,6 +10,38 @@ from typing import Any
 
 __all__ = ["register"]
 
+#: the longest --poll: a page waits with the browser's setTimeout, which takes at most 2**31 - 1
+#: milliseconds (24.8 days) and fires at once for anything longer
+MAX_POLL_SECONDS = 86400.0
+
+
+def _port(text: str) -> int:
+    """``--port``: an integer 0-65535 (0: any free port); else argparse's one-line error (it
+    was an OverflowError traceback from the socket's bind)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0-65535, got {port}")
+    return port
+
+
+def _poll_seconds(text: str) -> float:
+    """``--poll``: 0 (off) or seconds up to :data:`MAX_POLL_SECONDS`. NaN and infinity made
+    every study page a 500 (the page's milliseconds are an int); a wait past the browser's
+    setTimeout limit has every open page ask the server again at once, without end; a negative
+    one was taken silently as off (0 is how to say it)."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+    if not 0.0 <= seconds <= MAX_POLL_SECONDS:  # NaN fails both comparisons
+        raise argparse.ArgumentTypeError(
+            f"seconds between checks must be 0 (off) to {MAX_POLL_SECONDS:g}, got {text!r}"
+        )
+    return seconds
+
 
 def _cmd_serve(args: argparse.Namespace) -> int:
     from boloop.errors import MissingExtraError
@@ -116,7 +148,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
         help="storage URL (default $BOLOOP_STORAGE or sqlite:///boloop.db)",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--port", type=_port, default=8000, help="port (default 8000)")
     p.add_argument(
         "--token",
         default=None,
@@ -125,7 +157,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--poll",
-        type=float,
+        type=_poll_seconds,
         default=2.0,
         help="seconds between a page's checks for answers given elsewhere (default 2; 0: off)",
     )

@@ -40,7 +40,7 @@ def _option(text: str) -> tuple[str, Any]:
         raise argparse.ArgumentTypeError(f"--option needs key=value, got {text!r}")
     try:
         parsed: Any = json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: JSON nested too deeply to read
         low = value.strip().lower()
         parsed = {"true": True, "false": False}.get(low, value)
     return key.strip(), parsed
@@ -78,7 +78,7 @@ def register(subparsers: Any) -> argparse.ArgumentParser:
             default=None,
             help="storage URL (default $BOLOOP_STORAGE or sqlite:///boloop.db)",
         )
-        p.set_defaults(func=func, interrupt_message=_INTERRUPTED)
+        p.set_defaults(func=_in_lasting_storage(func), interrupt_message=_INTERRUPTED)
         return p
 
     p = add("create", "create a study", _create)
@@ -264,6 +264,35 @@ _CREATE_FLAGS = {
     "from_study": "--from",
     "from_storage": "--from-storage",
 }
+
+
+def _in_lasting_storage(func: Any) -> Any:
+    """``func`` run only when ``--storage`` (and ``--from-storage``) name a storage that outlives
+    the command: a SQLite database without a file (``sqlite://``, ``sqlite:///:memory:``) ends
+    with the command, so ``create`` said "created" of a study no later command could find.
+    (``memory://NAME``, the in-process store, is asked for by name: programs that run these
+    commands in their own process, such as the tests, use it.)"""
+
+    def run(args: argparse.Namespace) -> int:
+        from boloop.study.storage import resolve_storage, sqlite_in_memory
+
+        for option in ("storage", "from_storage"):
+            given = getattr(args, option, None)
+            if option == "from_storage" and given is None:
+                continue
+            url = resolve_storage(given)
+            if sqlite_in_memory(url):
+                where = f"--{option.replace('_', '-')}" if given else "$BOLOOP_STORAGE"
+                raise InvalidInputError(
+                    f"storage {url!r} (from {where}) is a SQLite database without a file: it "
+                    "lives in one process's memory, and each "
+                    "boloop study command is a process of its own: nothing stored there would "
+                    "outlive the command; give a database file (sqlite:///lab.db, or lab.db) or "
+                    "a server (postgresql+psycopg://user@host/db)"
+                )
+        return int(func(args) or 0)
+
+    return run
 
 
 def _option_argument(p: argparse.ArgumentParser, what: str) -> None:
@@ -513,11 +542,15 @@ def _undo(args: argparse.Namespace) -> int:
 
 def _params(text: str) -> dict[str, Any]:
     """PARAMS of ``add`` / ``label``: ``temperature=35,ratio=0.4`` or a JSON object."""
-    from boloop.study.answers import parse_measurement
+    from boloop.study.answers import parse_measurement, read_json
 
     text = text.strip()
     try:
-        params = json.loads(text) if text.startswith("{") else parse_measurement(text, "PARAMS")
+        params = (
+            read_json(text)
+            if text.startswith("{")
+            else parse_measurement(text, "PARAMS", measured=False)
+        )
     except ValueError as exc:  # bad JSON; BoloopErrors are ValueErrors too
         raise InvalidInputError(f"cannot read PARAMS {text!r}: {exc}") from exc
     if not isinstance(params, dict):

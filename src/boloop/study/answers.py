@@ -26,6 +26,7 @@ and how to write it, as is a number with several commas or with both a point and
 from __future__ import annotations
 
 import json
+import math
 import numbers
 import re
 from collections.abc import Mapping
@@ -38,6 +39,7 @@ from boloop.queries import Compare, Evaluate, Label, Query
 
 __all__ = [
     "DUEL_WORDS",
+    "MAX_MEASURED",
     "LABEL_HINT",
     "LABEL_WORDS",
     "NumberTextError",
@@ -47,6 +49,7 @@ __all__ = [
     "parse_duel",
     "parse_label",
     "parse_measurement",
+    "read_json",
     "read_number",
 ]
 
@@ -77,8 +80,9 @@ def parse_duel(text: str) -> int | None:
 
 
 class NumberTextError(AnswerTypeError):
-    """A typed number whose comma does not say what it is (:func:`read_number`); the message
-    says why and how to write it."""
+    """A typed number that cannot be taken as written: its comma does not say what it is
+    (:func:`read_number`), or it is too large to compute with (:data:`MAX_MEASURED`); the
+    message says why and how to write it (the web page shows it as it is)."""
 
 
 #: a number written with one comma as its decimal mark: ``723,4``, ``-0,05``, ``,5``
@@ -158,19 +162,57 @@ def _pairs(text: str) -> list[tuple[str, str]]:
     return out
 
 
+class _NamedTwice(Exception):
+    """A JSON object naming a key twice (raised inside ``json.loads``, which would otherwise
+    keep the last value silently); not a ValueError, so that it is not read as bad JSON."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _distinct_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _NamedTwice(key)
+        out[key] = value
+    return out
+
+
+def read_json(text: str) -> Any:
+    """``json.loads(text)``, refusing an object that names a key twice (``{"t": 0.3, "t":
+    0.4}``: plain JSON keeps the last one silently, and a typed point or answer would be stored
+    with a value the person may not have meant): :class:`AnswerTypeError` naming the key. Text
+    that is no JSON is a ``ValueError`` as for ``json.loads``, and so is JSON nested deeper than
+    Python's recursion limit (``[[[[...]]]]``: ``json.loads`` raises RecursionError, which was a
+    traceback, and a 500 from the API)."""
+    try:
+        return json.loads(text, object_pairs_hook=_distinct_keys)
+    except _NamedTwice as exc:
+        raise AnswerTypeError(f"{exc.name!r} is given twice") from None
+    except RecursionError:
+        raise ValueError("JSON nested too deeply to read") from None
+
+
 def _text_value(text: str) -> Any:
     """A typed value from text: JSON if it parses, ``k=v,k=v`` pairs (``k=v; k=v`` when a value
-    has a decimal comma), a number (:func:`read_number`), else the stripped text."""
+    has a decimal comma), a number (:func:`read_number`), else the stripped text. A name given
+    twice (``t=0.3,t=0.4``) is refused: which value was meant is not for us to guess."""
     s = text.strip()
     if not s:
         return s
     try:
-        return json.loads(s)
+        return read_json(s)
+    except AnswerTypeError as exc:
+        raise AnswerTypeError(f"cannot read {text!r}: {exc}") from None
     except ValueError:
         pass
     if "=" in s:
         out: dict[str, Any] = {}
         for key, val in _pairs(text):
+            if key in out:
+                raise AnswerTypeError(f"cannot read {text!r}: {key!r} is given twice")
             number = read_number(val)
             if number is None:
                 raise AnswerTypeError(f"cannot read {text!r}: {val.strip()!r} is not a number")
@@ -180,14 +222,42 @@ def _text_value(text: str) -> Any:
     return s if number is None else number
 
 
-def parse_measurement(value: Any, what: str = "value") -> float | dict[str, float]:
-    """A measurement (a number or named numbers) from a value or text; finiteness is checked later."""
+#: the largest size (absolute value) of a measured value a study takes: its models square the
+#: values and sum the squares (above about 1e154 a square is infinite), so a larger value made NaN
+#: of a level-set model and a safe study's next answers a traceback, every time, until undone.
+#: No measurement in any unit comes near; a sentinel for a failed run (``sys.float_info.max``)
+#: or a slip does.
+MAX_MEASURED = 1e100
+
+
+def _check_size(value: float | dict[str, float], what: str) -> None:
+    """Refuse a finite measured value larger in size than :data:`MAX_MEASURED` (a
+    :class:`NumberTextError` naming ``what``); infinite ones are refused as such later."""
+    named = value.items() if isinstance(value, dict) else [(None, value)]
+    for k, v in named:
+        if math.isfinite(v) and abs(v) > MAX_MEASURED:
+            where = what if k is None else f"{what}[{k!r}]"
+            raise NumberTextError(
+                f"{where} = {v!r} is too large to compute with: a measured value must stay "
+                f"within +-{MAX_MEASURED:g} (the models square it); give it in other units"
+            )
+
+
+def parse_measurement(
+    value: Any, what: str = "value", *, measured: bool = True
+) -> float | dict[str, float]:
+    """A measurement (a number or named numbers) from a value or text; finiteness is checked
+    later, the size (:data:`MAX_MEASURED`) here unless ``measured`` is False (the numbers of a
+    point, checked against the space instead)."""
     if isinstance(value, str):
         value = _text_value(value)
     if isinstance(value, bool | np.bool_):
         raise AnswerTypeError(f"{what} must be a number or named numbers, got {value!r}")
     if isinstance(value, numbers.Real):
-        return float(value)
+        out_value = float(value)
+        if measured:
+            _check_size(out_value, what)
+        return out_value
     if isinstance(value, Mapping):
         out = {}
         for k, v in value.items():
@@ -196,6 +266,8 @@ def parse_measurement(value: Any, what: str = "value") -> float | dict[str, floa
             if isinstance(v, bool | np.bool_) or not isinstance(v, numbers.Real):
                 raise AnswerTypeError(f"{what}[{k!r}] must be a number, got {v!r}")
             out[str(k)] = float(v)
+        if measured:
+            _check_size(out, what)
         return out
     raise AnswerTypeError(f"{what} must be a number or named numbers, got {value!r}")
 
@@ -249,7 +321,9 @@ def parse_answer(query: Query, answer: Any) -> Any:
                     + (f" for each of {list(query.outputs)}" if query.outputs else "")
                     + f", got {answer!r}"
                 )
-        return query.validate_answer(answer)
+        checked = query.validate_answer(answer)
+        _check_size(checked, f"query {query.id}: answer")
+        return checked
     if isinstance(query, Label):
         if isinstance(answer, str):
             label = parse_label(answer)
@@ -297,8 +371,8 @@ def number_texts(answer: Any, outputs: tuple[str, ...] = ()) -> dict[str, str]:
                 texts = dict(zip(outputs, parts))
             else:
                 try:
-                    value = json.loads(s)
-                except ValueError:
+                    value = read_json(s)
+                except ValueError:  # AnswerTypeError (a name given twice) is one too
                     value = None
                     texts = {k: v.strip() for k, v in _pairs(s)} if "=" in s else {"": s}
                 if isinstance(value, Mapping):

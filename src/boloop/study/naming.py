@@ -7,6 +7,7 @@ options are stored as JSON in the study's ``created`` event so the study can be 
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,13 +16,38 @@ from boloop.errors import InvalidInputError
 __all__ = ["MAX_NOTE_CHARS"]
 
 
+def _not_text(text: str, allowed: str = "") -> str | None:
+    """The first character of ``text`` that is no text a person typed, described (``U+000A``
+    and what it may be), or None: a control character (other than those in ``allowed``) or a
+    lone surrogate, which is what Python makes of a byte that is not UTF-8 in a command line's
+    arguments (``U+DCFF``); neither can be written to a UTF-8 file (an export) or a PostgreSQL
+    text column (NUL), and a name with a line break breaks every line that shows it."""
+    for ch in text:
+        kind = unicodedata.category(ch)
+        if (kind == "Cc" and ch not in allowed) or kind == "Cs":
+            what = "a byte that is not UTF-8?" if kind == "Cs" else "a control character"
+            return f"U+{ord(ch):04X} ({what})"
+    return None
+
+
 def _check_name(name: Any) -> str:
+    """A new study's name, as given, or an :class:`InvalidInputError` saying what is wrong.
+    Checked when a study is created only: a stored study loads under the name it has."""
     if not isinstance(name, str) or not name.strip() or len(name) > 255:
         raise InvalidInputError(
             f"name must be a non-empty string of at most 255 characters, got {name!r}"
         )
     if name != name.strip():
         raise InvalidInputError(f"name must not start or end with spaces, got {name!r}")
+    bad = _not_text(name)
+    if bad is not None:
+        raise InvalidInputError(f"name {name!r} has a character that is not text: {bad}")
+    if name in (".", ".."):
+        # a web address's segment "." or ".." is a folder step: the page would never be reached
+        raise InvalidInputError(
+            f"name {name!r} cannot name a study: a web address reads it as a folder; choose "
+            "another name"
+        )
     return name
 
 
@@ -35,6 +61,9 @@ def _check_note(note: Any) -> str | None:
         return None
     if not isinstance(note, str):
         raise InvalidInputError(f"note must be text, got {type(note).__name__}")
+    bad = _not_text(note, allowed="\t\n\r")  # lines and tabs are a note's own
+    if bad is not None:
+        raise InvalidInputError(f"note has a character that is not text: {bad}")
     note = note.strip()
     if len(note) > MAX_NOTE_CHARS:
         raise InvalidInputError(f"note is {len(note)} characters long; at most {MAX_NOTE_CHARS}")

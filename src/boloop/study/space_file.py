@@ -52,6 +52,7 @@ import json
 import math
 import numbers
 import os
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -188,8 +189,8 @@ def read_candidates_csv(source: str | os.PathLike[str] | io.TextIOBase) -> dict[
         where = f"CSV file {os.fspath(source)!r}"
         if not os.path.isfile(source):
             raise InvalidInputError(f"{where} does not exist")
-        with open(source, encoding="utf-8-sig", newline="") as fh:
-            text = fh.read()
+        with open(source, "rb") as fh:
+            text = _utf8_text(fh.read(), where)
     reader = csv.reader(io.StringIO(text))
     # each non-blank record with the line of the file it ends on (a spreadsheet's row number)
     records = [(reader.line_num, r) for r in reader if any(c.strip() for c in r)]
@@ -255,6 +256,23 @@ def read_candidates_csv(source: str | os.PathLike[str] | io.TextIOBase) -> dict[
     return out
 
 
+def _utf8_text(raw: bytes, where: str) -> str:
+    """``raw`` decoded as UTF-8 (a byte order mark dropped), or an :class:`InvalidInputError`
+    naming ``where``, the line and the first byte that is not UTF-8: a table saved by a
+    spreadsheet in a legacy encoding (Windows-1252's ``é`` is the byte 0xe9) is refused with
+    what to do, never a traceback."""
+    body = raw[3:] if raw.startswith(b"\xef\xbb\xbf") else raw
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = body[: exc.start].count(b"\n") + 1
+        raise InvalidInputError(
+            f"{where} is not UTF-8 text: byte 0x{body[exc.start]:02x} on line {line} is not "
+            "UTF-8 (a file saved in another encoding, e.g. a spreadsheet's plain CSV); save it "
+            "as UTF-8 (a spreadsheet's 'CSV UTF-8') and try again"
+        ) from None
+
+
 # -- the normal form ---------------------------------------------------------------------------
 def _number(value: Any, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
@@ -300,6 +318,11 @@ def normalise_space(doc: Mapping[str, Any]) -> dict[str, Any]:
             hi = _number(p.get("high"), f"parameters[{i}] ({name}) high")
             if not lo < hi:
                 raise InvalidInputError(f"parameter {name!r}: low must be < high, got {lo}, {hi}")
+            if not math.isfinite(hi - lo):  # no study could be made of it (the grid overflows)
+                raise InvalidInputError(
+                    f"parameter {name!r}: the range from {lo:g} to {hi:g} is too wide to compute "
+                    "with (high - low overflows); give the parameter in other units"
+                )
             q: dict[str, Any] = {"name": name, "low": lo, "high": hi}
             if p.get("grid") is not None:
                 g = p["grid"]
@@ -361,6 +384,12 @@ def normalise_space(doc: Mapping[str, Any]) -> dict[str, Any]:
         seeds = doc["safe_seeds"]
         if not isinstance(seeds, Sequence) or isinstance(seeds, str):
             raise InvalidInputError("safe_seeds must be a list of {name: value} points")
+        for i, seed in enumerate(seeds):  # a misspelt name was dropped silently
+            unknown = sorted(map(str, set(seed) - set(names))) if isinstance(seed, Mapping) else []
+            if unknown:
+                raise InvalidInputError(
+                    f"safe_seeds[{i}] has unknown parameter names {unknown}; parameters: {names}"
+                )
         out["safe_seeds"] = [
             {
                 n: _number(s.get(n) if isinstance(s, Mapping) else None, f"safe_seeds[{i}][{n!r}]")
@@ -404,10 +433,32 @@ class UserExperiment(Problem):
         return []
 
 
+def _check_new_names(spec: Mapping[str, Any]) -> None:
+    """Refuse a parameter (or column) name no person can type or read: empty or only spaces,
+    with spaces around it (a typed ``t =0.5`` names ``t``), or with a control character (a line
+    break in every question that shows it). A new study's only: a stored one loads as it is."""
+    for name in _names(spec):
+        control = [c for c in name if unicodedata.category(c) == "Cc"]
+        if not name.strip():
+            why = "is empty"
+        elif name != name.strip():
+            why = "starts or ends with spaces"
+        elif control:
+            why = f"has the control character U+{ord(control[0]):04X}"
+        else:
+            continue
+        raise InvalidInputError(
+            f"parameter name {name!r} {why}: a point is typed and shown by its parameters' "
+            "names (temperature=35), so give each parameter a name of visible characters"
+        )
+
+
 def pin_defaults(spec: Mapping[str, Any], family: str) -> dict[str, Any]:
     """``spec`` with the default grid sizes written in, so that a stored study never depends
-    on this module's defaults (a later boloop with other defaults replays it unchanged)."""
+    on this module's defaults (a later boloop with other defaults replays it unchanged); a new
+    study's space, so its parameter names are checked here too (:func:`_check_new_names`)."""
     out = normalise_space(spec)
+    _check_new_names(out)
     params = out.get("parameters")
     if params is None:
         return out

@@ -107,6 +107,7 @@ __all__ = [
     "answers_silent",
     "dispose_engines",
     "limit_answers",
+    "sqlite_in_memory",
     "open_storage",
     "resolve_storage",
     "safe_url",
@@ -270,6 +271,23 @@ def resolve_storage(storage: str | None) -> str:
         if not os.path.isabs(path):  # pin relative files to the current directory now
             url = f"{prefix}:///{os.path.abspath(path)}{q}{query}"
     return url
+
+
+def sqlite_in_memory(url: str) -> bool:
+    """Whether ``url`` (resolved) is a SQLite database without a file (``sqlite://``,
+    ``sqlite:///``, ``sqlite:///:memory:``, ``mode=memory``): it lives in this process's memory
+    and ends with it. Useful in one program; a ``boloop study`` command is a process of its own,
+    so a study stored there is lost when the command ends."""
+    if not url.lower().startswith("sqlite"):
+        return False
+    try:
+        parsed = sa.engine.make_url(url)
+    except (SQLAlchemyError, ValueError):
+        return False  # not a URL: refused as such where it is opened
+    if parsed.host:
+        return False  # sqlite://lab.db: refused where it is opened, saying so
+    db = parsed.database or ""
+    return db in ("", ":memory:") or parsed.query.get("mode") == "memory" or ":memory:" in db
 
 
 #: endings of a bare storage path read as a SQLite file
@@ -740,7 +758,7 @@ class Storage:
             )
         try:
             parsed = sa.engine.make_url(self.url)
-        except SQLAlchemyError as exc:
+        except (SQLAlchemyError, ValueError) as exc:  # ValueError: a host or port unreadable
             raise InvalidInputError(
                 f"storage {self.display_url!r} is not a valid URL: {exc}"
             ) from exc
@@ -750,6 +768,14 @@ class Storage:
                 f"storage {self.display_url!r}: the {backend!r} backend is not supported by "
                 "this boloop; use SQLite (sqlite:///path/to/lab.db, or a file name ending in "
                 f"{', '.join(SQLITE_SUFFIXES)}) or PostgreSQL (postgresql+psycopg://user@host/db)"
+            )
+        if backend == "sqlite" and parsed.host:  # sqlite://lab.db: two slashes, not three
+            path = parsed.host + ("/" + parsed.database if parsed.database else "")
+            raise InvalidInputError(
+                f"storage {self.display_url!r} has two slashes: SQLite reads {parsed.host!r} as "
+                "a host, which it has not, and would keep the studies in memory, lost when the "
+                f"process ends; write three slashes before a relative path (sqlite:///{path}) "
+                "and four before an absolute one (sqlite:////home/me/lab.db)"
             )
         self.backend = backend
         self._sqlite_path = _sqlite_path(parsed)

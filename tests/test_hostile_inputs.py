@@ -1,0 +1,451 @@
+"""Input a user mistypes or a script misuses, at the public entry points (``create_study``,
+``Study.tell/add``, ``boloop study ...``): each is refused with a message naming what is wrong
+(a :class:`~boloop.errors.BoloopError`; exit status 2 and one ``boloop: error:`` line), and the
+stored log is what it was before (read back with ``load_study``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from boloop.errors import BoloopError
+from boloop.study import create_study, list_studies, load_study
+from cli_runner import assert_refused, run_cli
+
+LEVEL_SET = {
+    "parameters": [{"name": "t", "low": 0.0, "high": 1.0, "grid": 11}],
+    "threshold": 0.5,
+}
+
+
+@pytest.fixture
+def url(tmp_path):
+    return f"sqlite:///{tmp_path / 'hostile.db'}"
+
+
+def _log(name: str, url: str) -> str:
+    """Everything a study has stored that a user can read: its answers, withdrawn ones too."""
+    return json.dumps(load_study(name, storage=url).history(withdrawn=True), default=str)
+
+
+# -- space files -------------------------------------------------------------------------------
+def test_a_table_of_options_not_in_utf8_is_refused_naming_the_file_and_line(tmp_path, url):
+    # a spreadsheet's plain CSV in Windows-1252: the e-acute of "creme" is the byte 0xe9
+    table = tmp_path / "options.csv"
+    table.write_bytes(b"name,sugar,flour\nplain,0.1,0.5\ncr\xe8me,0.9,0.5\n")
+    res = run_cli(
+        ["study", "create", "cake", "--family", "preference", "--space", str(table),
+         "--storage", url],
+        cwd=tmp_path,
+    )  # fmt: skip
+    line = assert_refused(res, "options.csv", "UTF-8", "line 3", "0xe8")
+    assert "Traceback" not in line
+    assert list_studies(storage=url) == []  # nothing created
+    # the same table saved as UTF-8 (with the byte order mark a spreadsheet writes) is taken
+    table.write_bytes("\ufeffname,sugar,flour\nplain,0.1,0.5\ncrème,0.9,0.5\n".encode())
+    study = create_study("cake", "eubo", table, seed=0, storage=url)
+    assert study.ask().kind == "compare"
+
+
+# -- a name typed twice ------------------------------------------------------------------------
+@pytest.mark.parametrize("params", ["t=0.3,t=0.4", "t=0.3; t=0.4", '{"t": 0.3, "t": 0.4}'])
+def test_a_point_naming_a_parameter_twice_is_refused(tmp_path, url, params):
+    """``t=0.3,t=0.4`` stored the measurement at t = 0.4 (the last value won, silently)."""
+    create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    before = _log("coat", url)
+    res = run_cli(["study", "add", "coat", params, "0.7", "--storage", url], cwd=tmp_path)
+    assert_refused(res, "'t' is given twice")
+    assert _log("coat", url) == before
+    res = run_cli(["study", "add", "coat", "t=0.4", "0.7", "--storage", url], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr  # the study still takes a point typed once
+    assert load_study("coat", storage=url).history()[-1]["params"] == {"t": 0.4}
+
+
+@pytest.mark.parametrize("answer", ["f=0.1,g=0.2,f=0.3", '{"f": 0.1, "g": 0.2, "g": 0.3}'])
+def test_an_answer_naming_an_output_twice_is_refused(url, answer):
+    space = {
+        "parameters": [
+            {"name": "dose", "low": 0.0, "high": 1.0, "grid": 5},
+            {"name": "time", "low": 0.0, "high": 1.0, "grid": 3},
+        ],
+        "monotone": "dose",
+        "h": 1.0,
+    }
+    study = create_study("trial", "m-safeopt", space, seed=0, storage=url)
+    q = study.ask()
+    before = _log("trial", url)
+    with pytest.raises(BoloopError, match="is given twice"):
+        study.tell(q.id, answer)
+    assert _log("trial", url) == before
+    study = load_study("trial", storage=url)
+    study.tell(q.id, "f=0.1,g=0.2")
+    assert load_study("trial", storage=url).history()[-1]["answer"] == {"f": 0.1, "g": 0.2}
+
+
+# -- values too large to compute with ----------------------------------------------------------
+def test_a_measured_value_too_large_to_compute_with_is_refused(tmp_path, url):
+    """g = 1e160 was stored; two answers later every tell of the safe study raised scipy's
+    "f(a) and f(b) must have different signs" (the model's squares overflowed), until undone.
+    A failed run's sentinel (``sys.float_info.max``) is such a value."""
+    space = {
+        "parameters": [
+            {"name": "dose", "low": 0.0, "high": 1.0, "grid": 6},
+            {"name": "weight", "low": 0.0, "high": 1.0, "grid": 9},
+        ],
+        "monotone": "dose",
+        "h": 0.8,
+    }
+    study = create_study("trial", "m-safeopt", space, seed=0, storage=url)
+    q = study.ask()
+    study.tell(q.id, {"f": 0.1, "g": 0.1})
+    q = study.ask()
+    before = _log("trial", url)
+    for answer in ({"f": 0.1, "g": 1e160}, "f=0.1,g=1.7976931348623157e308", {"f": -1e101, "g": 0}):
+        with pytest.raises(BoloopError, match=r"too large to compute with.*other units"):
+            study.tell(q.id, answer)
+        with pytest.raises(BoloopError, match="too large to compute with"):
+            study.add({"dose": 0.0, "weight": 0.5}, answer)
+    assert _log("trial", url) == before
+    res = run_cli(["study", "tell", "trial", str(q.id), "f=0.1,g=1e160", "--storage", url],
+                  cwd=tmp_path)  # fmt: skip
+    assert_refused(res, "answer['g'] = 1e+160", "too large")
+    assert _log("trial", url) == before
+    # the study goes on, and a large value within the limit is stored as given
+    study = load_study("trial", storage=url)
+    for k in range(5):
+        q = study.ask()
+        study.tell(q.id, {"f": 0.1 * k, "g": 1e99 if k == 0 else 0.1})
+    assert load_study("trial", storage=url).status()["answered"] == 6
+
+
+def test_the_page_says_why_a_value_too_large_is_not_stored(url):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    import re
+
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    q = study.ask()
+    before = _log("coat", url)
+    client = TestClient(create_app(url, None), follow_redirects=False)
+    page = client.get("/studies/coat")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+    form = {"csrf": csrf, "query_id": str(q.id), "note": "", "value": "1e160"}
+    r = client.post("/studies/coat/tell", data=form)
+    assert r.status_code == 400
+    assert "1e+160 is too large to compute with" in r.text  # not "must be a number"
+    assert _log("coat", url) == before
+
+
+# -- names and notes that are not text ---------------------------------------------------------
+@pytest.mark.parametrize("name", ["line\nbreak", "nul\x00", "tab\tbed", "\ud800", ".", ".."])
+def test_a_study_name_that_is_no_printable_text_or_no_web_address_is_refused(url, name):
+    """A lone surrogate raised UnicodeEncodeError from the database driver; control characters
+    were stored (a NUL no PostgreSQL text column takes); "." and ".." were stored but their web
+    pages could never be reached (an address reads them as folder steps)."""
+    with pytest.raises(BoloopError, match="name"):
+        create_study(name, "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    assert list_studies(storage=url) == []
+    for fine in ("...", "a.b", "Härte/2026", "é✓💥"):  # still names
+        create_study(fine, "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    assert {row["name"] for row in list_studies(storage=url)} == {"...", "a.b", "Härte/2026", "é✓💥"}
+
+
+def test_a_note_with_bytes_that_are_not_utf8_is_refused_and_export_still_works(tmp_path, url):
+    """A shell passes a byte that is not UTF-8 (a Latin-1 terminal's e-acute) to Python as a
+    lone surrogate: the note was stored, and every later ``export`` to CSV raised
+    UnicodeEncodeError, leaving a half-written file that the next export refused to replace."""
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    q = study.ask()
+    before = _log("coat", url)
+    for note in ("caf\udce9 batch", "nul\x00"):
+        res = run_cli(
+            ["study", "tell", "coat", str(q.id), "0.4", "--note", note, "--storage", url],
+            cwd=tmp_path,
+        )
+        assert_refused(res, "note has a character that is not text")
+        assert _log("coat", url) == before
+    # a note of lines and tabs (a web form's text box sends CR LF) is a note
+    study.tell(q.id, 0.4, note="batch 7\r\nrack\t3")
+    res = run_cli(["study", "export", "coat", "--out", "coat.csv", "--storage", url], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "rack\t3" in (tmp_path / "coat.csv").read_text(encoding="utf-8")
+
+
+# -- parameter names ---------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["", "   ", " t", "t ", "two\nlines", "bell\x07"])
+def test_a_parameter_name_no_one_can_type_or_read_is_refused(tmp_path, url, name):
+    """An empty name was stored: the study asked "measure the value at =0.5", and a point could
+    be typed for it only as JSON; a name with spaces around it could not be typed as name=value
+    at all (the spaces are dropped)."""
+    space = {"parameters": [{"name": name, "low": 0.0, "high": 1.0, "grid": 5}], "threshold": 0.5}
+    with pytest.raises(BoloopError, match=r"parameter name .* visible characters"):
+        create_study("coat", "randomized-straddle", space, seed=0, storage=url)
+    path = tmp_path / "space.json"
+    path.write_text(json.dumps(space), encoding="utf-8")
+    res = run_cli(["study", "create", "coat", "--space", str(path), "--storage", url],
+                  cwd=tmp_path)  # fmt: skip
+    assert_refused(res, "parameter name")
+    assert list_studies(storage=url) == []
+
+
+def test_bounds_too_far_apart_to_compute_with_are_refused_naming_the_parameter(url):
+    """They were refused with "points contains NaN or infinite values" (and numpy's overflow
+    warnings), naming neither the parameter nor the bounds."""
+    space = {"parameters": [{"name": "t", "low": -1e308, "high": 1e308}], "threshold": 0.5}
+    with pytest.raises(BoloopError, match=r"parameter 't': the range .* too wide"):
+        create_study("coat", "randomized-straddle", space, seed=0, storage=url)
+    assert list_studies(storage=url) == []
+
+
+# -- the web application: defects whose fix belongs in web/app.py's modules (xfail) -------------
+def _client(url):
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from boloop.web import create_app
+
+    return TestClient(create_app(url, None), follow_redirects=False)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="web/study_pages.py study_export (web/app.py's before its split) puts the name's "
+    "non-ASCII letters (isalnum) into the Content-Disposition header, which is Latin-1: a 500",
+)
+@pytest.mark.parametrize("name", ["Härte", "硬度"])
+def test_the_page_exports_a_study_whose_name_is_not_ascii(url, name):
+    create_study(name, "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    client = _client(url)
+    from urllib.parse import quote
+
+    for ext in ("csv", "json"):
+        r = client.get(f"/studies/{quote(name, safe='')}/export.{ext}")
+        assert r.status_code == 200, r.text
+        assert "attachment" in r.headers["content-disposition"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="web/json_api.py TellBody (web/app.py's before its split) ignores keys it does not "
+    "know: a client's 'notes' (for 'note') is dropped silently and the answer stored without it "
+    "(fix: model_config = ConfigDict(extra='forbid'))",
+)
+def test_the_api_refuses_an_answer_with_a_key_it_does_not_know(url):
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    q = study.ask()
+    before = _log("coat", url)
+    r = _client(url).post(
+        "/api/studies/coat/tell", json={"query_id": q.id, "answer": 0.4, "notes": "coupon 7"}
+    )
+    assert r.status_code == 400 and "notes" in r.json()["detail"], r.text
+    assert _log("coat", url) == before
+
+
+def test_a_safe_noise_setting_that_is_no_number_is_refused_naming_it(url):
+    """``noise_g = "x"`` in [settings] was refused as "method 'm-safeopt' cannot be built with
+    options (none): could not convert string to float: 'x'", naming neither the setting nor
+    where it was given."""
+    space = {
+        "parameters": [
+            {"name": "dose", "low": 0.0, "high": 1.0, "grid": 5},
+            {"name": "time", "low": 0.0, "high": 1.0, "grid": 3},
+        ],
+        "monotone": "dose",
+        "h": 1.0,
+    }
+    for bad in ("x", None, -1.0, [1e-4]):
+        with pytest.raises(BoloopError, match=r"noise_g must be"):
+            create_study("trial", "m-safeopt", {**space, "settings": {"noise_g": bad}}, seed=0,
+                         storage=url)  # fmt: skip
+    assert list_studies(storage=url) == []
+
+
+def test_a_safe_seed_with_a_name_that_is_no_parameter_is_refused(url):
+    """``{"dose": 0, "time": 0.5, "tmie": 0.9}`` was taken, the misspelt value dropped."""
+    space = {
+        "parameters": [
+            {"name": "dose", "low": 0.0, "high": 1.0, "grid": 5},
+            {"name": "time", "low": 0.0, "high": 1.0, "grid": 3},
+        ],
+        "monotone": "dose",
+        "h": 1.0,
+        "safe_seeds": [{"dose": 0.0, "time": 0.5, "tmie": 0.9}],
+    }
+    with pytest.raises(BoloopError, match=r"safe_seeds\[0\] has unknown parameter names \['tmie'\]"):
+        create_study("trial", "m-safeopt", space, seed=0, storage=url)
+    assert list_studies(storage=url) == []
+
+
+# -- study/core.py and its modules: defects whose fix belongs there (xfail) --------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason="study/core.py Study._by_label lets a duel word win over an option's name even when "
+    "the name is the other option's: typing the name of option B stores A (fix: refuse a word "
+    "that is a duel word for one side and the name of the other; the page's buttons then send "
+    "0/1, web/answer_forms.py _tell_form). docs/studies.md says the words take precedence: "
+    "changing it is the lead's decision (test_study.py's USER_SPACES answers 'a'/'b' to a table "
+    "named A-E and would then answer 0/1)",
+)
+@pytest.mark.parametrize("labels", [["b", "a"], ["right", "left"]])
+def test_an_option_named_like_the_other_sides_duel_word_is_not_read_as_that_side(
+    tmp_path, url, labels
+):
+    table = {"columns": ["x"], "rows": [[0.1], [0.9]], "labels": labels}
+    study = create_study("cake", "eubo", {"candidates": table}, seed=0, storage=url)
+    q = study.ask()
+    assert (q.a_label, q.b_label) == tuple(labels)  # the duel this test is about
+    before = _log("cake", url)
+    # the person types the name of option B, which is also the word for A
+    res = run_cli(["study", "tell", "cake", str(q.id), q.b_label, "--storage", url], cwd=tmp_path)
+    stored = load_study("cake", storage=url).history()
+    assert res.returncode == 2, f"stored {stored[-1]['answer_text']!r} for B's name {q.b_label!r}"
+    assert _log("cake", url) == before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="study/history.py Study._write_export (study/core.py's before its split) writes "
+    "into the file itself: an error while writing (here UnicodeEncodeError from a note an older "
+    "boloop stored) leaves a half-written file, which the next `boloop study export` refuses to "
+    "replace (fix: write to a temporary file beside it and os.replace it when complete)",
+)
+def test_an_export_that_fails_leaves_no_half_written_file(tmp_path):
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    for value in (0.2, 0.4):
+        q = study.ask()
+        study.tell(q.id, value, note="NOTE")
+    # a note an older boloop stored: a byte that was not UTF-8, as a shell passed it
+    con = sqlite3.connect(tmp_path / "old.db")
+    with con:
+        con.execute("UPDATE boloop_events SET payload = replace(payload, 'NOTE', '\\udce9')")
+        con.execute("DELETE FROM boloop_snapshots")
+    con.close()
+    out = tmp_path / "coat.csv"
+    try:
+        load_study("coat", storage=url).export(str(out))
+    except Exception:  # refused or failed: then nothing is written
+        assert not out.exists(), out.read_text(encoding="utf-8", errors="replace")
+    else:
+        assert len(out.read_text(encoding="utf-8", errors="replace").splitlines()) == 3
+
+
+# -- storage URLs ------------------------------------------------------------------------------
+def test_a_sqlite_url_with_two_slashes_is_refused_saying_how_to_write_it(tmp_path):
+    """``sqlite://lab.db`` (a slash short) is SQLite in memory to SQLAlchemy: ``create`` said
+    "created study" and the next command found no study (and Python lost it at exit)."""
+    (tmp_path / "space.json").write_text(json.dumps(LEVEL_SET), encoding="utf-8")
+    for url in ("sqlite://lab.db", "sqlite://data/lab.db"):
+        res = run_cli(["study", "create", "coat", "--space", "space.json", "--storage", url],
+                      cwd=tmp_path)  # fmt: skip
+        assert_refused(res, "two slashes", "sqlite:///")
+        with pytest.raises(BoloopError, match="two slashes"):
+            create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["space.json"]
+
+
+@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:"])
+def test_the_cli_refuses_a_sqlite_database_without_a_file(tmp_path, url):
+    """Each ``boloop study`` command is a process of its own: a study created there was
+    reported created and was gone at the next command."""
+    (tmp_path / "space.json").write_text(json.dumps(LEVEL_SET), encoding="utf-8")
+    res = run_cli(["study", "create", "coat", "--space", "space.json", "--storage", url],
+                  cwd=tmp_path)  # fmt: skip
+    assert_refused(res, "without a file", "outlive the command")
+    res = run_cli(["study", "list"], cwd=tmp_path, env={"BOLOOP_STORAGE": url})
+    assert_refused(res, "$BOLOOP_STORAGE", "without a file")
+
+
+def test_a_storage_url_whose_host_cannot_be_read_is_refused(tmp_path):
+    """``[::1`` without its bracket raised ValueError from SQLAlchemy's URL parser: a
+    traceback."""
+    res = run_cli(["study", "list", "--storage", "postgresql+psycopg://me@[::1/lab"],
+                  cwd=tmp_path)  # fmt: skip
+    assert_refused(res, "is not a valid URL")
+
+
+# -- boloop serve ------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "argv,words",
+    [
+        (["--port", "99999"], "argument --port: a port is 0-65535"),  # was OverflowError
+        (["--port", "-1"], "argument --port: a port is 0-65535"),
+        (["--poll", "nan"], "argument --poll: seconds between checks"),  # pages were 500s
+        (["--poll", "inf"], "argument --poll: seconds between checks"),
+        (["--poll", "1e12"], "argument --poll: seconds between checks"),  # pages poll nonstop
+        (["--poll", "-1"], "argument --poll: seconds between checks"),  # was off, silently
+    ],
+)
+def test_serve_refuses_a_port_or_poll_it_cannot_use_before_starting(tmp_path, argv, words):
+    pytest.importorskip("fastapi")
+    res = run_cli(["serve", *argv, "--storage", f"sqlite:///{tmp_path / 'w.db'}"], cwd=tmp_path)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    assert words in res.stderr and "Traceback" not in res.stderr
+    assert "http://" not in res.stdout + res.stderr  # refused before an address is printed
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="web/app.py create_app takes any poll_seconds: NaN or infinity makes every study "
+    "page a 500 (web/site.py: int(poll_seconds * 1000)); the CLI now refuses them, a program "
+    "calling create_app does not",
+)
+@pytest.mark.parametrize("poll", [float("nan"), float("inf"), -1.0])
+def test_create_app_refuses_a_poll_interval_the_page_cannot_use(url, poll):
+    pytest.importorskip("fastapi")
+    from boloop.web import create_app
+
+    create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    with pytest.raises(BoloopError, match="poll"):
+        create_app(url, None, poll_seconds=poll)
+
+
+# -- JSON nested deeper than Python's recursion limit ------------------------------------------
+DEEP = "[" * 5000 + "]" * 5000
+
+
+def test_an_answer_of_json_nested_too_deeply_is_refused(tmp_path, url):
+    """``json.loads`` raises RecursionError on it: a traceback from ``tell`` and the CLI, a 500
+    from the API."""
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    q = study.ask()
+    before = _log("coat", url)
+    with pytest.raises(BoloopError, match="needs a number"):
+        study.tell(q.id, DEEP)
+    res = run_cli(["study", "tell", "coat", str(q.id), DEEP, "--storage", url], cwd=tmp_path)
+    assert_refused(res, "needs a number")
+    res = run_cli(["study", "add", "coat", "{" + DEEP, "0.5", "--storage", url], cwd=tmp_path)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    r = _client(url).post("/api/studies/coat/tell", json={"query_id": q.id, "answer": DEEP})
+    assert r.status_code == 400, r.text
+    assert _log("coat", url) == before
+    res = run_cli(["study", "create", "deep", "--problem", "levelset/toy", "--option",
+                   f"noise_variance={DEEP}", "--storage", url], cwd=tmp_path)  # fmt: skip
+    assert res.returncode == 2 and "noise_variance" in res.stderr, res.stderr
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="web/create_form.py _parse_options (web/app.py's before its split) catches ValueError "
+    "from json.loads, not RecursionError: the create form's options nested too deeply are a 500 "
+    "(fix: except (ValueError, RecursionError) at both json.loads)",
+)
+@pytest.mark.parametrize("options", ["noise_variance=" + DEEP, '{"noise_variance": ' + DEEP + "}"])
+def test_the_create_form_refuses_options_nested_too_deeply(url, options):
+    import re
+
+    client = _client(url)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/").text).group(1)
+    form = {"csrf": csrf, "name": "deep", "method": "randomized-straddle", "options": options}
+    space = ("space.json", json.dumps(LEVEL_SET).encode(), "application/json")
+    r = client.post("/studies", data=form, files=[("space", space)])
+    assert r.status_code == 400, r.status_code
+    assert list_studies(storage=url) == []
