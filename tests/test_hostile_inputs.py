@@ -202,7 +202,7 @@ def test_bounds_too_far_apart_to_compute_with_are_refused_naming_the_parameter(u
     assert list_studies(storage=url) == []
 
 
-# -- the web application: defects whose fix belongs in web/app.py's modules (xfail) -------------
+# -- the web application ------------------------------------------------------------------------
 def _client(url):
     pytest.importorskip("fastapi")
     pytest.importorskip("httpx")
@@ -213,11 +213,6 @@ def _client(url):
     return TestClient(create_app(url, None), follow_redirects=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="web/study_pages.py study_export (web/app.py's before its split) puts the name's "
-    "non-ASCII letters (isalnum) into the Content-Disposition header, which is Latin-1: a 500",
-)
 @pytest.mark.parametrize("name", ["Härte", "硬度"])
 def test_the_page_exports_a_study_whose_name_is_not_ascii(url, name):
     create_study(name, "randomized-straddle", LEVEL_SET, seed=0, storage=url)
@@ -230,12 +225,6 @@ def test_the_page_exports_a_study_whose_name_is_not_ascii(url, name):
         assert "attachment" in r.headers["content-disposition"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="web/json_api.py TellBody (web/app.py's before its split) ignores keys it does not "
-    "know: a client's 'notes' (for 'note') is dropped silently and the answer stored without it "
-    "(fix: model_config = ConfigDict(extra='forbid'))",
-)
 def test_the_api_refuses_an_answer_with_a_key_it_does_not_know(url):
     study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
     q = study.ask()
@@ -282,16 +271,7 @@ def test_a_safe_seed_with_a_name_that_is_no_parameter_is_refused(url):
     assert list_studies(storage=url) == []
 
 
-# -- study/core.py and its modules: defects whose fix belongs there (xfail) --------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="study/core.py Study._by_label lets a duel word win over an option's name even when "
-    "the name is the other option's: typing the name of option B stores A (fix: refuse a word "
-    "that is a duel word for one side and the name of the other; the page's buttons then send "
-    "0/1, web/answer_forms.py _tell_form). docs/studies.md says the words take precedence: "
-    "changing it is the lead's decision (test_study.py's USER_SPACES answers 'a'/'b' to a table "
-    "named A-E and would then answer 0/1)",
-)
+# -- study/core.py and its modules --------------------------------------------------------------
 @pytest.mark.parametrize("labels", [["b", "a"], ["right", "left"]])
 def test_an_option_named_like_the_other_sides_duel_word_is_not_read_as_that_side(
     tmp_path, url, labels
@@ -306,15 +286,29 @@ def test_an_option_named_like_the_other_sides_duel_word_is_not_read_as_that_side
     stored = load_study("cake", storage=url).history()
     assert res.returncode == 2, f"stored {stored[-1]['answer_text']!r} for B's name {q.b_label!r}"
     assert _log("cake", url) == before
+    assert f"is the word for A ({q.a_label!r}) and the name of B" in res.stderr, res.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="study/history.py Study._write_export (study/core.py's before its split) writes "
-    "into the file itself: an error while writing (here UnicodeEncodeError from a note an older "
-    "boloop stored) leaves a half-written file, which the next `boloop study export` refuses to "
-    "replace (fix: write to a temporary file beside it and os.replace it when complete)",
-)
+@pytest.mark.parametrize("button,side", [("a", 0), ("b", 1)])
+def test_the_pages_buttons_answer_a_side_whatever_the_options_are_named(url, button, side):
+    """The page's "A is better" / "B is better" buttons send a and b: with options named b and
+    a they mean the side, never the option of that name (which study.tell now refuses)."""
+    import re
+
+    table = {"columns": ["x"], "rows": [[0.1], [0.9]], "labels": ["b", "a"]}
+    study = create_study("cake", "eubo", {"candidates": table}, seed=0, storage=url)
+    q = study.ask()
+    assert (q.a_label, q.b_label) == ("b", "a")
+    client = _client(url)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/studies/cake").text).group(1)
+    r = client.post(
+        "/studies/cake/tell", data={"csrf": csrf, "query_id": str(q.id), "answer": button}
+    )
+    assert r.status_code in (200, 303), r.text
+    stored = load_study("cake", storage=url).history()
+    assert [row["answer"] for row in stored] == [side]
+
+
 def test_an_export_that_fails_leaves_no_half_written_file(tmp_path):
     import sqlite3
 
@@ -392,12 +386,6 @@ def test_serve_refuses_a_port_or_poll_it_cannot_use_before_starting(tmp_path, ar
     assert "http://" not in res.stdout + res.stderr  # refused before an address is printed
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="web/app.py create_app takes any poll_seconds: NaN or infinity makes every study "
-    "page a 500 (web/site.py: int(poll_seconds * 1000)); the CLI now refuses them, a program "
-    "calling create_app does not",
-)
 @pytest.mark.parametrize("poll", [float("nan"), float("inf"), -1.0])
 def test_create_app_refuses_a_poll_interval_the_page_cannot_use(url, poll):
     pytest.importorskip("fastapi")
@@ -432,12 +420,6 @@ def test_an_answer_of_json_nested_too_deeply_is_refused(tmp_path, url):
     assert res.returncode == 2 and "noise_variance" in res.stderr, res.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="web/create_form.py _parse_options (web/app.py's before its split) catches ValueError "
-    "from json.loads, not RecursionError: the create form's options nested too deeply are a 500 "
-    "(fix: except (ValueError, RecursionError) at both json.loads)",
-)
 @pytest.mark.parametrize("options", ["noise_variance=" + DEEP, '{"noise_variance": ' + DEEP + "}"])
 def test_the_create_form_refuses_options_nested_too_deeply(url, options):
     import re

@@ -945,8 +945,8 @@ USER_SPACES = [
 
 def _synthetic_answer(q):
     """A person's answers for a user experiment, from a smooth made-up truth."""
-    if q.kind == "compare":
-        return "a" if sum(q.a.values()) >= sum(q.b.values()) else "b"
+    if q.kind == "compare":  # the contract's index: an option of a table may be named "a"
+        return 0 if sum(q.a.values()) >= sum(q.b.values()) else 1
     p = q.params
     v = sum(np.sin(0.05 * x) for x in p.values())
     if q.kind == "label":

@@ -12,7 +12,6 @@ __all__ = ["register"]
 
 #: the longest --poll: a page waits with the browser's setTimeout, which takes at most 2**31 - 1
 #: milliseconds (24.8 days) and fires at once for anything longer
-MAX_POLL_SECONDS = 86400.0
 
 
 def _port(text: str) -> int:
@@ -28,7 +27,8 @@ def _port(text: str) -> int:
 
 
 def _poll_seconds(text: str) -> float:
-    """``--poll``: 0 (off) or seconds up to :data:`MAX_POLL_SECONDS`. NaN and infinity made
+    """``--poll``: 0 (off) or seconds up to
+    :data:`boloop.web.study_view.MAX_POLL_SECONDS`. NaN and infinity made
     every study page a 500 (the page's milliseconds are an int); a wait past the browser's
     setTimeout limit has every open page ask the server again at once, without end; a negative
     one was taken silently as off (0 is how to say it)."""
@@ -36,6 +36,8 @@ def _poll_seconds(text: str) -> float:
         seconds = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+    from boloop.web.study_view import MAX_POLL_SECONDS
+
     if not 0.0 <= seconds <= MAX_POLL_SECONDS:  # NaN fails both comparisons
         raise argparse.ArgumentTypeError(
             f"seconds between checks must be 0 (off) to {MAX_POLL_SECONDS:g}, got {text!r}"

@@ -49,6 +49,7 @@ from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Evaluate, Query, check_query
 from boloop.spaces import Box, CandidateSet, Space, params_text
 from boloop.study.answers import (
+    DUEL_WORDS,
     number_texts,
     parse_answer,
     parse_duel,
@@ -628,9 +629,20 @@ class Study(StudyReplay, StudySnapshots, StudyHistory, StudyStatus, StudyTrials,
         if not isinstance(query, Compare) or not isinstance(answer, str) or self._labels is None:
             return answer
         key = answer.strip().lower()
-        if parse_duel(key) is not None:
-            return answer  # the grammar's words win over option names
         names = [self._label(query.a_index), self._label(query.b_index)]
+        side = parse_duel(key)
+        if side is not None:  # the grammar's words win over option names ...
+            other = names[1 - side]
+            if other is None or other.strip().lower() != key:
+                return answer
+            # ... but not over the name of the other option of this duel: which was meant?
+            taken = {n.strip().lower() for n in names if n is not None}
+            words = [next((w for w in DUEL_WORDS[s] if w not in taken), None) for s in (0, 1)]
+            raise AnswerTypeError(
+                f"query {query.id}: {answer.strip()!r} is the word for "
+                f"{'AB'[side]} ({names[side]!r}) and the name of {'AB'[1 - side]}; answer "
+                f"{words[0]} for A ({names[0]!r}) or {words[1]} for B ({names[1]!r})"
+            )
         hits = [i for i, n in enumerate(names) if n is not None and n.strip().lower() == key]
         if len(hits) == 1:
             return hits[0]

@@ -229,10 +229,18 @@ class StudyHistory:
                 f"cannot write {path!r}: the directory {folder!r} does not exist"
             )
         hist = self.history(withdrawn=withdrawn)
+        # written beside it, then renamed: a write that fails (a full disk, a note an older
+        # boloop stored that cannot be encoded) leaves no half-written file, and a file that
+        # was there stays as it was
+        part = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.part")
         try:
-            self._write_export(path, ext, hist, withdrawn)
+            self._write_export(part, ext, hist, withdrawn)
+            os.replace(part, path)
         except OSError as exc:
             raise InvalidInputError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
+        finally:
+            if os.path.exists(part):
+                os.unlink(part)
 
     def _write_export(
         self, path: str, ext: str, hist: list[dict[str, Any]], withdrawn: bool = False

@@ -418,6 +418,8 @@ def _tell_form(
                 + " Correct it, or tick the box and submit again to store it as typed.",
                 ("unusual", key),
             )
+    if kind == "compare" and answer in ("a", "b"):  # the page's two buttons: a side, whatever
+        answer = 0 if answer == "a" else 1  # the options are named (stored as "a"/"b" alike)
     try:
         study.tell(pending.id, answer, note=note)
     except (QueryStateError, StudyMovedError, StorageUnavailableError, StorageAccessError):

@@ -78,6 +78,7 @@ from boloop.web.server import mask_access_log
 from boloop.web.site import CSRF_COOKIE, SESSION_COOKIE, Site, _same
 from boloop.web.study_pages import study_routes
 from boloop.web.study_view import _picture_numbers as _picture_numbers  # see __all__
+from boloop.web.study_view import checked_poll_seconds
 
 __all__ = ["create_app"]
 # also imported from here, where they were before they moved: jsonable (tests/test_web.py),
@@ -116,7 +117,8 @@ def create_app(
         If given, every page needs a login with it (a cookie) and every API call the header
         ``Authorization: Bearer <token>``; compared in constant time.
     poll_seconds:
-        How often an open study page asks whether someone else answered (0: never).
+        How often an open study page asks whether someone else answered, in seconds (0: never;
+        at most a day; anything else, NaN included, is refused).
     max_upload_bytes:
         Largest request body accepted (413 beyond).
     addresses:
@@ -188,7 +190,12 @@ def create_app(
     app.openapi_version = "3.0.3"
     app.state.storage_url = pool.url
     app.state.pool = pool
-    site = Site(pool, token, poll_seconds=poll_seconds, max_upload_bytes=max_upload_bytes)
+    site = Site(
+        pool,
+        token,
+        poll_seconds=checked_poll_seconds(poll_seconds),
+        max_upload_bytes=max_upload_bytes,
+    )
     # the site's parts the guard and the docs page use, by the names they use
     session, render, not_stored = site.session, site.render, site.not_stored
     static_dir = Path(__file__).with_name("static")

@@ -46,7 +46,7 @@ def _parse_options(text: str) -> dict[str, Any]:
     if text.startswith("{"):
         try:
             opts = json.loads(text)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
             raise InvalidInputError(f"options are not valid JSON: {exc}") from exc
         if not isinstance(opts, dict):
             raise InvalidInputError("options must be a JSON object or key=value pairs")
@@ -60,7 +60,7 @@ def _parse_options(text: str) -> dict[str, Any]:
             raise InvalidInputError(f"options: expected key=value, got {part.strip()!r}")
         try:
             out[key.strip()] = json.loads(val)
-        except ValueError:
+        except (ValueError, RecursionError):
             low = val.strip().lower()
             out[key.strip()] = {"true": True, "false": False}.get(low, val.strip())
     return out

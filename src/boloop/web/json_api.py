@@ -15,7 +15,7 @@ import numpy as np
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPBearer
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from boloop.errors import NoMoreQueriesError, QueryStateError
 from boloop.study import Study
@@ -50,7 +50,10 @@ def _json(data: Any, status: int = 200) -> JSONResponse:
 
 
 class TellBody(BaseModel):
-    """An answer through the API."""
+    """An answer through the API. A key it does not know is refused (a 400 naming it): a
+    client's ``notes`` for ``note`` was dropped silently, the answer stored without it."""
+
+    model_config = ConfigDict(extra="forbid")
 
     query_id: int = Field(description="the id of the open query (from ask)")
     answer: Any = Field(

@@ -270,11 +270,10 @@ def study_routes(site: Site) -> APIRouter:
             raise HTTPException(404, "export as .csv or .json")
         text = api_call(name, lambda s: _export_text(s, ext, withdrawn))
         media = "text/csv" if ext == "csv" else "application/json"
-        fname = "".join(c if c.isalnum() or c in "-_" else "_" for c in name) or "study"
         return Response(
             text,
             media_type=f"{media}; charset=utf-8",
-            headers={"Content-Disposition": f'attachment; filename="{fname}.{ext}"'},
+            headers={"Content-Disposition": _attachment(name, ext)},
         )
 
     @router.get("/studies/{name}/media/{filename}", include_in_schema=False)
@@ -303,3 +302,17 @@ def _export_text(study: Study, ext: str, withdrawn: bool = False) -> str:
         study.export(path, withdrawn=withdrawn)
         with open(path, encoding="utf-8", newline="") as fh:  # the file's bytes, as written
             return fh.read()
+
+
+def _attachment(name: str, ext: str) -> str:
+    """The ``Content-Disposition`` of a study's export: the study's name as the file's name,
+    in ASCII for every browser (other letters as ``_``) and whole in RFC 6266's ``filename*``
+    (UTF-8, percent-encoded), which browsers prefer. The header is Latin-1: a name such as
+    ``Härte`` or ``硬度`` put in it as is made the export a 500."""
+    ascii_name = "".join(c if c.isascii() and (c.isalnum() or c in "-_") else "_" for c in name)
+    if not ascii_name.strip("_"):
+        ascii_name = "study"
+    return (
+        f'attachment; filename="{ascii_name}.{ext}"; '
+        f"filename*=UTF-8''{quote(name, safe='')}.{ext}"
+    )

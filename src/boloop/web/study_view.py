@@ -15,6 +15,7 @@ from urllib.parse import quote
 from boloop.algorithms.families import family_traits
 from boloop.errors import (
     BoloopError,
+    InvalidInputError,
     NoMoreQueriesError,
     StorageAccessError,
     StorageUnavailableError,
@@ -27,6 +28,27 @@ from boloop.study.media import media_index
 from boloop.study.pictures import PHONE_WIDTH, pictures
 from boloop.study.scatter import others_read
 from boloop.study.status import undecided_text
+
+#: the longest wait between an open page's checks for answers given elsewhere (a day); a wait
+#: past the browser's setTimeout limit (about 24.8 days) fires at once, so every open page would
+#: ask the server again without end
+MAX_POLL_SECONDS = 86400.0
+
+
+def checked_poll_seconds(seconds: Any) -> float:
+    """``poll_seconds`` of :func:`~boloop.web.app.create_app`: 0 (off) or a number of seconds up
+    to :data:`MAX_POLL_SECONDS`. NaN and infinity made every study page a 500 (the page's
+    milliseconds are an int); a negative value was taken silently as off."""
+    try:
+        value = float(seconds)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0.0 <= value <= MAX_POLL_SECONDS:  # NaN fails both comparisons
+        raise InvalidInputError(
+            f"poll_seconds (seconds between a page's checks) must be 0 (off) to "
+            f"{MAX_POLL_SECONDS:g}, got {seconds!r}"
+        )
+    return value
 
 
 def _open_id(study: Study) -> int | None:
