@@ -271,6 +271,22 @@ def test_a_safe_seed_with_a_name_that_is_no_parameter_is_refused(url):
     assert list_studies(storage=url) == []
 
 
+def test_the_create_form_names_an_uploaded_file_as_uploaded(url):
+    """A refused upload was named by the server's temporary path
+    (``/tmp/boloop-upload-abc123/options.csv``): the person never saw that path."""
+    import re
+
+    client = _client(url)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/").text).group(1)
+    form = {"csrf": csrf, "name": "cake", "method": "preference/eubo"}
+    table = ("options.csv", b"name,sugar\nplain,0.1\ncr\xe8me,0.9\n", "text/csv")
+    r = client.post("/studies", data=form, files=[("space", table)])
+    assert r.status_code == 400, r.status_code
+    assert "options.csv" in r.text and "line 3" in r.text
+    assert "boloop-upload-" not in r.text
+    assert list_studies(storage=url) == []
+
+
 # -- study/core.py and its modules --------------------------------------------------------------
 @pytest.mark.parametrize("labels", [["b", "a"], ["right", "left"]])
 def test_an_option_named_like_the_other_sides_duel_word_is_not_read_as_that_side(
@@ -431,3 +447,25 @@ def test_the_create_form_refuses_options_nested_too_deeply(url, options):
     r = client.post("/studies", data=form, files=[("space", space)])
     assert r.status_code == 400, r.status_code
     assert list_studies(storage=url) == []
+
+
+def test_history_takes_withdrawn_as_true_or_false_only(url):
+    """``history(withdrawn="no")`` read as true (a non-empty string) and listed the withdrawn
+    answers."""
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    q = study.ask()
+    study.tell(q.id, 0.3)
+    study.undo()
+    assert len(study.history(withdrawn=True)) == 1 and study.history(withdrawn=False) == []
+    for bad in ("no", "yes", 0, None):
+        with pytest.raises(BoloopError, match="withdrawn must be True or False"):
+            study.history(withdrawn=bad)
+
+
+@pytest.mark.parametrize("method,problem,family", [("cobol", "expert/ackley4", "an expert"),
+                                                   ("eubo", "preference/toy", "a preference")])
+def test_find_floor_names_the_family_of_a_study_it_does_not_apply_to(url, method, problem, family):
+    """It said "is a expert study"."""
+    study = create_study("x", method, problem=problem, seed=0, storage=url)
+    with pytest.raises(BoloopError, match=f"is {family} study: the search for min_lengthscale_g"):
+        study.find_floor_g()

@@ -132,7 +132,7 @@ def find_floor_g(study: Study, progress: Progress | None = None) -> dict[str, An
     nothing); nothing is stored in any case."""
     if not _has_safety_value(study):
         raise InvalidInputError(
-            f"study {study.name!r} is a {study.family} study: the search for min_lengthscale_g "
+            f"study {study.name!r} is {_a(study.family)} {study.family} study: the search for min_lengthscale_g "
             "is for the safe family (how smoothly the safety value g varies)"
         )
     with study.readout() as r:  # on a copy: the live policy is never touched
@@ -209,3 +209,8 @@ def find_floor_g(study: Study, progress: Progress | None = None) -> dict[str, An
         "models": models,
         "tried": tried,
     }
+
+
+def _a(word: str) -> str:
+    """The article before ``word``: "an expert study", "a safe study"."""
+    return "an" if word[:1].lower() in "aeiou" else "a"

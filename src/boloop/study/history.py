@@ -77,6 +77,8 @@ class StudyHistory:
             isinstance(last, bool) or not isinstance(last, numbers.Integral) or last < 0
         ):
             raise InvalidInputError(f"last must be a non-negative integer, got {last!r}")
+        if not isinstance(withdrawn, bool | np.bool_):  # "yes", "no" and 0 read as true or false
+            raise InvalidInputError(f"withdrawn must be True or False, got {withdrawn!r}")
         self.refresh()
         rows = self._withdrawn_too() if withdrawn else self._rows_in_effect()
         if last is not None:

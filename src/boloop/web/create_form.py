@@ -133,5 +133,10 @@ def _create_from_form(url: str, values: dict[str, str], uploads: list[tuple[str,
             family=family,
             **options,
         )
+    except InvalidInputError as exc:  # about the files: named as uploaded, not where they were
+        text = str(exc)
+        if tmp not in text:
+            raise
+        raise InvalidInputError(text.replace(tmp + os.sep, "").replace(tmp, "")) from exc
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
