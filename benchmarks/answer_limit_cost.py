@@ -24,6 +24,7 @@ Run:  OMP_NUM_THREADS=1 PYTHONPATH=src .venv/bin/python benchmarks/answer_limit_
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -158,18 +159,11 @@ def main() -> None:
     ap.add_argument("--pg", default=None, help="a PostgreSQL URL of an empty database")
     args = ap.parse_args()
 
-    server = None
-    url = args.pg
-    if url is None:
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-        from pg_server import PostgresServer, find_pg_bin
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from pg_server import benchmark_database
 
-        bin_dir = find_pg_bin()
-        if bin_dir is None:
-            raise SystemExit("no PostgreSQL server binary found; pass --pg URL")
-        server = PostgresServer(bin_dir, tag="-bench")
-        server.start()
-        url = server.new_database("answer")
+    database = contextlib.ExitStack()
+    url, _ = database.enter_context(benchmark_database(args.pg, "answer"))
     try:
         study = create_study("coat", "randomized-straddle", SPACE, storage=url, seed=1)
         for i in range(20):
@@ -205,8 +199,7 @@ def main() -> None:
         print(f"load: {os.getloadavg()[0]:.2f}")
     finally:
         dispose_engines()
-        if server is not None:
-            server.close()
+        database.close()
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ Run:  OMP_NUM_THREADS=1 nice -n 5 python benchmarks/storage_speed.py [--answers 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing as mp
 import os
 import statistics
@@ -165,18 +166,11 @@ def main() -> None:
     ap.add_argument("--pg", default=None, help="a PostgreSQL URL of an empty database")
     args = ap.parse_args()
 
-    server = None
-    pg_url = args.pg
-    if pg_url is None:
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
-        from pg_server import PostgresServer, find_pg_bin
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from pg_server import benchmark_database
 
-        bin_dir = find_pg_bin()
-        if bin_dir is None:
-            raise SystemExit("no PostgreSQL server binary found; pass --pg URL")
-        server = PostgresServer(bin_dir, tag="-bench", durable=True)  # fsync on, as SQLite
-        server.start()
-        pg_url = server.new_database("bench")
+    database = contextlib.ExitStack()
+    pg_url, server = database.enter_context(benchmark_database(args.pg, "bench", durable=True))
     tmp = tempfile.mkdtemp(prefix="boloop-bench-")
     try:
         sqlite_url = f"sqlite:///{os.path.join(tmp, 'speed.db')}"
@@ -210,8 +204,7 @@ def main() -> None:
                 )
         print(f"load: {os.getloadavg()[0]:.2f}")
     finally:
-        if server is not None:
-            server.close()
+        database.close()
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)

@@ -11,6 +11,7 @@ server acknowledged: WAL is still written before a commit returns, only not forc
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import pwd
@@ -19,10 +20,10 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["PostgresServer", "find_pg_bin"]
+__all__ = ["PostgresServer", "benchmark_database", "find_pg_bin"]
 
 
 def find_pg_bin() -> str | None:
@@ -219,3 +220,24 @@ class PostgresServer:
                 if s.connect_ex(("127.0.0.1", self.port)) != 0:
                     return
             time.sleep(0.05)
+
+
+@contextlib.contextmanager
+def benchmark_database(
+    url: str | None, prefix: str, durable: bool = False
+) -> Iterator[tuple[str, PostgresServer | None]]:
+    """The PostgreSQL database a benchmark measures, and the server it started (None when given
+    one): ``url`` as given (its ``--pg``), else an empty database of a throwaway server started
+    here (``durable``: fsync on) and closed when the block ends."""
+    if url is not None:
+        yield url, None
+        return
+    bin_dir = find_pg_bin()
+    if bin_dir is None:
+        raise SystemExit("no PostgreSQL server binary found; pass --pg URL")
+    server = PostgresServer(bin_dir, tag="-bench", durable=durable)
+    server.start()
+    try:
+        yield server.new_database(prefix), server
+    finally:
+        server.close()

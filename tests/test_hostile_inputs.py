@@ -17,6 +17,15 @@ LEVEL_SET = {
     "parameters": [{"name": "t", "low": 0.0, "high": 1.0, "grid": 11}],
     "threshold": 0.5,
 }
+#: a safe study's space: dose (monotone) x time, limit h = 1
+SAFE = {
+    "parameters": [
+        {"name": "dose", "low": 0.0, "high": 1.0, "grid": 5},
+        {"name": "time", "low": 0.0, "high": 1.0, "grid": 3},
+    ],
+    "monotone": "dose",
+    "h": 1.0,
+}
 
 
 @pytest.fixture
@@ -64,14 +73,7 @@ def test_a_point_naming_a_parameter_twice_is_refused(tmp_path, url, params):
 
 @pytest.mark.parametrize("answer", ["f=0.1,g=0.2,f=0.3", '{"f": 0.1, "g": 0.2, "g": 0.3}'])
 def test_an_answer_naming_an_output_twice_is_refused(url, answer):
-    space = {
-        "parameters": [
-            {"name": "dose", "low": 0.0, "high": 1.0, "grid": 5},
-            {"name": "time", "low": 0.0, "high": 1.0, "grid": 3},
-        ],
-        "monotone": "dose",
-        "h": 1.0,
-    }
+    space = SAFE
     study = create_study("trial", "m-safeopt", space, seed=0, storage=url)
     q = study.ask()
     before = _log("trial", url)
@@ -240,14 +242,7 @@ def test_a_safe_noise_setting_that_is_no_number_is_refused_naming_it(url):
     """``noise_g = "x"`` in [settings] was refused as "method 'm-safeopt' cannot be built with
     options (none): could not convert string to float: 'x'", naming neither the setting nor
     where it was given."""
-    space = {
-        "parameters": [
-            {"name": "dose", "low": 0.0, "high": 1.0, "grid": 5},
-            {"name": "time", "low": 0.0, "high": 1.0, "grid": 3},
-        ],
-        "monotone": "dose",
-        "h": 1.0,
-    }
+    space = SAFE
     for bad in ("x", None, -1.0, [1e-4]):
         with pytest.raises(BoloopError, match=r"noise_g must be"):
             create_study("trial", "m-safeopt", {**space, "settings": {"noise_g": bad}}, seed=0,
@@ -257,15 +252,7 @@ def test_a_safe_noise_setting_that_is_no_number_is_refused_naming_it(url):
 
 def test_a_safe_seed_with_a_name_that_is_no_parameter_is_refused(url):
     """``{"dose": 0, "time": 0.5, "tmie": 0.9}`` was taken, the misspelt value dropped."""
-    space = {
-        "parameters": [
-            {"name": "dose", "low": 0.0, "high": 1.0, "grid": 5},
-            {"name": "time", "low": 0.0, "high": 1.0, "grid": 3},
-        ],
-        "monotone": "dose",
-        "h": 1.0,
-        "safe_seeds": [{"dose": 0.0, "time": 0.5, "tmie": 0.9}],
-    }
+    space = {**SAFE, "safe_seeds": [{"dose": 0.0, "time": 0.5, "tmie": 0.9}]}
     with pytest.raises(BoloopError, match=r"safe_seeds\[0\] has unknown parameter names \['tmie'\]"):
         create_study("trial", "m-safeopt", space, seed=0, storage=url)
     assert list_studies(storage=url) == []
