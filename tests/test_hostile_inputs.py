@@ -431,3 +431,27 @@ def test_the_create_form_refuses_options_nested_too_deeply(url, options):
     r = client.post("/studies", data=form, files=[("space", space)])
     assert r.status_code == 400, r.status_code
     assert list_studies(storage=url) == []
+
+
+def test_a_study_whose_older_notes_have_control_characters_can_be_continued(tmp_path):
+    """A note an older boloop stored with a control character or a byte that was not UTF-8
+    does not stop ``create_study(NEW, from_study=OLD)``: the carried note shows U+FFFD in its
+    place (the carry was refused: 'note has a character that is not text', of a note the
+    person never typed)."""
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    for value, note in ((0.2, "ESCNOTE"), (0.4, "BADNOTE")):
+        q = study.ask()
+        study.tell(q.id, value, note=note)
+    con = sqlite3.connect(tmp_path / "old.db")
+    with con:  # as an older boloop stored them
+        con.execute("UPDATE boloop_events SET payload = replace(payload, 'ESCNOTE', 'a\\u001bb')")
+        con.execute("UPDATE boloop_events SET payload = replace(payload, 'BADNOTE', 'caf\\udce9')")
+        con.execute("DELETE FROM boloop_snapshots")
+    con.close()
+    new = create_study("coat2", from_study="coat", storage=url)
+    notes = [row["note"] for row in new.history()]
+    assert len(notes) == 2
+    assert notes[0].endswith(": a\ufffdb") and notes[1].endswith(": caf\ufffd"), notes
