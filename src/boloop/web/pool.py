@@ -210,7 +210,8 @@ class StudyPool:
         raise StorageNoAnswerError(
             f"storage {safe_url(self.url)!r}: the database server does not answer (a request "
             f"before this one waited {self.answer_seconds:g} s for it, and it has not answered "
-            "since). Nothing of this request was stored; repeat it when the server answers again"
+            "since). Nothing of this request was stored; repeat it when the server answers again",
+            sent=False,
         )
 
     def add(self, study: Study) -> None:
