@@ -236,6 +236,31 @@ def test_the_api_refuses_an_answer_with_a_key_it_does_not_know(url):
     assert _log("coat", url) == before
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"query_id": QID, "answer": 0.1, "answer": 0.9}',
+        '{"query_id": QID, "answer": {"f": 0.1, "f": 0.9}}',
+        '{"query_id": QID, "answer": 0.4, "note": "a", "note": "b"}',
+    ],
+)
+def test_the_api_refuses_a_body_naming_a_key_twice(url, body):
+    """A JSON body naming a key twice: the last value was stored silently, as a typed answer
+    naming an output twice was (``f=0.1,f=0.9``, refused by ``read_json``)."""
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    q = study.ask()
+    before = _log("coat", url)
+    r = _client(url).post(
+        "/api/studies/coat/tell",
+        content=body.replace("QID", str(q.id)),
+        headers={"content-type": "application/json"},
+    )
+    assert r.status_code == 400 and "is given twice" in r.json()["detail"], r.text
+    assert _log("coat", url) == before
+    ok = _client(url).post("/api/studies/coat/tell", json={"query_id": q.id, "answer": 0.4})
+    assert ok.status_code == 200, ok.text
+
+
 def test_a_safe_noise_setting_that_is_no_number_is_refused_naming_it(url):
     """``noise_g = "x"`` in [settings] was refused as "method 'm-safeopt' cannot be built with
     options (none): could not convert string to float: 'x'", naming neither the setting nor
