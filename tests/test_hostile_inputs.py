@@ -357,6 +357,33 @@ def test_an_export_that_fails_leaves_no_half_written_file(tmp_path):
         assert len(out.read_text(encoding="utf-8", errors="replace").splitlines()) == 3
 
 
+def test_an_export_writes_through_a_link_and_keeps_the_files_permissions(tmp_path):
+    """Written beside its file and renamed (so that a failed write leaves none half-written),
+    an export replaced a link with a file of its own (the file the link names kept its old
+    rows) and gave a file shared with a group the permissions of the process's umask."""
+    import os
+    import stat
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    q = study.ask()
+    study.tell(q.id, 0.4)
+    (tmp_path / "results").mkdir()
+    shared = tmp_path / "results" / "coat.csv"
+    shared.write_text("last week's rows\n", encoding="utf-8")
+    shared.chmod(0o664)
+    (tmp_path / "latest.csv").symlink_to(shared)
+    old_umask = os.umask(0o077)
+    try:
+        study.export(str(tmp_path / "latest.csv"))
+    finally:
+        os.umask(old_umask)
+    assert (tmp_path / "latest.csv").is_symlink()
+    assert shared.read_text(encoding="utf-8").startswith("query_id,"), shared.read_text()
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o664
+    assert not [p for p in tmp_path.rglob("*.part")]  # nothing left beside either
+
+
 # -- storage URLs ------------------------------------------------------------------------------
 def test_a_sqlite_url_with_two_slashes_is_refused_saying_how_to_write_it(tmp_path):
     """``sqlite://lab.db`` (a slash short) is SQLite in memory to SQLAlchemy: ``create`` said
