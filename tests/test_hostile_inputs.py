@@ -238,6 +238,31 @@ def test_the_api_refuses_an_answer_with_a_key_it_does_not_know(url):
     assert _log("coat", url) == before
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"query_id": QID, "answer": 0.1, "answer": 0.9}',
+        '{"query_id": QID, "answer": {"f": 0.1, "f": 0.9}}',
+        '{"query_id": QID, "answer": 0.4, "note": "a", "note": "b"}',
+    ],
+)
+def test_the_api_refuses_a_body_naming_a_key_twice(url, body):
+    """A JSON body naming a key twice: the last value was stored silently, as a typed answer
+    naming an output twice was (``f=0.1,f=0.9``, refused by ``read_json``)."""
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    q = study.ask()
+    before = _log("coat", url)
+    r = _client(url).post(
+        "/api/studies/coat/tell",
+        content=body.replace("QID", str(q.id)),
+        headers={"content-type": "application/json"},
+    )
+    assert r.status_code == 400 and "is given twice" in r.json()["detail"], r.text
+    assert _log("coat", url) == before
+    ok = _client(url).post("/api/studies/coat/tell", json={"query_id": q.id, "answer": 0.4})
+    assert ok.status_code == 200, ok.text
+
+
 def test_a_safe_noise_setting_that_is_no_number_is_refused_naming_it(url):
     """``noise_g = "x"`` in [settings] was refused as "method 'm-safeopt' cannot be built with
     options (none): could not convert string to float: 'x'", naming neither the setting nor
@@ -333,6 +358,33 @@ def test_an_export_that_fails_leaves_no_half_written_file(tmp_path):
         assert not out.exists(), out.read_text(encoding="utf-8", errors="replace")
     else:
         assert len(out.read_text(encoding="utf-8", errors="replace").splitlines()) == 3
+
+
+def test_an_export_writes_through_a_link_and_keeps_the_files_permissions(tmp_path):
+    """Written beside its file and renamed (so that a failed write leaves none half-written),
+    an export replaced a link with a file of its own (the file the link names kept its old
+    rows) and gave a file shared with a group the permissions of the process's umask."""
+    import os
+    import stat
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    q = study.ask()
+    study.tell(q.id, 0.4)
+    (tmp_path / "results").mkdir()
+    shared = tmp_path / "results" / "coat.csv"
+    shared.write_text("last week's rows\n", encoding="utf-8")
+    shared.chmod(0o664)
+    (tmp_path / "latest.csv").symlink_to(shared)
+    old_umask = os.umask(0o077)
+    try:
+        study.export(str(tmp_path / "latest.csv"))
+    finally:
+        os.umask(old_umask)
+    assert (tmp_path / "latest.csv").is_symlink()
+    assert shared.read_text(encoding="utf-8").startswith("query_id,"), shared.read_text()
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o664
+    assert not [p for p in tmp_path.rglob("*.part")]  # nothing left beside either
 
 
 # -- storage URLs ------------------------------------------------------------------------------
@@ -456,3 +508,27 @@ def test_find_floor_names_the_family_of_a_study_it_does_not_apply_to(url, method
     study = create_study("x", method, problem=problem, seed=0, storage=url)
     with pytest.raises(BoloopError, match=f"is {family} study: the search for min_lengthscale_g"):
         study.find_floor_g()
+
+
+def test_a_study_whose_older_notes_have_control_characters_can_be_continued(tmp_path):
+    """A note an older boloop stored with a control character or a byte that was not UTF-8
+    does not stop ``create_study(NEW, from_study=OLD)``: the carried note shows U+FFFD in its
+    place (the carry was refused: 'note has a character that is not text', of a note the
+    person never typed)."""
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    for value, note in ((0.2, "ESCNOTE"), (0.4, "BADNOTE")):
+        q = study.ask()
+        study.tell(q.id, value, note=note)
+    con = sqlite3.connect(tmp_path / "old.db")
+    with con:  # as an older boloop stored them
+        con.execute("UPDATE boloop_events SET payload = replace(payload, 'ESCNOTE', 'a\\u001bb')")
+        con.execute("UPDATE boloop_events SET payload = replace(payload, 'BADNOTE', 'caf\\udce9')")
+        con.execute("DELETE FROM boloop_snapshots")
+    con.close()
+    new = create_study("coat2", from_study="coat", storage=url)
+    notes = [row["note"] for row in new.history()]
+    assert len(notes) == 2
+    assert notes[0].endswith(": a\ufffdb") and notes[1].endswith(": caf\ufffd"), notes

@@ -291,3 +291,51 @@ def test_the_limit_is_checked(tmp_path, value):
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert "answer limit must be 0 (no limit) or a number of seconds" in r.stderr
     assert "boloop serve: http" not in r.stderr
+
+
+@pytest.mark.xdist_group("postgres")
+def test_a_request_queued_behind_one_that_waits_says_nothing_of_it_was_stored(pg_server, pg_url):
+    """While the database does not answer, an answer queued behind a request that holds the
+    study (and waits for the database) is refused without being sent: the API says ``stored``
+    false and the page that it was NOT stored (it said 'may be stored, or not', and the API
+    ``stored``: null, beside a detail saying 'Nothing of this request was stored')."""
+    make_study("coat", pg_url, answers=1, key="lev1", fast=True)
+    relay, url = _relayed(pg_url)
+    app = create_app(url, storage_check_seconds=0, storage_answer_seconds=LIMIT)
+    client = TestClient(app, follow_redirects=False)
+    try:
+        page = client.get("/studies/coat")
+        assert page.status_code == 200
+        csrf = _csrf(page.text)
+        qid = client.post("/api/studies/coat/ask").json()["id"]
+        relay.silent.set()
+        assert client.get("/api/studies/coat").status_code == 503  # the database is silent now
+
+        def queued(call):
+            """``call`` made while another request holds the study, waiting for the database
+            (a new connection: its timeout, 2 s at the least)."""
+            holder = threading.Thread(target=lambda: TestClient(app).get("/api/studies/coat"))
+            holder.start()
+            time.sleep(0.5)  # the holder has the study
+            try:
+                return call()
+            finally:
+                holder.join(timeout=60)
+
+        tell = {"query_id": qid, "answer": 0.51}
+        r = queued(lambda: client.post("/api/studies/coat/tell", json=tell))
+        assert r.status_code == 503, r.text
+        body = r.json()
+        assert "Nothing of this request was stored" in body["detail"], body
+        assert body["stored"] is False, body
+
+        sent = {"csrf": csrf, "query_id": str(qid), "value": "0.51"}
+        r = queued(lambda: client.post("/studies/coat/tell", data=sent))
+        assert r.status_code == 503
+        assert "The database does not answer" in r.text
+        assert f"Your answer to query {qid} was NOT stored" in r.text
+        assert "may be stored, or not" not in r.text
+    finally:
+        relay.silent.clear()
+        relay.close()
+    assert _answers(pg_url, qid) == []

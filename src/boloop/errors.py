@@ -108,7 +108,16 @@ class StorageNoAnswerError(StorageUnavailableError):
     was cut, so nothing waits on it any more. Temporary, like any
     :class:`StorageUnavailableError`; but a write whose commit the server received before it
     went silent may be stored after all (it commits when the server goes on): repeating it is
-    then refused as already answered, never stored twice."""
+    then refused as already answered, never stored twice.
+
+    ``sent`` is False where the request sent nothing to the database at all (it was queued
+    behind one that waited, :meth:`boloop.web.pool.StudyPool.run`): then nothing of it is
+    stored, for sure."""
+
+    def __init__(self, message: str, *, sent: bool = True) -> None:
+        super().__init__(message)
+        #: whether the request sent anything to the database (False: nothing of it is stored)
+        self.sent = sent
 
 
 class StorageAccessError(StorageError):

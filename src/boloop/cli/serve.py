@@ -10,10 +10,6 @@ from typing import Any
 
 __all__ = ["register"]
 
-#: the longest --poll: a page waits with the browser's setTimeout, which takes at most 2**31 - 1
-#: milliseconds (24.8 days) and fires at once for anything longer
-
-
 def _port(text: str) -> int:
     """``--port``: an integer 0-65535 (0: any free port); else argparse's one-line error (it
     was an OverflowError traceback from the socket's bind)."""

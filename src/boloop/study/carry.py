@@ -37,7 +37,7 @@ from boloop.errors import (
     UnknownIdError,
 )
 from boloop.study.log import Event, moved_mark, safe_url, url_for_command, utc_words
-from boloop.study.naming import MAX_NOTE_CHARS, _check_name
+from boloop.study.naming import MAX_NOTE_CHARS, _as_text, _check_name
 from boloop.study.replay import (
     _registered,
     _users_method,
@@ -436,13 +436,15 @@ _CUT = " [cut]"
 def _provenance(old: str, a: CarriedAnswer) -> str:
     """The note of a carried answer: where it came from and when it was given (the new study's
     event carries the time of the carry), then the old answer's own note; a note too long for
-    the new one ends in ``[cut]``."""
+    the new one ends in ``[cut]``. A character the old note has that a note may not have now
+    (a control character, a byte that was not UTF-8, stored by an older boloop) is carried as
+    U+FFFD: the whole carry was refused for it."""
     where = f"query {a.query_id}" if a.query_id is not None else f"your own data, event {a.seq}"
     text = f"from study {old!r}, {where}"
     if a.given_at:
         text = f"{text}, given {a.given_at}"
     if a.note:
-        text = f"{text}: {a.note}"
+        text = f"{text}: {_as_text(a.note)}"
     if len(text) > MAX_NOTE_CHARS:
         text = text[: MAX_NOTE_CHARS - len(_CUT)] + _CUT
     return text

@@ -13,6 +13,7 @@ import csv
 import json
 import numbers
 import os
+import shutil
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -233,11 +234,17 @@ class StudyHistory:
         hist = self.history(withdrawn=withdrawn)
         # written beside it, then renamed: a write that fails (a full disk, a note an older
         # boloop stored that cannot be encoded) leaves no half-written file, and a file that
-        # was there stays as it was
-        part = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.part")
+        # was there stays as it was. A link is written through (the file it names is
+        # replaced, the link stays), and a file that was there keeps its permissions
+        target = os.path.realpath(path)
+        part = os.path.join(
+            os.path.dirname(target), f".{os.path.basename(target)}.{os.getpid()}.part"
+        )
         try:
             self._write_export(part, ext, hist, withdrawn)
-            os.replace(part, path)
+            if os.path.exists(target):
+                shutil.copymode(target, part)
+            os.replace(part, target)
         except OSError as exc:
             raise InvalidInputError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
         finally:

@@ -30,6 +30,19 @@ def _not_text(text: str, allowed: str = "") -> str | None:
     return None
 
 
+def _as_text(text: str, allowed: str = "\t\n\r") -> str:
+    """``text`` with every character :func:`_not_text` refuses (a control character other than
+    those in ``allowed``, a lone surrogate) replaced by U+FFFD: a note an older boloop stored,
+    carried into a note that the checks of today's take."""
+    return "".join(
+        "\ufffd"
+        if (unicodedata.category(ch) == "Cc" and ch not in allowed)
+        or unicodedata.category(ch) == "Cs"
+        else ch
+        for ch in text
+    )
+
+
 def _check_name(name: Any) -> str:
     """A new study's name, as given, or an :class:`InvalidInputError` saying what is wrong.
     Checked when a study is created only: a stored study loads under the name it has."""

@@ -12,13 +12,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
-from boloop.errors import NoMoreQueriesError, QueryStateError
+from boloop.errors import AnswerTypeError, NoMoreQueriesError, QueryStateError
 from boloop.study import Study
+from boloop.study.answers import read_json
 from boloop.web.answer_forms import _tell_conflict
 from boloop.web.paths import study_name
 from boloop.web.site import Site
@@ -63,6 +64,19 @@ class TellBody(BaseModel):
     note: str | None = Field(
         default=None, description="free text stored with the answer, never read by the method"
     )
+
+
+async def _no_key_twice(request: Request) -> None:
+    """Refuse (400) a JSON body that names a key twice (``{"answer": 0.1, "answer": 0.9}``, or
+    twice in the answer's own object): JSON's readers keep the last value silently, and it was
+    stored, as a typed answer naming an output twice no longer is
+    (:func:`boloop.study.answers.read_json`). A body that is no JSON is FastAPI's own 422."""
+    try:
+        read_json((await request.body()).decode("utf-8"))
+    except AnswerTypeError as exc:
+        raise HTTPException(400, f"the request's JSON: {exc}; nothing was stored") from None
+    except ValueError:  # no JSON (or not UTF-8): FastAPI says so
+        pass
 
 
 def api_routes(site: Site) -> APIRouter:
@@ -134,6 +148,7 @@ def api_routes(site: Site) -> APIRouter:
         "/api/studies/{name}/tell",
         **{
             **api,
+            "dependencies": [*api["dependencies"], Depends(_no_key_twice)],
             "responses": {
                 200: {
                     "description": "stored: `stored`, `query_id`, `answered` (answers in "

@@ -97,7 +97,7 @@ class StudyPool:
         watch_connections(self.url, self.outage.connection)  # from here on, every attempt
         self._studies: dict[str, tuple[Study, threading.Lock]] = {}
         #: held while a study is loaded (its log read and replayed), one per name
-        self._loading: dict[str, threading.Lock] = {}
+        self._loading: dict[str, _Loading] = {}
         self._lock = threading.Lock()
 
     def ready(self) -> str:
@@ -158,24 +158,35 @@ class StudyPool:
 
     def get(self, name: str) -> tuple[Study, threading.Lock]:
         """Study ``name`` and its lock, loaded if the pool does not hold it yet (one load of a
-        name at a time; the pool's own lock is never held while the storage is read)."""
+        name at a time; the pool's own lock is never held while the storage is read). A name's
+        loading lock is kept only while a request holds or waits for it: names asked for and
+        not found (a 404) leave nothing behind."""
         self.ready()
         with self._lock:
             hit = self._studies.get(name)
-            loading = self._loading.setdefault(name, threading.Lock())
-        if hit is not None:
-            return hit
-        self._take(loading)
+            if hit is not None:
+                return hit
+            loading = self._loading.get(name)
+            if loading is None:
+                loading = self._loading[name] = _Loading()
+            loading.users += 1
         try:
-            with self._lock:
-                hit = self._studies.get(name)
-            if hit is None:
-                loaded = (load_study(name, storage=self.url), threading.Lock())
+            self._take(loading.lock)
+            try:
                 with self._lock:
-                    hit = self._studies.setdefault(name, loaded)
-            return hit
+                    hit = self._studies.get(name)
+                if hit is None:
+                    loaded = (load_study(name, storage=self.url), threading.Lock())
+                    with self._lock:
+                        hit = self._studies.setdefault(name, loaded)
+                return hit
+            finally:
+                loading.lock.release()
         finally:
-            loading.release()
+            with self._lock:
+                loading.users -= 1
+                if not loading.users:
+                    del self._loading[name]
 
     def _take(self, lock: threading.Lock) -> None:
         """Take ``lock``, which another request may hold while it waits for the database. Held
@@ -199,7 +210,8 @@ class StudyPool:
         raise StorageNoAnswerError(
             f"storage {safe_url(self.url)!r}: the database server does not answer (a request "
             f"before this one waited {self.answer_seconds:g} s for it, and it has not answered "
-            "since). Nothing of this request was stored; repeat it when the server answers again"
+            "since). Nothing of this request was stored; repeat it when the server answers again",
+            sent=False,
         )
 
     def add(self, study: Study) -> None:
@@ -238,6 +250,17 @@ class StudyPool:
                 return fn(study)
             finally:
                 lock.release()
+
+
+class _Loading:
+    """The lock of one name's load (:meth:`StudyPool.get`) and how many requests hold or wait
+    for it (the entry goes when none does)."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.users = 0
 
 
 def _has_database_server(url: str) -> bool:

@@ -273,8 +273,10 @@ class Site:
         that was storing something says what in ``request.state.unsent`` (:func:`_unsent`)."""
         # other writers kept the study busy (StorageBusyError): the same answer, a shorter wait
         busy = isinstance(exc, StorageBusyError)
-        # no answer: what a request was storing may be stored after all (a commit it sent)
+        # no answer: what a request was storing may be stored after all (a commit it sent),
+        # unless it sent nothing (queued behind a request that waited: StudyPool's)
         silent = isinstance(exc, StorageNoAnswerError)
+        maybe_stored = isinstance(exc, StorageNoAnswerError) and exc.sent
         if busy:
             logger.warning("%s %s: %s", request.method, request.url.path, exc)
         else:  # the outage is logged once, when it begins and ends (OutageLog), not per request
@@ -287,7 +289,7 @@ class Site:
                 {
                     "detail": str(exc),
                     "error": error,
-                    "stored": None if silent and request.method == "POST" else False,
+                    "stored": None if maybe_stored and request.method == "POST" else False,
                 },
                 status_code=503,
                 headers=headers,
@@ -301,6 +303,7 @@ class Site:
             retry_after=retry_after,
             busy=busy,
             silent=silent,
+            maybe_stored=maybe_stored,
         )
         resp.headers.update(headers)
         return resp
