@@ -9,6 +9,7 @@ its own, on an empty results directory.
 
 from __future__ import annotations
 
+import csv
 import os
 import shutil
 import subprocess
@@ -126,3 +127,40 @@ def test_levelset_analyze_without_arguments_prints_the_usage_and_writes_nothing(
     assert run.returncode != 0
     assert "at least one RESULTS.csv (nothing was written)" in run.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def _levelset_results(path: Path, problem: str, method: str, loss: float) -> None:
+    """A results.csv of 2 seeds x 50 steps, the columns analyze.py reads."""
+    lines = ["problem,method,seed,step,loss,fscore\n"]
+    for seed in (0, 1):
+        for step in range(1, 51):
+            lines.append(f"{problem},{method},{seed},{step},{loss / step + seed},{0.5 + seed / 10}\n")
+    path.write_text("".join(lines))
+
+
+def test_levelset_analyze_on_one_method_keeps_the_others_and_compares_from_the_whole_table(
+    tmp_path,
+):
+    pytest.importorskip("matplotlib")
+    script = ROOT / "docs" / "reproductions" / "levelset" / "analyze.py"
+    ours, theirs = tmp_path / "ours.csv", tmp_path / "theirs.csv"
+    _levelset_results(ours, "levelset/toy", "randomized-straddle", 1.0)
+    _levelset_results(theirs, "levelset/toy", "straddle", 3.0)
+    run = _run(script, "out", str(ours), str(theirs), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    out = tmp_path / "out"
+    first = (out / "comparisons.csv").read_text()
+    assert "levelset/toy,straddle,50,loss" in first
+    picture = (out / "toy.png").read_bytes()
+    # the other method re-run alone, with other numbers: its rows replaced, ours kept
+    _levelset_results(theirs, "levelset/toy", "straddle", 5.0)
+    run = _run(script, "out", str(theirs), cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert "kept from the stored table" in run.stderr and "randomized-straddle" in run.stderr
+    assert "toy.png not redrawn: these results lack randomized-straddle" in run.stderr
+    assert (out / "toy.png").read_bytes() == picture
+    rows = list(csv.DictReader((out / "comparisons.csv").open()))
+    at50 = {r["metric"]: float(r["proposed_minus_other"]) for r in rows if r["step"] == "50"}
+    # loss at step 50: ours 1/50 + 0.5 (mean of seeds), theirs now 5/50 + 0.5
+    assert at50["loss"] == pytest.approx(1 / 50 - 5 / 50, rel=1e-3)
+    assert "levelset/toy | randomized-straddle" in (out / "table.md").read_text()

@@ -282,14 +282,14 @@ def test_sqlite_has_no_answer_limit(tmp_path):
     assert client.get("/api/studies/coat").status_code == 200
 
 
-@pytest.mark.parametrize("value", [-1.0, float("nan"), float("inf")])
+@pytest.mark.parametrize("value", [-1.0, float("nan"), float("inf"), 1e-9, 0.4])
 def test_the_limit_is_checked(tmp_path, value):
     url = f"sqlite:///{tmp_path / 'lab.db'}"
     with pytest.raises(InvalidInputError, match="storage's answer limit"):
         create_app(url, storage_answer_seconds=value)
     r = run_cli(["serve", "--storage", url, "--storage-answer", str(value)], cwd=tmp_path)
     assert r.returncode == 2, (r.returncode, r.stderr)
-    assert "answer limit must be 0 (no limit) or a number of seconds" in r.stderr
+    assert "answer limit must be 0 (no limit) or at least 0.5 seconds" in r.stderr
     assert "boloop serve: http" not in r.stderr
 
 

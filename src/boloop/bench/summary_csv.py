@@ -93,7 +93,7 @@ def update_summary_csv(
     stored: list[dict[str, str]] = []
     columns = list(header)
     if path.exists():
-        with path.open(newline="") as fh:
+        with path.open(newline="", encoding="utf-8") as fh:
             reader = csv.DictReader(fh)
             stored = [dict(r) for r in reader if any(r.values())]
             # a column only the stored table has (say, one more round of a longer sweep) stays
@@ -120,7 +120,7 @@ def update_summary_csv(
     out = [row + [""] * (width - len(row)) for row in out]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", newline="") as fh:
+    with tmp.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(columns)
         writer.writerows(out)

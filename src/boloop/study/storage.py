@@ -708,7 +708,8 @@ def _no_answer_error(
         "if the server received the commit before it went silent, it is stored after all "
         "when it goes on (repeating an answer is then refused as 'already answered')"
         if what == "a commit"
-        else "nothing of the operation is stored (the server rolls it back)"
+        else "the server rolls back the transaction that was cut (what an earlier one of the "
+        "same request stored, such as a new study, stays)"
     )
     return StorageNoAnswerError(
         f"storage {display_url!r}: the database server does not answer ({what} has waited "

@@ -44,6 +44,7 @@ from boloop.study.storage import safe_url
 
 __all__ = [
     "ANSWER_SECONDS",
+    "MIN_ANSWER_SECONDS",
     "OutageLog",
     "REMIND_SECONDS",
     "STORAGE_CHECK_SECONDS",
@@ -64,6 +65,9 @@ STORAGE_CHECK_SECONDS = 30.0
 #: not answer and the request answers 503 (``boloop serve --storage-answer``; the connect
 #: timeout's length: a read of the list of studies takes milliseconds)
 ANSWER_SECONDS = 10.0
+#: the shortest answer limit taken: a database answers a statement in well under a second, and
+#: the watchdog looks ten times per limit
+MIN_ANSWER_SECONDS = 0.5
 
 
 def checked_interval(seconds: object) -> float:
@@ -87,18 +91,19 @@ def checked_interval(seconds: object) -> float:
 def checked_answer_limit(seconds: object) -> float:
     """The longest wait for the database's answer ``seconds`` (``--storage-answer``,
     ``create_app(storage_answer_seconds=)``): 0 (no limit: a request waits as long as the
-    database does) or a finite positive number; anything else is
-    :class:`~boloop.errors.InvalidInputError`."""
+    database does) or a finite number of seconds from :data:`MIN_ANSWER_SECONDS`; anything else
+    is :class:`~boloop.errors.InvalidInputError` (a limit of a nanosecond had the watchdog look
+    ten billion times a second, and cut every statement)."""
     from boloop.errors import InvalidInputError
 
     if (
         isinstance(seconds, bool)
         or not isinstance(seconds, int | float)
-        or not 0 <= seconds < math.inf
+        or not (seconds == 0 or MIN_ANSWER_SECONDS <= seconds < math.inf)
     ):
         raise InvalidInputError(
-            f"the storage's answer limit must be 0 (no limit) or a number of seconds, got "
-            f"{seconds!r}"
+            f"the storage's answer limit must be 0 (no limit) or at least "
+            f"{MIN_ANSWER_SECONDS:g} seconds, got {seconds!r}"
         )
     return float(seconds)
 
