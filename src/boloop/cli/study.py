@@ -274,12 +274,15 @@ def _in_lasting_storage(func: Any) -> Any:
     commands in their own process, such as the tests, use it.)"""
 
     def run(args: argparse.Namespace) -> int:
-        from boloop.study.storage import resolve_storage, sqlite_in_memory
-
         for option in ("storage", "from_storage"):
             given = getattr(args, option, None)
             if option == "from_storage" and given is None:
                 continue
+            named = given if given is not None else os.environ.get("BOLOOP_STORAGE")
+            if named is None or not _may_be_in_memory(named):
+                continue  # (storage.py, and SQLAlchemy with it, not imported: the quick path)
+            from boloop.study.storage import resolve_storage, sqlite_in_memory
+
             url = resolve_storage(given)
             if sqlite_in_memory(url):
                 where = f"--{option.replace('_', '-')}" if given else "$BOLOOP_STORAGE"
@@ -293,6 +296,17 @@ def _in_lasting_storage(func: Any) -> Any:
         return int(func(args) or 0)
 
     return run
+
+
+def _may_be_in_memory(url: str) -> bool:
+    """Whether ``url`` could be a SQLite database without a file, read from its text alone (the
+    full check, :func:`~boloop.study.storage.sqlite_in_memory`, parses it with SQLAlchemy, which
+    ``boloop study ask/tell`` on a SQLite file never imports)."""
+    text = url.strip().lower()
+    scheme, sep, rest = text.partition("://")
+    if not sep or not scheme.startswith("sqlite"):
+        return False
+    return rest.split("?", 1)[0] in ("", "/") or ":memory:" in rest or "mode=memory" in rest
 
 
 def _option_argument(p: argparse.ArgumentParser, what: str) -> None:
