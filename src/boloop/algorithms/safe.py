@@ -297,6 +297,8 @@ class _SafePolicy(BasePolicy):
     recommendation_meaning = "the best action the model certifies as safe"
     _outputs: tuple[str, ...] = ("f", "g")
     accepts_measurements = True  # observe(points, values): through _observe, as an answer
+    #: the certified safe boundary (grid indices of s per x, eq. 14), never lowered
+    certified: np.ndarray
 
     @property
     def measurement_outputs(self) -> tuple[str, ...]:

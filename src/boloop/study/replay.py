@@ -410,7 +410,7 @@ class StudyReplay:
             answer = ev.payload["answer"]
             try:
                 if ev.payload.get("label"):
-                    self._policy.add_labels(x[None, :], [bool(answer)])  # type: ignore[attr-defined]
+                    self._policy.add_labels(x[None, :], [bool(answer)])
                 else:
                     if (
                         isinstance(answer, dict)
