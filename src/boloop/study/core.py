@@ -428,9 +428,10 @@ class Study(StudyReplay, StudySnapshots, StudyHistory, StudyStatus, StudyTrials,
     def label(self, params: Mapping[str, Any], accepted: Any, note: str | None = None) -> None:
         """Record a label the expert gave outside the loop: ``accepted`` (bool, ``True`` =
         accept) at ``params`` -- the counterpart of :meth:`add` for a method with
-        ``accepts_labels`` (the expert family's COBOL; :meth:`BasePolicy.add_labels`). Refused like an answer (bad point, non-boolean label, an open
-        query the policy must see answered first), with nothing stored. ``note`` as in
-        :meth:`add`."""
+        ``accepts_labels`` (the expert family's COBOL; :meth:`BasePolicy.add_labels`). Refused
+        like an answer (bad point, non-boolean label, an open query the policy must see answered
+        first), with nothing stored; by a method without ``accepts_labels``, naming it. ``note``
+        as in :meth:`add`."""
         note = _check_note(note)
         x = params_to_point(self.space, params, "params")
         if not isinstance(accepted, bool | np.bool_):
