@@ -67,3 +67,54 @@ def test_the_web_templates_name_no_family():
         for m in pattern.finditer(path.read_text(encoding="utf-8"))
     ]
     assert found == []
+
+
+def _contract_members() -> set[str]:
+    """The public names of the policy contract (``BasePolicy``), optional members included."""
+    from boloop.queries import BasePolicy
+
+    class Nothing(BasePolicy):
+        def _propose(self):  # type: ignore[no-untyped-def]
+            raise NotImplementedError
+
+        def _observe(self, query, answer):  # type: ignore[no-untyped-def]
+            raise NotImplementedError
+
+        def recommend(self):  # type: ignore[no-untyped-def]
+            return None
+
+    built = vars(Nothing(0))  # the instance attributes __init__ sets
+    return {n for n in set(dir(BasePolicy)) | set(built) if not n.startswith("_")}
+
+
+def _duck_typed_reads(tree: ast.AST, members: set[str]) -> list[tuple[int, str]]:
+    """``getattr(x, "name", ...)`` / ``hasattr(x, "name")`` of a contract member's name."""
+    return [
+        (node.lineno, ast.unparse(node))
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "hasattr")
+        and len(node.args) >= 2
+        and isinstance(node.args[1], ast.Constant)
+        and node.args[1].value in members
+    ]
+
+
+def test_the_walk_finds_a_duck_typed_read_of_a_contract_member():
+    members = _contract_members()
+    assert {"predict", "horizon", "certified", "over_limit", "add_labels"} <= members
+    code = 'h = getattr(policy, "horizon", None)\nok = hasattr(p, "certified")\nx = getattr(q, "x")\n'
+    assert [line for line, _ in _duck_typed_reads(ast.parse(code), members)] == [1, 2]
+
+
+def test_study_web_and_cli_read_the_policy_through_its_contract():
+    """What a study reads of a method is a declared member of ``BasePolicy`` (with a neutral
+    default), never a name guessed with getattr/hasattr: a new family overrides members."""
+    members = _contract_members()
+    found = []
+    for layer in LAYERS:
+        for path in sorted((SRC / layer).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            found += [f"{path.relative_to(SRC)}:{n}: {t}" for n, t in _duck_typed_reads(tree, members)]
+    assert found == [], "read it as a member of BasePolicy instead:\n" + "\n".join(found)

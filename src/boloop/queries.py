@@ -404,6 +404,15 @@ class BasePolicy(ABC):
       :meth:`describe`, and, with ``accepts_measurements = True``,
       :meth:`_add_measurements`.
 
+    What a study, its pictures and its page read of a method beyond ask/tell is declared here
+    too, each with a neutral default that a family overrides where its paper has the thing
+    (``docs/methods.md``, "Writing your own method"): :meth:`predict` (the model picture),
+    :meth:`status_counts` (counts shown beside the answers), :attr:`horizon` (a planned number
+    of answers), ``accepts_labels`` with :meth:`add_labels` (an expert's labels given outside the
+    queries), :attr:`same_point` with :meth:`proposed_by` (why a rejected setting is measured
+    anyway), :meth:`over_limit` and :meth:`stall_message` (a safety limit's alarms, a stall in
+    the person's units), :meth:`state` and :attr:`certified` (a safe set's pictures).
+
     Every random number comes from ``self.rng``, made from the seed by ``__init__``.
 
     ``iteration`` counts completed iterations the way the family's paper counts its budget (by
@@ -423,6 +432,23 @@ class BasePolicy(ABC):
     #: the answer counts a study always shows for this method (zero included): some of
     #: ``evaluations``, ``labels``, ``duels``
     answer_counts: ClassVar[tuple[str, ...]] = ("evaluations",)
+    #: whether :meth:`add_labels` takes an expert's accept/reject labels given outside the
+    #: policy's own queries (the expert family's COBOL)
+    accepts_labels: ClassVar[bool] = False
+    #: two points are the same setting to the method's labels when they differ by at most this
+    #: much in every unit-cube coordinate (the expert family's ``SAME_POINT``); None: the method
+    #: does not tie labels to the settings it measures, and a study says nothing of a rejected
+    #: setting measured anyway (:meth:`proposed_by`)
+    same_point: ClassVar[float | None] = None
+    #: the number of answers the method plans for, when it plans for one (MR-LPF's horizon
+    #: ``T``, whose rounds are scheduled for exactly ``T`` duels); None: the method plans for
+    #: none. Shown by a study's status with how many answers are left.
+    horizon: int | None = None
+    #: the certified safe boundary of a method that certifies a safe set: per setting of the
+    #: other parameters, the grid index of the highest certified level of the monotone one
+    #: (M-SafeOpt's ``s_t^{(x)}``, eq. 14), an integer array (n_x,); None for a method that
+    #: certifies nothing. A study draws its growth when the family declares ``growth_picture``.
+    certified: np.ndarray | None = None
 
     def __init__(self, seed: int | np.random.Generator | None = None) -> None:
         self.seed = seed
@@ -533,6 +559,62 @@ class BasePolicy(ABC):
         """
         X, checked = self.check_measurements(points, values)
         self._add_measurements(X, checked)
+
+    def add_labels(self, X: Any, accepted: Any) -> None:
+        """Add labels an expert gave outside the policy's queries: ``X`` (k, d) in the space,
+        ``accepted`` (k,) booleans (``True`` = accept, as a :class:`Label` answer); what a
+        study's ``label`` gives the method. Policies with ``accepts_labels = False`` (the
+        default) refuse with :class:`~boloop.errors.InvalidInputError`; one that sets it
+        ``True`` overrides this, changing nothing when it raises."""
+        raise InvalidInputError(
+            f"method {self.method_id!r} does not take labels outside its own queries; answer "
+            "its queries with tell"
+        )
+
+    def predict(self, X: Any) -> Any:
+        """The method's model at the points ``X`` (m, d), in the space's coordinates, without
+        side effects: ``(mean, std)`` arrays (m,) of the modelled value, or a mapping holding
+        them as ``f_mean`` and ``f_std`` (the expert family, whose ``g`` is the expert's
+        latent judgement, drawn when the family declares ``expert_belief``). A study's model
+        picture draws it and a level-set status counts the undecided points with it. Raises
+        :class:`NotImplementedError` (the default: a method without such a model; the picture
+        then draws the data only) or a :class:`~boloop.errors.BoloopError` (no data yet)."""
+        raise NotImplementedError(f"method {self.method_id!r} has no model to predict with")
+
+    def status_counts(self) -> dict[str, int]:
+        """Counts of the method's own that a study's status shows beside its answer counts,
+        by name (COBOL: ``labels_asked``, ``labels_rejected``, the labels of its BO phase that
+        its budget does not count); ``{}`` (the default) for none."""
+        return {}
+
+    def proposed_by(self, query_id: int) -> str | None:
+        """Who chose the point of the open evaluation ``query_id``, for a method with
+        :attr:`same_point` (a study explains a setting the expert rejected and the method
+        measures anyway): ``"initial"``, ``"gp-lcb"``, ``"expert"``, ``"random"`` (the expert
+        family's words, :meth:`boloop.algorithms.expert.base.ExpertPolicy.proposed_by`); None
+        (the default) when the method does not say."""
+        return None
+
+    def over_limit(self) -> list[dict[str, Any]]:
+        """Every measured value above a safety limit so far, in the order measured, each
+        ``{"query", "point", "g", "h"}`` (``query`` None or negative for a measurement the user
+        added): the alarms a study prints after an answer. ``[]`` (the default) for a method
+        without a safety limit."""
+        return []
+
+    def stall_message(self, stall: Mapping[str, Any], unit: str = "") -> str:
+        """The words of a stall (``describe()["stall"]``, a dict with its ``message``) for the
+        person running a study, with the values of the stall's ``axis`` written in ``unit``
+        (the space file's unit of that parameter, which the method does not know). The default
+        is the ``message`` as it stands; the safe family writes its levels in the unit."""
+        return str(stall.get("message") or "")
+
+    def state(self) -> Any:
+        """The method's model state that a study's family picture draws, in the family's own
+        terms (the safe family: the bounds and sets of M-SafeOpt's Algorithm 1, drawn as the
+        certified safe set and the cells likely unsafe), computed without side effects; None
+        (the default) for a method without one."""
+        return None
 
     @property
     def pending(self) -> Query | None:

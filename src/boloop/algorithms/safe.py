@@ -297,6 +297,9 @@ class _SafePolicy(BasePolicy):
     recommendation_meaning = "the best action the model certifies as safe"
     _outputs: tuple[str, ...] = ("f", "g")
     accepts_measurements = True  # observe(points, values): through _observe, as an answer
+    #: the certified safe boundary (grid indices of s per x, eq. 14): kept from one round to the
+    #: next (``keep_certified``), started afresh after a measured g above h
+    certified: np.ndarray
 
     @property
     def measurement_outputs(self) -> tuple[str, ...]:

@@ -254,16 +254,15 @@ class Study(StudyReplay, StudySnapshots, StudyHistory, StudyStatus, StudyTrials,
     def _rejected_before(self, query: Query) -> str | None:
         """Why the open evaluation ``query`` is measured at a setting whose last label in
         effect (a query's or one the user added) is a reject, in one sentence; None where no
-        label rejected it. The same setting is the expert family's: within
-        :data:`~boloop.algorithms.expert.base.SAME_POINT` in every unit-cube coordinate. Why
-        comes from the method (``proposed_by``: Xu et al.'s Algorithm 1 as COBOL runs it, the
-        expert's veto binding the expert-augmented proposal, not GP-LCB's own step)."""
-        from boloop.algorithms.expert.base import SAME_POINT
-
-        read = getattr(self._policy, "proposed_by", None)  # the expert family's methods
+        label rejected it. The same setting is the method's (:attr:`BasePolicy.same_point`,
+        the expert family's ``SAME_POINT``: within it in every unit-cube coordinate); a method
+        without one gets no note. Why comes from the method (:meth:`BasePolicy.proposed_by`:
+        Xu et al.'s Algorithm 1 as COBOL runs it, the expert's veto binding the
+        expert-augmented proposal, not GP-LCB's own step)."""
+        same_point = self._policy.same_point
         box = self.space.box if isinstance(self.space, CandidateSet) else self.space
         x = getattr(query, "x", None)
-        if not callable(read) or not isinstance(box, Box) or x is None:
+        if same_point is None or not isinstance(box, Box) or x is None:
             return None
 
         def unit(point: Any) -> np.ndarray:
@@ -281,7 +280,7 @@ class Study(StudyReplay, StudySnapshots, StudyHistory, StudyStatus, StudyTrials,
                 point = asked.get("x")
             else:
                 continue
-            if point is None or np.max(np.abs(unit(point) - here)) > SAME_POINT:
+            if point is None or np.max(np.abs(unit(point) - here)) > same_point:
                 continue
             if bool(decode_answer(ev.payload.get("answer"))):
                 return None  # accepted at its last label here
@@ -301,7 +300,7 @@ class Study(StudyReplay, StudySnapshots, StudyHistory, StudyStatus, StudyTrials,
                 "that the measured value shows the method how far to follow the expert's "
                 "judgement."
             )
-        who = read(query.id)
+        who = self._policy.proposed_by(query.id)
         if who == "gp-lcb":
             return (
                 f"{head} because its own model of the measurements (GP-LCB) ranks it the most "
@@ -428,15 +427,16 @@ class Study(StudyReplay, StudySnapshots, StudyHistory, StudyStatus, StudyTrials,
 
     def label(self, params: Mapping[str, Any], accepted: Any, note: str | None = None) -> None:
         """Record a label the expert gave outside the loop: ``accepted`` (bool, ``True`` =
-        accept) at ``params`` -- the counterpart of :meth:`add` for the expert family (the
-        policy's ``add_labels``). Refused like an answer (bad point, non-boolean label, an open
-        query the policy must see answered first), with nothing stored. ``note`` as in
-        :meth:`add`."""
+        accept) at ``params`` -- the counterpart of :meth:`add` for a method with
+        ``accepts_labels`` (the expert family's COBOL; :meth:`BasePolicy.add_labels`). Refused
+        like an answer (bad point, non-boolean label, an open query the policy must see answered
+        first), with nothing stored; by a method without ``accepts_labels``, naming it. ``note``
+        as in :meth:`add`."""
         note = _check_note(note)
         x = params_to_point(self.space, params, "params")
         if not isinstance(accepted, bool | np.bool_):
             raise InvalidInputError(f"accepted must be a bool (True = accept), got {accepted!r}")
-        if not callable(getattr(self._policy, "add_labels", None)):
+        if not self._policy.accepts_labels:
             raise InvalidInputError(
                 f"method {self.method!r} does not take labels outside its own queries"
             )

@@ -250,7 +250,7 @@ class StudyReplay:
                 "which a new study cannot take as its own data)"
             )
         cls = self._policy_class()
-        if cls is not None and not getattr(cls, "accepts_measurements", False):
+        if cls is not None and not cls.accepts_measurements:
             return (
                 f"{why}. A new study cannot carry its {n} stored answers with this code: the "
                 f"method's policy ({cls.__name__}) does not take measurements outside its own "
@@ -265,7 +265,7 @@ class StudyReplay:
             f"{continue_call(self.name, self._storage)}"
         )
 
-    def _policy_class(self) -> type | None:
+    def _policy_class(self) -> type[BasePolicy] | None:
         """The class of the policy the method's code builds now (None when it cannot be built)."""
         policy = getattr(self, "_policy", None)
         if policy is not None:
@@ -410,7 +410,7 @@ class StudyReplay:
             answer = ev.payload["answer"]
             try:
                 if ev.payload.get("label"):
-                    self._policy.add_labels(x[None, :], [bool(answer)])  # type: ignore[attr-defined]
+                    self._policy.add_labels(x[None, :], [bool(answer)])
                 else:
                     if (
                         isinstance(answer, dict)

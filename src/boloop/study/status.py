@@ -59,9 +59,6 @@ def _asks_no_more(policy: Any) -> str | None:
     return None if reason is None else str(NoMoreQueriesError(reason))
 
 
-_LABEL_COUNTS = ("labels_asked", "labels_rejected")  # expert family: labels beside the budget
-
-
 def _index_in(space: Space, x: np.ndarray) -> int | None:
     """Index of ``x`` in a finite space (flat action index for a SafeSpace), else None."""
     if isinstance(space, CandidateSet | SafeSpace):
@@ -74,15 +71,15 @@ def _undecided_points(policy: Any, rec: Any) -> int | None:
     """How many candidates of a level-set estimate ``rec`` the policy's posterior leaves
     undecided (:func:`boloop.confidence.undecided`: the mean within 2
     standard deviations of the threshold, the light cells of the model picture); None when the
-    policy has no ``predict`` or the estimate no points."""
+    policy has no model (:meth:`BasePolicy.predict` raises ``NotImplementedError``) or the
+    estimate no points."""
     from boloop.confidence import undecided
 
     points = getattr(rec, "points", None)
-    predict = getattr(policy, "predict", None)
-    if points is None or not callable(predict):
+    if points is None:
         return None
     try:
-        mean, std = predict(np.asarray(points))
+        mean, std = policy.predict(np.asarray(points))
     except (BoloopError, NotImplementedError):  # e.g. no data yet
         return None
     return int(np.count_nonzero(undecided(mean, std, float(rec.threshold))))
@@ -219,7 +216,7 @@ class StudyStatus(StudyWarnings):
         # what the live policy says, read before a readout that may read it live (keep_policy)
         live = {
             "counts": {k: v for k, v in counts.items() if v or k in policy.answer_counts},
-            **{k: getattr(policy, k) for k in _LABEL_COUNTS if hasattr(policy, k)},
+            **policy.status_counts(),  # the method's own (COBOL: labels beside the budget)
             "withdrawn": sum(1 for e in self._events if e.kind == "withdrawn"),
             "iteration": int(policy.iteration),
             "iteration_meaning": policy.iteration_meaning,
@@ -307,7 +304,7 @@ class StudyStatus(StudyWarnings):
     def _horizon(self) -> dict[str, Any] | None:
         """The planned number of answers of methods that plan for one (MR-LPF's T), where it
         came from (``option``, ``settings``, ``default``) and how many are left."""
-        T = getattr(self._policy, "horizon", None)
+        T = self._policy.horizon
         if T is None or isinstance(T, bool) or not isinstance(T, numbers.Integral):
             return None
         if "horizon" in self.options:

@@ -82,8 +82,8 @@ class StudyWarnings:
         :meth:`status`'s warnings, read from the live policy (no copy, no replay): what
         ``boloop study tell`` and ``add`` print when an answer adds one. ``[]`` for a method
         without a safety limit."""
-        read = getattr(self._policy, "over_limit", None)
-        return self._over_limit({"over_limit": read()}) if callable(read) else []
+        alarms = self._policy.over_limit()
+        return self._over_limit({"over_limit": alarms}) if alarms else []
 
     def _over_limit(self, described: Mapping[str, Any]) -> list[str]:
         """Measured values over a safety limit that the method reported
@@ -361,9 +361,8 @@ class StudyWarnings:
         if isinstance(stall, Mapping) and stall.get("message"):
             text = str(stall["message"])
             unit = self.units().get(str(stall.get("axis")))
-            words = getattr(self._policy, "stall_message", None)
-            if unit and callable(words):  # the monotone parameter's values with their unit
-                text = words(stall, unit)
+            if unit:  # the stall axis's values with their unit (BasePolicy.stall_message)
+                text = self._policy.stall_message(stall, unit)
             far = stall.get("farthest")
             floor = stall.get("suggested_min_lengthscale_g")
             if far is not None and stall.get("finding"):

@@ -131,6 +131,9 @@ class ExpertPolicy(BasePolicy):
         "the measured point with the lowest predicted value (the expert family minimises)"
     )
     answer_counts = ("labels", "evaluations")
+    #: a study's note on a rejected setting measured anyway reads labels within this much of
+    #: the setting as labels of it (:meth:`proposed_by` says why it is measured)
+    same_point = SAME_POINT
 
     @property
     def beta_f(self) -> float:

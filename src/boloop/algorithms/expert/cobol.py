@@ -173,6 +173,7 @@ class COBOL(ExpertPolicy):
 
     method_id = "cobol"
     uses_labels = True
+    accepts_labels = True  # a study's label(params, accepted) -> add_labels
 
     @property
     def iteration_meaning(self) -> str:  # type: ignore[override]
@@ -763,6 +764,12 @@ class COBOL(ExpertPolicy):
                 return False
             return not bool(answer)  # a reject consumes the iteration; accept -> evaluation
         return True
+
+    def status_counts(self) -> dict[str, int]:
+        """The labels of the BO phase asked and rejected (``labels_asked``,
+        ``labels_rejected``): a study shows them beside its answers, since the budget counts
+        evaluations only."""
+        return {"labels_asked": self.labels_asked, "labels_rejected": self.labels_rejected}
 
     def describe(self) -> dict[str, Any]:
         d = super().describe()

@@ -37,12 +37,11 @@ from boloop.study.pictures.svg import (
 
 def _expert_g(study: Any, policy: Any) -> Callable[[np.ndarray], np.ndarray] | None:
     """The expert's latent g (COBOL's estimate, ``predict(X)["g"]``), if the policy has one."""
-    pred = getattr(policy, "predict", None)
-    if not family_traits(study.family).expert_belief or not callable(pred):
+    if not family_traits(study.family).expert_belief:
         return None
 
     def g(X: np.ndarray) -> np.ndarray:
-        return np.asarray(pred(X)["g"], dtype=np.float64)
+        return np.asarray(policy.predict(X)["g"], dtype=np.float64)
 
     try:
         g(np.asarray(_centre(study.space))[None, :])

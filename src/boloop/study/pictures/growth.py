@@ -72,7 +72,7 @@ def safe_growth(study: Any, history: list[dict[str, Any]] | None = None) -> list
     ``history``: ``study.history()`` read by the caller (a server reads it under the study's
     lock and replays without holding it; nothing else of the study changes after loading).
     """
-    if not family_traits(study.family).growth_picture or not hasattr(study.policy, "certified"):
+    if not family_traits(study.family).growth_picture or study.policy.certified is None:
         return []
     hist = study.history() if history is None else history
     key = (str(study.storage_url), str(study.name))

@@ -72,13 +72,11 @@ _MAX_SLICES = 6
 def _predictor(
     study: Any, policy: Any
 ) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None:
-    """The policy's public ``predict(X) -> (mean, std)`` (original coordinates), if any."""
-    pred = getattr(policy, "predict", None)
-    if not callable(pred):
-        return None
+    """The policy's ``predict(X) -> (mean, std)`` (original coordinates,
+    :meth:`BasePolicy.predict`), if it has a model (the default raises)."""
 
     def f(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        out = pred(X)
+        out = policy.predict(X)
         if isinstance(out, dict):  # the expert family: {"f_mean", "f_std", "g", ...}
             out = (out["f_mean"], out["f_std"])
         m, s = out

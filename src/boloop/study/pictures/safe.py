@@ -53,13 +53,14 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
     h = float(settings.get("h", settings.get("threshold", math.nan)))
     X, answers = _evaluations(study, hist)
     g = np.array([_scalar(a, "g") for a in answers])
-    state = getattr(policy, "state", None)
     bounds = sets = None
-    if callable(state) and hist:
+    if hist:
         try:
-            bounds, sets = state()
+            st = policy.state()  # BasePolicy.state: M-SafeOpt's bounds and sets here
         except Exception:  # noqa: BLE001 - not enough data for a posterior yet
-            bounds = sets = None
+            st = None
+        if st is not None:
+            bounds, sets = st
     s_vals = np.asarray(space.s_values, dtype=np.float64)
     xp = np.asarray(space.x_points, dtype=np.float64)
     sc = _cells(s_vals, s_vals[0], s_vals[-1])
