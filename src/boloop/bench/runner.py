@@ -70,6 +70,7 @@ import logging
 import math
 import multiprocessing as mp
 import os
+import re
 import signal
 import tempfile
 import threading
@@ -111,10 +112,18 @@ EXECUTORS = ("process", "dask")
 Key = tuple[str, str, int]
 
 
+#: most seeds one sweep takes (each is a run per problem and method): a typo such as
+#: ``0-99999999999`` is refused at once instead of filling the memory with seeds
+MAX_SEEDS = 100_000
+
+_SEEDS = re.compile(r"([0-9]+)(?:-([0-9]+))?")
+
+
 def parse_seeds(text: str | int | Sequence[int]) -> list[int]:
     """Seeds from ``"N"`` (0..N-1) or ``"A-B"`` (A..B inclusive), or a list of seeds.
 
-    ``"5-3"``, ``"0"``, negative numbers and duplicates are errors.
+    ``"5-3"``, ``"0"``, negative numbers, duplicates, digits other than 0-9 and more than
+    :data:`MAX_SEEDS` seeds are errors.
     """
     if isinstance(text, bool):
         raise InvalidInputError(f"seeds must be 'N' or 'A-B', got {text!r}")
@@ -123,20 +132,24 @@ def parse_seeds(text: str | int | Sequence[int]) -> list[int]:
     if not isinstance(text, str):
         seeds = [int(s) for s in text]
     else:
-        a, sep, b = text.strip().partition("-")
-        if not (a.isdigit() and (not sep or b.isdigit())):
+        found = _SEEDS.fullmatch(text.strip())
+        if found is None:  # "²" and "٣" are digits to str.isdigit, not to int()
             raise InvalidInputError(
                 f"seeds must be 'N' (0..N-1) or 'A-B' (inclusive), got {text!r}"
             )
-        if sep:
-            lo, hi = int(a), int(b)
-            if hi < lo:
-                raise InvalidInputError(f"seed range {text!r} is empty: {hi} < {lo}")
-            seeds = list(range(lo, hi + 1))
-        else:
-            if int(a) < 1:
-                raise InvalidInputError(f"seeds 'N' needs N >= 1, got {text!r}")
-            seeds = list(range(int(a)))
+        a, b = found.groups()
+        lo, hi = (int(a), int(b)) if b is not None else (0, int(a) - 1)
+        if b is None and hi < 0:
+            raise InvalidInputError(f"seeds 'N' needs N >= 1, got {text!r}")
+        if hi < lo:
+            raise InvalidInputError(f"seed range {text!r} is empty: {hi} < {lo}")
+        if hi - lo + 1 > MAX_SEEDS:
+            raise InvalidInputError(
+                f"seeds {text!r} are {hi - lo + 1} seeds; a sweep takes at most {MAX_SEEDS}"
+            )
+        seeds = list(range(lo, hi + 1))
+    if len(seeds) > MAX_SEEDS:
+        raise InvalidInputError(f"{len(seeds)} seeds; a sweep takes at most {MAX_SEEDS}")
     if not seeds or any(s < 0 for s in seeds):
         raise InvalidInputError(f"seeds must be non-negative and non-empty, got {text!r}")
     if len(set(seeds)) != len(seeds):
