@@ -27,3 +27,52 @@ def test_bench_run_refuses_seeds_it_cannot_read_or_hold(tmp_path, seeds, words):
     res = run_cli(["bench", "run", *SWEEP, "--seeds", seeds, "--out", "out"], cwd=tmp_path)
     assert_refused(res, words)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("command", [["bench", "run", *SWEEP, "--out"], ["demo", "--out"]])
+@pytest.mark.parametrize("out", ["notes.txt", "notes.txt/sweep"])
+def test_an_output_folder_that_is_a_file_is_refused_and_the_file_kept(tmp_path, command, out):
+    """``--out`` naming a file (or a folder inside one) was a NotADirectoryError traceback."""
+    (tmp_path / "notes.txt").write_text("my notes\n", encoding="utf-8")
+    res = run_cli([*command, out], cwd=tmp_path)
+    assert_refused(res, "'notes.txt' is a file, not a folder")
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "my notes\n"
+
+
+def test_bench_plot_refuses_an_output_folder_that_is_a_file(tmp_path):
+    pytest.importorskip("matplotlib")
+    res = run_cli(["bench", "run", *SWEEP, "--out", "sweep"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    (tmp_path / "notes.txt").write_text("my notes\n", encoding="utf-8")
+    res = run_cli(["bench", "plot", "sweep", "--out", "notes.txt"], cwd=tmp_path)
+    assert_refused(res, "'notes.txt' is a file, not a folder")
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "my notes\n"
+
+
+@pytest.mark.parametrize("command", [["bench", "summary", "sweep"], ["bench", "plot", "sweep"],
+                                     ["bench", "run", *SWEEP, "--out", "sweep"]])  # fmt: skip
+def test_a_results_file_saved_in_another_encoding_is_refused_and_kept(tmp_path, command):
+    """A results.csv edited and saved as Windows-1252 (a note added in a spreadsheet) was a
+    UnicodeDecodeError traceback from each of them."""
+    if command[1] == "plot":
+        pytest.importorskip("matplotlib")
+    res = run_cli(["bench", "run", *SWEEP, "--out", "sweep"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    results = tmp_path / "sweep" / "results.csv"
+    edited = results.read_bytes().replace(b"random,0,2,", b"random\xe9,0,2,")
+    results.write_bytes(edited)
+    res = run_cli(command, cwd=tmp_path)
+    assert_refused(res, "results.csv", "not UTF-8", "0xe9")
+    assert results.read_bytes() == edited  # not rewritten
+
+
+def test_a_results_file_a_spreadsheet_saved_with_a_byte_order_mark_is_read(tmp_path):
+    res = run_cli(["bench", "run", *SWEEP, "--out", "sweep"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    results = tmp_path / "sweep" / "results.csv"
+    results.write_bytes(b"\xef\xbb\xbf" + results.read_bytes())
+    res = run_cli(["bench", "summary", "sweep"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "| random | 1 | 2 |" in res.stdout
+    res = run_cli(["bench", "run", *SWEEP, "--out", "sweep"], cwd=tmp_path)  # kept, not rerun
+    assert res.returncode == 0 and "0 runs completed, 1 skipped" in res.stdout, res.stdout

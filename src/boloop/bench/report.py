@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from boloop.bench.runner import RESULTS_FILE, Key, read_results
+from boloop.bench.runner import RESULTS_FILE, Key, check_output_folder, read_results
 from boloop.errors import InvalidInputError, MissingExtraError
 
 logger = logging.getLogger("boloop")
@@ -186,7 +186,7 @@ def plot_results(
         logger.warning("%s", warning)
     res = Path(results)
     out = Path(out_dir) if out_dir is not None else (res if res.is_dir() else res.parent)
-    out.mkdir(parents=True, exist_ok=True)
+    check_output_folder(out).mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for problem, by_metric in aggregate(results).items():
         for metric, by_method in by_metric.items():

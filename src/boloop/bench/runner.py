@@ -224,6 +224,22 @@ class SweepInterrupted(KeyboardInterrupt):
         self.total = total
 
 
+def check_output_folder(out: str | Path) -> Path:
+    """``out`` as a :class:`~pathlib.Path`, refused if it cannot be a folder: it, or the nearest
+    folder above it that exists, is a file. Nothing is created (a sweep that fails before its
+    first run writes nothing)."""
+    out = Path(out)
+    for folder in (out, *out.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise InvalidInputError(
+                    f"the output folder {str(out)!r} cannot be made: {str(folder)!r} is a file, "
+                    "not a folder"
+                )
+            break
+    return out
+
+
 # -- results.csv ------------------------------------------------------------------------------------
 def read_results(path: str | Path) -> tuple[list[str], dict[Key, list[dict[str, str]]]]:
     """Metric columns and the rows (as strings) by (problem, method, seed) of a results.csv (the
@@ -232,33 +248,45 @@ def read_results(path: str | Path) -> tuple[list[str], dict[Key, list[dict[str, 
     if path.is_dir():
         path = path / RESULTS_FILE
     try:
-        fh = path.open(newline="")
+        fh = path.open(newline="", encoding="utf-8-sig")  # a spreadsheet adds a BOM
     except FileNotFoundError:
         return [], {}
     except IsADirectoryError:  # a sweep created its output folder after the is_dir() check
         return read_results(path)
     with fh:
-        reader = csv.DictReader(fh)
-        header = list(reader.fieldnames or [])
-        missing = [c for c in (*KEY_COLUMNS, *TIME_COLUMNS) if c not in header]
-        if missing:
-            raise InvalidInputError(f"{path} is not a boloop results file: no columns {missing}")
-        metrics = [
-            c
-            for c in header
-            if c not in KEY_COLUMNS and c not in TIME_COLUMNS and c not in SHA256_COLUMNS
-        ]
-        runs: dict[Key, list[dict[str, str]]] = {}
-        for row in reader:
-            # a row cut short by an interrupted append has missing (None) or extra fields
-            if None in row or None in row.values():
-                continue
-            try:
-                key = (row["problem"], row["method"], int(row["seed"]))
-                int(row["step"])
-            except ValueError:
-                continue
-            runs.setdefault(key, []).append(row)
+        try:
+            return _read_rows(path, fh)
+        except UnicodeDecodeError as exc:  # edited in a program that saved it in another code
+            bad = exc.object[exc.start : exc.start + 1].hex()
+            raise InvalidInputError(
+                f"{path} is not a boloop results file: it is not UTF-8 text (byte 0x{bad}); "
+                "boloop writes it in UTF-8"
+            ) from None
+
+
+def _read_rows(path: Path, fh: IO[str]) -> tuple[list[str], dict[Key, list[dict[str, str]]]]:
+    """The body of :func:`read_results`: ``fh`` is ``path`` open for reading."""
+    reader = csv.DictReader(fh)
+    header = list(reader.fieldnames or [])
+    missing = [c for c in (*KEY_COLUMNS, *TIME_COLUMNS) if c not in header]
+    if missing:
+        raise InvalidInputError(f"{path} is not a boloop results file: no columns {missing}")
+    metrics = [
+        c
+        for c in header
+        if c not in KEY_COLUMNS and c not in TIME_COLUMNS and c not in SHA256_COLUMNS
+    ]
+    runs: dict[Key, list[dict[str, str]]] = {}
+    for row in reader:
+        # a row cut short by an interrupted append has missing (None) or extra fields
+        if None in row or None in row.values():
+            continue
+        try:
+            key = (row["problem"], row["method"], int(row["seed"]))
+            int(row["step"])
+        except ValueError:
+            continue
+        runs.setdefault(key, []).append(row)
     return metrics, runs
 
 
@@ -289,7 +317,7 @@ def append_results(
     writer = csv.writer(buf, lineterminator="\n")
     for row in sorted(rows, key=lambda r: int(r["step"])):
         writer.writerow([_cell(row.get(c)) for c in header])
-    with open(path, "a", newline="") as fh:
+    with open(path, "a", newline="", encoding="utf-8") as fh:
         fh.write(buf.getvalue())
         fh.flush()
         os.fsync(fh.fileno())
@@ -307,7 +335,7 @@ def write_results(
     header = [*KEY_COLUMNS, *metrics, *TIME_COLUMNS, *extra]
     fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", newline="") as fh:
+        with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(header)
             for key in sorted(runs):
@@ -770,7 +798,7 @@ def run_sweep(
         import_distributed()  # the missing extra is an error before anything is written
     seed_list = parse_seeds(seeds) if isinstance(seeds, str | int) else parse_seeds(list(seeds))
     specs, metrics = plan_runs(problems, methods, seed_list, budget)
-    out = Path(out)
+    out = check_output_folder(out)
     path = out / RESULTS_FILE
     old_metrics, runs = read_results(path)
     all_metrics = list(old_metrics) + [m for m in metrics if m not in old_metrics]
