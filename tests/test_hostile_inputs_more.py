@@ -76,3 +76,15 @@ def test_a_results_file_a_spreadsheet_saved_with_a_byte_order_mark_is_read(tmp_p
     assert "| random | 1 | 2 |" in res.stdout
     res = run_cli(["bench", "run", *SWEEP, "--out", "sweep"], cwd=tmp_path)  # kept, not rerun
     assert res.returncode == 0 and "0 runs completed, 1 skipped" in res.stdout, res.stdout
+
+
+# -- boloop problems | methods | metrics -------------------------------------------------------
+@pytest.mark.parametrize("command", ["problems", "methods", "metrics"])
+@pytest.mark.parametrize("family", ["levelst", "LEVELSET", ""])
+def test_a_family_that_is_none_is_refused_naming_the_families(tmp_path, command, family):
+    """A misspelt --family said "no problems registered" and exited 0, as if the library had
+    none."""
+    res = run_cli([command, "--family", family], cwd=tmp_path)
+    assert_refused(res, f"family {family!r}", "expert, levelset, preference, safe")
+    res = run_cli([command, "--family", "levelset"], cwd=tmp_path)
+    assert res.returncode == 0 and res.stdout.startswith("levelset:\n"), res.stdout
