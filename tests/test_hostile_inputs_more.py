@@ -88,3 +88,54 @@ def test_a_family_that_is_none_is_refused_naming_the_families(tmp_path, command,
     assert_refused(res, f"family {family!r}", "expert, levelset, preference, safe")
     res = run_cli([command, "--family", "levelset"], cwd=tmp_path)
     assert res.returncode == 0 and res.stdout.startswith("levelset:\n"), res.stdout
+
+
+# -- a token server ------------------------------------------------------------------------------
+LEVEL_SET = {
+    "parameters": [{"name": "t", "low": 0.0, "high": 1.0, "grid": 11}],
+    "threshold": 0.5,
+}
+
+
+@pytest.mark.parametrize(
+    "token,words",
+    [
+        ("", "at least 8 characters"),  # every page went to a login no token could pass
+        ("   ", "at least 8 characters"),
+        ("short", "at least 8 characters"),  # boloop serve --token refused it; create_app not
+        ("héllo-wörld-2026", "printable ASCII"),  # the page's login took it, the API never
+        ("tab\tinside-token", "printable ASCII"),
+    ],
+)
+def test_create_app_refuses_a_token_nobody_could_log_in_with(tmp_path, token, words):
+    pytest.importorskip("fastapi")
+    from boloop.errors import BoloopError
+    from boloop.web import create_app
+
+    with pytest.raises(BoloopError, match=f"token .*{words}"):
+        create_app(f"sqlite:///{tmp_path / 'w.db'}", token)
+    res = run_cli(["serve", "--token", token, "--storage", f"sqlite:///{tmp_path / 'w.db'}"],
+                  cwd=tmp_path)  # fmt: skip
+    assert_refused(res, "--token", words)
+
+
+def test_a_token_given_with_spaces_around_it_logs_in_by_page_link_and_api(tmp_path):
+    """``create_app(url, " lab-token-2026\\n")`` (read from a file) let nobody in: the login
+    strips what is typed, the token was compared with its spaces."""
+    pytest.importorskip("fastapi")
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from boloop.study import create_study
+    from boloop.web import create_app
+
+    url = f"sqlite:///{tmp_path / 'w.db'}"
+    create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=url)
+    app = create_app(url, " lab-token-2026\n")
+    api = TestClient(app).get("/api/studies", headers={"Authorization": "Bearer lab-token-2026"})
+    assert api.status_code == 200 and api.json()[0]["name"] == "coat", api.text
+    browser = TestClient(app, follow_redirects=False)
+    assert browser.get("/login?token=lab-token-2026").status_code == 303
+    assert browser.get("/studies/coat").status_code == 200
+    wrong = TestClient(app, follow_redirects=False).get("/login?token=lab-token-2027")
+    assert wrong.status_code == 401 and "wrong token" in wrong.text

@@ -85,8 +85,7 @@ def _of_family(entries: list, family: str | None, what: str) -> list:
     families = sorted({e.family for e in entries})
     if family not in families:
         raise InvalidInputError(
-            f"argument --family: no {what} of a family {family!r}; families: "
-            + ", ".join(families)
+            f"argument --family: no {what} of a family {family!r}; families: " + ", ".join(families)
         )
     return [e for e in entries if e.family == family]
 
