@@ -139,3 +139,28 @@ def test_a_token_given_with_spaces_around_it_logs_in_by_page_link_and_api(tmp_pa
     assert browser.get("/studies/coat").status_code == 200
     wrong = TestClient(app, follow_redirects=False).get("/login?token=lab-token-2027")
     assert wrong.status_code == 401 and "wrong token" in wrong.text
+
+
+# -- media files of a space --------------------------------------------------------------------
+def test_a_media_file_beyond_the_limit_is_refused_without_reading_it_whole(tmp_path, monkeypatch):
+    """A 5 GB file named as a picture was read whole (5 GB of memory, half a minute) before
+    the 32 MB limit refused it. The file here is sparse: reading it whole would take 1 GB."""
+    import tracemalloc
+
+    from boloop.errors import BoloopError
+    from boloop.study import create_study, list_studies
+
+    (tmp_path / "t.csv").write_text("name,sugar,photo\nplain,0.1,a.png\nsweet,0.9,b.png\n")
+    (tmp_path / "a.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    with open(tmp_path / "b.png", "wb") as fh:
+        fh.truncate(2**30)
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    tracemalloc.start()
+    try:
+        with pytest.raises(BoloopError, match=r"exceed 32 MB \(at 'b.png', 1073741824 bytes\)"):
+            create_study("cake", "eubo", tmp_path / "t.csv", seed=0, storage=url)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 200 * 2**20, peak
+    assert list_studies(storage=url) == []

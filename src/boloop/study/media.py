@@ -96,12 +96,13 @@ def embed_media(candidates: Mapping[str, Any], directory: str) -> dict[str, Any]
                     f"media column {col!r} names {name!r}, which is not a file beside the table "
                     f"or space file (looked in {directory!r})"
                 )
-            with open(path, "rb") as fh:
-                data = fh.read()
+            with open(path, "rb") as fh:  # never more than the limit: a 5 GB video is refused
+                data = fh.read(MAX_MEDIA_BYTES - total + 1)  # before it fills the memory
             total += len(data)
             if total > MAX_MEDIA_BYTES:
                 raise InvalidInputError(
-                    f"the media files of the table exceed {MAX_MEDIA_BYTES // 2**20} MB"
+                    f"the media files of the table exceed {MAX_MEDIA_BYTES // 2**20} MB "
+                    f"(at {name!r}, {os.path.getsize(path)} bytes)"
                 )
             files[name] = {
                 "type": MEDIA_TYPES[os.path.splitext(name)[1].lower()],
