@@ -164,3 +164,61 @@ def test_a_media_file_beyond_the_limit_is_refused_without_reading_it_whole(tmp_p
         tracemalloc.stop()
     assert peak < 200 * 2**20, peak
     assert list_studies(storage=url) == []
+
+
+# -- problem and method ids with options -------------------------------------------------------
+@pytest.mark.parametrize(
+    "flag,given,words",
+    [
+        ("--problem", "levelset/sinusoidal?", "has a '?' and no option after it"),
+        ("--problem", "levelset/sinusoidal?threshold=1&threshold=2", "'threshold' is given twice"),
+        ("--method", "random?n_initial=2&n_initial=3", "'n_initial' is given twice"),
+    ],
+)
+def test_bench_run_refuses_an_id_with_an_empty_or_repeated_option(tmp_path, flag, given, words):
+    """``levelset/sinusoidal?`` ran as a problem of its own (its runs made again beside those
+    of ``levelset/sinusoidal``, a row of its own in the summary); an option given twice took
+    the last value silently."""
+    res = run_cli(["bench", "run", *SWEEP, "--out", "sweep"], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    kept = (tmp_path / "sweep" / "results.csv").read_bytes()
+    argv = ["--problem", "levelset/sinusoidal", "--method", "random", flag, given]  # last wins
+    res = run_cli(["bench", "run", *argv, "--budget", "2", "--out", "sweep"], cwd=tmp_path)
+    assert_refused(res, words)
+    assert (tmp_path / "sweep" / "results.csv").read_bytes() == kept
+
+
+def test_study_create_refuses_a_problem_id_with_an_empty_or_repeated_option(tmp_path):
+    from boloop.study import list_studies
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    for given, words in (("levelset/toy?", "no option after it"),
+                         ("expert/ackley4?a=-2&a=3", "'a' is given twice")):  # fmt: skip
+        res = run_cli(["study", "create", "x", "--problem", given, "--storage", url],
+                      cwd=tmp_path)  # fmt: skip
+        assert_refused(res, words)
+    assert list_studies(storage=url) == []
+
+
+def test_a_study_stored_with_an_empty_option_list_still_loads(tmp_path):
+    """Ids already stored are read as they are: the check is for new ones only."""
+    import sqlite3
+
+    from boloop.study import create_study, load_study
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    study = create_study("x", "randomized-straddle", problem="levelset/toy", seed=0, storage=url)
+    study.tell(study.ask().id, 0.3)
+    con = sqlite3.connect(tmp_path / "s.db")  # as an older boloop stored it
+    with con:
+        n = con.execute(
+            "UPDATE boloop_events SET payload = replace(payload, '\"levelset/toy\"', "
+            "'\"levelset/toy?\"') WHERE payload LIKE '%\"levelset/toy\"%'"
+        ).rowcount
+        con.execute("DELETE FROM boloop_snapshots")
+    con.close()
+    assert n == 1
+    study = load_study("x", storage=url)
+    assert study.config["problem"] == "levelset/toy?"
+    study.tell(study.ask().id, 0.6)
+    assert load_study("x", storage=url).status()["answered"] == 2

@@ -81,6 +81,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from boloop._registry import check_new_id
 from boloop.errors import BoloopError, InvalidInputError
 from boloop.simulate import KEY_COLUMNS, TIME_COLUMNS
 
@@ -783,6 +784,9 @@ def run_sweep(
     ``boloop -v bench run``), not raised, so one crashing method does not lose the rest of a sweep.
     """
     t0 = time.perf_counter()
+    for ids, what in ((problems, "problem"), (methods, "method")):
+        for given in ids:
+            check_new_id(given, what)  # "name?" or an option twice: not what a person meant
     if executor not in EXECUTORS:
         raise InvalidInputError(f"executor must be one of {list(EXECUTORS)}, got {executor!r}")
     if scheduler is not None and executor != "dask":
