@@ -222,3 +222,70 @@ def test_a_study_stored_with_an_empty_option_list_still_loads(tmp_path):
     assert study.config["problem"] == "levelset/toy?"
     study.tell(study.ask().id, 0.6)
     assert load_study("x", storage=url).status()["answered"] == 2
+
+
+# -- boloop study migrate ----------------------------------------------------------------------
+#: a migrate killed (SIGKILL, a power cut) after the target committed its copy of study "coat"
+#: and before the source committed its mark
+KILLED_MIGRATE = """
+import os, sys
+import boloop.study.storage_migrate as m
+opened = m.open_storage
+def open_storage(url, create=False):
+    storage = opened(url, create=create)
+    if url == sys.argv[2]:
+        imported = storage.import_study
+        def import_study(*args, **kwargs):
+            imported(*args, **kwargs)
+            os._exit(9)
+        storage.import_study = import_study
+    return storage
+m.open_storage = open_storage
+m.migrate_studies(sys.argv[1], sys.argv[2], ["coat"])
+"""
+
+
+def _killed_migrate(tmp_path, src: str, dst: str) -> None:
+    import subprocess
+    import sys
+
+    res = subprocess.run([sys.executable, "-c", KILLED_MIGRATE, src, dst], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert res.returncode == 9, res.stderr
+
+
+def test_a_migrate_killed_between_copy_and_mark_is_finished_by_running_it_again(tmp_path):
+    """The target kept a copy, the source was not marked: both took answers, and the same
+    migrate was refused ("already has the studies"), its --undo too ("not marked as moved"),
+    with no command left to mend it."""
+    from boloop.study import create_study, load_study
+
+    src, dst = f"sqlite:///{tmp_path / 'src.db'}", f"sqlite:///{tmp_path / 'dst.db'}"
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=src)
+    for value in (0.2, 0.4):
+        study.tell(study.ask().id, value)
+    log = load_study("coat", storage=src).history(withdrawn=True)
+    _killed_migrate(tmp_path, src, dst)
+    res = run_cli(["study", "migrate", "--from", src, "--to", dst], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    res = run_cli(["study", "add", "coat", "t=0.5", "0.3", "--storage", src], cwd=tmp_path)
+    assert_refused(res, "was moved to")
+    moved = load_study("coat", storage=dst)
+    assert moved.history(withdrawn=True) == log
+    moved.tell(moved.ask().id, 0.6)
+    assert load_study("coat", storage=dst).status()["answered"] == 3
+
+
+def test_a_copy_left_by_a_killed_migrate_and_answered_since_is_not_taken_over(tmp_path):
+    from boloop.study import create_study, load_study
+
+    src, dst = f"sqlite:///{tmp_path / 'src.db'}", f"sqlite:///{tmp_path / 'dst.db'}"
+    study = create_study("coat", "randomized-straddle", LEVEL_SET, seed=0, storage=src)
+    study.tell(study.ask().id, 0.2)
+    _killed_migrate(tmp_path, src, dst)
+    copy = load_study("coat", storage=dst)
+    copy.tell(copy.ask().id, 0.7)  # an answer given at the target meanwhile
+    res = run_cli(["study", "migrate", "--from", src, "--to", dst], cwd=tmp_path)
+    assert_refused(res, "already has the studies ['coat']")
+    res = run_cli(["study", "add", "coat", "t=0.5", "0.3", "--storage", src], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr  # the source is not marked: still writable
