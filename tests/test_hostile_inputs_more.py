@@ -289,3 +289,25 @@ def test_a_copy_left_by_a_killed_migrate_and_answered_since_is_not_taken_over(tm
     assert_refused(res, "already has the studies ['coat']")
     res = run_cli(["study", "add", "coat", "t=0.5", "0.3", "--storage", src], cwd=tmp_path)
     assert res.returncode == 0, res.stderr  # the source is not marked: still writable
+
+
+@pytest.mark.parametrize("command", ["summary", "plot"])
+def test_a_metric_edited_into_no_number_is_refused_naming_it(tmp_path, command):
+    """``abc`` typed over a final loss was read as missing: the summary gave the mean of the
+    other seed as the mean of both (its seeds column still said 2)."""
+    if command == "plot":
+        pytest.importorskip("matplotlib")
+    argv = ["bench", "run", *SWEEP, "--seeds", "2", "--out", "sweep"]
+    assert run_cli(argv, cwd=tmp_path).returncode == 0
+    results = tmp_path / "sweep" / "results.csv"
+    lines = results.read_text(encoding="utf-8").splitlines()
+    header = lines[0].split(",")
+    row = next(
+        i for i, line in enumerate(lines) if line.startswith("levelset/sinusoidal,random,0,2,")
+    )
+    cells = lines[row].split(",")
+    cells[header.index("loss")] = "abc"
+    lines[row] = ",".join(cells)
+    results.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    res = run_cli(["bench", command, "sweep"], cwd=tmp_path)
+    assert_refused(res, "loss = 'abc' is not a number", "seed 0, step 2")

@@ -54,6 +54,16 @@ def _load(results: str | Path) -> tuple[list[str], dict[Key, list[dict[str, str]
     metrics, runs = read_results(path)
     if not runs:
         raise InvalidInputError(f"{path} has no rows")
+    for key, rows in runs.items():  # a value edited by hand was read as missing, silently
+        for row in rows:
+            for metric in metrics:
+                text = row.get(metric, "")
+                if text.strip() and math.isnan(_float(text)) and text.strip().lower() != "nan":
+                    raise InvalidInputError(
+                        f"{path}: {metric} = {text!r} is not a number (run {key[1]} on "
+                        f"{key[0]} seed {key[2]}, step {row['step']}); boloop writes a number "
+                        "or leaves the cell empty"
+                    )
     return metrics, runs
 
 
