@@ -311,3 +311,25 @@ def test_a_metric_edited_into_no_number_is_refused_naming_it(tmp_path, command):
     results.write_text("\n".join(lines) + "\n", encoding="utf-8")
     res = run_cli(["bench", command, "sweep"], cwd=tmp_path)
     assert_refused(res, "loss = 'abc' is not a number", "seed 0, step 2")
+
+
+@pytest.mark.parametrize(
+    "name,data,words",
+    [
+        ("a.png", b"not a picture", "'a.png' is not a PNG file (it begins with the bytes 6e 6f"),
+        ("a.jpg", b"\x89PNG\r\n\x1a\n", "'a.jpg' is not a JPG file"),  # a PNG renamed
+        ("a.wav", b"", "'a.wav' is not a WAV file (it is empty)"),
+    ],
+)
+def test_a_media_file_that_is_not_of_its_suffix_is_refused(tmp_path, name, data, words):
+    """Text or a PNG renamed .png/.jpg was stored and served as a picture: the page showed a
+    broken picture in place of the option."""
+    from boloop.study import list_studies
+
+    (tmp_path / "t.csv").write_text(f"name,sugar,photo\nplain,0.1,{name}\nsweet,0.9,b.gif\n")
+    (tmp_path / name).write_bytes(data)
+    (tmp_path / "b.gif").write_bytes(b"GIF89a\x01\x00\x01\x00")
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    res = run_cli(["study", "create", "cake", "--space", "t.csv", "--storage", url], cwd=tmp_path)
+    assert_refused(res, words)
+    assert list_studies(storage=url) == []
