@@ -112,6 +112,22 @@ def split_id(text: str, what: str) -> tuple[str, dict[str, str]]:
     return name, raw
 
 
+def check_new_id(text: str, what: str) -> None:
+    """Refuse an id given for a new run or study whose options :func:`split_id` reads but a
+    person did not mean: a ``?`` with nothing after it (``name?`` was a problem of its own,
+    its runs made again beside those of ``name``) and an option given twice (the last value
+    won). Ids already stored (a study's log, a results.csv) are read as they are."""
+    from boloop.errors import InvalidInputError
+
+    _, mark, query = text.partition("?")
+    if mark and not query:
+        raise InvalidInputError(f"{what} id {text!r} has a '?' and no option after it")
+    keys = [part.partition("=")[0] for part in query.split("&")] if query else []
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise InvalidInputError(f"option {twice[0]!r} is given twice in {what} id {text!r}")
+
+
 def is_file_id(text: str) -> bool:
     """Whether ``text`` (options after ``?`` aside) names a function in a Python file:
     ``path/to/file.py:name``."""

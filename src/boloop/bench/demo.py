@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from boloop.bench.report import plot_results, summary_table
-from boloop.bench.runner import run_sweep
+from boloop.bench.runner import check_output_folder, run_sweep
 from boloop.errors import BoloopError, MissingExtraError
 
 __all__ = ["DemoEntry", "DEMO", "runnable_entries", "run_demo"]
@@ -97,7 +97,7 @@ def run_demo(
     progress: IO[str] | None = None,
 ) -> str:
     """Run the tour into ``out`` (results.csv and PNGs) and return the markdown summary."""
-    out = Path(out)
+    out = check_output_folder(out)  # refused before the tour's first line
     chosen = runnable_entries(entries)
     if not chosen:
         return "no demo entry can run: no problems or methods are registered\n"

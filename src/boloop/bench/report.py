@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from boloop.bench.runner import RESULTS_FILE, Key, read_results
+from boloop.bench.runner import RESULTS_FILE, Key, check_output_folder, read_results
 from boloop.errors import InvalidInputError, MissingExtraError
 
 logger = logging.getLogger("boloop")
@@ -54,6 +54,16 @@ def _load(results: str | Path) -> tuple[list[str], dict[Key, list[dict[str, str]
     metrics, runs = read_results(path)
     if not runs:
         raise InvalidInputError(f"{path} has no rows")
+    for key, rows in runs.items():  # a value edited by hand was read as missing, silently
+        for row in rows:
+            for metric in metrics:
+                text = row.get(metric, "")
+                if text.strip() and math.isnan(_float(text)) and text.strip().lower() != "nan":
+                    raise InvalidInputError(
+                        f"{path}: {metric} = {text!r} is not a number (run {key[1]} on "
+                        f"{key[0]} seed {key[2]}, step {row['step']}); boloop writes a number "
+                        "or leaves the cell empty"
+                    )
     return metrics, runs
 
 
@@ -186,7 +196,7 @@ def plot_results(
         logger.warning("%s", warning)
     res = Path(results)
     out = Path(out_dir) if out_dir is not None else (res if res.is_dir() else res.parent)
-    out.mkdir(parents=True, exist_ok=True)
+    check_output_folder(out).mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for problem, by_metric in aggregate(results).items():
         for metric, by_method in by_metric.items():

@@ -70,6 +70,7 @@ import logging
 import math
 import multiprocessing as mp
 import os
+import re
 import signal
 import tempfile
 import threading
@@ -80,6 +81,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from boloop._registry import check_new_id
 from boloop.errors import BoloopError, InvalidInputError
 from boloop.simulate import KEY_COLUMNS, TIME_COLUMNS
 
@@ -111,10 +113,18 @@ EXECUTORS = ("process", "dask")
 Key = tuple[str, str, int]
 
 
+#: most seeds one sweep takes (each is a run per problem and method): a typo such as
+#: ``0-99999999999`` is refused at once instead of filling the memory with seeds
+MAX_SEEDS = 100_000
+
+_SEEDS = re.compile(r"([0-9]+)(?:-([0-9]+))?")
+
+
 def parse_seeds(text: str | int | Sequence[int]) -> list[int]:
     """Seeds from ``"N"`` (0..N-1) or ``"A-B"`` (A..B inclusive), or a list of seeds.
 
-    ``"5-3"``, ``"0"``, negative numbers and duplicates are errors.
+    ``"5-3"``, ``"0"``, negative numbers, duplicates, digits other than 0-9 and more than
+    :data:`MAX_SEEDS` seeds are errors.
     """
     if isinstance(text, bool):
         raise InvalidInputError(f"seeds must be 'N' or 'A-B', got {text!r}")
@@ -123,20 +133,24 @@ def parse_seeds(text: str | int | Sequence[int]) -> list[int]:
     if not isinstance(text, str):
         seeds = [int(s) for s in text]
     else:
-        a, sep, b = text.strip().partition("-")
-        if not (a.isdigit() and (not sep or b.isdigit())):
+        found = _SEEDS.fullmatch(text.strip())
+        if found is None:  # "²" and "٣" are digits to str.isdigit, not to int()
             raise InvalidInputError(
                 f"seeds must be 'N' (0..N-1) or 'A-B' (inclusive), got {text!r}"
             )
-        if sep:
-            lo, hi = int(a), int(b)
-            if hi < lo:
-                raise InvalidInputError(f"seed range {text!r} is empty: {hi} < {lo}")
-            seeds = list(range(lo, hi + 1))
-        else:
-            if int(a) < 1:
-                raise InvalidInputError(f"seeds 'N' needs N >= 1, got {text!r}")
-            seeds = list(range(int(a)))
+        a, b = found.groups()
+        lo, hi = (int(a), int(b)) if b is not None else (0, int(a) - 1)
+        if b is None and hi < 0:
+            raise InvalidInputError(f"seeds 'N' needs N >= 1, got {text!r}")
+        if hi < lo:
+            raise InvalidInputError(f"seed range {text!r} is empty: {hi} < {lo}")
+        if hi - lo + 1 > MAX_SEEDS:
+            raise InvalidInputError(
+                f"seeds {text!r} are {hi - lo + 1} seeds; a sweep takes at most {MAX_SEEDS}"
+            )
+        seeds = list(range(lo, hi + 1))
+    if len(seeds) > MAX_SEEDS:
+        raise InvalidInputError(f"{len(seeds)} seeds; a sweep takes at most {MAX_SEEDS}")
     if not seeds or any(s < 0 for s in seeds):
         raise InvalidInputError(f"seeds must be non-negative and non-empty, got {text!r}")
     if len(set(seeds)) != len(seeds):
@@ -211,6 +225,22 @@ class SweepInterrupted(KeyboardInterrupt):
         self.total = total
 
 
+def check_output_folder(out: str | Path) -> Path:
+    """``out`` as a :class:`~pathlib.Path`, refused if it cannot be a folder: it, or the nearest
+    folder above it that exists, is a file. Nothing is created (a sweep that fails before its
+    first run writes nothing)."""
+    out = Path(out)
+    for folder in (out, *out.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise InvalidInputError(
+                    f"the output folder {str(out)!r} cannot be made: {str(folder)!r} is a file, "
+                    "not a folder"
+                )
+            break
+    return out
+
+
 # -- results.csv ------------------------------------------------------------------------------------
 def read_results(path: str | Path) -> tuple[list[str], dict[Key, list[dict[str, str]]]]:
     """Metric columns and the rows (as strings) by (problem, method, seed) of a results.csv (the
@@ -219,33 +249,45 @@ def read_results(path: str | Path) -> tuple[list[str], dict[Key, list[dict[str, 
     if path.is_dir():
         path = path / RESULTS_FILE
     try:
-        fh = path.open(newline="")
+        fh = path.open(newline="", encoding="utf-8-sig")  # a spreadsheet adds a BOM
     except FileNotFoundError:
         return [], {}
     except IsADirectoryError:  # a sweep created its output folder after the is_dir() check
         return read_results(path)
     with fh:
-        reader = csv.DictReader(fh)
-        header = list(reader.fieldnames or [])
-        missing = [c for c in (*KEY_COLUMNS, *TIME_COLUMNS) if c not in header]
-        if missing:
-            raise InvalidInputError(f"{path} is not a boloop results file: no columns {missing}")
-        metrics = [
-            c
-            for c in header
-            if c not in KEY_COLUMNS and c not in TIME_COLUMNS and c not in SHA256_COLUMNS
-        ]
-        runs: dict[Key, list[dict[str, str]]] = {}
-        for row in reader:
-            # a row cut short by an interrupted append has missing (None) or extra fields
-            if None in row or None in row.values():
-                continue
-            try:
-                key = (row["problem"], row["method"], int(row["seed"]))
-                int(row["step"])
-            except ValueError:
-                continue
-            runs.setdefault(key, []).append(row)
+        try:
+            return _read_rows(path, fh)
+        except UnicodeDecodeError as exc:  # edited in a program that saved it in another code
+            bad = exc.object[exc.start : exc.start + 1].hex()
+            raise InvalidInputError(
+                f"{path} is not a boloop results file: it is not UTF-8 text (byte 0x{bad}); "
+                "boloop writes it in UTF-8"
+            ) from None
+
+
+def _read_rows(path: Path, fh: IO[str]) -> tuple[list[str], dict[Key, list[dict[str, str]]]]:
+    """The body of :func:`read_results`: ``fh`` is ``path`` open for reading."""
+    reader = csv.DictReader(fh)
+    header = list(reader.fieldnames or [])
+    missing = [c for c in (*KEY_COLUMNS, *TIME_COLUMNS) if c not in header]
+    if missing:
+        raise InvalidInputError(f"{path} is not a boloop results file: no columns {missing}")
+    metrics = [
+        c
+        for c in header
+        if c not in KEY_COLUMNS and c not in TIME_COLUMNS and c not in SHA256_COLUMNS
+    ]
+    runs: dict[Key, list[dict[str, str]]] = {}
+    for row in reader:
+        # a row cut short by an interrupted append has missing (None) or extra fields
+        if None in row or None in row.values():
+            continue
+        try:
+            key = (row["problem"], row["method"], int(row["seed"]))
+            int(row["step"])
+        except ValueError:
+            continue
+        runs.setdefault(key, []).append(row)
     return metrics, runs
 
 
@@ -276,7 +318,7 @@ def append_results(
     writer = csv.writer(buf, lineterminator="\n")
     for row in sorted(rows, key=lambda r: int(r["step"])):
         writer.writerow([_cell(row.get(c)) for c in header])
-    with open(path, "a", newline="") as fh:
+    with open(path, "a", newline="", encoding="utf-8") as fh:
         fh.write(buf.getvalue())
         fh.flush()
         os.fsync(fh.fileno())
@@ -294,7 +336,7 @@ def write_results(
     header = [*KEY_COLUMNS, *metrics, *TIME_COLUMNS, *extra]
     fd, tmp = tempfile.mkstemp(prefix=".results-", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", newline="") as fh:
+        with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
             writer = csv.writer(fh, lineterminator="\n")
             writer.writerow(header)
             for key in sorted(runs):
@@ -742,6 +784,9 @@ def run_sweep(
     ``boloop -v bench run``), not raised, so one crashing method does not lose the rest of a sweep.
     """
     t0 = time.perf_counter()
+    for ids, what in ((problems, "problem"), (methods, "method")):
+        for given in ids:
+            check_new_id(given, what)  # "name?" or an option twice: not what a person meant
     if executor not in EXECUTORS:
         raise InvalidInputError(f"executor must be one of {list(EXECUTORS)}, got {executor!r}")
     if scheduler is not None and executor != "dask":
@@ -757,7 +802,7 @@ def run_sweep(
         import_distributed()  # the missing extra is an error before anything is written
     seed_list = parse_seeds(seeds) if isinstance(seeds, str | int) else parse_seeds(list(seeds))
     specs, metrics = plan_runs(problems, methods, seed_list, budget)
-    out = Path(out)
+    out = check_output_folder(out)
     path = out / RESULTS_FILE
     old_metrics, runs = read_results(path)
     all_metrics = list(old_metrics) + [m for m in metrics if m not in old_metrics]

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import boloop
 from boloop import _blas
-from boloop.errors import BoloopError
+from boloop.errors import BoloopError, InvalidInputError
 
 
 def _cmd_bench_run(args: argparse.Namespace) -> int:
@@ -77,17 +77,30 @@ def _print_entries(entries: list, what: str) -> None:
         print(f"  {e.id:<{width}}  {e.description}")
 
 
+def _of_family(entries: list, family: str | None, what: str) -> list:
+    """The ``entries`` of ``family`` (all if None); a family none of them has is refused
+    naming the families there are (a misspelt ``--family`` said "no ... registered")."""
+    if family is None:
+        return entries
+    families = sorted({e.family for e in entries})
+    if family not in families:
+        raise InvalidInputError(
+            f"argument --family: no {what} of a family {family!r}; families: " + ", ".join(families)
+        )
+    return [e for e in entries if e.family == family]
+
+
 def _cmd_problems(args: argparse.Namespace) -> int:
     from boloop.problems import list as list_problems
 
-    _print_entries(list_problems(args.family), "problems")
+    _print_entries(_of_family(list_problems(), args.family, "problems"), "problems")
     return 0
 
 
 def _cmd_methods(args: argparse.Namespace) -> int:
     from boloop.algorithms import list_methods
 
-    entries = list_methods(args.family)
+    entries = _of_family(list_methods(), args.family, "methods")
     _print_entries(entries, "methods")
     if getattr(args, "options", False):  # the method table: every option, type, default, doc
         for e in entries:
@@ -100,7 +113,7 @@ def _cmd_methods(args: argparse.Namespace) -> int:
 def _cmd_metrics(args: argparse.Namespace) -> int:
     from boloop.metrics import list_metrics
 
-    _print_entries(list_metrics(args.family), "metrics")
+    _print_entries(_of_family(list_metrics(), args.family, "metrics"), "metrics")
     return 0
 
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 import boloop
+from boloop._registry import check_new_id
 from boloop.algorithms.registry import default_method, get_method, make_policy
 from boloop.errors import BoloopError, InvalidInputError
 from boloop.problems.base import Problem
@@ -225,6 +226,8 @@ def create_study(
     if problem is not None:
         from boloop.problems import get
 
+        if not isinstance(problem, Problem):
+            check_new_id(str(problem), "problem")
         prob = problem if isinstance(problem, Problem) else get(str(problem))
         if method is None:
             method = default_method(prob.family)

@@ -67,6 +67,26 @@ def is_media_name(value: Any) -> bool:
     )
 
 
+def _looks_like(suffix: str, data: bytes) -> bool:
+    """Whether ``data`` begins as a file of ``suffix`` (a key of :data:`MEDIA_TYPES`) begins:
+    its format's signature (the "magic number" every such file starts with)."""
+    riff = data[:4] == b"RIFF"
+    checks = {
+        ".png": data.startswith(b"\x89PNG\r\n\x1a\n"),
+        ".jpg": data.startswith(b"\xff\xd8\xff"),
+        ".jpeg": data.startswith(b"\xff\xd8\xff"),
+        ".gif": data.startswith((b"GIF87a", b"GIF89a")),
+        ".webp": riff and data[8:12] == b"WEBP",
+        ".wav": riff and data[8:12] == b"WAVE",
+        ".ogg": data.startswith(b"OggS"),
+        ".flac": data.startswith(b"fLaC"),
+        ".mp3": data.startswith(b"ID3") or (len(data) > 1 and data[0] == 0xFF and data[1] >= 0xE0),
+        ".mp4": data[4:8] == b"ftyp",
+        ".webm": data.startswith(b"\x1a\x45\xdf\xa3"),
+    }
+    return checks.get(suffix, True)
+
+
 def embed_media(candidates: Mapping[str, Any], directory: str) -> dict[str, Any]:
     """``candidates`` with the bytes of its media files (read from ``directory``) added under
     ``media_files``: ``{file name: {"type": MIME, "base64": ...}}``."""
@@ -96,15 +116,24 @@ def embed_media(candidates: Mapping[str, Any], directory: str) -> dict[str, Any]
                     f"media column {col!r} names {name!r}, which is not a file beside the table "
                     f"or space file (looked in {directory!r})"
                 )
-            with open(path, "rb") as fh:
-                data = fh.read()
+            with open(path, "rb") as fh:  # never more than the limit: a 5 GB video is refused
+                data = fh.read(MAX_MEDIA_BYTES - total + 1)  # before it fills the memory
             total += len(data)
             if total > MAX_MEDIA_BYTES:
                 raise InvalidInputError(
-                    f"the media files of the table exceed {MAX_MEDIA_BYTES // 2**20} MB"
+                    f"the media files of the table exceed {MAX_MEDIA_BYTES // 2**20} MB "
+                    f"(at {name!r}, {os.path.getsize(path)} bytes)"
+                )
+            suffix = os.path.splitext(name)[1].lower()
+            if not _looks_like(suffix, data):  # the page would show a broken picture
+                start = f"begins with the bytes {data[:8].hex(' ')}" if data else "is empty"
+                raise InvalidInputError(
+                    f"media column {col!r}: {name!r} is not a {suffix[1:].upper()} file (it "
+                    f"{start}); a file renamed to another suffix cannot be shown: save it in "
+                    "that format"
                 )
             files[name] = {
-                "type": MEDIA_TYPES[os.path.splitext(name)[1].lower()],
+                "type": MEDIA_TYPES[suffix],
                 "base64": base64.b64encode(data).decode("ascii"),
             }
     out["media_files"] = files

@@ -75,13 +75,16 @@ def migrate_studies(
         raise StudyMovedError(_moved_refusal(src_url, wanted, gone, marks))
     dst = open_storage(dst_url, create=True)
     there = {n for n, _ in dst.study_names()}
-    clash = [n for n in wanted if n in there]
+    # a copy an interrupted migrate left (killed after the target's commit, before the source's
+    # mark): the same log, so this migrate only marks the source
+    left = {n for n in wanted if n in there and _is_copy_of(dst, n, src.events(src.study_id(n)))}
+    clash = [n for n in wanted if n in there and n not in left]
     if clash:
         raise InvalidInputError(_clash_message(src, src_url, dst_url, wanted, clash))
     copied: list[tuple[str, int]] = []
     for name in wanted:
         try:
-            copied.append((name, _move(src, dst, name, stored[name], dst_url)))
+            copied.append((name, _move(src, dst, name, stored[name], dst_url, name in left)))
         except BoloopError as exc:
             if not copied:
                 raise
@@ -101,10 +104,25 @@ def _said(exc: BoloopError, more: str) -> BoloopError:
         return exc
 
 
-def _move(src: StorageBackend, dst: StorageBackend, name: str, created: str, dst_url: str) -> int:
+def _is_copy_of(dst: StorageBackend, name: str, ours: list[Event]) -> bool:
+    """Whether study ``name`` at ``dst`` is a copy of the log ``ours`` (the source's) that
+    nothing was written to since: that log, event for event, then questions asked at most."""
+    theirs = dst.events(dst.study_id(name))
+    return theirs[: len(ours)] == ours and all(e.kind == "asked" for e in theirs[len(ours) :])
+
+
+def _move(
+    src: StorageBackend,
+    dst: StorageBackend,
+    name: str,
+    created: str,
+    dst_url: str,
+    copied_before: bool = False,
+) -> int:
     """Copy study ``name`` to ``dst`` and mark it moved at ``src``, in one writing transaction
     at the source (writers of the study wait for it, then see the mark); the number of events
-    copied."""
+    copied. ``copied_before``: ``dst`` holds a copy an interrupted migrate left (checked again
+    inside the transaction): only the mark is written."""
     sid = src.study_id(name)
     imported = False
     try:
@@ -113,8 +131,14 @@ def _move(src: StorageBackend, dst: StorageBackend, name: str, created: str, dst
             mark = moved_mark(events)
             if mark is not None:  # moved by another migrate since the check
                 raise StudyMovedError(moved_message(name, mark))
-            dst.import_study(name, created, events)
-            imported = True
+            if not copied_before:
+                dst.import_study(name, created, events)
+                imported = True
+            elif not _is_copy_of(dst, name, events):  # written to since the check
+                raise InvalidInputError(
+                    f"study {name!r} at {safe_url(dst.url)} was written to during this "
+                    "migrate; nothing was changed"
+                )
             payload = {
                 "to": safe_url(dst_url),
                 "events": len(events),
@@ -140,8 +164,8 @@ def _remove_copy(dst: StorageBackend, name: str, events: list[Event]) -> str:
     except BoloopError as again:
         return (
             f"study {name!r} was copied to {safe_url(dst.url)} but not marked as moved at the "
-            f"source, and the copy could not be removed ({again}): delete it from the target "
-            "before anyone answers there"
+            f"source, and the copy could not be removed ({again}): run the same migrate again "
+            "before anyone answers there (it marks the source and keeps the copy)"
         )
     return (
         f"study {name!r} was not marked as moved at the source, so its copy was removed from "

@@ -74,7 +74,7 @@ from boloop.web.paths import (
     study_name,
 )
 from boloop.web.pool import StudyPool
-from boloop.web.server import mask_access_log
+from boloop.web.server import checked_token, mask_access_log
 from boloop.web.site import CSRF_COOKIE, SESSION_COOKIE, Site, _same
 from boloop.web.study_pages import study_routes
 from boloop.web.study_view import _picture_numbers as _picture_numbers  # see __all__
@@ -115,7 +115,9 @@ def create_app(
         Storage URL (default ``$BOLOOP_STORAGE`` or ``sqlite:///boloop.db``); created if missing.
     token:
         If given, every page needs a login with it (a cookie) and every API call the header
-        ``Authorization: Bearer <token>``; compared in constant time.
+        ``Authorization: Bearer <token>``; compared in constant time. Spaces around it are
+        dropped; fewer than 8 characters, or one that is not printable ASCII, is refused
+        (:func:`~boloop.web.server.checked_token`).
     poll_seconds:
         How often an open study page asks whether someone else answered, in seconds (0: never;
         at most a day; anything else, NaN included, is refused).
@@ -146,6 +148,7 @@ def create_app(
     A token server also logs a browser in by a login link, ``GET /login?token=<token>``
     (what ``boloop serve`` prints and ``/share`` shows as a QR code).
     """
+    token = checked_token(token)  # before anything is opened
     pool = StudyPool(
         storage,
         outage_reminder_seconds,

@@ -23,6 +23,7 @@ __all__ = [
     "server_urls",
     "web_extra_message",
     "MIN_TOKEN_CHARS",
+    "checked_token",
 ]
 
 logger = logging.getLogger("boloop")
@@ -159,6 +160,33 @@ def mask_access_log() -> None:
         access.addFilter(_MaskToken())
 
 
+def checked_token(token: str | None, name: str = "token") -> str | None:
+    """``token`` without the spaces around it (a token read from a file or a variable often
+    ends in a newline; a login strips what is typed the same way), or None for no token.
+
+    Refused (naming it ``name``): a token that is no string, is shorter than
+    :data:`MIN_TOKEN_CHARS` once stripped (an empty one let nobody in), or has a character
+    other than printable ASCII: a script sends it in a header (``Authorization: Bearer``),
+    which the server reads as Latin-1, so any other character never matches there.
+    """
+    if token is None:
+        return None
+    if not isinstance(token, str):
+        raise InvalidInputError(f"{name} must be a string, got {type(token).__name__}")
+    token = token.strip()
+    if len(token) < MIN_TOKEN_CHARS:
+        raise InvalidInputError(
+            f"{name} must have at least {MIN_TOKEN_CHARS} characters, got {len(token)}"
+        )
+    odd = sorted({c for c in token if not " " <= c <= "~"})
+    if odd:
+        raise InvalidInputError(
+            f"{name} may hold printable ASCII characters only (it travels in an HTTP header), "
+            f"not {', '.join(repr(c) for c in odd[:3])}"
+        )
+    return token
+
+
 def check_bind(host: str, token: str | None) -> tuple[str | None, bool]:
     """The token to serve on ``host`` with: ``(token, generated)``.
 
@@ -168,12 +196,7 @@ def check_bind(host: str, token: str | None) -> tuple[str | None, bool]:
     least :data:`MIN_TOKEN_CHARS` characters.
     """
     if token is not None:
-        token = token.strip()
-        if len(token) < MIN_TOKEN_CHARS:
-            raise InvalidInputError(
-                f"--token must have at least {MIN_TOKEN_CHARS} characters, got {len(token)}"
-            )
-        return token, False
+        return checked_token(token, "--token"), False
     if is_loopback(host):
         return None, False
     return secrets.token_urlsafe(24), True
