@@ -224,6 +224,24 @@ def test_a_study_stored_with_an_empty_option_list_still_loads(tmp_path):
     assert load_study("x", storage=url).status()["answered"] == 2
 
 
+def test_a_study_stored_with_an_empty_option_list_is_continued_under_a_new_name(tmp_path):
+    """create_study(NEW, from_study=OLD) takes the old study's problem as stored: the check of
+    a new id is for ids a person types (it refused to continue a stored 'levelset/toy?')."""
+    from boloop.problems import get
+    from boloop.study import create_study
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    old = create_study("old", "randomized-straddle", problem=get("levelset/toy?"), seed=0,
+                       storage=url)  # fmt: skip
+    assert old.config["problem"] == "levelset/toy?"  # as an older boloop stored it
+    old.tell(old.ask().id, 0.3)
+    new = create_study("new", from_study="old", storage=url)
+    assert new.config["problem"] == "levelset/toy?"
+    assert new.status()["answered"] == 1
+    res = run_cli(["study", "create", "newer", "--from", "old", "--storage", url], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+
+
 # -- boloop study migrate ----------------------------------------------------------------------
 #: a migrate killed (SIGKILL, a power cut) after the target committed its copy of study "coat"
 #: and before the source committed its mark
