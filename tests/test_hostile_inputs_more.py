@@ -200,6 +200,15 @@ def test_study_create_refuses_a_problem_id_with_an_empty_or_repeated_option(tmp_
     assert list_studies(storage=url) == []
 
 
+def test_study_create_refuses_a_method_id_with_a_question_mark_naming_the_method(tmp_path):
+    """'randomized-straddle?' was refused as carrying options, naming none: "create_study(...,
+    )" and "``"."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    res = run_cli(["study", "create", "x", "--problem", "levelset/toy", "--method",
+                   "randomized-straddle?", "--storage", url], cwd=tmp_path)  # fmt: skip
+    assert_refused(res, "no option after it", "give the method as 'randomized-straddle'")
+    assert "``" not in res.stderr
+
 def test_a_study_stored_with_an_empty_option_list_still_loads(tmp_path):
     """Ids already stored are read as they are: the check is for new ones only."""
     import sqlite3
