@@ -401,7 +401,17 @@ def test_a_sqlite_url_with_two_slashes_is_refused_saying_how_to_write_it(tmp_pat
     assert sorted(p.name for p in tmp_path.iterdir()) == ["space.json"]
 
 
-@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///:memory:"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite://",
+        "sqlite:///",
+        "sqlite:///:memory:",
+        "sqlite+pysqlite:///?mode=memory",
+        # SQLAlchemy decodes the query: mode=memory (the quick text check let it through)
+        "sqlite:///file:lab?uri=true&mode=%6Demory",
+    ],
+)
 def test_the_cli_refuses_a_sqlite_database_without_a_file(tmp_path, url):
     """Each ``boloop study`` command is a process of its own: a study created there was
     reported created and was gone at the next command."""

@@ -200,6 +200,15 @@ def test_study_create_refuses_a_problem_id_with_an_empty_or_repeated_option(tmp_
     assert list_studies(storage=url) == []
 
 
+def test_study_create_refuses_a_method_id_with_a_question_mark_naming_the_method(tmp_path):
+    """'randomized-straddle?' was refused as carrying options, naming none: "create_study(...,
+    )" and "``"."""
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    res = run_cli(["study", "create", "x", "--problem", "levelset/toy", "--method",
+                   "randomized-straddle?", "--storage", url], cwd=tmp_path)  # fmt: skip
+    assert_refused(res, "no option after it", "give the method as 'randomized-straddle'")
+    assert "``" not in res.stderr
+
 def test_a_study_stored_with_an_empty_option_list_still_loads(tmp_path):
     """Ids already stored are read as they are: the check is for new ones only."""
     import sqlite3
@@ -222,6 +231,24 @@ def test_a_study_stored_with_an_empty_option_list_still_loads(tmp_path):
     assert study.config["problem"] == "levelset/toy?"
     study.tell(study.ask().id, 0.6)
     assert load_study("x", storage=url).status()["answered"] == 2
+
+
+def test_a_study_stored_with_an_empty_option_list_is_continued_under_a_new_name(tmp_path):
+    """create_study(NEW, from_study=OLD) takes the old study's problem as stored: the check of
+    a new id is for ids a person types (it refused to continue a stored 'levelset/toy?')."""
+    from boloop.problems import get
+    from boloop.study import create_study
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    old = create_study("old", "randomized-straddle", problem=get("levelset/toy?"), seed=0,
+                       storage=url)  # fmt: skip
+    assert old.config["problem"] == "levelset/toy?"  # as an older boloop stored it
+    old.tell(old.ask().id, 0.3)
+    new = create_study("new", from_study="old", storage=url)
+    assert new.config["problem"] == "levelset/toy?"
+    assert new.status()["answered"] == 1
+    res = run_cli(["study", "create", "newer", "--from", "old", "--storage", url], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
 
 
 # -- boloop study migrate ----------------------------------------------------------------------
@@ -316,14 +343,14 @@ def test_a_metric_edited_into_no_number_is_refused_naming_it(tmp_path, command):
 @pytest.mark.parametrize(
     "name,data,words",
     [
-        ("a.png", b"not a picture", "'a.png' is not a PNG file (it begins with the bytes 6e 6f"),
-        ("a.jpg", b"\x89PNG\r\n\x1a\n", "'a.jpg' is not a JPG file"),  # a PNG renamed
+        ("a.png", b"not a picture", "'a.png' is not a PNG file nor another picture (it begins"),
+        ("a.mp3", b"\x89PNG\r\n\x1a\n", "'a.mp3' is not a MP3 file"),  # a picture as a sound
         ("a.wav", b"", "'a.wav' is not a WAV file (it is empty)"),
     ],
 )
 def test_a_media_file_that_is_not_of_its_suffix_is_refused(tmp_path, name, data, words):
-    """Text or a PNG renamed .png/.jpg was stored and served as a picture: the page showed a
-    broken picture in place of the option."""
+    """Text named .png was stored and served as a picture: the page showed a broken picture
+    in place of the option."""
     from boloop.study import list_studies
 
     (tmp_path / "t.csv").write_text(f"name,sugar,photo\nplain,0.1,{name}\nsweet,0.9,b.gif\n")
@@ -333,3 +360,17 @@ def test_a_media_file_that_is_not_of_its_suffix_is_refused(tmp_path, name, data,
     res = run_cli(["study", "create", "cake", "--space", "t.csv", "--storage", url], cwd=tmp_path)
     assert_refused(res, words)
     assert list_studies(storage=url) == []
+
+
+def test_a_picture_named_as_another_picture_format_is_taken(tmp_path):
+    """A browser shows a picture by its bytes (a PNG renamed .jpg is shown, checked in
+    Chromium): such a file was refused by the suffix check of the second trial."""
+    from boloop.study import create_study, load_study
+
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+    (tmp_path / "t.csv").write_text("name,sugar,photo\nplain,0.1,a.jpg\nsweet,0.9,b.webp\n")
+    (tmp_path / "a.jpg").write_bytes(png)  # a PNG renamed
+    (tmp_path / "b.webp").write_bytes(b"GIF89a\x01\x00\x01\x00")  # a GIF renamed
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    create_study("cake", "eubo", tmp_path / "t.csv", seed=0, storage=url)
+    assert load_study("cake", storage=url).name == "cake"

@@ -345,6 +345,11 @@ class _MethodRegistry(Registry):
         if isinstance(method_id, str) and "?" in method_id:  # an id with options, where none go
             name, raw = split_id(method_id, "method")
             if any(m == name for (_, m) in self._entries):
+                if not raw:  # "name?": the message below would name empty options
+                    raise InvalidInputError(
+                        f"method id {method_id!r} has a '?' and no option after it: give the "
+                        f"method as {name!r}"
+                    )
                 keys = ", ".join(f"{k}=..." for k in raw)
                 flags = " ".join(f"--option {k}=..." for k in raw)
                 raise InvalidInputError(

@@ -306,7 +306,12 @@ def _may_be_in_memory(url: str) -> bool:
     scheme, sep, rest = text.partition("://")
     if not sep or not scheme.startswith("sqlite"):
         return False
-    return rest.split("?", 1)[0] in ("", "/") or ":memory:" in rest or "mode=memory" in rest
+    return (
+        rest.split("?", 1)[0] in ("", "/")
+        or ":memory:" in rest
+        or "mode=memory" in rest
+        or "%" in rest  # SQLAlchemy decodes it: mode=%6Demory is mode=memory
+    )
 
 
 def _option_argument(p: argparse.ArgumentParser, what: str) -> None:

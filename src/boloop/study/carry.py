@@ -554,7 +554,12 @@ def create_from(
     if seed is None:
         seed = int(config.get("seed", 0))
     try:
-        old_space = _problem_from_config(config).space
+        rebuilt = _problem_from_config(config)
+        old_space = rebuilt.space
+        if not space_given and config.get("problem") is not None:
+            # the stored problem as the old study has it: an id stored before boloop refused
+            # one for a new study ("levelset/toy?", an option twice) is continued, not refused
+            problem = rebuilt
     except BoloopError as exc:
         if not space_given:
             raise StorageError(

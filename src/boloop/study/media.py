@@ -69,7 +69,8 @@ def is_media_name(value: Any) -> bool:
 
 def _looks_like(suffix: str, data: bytes) -> bool:
     """Whether ``data`` begins as a file of ``suffix`` (a key of :data:`MEDIA_TYPES`) begins:
-    its format's signature (the "magic number" every such file starts with)."""
+    its format's signature (the "magic number" every such file starts with); for a picture,
+    the signature of any picture format."""
     riff = data[:4] == b"RIFF"
     checks = {
         ".png": data.startswith(b"\x89PNG\r\n\x1a\n"),
@@ -84,6 +85,10 @@ def _looks_like(suffix: str, data: bytes) -> bool:
         ".mp4": data[4:8] == b"ftyp",
         ".webm": data.startswith(b"\x1a\x45\xdf\xa3"),
     }
+    if MEDIA_TYPES.get(suffix, "").startswith("image/"):
+        # a browser shows a picture by its bytes, not its type: a PNG renamed .jpg is shown
+        # (served as image/jpeg, nosniff and all); text named .png or a PNG named .mp3 is not
+        return any(ok for s, ok in checks.items() if MEDIA_TYPES[s].startswith("image/"))
     return checks.get(suffix, True)
 
 
@@ -128,7 +133,9 @@ def embed_media(candidates: Mapping[str, Any], directory: str) -> dict[str, Any]
             if not _looks_like(suffix, data):  # the page would show a broken picture
                 start = f"begins with the bytes {data[:8].hex(' ')}" if data else "is empty"
                 raise InvalidInputError(
-                    f"media column {col!r}: {name!r} is not a {suffix[1:].upper()} file (it "
+                    f"media column {col!r}: {name!r} is not a {suffix[1:].upper()} file"
+                    f"{' nor another picture' if MEDIA_TYPES[suffix].startswith('image/') else ''}"
+                    " (it "
                     f"{start}); a file renamed to another suffix cannot be shown: save it in "
                     "that format"
                 )

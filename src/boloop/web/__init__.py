@@ -7,7 +7,7 @@ Every asset is served by the package itself: the pages work offline, with no CDN
 .. code-block:: python
 
     from boloop.web import create_app
-    app = create_app("sqlite:///lab.db", token="s3cret")   # an ASGI app (FastAPI)
+    app = create_app("sqlite:///lab.db", token="lab-s3cret-2026")  # an ASGI app (FastAPI)
 
 Needs the ``web`` extra (``pip install 'boloop[web]'``: FastAPI, uvicorn, Jinja2,
 python-multipart, swagger-ui-bundle; segno draws the share page's QR code, which the page does
