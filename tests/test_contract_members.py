@@ -213,3 +213,25 @@ def test_a_safe_method_without_a_safe_set_draws_its_pictures(url: str) -> None:
     drawn = pictures(study)
     assert "safe space (no posterior yet)" in drawn["model"]  # no state(): the data only
     assert "<svg" in drawn["growth"]  # no certified set: nothing replayed, no failure
+
+
+def test_a_method_writing_add_labels_takes_labels_unless_it_says_otherwise() -> None:
+    """Before the contract declared ``accepts_labels``, a study gave labels to any method with
+    an ``add_labels``: a class that writes one and says nothing of the flag still takes them;
+    one that says False, or inherits the default, does not."""
+
+    class Writes(_Bare):
+        def add_labels(self, X: Any, accepted: Any) -> None:
+            pass
+
+    class SaysNo(_Bare):
+        accepts_labels = False
+
+        def add_labels(self, X: Any, accepted: Any) -> None:
+            pass
+
+    class Inherits(Writes):
+        pass
+
+    assert Writes.accepts_labels and Inherits.accepts_labels
+    assert not SaysNo.accepts_labels and not _Bare.accepts_labels

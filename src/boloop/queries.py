@@ -450,6 +450,14 @@ class BasePolicy(ABC):
     #: certifies nothing. A study draws its growth when the family declares ``growth_picture``.
     certified: np.ndarray | None = None
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A method class that writes its own :meth:`add_labels` and says nothing of
+        :attr:`accepts_labels` takes labels (before the contract declared the flag, a study gave
+        labels to any method with an ``add_labels``)."""
+        super().__init_subclass__(**kwargs)
+        if "add_labels" in cls.__dict__ and "accepts_labels" not in cls.__dict__:
+            cls.accepts_labels = True
+
     def __init__(self, seed: int | np.random.Generator | None = None) -> None:
         self.seed = seed
         self.rng = as_rng(seed)
