@@ -45,7 +45,7 @@ METHODS = ["randomized-straddle", "straddle", "us"]
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
-    with (path / "results.csv").open(newline="") as fh:
+    with (path / "results.csv").open(newline="", encoding="utf-8") as fh:
         return [
             {k: v for k, v in r.items() if not k.endswith("_seconds")} for r in csv.DictReader(fh)
         ]

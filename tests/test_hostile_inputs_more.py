@@ -374,3 +374,15 @@ def test_a_picture_named_as_another_picture_format_is_taken(tmp_path):
     url = f"sqlite:///{tmp_path / 'm.db'}"
     create_study("cake", "eubo", tmp_path / "t.csv", seed=0, storage=url)
     assert load_study("cake", storage=url).name == "cake"
+
+
+def test_parse_seeds_refuses_a_huge_sequence_before_listing_it():
+    """``parse_seeds(range(10**12))`` built the whole list (memory for a trillion ints) before
+    its count was checked."""
+    from boloop.bench.runner import MAX_SEEDS, parse_seeds
+    from boloop.errors import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="a sweep takes at most"):
+        parse_seeds(range(10**12))
+    assert parse_seeds(range(3)) == [0, 1, 2]
+    assert len(parse_seeds(range(MAX_SEEDS))) == MAX_SEEDS

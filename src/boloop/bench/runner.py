@@ -76,7 +76,7 @@ import tempfile
 import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -131,6 +131,8 @@ def parse_seeds(text: str | int | Sequence[int]) -> list[int]:
     if isinstance(text, int):
         text = str(text)
     if not isinstance(text, str):
+        if isinstance(text, Sized) and len(text) > MAX_SEEDS:  # before a list is built of it
+            raise InvalidInputError(f"{len(text)} seeds; a sweep takes at most {MAX_SEEDS}")
         seeds = [int(s) for s in text]
     else:
         found = _SEEDS.fullmatch(text.strip())
