@@ -376,6 +376,20 @@ def test_a_picture_named_as_another_picture_format_is_taken(tmp_path):
     assert load_study("cake", storage=url).name == "cake"
 
 
+def test_a_flac_file_with_an_id3_tag_before_its_stream_is_taken(tmp_path):
+    """Taggers write an ID3v2 tag before a FLAC stream; the suffix check took only files that
+    begin with the stream's own ``fLaC`` (the second reviewer's finding)."""
+    from boloop.study import create_study, load_study
+
+    tagged = b"ID3\x04\x00\x00\x00\x00\x00\x0a" + b"\x00" * 10 + b"fLaC\x00\x00\x00\x22"
+    (tmp_path / "t.csv").write_text("name,sugar,sound\nplain,0.1,a.flac\nsweet,0.9,b.flac\n")
+    (tmp_path / "a.flac").write_bytes(tagged)
+    (tmp_path / "b.flac").write_bytes(b"fLaC\x00\x00\x00\x22")
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    create_study("cake", "eubo", tmp_path / "t.csv", seed=0, storage=url)
+    assert load_study("cake", storage=url).name == "cake"
+
+
 def test_parse_seeds_refuses_a_huge_sequence_before_listing_it():
     """``parse_seeds(range(10**12))`` built the whole list (memory for a trillion ints) before
     its count was checked."""

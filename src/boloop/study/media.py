@@ -80,7 +80,8 @@ def _looks_like(suffix: str, data: bytes) -> bool:
         ".webp": riff and data[8:12] == b"WEBP",
         ".wav": riff and data[8:12] == b"WAVE",
         ".ogg": data.startswith(b"OggS"),
-        ".flac": data.startswith(b"fLaC"),
+        # an ID3v2 tag before the FLAC stream is common (taggers write it; players skip it)
+        ".flac": data.startswith((b"fLaC", b"ID3")),
         ".mp3": data.startswith(b"ID3") or (len(data) > 1 and data[0] == 0xFF and data[1] >= 0xE0),
         ".mp4": data[4:8] == b"ftyp",
         ".webm": data.startswith(b"\x1a\x45\xdf\xa3"),
