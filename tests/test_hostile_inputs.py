@@ -542,3 +542,18 @@ def test_a_study_whose_older_notes_have_control_characters_can_be_continued(tmp_
     notes = [row["note"] for row in new.history()]
     assert len(notes) == 2
     assert notes[0].endswith(": a\ufffdb") and notes[1].endswith(": caf\ufffd"), notes
+
+
+@pytest.mark.parametrize(
+    "candidates,key",
+    [
+        ({"columns": "xy", "rows": [[0.1, 0.2], [0.3, 0.4]]}, "columns"),  # read as x and y
+        ({"columns": ["x"], "rows": "12"}, "rows"),
+        ({"columns": ["x"], "rows": [[0.1], [0.2]], "labels": "ab"}, "labels"),
+    ],
+)
+def test_a_table_whose_columns_rows_or_labels_are_a_string_is_refused(url, candidates, key):
+    """``"columns": "xy"`` became the two columns x and y (a string read letter by letter)."""
+    with pytest.raises(BoloopError, match=f"candidates '{key}' must be a list, got str"):
+        create_study("cake", "eubo", {"candidates": candidates}, seed=0, storage=url)
+    assert list_studies(storage=url) == []

@@ -341,6 +341,12 @@ def normalise_space(doc: Mapping[str, Any]) -> dict[str, Any]:
             raise InvalidInputError(
                 "space 'candidates' must be a CSV path or {'columns': [...], 'rows': [[...]]}"
             )
+        for key in ("columns", "rows", "labels"):  # a string would be read letter by letter
+            given = cand.get(key)
+            if isinstance(given, str | bytes):
+                raise InvalidInputError(
+                    f"candidates {key!r} must be a list, got {type(given).__name__} {given!r:.60}"
+                )
         cols = [str(c) for c in cand["columns"]]
         rows = [[_number(v, f"candidates row {i}") for v in r] for i, r in enumerate(cand["rows"])]
         if not rows or any(len(r) != len(cols) for r in rows):
