@@ -10,6 +10,7 @@ from typing import Any
 
 __all__ = ["register"]
 
+
 def _port(text: str) -> int:
     """``--port``: an integer 0-65535 (0: any free port); else argparse's one-line error (it
     was an OverflowError traceback from the socket's bind)."""

@@ -16,31 +16,31 @@ from boloop.errors import InvalidInputError
 __all__ = ["MAX_NOTE_CHARS"]
 
 
+def _is_not_text(ch: str, allowed: str) -> bool:
+    """Whether ``ch`` is no text a person typed: a control character (other than those in
+    ``allowed``) or a lone surrogate, which is what Python makes of a byte that is not UTF-8 in
+    a command line's arguments (``U+DCFF``); neither can be written to a UTF-8 file (an export)
+    or a PostgreSQL text column (NUL), and a name with a line break breaks every line that
+    shows it."""
+    kind = unicodedata.category(ch)
+    return (kind == "Cc" and ch not in allowed) or kind == "Cs"
+
+
 def _not_text(text: str, allowed: str = "") -> str | None:
-    """The first character of ``text`` that is no text a person typed, described (``U+000A``
-    and what it may be), or None: a control character (other than those in ``allowed``) or a
-    lone surrogate, which is what Python makes of a byte that is not UTF-8 in a command line's
-    arguments (``U+DCFF``); neither can be written to a UTF-8 file (an export) or a PostgreSQL
-    text column (NUL), and a name with a line break breaks every line that shows it."""
+    """The first character of ``text`` that is no text a person typed (:func:`_is_not_text`),
+    described (``U+000A`` and what it may be), or None."""
     for ch in text:
-        kind = unicodedata.category(ch)
-        if (kind == "Cc" and ch not in allowed) or kind == "Cs":
-            what = "a byte that is not UTF-8?" if kind == "Cs" else "a control character"
+        if _is_not_text(ch, allowed):
+            surrogate = unicodedata.category(ch) == "Cs"
+            what = "a byte that is not UTF-8?" if surrogate else "a control character"
             return f"U+{ord(ch):04X} ({what})"
     return None
 
 
 def _as_text(text: str, allowed: str = "\t\n\r") -> str:
-    """``text`` with every character :func:`_not_text` refuses (a control character other than
-    those in ``allowed``, a lone surrogate) replaced by U+FFFD: a note an older boloop stored,
-    carried into a note that the checks of today's take."""
-    return "".join(
-        "\ufffd"
-        if (unicodedata.category(ch) == "Cc" and ch not in allowed)
-        or unicodedata.category(ch) == "Cs"
-        else ch
-        for ch in text
-    )
+    """``text`` with every character :func:`_is_not_text` refuses replaced by U+FFFD: a note an
+    older boloop stored, carried into a note that the checks of today's take."""
+    return "".join("\ufffd" if _is_not_text(ch, allowed) else ch for ch in text)
 
 
 def _check_name(name: Any) -> str:
