@@ -11,7 +11,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "boloop"
 
 #: top to bottom; a module may import only from its own layer or the ones before it
 LAYERS = [
-    {"errors", "_validation", "_registry", "_user_code", "_blas", "__init__"},
+    {"errors", "_validation", "_registry", "_user_code", "_blas", "_files", "__init__"},
     {"gp"},
     {"confidence"},
     {"spaces"},

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from boloop._files import replaced_when_written
 from boloop.errors import InvalidInputError
 
 __all__ = ["SummaryUpdate", "update_summary_csv"]
@@ -119,10 +120,8 @@ def update_summary_csv(
     width = len(columns)
     out = [row + [""] * (width - len(row)) for row in out]
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", newline="", encoding="utf-8") as fh:
+    with replaced_when_written(path) as fh:
         writer = csv.writer(fh)
         writer.writerow(columns)
         writer.writerows(out)
-    tmp.replace(path)
     return update

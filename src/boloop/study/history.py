@@ -13,12 +13,12 @@ import csv
 import json
 import numbers
 import os
-import shutil
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 
+from boloop._files import replaced_when_written
 from boloop.errors import BoloopError, InvalidInputError
 from boloop.study.answers import answer_text
 from boloop.study.log import Event
@@ -232,27 +232,14 @@ class StudyHistory:
                 f"cannot write {path!r}: the directory {folder!r} does not exist"
             )
         hist = self.history(withdrawn=withdrawn)
-        # written beside it, then renamed: a write that fails (a full disk, a note an older
-        # boloop stored that cannot be encoded) leaves no half-written file, and a file that
-        # was there stays as it was. A link is written through (the file it names is
-        # replaced, the link stays), and a file that was there keeps its permissions
-        target = os.path.realpath(path)
-        part = os.path.join(
-            os.path.dirname(target), f".{os.path.basename(target)}.{os.getpid()}.part"
-        )
-        try:
-            self._write_export(part, ext, hist, withdrawn)
-            if os.path.exists(target):
-                shutil.copymode(target, part)
-            os.replace(part, target)
+        try:  # whole or not at all: a note an older boloop stored may not encode
+            with replaced_when_written(path, newline="" if ext == ".csv" else None) as fh:
+                self._write_export(fh, ext, hist, withdrawn)
         except OSError as exc:
             raise InvalidInputError(f"cannot write {path!r}: {exc.strerror or exc}") from exc
-        finally:
-            if os.path.exists(part):
-                os.unlink(part)
 
     def _write_export(
-        self, path: str, ext: str, hist: list[dict[str, Any]], withdrawn: bool = False
+        self, fh: IO[str], ext: str, hist: list[dict[str, Any]], withdrawn: bool = False
     ) -> None:
         # the history's and the recommendation's grid values are already as the space file
         # defines them (0.6, not linspace's 0.6000000000000001: :meth:`_params`); answers and a
@@ -263,16 +250,14 @@ class StudyHistory:
             except (BoloopError, NotImplementedError):
                 rec = None
             doc = {"study": self.config, "history": hist, "recommendation": rec}
-            with open(path, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh, indent=2, default=_json_default)
+            json.dump(doc, fh, indent=2, default=_json_default)
             return
         cols, rows = self._flat_rows(hist)
         if withdrawn:  # empty for an answer in effect
             cols.append("withdrawn_at")
             for flat, r in zip(rows, hist):
                 flat["withdrawn_at"] = r.get("withdrawn_at") or ""
-        with open(path, "w", encoding="utf-8", newline="") as fh:
-            # "\n" line ends: the same bytes from the API, the CLI and the web page's export
-            w = csv.DictWriter(fh, fieldnames=cols, lineterminator="\n")
-            w.writeheader()
-            w.writerows(rows)
+        # "\n" line ends: the same bytes from the API, the CLI and the web page's export
+        w = csv.DictWriter(fh, fieldnames=cols, lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
