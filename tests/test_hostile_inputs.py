@@ -154,7 +154,12 @@ def test_a_study_name_that_is_no_printable_text_or_no_web_address_is_refused(url
     assert list_studies(storage=url) == []
     for fine in ("...", "a.b", "Härte/2026", "é✓💥"):  # still names
         create_study(fine, "randomized-straddle", LEVEL_SET, seed=0, storage=url)
-    assert {row["name"] for row in list_studies(storage=url)} == {"...", "a.b", "Härte/2026", "é✓💥"}
+    assert {row["name"] for row in list_studies(storage=url)} == {
+        "...",
+        "a.b",
+        "Härte/2026",
+        "é✓💥",
+    }
 
 
 def test_a_note_with_bytes_that_are_not_utf8_is_refused_and_export_still_works(tmp_path, url):
@@ -278,7 +283,9 @@ def test_a_safe_noise_setting_that_is_no_number_is_refused_naming_it(url):
 def test_a_safe_seed_with_a_name_that_is_no_parameter_is_refused(url):
     """``{"dose": 0, "time": 0.5, "tmie": 0.9}`` was taken, the misspelt value dropped."""
     space = {**SAFE, "safe_seeds": [{"dose": 0.0, "time": 0.5, "tmie": 0.9}]}
-    with pytest.raises(BoloopError, match=r"safe_seeds\[0\] has unknown parameter names \['tmie'\]"):
+    with pytest.raises(
+        BoloopError, match=r"safe_seeds\[0\] has unknown parameter names \['tmie'\]"
+    ):
         create_study("trial", "m-safeopt", space, seed=0, storage=url)
     assert list_studies(storage=url) == []
 
@@ -315,6 +322,33 @@ def test_an_option_named_like_the_other_sides_duel_word_is_not_read_as_that_side
     assert res.returncode == 2, f"stored {stored[-1]['answer_text']!r} for B's name {q.b_label!r}"
     assert _log("cake", url) == before
     assert f"is the word for A ({q.a_label!r}) and the name of B" in res.stderr, res.stderr
+
+
+def test_ask_suggests_the_duel_words_that_no_option_is_named(tmp_path, url):
+    """``ask`` said ``tell cake 0 a|b`` of a duel whose options are named b and a, and ``a``
+    is refused there: it suggests the words that answer each side without doubt, which are
+    taken."""
+    table = {"columns": ["x"], "rows": [[0.1], [0.9]], "labels": ["b", "a"]}
+    study = create_study("cake", "eubo", {"candidates": table}, seed=0, storage=url)
+    q = study.ask()
+    assert (q.a_label, q.b_label) == ("b", "a")
+    res = run_cli(["study", "ask", "cake", "--storage", url], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "answer with: boloop study tell cake 0 1|2" in res.stdout, res.stdout
+    res = run_cli(["study", "tell", "cake", "0", "1", "--storage", url], cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert [r["answer"] for r in load_study("cake", storage=url).history()] == [0]
+
+
+def test_free_duel_words_leave_each_side_a_word():
+    from boloop.study.answers import free_duel_words
+
+    assert free_duel_words("p", "q") == (["a", "1", "left", "first"], ["b", "2", "right", "second"])
+    assert free_duel_words(None, None) == free_duel_words("p", "q")
+    assert free_duel_words("b", "a") == (["1", "left", "first"], ["2", "right", "second"])
+    assert free_duel_words("b", "a", one_key=True) == (["1"], ["2"])
+    # "a" names A itself: it means A either way; "1", B's name, is the doubtful word for A
+    assert free_duel_words("a", "1", one_key=True) == (["a"], ["b", "2"])
 
 
 @pytest.mark.parametrize("button,side", [("a", 0), ("b", 1)])
@@ -511,8 +545,10 @@ def test_history_takes_withdrawn_as_true_or_false_only(url):
             study.history(withdrawn=bad)
 
 
-@pytest.mark.parametrize("method,problem,family", [("cobol", "expert/ackley4", "an expert"),
-                                                   ("eubo", "preference/toy", "a preference")])
+@pytest.mark.parametrize(
+    "method,problem,family",
+    [("cobol", "expert/ackley4", "an expert"), ("eubo", "preference/toy", "a preference")],
+)
 def test_find_floor_names_the_family_of_a_study_it_does_not_apply_to(url, method, problem, family):
     """It said "is a expert study"."""
     study = create_study("x", method, problem=problem, seed=0, storage=url)

@@ -1240,8 +1240,11 @@ def _answer_hint(q: StudyQuery, keys: bool = True) -> str:
     """What to type: keys at the interactive prompt, else the ANSWER of ``boloop study tell``."""
     if q.kind == "label":
         return "y accept / n reject" if keys else "accept|reject"
-    if q.kind == "compare":
-        return "a or 1 / b or 2" if keys else "a|b"
+    if q.kind == "compare":  # words that no option of the duel is named
+        from boloop.study.answers import free_duel_words
+
+        a, b = free_duel_words(q.a_label, q.b_label, one_key=keys)
+        return f"{' or '.join(a[:2])} / {' or '.join(b[:2])}" if keys else f"{a[0]}|{b[0]}"
     if q.outputs:
         return ",".join(f"{o}=VALUE" for o in q.outputs)
     return "VALUE"

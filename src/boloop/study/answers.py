@@ -42,6 +42,7 @@ __all__ = [
     "MAX_MEASURED",
     "LABEL_HINT",
     "LABEL_WORDS",
+    "free_duel_words",
     "NumberTextError",
     "answer_text",
     "number_texts",
@@ -72,6 +73,22 @@ _DUEL = {w: v for v, words in DUEL_WORDS.items() for w in words}
 def parse_label(text: str) -> bool | None:
     """``True`` (accept), ``False`` (reject), or ``None`` if ``text`` is not a label word."""
     return _LABEL.get(text.strip().lower()) if isinstance(text, str) else None
+
+
+def free_duel_words(
+    a_label: str | None, b_label: str | None, one_key: bool = False
+) -> tuple[list[str], list[str]]:
+    """The words of :data:`DUEL_WORDS` that answer A and B of a duel without doubt: a side's
+    words but the one that is the *other* option's name (options named ``b`` and ``a`` leave
+    ``1``, ``left``, ``first`` for A; a word that is its own side's name means that side either
+    way), in the table's order; ``one_key``: the one-character ones (the keys of a prompt).
+    Each side keeps all but at most one of its words, so at least one key."""
+    names = [n.strip().lower() if n is not None else None for n in (a_label, b_label)]
+    a, b = (
+        [w for w in DUEL_WORDS[side] if w != names[1 - side] and (len(w) == 1 or not one_key)]
+        for side in (0, 1)
+    )
+    return a, b
 
 
 def parse_duel(text: str) -> int | None:

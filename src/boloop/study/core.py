@@ -49,7 +49,7 @@ from boloop.problems.base import Problem
 from boloop.queries import BasePolicy, Compare, Evaluate, Query, check_query
 from boloop.spaces import Box, CandidateSet, Space, params_text
 from boloop.study.answers import (
-    DUEL_WORDS,
+    free_duel_words,
     number_texts,
     parse_answer,
     parse_duel,
@@ -636,12 +636,11 @@ class Study(StudyReplay, StudySnapshots, StudyHistory, StudyStatus, StudyTrials,
             if other is None or other.strip().lower() != key:
                 return answer
             # ... but not over the name of the other option of this duel: which was meant?
-            taken = {n.strip().lower() for n in names if n is not None}
-            words = [next((w for w in DUEL_WORDS[s] if w not in taken), None) for s in (0, 1)]
+            a, b = free_duel_words(names[0], names[1])
             raise AnswerTypeError(
                 f"query {query.id}: {answer.strip()!r} is the word for "
                 f"{'AB'[side]} ({names[side]!r}) and the name of {'AB'[1 - side]}; answer "
-                f"{words[0]} for A ({names[0]!r}) or {words[1]} for B ({names[1]!r})"
+                f"{a[0]} for A ({names[0]!r}) or {b[0]} for B ({names[1]!r})"
             )
         hits = [i for i, n in enumerate(names) if n is not None and n.strip().lower() == key]
         if len(hits) == 1:
