@@ -71,7 +71,7 @@ def _zero_mean_ml_variance(kernel, X, y, noise: float) -> float:
     return math.exp(minimize_scalar(nll, bounds=(c - 30, c + 30), method="bounded").x)
 
 
-def _learn(self) -> None:  # the variants of boloop.algorithms.safe._SafePolicy._learn
+def _learn(self) -> None:  # the variants of boloop.algorithms.safe.models._SafeModels._learn
     import numpy as np
     from scipy.stats import chi2
 
@@ -120,10 +120,10 @@ def _learn(self) -> None:  # the variants of boloop.algorithms.safe._SafePolicy.
 
 
 def run(problem, method: str, seed: int, budget: int, variant: str) -> dict:
-    import boloop.algorithms.safe as safe
+    from boloop.algorithms.safe.base import _SafePolicy
     from boloop.simulate import simulate
 
-    safe._SafePolicy._learn = _learn
+    _SafePolicy._learn = _learn
     _V.clear()
     _V.update(VARIANTS[variant])
     opts = {"fit_hyperparameters": True}
