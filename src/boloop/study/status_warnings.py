@@ -392,14 +392,14 @@ class StudyWarnings:
 
     def _farthest_in_words(self, finding: str, point: Sequence[float]) -> str | None:
         """A level-set stall in words (``describe()["stall"]``): the method's ``finding`` and
-        its advice (:data:`~boloop.algorithms.levelset.policies.FARTHEST_ADVICE`) with the
+        its advice (:data:`~boloop.algorithms.levelset.stall.FARTHEST_ADVICE`) with the
         candidate farthest from every measurement in parameter names, each value with its unit
         (:meth:`units`: ``the farthest is temperature=180 °C``; the method knows no units), and
         the command that records a measurement made there (values as typed, no units); None
         when the point has no parameter names."""
         import shlex
 
-        from boloop.algorithms.levelset.policies import FARTHEST_ADVICE
+        from boloop.algorithms.levelset.stall import FARTHEST_ADVICE
         from boloop.study.replay import storage_option
 
         try:

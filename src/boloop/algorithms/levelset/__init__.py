@@ -62,15 +62,17 @@ from boloop.algorithms.levelset.acquisition import (
     randomized_straddle_af,
     straddle,
 )
-from boloop.algorithms.levelset.policies import (
+from boloop.algorithms.levelset.base import LevelSetPolicy
+from boloop.algorithms.levelset.baselines import (
     LSE,
     MILE,
-    LevelSetPolicy,
-    RandomizedStraddle,
-    RandomizedStraddleMax,
     RandomSampling,
     Straddle,
     UncertaintySampling,
+)
+from boloop.algorithms.levelset.randomized_straddle import (
+    RandomizedStraddle,
+    RandomizedStraddleMax,
 )
 
 __all__ = [

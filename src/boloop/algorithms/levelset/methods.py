@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from boloop.algorithms.levelset.policies import (
+from boloop.algorithms.levelset.base import LevelSetPolicy
+from boloop.algorithms.levelset.baselines import (
     LSE,
     MILE,
-    LevelSetPolicy,
-    RandomizedStraddle,
-    RandomizedStraddleMax,
     RandomSampling,
     Straddle,
     UncertaintySampling,
+)
+from boloop.algorithms.levelset.randomized_straddle import (
+    RandomizedStraddle,
+    RandomizedStraddleMax,
 )
 from boloop.algorithms.registry import options_from, register_method
 from boloop.errors import InvalidInputError
