@@ -74,6 +74,7 @@ from boloop.algorithms.levelset.randomized_straddle import (
     RandomizedStraddle,
     RandomizedStraddleMax,
 )
+from boloop.recommendations import LevelSetEstimate
 
 __all__ = [
     "classify",
