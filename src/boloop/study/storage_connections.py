@@ -3,9 +3,10 @@ pool) per URL, forgotten after a fork or by :func:`dispose_engines`; SQLite's se
 new connection; a pooled PostgreSQL connection that the server closed replaced before use; who is
 told how each attempt to reach the database went (:func:`watch_connections`); and how long a
 PostgreSQL server's answer is waited for (:func:`limit_answers`, :func:`answers_silent`; the waits
-themselves are kept by :mod:`boloop.study.answer_limit`). Used by
-:class:`boloop.study.storage_sql.Storage`; the public names are imported from
-:mod:`boloop.study.storage`.
+themselves are kept by :mod:`boloop.study.answer_limit`). The engines and the answer limits
+refer to each other (an engine made under a limit listens for it; a limit set later finds the
+engine), so they share one module. Used by :class:`boloop.study.storage_sql.Storage`; the public
+names are imported from :mod:`boloop.study.storage`.
 """
 
 from __future__ import annotations
