@@ -26,7 +26,7 @@ from boloop.study.log import (
     now_iso,
 )
 from boloop.study.log_summary import LogSummary, summarise
-from boloop.study.storage import check_droppable, check_import
+from boloop.study.storage_backend import check_droppable, check_import
 
 __all__ = ["MemoryStorage", "discard_memory_store"]
 
