@@ -209,9 +209,11 @@ def test_safe_pictures_say_unsafe_without_colour(url):
     from study_samples import answer_for
 
     study = make_study("safe", url, answers=3, fast=True)
-    for _ in range(10):  # g far above h = 0.8: the model becomes sure some settings are unsafe
+    for _ in range(7):  # g far above h = 0.8 ...
         q = study.ask()
         study.tell(q.id, {"f": 0.5, "g": 5.0})
+    for weight in (0, 0.5, 1):  # ... also above the lowest dose: the model is sure it is unsafe
+        study.add({"dose": 0.6, "weight": weight}, {"f": 0.5, "g": 5.0})
     q = study.ask()
     study.tell(q.id, answer_for(q))
     over = {i + 1 for i, r in enumerate(study.history()) if r["answer"]["g"] > 0.8}
@@ -1514,3 +1516,38 @@ def test_the_expert_maps_over_an_uneven_grid_draw_each_cell_over_its_value(url):
     assert len(frames) == 2  # f's posterior mean above, the expert's g below
     for frame in frames:
         _check_uneven_map(root, frame)
+
+
+#: the fills of a certified and a not yet known cell of the safe model picture
+GREENS_AND_GREY = ("#a8dbb5", "#eeeeee")
+
+
+def test_safe_model_calls_likely_unsafe_only_what_the_model_puts_above_h(url):
+    """A newcomer's dose study (h = 0.6, g measured at 0.3-0.45) showed cells 'likely unsafe'
+    whose lower bound of g was 0.28: the picture compared the lower bound of g with 0, not with
+    the limit h. A cell is likely unsafe where the model's lower bound of g is above h, and its
+    tooltip gives the upper bound of g against h."""
+    space = {
+        "monotone": "dose",
+        "h": 5.0,
+        "parameters": [
+            {"name": "dose", "low": 0, "high": 1, "grid": 8},
+            {"name": "weight", "low": 0, "high": 1, "grid": 5},
+        ],
+    }
+    study = create_study("far", "m-safeopt", space, storage=url, seed=0, fit_hyperparameters=False)
+    for _ in range(8):  # g well above 0 and far below the limit 5 everywhere
+        q = study.ask()
+        study.tell(q.id, {"f": q.params["dose"], "g": 0.3 + 0.5 * q.params["dose"]})
+    root = ET.fromstring(model_svg(study))
+    cells = [e for e in root.iter(f"{SVG}rect") if e.find(f"{SVG}title") is not None]
+    titles = [e.findtext(f"{SVG}title") for e in cells]
+    titles = [t for t in titles if "upper bound of g" in t]
+    assert len(titles) == 8 * 5, titles[:3]
+    unsafe = [e.findtext(f"{SVG}title") for e in cells if e.get("fill") not in GREENS_AND_GREY]
+    assert unsafe == [], unsafe[:3]  # no lower bound of g reaches 5
+    assert "likely unsafe: 0;" in root.findtext(f"{SVG}desc")
+    # the tooltip's bound is that of g, said against h, as the model has it
+    bounds, sets = study.policy.state()
+    first = next(t for t in titles if t.startswith("weight=0, dose=0:"))
+    assert f"upper bound of g {float(bounds.ucb_g[0, 0]):.4g} (limit h = 5)" in first, first
