@@ -1551,3 +1551,33 @@ def test_safe_model_calls_likely_unsafe_only_what_the_model_puts_above_h(url):
     bounds, sets = study.policy.state()
     first = next(t for t in titles if t.startswith("weight=0, dose=0:"))
     assert f"upper bound of g {float(bounds.ucb_g[0, 0]):.4g} (limit h = 5)" in first, first
+
+
+def _whole_number_ticks_fail(svg: str, y_rows: tuple[int, ...]) -> list[str]:
+    """The tick labels of ``svg`` on an axis that counts and that are no whole number: every x
+    tick (the answers), and the y ticks of the panels in ``y_rows`` (0 the top panel)."""
+    bad = []
+    for t in ET.fromstring(svg).iter(f"{SVG}text"):
+        text = "".join(t.itertext())
+        if t.get("transform") or not re.fullmatch(r"-?[\d.]+", text):
+            continue
+        is_x = t.get("text-anchor") == "middle"
+        row = int(float(t.get("y")) // PANEL_H)
+        if (is_x or row in y_rows) and float(text) != int(float(text)):
+            bad.append(f"{'x' if is_x else 'y'} tick {text} (row {row})")
+    return bad
+
+
+@pytest.mark.parametrize("answers", [1, 2, 9])
+def test_axes_that_count_have_whole_number_ticks(url, answers):
+    """A newcomer's level-set study, 8 measured points above the threshold: the count axis read
+    0, 2.5, 5, 7.5; after one or two answers the answers axis read 0.5, 0.75, 1, 1.25 (answer
+    1.25). Answers, counts and wins are whole numbers, and so are their ticks."""
+    space = {"threshold": 0.5, "parameters": [{"name": "t", "low": 0, "high": 1, "grid": 11}]}
+    study = create_study("count", "randomized-straddle", space, storage=url, seed=0)
+    for _ in range(answers):  # every value above the threshold: the count is the answers
+        q = study.ask()
+        study.tell(q.id, 1.0 + q.params["t"])
+    assert _whole_number_ticks_fail(progress_svg(study), y_rows=(1,)) == []
+    pref = make_study("pref", url, answers=answers)
+    assert _whole_number_ticks_fail(progress_svg(pref), y_rows=(0,)) == []
