@@ -695,3 +695,26 @@ def test_a_level_set_status_says_how_many_points_are_still_undecided(tmp_path):
     assert rec["n_undecided"] == expected
     out = _boloop(tmp_path, "study", "status", "ls").stdout
     assert f"{expected} still undecided: the model's value there is within 2 standard" in out
+
+
+@pytest.mark.parametrize(
+    ("space", "typo", "meant"),
+    [
+        ({"treshold": 0.5}, "treshold", "threshold"),
+        ({"threshold": 0.5, "settings": {"noise_variace": 0.1}}, "noise_variace", "noise_variance"),
+        ({"threshold": 0.5, "measurement": {"nme": "hardness"}}, "nme", "name"),
+        ({"threshold": 0.5, "colour": "blue"}, None, None),
+    ],
+)
+def test_a_misspelt_space_key_is_refused_naming_the_key_meant(tmp_path, space, typo, meant):
+    """A newcomer typed `treshold = 40` in a space file: the refusal listed the eleven valid
+    keys, while a misspelt --option names the one meant ('did you mean ...?'). The space's keys,
+    its [settings] and [measurement] name it too; a key like none of them gets no guess."""
+    doc = {"parameters": [{"name": "t", "low": 0, "high": 1, "grid": 5}], **space}
+    with pytest.raises(InvalidInputError) as info:
+        create_study("typo", "randomized-straddle", doc, storage=f"sqlite:///{tmp_path / 'l.db'}")
+    if meant:
+        assert f"did you mean {meant!r}" in str(info.value), str(info.value)
+    else:
+        assert "did you mean" not in str(info.value), str(info.value)
+    assert not (tmp_path / "l.db").exists()
