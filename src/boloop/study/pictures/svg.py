@@ -114,8 +114,9 @@ def _nice_ticks(lo: float, hi: float, n: int = 5, whole: bool = False) -> list[f
     if whole:
         raw = max(raw, 1.0)
     mag = 10 ** math.floor(math.log10(raw))
-    steps = (1, 2, 5, 10) if whole else (1, 2, 2.5, 5, 10)
-    step = next(m * mag for m in steps if m * mag >= raw)
+    # whole numbers skip 2.5 and may step a little finer (0, 2, 4, 6, 8 rather than 0, 5)
+    steps, slack = ((1, 2, 5, 10), 0.8) if whole else ((1, 2, 2.5, 5, 10), 1.0)
+    step = next(m * mag for m in steps if m * mag >= raw * slack)
     start = math.ceil(lo / step - 1e-9) * step
     ticks = []
     t = start
