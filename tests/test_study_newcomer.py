@@ -718,3 +718,25 @@ def test_a_misspelt_space_key_is_refused_naming_the_key_meant(tmp_path, space, t
     else:
         assert "did you mean" not in str(info.value), str(info.value)
     assert not (tmp_path / "l.db").exists()
+
+
+def test_status_calls_points_only_the_points_of_the_space(tmp_path):
+    """A newcomer's preference study: `status` showed EUBO's model weights as "models 3 points,
+    bounding box lengthscale in [0.2, 0.8], variance in [16, 16], weight in [...]": a list of
+    the method's models read as points of the space. Points (the level set's upper set) keep
+    their summary; other lists of numbers-by-name are written as they are."""
+    from study_samples import make_drinks
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    make_drinks("drinks", url, answers=3)
+    out = _boloop(tmp_path, "study", "status", "drinks").stdout
+    (models,) = [ln for ln in out.splitlines() if ln.strip().startswith("models ")]
+    assert "points" not in models and "bounding box" not in models, models
+    assert "lengthscale" in models and "weight" in models, models
+    space = {"threshold": 0.5, "parameters": [{"name": "t", "low": 0, "high": 1, "grid": 11}]}
+    lev = create_study("lev", "randomized-straddle", space, storage=url, seed=0)
+    for _ in range(3):
+        q = lev.ask()
+        lev.tell(q.id, q.params["t"])
+    out = _boloop(tmp_path, "study", "status", "lev").stdout
+    assert "upper set: " in out and "points, bounding box t in [" in out, out
