@@ -740,3 +740,16 @@ def test_status_calls_points_only_the_points_of_the_space(tmp_path):
         lev.tell(q.id, q.params["t"])
     out = _boloop(tmp_path, "study", "status", "lev").stdout
     assert "upper set: " in out and "points, bounding box t in [" in out, out
+
+
+def test_a_taken_name_at_the_command_line_says_how_to_go_on_with_the_study_there(tmp_path):
+    """`boloop study create cure` a second time said "load it with load_study or choose another
+    name": a Python function, to someone at the terminal. The refusal names the command that
+    goes on with the stored study, and still the Python way."""
+    space = _write(tmp_path / "s.json", {"threshold": 0.5, "parameters": [
+        {"name": "t", "low": 0, "high": 1, "grid": 5}]})
+    assert _boloop(tmp_path, "study", "create", "my cure", "--space", space).returncode == 0
+    before = _events(tmp_path)
+    r = _boloop(tmp_path, "study", "create", "my cure", "--space", space)
+    assert r.returncode == 2 and _events(tmp_path) == before
+    assert "boloop study ask 'my cure'" in r.stderr and "load_study" in r.stderr, r.stderr
