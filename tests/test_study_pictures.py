@@ -1581,3 +1581,33 @@ def test_axes_that_count_have_whole_number_ticks(url, answers):
     assert _whole_number_ticks_fail(progress_svg(study), y_rows=(1,)) == []
     pref = make_study("pref", url, answers=answers)
     assert _whole_number_ticks_fail(progress_svg(pref), y_rows=(0,)) == []
+
+
+def test_safe_progress_names_g_on_its_axis_as_f_is_named(url):
+    """A newcomer's dose study named both outputs ([measurement.f] efficacy in %, [measurement.g]
+    toxicity in AU): the progress picture's f axis read "efficacy (f, %)" and its g axis "g".
+    Each axis names its output as the form does; a study that names nothing keeps "f" and "g"."""
+    space = {
+        "monotone": "dose",
+        "h": 0.6,
+        "measurement": {
+            "f": {"name": "efficacy", "unit": "%"},
+            "g": {"name": "toxicity", "unit": "AU"},
+        },
+        "parameters": [
+            {"name": "dose", "low": 0, "high": 40, "grid": 5},
+            {"name": "timing", "low": 0, "high": 24, "grid": 3},
+        ],
+    }
+    fixed = {"seed": 0, "fit_hyperparameters": False}
+    named = create_study("named", "m-safeopt", space, storage=url, **fixed)
+    plain = {k: v for k, v in space.items() if k != "measurement"}
+    bare = create_study("bare", "m-safeopt", plain, storage=url, **fixed)
+    for study in (named, bare):
+        for _ in range(3):
+            q = study.ask()
+            study.tell(q.id, {"f": 1.0 + q.params["dose"], "g": 0.05})
+    texts = _texts(progress_svg(named))
+    assert "efficacy (f, %)" in texts and "toxicity (g, AU)" in texts, texts
+    texts = _texts(progress_svg(bare))
+    assert "f" in texts and "g" in texts and "toxicity (g, AU)" not in texts, texts

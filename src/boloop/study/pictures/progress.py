@@ -128,7 +128,7 @@ def _progress_svg(study: Any) -> str:
             _range(np.append(g, h)),
             f"g (limit h = {_fmt(h)})",
             "answers",
-            "g",
+            _ylabel(study, "g"),
             counts="x",
         )
         q.axes()
