@@ -695,3 +695,61 @@ def test_a_level_set_status_says_how_many_points_are_still_undecided(tmp_path):
     assert rec["n_undecided"] == expected
     out = _boloop(tmp_path, "study", "status", "ls").stdout
     assert f"{expected} still undecided: the model's value there is within 2 standard" in out
+
+
+@pytest.mark.parametrize(
+    ("space", "typo", "meant"),
+    [
+        ({"treshold": 0.5}, "treshold", "threshold"),
+        ({"threshold": 0.5, "settings": {"noise_variace": 0.1}}, "noise_variace", "noise_variance"),
+        ({"threshold": 0.5, "measurement": {"nme": "hardness"}}, "nme", "name"),
+        ({"threshold": 0.5, "colour": "blue"}, None, None),
+    ],
+)
+def test_a_misspelt_space_key_is_refused_naming_the_key_meant(tmp_path, space, typo, meant):
+    """A newcomer typed `treshold = 40` in a space file: the refusal listed the eleven valid
+    keys, while a misspelt --option names the one meant ('did you mean ...?'). The space's keys,
+    its [settings] and [measurement] name it too; a key like none of them gets no guess."""
+    doc = {"parameters": [{"name": "t", "low": 0, "high": 1, "grid": 5}], **space}
+    with pytest.raises(InvalidInputError) as info:
+        create_study("typo", "randomized-straddle", doc, storage=f"sqlite:///{tmp_path / 'l.db'}")
+    if meant:
+        assert f"did you mean {meant!r}" in str(info.value), str(info.value)
+    else:
+        assert "did you mean" not in str(info.value), str(info.value)
+    assert not (tmp_path / "l.db").exists()
+
+
+def test_status_calls_points_only_the_points_of_the_space(tmp_path):
+    """A newcomer's preference study: `status` showed EUBO's model weights as "models 3 points,
+    bounding box lengthscale in [0.2, 0.8], variance in [16, 16], weight in [...]": a list of
+    the method's models read as points of the space. Points (the level set's upper set) keep
+    their summary; other lists of numbers-by-name are written as they are."""
+    from study_samples import make_drinks
+
+    url = f"sqlite:///{tmp_path / 'lab.db'}"
+    make_drinks("drinks", url, answers=3)
+    out = _boloop(tmp_path, "study", "status", "drinks").stdout
+    (models,) = [ln for ln in out.splitlines() if ln.strip().startswith("models ")]
+    assert "points" not in models and "bounding box" not in models, models
+    assert "lengthscale" in models and "weight" in models, models
+    space = {"threshold": 0.5, "parameters": [{"name": "t", "low": 0, "high": 1, "grid": 11}]}
+    lev = create_study("lev", "randomized-straddle", space, storage=url, seed=0)
+    for _ in range(3):
+        q = lev.ask()
+        lev.tell(q.id, q.params["t"])
+    out = _boloop(tmp_path, "study", "status", "lev").stdout
+    assert "upper set: " in out and "points, bounding box t in [" in out, out
+
+
+def test_a_taken_name_at_the_command_line_says_how_to_go_on_with_the_study_there(tmp_path):
+    """`boloop study create cure` a second time said "load it with load_study or choose another
+    name": a Python function, to someone at the terminal. The refusal names the command that
+    goes on with the stored study, and still the Python way."""
+    space = _write(tmp_path / "s.json", {"threshold": 0.5, "parameters": [
+        {"name": "t", "low": 0, "high": 1, "grid": 5}]})
+    assert _boloop(tmp_path, "study", "create", "my cure", "--space", space).returncode == 0
+    before = _events(tmp_path)
+    r = _boloop(tmp_path, "study", "create", "my cure", "--space", space)
+    assert r.returncode == 2 and _events(tmp_path) == before
+    assert "boloop study ask 'my cure'" in r.stderr and "load_study" in r.stderr, r.stderr

@@ -209,9 +209,11 @@ def test_safe_pictures_say_unsafe_without_colour(url):
     from study_samples import answer_for
 
     study = make_study("safe", url, answers=3, fast=True)
-    for _ in range(10):  # g far above h = 0.8: the model becomes sure some settings are unsafe
+    for _ in range(7):  # g far above h = 0.8 ...
         q = study.ask()
         study.tell(q.id, {"f": 0.5, "g": 5.0})
+    for weight in (0, 0.5, 1):  # ... also above the lowest dose: the model is sure it is unsafe
+        study.add({"dose": 0.6, "weight": weight}, {"f": 0.5, "g": 5.0})
     q = study.ask()
     study.tell(q.id, answer_for(q))
     over = {i + 1 for i, r in enumerate(study.history()) if r["answer"]["g"] > 0.8}
@@ -1514,3 +1516,98 @@ def test_the_expert_maps_over_an_uneven_grid_draw_each_cell_over_its_value(url):
     assert len(frames) == 2  # f's posterior mean above, the expert's g below
     for frame in frames:
         _check_uneven_map(root, frame)
+
+
+#: the fills of a certified and a not yet known cell of the safe model picture
+GREENS_AND_GREY = ("#a8dbb5", "#eeeeee")
+
+
+def test_safe_model_calls_likely_unsafe_only_what_the_model_puts_above_h(url):
+    """A newcomer's dose study (h = 0.6, g measured at 0.3-0.45) showed cells 'likely unsafe'
+    whose lower bound of g was 0.28: the picture compared the lower bound of g with 0, not with
+    the limit h. A cell is likely unsafe where the model's lower bound of g is above h, and its
+    tooltip gives the upper bound of g against h."""
+    space = {
+        "monotone": "dose",
+        "h": 5.0,
+        "parameters": [
+            {"name": "dose", "low": 0, "high": 1, "grid": 8},
+            {"name": "weight", "low": 0, "high": 1, "grid": 5},
+        ],
+    }
+    study = create_study("far", "m-safeopt", space, storage=url, seed=0, fit_hyperparameters=False)
+    for _ in range(8):  # g well above 0 and far below the limit 5 everywhere
+        q = study.ask()
+        study.tell(q.id, {"f": q.params["dose"], "g": 0.3 + 0.5 * q.params["dose"]})
+    root = ET.fromstring(model_svg(study))
+    cells = [e for e in root.iter(f"{SVG}rect") if e.find(f"{SVG}title") is not None]
+    titles = [e.findtext(f"{SVG}title") for e in cells]
+    titles = [t for t in titles if "upper bound of g" in t]
+    assert len(titles) == 8 * 5, titles[:3]
+    unsafe = [e.findtext(f"{SVG}title") for e in cells if e.get("fill") not in GREENS_AND_GREY]
+    assert unsafe == [], unsafe[:3]  # no lower bound of g reaches 5
+    assert "likely unsafe: 0;" in root.findtext(f"{SVG}desc")
+    # the tooltip's bound is that of g, said against h, as the model has it
+    bounds, sets = study.policy.state()
+    first = next(t for t in titles if t.startswith("weight=0, dose=0:"))
+    assert f"upper bound of g {float(bounds.ucb_g[0, 0]):.4g} (limit h = 5)" in first, first
+
+
+def _whole_number_ticks_fail(svg: str, y_rows: tuple[int, ...]) -> list[str]:
+    """The tick labels of ``svg`` on an axis that counts and that are no whole number: every x
+    tick (the answers), and the y ticks of the panels in ``y_rows`` (0 the top panel)."""
+    bad = []
+    for t in ET.fromstring(svg).iter(f"{SVG}text"):
+        text = "".join(t.itertext())
+        if t.get("transform") or not re.fullmatch(r"-?[\d.]+", text):
+            continue
+        is_x = t.get("text-anchor") == "middle"
+        row = int(float(t.get("y")) // PANEL_H)
+        if (is_x or row in y_rows) and float(text) != int(float(text)):
+            bad.append(f"{'x' if is_x else 'y'} tick {text} (row {row})")
+    return bad
+
+
+@pytest.mark.parametrize("answers", [1, 2, 9])
+def test_axes_that_count_have_whole_number_ticks(url, answers):
+    """A newcomer's level-set study, 8 measured points above the threshold: the count axis read
+    0, 2.5, 5, 7.5; after one or two answers the answers axis read 0.5, 0.75, 1, 1.25 (answer
+    1.25). Answers, counts and wins are whole numbers, and so are their ticks."""
+    space = {"threshold": 0.5, "parameters": [{"name": "t", "low": 0, "high": 1, "grid": 11}]}
+    study = create_study("count", "randomized-straddle", space, storage=url, seed=0)
+    for _ in range(answers):  # every value above the threshold: the count is the answers
+        q = study.ask()
+        study.tell(q.id, 1.0 + q.params["t"])
+    assert _whole_number_ticks_fail(progress_svg(study), y_rows=(1,)) == []
+    pref = make_study("pref", url, answers=answers)
+    assert _whole_number_ticks_fail(progress_svg(pref), y_rows=(0,)) == []
+
+
+def test_safe_progress_names_g_on_its_axis_as_f_is_named(url):
+    """A newcomer's dose study named both outputs ([measurement.f] efficacy in %, [measurement.g]
+    toxicity in AU): the progress picture's f axis read "efficacy (f, %)" and its g axis "g".
+    Each axis names its output as the form does; a study that names nothing keeps "f" and "g"."""
+    space = {
+        "monotone": "dose",
+        "h": 0.6,
+        "measurement": {
+            "f": {"name": "efficacy", "unit": "%"},
+            "g": {"name": "toxicity", "unit": "AU"},
+        },
+        "parameters": [
+            {"name": "dose", "low": 0, "high": 40, "grid": 5},
+            {"name": "timing", "low": 0, "high": 24, "grid": 3},
+        ],
+    }
+    fixed = {"seed": 0, "fit_hyperparameters": False}
+    named = create_study("named", "m-safeopt", space, storage=url, **fixed)
+    plain = {k: v for k, v in space.items() if k != "measurement"}
+    bare = create_study("bare", "m-safeopt", plain, storage=url, **fixed)
+    for study in (named, bare):
+        for _ in range(3):
+            q = study.ask()
+            study.tell(q.id, {"f": 1.0 + q.params["dose"], "g": 0.05})
+    texts = _texts(progress_svg(named))
+    assert "efficacy (f, %)" in texts and "toxicity (g, AU)" in texts, texts
+    texts = _texts(progress_svg(bare))
+    assert "f" in texts and "g" in texts and "toxicity (g, AU)" not in texts, texts

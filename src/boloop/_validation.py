@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
 from collections.abc import Sequence
@@ -102,11 +103,28 @@ def integer_at_least(value: Any, name: str, low: int) -> int:
     return int(value)
 
 
+def meant_keys(unknown: Sequence[str], valid: Sequence[str]) -> str:
+    """`` (did you mean 'threshold' for 'treshold'?)``: the valid key each ``unknown`` key is a
+    near miss of (a misspelt option says the same), or ``""`` when none is near."""
+    pairs = []
+    for key in unknown:
+        close = difflib.get_close_matches(str(key), [str(v) for v in valid], 1)
+        if close:
+            pairs.append(f"{close[0]!r} for {key!r}")
+    if not pairs:
+        return ""
+    if len(unknown) == 1:
+        return f" (did you mean {pairs[0].split(' for ')[0]}?)"
+    return f" (did you mean {', '.join(pairs)}?)"
+
+
 def known_keys(table: Any, valid: Sequence[str], where: str, hint: str = "") -> None:
-    """Refuse a mapping ``table`` with keys outside ``valid``, naming them, the valid ones and a
-    ``hint`` (e.g. what a near miss means), as an :class:`InvalidInputError` about ``where``."""
+    """Refuse a mapping ``table`` with keys outside ``valid``, naming them (and the valid key
+    each is a near miss of), the valid ones and a ``hint`` (e.g. what a near miss means), as an
+    :class:`InvalidInputError` about ``where``."""
     extra = sorted(set(table) - set(valid))
     if extra:
         raise InvalidInputError(
-            f"{where} has unknown keys {extra}; valid: {list(valid)}" + (f" {hint}" if hint else "")
+            f"{where} has unknown keys {extra}{meant_keys(extra, valid)}; valid: {list(valid)}"
+            + (f" {hint}" if hint else "")
         )

@@ -638,7 +638,8 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(st, default=str))
         return 0
-    print("\n".join(status_lines(st, getattr(study.problem, "labels", None), study.units())))
+    labels = getattr(study.problem, "labels", None)
+    print("\n".join(status_lines(st, labels, study.units(), study.names)))
     return 0
 
 
@@ -646,11 +647,14 @@ def status_lines(
     st: dict[str, Any],
     labels: Sequence[str] | None = None,
     units: Mapping[str, str] | None = None,
+    names: Sequence[str] | None = None,
 ) -> list[str]:
     """The text of ``boloop study status`` from :meth:`Study.status` (one vocabulary: answers,
     evaluations, labels, duels, the method's iteration; sets as counts and a bounding box);
     ``units``: each parameter's unit (:meth:`Study.units`), written after its values as the
-    question and the page write them (``dose=5 mg``); a study without units reads as always."""
+    question and the page write them (``dose=5 mg``); a study without units reads as always.
+    ``names``: the space's parameter names, so that only lists of its points are summarised as
+    points (a method's list of models by lengthscale and weight is not)."""
     c = st["counts"]
     parts = [f"{v} {k if v != 1 else k[:-1]}" for k, v in c.items() if k != "added"]
     if c.get("added"):
@@ -701,7 +705,7 @@ def status_lines(
         lines.append("  method settings and state (defaults included):")
         width = max(len(k) for k in st["settings"])
         for k, v in st["settings"].items():
-            lines.append(f"    {k:<{width}}  {_short(v, units=units)}")
+            lines.append(f"    {k:<{width}}  {_short(v, units=units, names=names)}")
     oq = st["open_query"]
     done = st.get("asks_no_more")
     if oq:
@@ -731,23 +735,31 @@ def _fmt_point(p: dict[str, Any] | None, units: Mapping[str, str] | None = None)
     return params_text(p or {}, units)
 
 
-def _is_point(v: Any) -> bool:
+def _is_point(v: Any, names: Sequence[str] | None = None) -> bool:
+    """``v`` is a point: numbers by name, and by the space's parameter ``names`` where given."""
     return (
         isinstance(v, dict)
         and bool(v)
         and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v.values())
+        and (names is None or set(v) <= set(names))
     )
 
 
-def _short(v: Any, first: int = 3, units: Mapping[str, str] | None = None) -> str:
+def _short(
+    v: Any,
+    first: int = 3,
+    units: Mapping[str, str] | None = None,
+    names: Sequence[str] | None = None,
+) -> str:
     """A value in one line: numbers to 4 digits, long lists as their count, range, first items;
-    a point's values with their ``units``."""
+    a point's values with their ``units``; with ``names`` (the space's parameters) only dicts
+    of those names are points."""
     if isinstance(v, float):
         return f"{v:.4g}"
-    if _is_point(v):
+    if _is_point(v, names):
         return _fmt_point(v, units)
     if isinstance(v, list):
-        if v and all(_is_point(p) for p in v):
+        if v and all(_is_point(p, names) for p in v):
             return _points_summary(v, first, units)
         nums = [x for x in v if isinstance(x, int | float) and not isinstance(x, bool)]
         if len(v) > 2 * first and len(nums) == len(v):
@@ -756,11 +768,15 @@ def _short(v: Any, first: int = 3, units: Mapping[str, str] | None = None) -> st
             )
         if len(v) > 2 * first:
             return f"{len(v)} values; first " + ", ".join(
-                _short(x, units=units) for x in v[:first]
+                _short(x, units=units, names=names) for x in v[:first]
             )
-        return "[" + ", ".join(_short(x, units=units) for x in v) + "]"
+        return "[" + ", ".join(_short(x, units=units, names=names) for x in v) + "]"
     if isinstance(v, dict):
-        return "{" + ", ".join(f"{k}: {_short(x, units=units)}" for k, x in v.items()) + "}"
+        return (
+            "{"
+            + ", ".join(f"{k}: {_short(x, units=units, names=names)}" for k, x in v.items())
+            + "}"
+        )
     return str(v)
 
 
@@ -1059,7 +1075,8 @@ def run_loop(
                 print(f"  {line}", file=out)
             continue
         if key in ("s", "status"):
-            print("\n".join(status_lines(study.status(last=3), None, study.units())), file=out)
+            lines = status_lines(study.status(last=3), None, study.units(), study.names)
+            print("\n".join(lines), file=out)
             continue
         if key in ("", "?", "h", "help"):
             print(_HELP, file=out)

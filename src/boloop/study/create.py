@@ -18,6 +18,7 @@ import numpy as np
 
 import boloop
 from boloop._registry import check_new_id
+from boloop._validation import meant_keys
 from boloop.algorithms.registry import default_method, get_method, make_policy
 from boloop.errors import BoloopError, InvalidInputError
 from boloop.problems.base import Problem
@@ -398,8 +399,9 @@ def _check_buildable(method: str, config: Mapping[str, Any]) -> set[str]:
     if unread:
         known = sorted(k for k in tracker.read if isinstance(k, str))
         raise InvalidInputError(
-            f"the space's [settings] has {unread}, which method {method!r} does not read "
-            f"(a typo?); the settings it reads: {', '.join(known) or 'none'}"
+            f"the space's [settings] has {unread}{meant_keys(unread, known)}, which method "
+            f"{method!r} does not read (a typo?); the settings it reads: "
+            f"{', '.join(known) or 'none'}"
         )
     return {k for k in tracker.read if isinstance(k, str)}
 

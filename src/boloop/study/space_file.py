@@ -59,7 +59,7 @@ from typing import Any
 
 import numpy as np
 
-from boloop._validation import known_keys
+from boloop._validation import known_keys, meant_keys
 from boloop.algorithms.families import family_traits, space_key_owners
 from boloop.errors import InvalidInputError, OutOfSpaceError
 from boloop.problems.base import Problem
@@ -289,7 +289,10 @@ def normalise_space(doc: Mapping[str, Any]) -> dict[str, Any]:
         raise InvalidInputError(f"space must be a mapping, got {type(doc).__name__}")
     unknown = sorted(set(doc) - _KNOWN_KEYS)
     if unknown:
-        raise InvalidInputError(f"space has unknown keys {unknown}; valid: {sorted(_KNOWN_KEYS)}")
+        raise InvalidInputError(
+            f"space has unknown keys {unknown}{meant_keys(unknown, sorted(_KNOWN_KEYS))}; "
+            f"valid: {sorted(_KNOWN_KEYS)}"
+        )
     out: dict[str, Any] = {"format": SPACE_FORMAT}
     if doc.get("format", SPACE_FORMAT) != SPACE_FORMAT:
         raise InvalidInputError(f"space format {doc.get('format')!r} is not supported")

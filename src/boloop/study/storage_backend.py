@@ -124,6 +124,19 @@ class StorageBackend(Protocol):
 
 
 # -- checks every backend makes alike ---------------------------------------------------------
+def name_taken(name: str, url: str) -> str:
+    """The refusal of a study name that ``url``'s storage holds already, the same from every
+    backend: how to go on with the stored study, at the terminal and in Python, or to choose
+    another name."""
+    import shlex
+
+    return (
+        f"a study named {name!r} already exists in storage {url!r}: go on with it (boloop "
+        f"study ask {shlex.quote(name)}, with --storage when not the default; in Python "
+        "load_study) or choose another name"
+    )
+
+
 def check_import(name: str, created_at: str, events: Sequence[Event], where: str) -> None:
     """A log to import: starts with ``created`` at seq 0, made at ``created_at`` (the time
     :meth:`StorageBackend.study_names` gives, which names the study), consecutive, known kinds."""

@@ -26,7 +26,7 @@ from boloop.study.log import (
     now_iso,
 )
 from boloop.study.log_summary import LogSummary, summarise
-from boloop.study.storage_backend import check_droppable, check_import
+from boloop.study.storage_backend import check_droppable, check_import, name_taken
 
 __all__ = ["MemoryStorage", "discard_memory_store"]
 
@@ -173,10 +173,7 @@ class MemoryStorage:
         ]
         with store.lock:
             if name in store.studies:
-                raise InvalidInputError(
-                    f"a study named {name!r} already exists in storage {self.url!r}; load it "
-                    "with load_study or choose another name"
-                )
+                raise InvalidInputError(name_taken(name, self.url))
             store.last_id += 1
             sid = store.last_id
             store.studies[name] = (sid, created_at)

@@ -32,7 +32,7 @@ from boloop.study.log_summary import (
     sqlite_object_check,
     summary_statement,
 )
-from boloop.study.storage_backend import check_droppable, check_import
+from boloop.study.storage_backend import check_droppable, check_import, name_taken
 from boloop.study.storage_connections import (
     _connection_outcome,
     _end_wait,
@@ -369,10 +369,7 @@ class Storage:
                 sid = int(key[0])
                 tx.conn.execute(_events_table.insert(), [{"study_id": sid, **r} for r in rows])
         except SeqConflict as exc:
-            raise InvalidInputError(
-                f"a study named {name!r} already exists in storage {self.display_url!r}; load it "
-                "with load_study or choose another name"
-            ) from exc
+            raise InvalidInputError(name_taken(name, self.display_url)) from exc
         return sid
 
     def drop_study(self, name: str, last_seq: int) -> None:

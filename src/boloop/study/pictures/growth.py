@@ -199,7 +199,13 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
     t = np.arange(1, n + 1, dtype=np.float64)
     share = _certified_share(growth, s_vals.size)
     p = _panel(
-        0, (0.5, n + 0.5), (0.0, 1.0), "certified safe share of the space", "answers", "share"
+        0,
+        (0.5, n + 0.5),
+        (0.0, 1.0),
+        "certified safe share of the space",
+        "answers",
+        "share",
+        counts="x",
     )
     p.axes()
     p.steps(t, share, _GREEN)
@@ -239,6 +245,7 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
             title,
             _axis_label(names[1], units, _xlabel_chars()),
             "answers",
+            counts="y",
         )
         for k in range(0, n, step):
             row = k + 1 + (step - 1) / 2
@@ -252,7 +259,7 @@ def _growth_svg(study: Any, history: list[dict[str, Any]] | None) -> str | None:
         q = _panel(
             1, (0.5, n + 0.5), _cells(s_vals, s_vals[0], s_vals[-1]).limits,
             f"certified {names[0]} over the {xp.shape[0]} settings: lowest, median, highest",
-            "answers", _axis_label(names[0], units, YLABEL_CHARS),
+            "answers", _axis_label(names[0], units, YLABEL_CHARS), counts="x",
         )  # fmt: skip
         q.axes()
         q.band(t, level.min(axis=1), level.max(axis=1), _GREEN)

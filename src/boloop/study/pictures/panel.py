@@ -49,8 +49,11 @@ class _Panel:
         title: str = "",
         xlabel: str = "",
         ylabel: str = "",
+        counts: str = "",
     ) -> None:
         self.x0, self.y0, self.w, self.h = x0, y0, w, h
+        #: the axes that count (answers, wins), "x", "y" or both: whole-number ticks only
+        self.counts = counts
         self.xlim, self.ylim = xlim, ylim
         self.title, self.xlabel, self.ylabel = title, xlabel, ylabel
         self.parts: list[str] = []
@@ -76,7 +79,7 @@ class _Panel:
             'fill="none" stroke="#444" stroke-width="0.8"/>'
         )
         if xticks:
-            for t in _x_ticks(*self.xlim, self.w):
+            for t in _x_ticks(*self.xlim, self.w, "x" in self.counts):
                 X = self.sx(t)
                 p.append(
                     f'<line x1="{X:.1f}" y1="{self.y0 + self.h:.1f}" x2="{X:.1f}" '
@@ -84,7 +87,7 @@ class _Panel:
                     f'<text x="{X:.1f}" y="{self.y0 + self.h + 15:.1f}" text-anchor="middle">'
                     f"{_esc(_fmt(t))}</text>"
                 )
-        for t in _nice_ticks(*self.ylim):
+        for t in _nice_ticks(*self.ylim, whole="y" in self.counts):
             Y = self.sy(t)
             p.append(
                 f'<line x1="{self.x0 - 4:.1f}" y1="{Y:.1f}" x2="{self.x0:.1f}" y2="{Y:.1f}" '
@@ -408,12 +411,22 @@ def _panel(
     ylabel: str,
     col: int = 0,
     ncols: int = 1,
+    counts: str = "",
 ) -> _Panel:
     left, right, top, bottom = _MARGIN
     cw = (_width() - left - right - (ncols - 1) * left) / ncols
     h = PANEL_H - top - bottom
     return _Panel(
-        left + col * (cw + left), row * PANEL_H + top, cw, h, xlim, ylim, title, xlabel, ylabel
+        left + col * (cw + left),
+        row * PANEL_H + top,
+        cw,
+        h,
+        xlim,
+        ylim,
+        title,
+        xlabel,
+        ylabel,
+        counts,
     )
 
 

@@ -139,6 +139,7 @@ def _progress_compare(study: Any, hist: list[dict[str, Any]], label: str) -> str
         "cumulative wins of the options that won most",
         "answers",
         "wins",
+        counts="xy",
     )
     p.axes()
     per_px = (p.ylim[1] - p.ylim[0]) / p.h

@@ -107,7 +107,15 @@ def _progress_svg(study: Any) -> str:
             if math.isfinite(f[i]) and g[i] <= h:
                 cur = max(cur, f[i])
             best[i] = cur if math.isfinite(cur) else np.nan
-        p = _panel(0, (0.5, len(hist) + 0.5), _range(f), "f (maximised)", "", _ylabel(study, "f"))
+        p = _panel(
+            0,
+            (0.5, len(hist) + 0.5),
+            _range(f),
+            "f (maximised)",
+            "",
+            _ylabel(study, "f"),
+            counts="x",
+        )
         p.axes()
         for i in range(len(hist)):
             (p.dot if g[i] <= h else p.cross)(
@@ -120,7 +128,8 @@ def _progress_svg(study: Any) -> str:
             _range(np.append(g, h)),
             f"g (limit h = {_fmt(h)})",
             "answers",
-            "g",
+            _ylabel(study, "g"),
+            counts="x",
         )
         q.axes()
         q.hline(h, _RED, f"h = {_fmt(h)}")
@@ -140,7 +149,13 @@ def _progress_svg(study: Any) -> str:
         y = np.array([_scalar(r["answer"]) for r in hist])
         above = np.cumsum(y > h)
         p = _panel(
-            0, (0.5, len(hist) + 0.5), _range(np.append(y, h)), "measurements", "", _ylabel(study)
+            0,
+            (0.5, len(hist) + 0.5),
+            _range(np.append(y, h)),
+            "measurements",
+            "",
+            _ylabel(study),
+            counts="x",
         )
         p.axes()
         p.hline(h, _RED, f"threshold {_fmt(h)}")
@@ -155,6 +170,7 @@ def _progress_svg(study: Any) -> str:
             "measured points above the threshold (cumulative)",
             "answers",
             "count",
+            counts="xy",
         )
         q.axes()
         q.steps(n, above, _ORANGE)
@@ -165,7 +181,13 @@ def _progress_svg(study: Any) -> str:
     vals = [(i, _scalar(r["answer"])) for i, r in enumerate(hist) if r["kind"] == "evaluate"]
     ys = np.array([v for _, v in vals]) if vals else np.array([0.0, 1.0])
     p = _panel(
-        0, (0.5, len(hist) + 0.5), _range(ys), "evaluations and labels", "answers", _ylabel(study)
+        0,
+        (0.5, len(hist) + 0.5),
+        _range(ys),
+        "evaluations and labels",
+        "answers",
+        _ylabel(study),
+        counts="x",
     )
     p.axes()
     record: list[tuple[int, float]] = []  # (answer number, best f so far)

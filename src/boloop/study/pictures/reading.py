@@ -71,14 +71,15 @@ YLABEL_CHARS = 26
 
 def _ylabel(study: Any, output: str | None = None) -> str:
     """The measured value's name for a y axis (``coating thickness (µm)``, from the space
-    file's ``[measurement]``), ``f`` where the study gives none."""
+    file's ``[measurement]``, for the safe family ``[measurement.f]`` and ``[measurement.g]``
+    by ``output``), where the study gives none the ``output`` itself, or ``f``."""
     measured = getattr(study, "measured", None)
     entries = measured() if callable(measured) else []
     for m in entries:
         if m.name is not None and (m.output is None or m.output == output or len(entries) == 1):
             text = m.label()  # written along a panel's height: cut to what fits beside it
             return text if len(text) <= YLABEL_CHARS else text[: YLABEL_CHARS - 1] + "…"
-    return "f"
+    return output or "f"
 
 
 def _centre(space: Any) -> np.ndarray:

@@ -77,14 +77,15 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
             _axis_label(names[0], units, YLABEL_CHARS),
         )
         if bounds is not None and sets is not None:
-            ucb_g = np.asarray(bounds.ucb_g)  # models g - h (the safe policies' convention)
+            # bounds of g itself: the safe policies add h back to their model of g - h
+            ucb_g = np.asarray(bounds.ucb_g)
             prefix = np.asarray(sets.prefix, dtype=bool)
             for i in range(xp.shape[0]):
                 for j in range(s_vals.size):
                     lcb = float(bounds.lcb_g[i, j])
                     if prefix[i, j]:
                         c = _LIGHT_GREEN
-                    elif lcb > 0:
+                    elif lcb > h:
                         c = _UNSAFE_FILL
                     else:
                         c = "#eeeeee"
@@ -95,7 +96,7 @@ def _model_safe(study: Any, policy: Any, hist: list[dict[str, Any]], rec: Any, l
                         sc.hi[j],
                         c,
                         title=f"{_at((names[1], names[0]), (xv[i], s_vals[j]), units)}: "
-                        f"upper bound of g - h {_fmt(float(ucb_g[i, j]))}",
+                        f"upper bound of g {_fmt(float(ucb_g[i, j]))} (limit h = {_fmt(h)})",
                         hatch=c == _UNSAFE_FILL,
                     )
             items += [
@@ -175,12 +176,12 @@ def _safe_lead(names: Sequence[str], g: np.ndarray, h: float, bounds: Any, sets:
     """The safe set's numbers in words (the model picture's ``<desc>``): the measurements and
     those whose g broke the limit, and the share of the grid the method certifies safe (its
     safe set ``S_t``, M-SafeOpt Alg. 1, eq. 14) and judges likely unsafe (lower bound of
-    g - h above 0)."""
+    g above h)."""
     lead = f"{g.size} measurements, {int(np.sum(g > h))} with g above the limit h = {_fmt(h)}."
     if bounds is None or sets is None:
         return lead + " No safe set yet."
     prefix = np.asarray(sets.prefix, dtype=bool)
-    unsafe = (np.asarray(bounds.lcb_g) > 0) & ~prefix
+    unsafe = (np.asarray(bounds.lcb_g) > h) & ~prefix
     n = prefix.size
     return lead + (
         f" Certified safe: {int(prefix.sum())} of the {n} grid points ({prefix.mean():.0%});"

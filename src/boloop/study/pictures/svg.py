@@ -105,12 +105,18 @@ def _lines(text: str, width: int, max_lines: int | None = None) -> list[str]:
     return textwrap.wrap(text, width, max_lines=max_lines, placeholder=" …") or [""]
 
 
-def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
+def _nice_ticks(lo: float, hi: float, n: int = 5, whole: bool = False) -> list[float]:
+    """About ``n`` round ticks from ``lo`` to ``hi``; ``whole``: whole numbers only, for an axis
+    that counts (answers, wins): no "answer 1.5" or "7.5 points above the threshold"."""
     if not (math.isfinite(lo) and math.isfinite(hi)) or hi <= lo:
         return [lo]
     raw = (hi - lo) / max(n - 1, 1)
+    if whole:
+        raw = max(raw, 1.0)
     mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    # whole numbers skip 2.5 and may step a little finer (0, 2, 4, 6, 8 rather than 0, 5)
+    steps, slack = ((1, 2, 5, 10), 0.8) if whole else ((1, 2, 2.5, 5, 10), 1.0)
+    step = next(m * mag for m in steps if m * mag >= raw * slack)
     start = math.ceil(lo / step - 1e-9) * step
     ticks = []
     t = start
@@ -120,11 +126,11 @@ def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     return ticks
 
 
-def _x_ticks(lo: float, hi: float, w: float) -> list[float]:
+def _x_ticks(lo: float, hi: float, w: float, whole: bool = False) -> list[float]:
     """The x ticks of an axis ``w`` units long: :func:`_nice_ticks` (about five), fewer while
     their labels (11-unit text) would come closer than a character's width (a narrow picture)."""
     for n in (5, 4, 3, 2):
-        ticks = _nice_ticks(lo, hi, n)
+        ticks = _nice_ticks(lo, hi, n, whole)
         if len(ticks) < 2:
             return ticks
         label = max(len(_fmt(t)) for t in ticks) * _CHAR_W
