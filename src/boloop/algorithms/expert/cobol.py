@@ -216,8 +216,6 @@ class COBOL(ExpertPolicy):
         agreement_level: float | None = 0.99,
         reject_fallback: str = "lcb",
         ask_again: bool = False,
-        expert_prior: str | None = None,
-        prior_strength: float | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(space, seed, **kwargs)
@@ -238,14 +236,6 @@ class COBOL(ExpertPolicy):
             )
         self.reject_fallback = reject_fallback
         self.ask_again = bool(ask_again)
-        if expert_prior not in (None, "pibo", "agreement"):
-            raise InvalidInputError(
-                f"expert_prior must be None, 'pibo' or 'agreement', got {expert_prior!r}"
-            )
-        self.expert_prior = expert_prior
-        if prior_strength is None:
-            prior_strength = 4.0 if expert_prior == "pibo" else 1.0
-        self.prior_strength = _number(prior_strength, "prior_strength", low=0.0)
         #: BO steps given to GP-LCB because the data did not expect the expert to agree with f
         self.gated = 0
         self._calibration_ids: set[int] = set()
@@ -488,17 +478,8 @@ class COBOL(ExpertPolicy):
             self.guarded += int(guard)
             self.outcomes.append("vanilla")
             return self._gp_led(u_u, i_u)
-        prior_weight: float | None = None
-        if self.expert_prior == "agreement" and self.candidate == "primal-dual":
-            prior_weight = self.prior_weight
-            if prior_weight <= 0.0:  # no sign yet that the expert agrees with f: GP-LCB's step
-                return self._gated_step()
-        elif (
-            self.agreement_gate and self.candidate == "primal-dual" and not self._expert_may_lead()
-        ):
+        if self.agreement_gate and self.candidate == "primal-dual" and not self._expert_may_lead():
             return self._gated_step()
-        elif self.expert_prior == "pibo" and self.candidate == "primal-dual":
-            prior_weight = self.prior_weight
         if self.candidate == "pinpoint" and not self._pinpoint_ready():
             U, idx = self._sample_unit(1)
             return self._ask_unit(U[0], None if idx is None else int(idx[0]), "label")
@@ -506,24 +487,6 @@ class COBOL(ExpertPolicy):
 
         # line 5: vanilla LCB
         u_u, i_u, flow_u = self._minimise(self._f_lower, U, idx)
-        if prior_weight is not None:  # expert_prior: x^pi in place of x^c (no dual update)
-            u_p, i_p, found = self._prior_point(U, idx, prior_weight)
-            if not found:  # every candidate vetoed or provably worse: GP-LCB's point
-                self._after_reject = False
-                self.outcomes.append("vanilla")
-                return self._gp_led(u_u, i_u)
-            g_low_p, g_up_p = self.expert.bounds(u_p[None, :])
-            assert g_low_p is not None and g_up_p is not None
-            width_p = float(g_up_p[0] - g_low_p[0])
-            self.width_history.append(width_p)
-            self.last_decision = {
-                "x_u": u_u,
-                "x_c": u_p,
-                "f_lower_xu": flow_u,
-                "g_width_xc": width_p,
-                "prior_weight": prior_weight,
-            }
-            return self._follow_proposal(u_p, i_p, u_u, i_u, width_p)
         # line 4: expert-augmented LCB
         if self.candidate == "pinpoint":
             u_c, i_c = self._pinpoint_point()
@@ -584,14 +547,6 @@ class COBOL(ExpertPolicy):
         if not passes:
             self.outcomes.append("vanilla")
             return self._gp_led(u_u, i_u)
-        return self._follow_proposal(u_c, i_c, u_u, i_u, width)
-
-    def _follow_proposal(
-        self, u_c: np.ndarray, i_c: int | None, u_u: np.ndarray, i_u: int | None, width: float
-    ) -> Query:
-        """Line 8 onwards for a proposal ``u_c`` that may be evaluated (``width`` = the expert
-        model's ``g_upper - g_lower`` there): ask the expert where it is unsure, else evaluate;
-        GP-LCB's ``u_u`` where a question would follow a reject or repeat a rejected point."""
         unsure = width > self.g_thr  # line 8's test
         if unsure and self._after_reject and self.reject_fallback == "lcb":
             # line 8 would ask again; at most one label per evaluation: GP-LCB's step instead
@@ -612,40 +567,6 @@ class COBOL(ExpertPolicy):
             q = self._evaluate_by(u_c, i_c, "expert" if distinct else "gp-lcb")
         self._harm_refs[q.id] = ("expert" if distinct else "gp", *self._improvement_forecast(u_u))
         return q
-
-    @property
-    def prior_weight(self) -> float:
-        """The exponent ``w`` of the expert's prior in :meth:`_prior_point` this step
-        (``expert_prior``): ``prior_strength / n`` (``"pibo"``, n = the f-values so far) or
-        ``prior_strength (2 P_GP(AUC > 1/2) - 1)_+`` (``"agreement"``); 0 without a prior."""
-        strength = self.prior_strength
-        if self.expert_prior == "pibo":
-            return strength / max(1, self.y_f.size)
-        if self.expert_prior == "agreement":
-            return strength * max(0.0, 2.0 * self._read_only()._agreement_probability() - 1.0)
-        return 0.0
-
-    def _prior_point(
-        self, U: np.ndarray, idx: np.ndarray | None, weight: float
-    ) -> tuple[np.ndarray, int | None, bool]:
-        """``x^pi = argmax a(x) pi(x)^weight`` (``expert_prior``; piBO's form, Hvarfner et al.
-        2022): ``a(x) = (m - f_lower(x))_+`` is GP-LCB's optimistic improvement over ``m = min
-        f_upper`` (its argmax is ``x^u``) and ``pi(x) = 1 - S(g^MLE(x))`` the expert model's
-        probability of acceptance (so an accept attracts: ``pi`` is about 1/2 where nothing is
-        labelled). Vetoed candidates and those with ``a <= 0`` are excluded; returns
-        ``(x, index, found)``."""
-        m = float(np.min(self._f_upper(U)))
-
-        def score(V: np.ndarray) -> np.ndarray:
-            gain = m - self._f_lower(V)
-            log_pi = -np.logaddexp(0.0, self.expert.mle_predict(V))
-            with np.errstate(divide="ignore"):
-                out = -(np.log(np.maximum(gain, 0.0)) + weight * log_pi)
-            out[self._is_vetoed(V)] = np.inf
-            return out
-
-        u, index, value = self._minimise(score, U, idx)
-        return u, index, bool(np.isfinite(value))
 
     def _labelled_f_posterior(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """``(rejected mask, mean, covariance)`` of the f-GP's posterior at the labelled points,
@@ -906,8 +827,6 @@ class COBOHL(COBOL):
     def __init__(self, space: Box | CandidateSet, seed: Any = 0, **kwargs: Any) -> None:
         kwargs["primal_dual"] = False
         kwargs.setdefault("eta", 1.0)
-        if kwargs.get("expert_prior") is not None:  # Algorithm 2 has no GP-LCB step to weigh
-            raise InvalidInputError("expert_prior is a COBOL option; COBOHL does not take it")
         super().__init__(space, seed, **kwargs)
 
     def _bo_propose(self) -> Query:

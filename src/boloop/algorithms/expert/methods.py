@@ -77,10 +77,6 @@ _DOCS = {
     "veto_correlation": "k_g-correlation from which a candidate counts as a rejected proposal",
     "ask_again": "put a point the expert already labelled to them again (the paper's "
     "independent labels); False (default): never the same question twice",
-    "expert_prior": "None (default), 'pibo' or 'agreement': evaluate argmax of GP-LCB's optimistic "
-    "improvement times P(accept)^w (issue 12, session 21; w = prior_strength / n or "
-    "prior_strength (2 P(AUC > 1/2) - 1)_+)",
-    "prior_strength": "beta of expert_prior (None: 4 for 'pibo', 1 for 'agreement')",
     "initial_labels": "(X, accepted): labels the expert already gave, in place of initial ones",
     "initial_observations": "(X, y): measurements already made, in place of initial ones",
     "g_value_bound": "box the latent values (labelled and query points) to [-v, v]; None: as "
@@ -112,13 +108,10 @@ def _cobol(problem: PolicySpec, seed: Any = 0, **options: Any) -> COBOL:
     return COBOL(problem.space, seed, **_settings(problem, options, _POLICY_KEYS))
 
 
-#: COBOHL takes COBOL's options but four: it has no primal-dual step (Alg. 2; always False), no
-#: no-harm test, so no eta (its constructor sets both; the table must not offer or pin them), and
-#: no GP-LCB step for an expert prior to weigh (expert_prior, prior_strength)
+#: COBOHL takes COBOL's options but two: it has no primal-dual step (Alg. 2; always False) and no
+#: no-harm test, so no eta (its constructor sets both; the table must not offer or pin them)
 _COBOHL_OPTIONS = tuple(
-    o
-    for o in options_from(COBOHL, _DOCS)
-    if o.name not in ("primal_dual", "eta", "expert_prior", "prior_strength")
+    o for o in options_from(COBOHL, _DOCS) if o.name not in ("primal_dual", "eta")
 )
 
 
