@@ -224,8 +224,9 @@ def select_msafeopt(
     if case == "3b":
         g_val = width_g[rows, j]
     else:
-        known = L_f is not None and L_g_prime is not None
-        ratio = L_f / L_g_prime if refined and known else 1.0  # type: ignore[operator]
+        ratio = 1.0
+        if refined and L_f is not None and L_g_prime is not None:
+            ratio = L_f / L_g_prime
         g_val = np.maximum(width_f[rows, j], ratio * width_g[rows, j])  # (23)/(25)/(36)
     acq[rows[in_g], j[in_g]] = g_val[in_g]  # the G branch wins on G and M (P7)
     # fallback when every width is ~0: the safe UCB maximiser of a surviving x (P6)
