@@ -711,8 +711,11 @@ def test_values_typed_in_the_outputs_order_are_asked_about_too(tmp_path):
     study.ask()
     named = study.unusual_values("f=150; g=0,1")
     assert len(named) == 1 and named[0].startswith("150 for ")
-    for typed in ("150 0.1", "150 0,1", "150,0.1", "150.0, 0.1"):
+    for typed in ("150 0.1", "150 0,1", "150,0.1"):
         assert study.unusual_values(typed) == named, typed
+    # the likely values are written as the value was typed ("10.0" for an extra digit of 150.0)
+    assert study.unusual_values("150.0, 0.1") == study.unusual_values("f=150.0; g=0,1")
+    assert len(study.unusual_values("150.0, 0.1")) == 1
     assert study.unusual_values("12 0.1") == []
 
 

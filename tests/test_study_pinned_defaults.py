@@ -303,3 +303,110 @@ def test_an_lse_study_written_by_the_boloop_of_before_loads(tmp_path):
         "memory://lse-off-e2e", restart_intersection=False, widen_when_overconfident=False
     )
     assert [tuple(r["params"].values()) for r in study.history()] == unrestarted
+
+
+#: main before ``missing_constants`` (a safe study without constants used 1.0 each)
+BEFORE_UNKNOWN_CONSTANTS = "9212576"
+
+#: a user's dose study (tests/test_safe_unknown_constants.py), answered by a script that the
+#: boloop of before runs too
+DOSE_SCRIPT = """
+import math, sys
+import numpy as np
+from boloop.study import create_study
+
+def answer(study, n):
+    rng = np.random.default_rng(0)
+    for _ in range(n):
+        q = study.ask()
+        d, t = q.params["dose"], q.params["timing"]
+        g = 0.05 + 0.0004 * d ** 2 * (1 + 0.3 * math.sin(t / 24 * 2 * math.pi))
+        f = 80 * (1 - math.exp(-d / 15)) * (0.7 + 0.3 * math.cos((t - 8) / 24 * 2 * math.pi))
+        g = g + rng.normal(0, 0.01)
+        study.tell(q.id, {"f": round(f + rng.normal(0, 1.0), 2), "g": round(g, 3)})
+
+if __name__ == "__main__":
+    space, url, n = eval(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    answer(create_study("dose-old", "m-safeopt", space, seed=0, storage=url), n)
+"""
+DOSE_SPACE = {
+    "monotone": "dose",
+    "h": 0.6,
+    "parameters": [
+        {"name": "dose", "low": 0.0, "high": 40.0, "grid": 21, "unit": "mg"},
+        {"name": "timing", "low": 0.0, "high": 24.0, "grid": 13, "unit": "h"},
+    ],
+    "settings": {"noise_f": 1.0, "noise_g": 1e-4},
+}
+DOSE_ANSWERS = 40
+
+
+def _dose_queries(url, **options):
+    namespace: dict = {}
+    exec(DOSE_SCRIPT, namespace)
+    s = create_study("dose", "m-safeopt", DOSE_SPACE, seed=0, storage=url, **options)
+    namespace["answer"](s, DOSE_ANSWERS)
+    return s, [tuple(r["params"].values()) for r in s.history()]
+
+
+def test_a_safe_study_from_before_missing_constants_keeps_one():
+    """A user's m-safeopt study created before ``missing_constants`` (its options and pins lack
+    it) is built with 1.0 for the constants nobody gave, as it was; a new one pins 'unknown'."""
+    from boloop.study.pinning import policy_options
+
+    new, unknown = _dose_queries("memory://dose-new")
+    assert new.pinned_defaults["missing_constants"] == "unknown"
+    _, one = _dose_queries("memory://dose-one", missing_constants=1.0)
+    assert unknown != one  # the option matters on this study
+    before = {k: v for k, v in new.pinned_defaults.items() if k != "missing_constants"}
+    built = policy_options("m-safeopt", "safe", {}, before)
+    assert built["missing_constants"] == 1.0
+    assert "missing_constants" not in policy_options("safeopt-mc", "safe", {}, {"trend_g": True})
+
+
+def test_a_safe_study_written_by_the_boloop_of_before_loads(tmp_path):
+    """End to end: a dose study created and answered by the boloop of
+    :data:`BEFORE_UNKNOWN_CONSTANTS` (skipped without it in the history) loads in this one,
+    replays every event, says L_f = L_g_prime = 1.0 and asks next what 1.0 asks."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    git = shutil.which("git")
+    if git is None or subprocess.run(
+        [git, "-C", str(root), "cat-file", "-e", f"{BEFORE_UNKNOWN_CONSTANTS}^{{commit}}"],
+        capture_output=True,
+    ).returncode:
+        pytest.skip(f"commit {BEFORE_UNKNOWN_CONSTANTS} is not in this checkout's history")
+    archive = subprocess.run(
+        [git, "-C", str(root), "archive", BEFORE_UNKNOWN_CONSTANTS, "src"],
+        capture_output=True,
+        check=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=archive, check=True)
+    script = tmp_path / "old_dose_study.py"
+    script.write_text(DOSE_SCRIPT)
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(tmp_path / "src"),
+        "BOLOOP_SNAPSHOTS": "0",
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+    }
+    subprocess.run(
+        [sys.executable, str(script), repr(DOSE_SPACE), url, str(DOSE_ANSWERS)],
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    study = load_study("dose-old", url, full_replay=True)
+    assert "missing_constants" not in study.pinned_defaults  # written before it existed
+    settings = study.status()["settings"]
+    assert (settings["L_f"], settings["L_g_prime"]) == (1.0, 1.0)
+    replica, one = _dose_queries("memory://dose-one-e2e", missing_constants=1.0)
+    assert [tuple(r["params"].values()) for r in study.history()] == one
+    assert study.ask().params == replica.ask().params

@@ -8,6 +8,14 @@ deviations of ``f`` and ``g`` on the grid, the multipliers ``beta^f, beta^g`` (t
 multiplies the standard deviation, eq. (10)-(11)), the threshold ``h`` and the constants
 ``L_f`` (eq. 4) and ``L'_g`` (eq. 5).
 
+A constant may be unknown (``None``): then the weakest assumption is taken, the limit of the
+paper's formulas as ``L'_g -> 0`` (no lower bound on ``g``'s slope: ``s_bar`` is the top of the
+grid wherever ``LCB^g`` at the boundary is below ``h``) and ``L_f -> infinity`` (no upper bound
+on ``f``'s growth: the expansion value is ``+inf`` wherever ``s_bar`` is above the boundary), so
+that (20)-(22) give up on an ``x`` only when its certified range cannot be extended, and every
+``x`` that can still grow expands. Computed explicitly, never as ``inf * 0`` or a division by
+zero. The refined acquisition (36) needs both constants.
+
 Conventions adopted (spec ``msafeopt.md`` section 7):
 
 * the safe set of row ``x`` is the prefix ``{s_j : j <= j_t(x)}`` with
@@ -88,14 +96,19 @@ def expansion_limit(
     lcb_g_at_boundary: np.ndarray,
     s_values: np.ndarray,
     h: float,
-    L_g_prime: float,
+    L_g_prime: float | None,
 ) -> np.ndarray:
     """Grid index of ``s_bar_t^{(x)}`` (eq. 19), shape (n_x,).
 
     ``s_bar = max{s : LCB^g(s_t, x) + L'_g (s - s_t) <= h}`` in closed form
     ``s_t + (h - LCB^g(s_t, x)) / L'_g``, capped at the top of the grid and floored to it. Where
     ``LCB^g(s_t, x) > h`` (only possible when the bounds are invalid) ``s_bar = s_t`` (P5).
+    ``L_g_prime=None`` (unknown: no lower bound on g's slope): the top of the grid where
+    ``LCB^g(s_t, x) < h``, else ``s_t``.
     """
+    if L_g_prime is None:
+        top = np.full_like(boundary, s_values.size - 1)
+        return np.where(lcb_g_at_boundary < h, top, boundary).astype(np.int64)
     s_t = s_values[boundary]
     room = np.maximum(h - lcb_g_at_boundary, 0.0) / L_g_prime
     s_bar = s_t + room
@@ -109,11 +122,13 @@ def safe_sets(
     b: Bounds,
     s_values: np.ndarray,
     h: float,
-    L_f: float,
-    L_g_prime: float,
+    L_f: float | None,
+    L_g_prime: float | None,
     j_prev: np.ndarray | None = None,
 ) -> SafeSets:
-    """Safe boundary, expansion limit, safe UCB maximiser and ``maxLCB_t`` (Sec. 3, Alg. 1)."""
+    """Safe boundary, expansion limit, safe UCB maximiser and ``maxLCB_t`` (Sec. 3, Alg. 1).
+
+    ``None`` for a constant means unknown (module docstring)."""
     n_x, n_s = b.mean_f.shape
     rows = np.arange(n_x)
     boundary = boundary_index(b.ucb_g, h, j_prev)
@@ -126,7 +141,11 @@ def safe_sets(
     lcb_best = np.max(np.where(prefix, lcb_f, -np.inf), axis=1)
     max_lcb = float(np.max(lcb_best))
     bar = expansion_limit(boundary, b.lcb_g[rows, boundary], s_values, h, L_g_prime)
-    expansion = ucb_f[rows, boundary] + L_f * (s_values[bar] - s_values[boundary])
+    at_boundary = ucb_f[rows, boundary]
+    if L_f is None:  # no bound on f's growth: any room left is worth expanding into
+        expansion = np.where(bar > boundary, np.inf, at_boundary)
+    else:
+        expansion = at_boundary + L_f * (s_values[bar] - s_values[boundary])
     return SafeSets(boundary, bar, best, ucb_best, lcb_best, expansion, max_lcb, prefix)
 
 
@@ -160,16 +179,19 @@ def select_msafeopt(
     b: Bounds,
     sets: SafeSets,
     case: str,
-    L_f: float,
-    L_g_prime: float,
+    L_f: float | None,
+    L_g_prime: float | None,
     refined: bool = False,
 ) -> Selection:
     """Elimination, expanders, maximisers and the acquisition (20)-(25), (36); Algorithm 1 line 22.
 
     ``case`` is ``"1"`` (global safe optimum), ``"2"`` (best s for every x), ``"3a"`` (f and g
     increasing, global optimum) or ``"3b"`` (M-SafeUCB: f = g, only g is modelled; ``b.std_f`` is
-    ignored). ``refined`` uses (36) on ``G_t``: ``max{beta^f sigma^f, (L_f/L'_g) beta^g sigma^g}``.
+    ignored). ``refined`` uses (36) on ``G_t``: ``max{beta^f sigma^f, (L_f/L'_g) beta^g sigma^g}``,
+    which needs both constants (``None``: unknown, refused).
     """
+    if refined and case != "3b" and (L_f is None or L_g_prime is None):
+        raise ValueError("the refined acquisition (36) needs L_f and L_g_prime; one is unknown")
     n_x, n_s = b.mean_f.shape
     rows = np.arange(n_x)
     j = sets.boundary
@@ -202,7 +224,9 @@ def select_msafeopt(
     if case == "3b":
         g_val = width_g[rows, j]
     else:
-        ratio = L_f / L_g_prime if refined else 1.0
+        ratio = 1.0
+        if refined and L_f is not None and L_g_prime is not None:
+            ratio = L_f / L_g_prime
         g_val = np.maximum(width_f[rows, j], ratio * width_g[rows, j])  # (23)/(25)/(36)
     acq[rows[in_g], j[in_g]] = g_val[in_g]  # the G branch wins on G and M (P7)
     # fallback when every width is ~0: the safe UCB maximiser of a surviving x (P6)

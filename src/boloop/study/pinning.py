@@ -54,6 +54,8 @@ ADDED_LATER: dict[tuple[str, str], Any] = {
     ("safe", "trend_g"): False,  # g's learned model was the Matern kernel alone
     ("safe", "offset_g"): False,  # g's trend model had no intercept
     ("safe", "skip_measured_seeds"): False,  # every safe seed was asked, measured or not
+    # L_f and L_g_prime that neither the user nor the problem gave were 1.0 (not unknown)
+    ("safe", "missing_constants"): 1.0,
     # a learned level-set model was never widened, and LSE intersected its intervals across
     # refits (an option the other level-set methods do not declare, so not passed to them)
     ("levelset", "widen_when_overconfident"): False,

@@ -331,7 +331,8 @@ class _SafePolicy(_SafeModels, _SafeStall, _SafeInputs, BasePolicy):
         return [dict(e) for e in self._over_limit]
 
     # ------------------------------------------------------------------ per-round sets
-    def _constants(self) -> tuple[float, float]:
+    def _constants(self) -> tuple[float | None, float | None]:
+        """``(L_f, L'_g)`` for the shared sets (None: unknown); the baselines use neither."""
         return 1.0, 1.0
 
     def state(self) -> tuple[Bounds, SafeSets]:

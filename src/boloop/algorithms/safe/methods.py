@@ -12,6 +12,10 @@ from typing import Any
 
 from boloop.algorithms.registry import Option, options_from, register_method
 from boloop.algorithms.safe.policies import MSafeOpt, PredVar, SafeOptMC
+from boloop.errors import InvalidInputError
+
+#: the value of ``L_f``, ``L_g_prime`` and ``missing_constants`` that means "no bound known"
+UNKNOWN = "unknown"
 
 # ---------------------------------------------------------------------- registry
 _COMMON_KEYS = (
@@ -96,24 +100,56 @@ _SAFE_OPTIONS = (
 )
 _MSAFEOPT_OPTIONS = (
     *_SAFE_OPTIONS,
-    Option("L_f", "float", 1.0, "Lipschitz constant of f in s (default: the problem's)"),
-    Option("L_g_prime", "float", 1.0, "lower bound L'_g of g's slope in s (the problem's)"),
+    Option(
+        "L_f",
+        "float | str",
+        None,
+        "upper bound of f's growth per unit of s (eq. 4), or 'unknown' (default: the "
+        "problem's, else missing_constants)",
+    ),
+    Option(
+        "L_g_prime",
+        "float | str",
+        None,
+        "lower bound L'_g of g's slope in s (eq. 5), or 'unknown' (default: the problem's, "
+        "else missing_constants)",
+    ),
+    Option(
+        "missing_constants",
+        "float | str",
+        UNKNOWN,
+        "L_f and L_g_prime where neither you nor the problem gives them: 'unknown' (no bound "
+        "assumed: every x whose certified range can still grow is explored) or a number in "
+        "your units (1.0 before this option existed)",
+    ),
     Option("case", "str | int", None, "'1', '2', '3a' or '3b' (default: the method id's case)"),
     Option("acquisition", "str", "default", "the case's acquisition rule ('default')"),
     Option("misspecification", "float", 1.0, "c: use L_f times c and L'_g over c (Fig. 4)"),
 )
 
 
+def _constant(name: str, value: Any) -> float | None:
+    """A constant of eq. 4-5 as given: a positive number, or None for ``'unknown'``."""
+    if isinstance(value, str):
+        if value.strip().lower() == UNKNOWN:
+            return None
+        raise InvalidInputError(f"{name} must be a positive number or {UNKNOWN!r}, got {value!r}")
+    return float(value)
+
+
 def _msafeopt_factory(case: str) -> Any:
     def factory(problem: Any, seed: Any, **options: Any) -> MSafeOpt:
         s = problem.settings
         c = float(options.pop("misspecification", 1.0))
+        missing = options.pop("missing_constants", UNKNOWN)
         kw = _settings(problem, options)
+        L_f = _constant("L_f", options.get("L_f", s.get("L_f", missing)))
+        L_g = _constant("L_g_prime", options.get("L_g_prime", s.get("L_g_prime", missing)))
         return MSafeOpt(
             problem.space,
             options.get("threshold", s["threshold"]),
-            L_f=float(options.get("L_f", s.get("L_f", 1.0))) * c,
-            L_g_prime=float(options.get("L_g_prime", s.get("L_g_prime", 1.0))) / c,
+            L_f=None if L_f is None else L_f * c,
+            L_g_prime=None if L_g is None else L_g / c,
             case=options.get("case", case),
             acquisition=options.get("acquisition", "default"),
             seed=seed,

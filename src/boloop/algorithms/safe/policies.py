@@ -35,14 +35,19 @@ class MSafeOpt(_SafePolicy):
     Parameters (besides those of the shared base, see :class:`_SafePolicy`)
     ----------
     L_f:
-        Maximum growth of ``f`` in ``s`` (eq. 4). Not needed for ``case="3b"``.
+        Maximum growth of ``f`` in ``s`` (eq. 4). ``None``: unknown, no upper bound assumed
+        (every ``x`` whose certified range can still be extended stays a candidate and expands).
+        Not used by ``case="3b"``.
     L_g_prime:
-        Minimum growth ``L'_g > 0`` of ``g`` in ``s`` (eq. 5). Not needed for ``case="3b"``.
+        Minimum growth ``L'_g > 0`` of ``g`` in ``s`` (eq. 5). ``None``: unknown, no lower bound
+        assumed (the expansion limit ``s_bar`` is the top of the grid while ``LCB^g`` at the
+        boundary is below ``h``). Not used by ``case="3b"``.
     case:
         ``"1"`` global safe optimum; ``"2"`` best safe s for every x; ``"3a"`` f and g increasing;
         ``"3b"`` M-SafeUCB (f = g, only ``g`` measured).
     acquisition:
-        ``"default"`` (23) as in the theorems and experiments, or ``"refined"`` (36).
+        ``"default"`` (23) as in the theorems and experiments, or ``"refined"`` (36), which
+        needs both constants.
     """
 
     def __init__(
@@ -67,13 +72,15 @@ class MSafeOpt(_SafePolicy):
         self.acquisition = acquisition
         if case == "3b":
             self._outputs = ("g",)
-            self.L_f = 1.0 if L_f is None else positive(L_f, "L_f")
-            self.L_g_prime = 1.0 if L_g_prime is None else positive(L_g_prime, "L_g_prime")
-        else:
-            if L_f is None or L_g_prime is None:
-                raise InvalidInputError("M-SafeOpt needs L_f and L_g_prime (eq. 4-5)")
-            self.L_f = positive(L_f, "L_f")
-            self.L_g_prime = positive(L_g_prime, "L_g_prime")
+        self.L_f = None if L_f is None else positive(L_f, "L_f")
+        self.L_g_prime = None if L_g_prime is None else positive(L_g_prime, "L_g_prime")
+        unknown = [n for n, v in (("L_f", L_f), ("L_g_prime", L_g_prime)) if v is None]
+        if acquisition == "refined" and case != "3b" and unknown:
+            raise InvalidInputError(
+                "acquisition='refined' weighs g's width by L_f / L_g_prime (eq. 36), but "
+                f"{' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} unknown: give "
+                "them, or use acquisition='default'"
+            )
         super().__init__(space, threshold, **kwargs)
 
     @property
@@ -82,7 +89,7 @@ class MSafeOpt(_SafePolicy):
             self.case
         ]
 
-    def _constants(self) -> tuple[float, float]:
+    def _constants(self) -> tuple[float | None, float | None]:
         return self.L_f, self.L_g_prime
 
     def _select(self, b: Bounds, sets: SafeSets) -> Selection:
@@ -98,7 +105,10 @@ class MSafeOpt(_SafePolicy):
     def describe(self) -> dict[str, Any]:
         d = super().describe()
         d.update(
-            case=self.case, acquisition=self.acquisition, L_f=self.L_f, L_g_prime=self.L_g_prime
+            case=self.case,
+            acquisition=self.acquisition,
+            L_f="unknown" if self.L_f is None else self.L_f,
+            L_g_prime="unknown" if self.L_g_prime is None else self.L_g_prime,
         )
         return d
 
