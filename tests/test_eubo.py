@@ -151,6 +151,10 @@ def test_factor_and_variance_reproduce_the_covariance():
             expected = np.diag(C) + C[r, r] - 2.0 * C[:, r]
             np.testing.assert_allclose(post.difference_variance(r), expected, atol=1e-9)
             assert abs(post.difference_variance(r)[r]) <= 1e-9  # f(r) - f(r) = 0
+        # f(x) - f_bar, f_bar the average of all options: the centring matrix on both sides
+        m = K.shape[0]
+        P = np.eye(m) - np.full((m, m), 1.0 / m)
+        np.testing.assert_allclose(post.centred_variance(), np.diag(P @ C @ P), atol=1e-9)
 
 
 def test_warm_start_reaches_the_same_mode_in_fewer_steps():
@@ -165,7 +169,7 @@ def test_warm_start_reaches_the_same_mode_in_fewer_steps():
 
 @pytest.mark.parametrize(
     "exploit,optimism,ref",
-    [(0, 0, False), (1, 0, False), (3, 0, False), (1, 1.5, False), (1, 1, True)],
+    [(0, 0, False), (1, 0, False), (3, 0, False), (1, 1.5, False), (1, 1, True), (1, 1, "average")],
 )
 def test_best_pairs_equals_the_argmax_over_every_pair(exploit, optimism, ref):
     for seed in range(4):
@@ -177,15 +181,20 @@ def test_best_pairs_equals_the_argmax_over_every_pair(exploit, optimism, ref):
         for wk, p in posts:
             mu = p.mean()[among]
             C = p.covariance()[np.ix_(among, among)]
-            if ref:  # sd of f(x) - f(reference), reference = option 3 (not necessarily in among)
+            if ref == "average":  # sd of f(x) - the average utility of all options
+                Cf = p.covariance()
+                centred = Cf - Cf.mean(axis=0)[None, :] - Cf.mean(axis=1)[:, None] + Cf.mean()
+                u = mu + optimism * np.sqrt(np.diag(centred)[among])
+            elif ref:  # sd of f(x) - f(reference), reference = option 3 (not necessarily in among)
                 Cf = p.covariance()
                 u = mu + optimism * np.sqrt(np.diag(Cf)[among] + Cf[3, 3] - 2 * Cf[among, 3])
             else:
                 u = mu + optimism * np.sqrt(np.diag(C))
             E = eubo_all_pairs(mu, C)[iu]
             full += wk * (E + 0.5 * exploit * (u[iu[0]] + u[iu[1]]))
+        reference = ref if ref == "average" else (3 if ref else None)
         a, b, score = best_pairs(
-            posts, exploit=exploit, among=among, optimism=optimism, reference=3 if ref else None
+            posts, exploit=exploit, among=among, optimism=optimism, reference=reference
         )
         k = int(np.argmax(full))
         assert (a[0], b[0]) == (among[iu[0][k]], among[iu[1][k]])
@@ -266,6 +275,27 @@ def test_regret_aware_eubo_duels_plausible_options_and_is_eubo_without_its_terms
     assert [r["points"] for r in plain.records] == [r["points"] for r in same.records]
     with pytest.raises(InvalidInputError):
         make_policy("eubo-regret", prob, 0, exploit=-1.0)
+
+
+def test_optimism_reference_average_is_an_option_that_changes_the_duels():
+    """``optimism_reference="average"`` measures the optimism of the duel's utility against the
+    average utility of all options instead of the incumbent (no option is handicapped by being
+    the reference); the default keeps the incumbent, and a bad value is refused."""
+    prob = problems.get("preference/random-table?n=60&dim=2&table_seed=5")
+    default = make_policy("eubo-regret", prob, 0)
+    assert default.describe()["optimism_reference"] == "incumbent"
+    avg = make_policy("eubo-regret", prob, 0, optimism_reference="average")
+    assert avg.describe()["optimism_reference"] == "average"
+    first = simulate(avg, prob, 20, seed=0)
+    again = simulate("eubo-regret", prob, 20, seed=0, optimism_reference="average")
+    base = simulate("eubo-regret", prob, 20, seed=0)
+    points = [[r["points"] for r in t.records] for t in (first, again, base)]
+    assert points[0] == points[1]  # the seed reproduces the run
+    assert points[0] != points[2]  # and the reference changes the duels
+    with pytest.raises(InvalidInputError):
+        make_policy("eubo-regret", prob, 0, optimism_reference="runner-up")
+    with pytest.raises(InvalidInputError):
+        best_pairs(avg.posteriors(), exploit=1.0, optimism=1.0, reference="median")
 
 
 def test_lengthscale_prior_weights_the_grid_before_any_duel():

@@ -283,6 +283,23 @@ class UtilityPosterior:
         var -= 2.0 * (K[:, r] - V.T @ vr)
         return var
 
+    def centred_variance(self) -> np.ndarray:
+        """Posterior variance of ``f(x) - f_bar`` for every option ``x``, (m,), ``f_bar`` the
+        average utility of all ``m`` options (rounding can make entries slightly negative).
+
+        Duels identify differences of utilities, never their level; centring on the average
+        (the sum-to-zero identification of Bradley-Terry models) removes the level without making
+        any one option the reference, as :meth:`difference_variance` does (there the reference's
+        own uncertainty is added to every other option's). With the covariance ``K - V^T V`` of
+        :meth:`factor`, ``c_bar = K 1 / m - V^T (V 1 / m)`` and
+        ``Var(f(x) - f_bar) = Var f(x) - 2 c_bar(x) + mean(c_bar)``."""
+        K = self.K
+        V = self.factor()
+        v_bar = V.mean(axis=1)
+        c_bar = K.mean(axis=1) - V.T @ v_bar
+        var = np.diag(K) - np.einsum("ij,ij->j", V, V)
+        return var - 2.0 * c_bar + float(np.mean(c_bar))
+
     def covariance(self, idx: np.ndarray | None = None) -> np.ndarray:
         """Posterior covariance of the utilities of ``idx`` (all options by default)."""
         from scipy.linalg import lu_solve
@@ -330,7 +347,7 @@ def best_pairs(
     among: np.ndarray | None = None,
     tol: float = 1e-12,
     optimism: float = 0.0,
-    reference: int | None = None,
+    reference: int | str | None = None,
     exclude: Any = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every pair ``a < b`` of ``among`` whose score is within ``tol`` (relative) of the best, with
@@ -340,7 +357,9 @@ def best_pairs(
     ``u_k(x) = mu_k(x) + optimism sd_k(x)``: the posterior mean, or an upper confidence bound;
     with ``reference`` (an option index) ``sd_k(x)`` is the standard deviation of
     ``f(x) - f(reference)``, the uncertainty that duels can remove (they identify differences of
-    utilities, never their level)
+    utilities, never their level); with ``reference="average"`` it is the standard deviation
+    of ``f(x) - f_bar``, ``f_bar`` the average utility of all options
+    (:meth:`UtilityPosterior.centred_variance`: no option is the reference)
 
     over a mixture of posteriors ``[(w_k, posterior_k)]``. ``E[max]`` is bounded above by
     ``max(mu_a, mu_b) + phi(0) (sd_a + sd_b)`` (``E[(d + s Z)^+] <= d^+ + s phi(0)`` and
@@ -363,6 +382,12 @@ def best_pairs(
         if optimism and exploit:
             if reference is None:
                 u = mu + optimism * np.sqrt(var)
+            elif isinstance(reference, str):
+                if reference != "average":
+                    raise InvalidInputError(
+                        f"reference must be an option index, 'average' or None, got {reference!r}"
+                    )
+                u = mu + optimism * np.sqrt(np.maximum(post.centred_variance()[idx], 0.0))
             else:
                 r = int(reference)
                 Vfull = post.factor()
