@@ -90,6 +90,15 @@ _EUBO_DOCS = {
     "'never' (no pair twice until every pair was asked): for a person who finds repeats tiresome",
 }
 
+#: the model grid of EUBO, eubo-regret and DTS (the hyperparameters their posteriors average over)
+_GRID_DOCS = {
+    "variances": "output variances averaged over when fitted (the smallest is a floor)",
+    "min_weight": "models of smaller evidence weight are dropped",
+    "max_models": "models kept and updated between refits",
+}
+#: every option doc of EUBO and eubo-regret
+_EUBO_OPTION_DOCS = {**_DOCS, **_GRID_DOCS, **_EUBO_DOCS}
+
 
 @register_method(
     "mr-lpf",
@@ -135,13 +144,7 @@ def _make_random(problem: Any, seed: int | None, **options: Any) -> RandomDuels:
     "EUBO (Lin et al. 2022): duels of largest expected best utility, Laplace posterior",
     options=options_from(
         EUBO,
-        {
-            **_DOCS,
-            "variances": "output variances averaged over when fitted (the smallest is a floor)",
-            "min_weight": "models of smaller evidence weight are dropped",
-            "max_models": "models kept and updated between refits",
-            **_EUBO_DOCS,
-        },
+        _EUBO_OPTION_DOCS,
         skip=("candidates", "seed"),
         types=_KERNEL_OR_FIT,
     ),
@@ -157,13 +160,7 @@ def _make_eubo(problem: Any, seed: int | None, **options: Any) -> EUBO:
     "EUBO plus the duel's own expected utility: few duels of low regret (the study default)",
     options=options_from(
         RegretAwareEUBO,
-        {
-            **_DOCS,
-            "variances": "output variances averaged over when fitted (the smallest is a floor)",
-            "min_weight": "models of smaller evidence weight are dropped",
-            "max_models": "models kept and updated between refits",
-            **_EUBO_DOCS,
-        },
+        _EUBO_OPTION_DOCS,
         skip=("candidates", "seed"),
         types=_KERNEL_OR_FIT,
     ),
@@ -181,9 +178,7 @@ def _make_eubo_regret(problem: Any, seed: int | None, **options: Any) -> RegretA
         DoubleThompsonDuels,
         {
             **_DOCS,
-            "variances": "output variances averaged over when fitted (the smallest is a floor)",
-            "min_weight": "models of smaller evidence weight are dropped",
-            "max_models": "models kept and updated between refits",
+            **_GRID_DOCS,
             "lengthscale_prior": _EUBO_DOCS["lengthscale_prior"],
             "lengthscale_cap": _EUBO_DOCS["lengthscale_cap"],
             "plausible_beta": "first option among mean + beta sd >= the best mean - beta sd; "
