@@ -5,18 +5,11 @@
 * :mod:`boloop.bench.demo` (``boloop demo``, ``make demo``): one quick row per family.
 """
 
+from boloop.bench.plan import RunSpec, parse_seeds
+from boloop.bench.progress import SweepInterrupted, SweepReport, format_interrupted, format_report
 from boloop.bench.report import aggregate, plot_results, summary_table
-from boloop.bench.runner import (
-    RESULTS_FILE,
-    RunSpec,
-    SweepInterrupted,
-    SweepReport,
-    format_interrupted,
-    format_report,
-    parse_seeds,
-    read_results,
-    run_sweep,
-)
+from boloop.bench.results_file import RESULTS_FILE, read_results
+from boloop.bench.sweep import run_sweep
 
 __all__ = [
     "RESULTS_FILE",

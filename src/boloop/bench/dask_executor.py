@@ -2,7 +2,7 @@
 
 Needs the ``dask`` extra (``pip install 'boloop[dask]'``: ``distributed``), imported only here and
 only when this executor is used. Each (problem, method, seed) runs the same function as in a
-process-pool worker (:func:`boloop.bench.runner._run_one`), so the rows are the same, row for row,
+process-pool worker (:func:`boloop.bench.workers._run_one`), so the rows are the same, row for row,
 for the same seeds; the parent writes ``results.csv`` exactly as for the process pool. A Dask task
 runs several runs one after another (:func:`plan_chunks`: large tasks first, single runs last),
 since a task costs a few milliseconds of Dask's time, as much as a cheap run.
@@ -203,7 +203,7 @@ def dask_client(
     :class:`InvalidInputError`. Warnings about the scheduler's workers (none yet, another boloop,
     Dask's ``MALLOC_TRIM_THRESHOLD_``) are logged and passed to ``warn`` (the CLI's stderr).
     """
-    from boloop.bench.runner import _ctrl_c_after
+    from boloop.bench.sweep import _ctrl_c_after
 
     distributed = import_distributed()
     cluster = client = None
@@ -455,7 +455,7 @@ def _run_chunk_on_worker(
     (at most five a second) and the task returns what it has, which nobody reads."""
     from distributed import get_worker
 
-    from boloop.bench.runner import _run_one
+    from boloop.bench.workers import _run_one
 
     worker = get_worker()
 

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import IO
 
 from boloop.bench.report import plot_results, summary_table
-from boloop.bench.runner import check_output_folder, run_sweep
+from boloop.bench.results_file import check_output_folder
+from boloop.bench.sweep import run_sweep
 from boloop.errors import BoloopError, MissingExtraError
 
 __all__ = ["DemoEntry", "DEMO", "runnable_entries", "run_demo"]

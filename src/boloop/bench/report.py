@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from boloop.bench.runner import RESULTS_FILE, Key, check_output_folder, read_results
+from boloop.bench.results_file import RESULTS_FILE, Key, check_output_folder, read_results
 from boloop.errors import InvalidInputError, MissingExtraError
 
 logger = logging.getLogger("boloop")
@@ -293,7 +293,7 @@ def file_version_warnings(results: str | Path) -> dict[str, str]:
     again without ``--force``)."""
     import shlex
 
-    from boloop.bench.runner import METHOD_SHA256, PROBLEM_SHA256
+    from boloop.bench.results_file import METHOD_SHA256, PROBLEM_SHA256
 
     _, runs = _load(results)
     res = Path(results)
