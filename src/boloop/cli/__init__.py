@@ -148,8 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="run problems x methods x seeds into DIR/results.csv",
         description="Run every (problem, method, seed); existing runs in DIR/results.csv are "
         "kept and skipped unless --force, so an interrupted sweep resumes. Runs of a problem "
-        "or method given as path/to/file.py:factory run again when that file has changed "
-        "(not a module it imports: --force then).",
+        "or method given as path/to/file.py:factory run again when that file or a module of "
+        "your own it imports has changed (not a data file it reads: --force then).",
     )
     run.add_argument(
         "--problem",
