@@ -189,3 +189,18 @@ def test_a_users_dose_study_leaves_the_first_timing_it_climbs():
     assert efficacy(rec_new["dose"], rec_new["timing"]) > efficacy(
         rec_old["dose"], rec_old["timing"]
     )
+
+
+def test_a_bad_missing_constants_or_misspecification_is_refused_naming_it():
+    """A bad ``missing_constants`` is refused under its own name (not as ``L_f``, which the
+    user did not give), and a misspecification c <= 0 is refused even when both constants are
+    unknown (nothing to scale: it was silently accepted)."""
+    toy = get("safe/toy")
+    for bad in ("large", -1.0, 0.0):
+        with pytest.raises(InvalidInputError, match=r"^missing_constants must be"):
+            make_policy("m-safeopt", toy, 0, L_f="unknown", missing_constants=bad)
+    for c in (0.0, -1.0):
+        with pytest.raises(InvalidInputError, match=r"^misspecification must be"):
+            make_policy("m-safeopt", toy, 0, L_f="unknown", L_g_prime="unknown", misspecification=c)
+    both = make_policy("m-safeopt", toy, 0, missing_constants=2.0, L_f="unknown", L_g_prime=0.5)
+    assert (both.describe()["L_f"], both.describe()["L_g_prime"]) == ("unknown", 0.5)

@@ -753,3 +753,33 @@ def test_a_taken_name_at_the_command_line_says_how_to_go_on_with_the_study_there
     r = _boloop(tmp_path, "study", "create", "my cure", "--space", space)
     assert r.returncode == 2 and _events(tmp_path) == before
     assert "boloop study ask 'my cure'" in r.stderr and "load_study" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize(
+    ("settings", "meant"),
+    [
+        # the start of a longer key: L_g_prime, not the nearer spelling L_f (another constant)
+        ({"L_g": 0.01}, "'L_g_prime'"),
+        # the start of two keys: both, not one of them as if it were the only one meant
+        ({"noise": 1e-4}, "'noise_f' or 'noise_g'"),
+        ({"L_f": 2.0, "noise_f": 1.0, "sqrt_beta": 2.0}, "'sqrt_beta_f' or 'sqrt_beta_g'"),
+    ],
+)
+def test_a_safe_settings_key_that_starts_longer_keys_is_pointed_at_them(settings, meant):
+    """``[settings] L_g = 0.01`` was answered "did you mean 'L_f'?" (the upper bound of f's
+    growth, the other constant) and ``noise = 1e-4`` "did you mean 'noise_g'?" alone."""
+    doc = {
+        "monotone": "dose",
+        "h": 0.6,
+        "parameters": [
+            {"name": "dose", "low": 0.0, "high": 40.0, "grid": 5},
+            {"name": "timing", "low": 0.0, "high": 24.0, "grid": 3},
+        ],
+        "settings": settings,
+    }
+    with pytest.raises(InvalidInputError) as info:
+        create_study("keys", "m-safeopt", doc, storage="memory://settings-hint")
+    assert f"(did you mean {meant}?)" in str(info.value), str(info.value)
+    with pytest.raises(InvalidInputError) as info:  # a misspelt option says the same
+        create_study("keys", "m-safeopt", {**doc, "settings": {}}, storage="memory://o", **settings)
+    assert f"(did you mean {meant}?)" in str(info.value), str(info.value)

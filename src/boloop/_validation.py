@@ -103,19 +103,30 @@ def integer_at_least(value: Any, name: str, low: int) -> int:
     return int(value)
 
 
+def _meant(key: str, valid: Sequence[str]) -> list[str]:
+    """The valid keys ``key`` is short for (``noise``: ``noise_f`` and ``noise_g``; ``L_g``:
+    ``L_g_prime``, not the nearer spelling ``L_f``), else its nearest near miss, else none."""
+    names = [str(v) for v in valid]
+    longer = [v for v in names if v.startswith(key) and v != key] if key else []
+    if 0 < len(longer) <= 3:  # more: the start of too many to name them (an 'n')
+        return longer
+    return difflib.get_close_matches(key, names, 1)
+
+
 def meant_keys(unknown: Sequence[str], valid: Sequence[str]) -> str:
     """`` (did you mean 'threshold' for 'treshold'?)``: the valid key each ``unknown`` key is a
-    near miss of (a misspelt option says the same), or ``""`` when none is near."""
+    near miss of, or all those it is the start of (a misspelt option says the same), or ``""``
+    when none is near."""
     pairs = []
     for key in unknown:
-        close = difflib.get_close_matches(str(key), [str(v) for v in valid], 1)
-        if close:
-            pairs.append(f"{close[0]!r} for {key!r}")
+        meant = " or ".join(repr(m) for m in _meant(str(key), valid))
+        if meant:
+            pairs.append((meant, key))
     if not pairs:
         return ""
     if len(unknown) == 1:
-        return f" (did you mean {pairs[0].split(' for ')[0]}?)"
-    return f" (did you mean {', '.join(pairs)}?)"
+        return f" (did you mean {pairs[0][0]}?)"
+    return f" (did you mean {', '.join(f'{m} for {k!r}' for m, k in pairs)}?)"
 
 
 def known_keys(table: Any, valid: Sequence[str], where: str, hint: str = "") -> None:

@@ -40,6 +40,7 @@ from boloop._registry import (
     parse_id_value,
     split_id,
 )
+from boloop._validation import meant_keys
 from boloop.errors import InvalidInputError, OptionError, UnknownIdError
 from boloop.queries import BasePolicy, PolicySpec
 
@@ -267,8 +268,7 @@ class MethodEntry(Entry):
         for name, value in options.items():
             opt = self.option(name)
             if opt is None:
-                close = difflib.get_close_matches(str(name), [o.name for o in self.options], 1)
-                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                hint = meant_keys([str(name)], [o.name for o in self.options])
                 raise OptionError(
                     f"unknown option {name!r} for method {self.id!r} ({self.family}){hint}; "
                     f"valid options: {valid}"

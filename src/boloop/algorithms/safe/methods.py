@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from boloop._validation import positive
 from boloop.algorithms.registry import Option, options_from, register_method
 from boloop.algorithms.safe.policies import MSafeOpt, PredVar, SafeOptMC
 from boloop.errors import InvalidInputError
@@ -128,23 +129,33 @@ _MSAFEOPT_OPTIONS = (
 )
 
 
+#: a constant neither the options nor the problem's settings give
+_ABSENT = object()
+
+
 def _constant(name: str, value: Any) -> float | None:
-    """A constant of eq. 4-5 as given: a positive number, or None for ``'unknown'``."""
+    """A constant of eq. 4-5 as given under ``name`` (the option or setting that gave it, so a
+    bad value is refused naming it): a positive number, or None for ``'unknown'``."""
     if isinstance(value, str):
         if value.strip().lower() == UNKNOWN:
             return None
         raise InvalidInputError(f"{name} must be a positive number or {UNKNOWN!r}, got {value!r}")
-    return float(value)
+    return positive(value, name)
 
 
 def _msafeopt_factory(case: str) -> Any:
     def factory(problem: Any, seed: Any, **options: Any) -> MSafeOpt:
         s = problem.settings
-        c = float(options.pop("misspecification", 1.0))
-        missing = options.pop("missing_constants", UNKNOWN)
+        # refused even where no constant is known to scale: c <= 0 is never a misspecification
+        c = positive(options.pop("misspecification", 1.0), "misspecification")
+        missing = _constant("missing_constants", options.pop("missing_constants", UNKNOWN))
         kw = _settings(problem, options)
-        L_f = _constant("L_f", options.get("L_f", s.get("L_f", missing)))
-        L_g = _constant("L_g_prime", options.get("L_g_prime", s.get("L_g_prime", missing)))
+
+        def given(name: str) -> float | None:  # the option, else the problem's, else missing
+            value = options.get(name, s.get(name, _ABSENT))
+            return missing if value is _ABSENT else _constant(name, value)
+
+        L_f, L_g = given("L_f"), given("L_g_prime")
         return MSafeOpt(
             problem.space,
             options.get("threshold", s["threshold"]),
