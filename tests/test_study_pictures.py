@@ -1611,3 +1611,17 @@ def test_safe_progress_names_g_on_its_axis_as_f_is_named(url):
     assert "efficacy (f, %)" in texts and "toxicity (g, AU)" in texts, texts
     texts = _texts(progress_svg(bare))
     assert "f" in texts and "g" in texts and "toxicity (g, AU)" not in texts, texts
+
+
+def test_large_counts_are_written_out_on_their_axes():
+    """A count axis of 20,000 answers read 5000, 1e+04, 1.5e+04, 2e+04 (the axes' 4-digit
+    format); a count is written out whole. (A study of that many answers is too slow for a test:
+    the tick labels' function is checked on the ticks the axis draws.)"""
+    from boloop.study.pictures.panel import _tick_text
+    from boloop.study.pictures.svg import _nice_ticks
+
+    ticks = _nice_ticks(0, 20000, whole=True)
+    assert [_tick_text(t, True) for t in ticks] == [str(int(t)) for t in ticks]
+    assert "10000" in [_tick_text(t, True) for t in ticks]
+    assert _tick_text(1e6, True) == "1000000"
+    assert _tick_text(12345.6, False) == "1.235e+04"  # a measured axis keeps its format

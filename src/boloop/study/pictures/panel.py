@@ -35,6 +35,12 @@ _PLUS, _MINUS, _DASHED = "marker:plus", "marker:minus", "marker:dashed"
 _BAND_OPACITY = 0.22
 
 
+def _tick_text(t: float, whole: bool) -> str:
+    """A tick's label: on an axis that counts, the whole number written out (20000, not
+    ``_fmt``'s 2e+04 for a count of answers)."""
+    return str(int(round(t))) if whole and math.isfinite(t) else _fmt(t)
+
+
 class _Panel:
     """One plotting area inside an SVG: linear x and y scales, axes, marks."""
 
@@ -85,14 +91,14 @@ class _Panel:
                     f'<line x1="{X:.1f}" y1="{self.y0 + self.h:.1f}" x2="{X:.1f}" '
                     f'y2="{self.y0 + self.h + 4:.1f}" stroke="#444"/>'
                     f'<text x="{X:.1f}" y="{self.y0 + self.h + 15:.1f}" text-anchor="middle">'
-                    f"{_esc(_fmt(t))}</text>"
+                    f"{_esc(_tick_text(t, 'x' in self.counts))}</text>"
                 )
         for t in _nice_ticks(*self.ylim, whole="y" in self.counts):
             Y = self.sy(t)
             p.append(
                 f'<line x1="{self.x0 - 4:.1f}" y1="{Y:.1f}" x2="{self.x0:.1f}" y2="{Y:.1f}" '
                 f'stroke="#444"/><text x="{self.x0 - 6:.1f}" y="{Y + 4:.1f}" text-anchor="end">'
-                f"{_esc(_fmt(t))}</text>"
+                f"{_esc(_tick_text(t, 'y' in self.counts))}</text>"
             )
         if self.title:
             # too long for one line from the panel's left (a phone's narrow picture): from the
