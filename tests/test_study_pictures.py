@@ -1611,3 +1611,19 @@ def test_safe_progress_names_g_on_its_axis_as_f_is_named(url):
     assert "efficacy (f, %)" in texts and "toxicity (g, AU)" in texts, texts
     texts = _texts(progress_svg(bare))
     assert "f" in texts and "g" in texts and "toxicity (g, AU)" not in texts, texts
+
+
+def test_levelset_value_at_the_threshold_counts_as_above_as_the_map_does(url):
+    """A newcomer's level set (threshold 40) measured 40.0: the progress picture drew it as a dot
+    and counted it below, while the map (eq. 3.1, H = {mean >= h}) puts such settings in the
+    "above" set. The pictures now use the family's one convention: at the threshold is above."""
+    space = {"threshold": 40, "parameters": [{"name": "t", "low": 0, "high": 1, "grid": 11}]}
+    study = create_study("edge40", "randomized-straddle", space, storage=url, seed=0)
+    values = [40.0, 10.0, 55.0]
+    for v in values:
+        study.tell(study.ask().id, v)
+    svg = progress_svg(study)
+    assert re.search(r"<path [^>]*><title>answer 1: ", svg)  # a triangle: above
+    assert re.search(r"<circle [^>]*><title>answer 2: ", svg)  # a dot: below
+    assert "3 measurements, 2 at or above the threshold 40." in svg
+    assert "3 measurements, 2 at or above the threshold 40" in model_svg(study)
