@@ -486,3 +486,56 @@ def test_the_progress_line_calls_a_level_set_estimate_a_map():
     line = progress_line(study.status())
     assert "; map: " in line and "candidates estimated above the threshold 0.5" in line
     assert "best:" not in line
+
+
+def _safe_units_study(url: str, x_params: list[dict[str, Any]]) -> Any:
+    space = {
+        "monotone": "dose",
+        "h": 0.6,
+        "parameters": [{"name": "dose", "low": 0, "high": 30, "grid": 16, "unit": "mg"}]
+        + x_params,
+    }
+    study = create_study("dose", "m-safeopt", space, storage=url, seed=0, fit_hyperparameters=False)
+    for _ in range(4):
+        q = study.ask()
+        study.tell(q.id, {"f": q.params["dose"] / 10, "g": 0.05})
+    return study
+
+
+def test_status_writes_the_safe_per_x_lists_with_the_x_they_belong_to(tmp_path, capsys):
+    """A newcomer's dose study: status printed "best_s: 13 values in [0, 30]; first 4, 4, 2",
+    which does not say which timing each dose belongs to. With one parameter besides the dose
+    each value is written after its timing; the --json output keeps the plain lists."""
+    url = f"sqlite:///{tmp_path / 'safe.db'}"
+    timing = {"name": "timing", "low": 0, "high": 24, "grid": 13, "unit": "h"}
+    study = _safe_units_study(url, [timing])
+    rec = study.status()["recommendation"]
+    code, out, err = _cli(capsys, "study", "status", "dose", "--storage", url)
+    assert code == 0, err
+    for key in ("best_s", "boundary_s"):
+        pairs = "; ".join(
+            f"timing={t:g} h: {s:g} mg" for t, s in zip(np.linspace(0, 24, 13), rec[key])
+        )
+        assert f"    {key} per timing: {pairs}\n" in out
+    assert "values in [" not in out
+    code, out, err = _cli(capsys, "study", "status", "dose", "--json", "--storage", url)
+    assert code == 0, err
+    shown = json.loads(out)["recommendation"]
+    assert shown["best_s"] == rec["best_s"] and len(shown["best_s"]) == 13
+
+
+def test_status_says_what_a_safe_per_x_list_follows_with_several_x(tmp_path, capsys):
+    """With two parameters besides the dose a per-x list cannot be written by one name: status
+    says what the list is indexed by."""
+    url = f"sqlite:///{tmp_path / 'safe2.db'}"
+    xs = [
+        {"name": "timing", "low": 0, "high": 24, "grid": 4, "unit": "h"},
+        {"name": "site", "low": 0, "high": 2, "grid": 3},
+    ]
+    _safe_units_study(url, xs)
+    code, out, err = _cli(capsys, "study", "status", "dose", "--storage", url)
+    assert code == 0, err
+    assert (
+        "    best_s, one dose per setting of (timing, site) in the space's order of those "
+        "settings: 12 values in [" in out
+    )

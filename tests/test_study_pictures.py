@@ -1625,3 +1625,49 @@ def test_large_counts_are_written_out_on_their_axes():
     assert "10000" in [_tick_text(t, True) for t in ticks]
     assert _tick_text(1e6, True) == "1000000"
     assert _tick_text(12345.6, False) == "1.235e+04"  # a measured axis keeps its format
+
+
+def test_levelset_value_at_the_threshold_counts_as_above_as_the_map_does(url):
+    """A newcomer's level set (threshold 40) measured 40.0: the progress picture drew it as a dot
+    and counted it below, while the map (eq. 3.1, H = {mean >= h}) puts such settings in the
+    "above" set. The pictures now use the family's one convention: at the threshold is above."""
+    space = {"threshold": 40, "parameters": [{"name": "t", "low": 0, "high": 1, "grid": 11}]}
+    study = create_study("edge40", "randomized-straddle", space, storage=url, seed=0)
+    values = [40.0, 10.0, 55.0]
+    for v in values:
+        study.tell(study.ask().id, v)
+    svg = progress_svg(study)
+    assert re.search(r"<path [^>]*><title>answer 1: ", svg)  # a triangle: above
+    assert re.search(r"<circle [^>]*><title>answer 2: ", svg)  # a dot: below
+    assert "3 measurements, 2 at or above the threshold 40." in svg
+    assert "3 measurements, 2 at or above the threshold 40" in model_svg(study)
+
+
+def test_growth_key_words_a_run_of_levels_and_a_single_level(url):
+    """A newcomer's dose study on a fine grid: more levels than keys, so a key stands for a run
+    of levels and read "dose up to 0 to 2 mg". A run now reads "dose up to a level from 1 to 2
+    mg", a single level still "dose up to 4 mg"."""
+    from boloop.study.pictures import growth_svg
+
+    space = {
+        "monotone": "dose",
+        "h": 0.6,
+        "parameters": [
+            {"name": "dose", "low": 0, "high": 40, "grid": 41, "unit": "mg"},
+            {"name": "timing", "low": 0, "high": 24, "grid": 4, "unit": "h"},
+        ],
+    }
+    study = create_study("fine", "m-safeopt", space, storage=url, seed=0)
+    for _ in range(20):
+        q = study.ask()
+        d = q.params["dose"]
+        study.tell(q.id, {"f": d / 10, "g": 0.05 + 0.0002 * d * d})
+    _, keys = _growth_keys(growth_svg(study))
+    texts = list(keys.values())
+    runs = [t for t in texts if " to " in t.removeprefix("dose up to ")]
+    singles = [t for t in texts if t not in runs]
+    assert runs and singles, texts  # precondition: more levels used than keys
+    for t in runs:
+        assert re.fullmatch(r"dose up to a level from [\d.]+ to [\d.]+ mg( \(the highest\))?", t), t
+    for t in singles:
+        assert re.fullmatch(r"dose up to [\d.]+ mg( \(the highest\))?", t), t

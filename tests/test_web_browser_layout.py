@@ -337,3 +337,39 @@ def test_the_threshold_s_label_is_drawn_clear_of_the_points(server, device, requ
     fig = d.find_element(By.ID, "pic-progress")
     d.execute_script("arguments[0].scrollIntoView();", fig)
     fig.screenshot(str(shots / f"layout-threshold-label-{device}.png"))
+
+
+#: each labelled field of a form: the label's bottom and the top of the field's focus ring
+#: (the field's box grown by its outline's width and offset), the field focused as a keyboard
+#: user focuses it (a text field shows its ring however it was focused)
+_RING_AND_LABEL = """
+var out = [];
+document.querySelectorAll('input:not([type=hidden]):not([type=checkbox]), select, textarea')
+  .forEach(function (field) {
+    var label = field.id && document.querySelector('label[for="' + field.id + '"]');
+    if (!label || !field.getClientRects().length) return;
+    field.focus();
+    var cs = getComputedStyle(field), f = field.getBoundingClientRect();
+    var l = label.getBoundingClientRect();
+    var grow = parseFloat(cs.outlineWidth) + parseFloat(cs.outlineOffset);
+    out.push({id: field.id, ring: cs.outlineStyle !== 'none' && field.matches(':focus-visible'),
+              ring_top: f.top - grow, label_bottom: l.bottom, label_above: l.top < f.top});
+  });
+return out;"""
+
+
+@pytest.mark.parametrize("device", ["browser", "phone"])
+@pytest.mark.parametrize("page", ["/studies/safe", "/studies/measure", "/"])
+def test_a_focused_field_s_ring_clears_its_label(server, device, page, request):
+    """A newcomer's trial: the measurement field's focus ring (3px, 2px outside the field) covered
+    the bottom of its label, which sat right above the field, on desktop and phone. Every
+    labelled field of the answer form and the create form shows its ring below its label."""
+    base, _ = server
+    d = request.getfixturevalue(device)
+    d.get(base + page)
+    fields = d.execute_script(_RING_AND_LABEL)
+    above = [f for f in fields if f["label_above"]]
+    assert above, fields  # precondition: the page has labelled fields under their labels
+    for f in above:
+        assert f["ring"], f  # the field shows a ring when focused
+        assert f["ring_top"] >= f["label_bottom"], f

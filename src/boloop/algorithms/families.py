@@ -81,7 +81,7 @@ PLAIN = FamilyTraits()
 FAMILY_TRAITS: Mapping[str, FamilyTraits] = MappingProxyType(
     {
         "levelset": FamilyTraits(
-            space_keys={"threshold": "the level h of the set {x : f(x) > h} to map"},
+            space_keys={"threshold": "the level h of the set {x : f(x) >= h} to map"},
             required_settings=("threshold",),
             level_threshold=True,
         ),

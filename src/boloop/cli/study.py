@@ -15,7 +15,7 @@ import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 from boloop.errors import BoloopError, InvalidInputError, NoMoreQueriesError, QueryStateError
 
@@ -639,7 +639,8 @@ def _status(args: argparse.Namespace) -> int:
         print(json.dumps(st, default=str))
         return 0
     labels = getattr(study.problem, "labels", None)
-    print("\n".join(status_lines(st, labels, study.units(), study.names)))
+    per_x = safe_x_settings(study)
+    print("\n".join(status_lines(st, labels, study.units(), study.names, per_x)))
     return 0
 
 
@@ -648,13 +649,16 @@ def status_lines(
     labels: Sequence[str] | None = None,
     units: Mapping[str, str] | None = None,
     names: Sequence[str] | None = None,
+    per_x: SafeXSettings | None = None,
 ) -> list[str]:
     """The text of ``boloop study status`` from :meth:`Study.status` (one vocabulary: answers,
     evaluations, labels, duels, the method's iteration; sets as counts and a bounding box);
     ``units``: each parameter's unit (:meth:`Study.units`), written after its values as the
     question and the page write them (``dose=5 mg``); a study without units reads as always.
     ``names``: the space's parameter names, so that only lists of its points are summarised as
-    points (a method's list of models by lengthscale and weight is not)."""
+    points (a method's list of models by lengthscale and weight is not). ``per_x``: a safe
+    study's settings of x (:func:`safe_x_settings`), so that the recommendation's per-x lists
+    say which x each value belongs to."""
     c = st["counts"]
     parts = [f"{v} {k if v != 1 else k[:-1]}" for k, v in c.items() if k != "added"]
     if c.get("added"):
@@ -715,7 +719,7 @@ def status_lines(
     else:
         lines.append(f"  open query:     none (boloop study ask {_quote(st['name'])} issues one)")
     lines.append(f"  recommendation: {st.get('recommendation_meaning') or 'the current best'}")
-    lines += ["    " + ln for ln in _named_recommendation_lines(st, labels, units)]
+    lines += ["    " + ln for ln in _named_recommendation_lines(st, labels, units, per_x)]
     if st["last_answers"]:
         lines.append("  last answers:")
         for row in st["last_answers"]:
@@ -733,6 +737,50 @@ def _fmt_point(p: dict[str, Any] | None, units: Mapping[str, str] | None = None)
     from boloop.spaces import params_text
 
     return params_text(p or {}, units)
+
+
+class SafeXSettings(NamedTuple):
+    """A safe study's settings of x in the order of its recommendation's per-x lists
+    (``best_s``, ``boundary_s``): ``s_name`` the monotone parameter, ``settings`` each x as a
+    point by name."""
+
+    s_name: str
+    settings: list[dict[str, float]]
+
+
+def safe_x_settings(study: Any) -> SafeXSettings | None:
+    """The settings of x of a study over a :class:`~boloop.spaces.SafeSpace`, else None."""
+    from boloop.spaces import SafeSpace
+
+    space = getattr(study, "space", None)
+    if not isinstance(space, SafeSpace):
+        return None
+    x_names = list(space.names[1:])
+    settings = [dict(zip(x_names, map(float, row))) for row in space.x_points]
+    return SafeXSettings(space.names[0], settings)
+
+
+def _per_x_line(
+    key: str, values: list[Any], per_x: SafeXSettings, units: Mapping[str, str] | None
+) -> str:
+    """A per-x list as one line: with one x parameter each value after its x
+    (``best_s per timing: timing=0 h: 6 mg; timing=2 h: 4 mg``), with several what the list is
+    indexed by and its summary."""
+    from boloop.spaces import format_value
+
+    units = units or {}
+    s_unit = f" {units[per_x.s_name]}" if units.get(per_x.s_name) else ""
+    x_names = list(per_x.settings[0])
+    if len(x_names) == 1:
+        pairs = "; ".join(
+            f"{_fmt_point(x, units)}: {format_value(v)}{s_unit}"
+            for x, v in zip(per_x.settings, values)
+        )
+        return f"{key} per {x_names[0]}: {pairs}"
+    return (
+        f"{key}, one {per_x.s_name} per setting of ({', '.join(x_names)}) in the space's order of "
+        f"those settings: {_short(values, units=units)}"
+    )
 
 
 def _is_point(v: Any, names: Sequence[str] | None = None) -> bool:
@@ -797,13 +845,16 @@ def _points_summary(
 
 
 def _named_recommendation_lines(
-    st: dict[str, Any], labels: Sequence[str] | None, units: Mapping[str, str] | None = None
+    st: dict[str, Any],
+    labels: Sequence[str] | None,
+    units: Mapping[str, str] | None = None,
+    per_x: SafeXSettings | None = None,
 ) -> list[str]:
     """The recommendation of a status ``st`` as lines, the first led by the option's name when
     it is an option of a table (``recommendation_label``); a point's values with their
-    ``units``."""
+    ``units``; a safe study's per-x lists with the x they belong to (``per_x``)."""
     lines = _recommendation_lines(
-        st["recommendation"], labels, units, asks_no_more=bool(st.get("asks_no_more"))
+        st["recommendation"], labels, units, asks_no_more=bool(st.get("asks_no_more")), per_x=per_x
     )
     if st.get("recommendation_label") and lines:
         lines[0] = f"{st['recommendation_label']} ({lines[0]})"
@@ -815,10 +866,12 @@ def _recommendation_lines(
     labels: Sequence[str] | None,
     units: Mapping[str, str] | None = None,
     asks_no_more: bool = False,
+    per_x: SafeXSettings | None = None,
 ) -> list[str]:
     """A recommendation (``Study.recommend()``'s, a status's) as lines; ``asks_no_more``: the
     method asks nothing more (a level set's undecided candidates are then not settled by more
-    answers of the study)."""
+    answers of the study); ``per_x``: a safe study's settings of x, which its per-x lists
+    (``best_s``, ``boundary_s``: one level of s per x) are written with."""
     if isinstance(rec, str):
         return [rec]
     if rec is None:
@@ -842,6 +895,9 @@ def _recommendation_lines(
         for k, v in rec.items():
             if k == "index" or k.endswith("_index"):
                 continue  # positions in the candidate list: the points themselves are shown
+            if per_x is not None and isinstance(v, list) and len(v) == len(per_x.settings) > 1:
+                out.append(_per_x_line(k, v, per_x, units))
+                continue
             out.append(f"{k}: {_short(v, units=units)}")
         return out
     return [_short(rec, units=units)]
@@ -1044,7 +1100,9 @@ def run_loop(
             st = study.status(last=0)
             print(f"\nstudy {study.name!r} is complete: {exc}.", file=out)
             print(f"recommendation: {st['recommendation_meaning']}", file=out)
-            for line in _named_recommendation_lines(st, None, study.units()):
+            for line in _named_recommendation_lines(
+                st, None, study.units(), safe_x_settings(study)
+            ):
                 print(f"  {line}", file=out)
             return 0
         print("", file=out)
@@ -1071,11 +1129,15 @@ def run_loop(
         if key in ("r", "recommend"):
             st = study.status(last=0)
             print(f"recommendation: {st['recommendation_meaning']}", file=out)
-            for line in _named_recommendation_lines(st, None, study.units()):
+            for line in _named_recommendation_lines(
+                st, None, study.units(), safe_x_settings(study)
+            ):
                 print(f"  {line}", file=out)
             continue
         if key in ("s", "status"):
-            lines = status_lines(study.status(last=3), None, study.units(), study.names)
+            lines = status_lines(
+                study.status(last=3), None, study.units(), study.names, safe_x_settings(study)
+            )
             print("\n".join(lines), file=out)
             continue
         if key in ("", "?", "h", "help"):

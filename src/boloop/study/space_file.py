@@ -23,7 +23,7 @@ file with the same keys):
     # columns name the option (the preference family's arms)
     candidates = "recipes.csv"
 
-    threshold = 0.5      # level-set family: the level h of {x : f(x) > h}
+    threshold = 0.5      # level-set family: the level h of {x : f(x) >= h}
 
     description = "..."  # optional: what the study is, shown to people
     [measurement]        # optional: what is measured, shown to people (boloop.study.measured)

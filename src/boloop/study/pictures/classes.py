@@ -95,6 +95,16 @@ def _class_counts(up: np.ndarray, unsure: np.ndarray) -> tuple[str, dict[str, st
     return lead, {name: f"{c} of {n} grid points" for name, c in counts.items()}
 
 
+def at_or_above(values: Any, h: float) -> np.ndarray:
+    """Whether each value belongs to the upper side of the threshold ``h``, bool array.
+
+    The level-set family's one convention (the paper's eq. 3.1 and its targets:
+    ``H = {f >= h}``, ``L = {f < h}``; :func:`boloop.algorithms.levelset.acquisition.classify`
+    and the problems' true classes): a value exactly at ``h`` counts as above, so a picture
+    that counts or marks measurements agrees with the map of the estimated set."""
+    return np.asarray(values, dtype=np.float64) >= float(h)
+
+
 def _classes(rec: Any, X: np.ndarray, mean: np.ndarray, h: float) -> np.ndarray:
     """Membership of the method's estimated upper set at X: its ``classify(X)`` if the
     recommendation has one (``LevelSetEstimate``), else ``mean >= h`` (eq. 3.1)."""
@@ -104,7 +114,7 @@ def _classes(rec: Any, X: np.ndarray, mean: np.ndarray, h: float) -> np.ndarray:
             return np.asarray(classify(X), dtype=bool)
         except Exception:  # noqa: BLE001 - fall back to the definition
             pass
-    return np.asarray(mean) >= h
+    return at_or_above(mean, h)
 
 
 def _class_colour(upper: bool, unsure: bool) -> str:

@@ -140,8 +140,9 @@ def _level_keys(
     each level its own key while there are at most :data:`_MAX_LEVEL_KEYS`, else that many runs
     of consecutive used levels. Returns the key of each used level, each key's colour (the
     ramp at the key's place among all levels: the lowest dark, the highest yellow, whatever
-    was used) and its text (the level of s, or the range of a run, followed by ``unit``: s's
-    unit, if any)."""
+    was used) and its text, read after "up to" (the level of s, "2 mg"; or for a run of levels,
+    "a level from 0 to 2 mg": a bare range read "up to 0 to 2 mg"), with ``unit``: s's unit,
+    if any."""
     levels = sorted({int(k) for k in np.asarray(used).ravel()})
     n_keys = min(len(levels), _MAX_LEVEL_KEYS)
     runs = [
@@ -156,7 +157,7 @@ def _level_keys(
         colours.append(_colour(0.5 * (run[0] + run[-1]) / top))
         lo, hi = _fmt(s_vals[run[0]]), _fmt(s_vals[run[-1]])
         texts.append(
-            (lo if run[0] == run[-1] else f"{lo} to {hi}")
+            (lo if run[0] == run[-1] else f"a level from {lo} to {hi}")
             + (f" {unit}" if unit else "")
             + (" (the highest)" if run[-1] == s_vals.size - 1 else "")
         )

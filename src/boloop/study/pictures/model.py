@@ -21,6 +21,7 @@ from boloop.study.pictures.classes import (
     _class_counts,
     _class_marks,
     _classes,
+    at_or_above,
 )
 from boloop.study.pictures.expert import _G_ITEMS, _G_ITEMS_2D, _LABEL_ITEMS, _expert_g, _g_panel
 from boloop.study.pictures.panel import _panel, _with_legend
@@ -157,7 +158,8 @@ def _fit_lead(
     n = int(y.size)
     if threshold is not None:
         h = float(threshold)
-        lead = f"{n} measurements, {int(np.sum(y > h))} above the threshold {_fmt(h)}."
+        n_up = int(np.sum(at_or_above(y, h)))
+        lead = f"{n} measurements, {n_up} at or above the threshold {_fmt(h)}."
     elif n:
         k = int(np.argmin(y))
         lead = f"{n} evaluations, the lowest f {_fmt(float(y[k]))} at {_at(names, X[k], units)}."

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from boloop.algorithms.families import family_traits
+from boloop.study.pictures.classes import at_or_above
 from boloop.study.pictures.panel import _CROSS, _DOT, _TRIANGLE, _panel, _with_legend
 from boloop.study.pictures.preference import _progress_compare
 from boloop.study.pictures.reading import _scalar, _settings, _ylabel
@@ -75,7 +76,8 @@ def _progress_lead(study: Any) -> str:
     if traits.level_threshold:
         h = float(settings.get("threshold", math.nan))
         y = [_scalar(r["answer"]) for r in hist]
-        return f"{len(y)} measurements, {sum(v > h for v in y)} above the threshold {_fmt(h)}."
+        n_up = int(np.sum(at_or_above(y, h)))
+        return f"{len(y)} measurements, {n_up} at or above the threshold {_fmt(h)}."
     vals = [(_scalar(r["answer"]), i + 1) for i, r in enumerate(hist) if r["kind"] == "evaluate"]
     labels = [bool(r["answer"]) for r in hist if r["kind"] == "label"]
     lead = f"{len(vals)} evaluations"
@@ -147,7 +149,8 @@ def _progress_svg(study: Any) -> str:
     if traits.level_threshold:
         h = float(settings.get("threshold", math.nan))
         y = np.array([_scalar(r["answer"]) for r in hist])
-        above = np.cumsum(y > h)
+        up = at_or_above(y, h)
+        above = np.cumsum(up)
         p = _panel(
             0,
             (0.5, len(hist) + 0.5),
@@ -160,14 +163,14 @@ def _progress_svg(study: Any) -> str:
         p.axes()
         p.hline(h, _RED, f"threshold {_fmt(h)}")
         for i in range(len(hist)):
-            (p.triangle if y[i] > h else p.dot)(
-                n[i], y[i], _ORANGE if y[i] > h else _BLUE, title=f"answer {n[i]}: {_measured(y[i])}"
+            (p.triangle if up[i] else p.dot)(
+                n[i], y[i], _ORANGE if up[i] else _BLUE, title=f"answer {n[i]}: {_measured(y[i])}"
             )
         q = _panel(
             1,
             (0.5, len(hist) + 0.5),
             (0, max(1.0, float(above[-1])) * 1.05),
-            "measured points above the threshold (cumulative)",
+            "measured points at or above the threshold (cumulative)",
             "answers",
             "count",
             counts="xy",
@@ -175,7 +178,7 @@ def _progress_svg(study: Any) -> str:
         q.axes()
         q.steps(n, above, _ORANGE)
         body += [p.svg(), q.svg()]
-        items = [(_ORANGE, "above the threshold", _TRIANGLE), (_BLUE, "below", _DOT)]
+        items = [(_ORANGE, "at or above the threshold", _TRIANGLE), (_BLUE, "below", _DOT)]
         return _with_legend(body, 2 * PANEL_H, items, label)
     # expert (and any family of Evaluate/Label queries): minimisation of f
     vals = [(i, _scalar(r["answer"])) for i, r in enumerate(hist) if r["kind"] == "evaluate"]
