@@ -12,6 +12,7 @@ import pytest
 from boloop.algorithms.registry import get_method, list_methods, make_policy
 from boloop.problems import get
 from boloop.study import create_study, load_study, pinning
+from test_safe_unknown_constants import DOSE
 
 #: one cheap registered problem per family for the run-both-ways check
 PROBLEM = {
@@ -54,9 +55,7 @@ def test_a_method_asks_the_same_with_its_defaults_given_as_options(tmp_path, fam
     pinned = make_policy(method, problem, 0, **study.policy_options)
     # what the method reports about itself (its settings in a study's status) and what it asks
     assert pinned.describe() == plain.describe()
-    assert _queries(pinned, problem_id, STEPS[family]) == _queries(
-        plain, problem_id, STEPS[family]
-    )
+    assert _queries(pinned, problem_id, STEPS[family]) == _queries(plain, problem_id, STEPS[family])
 
 
 def _answer_duels(study, n: int) -> None:
@@ -255,14 +254,10 @@ def test_the_restart_option_reaches_lse_only(method):
     make_policy(method, get("levelset/himmelblau"), 0, **built)  # would raise on an unknown one
 
 
-#: a commit from before the widening and LSE's restart (its ``src`` only is run)
-BEFORE_RESTART = "4de0439"
-
-
-def test_an_lse_study_written_by_the_boloop_of_before_loads(tmp_path):
-    """End to end: the study is created and answered by the boloop of :data:`BEFORE_RESTART`
-    (from this repository's history; skipped without it), then loaded by this one, replaying
-    every event."""
+def _written_by_the_boloop_of(commit: str, script: str, space: dict, answers: int, tmp_path):
+    """The URL of a SQLite study that the boloop of ``commit`` (its ``src`` from this
+    repository's history; the test is skipped without it) created and answered by running
+    ``script`` with the space, the URL and the number of answers."""
     import os
     import shutil
     import subprocess
@@ -271,17 +266,19 @@ def test_an_lse_study_written_by_the_boloop_of_before_loads(tmp_path):
 
     root = Path(__file__).resolve().parents[1]
     git = shutil.which("git")
-    if git is None or subprocess.run(
-        [git, "-C", str(root), "cat-file", "-e", f"{BEFORE_RESTART}^{{commit}}"],
-        capture_output=True,
-    ).returncode:
-        pytest.skip(f"commit {BEFORE_RESTART} is not in this checkout's history")
+    if (
+        git is None
+        or subprocess.run(
+            [git, "-C", str(root), "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True
+        ).returncode
+    ):
+        pytest.skip(f"commit {commit} is not in this checkout's history")
     archive = subprocess.run(
-        [git, "-C", str(root), "archive", BEFORE_RESTART, "src"], capture_output=True, check=True
+        [git, "-C", str(root), "archive", commit, "src"], capture_output=True, check=True
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=archive, check=True)
-    script = tmp_path / "old_study.py"
-    script.write_text(LSE_SCRIPT)
+    path = tmp_path / "old_study.py"
+    path.write_text(script)
     url = f"sqlite:///{tmp_path / 'old.db'}"
     env = {
         **os.environ,
@@ -291,11 +288,23 @@ def test_an_lse_study_written_by_the_boloop_of_before_loads(tmp_path):
         "OPENBLAS_NUM_THREADS": "1",
     }
     subprocess.run(
-        [sys.executable, str(script), repr(LSE_SPACE), url, str(LSE_ANSWERS)],
+        [sys.executable, str(path), repr(space), url, str(answers)],
         env=env,
         check=True,
         capture_output=True,
     )
+    return url
+
+
+#: a commit from before the widening and LSE's restart (its ``src`` only is run)
+BEFORE_RESTART = "4de0439"
+
+
+def test_an_lse_study_written_by_the_boloop_of_before_loads(tmp_path):
+    """End to end: the study is created and answered by the boloop of :data:`BEFORE_RESTART`
+    (from this repository's history; skipped without it), then loaded by this one, replaying
+    every event."""
+    url = _written_by_the_boloop_of(BEFORE_RESTART, LSE_SCRIPT, LSE_SPACE, LSE_ANSWERS, tmp_path)
     study = load_study("lse-old", url, full_replay=True)
     assert "restart_intersection" not in study.pinned_defaults  # written before it existed
     assert len(study.history()) == LSE_ANSWERS
@@ -329,15 +338,7 @@ if __name__ == "__main__":
     space, url, n = eval(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     answer(create_study("dose-old", "m-safeopt", space, seed=0, storage=url), n)
 """
-DOSE_SPACE = {
-    "monotone": "dose",
-    "h": 0.6,
-    "parameters": [
-        {"name": "dose", "low": 0.0, "high": 40.0, "grid": 21, "unit": "mg"},
-        {"name": "timing", "low": 0.0, "high": 24.0, "grid": 13, "unit": "h"},
-    ],
-    "settings": {"noise_f": 1.0, "noise_g": 1e-4},
-}
+DOSE_SPACE = DOSE  # the same user study as tests/test_safe_unknown_constants.py
 DOSE_ANSWERS = 40
 
 
@@ -368,40 +369,8 @@ def test_a_safe_study_written_by_the_boloop_of_before_loads(tmp_path):
     """End to end: a dose study created and answered by the boloop of
     :data:`BEFORE_UNKNOWN_CONSTANTS` (skipped without it in the history) loads in this one,
     replays every event, says L_f = L_g_prime = 1.0 and asks next what 1.0 asks."""
-    import os
-    import shutil
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    root = Path(__file__).resolve().parents[1]
-    git = shutil.which("git")
-    if git is None or subprocess.run(
-        [git, "-C", str(root), "cat-file", "-e", f"{BEFORE_UNKNOWN_CONSTANTS}^{{commit}}"],
-        capture_output=True,
-    ).returncode:
-        pytest.skip(f"commit {BEFORE_UNKNOWN_CONSTANTS} is not in this checkout's history")
-    archive = subprocess.run(
-        [git, "-C", str(root), "archive", BEFORE_UNKNOWN_CONSTANTS, "src"],
-        capture_output=True,
-        check=True,
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(tmp_path)], input=archive, check=True)
-    script = tmp_path / "old_dose_study.py"
-    script.write_text(DOSE_SCRIPT)
-    url = f"sqlite:///{tmp_path / 'old.db'}"
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(tmp_path / "src"),
-        "BOLOOP_SNAPSHOTS": "0",
-        "OMP_NUM_THREADS": "1",
-        "OPENBLAS_NUM_THREADS": "1",
-    }
-    subprocess.run(
-        [sys.executable, str(script), repr(DOSE_SPACE), url, str(DOSE_ANSWERS)],
-        env=env,
-        check=True,
-        capture_output=True,
+    url = _written_by_the_boloop_of(
+        BEFORE_UNKNOWN_CONSTANTS, DOSE_SCRIPT, DOSE_SPACE, DOSE_ANSWERS, tmp_path
     )
     study = load_study("dose-old", url, full_replay=True)
     assert "missing_constants" not in study.pinned_defaults  # written before it existed
