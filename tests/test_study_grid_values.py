@@ -268,7 +268,10 @@ def test_a_safe_recommendations_levels_are_levels_when_there_are_as_many_x_rows_
     assert res.returncode == 0, res.stderr
     lines = [ln.strip() for ln in res.stdout.splitlines()]
     assert f"point: dose=3.33333, time={time:g}" in lines, res.stdout
-    assert "best_s: [3.333, 3.333]" in lines and "boundary_s: [3.333, 3.333]" in lines, res.stdout
+    # each per value of the other parameter, the dose in the grid's own digits as the point's
+    per_time = "time=1: 3.33333; time=8: 3.33333"
+    assert f"best_s per time: {per_time}" in lines, res.stdout
+    assert f"boundary_s per time: {per_time}" in lines, res.stdout
     page = TestClient(create_app(url, None)).get("/studies/dose")
     assert page.status_code == 200, page.text
     assert f"dose=3.33333, time={time:g}" in re.sub(r"\s+", " ", page.text)
